@@ -1,0 +1,3 @@
+from envman.cli import main
+
+main()

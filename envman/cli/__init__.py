@@ -1,0 +1,116 @@
+"""The ``envman`` command line: a thin typer layer over the domain modules.
+
+One sub-app per noun, each in its own module, imported only when its command runs, so
+``envman --help`` stays fast. One error boundary (``main``): an ``EnvmanError`` becomes one line
+on stderr and its exit code; nothing else reaches the user as a traceback unless ENVMAN_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import __version__
+from ..errors import EnvmanError
+
+app = typer.Typer(
+    name="envman",
+    help="Containerised multi-CUDA environments: resolve, render, build, smoke-test and run GPU stacks side by side.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class State:
+    """Options of the root command, shared with sub-commands through ``ctx.obj``."""
+
+    matrix_files: list[Path] = []
+
+
+STATE = State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"envman {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    matrix: Annotated[
+        Optional[list[Path]],
+        typer.Option(
+            "--matrix",
+            "-m",
+            help="Extra matrix file (repeatable); also ENVMAN_MATRIX=path:path. Same format as matrices/*.toml.",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    STATE.matrix_files = list(matrix or [])
+
+
+def get_matrix():
+    """The matrix for this invocation: shipped files + ENVMAN_MATRIX + --matrix."""
+    from ..matrix.load import get_matrix as _get
+
+    return _get(STATE.matrix_files)
+
+
+def _register() -> None:
+    # Sub-apps are small modules of typer declarations; the heavy domain modules they call are
+    # imported inside the command functions.
+    from . import matrix as matrix_cli
+
+    app.add_typer(matrix_cli.app, name="matrix", help="The compatibility matrix: list, show, explain, validate.")
+    for mod in _optional_modules():
+        if hasattr(mod, "register"):
+            mod.register(app)
+        else:  # a module with one command named after it
+            name = mod.__name__.rsplit(".", 1)[-1]
+            app.command(name, help=(getattr(mod, name).__doc__ or "").strip().split("\n")[0])(getattr(mod, name))
+
+
+def _optional_modules():
+    """Command modules added by later features; each exposes ``register(app)``."""
+    import importlib
+
+    for name in ("render", "build", "project", "ci"):
+        try:
+            yield importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:  # pragma: no cover - only while a feature is absent
+            if exc.name != f"{__name__}.{name}":
+                raise
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point and the CLI's one error boundary."""
+    try:
+        app(args=argv, prog_name="envman", standalone_mode=True)
+    except EnvmanError as exc:
+        typer.echo(f"envman: error: {exc.line()}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("envman: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        if os.environ.get("ENVMAN_DEBUG"):
+            raise
+        typer.echo(
+            f"envman: internal error: {type(exc).__name__}: {exc} (rerun with ENVMAN_DEBUG=1 for the traceback and report it)",
+            err=True,
+        )
+        sys.exit(70)

@@ -1,0 +1,1 @@
+"""The compatibility matrix: data in ``matrices/``, typed objects in ``model``."""

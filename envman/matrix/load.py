@@ -1,0 +1,412 @@
+"""Load ``matrices/*.toml`` (and the user's own files) into a frozen ``Matrix``.
+
+A file is parsed and checked whole before anything from it is used: a malformed file raises
+``MatrixError`` naming the file, the key and what was expected, and nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from packaging.version import InvalidVersion, Version
+
+from ..errors import MatrixError
+from ..paths import matrices_dir
+from .model import (
+    FLAVOURS,
+    FRAMEWORKS,
+    IMAGE_STATUSES,
+    STATUSES,
+    Arch,
+    BaseImage,
+    CudaRelease,
+    DriverVersion,
+    FrameworkBuild,
+    Gpu,
+    Matrix,
+    OsInfo,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: Environment variable with extra matrix files, separated by os.pathsep.
+MATRIX_ENV = "ENVMAN_MATRIX"
+
+KINDS = ("cuda", "os", "images", "framework", "gpus")
+
+
+class _Row:
+    """Typed access to one TOML table, with errors that name file, key and expectation."""
+
+    def __init__(self, data: dict, file: str, where: str) -> None:
+        if not isinstance(data, dict):
+            raise MatrixError(f"{where} must be a table", where=file, fix="see matrices/README.md")
+        self.data = data
+        self.file = file
+        self.where = where
+        self.used: set[str] = set()
+
+    def _fail(self, key: str, expected: str, got: Any = None) -> MatrixError:
+        shown = "" if got is None else f", got {got!r}"
+        return MatrixError(
+            f"key {self.where}.{key}: expected {expected}{shown}",
+            where=self.file,
+            fix="fix the value (format: matrices/README.md)",
+        )
+
+    def get(self, key: str, conv: Callable[[Any], Any], expected: str, *, default: Any = ..., ) -> Any:
+        self.used.add(key)
+        if key not in self.data or self.data[key] in ("", None):
+            if default is ...:
+                raise self._fail(key, expected + " (required)")
+            return default
+        value = self.data[key]
+        try:
+            return conv(value)
+        except (ValueError, TypeError, InvalidVersion) as exc:
+            raise self._fail(key, expected, value) from exc
+
+    def str(self, key: str, *, default: Any = ..., choices: Iterable[str] | None = None) -> Any:
+        choices = tuple(choices) if choices else None
+
+        def conv(v: Any) -> str:
+            if not isinstance(v, str):
+                raise TypeError
+            if choices and v not in choices:
+                raise ValueError
+            return v
+
+        expected = "one of " + ", ".join(repr(c) for c in choices) if choices else "a string"
+        return self.get(key, conv, expected, default=default)
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        def conv(v: Any) -> bool:
+            if not isinstance(v, bool):
+                raise TypeError
+            return v
+
+        return self.get(key, conv, "true or false", default=default)
+
+    def float(self, key: str) -> float | None:
+        def conv(v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise TypeError
+            return float(v)
+
+        return self.get(key, conv, "a non-negative number", default=None)
+
+    def version(self, key: str, *, default: Any = ...) -> Any:
+        return self.get(key, _version, "a version string like '12.4'", default=default)
+
+    def list(self, key: str, conv: Callable[[Any], Any], expected: str, *, default: Any = ()) -> tuple:
+        def lconv(v: Any) -> tuple:
+            if not isinstance(v, list):
+                raise TypeError
+            return tuple(conv(x) for x in v)
+
+        return self.get(key, lconv, f"a list of {expected}", default=default)
+
+    def strs(self, key: str, *, default: Any = ()) -> tuple[str, ...]:
+        return self.list(key, _string, "strings", default=default)
+
+    def sources(self) -> tuple[str, ...]:
+        src = self.get(
+            "source",
+            lambda v: tuple(_string(x) for x in ([v] if isinstance(v, str) else v)),
+            "a non-empty list of sources (URLs or precise references)",
+        )
+        if not src:
+            raise self._fail("source", "a non-empty list of sources")
+        return src
+
+    def status(self, key: str = "status") -> str:
+        return self.str(key, choices=STATUSES)
+
+    def done(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise MatrixError(
+                f"unknown key {self.where}.{unknown[0]}",
+                where=self.file,
+                fix="remove it or check its spelling (format: matrices/README.md)",
+            )
+
+
+def _string(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError
+    return v
+
+
+def _version(v: Any) -> Version:
+    if not isinstance(v, str):
+        raise TypeError
+    return Version(v)
+
+
+def _arch(v: Any) -> Arch:
+    if not isinstance(v, str):
+        raise TypeError
+    return Arch.parse(v)
+
+
+def _driver(v: Any) -> DriverVersion:
+    if not isinstance(v, str):
+        raise TypeError
+    return DriverVersion.parse(v)
+
+
+def _rows(doc: dict, key: str, file: str) -> list[dict]:
+    rows = doc.get(key, [])
+    if not isinstance(rows, list):
+        raise MatrixError(f"key {key}: expected an array of tables ([[{key}]])", where=file)
+    return rows
+
+
+# --- per-kind parsers -----------------------------------------------------------------------
+
+
+def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str, str]]]:
+    out = []
+    for i, raw in enumerate(_rows(doc, "release", file)):
+        r = _Row(raw, file, f"release[{i}]")
+        out.append(
+            CudaRelease(
+                version=r.version("version"),
+                toolkit_driver=r.get("toolkit_driver", _driver, "a driver version like '550.54.14'"),
+                minor_compat_driver=r.get(
+                    "minor_compat_driver", _driver, "a driver version like '525.60.13'", default=None
+                ),
+                minor_compat_status=r.str("minor_compat_status", default="confirmed", choices=STATUSES),
+                sm=r.list("sm", _arch, "compute capabilities like '8.6'"),
+                cudnn=r.strs("cudnn"),
+                source=r.sources(),
+                status=r.status(),
+                note=r.str("note", default=""),
+            )
+        )
+        r.done()
+    never = []
+    for i, raw in enumerate(_rows(doc, "never_released", file)):
+        r = _Row(raw, file, f"never_released[{i}]")
+        version = r.str("version")
+        why = r.str("why")
+        src = r.sources()
+        r.used.add("status")
+        r.done()
+        never.append((version, f"{why} ({'; '.join(src)})"))
+    return out, never
+
+
+def _parse_os(doc: dict, file: str) -> list[OsInfo]:
+    out = []
+    for i, raw in enumerate(_rows(doc, "os", file)):
+        r = _Row(raw, file, f"os[{i}]")
+        out.append(
+            OsInfo(
+                name=r.str("name"),
+                python_default=r.version("python_default"),
+                python_apt=r.list("python_apt", _version, "Python versions like '3.10'"),
+                source=r.sources(),
+                status=r.status(),
+                note=r.str("note", default=""),
+            )
+        )
+        r.done()
+    return out
+
+
+def _parse_images(doc: dict, file: str) -> list[BaseImage]:
+    out = []
+    for i, raw in enumerate(_rows(doc, "image", file)):
+        r = _Row(raw, file, f"image[{i}]")
+        patch = r.version("cuda", default=None)
+        out.append(
+            BaseImage(
+                repository=r.str("repository"),
+                tag=r.str("tag"),
+                cuda=Version(f"{patch.major}.{patch.minor}") if patch else None,
+                cuda_patch=patch,
+                flavour=r.str("flavour", choices=FLAVOURS),
+                cudnn=r.str("cudnn", default=None),
+                os=r.str("os"),
+                status=r.str("status", choices=IMAGE_STATUSES),
+                source=r.sources(),
+                custom=r.bool("custom"),
+                note=r.str("note", default=""),
+            )
+        )
+        r.done()
+    return out
+
+
+def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
+    top = _Row({"framework": doc.get("framework")}, file, "(top level)")
+    framework = top.str("framework", choices=FRAMEWORKS)
+    out = []
+    for i, raw in enumerate(_rows(doc, "build", file)):
+        r = _Row(raw, file, f"build[{i}]")
+        cuda = r.version("cuda", default=None)
+        out.append(
+            FrameworkBuild(
+                framework=framework,
+                version=r.version("version"),
+                variant=r.str("variant"),
+                cuda=Version(f"{cuda.major}.{cuda.minor}") if cuda else None,
+                cudnn=r.str("cudnn", default=None),
+                python=tuple(sorted(r.list("python", _version, "Python versions like '3.10'", default=...))),
+                packages=r.strs("packages", default=...),
+                index_url=r.str("index_url", default=None),
+                extra_index_url=r.str("extra_index_url", default=None),
+                find_links=r.str("find_links", default=None),
+                system_cuda=r.bool("system_cuda"),
+                system_cudnn=r.bool("system_cudnn"),
+                sass=tuple(sorted(r.list("sass", _arch, "compute capabilities like '8.6'"))),
+                ptx=tuple(sorted(r.list("ptx", _arch, "compute capabilities like '8.6'"))),
+                arch_status=r.str("arch_status", default="confirmed", choices=STATUSES),
+                default=r.bool("default"),
+                source=r.sources(),
+                status=r.status(),
+                note=r.str("note", default=""),
+                os=r.strs("os"),
+                base_image=r.str("base_image", default=None),
+            )
+        )
+        r.done()
+        if not out[-1].python:
+            raise r._fail("python", "a non-empty list of Python versions")
+        if not out[-1].packages:
+            raise r._fail("packages", "a non-empty list of pip requirements")
+    return out
+
+
+def _parse_gpus(doc: dict, file: str) -> list[Gpu]:
+    out = []
+    for i, raw in enumerate(_rows(doc, "gpu", file)):
+        r = _Row(raw, file, f"gpu[{i}]")
+        out.append(
+            Gpu(
+                id=r.str("id"),
+                name=r.str("name"),
+                aliases=r.strs("aliases"),
+                cc=r.get("cc", _arch, "a compute capability like '8.6'"),
+                memory_gb=r.float("memory_gb"),
+                bandwidth_gb_s=r.float("bandwidth_gb_s"),
+                fp32_tflops=r.float("fp32_tflops"),
+                fp16_tflops=r.float("fp16_tflops"),
+                source=r.sources(),
+                status=r.status(),
+                note=r.str("note", default=""),
+            )
+        )
+        r.done()
+    return out
+
+
+_TOP_KEYS = {
+    "cuda": {"release", "never_released"},
+    "os": {"os"},
+    "images": {"image"},
+    "framework": {"framework", "build"},
+    "gpus": {"gpu"},
+}
+
+
+def parse_file(path: Path) -> tuple[str, Any]:
+    """Parse one matrix file completely; returns (kind, parsed rows). Raises MatrixError."""
+    file = str(path)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise MatrixError("matrix file not found", where=file, fix="check the --matrix / ENVMAN_MATRIX path")
+    except IsADirectoryError:
+        raise MatrixError("is a directory, expected a .toml matrix file", where=file)
+    except tomllib.TOMLDecodeError as exc:
+        raise MatrixError(f"not valid TOML ({exc})", where=file, fix="fix the syntax")
+    if doc.get("schema") != 1:
+        raise MatrixError(
+            f"key schema: expected 1, got {doc.get('schema')!r}", where=file, fix="start the file with `schema = 1`"
+        )
+    kind = doc.get("kind")
+    if kind not in KINDS:
+        raise MatrixError(
+            f"key kind: expected one of {', '.join(KINDS)}, got {kind!r}",
+            where=file,
+            fix='add e.g. `kind = "framework"` (format: matrices/README.md)',
+        )
+    extra = sorted(set(doc) - {"schema", "kind"} - _TOP_KEYS[kind])
+    if extra:
+        raise MatrixError(f"unknown top-level key {extra[0]} for kind {kind!r}", where=file)
+    parser = {
+        "cuda": _parse_cuda,
+        "os": _parse_os,
+        "images": _parse_images,
+        "framework": _parse_framework,
+        "gpus": _parse_gpus,
+    }[kind]
+    return kind, parser(doc, file)
+
+
+def user_matrix_paths(extra: Iterable[str | Path] = ()) -> list[Path]:
+    """User files: ENVMAN_MATRIX (os.pathsep-separated) first, then --matrix options."""
+    paths = [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
+    paths += [Path(p) for p in extra]
+    return paths
+
+
+def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Matrix:
+    """Load the shipped matrix plus user files. User rows replace shipped rows with the same key."""
+    files = sorted(matrices_dir().glob("*.toml")) if shipped else []
+    files += user_matrix_paths(extra)
+    cuda: dict[str, CudaRelease] = {}
+    never: dict[str, tuple[str, str]] = {}
+    oses: dict[str, OsInfo] = {}
+    images: dict[str, BaseImage] = {}
+    builds: dict[tuple, FrameworkBuild] = {}
+    gpus: dict[str, Gpu] = {}
+    parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
+    for kind, rows in parsed:
+        if kind == "cuda":
+            releases, nev = rows
+            for r in releases:
+                cuda[r.key] = r
+            for v, why in nev:
+                never[v] = (v, why)
+        elif kind == "os":
+            oses.update((o.name, o) for o in rows)
+        elif kind == "images":
+            images.update((i.ref, i) for i in rows)
+        elif kind == "framework":
+            builds.update(((b.framework, str(b.version), b.variant), b) for b in rows)
+        elif kind == "gpus":
+            gpus.update((g.id, g) for g in rows)
+    return Matrix(
+        cuda=tuple(sorted(cuda.values(), key=lambda r: r.version)),
+        never_released=tuple(sorted(never.values())),
+        oses=tuple(oses.values()),
+        images=tuple(images.values()),
+        builds=tuple(sorted(builds.values(), key=lambda b: (b.framework, b.version, b.cuda or Version("0"), b.variant))),
+        gpus=tuple(gpus.values()),
+        files=tuple(str(f) for f in files),
+    )
+
+
+_CACHE: dict[tuple, Matrix] = {}
+
+
+def get_matrix(extra: Iterable[str | Path] = ()) -> Matrix:
+    """Process-wide cached ``load_matrix`` (the CLI loads once per invocation)."""
+    key = (tuple(str(p) for p in user_matrix_paths(extra)),)
+    if key not in _CACHE:
+        _CACHE[key] = load_matrix(extra)
+    return _CACHE[key]
+
+
+__all__ = ["load_matrix", "get_matrix", "parse_file", "user_matrix_paths", "MATRIX_ENV"]

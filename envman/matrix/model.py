@@ -1,0 +1,252 @@
+"""Typed, frozen objects for the compatibility matrix.
+
+The on-disk format (TOML, one file per family under ``matrices/``) is documented in
+``matrices/README.md``; ``envman.matrix.load`` turns it into these objects and rejects a
+malformed file whole, naming the file, the key and what was expected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import total_ordering
+
+from packaging.version import Version
+
+#: Fact status carried by every row, as in ``shared/reference``. An ``unconfirmed`` fact is
+#: never promoted to a hard rule: verdicts that rest on one say so in their reasons.
+STATUSES = ("confirmed", "partially confirmed", "unconfirmed")
+
+#: nvidia/cuda image flavours, smallest first.
+FLAVOURS = ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel")
+
+#: Docker Hub status of a base image tag.
+IMAGE_STATUSES = ("published", "deleted", "unknown")
+
+FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Arch:
+    """A GPU compute capability, ``major.minor`` (``"8.6"`` is sm_86)."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Arch":
+        t = str(text).strip().lower()
+        for prefix in ("sm_", "compute_", "sm"):
+            if t.startswith(prefix):
+                t = t[len(prefix):]
+                if "." not in t and t.isdigit() and len(t) >= 2:
+                    t = f"{t[:-1]}.{t[-1]}"
+                break
+        major, sep, minor = t.partition(".")
+        if not sep or not major.isdigit() or not minor.isdigit():
+            raise ValueError(f"not a compute capability: {text!r} (expected like '8.6' or 'sm_86')")
+        return cls(int(major), int(minor))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def __lt__(self, other: "Arch") -> bool:
+        return (self.major, self.minor) < (other.major, other.minor)
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.major}{self.minor}"
+
+
+@dataclass(frozen=True)
+class DriverVersion:
+    """An NVIDIA Linux driver version such as ``525.60.13`` (compared numerically)."""
+
+    parts: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "DriverVersion":
+        t = str(text).strip()
+        try:
+            parts = tuple(int(p) for p in t.split("."))
+        except ValueError:
+            parts = ()
+        if not parts or len(parts) > 3:
+            raise ValueError(f"not a driver version: {text!r} (expected like '535.104.05')")
+        return cls(parts)
+
+    def _key(self) -> tuple[int, ...]:
+        return self.parts + (0,) * (3 - len(self.parts))
+
+    def __lt__(self, other: "DriverVersion") -> bool:
+        return self._key() < other._key()
+
+    def __le__(self, other: "DriverVersion") -> bool:
+        return self._key() <= other._key()
+
+    def __gt__(self, other: "DriverVersion") -> bool:
+        return self._key() > other._key()
+
+    def __ge__(self, other: "DriverVersion") -> bool:
+        return self._key() >= other._key()
+
+    def __str__(self) -> str:
+        # Keep the driver's own zero padding convention (e.g. 535.104.05).
+        if len(self.parts) == 3:
+            return f"{self.parts[0]}.{self.parts[1]}.{self.parts[2]:02d}"
+        return ".".join(str(p) for p in self.parts)
+
+
+@dataclass(frozen=True)
+class CudaRelease:
+    """One CUDA toolkit release (``major.minor``)."""
+
+    version: Version
+    toolkit_driver: DriverVersion  # minimum Linux x86_64 driver of the GA release
+    minor_compat_driver: DriverVersion | None  # floor under minor-version compatibility
+    minor_compat_status: str
+    sm: tuple[Arch, ...]  # compute capabilities nvcc of this release can target
+    cudnn: tuple[str, ...]  # cuDNN versions shipped in nvidia/cuda images of this release
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def min_driver(self) -> DriverVersion:
+        """Lowest driver on which an app built with this release runs at all."""
+        return self.minor_compat_driver or self.toolkit_driver
+
+
+@dataclass(frozen=True)
+class OsInfo:
+    """An operating system that base images use (apt-based)."""
+
+    name: str  # as written in nvidia/cuda tags: "ubuntu22.04"
+    python_default: Version
+    python_apt: tuple[Version, ...]  # Pythons the distro installs as python3.X (default included)
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    """A base image a stack can be built FROM."""
+
+    repository: str  # "nvidia/cuda", "ubuntu", or a private registry path
+    tag: str
+    cuda: Version | None  # None for CPU images
+    cuda_patch: Version | None  # full patch version of the tag ("12.4.1"), None for CPU
+    flavour: str  # one of FLAVOURS; "base" for CPU images
+    cudnn: str | None  # cuDNN major carried by the image, if any
+    os: str
+    status: str  # one of IMAGE_STATUSES
+    source: tuple[str, ...]
+    custom: bool = False  # a user's own base: naming rules of nvidia/cuda do not apply
+    note: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class FrameworkBuild:
+    """One installable framework build: a release x a wheel variant (or the CPU build)."""
+
+    framework: str  # one of FRAMEWORKS
+    version: Version
+    variant: str  # "cu118", "cpu", "gpu", "cuda12" ... as the project names it
+    cuda: Version | None  # CUDA major.minor the build targets; None for CPU builds
+    cudnn: str | None  # cuDNN the build was built/tested with
+    python: tuple[Version, ...]
+    packages: tuple[str, ...]  # pip requirement strings, pinned
+    index_url: str | None
+    extra_index_url: str | None
+    find_links: str | None
+    system_cuda: bool  # needs CUDA runtime libraries from the base image
+    system_cudnn: bool  # needs cuDNN from the base image
+    sass: tuple[Arch, ...]
+    ptx: tuple[Arch, ...]
+    arch_status: str
+    default: bool  # the variant plain ``pip install <framework>==<version>`` gives
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+    os: tuple[str, ...] = ()  # restrict to these OS names (empty: any that fits)
+    base_image: str | None = None  # pin an exact base image ref (custom rows)
+
+    @property
+    def name(self) -> str:
+        """Resolvable row name: ``torch-2.7.1-cuda12.8`` / ``torch-2.7.1-cpu``."""
+        tail = f"cuda{self.cuda.major}.{self.cuda.minor}" if self.cuda else "cpu"
+        return f"{self.framework}-{self.version}-{tail}"
+
+    @property
+    def flavour_needed(self) -> str:
+        """Smallest nvidia/cuda flavour that works for this build."""
+        if self.cuda is None:
+            return "base"
+        if self.system_cudnn:
+            return "cudnn-runtime"
+        if self.system_cuda:
+            return "runtime"
+        return "base"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU model with the datasheet figures used for verdicts and the performance probe."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    cc: Arch
+    memory_gb: float | None
+    bandwidth_gb_s: float | None
+    fp32_tflops: float | None
+    fp16_tflops: float | None  # FP16 tensor, dense
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Everything envman knows; built once per process by ``envman.matrix.load``."""
+
+    cuda: tuple[CudaRelease, ...]
+    never_released: tuple[tuple[str, str], ...]  # (version, explanation with source)
+    oses: tuple[OsInfo, ...]
+    images: tuple[BaseImage, ...]
+    builds: tuple[FrameworkBuild, ...]
+    gpus: tuple[Gpu, ...]
+    files: tuple[str, ...] = field(default=())
+
+    def cuda_release(self, version: Version | str) -> CudaRelease | None:
+        v = Version(str(version))
+        for r in self.cuda:
+            if (r.version.major, r.version.minor) == (v.major, v.minor):
+                return r
+        return None
+
+    def os_info(self, name: str) -> OsInfo | None:
+        for o in self.oses:
+            if o.name == name:
+                return o
+        return None
+
+    def gpu(self, query: str) -> Gpu | None:
+        q = _norm(query)
+        for g in self.gpus:
+            if q in {_norm(g.id), _norm(g.name), *(_norm(a) for a in g.aliases)}:
+                return g
+        return None
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())

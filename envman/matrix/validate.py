@@ -1,0 +1,164 @@
+"""Cross-consistency of a loaded matrix (``envman matrix validate``).
+
+Schema errors are caught at load time; this module checks the relations between rows: every
+framework build points at a CUDA release that exists and has a base image, every nvidia/cuda tag
+follows the naming rules of its era, arch lists are possible for the CUDA release, and so on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from .model import BaseImage, Matrix
+
+_PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?(==|>=|<=|~=|<|>)[A-Za-z0-9.*+!_-]+$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+def cudnn_token(cuda: Version, cudnn_major: str | None) -> str | None:
+    """The cuDNN token nvidia/cuda tags use for this CUDA release (None: no cuDNN in the tag)."""
+    if cudnn_major is None:
+        return None
+    if cuda >= Version("12.4"):
+        return "cudnn"
+    return f"cudnn{cudnn_major}"
+
+
+def expected_tag(img: BaseImage) -> str | None:
+    """The tag the naming rules of its era give for an nvidia/cuda image row."""
+    if img.cuda_patch is None:
+        return None
+    v = img.cuda_patch
+    legacy = Version(f"{v.major}.{v.minor}") <= Version("11.0")
+    version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}.{v.micro}"
+    flavour = img.flavour.replace("cudnn-", "")
+    token = cudnn_token(Version(f"{v.major}.{v.minor}"), img.cudnn) if img.flavour.startswith("cudnn") else None
+    parts = [version] + ([token] if token else []) + [flavour, img.os]
+    return "-".join(parts)
+
+
+def allowed_cudnn_majors(cuda: Version) -> set[str]:
+    if cuda < Version("10.1"):
+        return {"7"}
+    if cuda < Version("11.0"):
+        return {"7", "8"}
+    if cuda < Version("12.3"):
+        return {"8"}
+    return {"9"}
+
+
+def validate(matrix: Matrix) -> list[Problem]:
+    problems: list[Problem] = []
+    add = lambda where, what: problems.append(Problem(where, what))  # noqa: E731
+
+    cuda_keys = {r.key for r in matrix.cuda}
+    never = {v for v, _ in matrix.never_released}
+    for r in matrix.cuda:
+        if r.key in never:
+            add(f"cuda {r.key}", "listed both as a release and as never released")
+        if r.version >= Version("11.0") and r.minor_compat_driver is None:
+            add(f"cuda {r.key}", "CUDA >= 11 has minor-version compatibility: minor_compat_driver is missing")
+        if r.version < Version("11.0") and r.minor_compat_driver is not None:
+            add(f"cuda {r.key}", "CUDA < 11 has no minor-version compatibility: remove minor_compat_driver")
+        if r.minor_compat_driver and r.minor_compat_driver > r.toolkit_driver:
+            add(f"cuda {r.key}", "minor_compat_driver is newer than toolkit_driver")
+        if not r.sm:
+            add(f"cuda {r.key}", "sm (compute capabilities nvcc targets) is empty")
+    prev = None
+    for r in matrix.cuda:  # sorted by version
+        if prev and r.toolkit_driver < prev.toolkit_driver:
+            add(f"cuda {r.key}", f"toolkit_driver {r.toolkit_driver} is older than CUDA {prev.key}'s {prev.toolkit_driver}")
+        prev = r
+
+    os_names = {o.name for o in matrix.oses}
+    for o in matrix.oses:
+        if o.python_default not in o.python_apt:
+            add(f"os {o.name}", "python_default must be listed in python_apt")
+
+    seen_refs: set[str] = set()
+    for img in matrix.images:
+        where = f"image {img.ref}"
+        if img.ref in seen_refs:
+            add(where, "duplicate image row")
+        seen_refs.add(img.ref)
+        if img.os not in os_names:
+            add(where, f"os {img.os!r} is not in the os matrix")
+        if img.custom:
+            continue
+        if img.cuda is None:
+            continue
+        if f"{img.cuda.major}.{img.cuda.minor}" not in cuda_keys:
+            add(where, f"CUDA {img.cuda} is not a release in the matrix")
+        if img.repository != "nvidia/cuda":
+            add(where, "non-custom CUDA images must come from nvidia/cuda (mark a private base custom = true)")
+        want = expected_tag(img)
+        if want != img.tag:
+            add(where, f"tag does not follow the naming rules of its era: expected {want!r}")
+        if img.flavour.startswith("cudnn"):
+            if img.cudnn is None:
+                add(where, "a cudnn flavour needs cudnn (the major version)")
+            elif img.cudnn not in allowed_cudnn_majors(img.cuda):
+                add(where, f"cuDNN {img.cudnn} was not shipped in nvidia/cuda images of CUDA {img.cuda}")
+        elif img.cudnn is not None:
+            add(where, "cudnn is set but the flavour has no cuDNN")
+
+    builds_seen: set[tuple] = set()
+    for b in matrix.builds:
+        where = f"{b.framework} {b.version} {b.variant}"
+        key = (b.framework, b.version, b.variant)
+        if key in builds_seen:
+            add(where, "duplicate build row")
+        builds_seen.add(key)
+        for req in b.packages:
+            if not _PY_RE.match(req):
+                add(where, f"package {req!r} is not a pinned requirement (name==version)")
+        if b.cuda is None:
+            if b.sass or b.ptx:
+                add(where, "a CPU build cannot carry GPU architectures")
+            if b.system_cuda or b.system_cudnn:
+                add(where, "a CPU build cannot need system CUDA/cuDNN")
+            continue
+        rel = matrix.cuda_release(b.cuda)
+        if rel is None:
+            add(where, f"CUDA {b.cuda} is not a release in the matrix")
+            continue
+        if not b.sass and not b.ptx:
+            add(where, "a CUDA build must list its architectures (sass and/or ptx)")
+        toolkit_sm = set(rel.sm)
+        for a in b.sass:
+            if toolkit_sm and a not in toolkit_sm:
+                add(where, f"SASS {a.sm} cannot be built by CUDA {rel.key} (nvcc targets {', '.join(str(x) for x in rel.sm)})")
+        for a in b.ptx:
+            if toolkit_sm and a not in toolkit_sm:
+                add(where, f"PTX compute_{a.major}{a.minor} cannot be built by CUDA {rel.key}")
+        for o in b.os:
+            if o not in os_names:
+                add(where, f"os {o!r} is not in the os matrix")
+        if b.base_image is None:
+            need = b.flavour_needed
+            images = [i for i in matrix.images if i.cuda == b.cuda and not i.custom and i.flavour == need]
+            if not images:
+                add(where, f"no {need} base image for CUDA {b.cuda} in the image matrix")
+    for fw in sorted({b.framework for b in matrix.builds}):
+        for v in sorted({b.version for b in matrix.builds if b.framework == fw}):
+            defaults = [b for b in matrix.builds if b.framework == fw and b.version == v and b.default]
+            if len(defaults) > 1:
+                add(f"{fw} {v}", "more than one variant marked default")
+
+    ids: set[str] = set()
+    for g in matrix.gpus:
+        if g.id in ids:
+            add(f"gpu {g.id}", "duplicate id")
+        ids.add(g.id)
+    return problems

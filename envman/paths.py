@@ -1,0 +1,43 @@
+"""Where envman's data lives: shipped templates and matrices, and the user's own state."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def _data_dir(name: str) -> Path:
+    installed = _PKG / "_data" / name
+    if installed.is_dir():
+        return installed
+    return _PKG.parent / name  # source checkout / editable install
+
+
+def templates_dir() -> Path:
+    return _data_dir("templates") / "dockerfiles"
+
+
+def matrices_dir() -> Path:
+    return _data_dir("matrices")
+
+
+def config_dir() -> Path:
+    """User config (``config.toml``, the project registry). ``ENVMAN_CONFIG_DIR`` overrides."""
+    env = os.environ.get("ENVMAN_CONFIG_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("envman", appauthor=False))
+
+
+def state_dir() -> Path:
+    """Build logs, smoke reports, locks. ``ENVMAN_STATE_DIR`` overrides."""
+    env = os.environ.get("ENVMAN_STATE_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("envman", appauthor=False))
