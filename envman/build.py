@@ -1,0 +1,396 @@
+"""Build → smoke → promote.
+
+* **Content-addressed**: a stack's candidate image is tagged ``envman/<stack>:<render hash>``.
+  If that image exists, ``build`` does no Docker build at all.
+* **One build per stack at a time**: a file lock per stack (``filelock``) makes a second
+  ``envman build`` of the same stack wait, then reuse the image the first one built.
+* **Promotion**: the stable tag ``envman/<stack>:latest`` moves only when the smoke test passes
+  (or is ``cpu-only`` and the caller accepted that). A failing smoke leaves the previous stable
+  image untouched; its report is kept.
+
+Everything here talks to Docker through ``envman.engine`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .errors import BuildError, EnvmanError, UserError
+from .paths import state_dir
+from .resolve import Stack
+
+REPO_PREFIX = "envman/"
+STABLE_TAG = "latest"
+PROBE_PATH = "/opt/envman/probe.py"
+STACK_PATH = "/opt/envman/stack.json"
+
+#: Smoke outcomes, from the probe's ``overall``.
+PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
+
+
+def repository(stack_name: str) -> str:
+    return REPO_PREFIX + stack_name.lower()
+
+
+def candidate_ref(stack_name: str, render_hash: str) -> str:
+    return f"{repository(stack_name)}:{render_hash[:16]}"
+
+
+def stable_ref(stack_name: str) -> str:
+    return f"{repository(stack_name)}:{STABLE_TAG}"
+
+
+# --- state files (atomic writes) ---------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``path`` so that a reader (or a crash) never sees it half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def logs_dir() -> Path:
+    return state_dir() / "logs"
+
+
+def reports_dir() -> Path:
+    return state_dir() / "reports"
+
+
+def locks_dir() -> Path:
+    return state_dir() / "locks"
+
+
+def report_path(image_id: str) -> Path:
+    return reports_dir() / f"{_safe(image_id.replace('sha256:', ''))}.json"
+
+
+def load_report(image_id: str) -> dict | None:
+    try:
+        return json.loads(report_path(image_id).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+# --- build -----------------------------------------------------------------------------------
+
+
+@dataclass
+class BuildResult:
+    stack: Stack
+    ref: str  # candidate tag
+    image_id: str
+    render_hash: str
+    cached: bool
+    seconds: float
+    log_path: str | None = None
+
+
+def _render(stack: Stack, options):
+    from .render import RenderOptions, render_stack
+
+    return render_stack(stack, options or RenderOptions())
+
+
+def build_stack(
+    engine,
+    stack: Stack,
+    options=None,
+    *,
+    nocache: bool = False,
+    pull: bool = False,
+    on_event: Callable[[Any], None] | None = None,
+    lock_timeout: float = 3600,
+) -> BuildResult:
+    """Render and build ``stack`` unless its content-addressed candidate already exists."""
+    from filelock import FileLock, Timeout
+
+    t0 = time.perf_counter()
+    ctx = _render(stack, options)
+    ref = candidate_ref(stack.name, ctx.render_hash)
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks_dir() / f"{_safe(stack.name)}.lock"))
+    try:
+        lock.acquire(timeout=lock_timeout)
+    except Timeout:
+        raise EnvmanError(
+            f"another envman build of {stack.name} has held its lock for {lock_timeout:.0f} s",
+            where=str(lock.lock_file),
+            fix="wait for it to finish, or remove the lock file if no envman process is running",
+        )
+    try:
+        existing = engine.inspect_image(ref)
+        if existing and not nocache and existing.get("Config", {}).get("Labels", {}).get("envman.render-hash") == ctx.render_hash:
+            return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
+        logs_dir().mkdir(parents=True, exist_ok=True)
+        log_path = logs_dir() / f"{_safe(stack.name)}-{ctx.render_hash[:16]}.log"
+        labels = {
+            "envman.managed": "true",
+            "envman.name": stack.name,
+            "envman.render-hash": ctx.render_hash,
+            "envman.role": "candidate",
+        }
+        image_id = None
+        with open(log_path, "w") as log:
+            try:
+                for ev in engine.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull):
+                    log.write(ev.text.rstrip("\n") + "\n")
+                    if on_event:
+                        on_event(ev)
+                    if ev.kind == "done":
+                        image_id = ev.image_id
+            except BuildError as exc:
+                log.write(f"\nenvman: build failed: {exc.what}\n")
+                raise BuildError(
+                    f"build of {stack.name} failed: {exc.what}",
+                    log_tail=exc.log_tail,
+                    where=str(log_path),
+                    fix="read the log tail above / the full log; fix the matrix row or network options and rerun",
+                ) from None
+        if image_id is None:
+            info = engine.inspect_image(ref)
+            image_id = info["Id"] if info else ref
+        return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path))
+    finally:
+        lock.release()
+
+
+# --- smoke -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SmokeReport:
+    stack: str
+    image: str
+    image_id: str
+    overall: str  # pass | cpu-only | fail
+    reason: str
+    gpus_requested: bool
+    probe: dict | None
+    exit_code: int
+    stderr_tail: str
+    created: float = field(default_factory=time.time)
+    promoted: bool = False
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _gpu_mode(engine, require_gpu: bool) -> bool:
+    """Whether to request GPUs: when the engine can provide them, or when the user insists
+    (then the engine's own error says how to install the NVIDIA runtime)."""
+    if require_gpu:
+        return True
+    info = engine.info()
+    return bool(info.get("nvidia_runtime") or info.get("cdi_spec_dirs") and _cdi_has_nvidia(info["cdi_spec_dirs"]))
+
+
+def _cdi_has_nvidia(dirs: Iterable[str]) -> bool:
+    for d in dirs:
+        p = Path(d)
+        if p.is_dir() and any("nvidia" in f.name for f in p.iterdir()):
+            return True
+    return False
+
+
+def smoke_image(
+    engine,
+    stack: Stack,
+    image: str,
+    image_id: str | None = None,
+    *,
+    require_gpu: bool = False,
+    bench: bool = False,
+    timeout: float = 900,
+) -> SmokeReport:
+    """Run the probe inside ``image``; the report is saved beside the image's id."""
+    gpus = _gpu_mode(engine, require_gpu)
+    cmd = ["python", PROBE_PATH, "--expect", STACK_PATH]
+    if require_gpu:
+        cmd.append("--require-gpu")
+    if bench:
+        cmd.append("--bench")
+    res = engine.run(
+        image,
+        cmd,
+        gpus="all" if gpus else None,
+        labels={"envman.role": "smoke", "envman.name": stack.name},
+        timeout=timeout,
+        network="none",
+    )
+    probe = None
+    for line in reversed(res.stdout.strip().splitlines()):
+        try:
+            probe = json.loads(line)
+            break
+        except json.JSONDecodeError:
+            continue
+    if probe is None and res.stdout.strip():
+        try:
+            probe = json.loads(res.stdout)
+        except json.JSONDecodeError:
+            probe = None
+    if res.timed_out:
+        overall, reason = FAIL, f"probe timed out after {timeout:.0f} s"
+    elif probe is None:
+        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        overall, reason = FAIL, f"probe printed no JSON (exit {res.exit_code}): {tail}"
+    else:
+        overall = probe.get("overall", FAIL)
+        reason = probe.get("reason", "")
+        if overall not in (PASS, CPU_ONLY, FAIL):
+            overall, reason = FAIL, f"probe returned an unknown overall status {overall!r}"
+    if image_id is None:
+        info = engine.inspect_image(image)
+        image_id = info["Id"] if info else image
+    report = SmokeReport(
+        stack=stack.name,
+        image=image,
+        image_id=image_id,
+        overall=overall,
+        reason=reason,
+        gpus_requested=gpus,
+        probe=probe,
+        exit_code=res.exit_code,
+        stderr_tail="\n".join(res.stderr.strip().splitlines()[-20:]),
+    )
+    save_report(report)
+    return report
+
+
+def save_report(report: SmokeReport) -> Path:
+    path = report_path(report.image_id)
+    atomic_write(path, json.dumps(report.to_json(), indent=2, sort_keys=True))
+    return path
+
+
+# --- promote -----------------------------------------------------------------------------------
+
+
+def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
+    """Move the stable tag to the smoke-tested image when its result allows it."""
+    ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
+    if not ok:
+        return False
+    engine.tag(report.image_id, stable_ref(report.stack))
+    report.promoted = True
+    save_report(report)
+    return True
+
+
+def stable_image(engine, stack_name: str) -> dict | None:
+    return engine.inspect_image(stable_ref(stack_name))
+
+
+@dataclass
+class PipelineResult:
+    build: BuildResult
+    smoke: SmokeReport | None
+    promoted: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.smoke is not None and self.smoke.overall != FAIL
+
+
+def build_smoke_promote(
+    engine,
+    stack: Stack,
+    options=None,
+    *,
+    nocache: bool = False,
+    pull: bool = False,
+    require_gpu: bool = False,
+    accept_cpu_only: bool = False,
+    on_event=None,
+) -> PipelineResult:
+    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event)
+    report = load_report(b.image_id) if b.cached else None
+    if report is None or report.get("overall") == FAIL or (require_gpu and report.get("overall") != PASS):
+        rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
+    else:
+        rep = SmokeReport(**{k: v for k, v in report.items() if k in SmokeReport.__dataclass_fields__})
+    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
+    return PipelineResult(b, rep, promoted)
+
+
+# --- listing and pruning ---------------------------------------------------------------------
+
+
+@dataclass
+class ImageRow:
+    stack: str
+    tags: tuple[str, ...]
+    image_id: str
+    size: int
+    created: int
+    stable: bool
+    smoke: str  # pass | cpu-only | fail | untested
+    project: str | None = None
+
+
+def list_envman_images(engine) -> list[ImageRow]:
+    rows = []
+    for img in engine.list_images({"envman.managed": "true"}):
+        labels = dict(img.labels or {})
+        if labels.get("envman.test-fixture") == "true":
+            continue
+        rep = load_report(img.id)
+        rows.append(
+            ImageRow(
+                stack=labels.get("envman.name", "?"),
+                tags=tuple(img.tags),
+                image_id=img.id,
+                size=img.size,
+                created=img.created,
+                stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
+                smoke=(rep or {}).get("overall", "untested"),
+                project=labels.get("envman.project"),
+            )
+        )
+    rows.sort(key=lambda r: (r.stack, -r.created))
+    return rows
+
+
+def prune(engine, *, dry_run: bool = False, keep: Iterable[str] = ()) -> list[ImageRow]:
+    """Remove envman images that no stable tag or registered project references."""
+    keep = set(keep)
+    removed = []
+    for row in list_envman_images(engine):
+        if row.stable or row.project or any(t in keep for t in row.tags):
+            continue
+        if not dry_run:
+            for t in row.tags or (row.image_id,):
+                engine.remove_image(t)
+            report = report_path(row.image_id)
+            report.unlink(missing_ok=True)
+        removed.append(row)
+    return removed
+
+
+def require_names(names: list[str], all_: bool) -> None:
+    if bool(names) == bool(all_):
+        raise UserError("give stack names or --all, not both and not neither", where="envman build", fix="e.g. envman build torch-2.4-cuda12")

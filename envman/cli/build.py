@@ -1,0 +1,195 @@
+"""``envman build``, ``smoke``, ``images``, ``prune``: the image life cycle on a Docker engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._out import console, emit_json
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _network_options(**kw):
+    """RenderOptions from CLI values > user config (same options as ``envman render``)."""
+    from ..render import RenderOptions
+
+    return RenderOptions.from_config({k: v for k, v in kw.items() if v not in (None, False)})
+
+
+def _stacks(names: list[str], all_: bool):
+    from ..build import require_names
+    from ..resolve import resolve, resolve_row
+    from . import get_matrix
+
+    require_names(names, all_)
+    m = get_matrix()
+    if all_:
+        return [resolve_row(m, b) for b in m.builds]
+    return [resolve(m, n) for n in names]
+
+
+def build(
+    names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Build every matrix row.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel builds (they share layers).")] = 1,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+    pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
+    require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,
+    accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="Promote when the smoke test could only run on the CPU (no GPU here).")] = False,
+    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST[:PORT][/PATH]).")] = None,
+    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")] = None,
+    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")] = None,
+    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")] = None,
+    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index (e.g. PyTorch's).")] = None,
+    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of wheels installed offline first.")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="Install only from --wheelhouse (no index).")] = False,
+    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..build import FAIL, build_smoke_promote
+    from ..engine import Engine
+    from ..errors import EnvmanError
+
+    stacks = _stacks(list(names or []), all_)
+    options = _network_options(
+        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
+        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
+    )
+    Engine.connect().close()  # fail fast, one line, before any work
+    err = console(stderr=True)
+    results: dict[str, object] = {}
+
+    def one(stack):
+        def on_event(ev):
+            if ev.kind == "step" and not as_json:
+                err.print(f"[dim]{stack.name}[/dim] step {ev.step}: {ev.text[:100]}", markup=True, highlight=False)
+
+        with Engine.connect() as engine:
+            try:
+                return stack, build_smoke_promote(
+                    engine, stack, options, nocache=no_cache, pull=pull, require_gpu=require_gpu,
+                    accept_cpu_only=accept_cpu_only, on_event=on_event,
+                ), None
+            except EnvmanError as exc:
+                return stack, None, exc
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        outcomes = list(pool.map(one, stacks))
+    failed = 0
+    rows = []
+    for stack, res, exc in outcomes:
+        if exc is not None:
+            failed += 1
+            tail = getattr(exc, "log_tail", "")
+            rows.append({"name": stack.name, "result": "build-failed", "error": exc.line(), "log_tail": tail})
+            continue
+        smoke = res.smoke
+        if smoke.overall == FAIL or (smoke.overall != "pass" and not res.promoted and require_gpu):
+            failed += 1
+        rows.append({
+            "name": stack.name, "image": res.build.ref, "image_id": res.build.image_id, "cached": res.build.cached,
+            "build_seconds": round(res.build.seconds, 2), "smoke": smoke.overall, "reason": smoke.reason,
+            "promoted": res.promoted, "stable": f"envman/{stack.name}:latest" if res.promoted else None,
+            "log": res.build.log_path,
+        })
+    if as_json:
+        emit_json(rows)
+    else:
+        c = console()
+        for r in rows:
+            if r.get("result") == "build-failed":
+                c.print(f"[red]build failed[/red] {r['name']}: {r['error']}", highlight=False)
+                if r["log_tail"]:
+                    c.print(r["log_tail"], markup=False, highlight=False)
+                continue
+            colour = {"pass": "green", "cpu-only": "yellow"}.get(r["smoke"], "red")
+            state = "promoted to " + r["stable"] if r["promoted"] else "not promoted" + (
+                " (cpu-only: add --accept-cpu-only to promote without a GPU)" if r["smoke"] == "cpu-only" else "")
+            c.print(f"[{colour}]{r['smoke']}[/{colour}] {r['name']} {'(cached) ' if r['cached'] else ''}{r['image']} — {state}"
+                    + (f": {r['reason']}" if r["reason"] and r["smoke"] != "pass" else ""), highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def smoke(
+    name: Annotated[str, typer.Argument(help="Stack name")],
+    require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Missing GPU is a failure, not a skip.")] = False,
+    bench: Annotated[bool, typer.Option("--bench", help="Also measure bandwidths and matmul throughput.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the smoke test (the GPU kernel check) in the stack's stable image."""
+    from ..build import stable_ref, smoke_image
+    from ..engine import Engine
+    from ..errors import UserError
+    from ..resolve import resolve
+    from . import get_matrix
+
+    stack = resolve(get_matrix(), name)
+    with Engine.connect() as engine:
+        ref = stable_ref(stack.name)
+        if not engine.image_exists(ref):
+            raise UserError(f"no promoted image for {stack.name}", where=ref, fix=f"build it first: envman build {name}")
+        rep = smoke_image(engine, stack, ref, require_gpu=require_gpu, bench=bench)
+    if as_json:
+        emit_json(rep.to_json())
+    else:
+        c = console()
+        colour = {"pass": "green", "cpu-only": "yellow"}.get(rep.overall, "red")
+        c.print(f"[{colour}]{rep.overall}[/{colour}] {stack.name}: {rep.reason}", highlight=False)
+        for chk in (rep.probe or {}).get("checks", []):
+            c.print(f"  {chk['status']:<5} {chk['name']:<10} {chk.get('reason', '')}", markup=False, highlight=False)
+    raise typer.Exit(1 if rep.overall == "fail" else 0)
+
+
+def images(as_json: JsonOpt = False) -> None:
+    """List envman's images with stack, size, smoke status and date."""
+    import datetime
+
+    from ..build import list_envman_images
+    from ..engine import Engine
+
+    with Engine.connect() as engine:
+        rows = list_envman_images(engine)
+    if as_json:
+        emit_json([{**r.__dict__, "tags": list(r.tags)} for r in rows])
+        return
+    from rich.table import Table
+
+    t = Table("stack", "tag", "size", "smoke", "stable", "created", box=None, pad_edge=False)
+    for r in rows:
+        when = datetime.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
+        t.add_row(r.stack, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>", f"{r.size / 1e6:.0f} MB", r.smoke,
+                  "yes" if r.stable else "", when)
+    console().print(t)
+
+
+def prune(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove envman images that no stable tag or project references (nothing else is touched)."""
+    from ..build import prune as _prune
+    from ..engine import Engine
+
+    with Engine.connect() as engine:
+        removed = _prune(engine, dry_run=dry_run)
+    if as_json:
+        emit_json([{"stack": r.stack, "tags": list(r.tags), "image_id": r.image_id, "size": r.size} for r in removed])
+        return
+    verb = "would remove" if dry_run else "removed"
+    for r in removed:
+        console().print(f"{verb} {r.stack} {', '.join(r.tags) or r.image_id}", highlight=False)
+    console().print(f"{len(removed)} images {verb}, {sum(r.size for r in removed) / 1e6:.0f} MB")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build")(build)
+    app.command("smoke")(smoke)
+    app.command("images")(images)
+    app.command("prune")(prune)

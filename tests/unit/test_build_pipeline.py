@@ -1,0 +1,155 @@
+"""Build → smoke → promote logic against a fake engine (no daemon needed)."""
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from envman import build as B
+from envman.engine import BuildEvent, RunResult
+from envman.errors import BuildError
+
+
+@dataclass
+class FakeCtx:
+    render_hash: str
+
+    def tar(self):
+        return b"tar"
+
+
+class FakeEngine:
+    def __init__(self, probe_overall="pass", fail_build=False):
+        self.images = {}  # ref -> {"Id":..., "Config": {"Labels": ...}}
+        self.builds = 0
+        self.runs = []
+        self.probe_overall = probe_overall
+        self.fail_build = fail_build
+        self.lock = threading.Lock()
+
+    def inspect_image(self, ref):
+        return self.images.get(ref)
+
+    def image_exists(self, ref):
+        return ref in self.images
+
+    def build(self, tar, tag, *, labels, nocache=False, pull=False, buildargs=None):
+        with self.lock:
+            self.builds += 1
+        time.sleep(0.05)
+        yield BuildEvent("step", "FROM x", step="1/2")
+        if self.fail_build:
+            yield BuildEvent("error", "boom")
+            raise BuildError("boom", log_tail="line1\nboom")
+        image_id = f"sha256:{tag.split(':')[-1]}{self.builds}"
+        self.images[tag] = {"Id": image_id, "Config": {"Labels": dict(labels)}}
+        yield BuildEvent("done", "built", image_id=image_id)
+
+    def info(self):
+        return {"nvidia_runtime": False}
+
+    def run(self, image, cmd, **kw):
+        self.runs.append((image, cmd, kw))
+        probe = {"overall": self.probe_overall, "reason": "because", "checks": []}
+        code = 1 if self.probe_overall == "fail" else 0
+        return RunResult(code, "noise\n" + json.dumps(probe) + "\n", "")
+
+    def tag(self, image, ref):
+        src = next(v for v in self.images.values() if v["Id"] == image)
+        self.images[ref] = src
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(B, "_render", lambda stack, options=None: FakeCtx("ab" * 32))
+
+
+@pytest.fixture
+def stack(mini):
+    from envman.resolve import resolve
+
+    return resolve(mini, "torch-2.4-cuda12")
+
+
+def test_second_build_of_unchanged_stack_does_no_docker_build(stack):
+    eng = FakeEngine()
+    first = B.build_stack(eng, stack)
+    second = B.build_stack(eng, stack)
+    assert eng.builds == 1 and not first.cached and second.cached
+    assert second.ref == first.ref == f"envman/{stack.name}:{'ab' * 8}"
+
+
+def test_concurrent_builds_of_one_stack_build_once(stack):
+    eng = FakeEngine()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(B.build_stack(eng, stack))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert eng.builds == 1 and sorted(r.cached for r in results) == [False, True, True, True]
+
+
+def test_passing_smoke_promotes(stack):
+    eng = FakeEngine("pass")
+    res = B.build_smoke_promote(eng, stack)
+    assert res.promoted and B.stable_ref(stack.name) in eng.images
+    assert "--require-gpu" not in eng.runs[0][1] and eng.runs[0][2]["gpus"] is None
+    assert eng.runs[0][2]["network"] == "none"
+
+
+def test_cpu_only_promotes_only_when_accepted(stack):
+    eng = FakeEngine("cpu-only")
+    assert not B.build_smoke_promote(eng, stack).promoted
+    assert B.stable_ref(stack.name) not in eng.images
+    assert B.build_smoke_promote(eng, stack, accept_cpu_only=True).promoted
+
+
+def test_failing_smoke_leaves_previous_stable_untouched_and_keeps_report(stack, monkeypatch):
+    eng = FakeEngine("pass")
+    B.build_smoke_promote(eng, stack)
+    before = eng.images[B.stable_ref(stack.name)]
+    monkeypatch.setattr(B, "_render", lambda s, o=None: FakeCtx("cd" * 32))
+    eng.probe_overall = "fail"
+    res = B.build_smoke_promote(eng, stack)
+    assert not res.promoted and res.smoke.overall == "fail"
+    assert eng.images[B.stable_ref(stack.name)] is before
+    saved = B.load_report(res.build.image_id)
+    assert saved["overall"] == "fail" and saved["promoted"] is False
+
+
+def test_require_gpu_is_passed_to_probe_and_engine(stack):
+    eng = FakeEngine("pass")
+    B.build_smoke_promote(eng, stack, require_gpu=True)
+    image, cmd, kw = eng.runs[0]
+    assert "--require-gpu" in cmd and kw["gpus"] == "all"
+
+
+def test_build_failure_names_log(stack):
+    eng = FakeEngine(fail_build=True)
+    with pytest.raises(BuildError) as e:
+        B.build_stack(eng, stack)
+    assert e.value.log_tail.endswith("boom") and ".log" in e.value.line()
+
+
+def test_probe_without_json_is_a_failure(stack):
+    eng = FakeEngine()
+    eng.run = lambda image, cmd, **kw: RunResult(127, "", "python: not found\n")
+    rep = B.smoke_image(eng, stack, "img", "sha256:x")
+    assert rep.overall == "fail" and "python: not found" in rep.reason
+
+
+def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
+    p = tmp_path / "f.json"
+    B.atomic_write(p, "one")
+
+    def crash(src, dst):
+        raise KeyboardInterrupt  # killed between write and rename
+
+    monkeypatch.setattr(B.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        B.atomic_write(p, "two")
+    assert p.read_text() == "one" and [x.name for x in tmp_path.iterdir()] == ["f.json"]

@@ -1,0 +1,124 @@
+"""The CLI contract: fast help, one-line errors with exit 2, JSON shapes."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import MINI
+
+SHIPPED = (Path(__file__).resolve().parents[2] / "matrices" / "torch.toml").exists()
+needs_shipped = pytest.mark.skipif(not SHIPPED, reason="shipped matrix files are not present")
+
+
+def envman(*args, env=None, check=None):
+    e = dict(os.environ)
+    e.pop("ENVMAN_MATRIX", None)
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=e)
+    if check is not None:
+        assert p.returncode == check, (p.returncode, p.stdout, p.stderr)
+    return p
+
+
+def test_help_and_version():
+    p = envman("--help", check=0)
+    assert "matrix" in p.stdout
+    p = envman("--version", check=0)
+    assert p.stdout.startswith("envman ")
+
+
+def test_help_starts_fast():
+    envman("--help", check=0)  # warm the bytecode cache
+    best = min(_timed("--help") for _ in range(3))
+    assert best < 1.0, f"envman --help took {best:.2f}s"
+
+
+def _timed(*args):
+    t = time.perf_counter()
+    envman(*args, check=0)
+    return time.perf_counter() - t
+
+
+def test_help_imports_no_heavy_modules():
+    code = "import sys; from envman.cli import app; print(' '.join(sorted(m for m in ('docker', 'jinja2', 'envman.render', 'envman.engine', 'rich.table') if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+@needs_shipped
+def test_unknown_name_is_one_line_exit_2():
+    p = envman("matrix", "show", "torch-1.0-cuda12")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("envman: error:")
+    assert "closest valid names" in p.stderr and "Traceback" not in p.stderr
+
+
+@needs_shipped
+def test_malformed_user_matrix_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("schema = 1\nkind = 'gpus'\n[[gpu]]\nid = 1\n")
+    p = envman("--matrix", str(bad), "matrix", "ls")
+    assert p.returncode == 2 and str(bad) in p.stderr and "gpu[0].id" in p.stderr
+    assert p.stderr.count("\n") == 1 and p.stdout == ""
+
+
+@needs_shipped
+def test_show_json_shape():
+    d = json.loads(envman("matrix", "show", "torch-1.0-cuda10", "--json", check=0).stdout)
+    for key in ("name", "framework", "framework_version", "cuda", "cudnn", "python", "os", "base_image",
+                "base_image_status", "min_driver", "toolkit_driver", "sass_archs", "ptx_archs", "sources"):
+        assert key in d, key
+    assert (d["framework_version"], d["cuda"]) == ("1.0.1", "10.0")
+    assert d["base_image_status"] in ("published", "deleted", "unknown")
+
+
+@needs_shipped
+def test_ls_json_and_filters():
+    rows = json.loads(envman("matrix", "ls", "--framework", "tf", "--json", check=0).stdout)
+    assert rows and all(r["framework"] == "tensorflow" for r in rows)
+    assert {"name", "framework", "framework_version", "cuda"} <= set(rows[0])
+    cpu = json.loads(envman("matrix", "ls", "--cuda", "cpu", "--json", check=0).stdout)
+    assert cpu and all(r["cuda"] is None for r in cpu)
+    p = envman("matrix", "ls", "--framework", "caffe")
+    assert p.returncode == 2 and "--framework" in p.stderr
+
+
+@needs_shipped
+@pytest.mark.parametrize(
+    "args,code,verdict",
+    [
+        (["torch-2.7-cuda12.8", "--driver", "570.124.06", "--sm", "12.0"], 0, "ok"),
+        (["torch-2.4-cuda12.4", "--driver", "570.124.06", "--sm", "12.0"], 0, "jit_only"),
+        (["torch-2.4-cuda12.4", "--driver", "535.104.05", "--sm", "12.0"], 1, "driver_too_old"),
+        (["torch-2.7-cuda12.8", "--driver", "470.57.02", "--sm", "8.6"], 1, "driver_too_old"),
+        (["torch-2.7-cuda12.8", "--driver", "570.124.06", "--sm", "3.7"], 1, "arch_unsupported"),
+    ],
+)
+def test_explain_exit_codes(args, code, verdict):
+    p = envman("matrix", "explain", *args, "--json", check=code)
+    assert json.loads(p.stdout)["verdict"] == verdict
+
+
+@needs_shipped
+def test_explain_by_gpu_name_and_bad_input():
+    p = envman("matrix", "explain", "torch-2.7-cuda12.8", "--driver", "570.124.06", "--gpu", "a100", "--json", check=0)
+    assert json.loads(p.stdout)["sm"] == "8.0"
+    assert envman("matrix", "explain", "torch-2.7-cuda12.8", "--driver", "banana", "--sm", "8.0").returncode == 2
+    assert envman("matrix", "explain", "torch-2.7-cuda12.8", "--driver", "570.1", "--gpu", "voodoo5").returncode == 2
+    assert envman("matrix", "explain", "torch-2.7-cuda12.8", "--driver", "570.1").returncode == 2
+
+
+def test_validate_user_file_reports_problems(tmp_path):
+    bad = tmp_path / "b.toml"
+    bad.write_text(
+        "schema = 1\nkind = 'framework'\nframework = 'torch'\n[[build]]\nversion='9.0.0'\nvariant='cu999'\n"
+        "cuda='99.9'\npython=['3.11']\npackages=['torch==9.0.0']\nsass=['8.0']\nsource=['s']\nstatus='confirmed'\n"
+    )
+    p = envman("matrix", "validate", str(bad), "--json")
+    assert p.returncode == 1
+    assert any("CUDA 99.9" in x for x in json.loads(p.stdout)["problems"])
