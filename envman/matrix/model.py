@@ -117,8 +117,12 @@ class CudaRelease:
 
     @property
     def min_driver(self) -> DriverVersion:
-        """Lowest driver on which an app built with this release runs at all."""
-        return self.minor_compat_driver or self.toolkit_driver
+        """Lowest driver on which an app built with this release runs at all: the lower of the
+        toolkit's own driver and the minor-version-compatibility floor (CUDA 11.0 GA shipped with
+        450.51.05, below the 11.x floor of 450.80.02)."""
+        if self.minor_compat_driver is None:
+            return self.toolkit_driver
+        return min(self.minor_compat_driver, self.toolkit_driver)
 
 
 @dataclass(frozen=True)

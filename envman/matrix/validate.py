@@ -71,8 +71,6 @@ def validate(matrix: Matrix) -> list[Problem]:
             add(f"cuda {r.key}", "CUDA >= 11 has minor-version compatibility: minor_compat_driver is missing")
         if r.version < Version("11.0") and r.minor_compat_driver is not None:
             add(f"cuda {r.key}", "CUDA < 11 has no minor-version compatibility: remove minor_compat_driver")
-        if r.minor_compat_driver and r.minor_compat_driver > r.toolkit_driver:
-            add(f"cuda {r.key}", "minor_compat_driver is newer than toolkit_driver")
         if not r.sm:
             add(f"cuda {r.key}", "sm (compute capabilities nvcc targets) is empty")
     prev = None

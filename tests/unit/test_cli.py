@@ -93,8 +93,11 @@ def test_ls_json_and_filters():
     "args,code,verdict",
     [
         (["torch-2.7-cuda12.8", "--driver", "570.124.06", "--sm", "12.0"], 0, "ok"),
-        (["torch-2.4-cuda12.4", "--driver", "570.124.06", "--sm", "12.0"], 0, "jit_only"),
-        (["torch-2.4-cuda12.4", "--driver", "535.104.05", "--sm", "12.0"], 1, "driver_too_old"),
+        # torch 1.0 cu100 carries SASS up to sm_75 and PTX compute_50: an A100 runs it only by JIT
+        (["torch-1.0-cuda10", "--driver", "450.80.02", "--sm", "8.0"], 0, "jit_only"),
+        (["torch-1.0-cuda10", "--driver", "396.26", "--sm", "7.5"], 1, "driver_too_old"),
+        # torch 2.4 cu124 has no sm_120 SASS and no PTX: Blackwell cards get "no kernel image"
+        (["torch-2.4-cuda12.4", "--driver", "570.124.06", "--sm", "12.0"], 1, "arch_unsupported"),
         (["torch-2.7-cuda12.8", "--driver", "470.57.02", "--sm", "8.6"], 1, "driver_too_old"),
         (["torch-2.7-cuda12.8", "--driver", "570.124.06", "--sm", "3.7"], 1, "arch_unsupported"),
     ],
