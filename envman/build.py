@@ -356,8 +356,6 @@ def list_envman_images(engine) -> list[ImageRow]:
     rows = []
     for img in engine.list_images({"envman.managed": "true"}):
         labels = dict(img.labels or {})
-        if labels.get("envman.test-fixture") == "true":
-            continue
         rep = load_report(img.id)
         rows.append(
             ImageRow(
