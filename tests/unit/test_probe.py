@@ -1,0 +1,1101 @@
+"""Unit tests of the in-container probe (``envman/probe/probe.py``), all without a GPU.
+
+The driver API is replaced by ``FakeLib`` (a pure-Python libcuda that even runs the saxpy
+kernel), frameworks by ``FakeAdapter`` or a fake ``torch`` package on PYTHONPATH, and the
+script is also run for real as a subprocess on this (GPU-less) machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import glob
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+import time
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from envman.probe import EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROBE_PATH, parse_output
+from envman.probe import probe as P
+
+SOURCE = PROBE_PATH.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------
+# Fakes
+# ------------------------------------------------------------------------------------------
+
+
+class FakeLib:
+    """A pure-Python stand-in for libcuda.so.1, enough for the driver, kernel and bench checks.
+
+    Out-parameters arrive as ``ctypes.byref(...)`` objects (written through ``._obj``);
+    device memory is a dict of bytearrays; ``cuLaunchKernel`` runs saxpy on it.
+    """
+
+    NAMES = {100: b"CUDA_ERROR_NO_DEVICE", 222: b"CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+             218: b"CUDA_ERROR_INVALID_PTX", 999: b"CUDA_ERROR_UNKNOWN", 34: b"CUDA_ERROR_STUB_LIBRARY"}
+
+    def __init__(self, version=12040, devices=(("NVIDIA Fake A10", (8, 6), 24 << 30),), init_rc=0,
+                 reject_ptx=(), jit_log=b"", corrupt=False):
+        self.version = version
+        self.devices = list(devices)
+        self.init_rc = init_rc
+        self.reject_ptx = set(reject_ptx)
+        self.jit_log = jit_log
+        self.corrupt = corrupt
+        self.mem = {}
+        self.next = 0x10000
+        self.loaded_ptx = []
+        self.launches = 0
+        self.retained = 0
+
+    # errors
+    def cuGetErrorName(self, code, p):
+        p._obj.value = self.NAMES.get(code, b"CUDA_ERROR_FAKE")
+        return 0
+
+    # device queries
+    def cuInit(self, flags):
+        return self.init_rc
+
+    def cuDriverGetVersion(self, p):
+        p._obj.value = self.version
+        return 0
+
+    def cuDeviceGetCount(self, p):
+        p._obj.value = len(self.devices)
+        return 0
+
+    def cuDeviceGet(self, p, i):
+        p._obj.value = i
+        return 0
+
+    def cuDeviceGetName(self, buf, n, dev):
+        buf.value = self.devices[dev][0].encode()
+        return 0
+
+    def cuDeviceGetAttribute(self, p, attr, dev):
+        cc = self.devices[dev][1]
+        p._obj.value = {75: cc[0], 76: cc[1], 16: 84}.get(attr, 0)
+        return 0
+
+    def cuDeviceTotalMem_v2(self, p, dev):
+        p._obj.value = self.devices[dev][2]
+        return 0
+
+    def cuDeviceGetUuid_v2(self, buf, dev):
+        ctypes.memmove(buf, bytes(range(16)), 16)
+        return 0
+
+    # contexts and modules
+    def cuDevicePrimaryCtxRetain(self, p, dev):
+        self.retained += 1
+        p._obj.value = 0xC0 + dev
+        return 0
+
+    def cuDevicePrimaryCtxRelease_v2(self, dev):
+        self.retained -= 1
+        return 0
+
+    def cuCtxSetCurrent(self, ctx):
+        return 0
+
+    def cuCtxSynchronize(self):
+        return 0
+
+    def cuModuleLoadDataEx(self, pmod, image, nopts, opts, vals):
+        version = re.search(rb"\.version (\S+)", image).group(1).decode()
+        self.loaded_ptx.append(version)
+        if version in self.reject_ptx or "*" in self.reject_ptx:
+            if self.jit_log:
+                for i in range(nopts):
+                    if opts[i] == P.CU_JIT_ERROR_LOG_BUFFER:
+                        ctypes.memmove(vals[i], self.jit_log + b"\0", len(self.jit_log) + 1)
+            return 222
+        pmod._obj.value = 0xD0
+        return 0
+
+    def cuModuleGetFunction(self, pf, mod, name):
+        assert name == P.KERNEL_NAME.encode()
+        pf._obj.value = 0xF0
+        return 0
+
+    def cuModuleUnload(self, mod):
+        return 0
+
+    # events: every interval is 1 ms, so bandwidths are exact numbers
+    def cuEventCreate(self, p, flags):
+        p._obj.value = 0xE0
+        return 0
+
+    def cuEventRecord(self, ev, stream):
+        return 0
+
+    def cuEventSynchronize(self, ev):
+        return 0
+
+    def cuEventElapsedTime(self, p, start, end):
+        p._obj.value = 1.0
+        return 0
+
+    def cuEventDestroy_v2(self, ev):
+        return 0
+
+    # memory
+    def cuMemsetD8_v2(self, d, value, n):
+        self.mem[d][:n] = bytes([value]) * n
+        return 0
+
+    def cuMemcpyDtoD_v2(self, dst, src, n):
+        self.mem[dst][:n] = self.mem[src][:n]
+        return 0
+
+    def cuMemAllocHost_v2(self, p, size):
+        buf = ctypes.create_string_buffer(size)
+        self.host = getattr(self, "host", {})
+        self.host[ctypes.addressof(buf)] = buf
+        p._obj.value = ctypes.addressof(buf)
+        return 0
+
+    def cuMemFreeHost(self, addr):
+        del self.host[addr]
+        return 0
+
+    def cuMemAlloc_v2(self, p, size):
+        h = self.next
+        self.next += size + 256
+        self.mem[h] = bytearray(size)
+        p._obj.value = h
+        return 0
+
+    def cuMemFree_v2(self, h):
+        del self.mem[h]
+        return 0
+
+    def cuMemcpyHtoD_v2(self, d, host, n):
+        self.mem[d][:n] = ctypes.string_at(host, n)
+        return 0
+
+    def cuMemcpyDtoH_v2(self, host, d, n):
+        ctypes.memmove(host, bytes(self.mem[d][:n]), n)
+        return 0
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches += 1
+        x = ctypes.c_uint64.from_address(params[0]).value
+        y = ctypes.c_uint64.from_address(params[1]).value
+        a = ctypes.c_float.from_address(params[2]).value
+        n = ctypes.c_uint32.from_address(params[3]).value
+        assert gx * bx >= n
+        xs = struct.unpack("%df" % n, bytes(self.mem[x][: 4 * n]))
+        ys = struct.unpack("%df" % n, bytes(self.mem[y][: 4 * n]))
+        out = [a * xv + yv for xv, yv in zip(xs, ys)]
+        if self.corrupt:
+            out[7] += 1.0
+        self.mem[y][: 4 * n] = struct.pack("%df" % n, *out)
+        return 0
+
+
+def fake_loader(lib):
+    def load():
+        return P.Cuda(lib, path="/fake/libcuda.so.1")
+
+    return load
+
+
+def no_libcuda():
+    raise P.CudaUnavailable(P.NO_LIBCUDA_REASON, ["libcuda.so.1: cannot open shared object file"])
+
+
+class FakeAdapter(P._Adapter):
+    """A framework whose answers the test chooses."""
+
+    def __init__(self, name="torch", version="2.7.1+cu128", cuda="12.8", cudnn="9.7.1",
+                 gpus=None, arch=("sm_80", "sm_86", "sm_90"), gpu_error=None, bad_matmul=False,
+                 import_error=None):
+        self.name = name
+        self._version = version
+        self._cuda = cuda
+        self._cudnn = cudnn
+        self._gpus = gpus if gpus is not None else [{"name": "Fake GPU", "cc": "9.0"}]
+        self._arch = list(arch) if arch is not None else None
+        self._gpu_error = gpu_error
+        self._bad = bad_matmul
+        self._import_error = import_error
+        self.gpu_calls = 0
+
+    def load(self):
+        if self._import_error:
+            raise self._import_error
+
+    def version(self):
+        return self._version
+
+    def cuda_version(self):
+        return self._cuda
+
+    def cudnn_version(self):
+        return self._cudnn
+
+    def gpus(self):
+        self.gpu_calls += 1
+        if self._gpu_error:
+            raise RuntimeError(self._gpu_error)
+        return self._gpus
+
+    def arch_list(self):
+        if self._arch is None:
+            raise P.NotReported("not reported")
+        return self._arch
+
+    def cpu_matmul(self, a, b):
+        return P.py_matmul(a, b)
+
+    def gpu_matmul(self, n, rtol):
+        ref = [float(i % 13) for i in range(64)]
+        got = [v + (5.0 if self._bad and i == 3 else 0.0) for i, v in enumerate(ref)]
+        return P.compare_values(got, ref, rtol)
+
+    def gpu_conv(self, rtol):
+        raise P.NotReported("no cuDNN in this fake")
+
+
+def make_ctx(lib=None, expect=None, adapter=None, **kw):
+    kw.setdefault("cudart_patterns", [])
+    kw.setdefault("cudart_query", False)
+    kw.setdefault("kernel_n", 4096)
+    return P.Context(expect=expect or {}, cuda_loader=fake_loader(lib) if lib else no_libcuda,
+                     adapter_factory=(lambda name: adapter) if adapter else P.make_adapter, **kw)
+
+
+def opts(**kw):
+    kw.setdefault("expect_path", "/nonexistent/stack.json")
+    return P.Options(**kw)
+
+
+def check(doc, name):
+    for c in doc["checks"]:
+        if c["name"] == name:
+            return c
+    raise AssertionError("no check %r in %s" % (name, [c["name"] for c in doc["checks"]]))
+
+
+def run_script(args, env=None, timeout=120, python=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([python or sys.executable, str(PROBE_PATH), *args], capture_output=True,
+                          text=True, env=e, timeout=timeout)
+
+
+def host_has_gpu():
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    n = ctypes.c_int(0)
+    return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+
+
+# ------------------------------------------------------------------------------------------
+# Python 3.6 compatibility and self-containment
+# ------------------------------------------------------------------------------------------
+
+
+def test_source_parses_with_python36_grammar():
+    ast.parse(SOURCE, feature_version=(3, 6))
+
+
+def test_no_fstrings_no_postponed_annotations_no_dataclasses():
+    # ast's feature_version does not catch everything on every host Python (3.12+ accepts
+    # f"{x=}" under (3, 6)), so the script simply uses no f-strings at all.
+    fstring_start = getattr(tokenize, "FSTRING_START", None)
+    with open(PROBE_PATH, "rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            assert tok.type != fstring_start, "f-string at line %d" % tok.start[0]
+            if tok.type == tokenize.STRING:
+                prefix = re.match(r"^[A-Za-z]*", tok.string).group(0).lower()
+                assert "f" not in prefix, "f-string at line %d" % tok.start[0]
+    tree = ast.parse(SOURCE)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert not (node.module == "__future__" and
+                        any(a.name == "annotations" for a in node.names))
+            assert node.module != "dataclasses"
+        if isinstance(node, ast.Import):
+            assert all(a.name != "dataclasses" for a in node.names)
+        assert not isinstance(node, ast.NamedExpr)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            assert node.returns is None, "return annotation on %s" % node.name
+            for a in node.args.args + node.args.kwonlyargs:
+                assert a.annotation is None, "annotation in %s" % node.name
+            assert not node.args.posonlyargs, "positional-only parameters in %s" % node.name
+
+
+FRAMEWORK_IMPORTS = {"torch", "tensorflow", "jax", "jaxlib", "onnxruntime", "numpy",
+                     "jax_cuda12_plugin", "jax_cuda13_plugin"}
+
+
+def test_imports_standard_library_only_at_module_level():
+    tree = ast.parse(SOURCE)
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [(node.module or "").split(".")[0]]
+        else:
+            continue
+        for n in names:
+            assert n in sys.stdlib_module_names, "module-level import of non-stdlib %r" % n
+    # frameworks are imported only inside functions
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = ([a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import)
+                     else [(node.module or "").split(".")[0]])
+            for n in names:
+                assert n in sys.stdlib_module_names or n in FRAMEWORK_IMPORTS, n
+
+
+def _python36():
+    cands = [shutil.which("python3.6")] + sorted(
+        glob.glob(os.path.expanduser("~/.pyenv/versions/3.6*/bin/python3.6")) +
+        glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6") +
+        glob.glob("/usr/bin/python3.6"))
+    for c in cands:
+        if not c:
+            continue
+        try:
+            r = subprocess.run([c, "-c", "import sys; print(sys.version_info[:2])"],
+                               capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if r.returncode == 0 and r.stdout.strip() == "(3, 6)":
+            return c
+    return None
+
+
+def test_runs_under_a_real_python36_when_one_is_installed(tmp_path):
+    py36 = _python36()
+    if not py36:
+        pytest.skip("no Python 3.6 interpreter on this machine (grammar checked by ast above)")
+    r = subprocess.run([py36, "-m", "py_compile", str(PROBE_PATH)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = run_script(["--expect", str(tmp_path / "none.json")], python=py36)
+    doc = parse_output(r.stdout)
+    assert doc["python"].startswith("3.6.")
+    if not host_has_gpu():
+        assert doc["overall"] == "cpu-only" and r.returncode == EXIT_OK, r.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# Pure helpers
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cc, archs, ok, via",
+    [
+        ("8.6", ["sm_80"], True, "sass"),  # same major, newer minor: cubin runs
+        ("9.0", ["sm_80", "compute_80"], True, "ptx"),  # only the PTX JITs for sm_90
+        ("9.0", ["sm_86"], False, None),  # no cubin for 9.x, no PTX
+        ("8.0", ["sm_86"], False, None),  # a newer-minor cubin does not run on an older GPU
+        ("9.0", ["sm_90a"], True, "sass"),
+        ("10.0", ["sm_90a", "compute_90a"], False, None),  # arch-specific: exact only
+        ("12.0", ["sm_100", "compute_120"], True, "ptx"),
+        ("10.3", ["sm_100f"], True, "sass"),
+        ((7, 5), ["sm_75"], True, "sass"),
+        ("8.9", ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"], True, "sass"),
+    ],
+)
+def test_arch_supported(cc, archs, ok, via):
+    got_ok, got_via, reason = P.arch_supported(cc, archs)
+    assert (got_ok, got_via) == (ok, via), reason
+
+
+def test_arch_missing_reason_names_the_gpu_and_the_list():
+    ok, via, reason = P.arch_supported("9.0", ["sm_86"])
+    assert not ok
+    assert reason == "no kernel image for sm_90 in this build: arch list is [sm_86]"
+
+
+@pytest.mark.parametrize(
+    "text, parsed",
+    [("sm_86", ("sm", 8, 6, "")), ("compute_90", ("compute", 9, 0, "")),
+     ("sm_90a", ("sm", 9, 0, "a")), ("8.6", ("sm", 8, 6, "")), ("sm_100", ("sm", 10, 0, "")),
+     ("sm_120", ("sm", 12, 0, "")), ("12.1", ("sm", 12, 1, ""))],
+)
+def test_parse_arch(text, parsed):
+    assert P.parse_arch(text) == parsed
+
+
+def test_parse_arch_rejects_garbage():
+    with pytest.raises(ValueError):
+        P.parse_arch("gfx90a")
+
+
+@pytest.mark.parametrize(
+    "found, expected, depth, ok",
+    [("2.7.1+cu128", "2.7.1", None, True), ("2.7.1+cu118", "2.7.0", None, False),
+     ("12.4", "12.8", 2, False), ("12.8.90", "12.8", 2, True), ("9.1.0", "9", None, True),
+     ("2.16.1", "2.16", None, True), ("v0.4.30", "0.4.30", None, True),
+     ("2.8.0rc1", "2.8.0", None, True), (None, "1.0", None, False), ("1.0", "", None, False)],
+)
+def test_versions_match(found, expected, depth, ok):
+    assert P.versions_match(found, expected, depth) is ok
+
+
+def test_version_formatting():
+    assert P.format_cuda_int(12040) == "12.4"
+    assert P.format_cuda_int(13000) == "13.0"
+    assert P.format_cudnn_int(8902) == "8.9.2"
+    assert P.format_cudnn_int(90701) == "9.7.1"
+    assert P.short_version("12.8.1") == "12.8"
+
+
+def test_compare_values_tolerance():
+    ref = [100.0, -50.0, 0.0, 1.0]
+    assert P.compare_values([100.05, -50.0, 0.02, 1.0], ref, rtol=1e-3)["ok"]  # atol = 0.1
+    bad = P.compare_values([100.0, -50.0, 0.5, 1.0], ref, rtol=1e-3)
+    assert not bad["ok"] and bad["mismatches"] == 1
+    assert bad["max_abs_error"] == pytest.approx(0.5)
+    assert bad["max_rel_error"] == pytest.approx(0.005)
+    assert not P.compare_values([float("nan")] * 4, ref)["ok"]
+    assert not P.compare_values([1.0], ref)["ok"]
+
+
+def test_pure_python_matmul_reference():
+    a = [[1.0, 2.0], [3.0, 4.0]]
+    b = [[5.0, 6.0], [7.0, 8.0]]
+    assert P.py_matmul(a, b) == [[19.0, 22.0], [43.0, 50.0]]
+    m = P.det_matrix(32, 32, 1)
+    assert len(m) == 32 and all(len(r) == 32 for r in m)
+    assert all(abs(v) <= 1 and (v * 8) == int(v * 8) for r in m for v in r)
+
+
+def test_to_json_line_is_one_strict_line():
+    line = P.to_json_line({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x\ny\u00e9"})
+    assert "\n" not in line
+    assert json.loads(line) == {"a": None, "b": [None, 1.5], "c": "x\ny\u00e9"}
+
+
+# ------------------------------------------------------------------------------------------
+# Aggregation
+# ------------------------------------------------------------------------------------------
+
+
+def mk(name, status, **data):
+    return P.make_check(name, status, "r-" + name, 0.0, data)
+
+
+def test_aggregate_pass_only_when_gpu_checks_ran():
+    checks = [mk("driver", "pass"), mk("kernel", "pass"), mk("framework", "skip")]
+    assert P.aggregate(checks, gpu_present=True)[0] == "pass"
+
+
+def test_aggregate_never_pass_when_gpu_checks_skipped():
+    checks = [mk("driver", "skip", gpu_skipped=True), mk("runtime", "pass"),
+              mk("kernel", "skip", gpu_skipped=True), mk("framework", "pass", gpu_skipped=True)]
+    overall, reason = P.aggregate(checks, gpu_present=False, no_gpu_reason="no driver")
+    assert overall == "cpu-only"
+    assert "no driver" in reason
+    # even with a GPU, a framework whose GPU part was skipped keeps it from "pass"
+    checks = [mk("driver", "pass"), mk("kernel", "pass"),
+              mk("framework", "pass", gpu_skipped=True, gpu_reason="CPU build")]
+    assert P.aggregate(checks, gpu_present=True)[0] == "cpu-only"
+    # all checks passing but no GPU seen at all (e.g. --only runtime) is not a pass either
+    assert P.aggregate([mk("runtime", "pass")], gpu_present=False)[0] == "cpu-only"
+
+
+def test_aggregate_fail_dominates_and_require_gpu_fails():
+    checks = [mk("driver", "pass"), mk("kernel", "fail")]
+    overall, reason = P.aggregate(checks, gpu_present=True)
+    assert overall == "fail" and "kernel: r-kernel" in reason
+    overall, reason = P.aggregate([mk("runtime", "pass")], gpu_present=False, require_gpu=True,
+                                  no_gpu_reason="no libcuda")
+    assert overall == "fail" and "no libcuda" in reason
+
+
+def test_exit_codes():
+    assert P.exit_code_for("pass") == P.exit_code_for("cpu-only") == EXIT_OK == 0
+    assert P.exit_code_for("fail") == EXIT_FAIL == 1
+    assert EXIT_USAGE == 2
+
+
+# ------------------------------------------------------------------------------------------
+# Timeouts
+# ------------------------------------------------------------------------------------------
+
+
+def test_hung_check_fails_with_timeout():
+    release = threading.Event()
+    ctx = make_ctx()
+    t0 = time.time()
+    res = P.run_check("kernel", lambda c: release.wait(30), ctx, 0.2)
+    release.set()
+    assert time.time() - t0 < 5
+    assert res["status"] == "fail"
+    assert res["reason"] == "timed out after 0.2 s"
+    assert res["data"]["timed_out"] is True
+    assert ctx.timed_out == ["kernel"]
+
+
+def test_hung_check_makes_overall_fail():
+    release = threading.Event()
+
+    def hang(ctx):
+        release.wait(30)
+        return P.PASS, "late", {}
+
+    try:
+        doc = P.run_probe(opts(timeout=0.3), ctx=make_ctx(lib=FakeLib()), expect={},
+                          checks={"runtime": hang})
+    finally:
+        release.set()
+    assert doc["overall"] == "fail"
+    assert check(doc, "runtime")["reason"] == "timed out after 0.3 s"
+    assert "runtime: timed out after 0.3 s" in doc["reason"]
+
+
+def test_exception_in_a_check_is_a_failure_not_a_crash():
+    def boom(ctx):
+        raise ValueError("kaput")
+
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib()), expect={}, checks={"kernel": boom})
+    c = check(doc, "kernel")
+    assert c["status"] == "fail" and "ValueError: kaput" in c["reason"]
+    assert doc["overall"] == "fail"
+
+
+# ------------------------------------------------------------------------------------------
+# Driver check
+# ------------------------------------------------------------------------------------------
+
+
+def test_no_libcuda_is_a_skip_with_the_reason():
+    doc = P.run_probe(opts(), ctx=make_ctx(), expect={})
+    drv = check(doc, "driver")
+    assert drv["status"] == "skip"
+    assert drv["reason"] == P.NO_LIBCUDA_REASON
+    assert drv["reason"].startswith("libcuda.so.1 not found")
+    assert check(doc, "kernel")["status"] == "skip"
+    assert doc["overall"] == "cpu-only"
+    assert doc["gpus"] == [] and doc["driver_version"] is None
+
+
+def test_no_libcuda_with_require_gpu_fails():
+    doc = P.run_probe(opts(require_gpu=True), ctx=make_ctx(), expect={})
+    assert check(doc, "driver")["status"] == "fail"
+    assert check(doc, "kernel")["status"] == "fail"
+    assert "--require-gpu" in check(doc, "driver")["reason"]
+    assert doc["overall"] == "fail"
+    assert P.exit_code_for(doc["overall"]) == 1
+
+
+def test_cuinit_no_device_is_a_skip_naming_the_error():
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=100)), expect={})
+    drv = check(doc, "driver")
+    assert drv["status"] == "skip" and "CUDA_ERROR_NO_DEVICE" in drv["reason"]
+    assert doc["overall"] == "cpu-only"
+
+
+def test_cuinit_other_error_is_a_failure_with_its_name():
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=999)), expect={})
+    drv = check(doc, "driver")
+    assert drv["status"] == "fail"
+    assert "CUDA_ERROR_UNKNOWN (999)" in drv["reason"]
+    assert doc["overall"] == "fail"
+
+
+def test_zero_devices_is_a_skip():
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(devices=())), expect={})
+    assert check(doc, "driver")["status"] == "skip"
+    assert doc["overall"] == "cpu-only"
+
+
+def test_driver_reports_devices():
+    lib = FakeLib(version=12040, devices=[("NVIDIA Fake A10", (8, 6), 24 << 30),
+                                          ("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
+    drv = check(doc, "driver")
+    assert drv["status"] == "pass", drv
+    assert doc["driver_version"] == "12.4"
+    assert [g["cc"] for g in doc["gpus"]] == ["8.6", "9.0"]
+    assert doc["gpus"][1] == {"index": 1, "name": "NVIDIA Fake H100", "cc": "9.0",
+                              "memory_bytes": 80 << 30, "multiprocessors": 84,
+                              "uuid": "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"}
+    assert doc["overall"] == "pass"
+
+
+# ------------------------------------------------------------------------------------------
+# Kernel check (saxpy run by the fake driver)
+# ------------------------------------------------------------------------------------------
+
+
+def test_kernel_check_runs_saxpy_and_checks_exactly():
+    lib = FakeLib()
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
+    k = check(doc, "kernel")
+    assert k["status"] == "pass", k
+    d = k["data"]["devices"][0]
+    assert d["exact"] and d["max_abs_error"] == 0.0 and d["mismatches"] == 0 and d["n"] == 4096
+    assert d["ptx"] == {"ptx_version": "6.0", "target": "sm_50"}
+    assert lib.launches == 1 and lib.mem == {} and lib.retained == 0  # freed and released
+
+
+def test_kernel_check_falls_back_to_a_newer_ptx_isa():
+    lib = FakeLib(reject_ptx={"6.0", "6.3"})
+    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    assert k["status"] == "pass"
+    assert k["data"]["devices"][0]["ptx"]["ptx_version"] == "7.0"
+    assert lib.loaded_ptx == ["6.0", "6.3", "7.0"]  # sm_86: sm_90 variant not tried
+
+
+def test_kernel_jit_failure_reports_the_jit_log():
+    lib = FakeLib(reject_ptx={"*"}, jit_log=b"ptxas fatal: Unsupported .version 6.0")
+    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    assert k["status"] == "fail"
+    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in k["reason"]
+    assert "ptxas fatal: Unsupported .version 6.0" in k["reason"]
+
+
+def test_kernel_wrong_result_fails():
+    lib = FakeLib(corrupt=True)
+    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    assert k["status"] == "fail"
+    assert "1 of 4096 results wrong" in k["reason"]
+    assert k["data"]["devices"][0]["first_mismatch"]["index"] == 7
+
+
+def test_saxpy_ptx_text():
+    ptx = P.saxpy_ptx("6.0", "sm_50")
+    assert ".version 6.0" in ptx and ".target sm_50" in ptx and ".entry envman_saxpy(" in ptx
+    assert "{{" not in ptx
+
+
+# ------------------------------------------------------------------------------------------
+# Runtime check
+# ------------------------------------------------------------------------------------------
+
+
+def fake_cudart(tmp_path, name):
+    d = tmp_path / "cuda" / "lib64"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(b"not really a library")
+    return [("system", str(d / "libcudart.so*"))]
+
+
+def test_runtime_mismatch_fails(tmp_path):
+    pats = fake_cudart(tmp_path, "libcudart.so.12.4.127")
+    ctx = make_ctx(cudart_patterns=pats, cudart_query=True)  # the query fails: file name used
+    doc = P.run_probe(opts(only=["runtime"]), ctx=ctx, expect={"cuda": "12.8"})
+    rt = check(doc, "runtime")
+    assert rt["status"] == "fail"
+    assert "expected 12.8" in rt["reason"] and "12.4" in rt["reason"]
+    assert rt["data"]["found"][0]["version_from"] == "file name"
+    assert doc["overall"] == "fail"
+
+
+def test_runtime_match_passes(tmp_path):
+    pats = fake_cudart(tmp_path, "libcudart.so.12.8.90")
+    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(cudart_patterns=pats),
+                      expect={"cuda": "12.8.1"})
+    assert check(doc, "runtime")["status"] == "pass"
+    assert doc["overall"] == "cpu-only"  # no GPU was seen
+
+
+def test_runtime_version_from_wheel_dist_info(tmp_path):
+    site = tmp_path / "site-packages"
+    lib = site / "nvidia" / "cuda_runtime" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcudart.so.12").write_bytes(b"x")
+    (site / "nvidia_cuda_runtime_cu12-12.6.77.dist-info").mkdir()
+    assert P.version_from_path(str(lib / "libcudart.so.12")) == "12.6"
+    assert P.version_from_path("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12") == "12.4"
+    assert P.version_from_path("/x/libcudart.so.13") == "13"
+
+
+def test_runtime_nothing_found():
+    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": None})
+    assert check(doc, "runtime")["status"] == "skip"
+    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": "12.8"})
+    rt = check(doc, "runtime")
+    assert rt["status"] == "fail" and "no libcudart found" in rt["reason"]
+
+
+def test_runtime_query_of_a_missing_library_reports_the_error(tmp_path):
+    q = P.query_cudart(str(tmp_path / "libcudart.so.99"))
+    assert "dlopen failed" in q["error"]
+
+
+# ------------------------------------------------------------------------------------------
+# Framework check (fake adapter)
+# ------------------------------------------------------------------------------------------
+
+# The runtime check would fail these stacks (no libcudart 12.8 in the fake file system).
+GPU_AND_FW = ["driver", "kernel", "framework"]
+STACK = {"framework": "torch", "framework_version": "2.7.1", "cuda": "12.8", "cudnn": "9.7"}
+
+
+def test_no_framework_is_a_skip():
+    doc = P.run_probe(opts(only=["framework"]), ctx=make_ctx(lib=FakeLib()), expect={})
+    fw = check(doc, "framework")
+    assert fw["status"] == "skip" and fw["reason"] == "no framework in this stack"
+
+
+def test_framework_without_gpu_passes_on_cpu_but_overall_is_cpu_only():
+    ad = FakeAdapter()
+    doc = P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(adapter=ad), expect=STACK)
+    fw = check(doc, "framework")
+    assert fw["status"] == "pass", fw
+    assert fw["data"]["device"] == "cpu" and fw["data"]["gpu_skipped"] is True
+    subs = {s["name"]: s["status"] for s in fw["data"]["subchecks"]}
+    assert subs == {"version": "pass", "cuda": "pass", "cudnn": "pass", "cpu_matmul": "pass",
+                    "device": "skip", "arch": "skip", "gpu_matmul": "skip", "gpu_conv": "skip"}
+    assert ad.gpu_calls == 0
+    assert doc["overall"] == "cpu-only"
+
+
+def test_framework_without_gpu_and_require_gpu_fails():
+    doc = P.run_probe(opts(require_gpu=True, only=["framework"]),
+                      ctx=make_ctx(adapter=FakeAdapter()), expect=STACK)
+    assert check(doc, "framework")["status"] == "fail"
+    assert doc["overall"] == "fail"
+
+
+def test_framework_on_gpu_passes():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    doc = P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter()),
+                      expect=STACK)
+    fw = check(doc, "framework")
+    assert fw["status"] == "pass", fw
+    subs = {s["name"]: s["status"] for s in fw["data"]["subchecks"]}
+    assert subs["arch"] == subs["gpu_matmul"] == subs["device"] == "pass"
+    assert subs["gpu_conv"] == "skip"
+    assert doc["overall"] == "pass"
+
+
+def test_framework_missing_arch_fails_with_the_reason():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    ad = FakeAdapter(arch=["sm_86"])
+    fw = check(P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
+    assert fw["status"] == "fail"
+    assert "no kernel image for sm_90 in this build: arch list is [sm_86]" in fw["reason"]
+
+
+def test_framework_arch_ok_only_via_ptx_is_recorded():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    ad = FakeAdapter(arch=["sm_80", "compute_80"])
+    fw = check(P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
+    arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
+    assert arch["status"] == "pass" and arch["via_ptx"] is True
+
+
+def test_expected_arch_list():
+    assert P.expected_arch_list({}) is None
+    assert P.expected_arch_list({"sass_archs": ["8.0", "9.0a"], "ptx_archs": ["9.0"]}) == [
+        "sm_80", "sm_90a", "compute_90"]
+
+
+@pytest.mark.parametrize("sass, ptx, status", [(["8.0", "9.0"], [], "pass"),
+                                               (["8.0", "8.6"], [], "fail"),
+                                               (["8.0"], ["8.0"], "pass")])
+def test_arch_falls_back_to_the_stacks_lists_when_the_framework_reports_none(sass, ptx, status):
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    ad = FakeAdapter(name="jax", arch=None)
+    stack = dict(STACK, framework="jax", sass_archs=sass, ptx_archs=ptx)
+    fw = check(P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=ad),
+                           expect=stack), "framework")
+    arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
+    assert arch["status"] == status
+    assert "per the stack's sass_archs/ptx_archs" in arch["reason"]
+    assert fw["status"] == status
+
+
+def test_arch_not_reported_and_no_stack_lists_is_a_skip():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    fw = check(P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter(arch=None)),
+                           expect=STACK), "framework")
+    arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
+    assert arch["status"] == "skip" and fw["status"] == "pass"
+
+
+@pytest.mark.parametrize(
+    "adapter_kw, expect_kw, needle",
+    [
+        ({"version": "2.6.0+cu128"}, {}, "torch version 2.6.0+cu128, the stack expects 2.7.1"),
+        ({"cuda": "12.6"}, {}, "torch reports CUDA 12.6, the stack expects 12.8"),
+        ({"cudnn": "9.1.0"}, {}, "torch reports cuDNN 9.1.0, the stack expects 9.7"),
+        ({"cuda": None, "cudnn": None}, {}, "reports no CUDA"),
+        ({}, {"cuda": None, "cudnn": None}, "built with CUDA 12.8 but the stack expects none"),
+        ({"gpu_error": "CUDA driver too old"}, {}, "torch sees no GPU although the driver reports 1"),
+        ({"bad_matmul": True}, {}, "GPU result differs from the CPU"),
+        ({"import_error": ImportError("libcudnn.so.9: cannot open")}, {}, "cannot import torch"),
+    ],
+)
+def test_framework_mismatches_fail(adapter_kw, expect_kw, needle):
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    stack = dict(STACK, **expect_kw)
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=FakeAdapter(**adapter_kw)), expect=stack)
+    fw = check(doc, "framework")
+    assert fw["status"] == "fail", fw
+    assert needle in fw["reason"]
+    assert doc["overall"] == "fail"
+
+
+def test_cpu_stack_on_a_gpu_host_is_cpu_only():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    ad = FakeAdapter(version="2.7.1+cpu", cuda=None, cudnn=None)
+    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad),
+                      expect={"framework": "torch", "framework_version": "2.7.1", "cuda": None})
+    fw = check(doc, "framework")
+    assert fw["status"] == "pass" and fw["data"]["device"] == "cpu"
+    assert doc["overall"] == "cpu-only"
+
+
+def test_onnx_model_encoding_is_valid_protobuf():
+    onnx = pytest.importorskip("onnx")
+    m = onnx.load_from_string(P.onnx_model("MatMul", [("A", [2, 3]), ("B", [3, 4])], ("C", [2, 4])))
+    onnx.checker.check_model(m)
+    assert m.graph.node[0].op_type == "MatMul"
+
+
+def test_pb_varint():
+    assert P._pb_varint(0) == b"\x00"
+    assert P._pb_varint(300) == b"\xac\x02"
+
+
+# ------------------------------------------------------------------------------------------
+# Bench (needs a GPU)
+# ------------------------------------------------------------------------------------------
+
+
+def test_bench_with_fake_gpu_measures_and_compares_with_the_datasheet(monkeypatch):
+    def fake_matmul(n, iters):
+        return {"fp32": {"tflops": 33.5, "ms": 1.0}, "fp16": {"tflops": 494.5, "ms": 1.0},
+                "torch": "2.7.1"}
+
+    monkeypatch.setattr(P, "bench_torch_matmul", fake_matmul)
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    ctx = make_ctx(lib=lib, bench_bytes=1 << 20, bench_reps=3)
+    stack = {"datasheet": {"bandwidth_gb_s": 2.097152, "fp32_tflops": 67, "fp16_tflops": 989}}
+    doc = P.run_probe(opts(bench=True, only=["bench"]), ctx=ctx, expect=stack)
+    b = check(doc, "bench")
+    assert b["status"] == "pass", b
+    bench = doc["bench"]
+    assert bench["device_bandwidth_gb_s"] == pytest.approx(2 * (1 << 20) / 1e6)  # read + write
+    assert bench["h2d_gb_s"] == pytest.approx((1 << 20) / 1e6)
+    assert bench["d2h_gb_s"] == pytest.approx((1 << 20) / 1e6)
+    assert bench["fraction_of_datasheet"] == {"bandwidth_gb_s": 1.0, "fp32_tflops": 0.5,
+                                              "fp16_tflops": 0.5}
+    assert lib.mem == {} and not lib.host and lib.retained == 0
+    assert doc["overall"] == "pass"
+
+
+def test_bench_matmul_without_a_framework_is_skipped_with_the_reason(monkeypatch):
+    def no_torch(n, iters):
+        raise P.NeedsFramework("torch is not importable here: No module named 'torch'")
+
+    monkeypatch.setattr(P, "bench_torch_matmul", no_torch)
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
+    doc = P.run_probe(opts(only=["bench"]), ctx=make_ctx(lib=lib, bench_bytes=4096), expect={})
+    b = check(doc, "bench")
+    assert b["status"] == "pass"
+    assert doc["bench"]["fp32_tflops"] is None
+    assert doc["bench"]["skipped"]["fp16_tflops"].startswith("needs a framework")
+    assert doc["bench"]["device_bandwidth_gb_s"] > 0
+
+
+def test_bench_without_gpu_is_skipped_and_never_pass():
+    doc = P.run_probe(opts(bench=True), ctx=make_ctx(), expect={})
+    b = check(doc, "bench")
+    assert b["status"] == "skip" and b["data"]["gpu_skipped"]
+    assert doc["bench"] is None and doc["overall"] == "cpu-only"
+
+
+# ------------------------------------------------------------------------------------------
+# Command line and the document
+# ------------------------------------------------------------------------------------------
+
+
+def test_parse_args():
+    o = P.parse_args(["--require-gpu", "--timeout", "5", "--only", "kernel,driver"])
+    assert o.require_gpu and o.timeout == 5.0 and o.only == ["kernel", "driver"] and not o.bench
+    assert P.parse_args(["--only", "bench"]).bench
+    assert P.parse_args([]).expect_path == "/opt/envman/stack.json"
+    for bad in (["--bogus"], ["--only", "kernel,nope"], ["--timeout", "-1"], ["--timeout", "x"],
+                ["--only", ""]):
+        with pytest.raises(P.UsageError):
+            P.parse_args(bad)
+
+
+def test_load_expect(tmp_path):
+    assert P.load_expect(str(tmp_path / "missing.json")) == ({}, False)
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"framework": "torch", "framework_version": "2.7.1", "cuda": "12.8",
+                             "sass_archs": ["8.0"], "ptx_archs": ["9.0"]}))
+    assert P.load_expect(str(f))[0]["cuda"] == "12.8"
+    for bad in ("{not json", "[]", '{"framework": "mxnet"}', '{"sass_archs": "8.0"}'):
+        f.write_text(bad)
+        with pytest.raises(P.UsageError):
+            P.load_expect(str(f))
+
+
+DOC_KEYS = {"probe_version", "overall", "reason", "python", "host", "gpus", "driver_version",
+            "checks", "bench", "expect", "seconds"}
+
+
+def test_document_contract_in_process(tmp_path):
+    import io
+
+    buf = io.StringIO()
+    code = P.main(["--expect", str(tmp_path / "none.json")], out=buf, ctx=make_ctx())
+    doc = parse_output(buf.getvalue())
+    assert code == 0
+    assert set(doc) == DOC_KEYS
+    assert doc["probe_version"] == 1
+    assert doc["host"]["hostname"]
+    for c in doc["checks"]:
+        assert set(c) == {"name", "status", "reason", "seconds", "data"}
+        assert c["status"] in ("pass", "fail", "skip")
+        assert isinstance(c["seconds"], float)
+    assert [c["name"] for c in doc["checks"]] == ["driver", "runtime", "kernel", "framework"]
+
+
+def test_script_runs_here_and_prints_cpu_only_json(tmp_path):
+    r = run_script(["--expect", str(tmp_path / "none.json")])
+    doc = parse_output(r.stdout)
+    assert len([ln for ln in r.stdout.splitlines() if ln.strip()]) == 1
+    assert set(doc) == DOC_KEYS
+    if host_has_gpu():
+        pytest.skip("this machine has a GPU: tests/gpu covers it")
+    assert doc["overall"] == "cpu-only", doc["reason"]
+    assert r.returncode == 0
+    assert check(doc, "driver")["status"] == "skip"
+
+
+def test_script_require_gpu_without_gpu_exits_1(tmp_path):
+    if host_has_gpu():
+        pytest.skip("this machine has a GPU")
+    r = run_script(["--require-gpu", "--expect", str(tmp_path / "none.json")])
+    doc = parse_output(r.stdout)
+    assert r.returncode == 1
+    assert doc["overall"] == "fail"
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--only", "nope"], ["--timeout", "0"]])
+def test_script_bad_usage_exits_2(args):
+    r = run_script(args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "error" in r.stderr
+    doc = parse_output(r.stdout)
+    assert doc["overall"] == "fail" and doc["reason"].startswith("bad usage")
+
+
+def test_script_bad_expect_file_exits_2(tmp_path):
+    f = tmp_path / "stack.json"
+    f.write_text("{oops")
+    r = run_script(["--expect", str(f)])
+    assert r.returncode == 2
+    assert "cannot read JSON" in parse_output(r.stdout)["reason"]
+
+
+def test_script_help_exits_0():
+    r = run_script(["--help"])
+    assert r.returncode == 0 and "--require-gpu" in r.stdout
+
+
+FAKE_TORCH = '''
+import os, sys
+print("fake torch: chatter on sys.stdout")
+os.write(1, b"fake torch: chatter on fd 1\\n")
+__version__ = "2.7.1+cpu"
+class version:
+    cuda = None
+class _Cudnn:
+    @staticmethod
+    def is_available():
+        return False
+class backends:
+    cudnn = _Cudnn
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+float32 = "float32"
+class _T:
+    def __init__(self, rows):
+        self.rows = rows
+    def tolist(self):
+        return self.rows
+def tensor(rows, dtype=None):
+    return _T([[float(v) for v in r] for r in rows])
+def matmul(a, b):
+    cols = list(zip(*b.rows))
+    return _T([[sum(x * y for x, y in zip(r, c)) for c in cols] for r in a.rows])
+'''
+
+
+def _fake_torch_env(tmp_path):
+    pkg = tmp_path / "fake" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(FAKE_TORCH)
+    return {"PYTHONPATH": str(tmp_path / "fake")}
+
+
+def test_script_framework_cpu_path_and_stdout_isolation(tmp_path):
+    env = _fake_torch_env(tmp_path)
+    f = tmp_path / "stack.json"
+    f.write_text(json.dumps({"framework": "torch", "framework_version": "2.7.1", "cuda": None}))
+    r = run_script(["--expect", str(f), "--only", "framework"], env=env)
+    # the framework's chatter went to stderr; stdout holds the document alone
+    assert [ln for ln in r.stdout.splitlines() if ln.strip()] == [r.stdout.strip()]
+    assert "chatter on sys.stdout" in r.stderr and "chatter on fd 1" in r.stderr
+    doc = parse_output(r.stdout)
+    fw = check(doc, "framework")
+    assert fw["status"] == "pass", fw
+    assert fw["data"]["device"] == "cpu"
+    assert fw["data"]["cpu_matmul"]["ok"]
+    if not host_has_gpu():
+        assert doc["overall"] == "cpu-only" and r.returncode == 0
+
+
+def test_script_framework_version_mismatch_exits_1(tmp_path):
+    env = _fake_torch_env(tmp_path)
+    f = tmp_path / "stack.json"
+    f.write_text(json.dumps({"framework": "torch", "framework_version": "2.6.0", "cuda": None}))
+    r = run_script(["--expect", str(f), "--only", "framework"], env=env)
+    doc = parse_output(r.stdout)
+    assert r.returncode == 1 and doc["overall"] == "fail"
+    assert "the stack expects 2.6.0" in check(doc, "framework")["reason"]
+
+
+def test_parse_output_errors():
+    with pytest.raises(ValueError):
+        parse_output("")
+    with pytest.raises(ValueError):
+        parse_output("hello\nnot json")
+    with pytest.raises(ValueError):
+        parse_output('{"a": 1}')
+    assert parse_output('noise\n{"overall": "pass", "checks": []}\n')["overall"] == "pass"
+
+
+def test_recorded_gpu_fixture_matches_the_contract():
+    rec = Path(__file__).resolve().parents[1] / "gpu" / "recorded" / "h100_probe.json"
+    if not rec.exists():
+        pytest.skip("no recorded GPU run")
+    doc = json.loads(rec.read_text())
+    assert set(doc) == DOC_KEYS
+    assert doc["overall"] == "pass"
+    assert doc["gpus"] and doc["gpus"][0]["cc"] == "9.0"
+    assert check(doc, "kernel")["data"]["devices"][0]["max_abs_error"] == 0.0
+    assert doc["bench"]["device_bandwidth_gb_s"] > 0
