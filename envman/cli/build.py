@@ -39,7 +39,7 @@ def build(
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="Promote when the smoke test could only run on the CPU (no GPU here).")] = False,
-    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST[:PORT][/PATH]).")] = None,
+    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST, HOST:PORT or HOST/PATH).")] = None,
     ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")] = None,
     pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")] = None,
     pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")] = None,

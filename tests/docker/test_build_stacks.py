@@ -93,10 +93,11 @@ def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, whee
 
 def test_images_and_prune(bases, docker_engine, state):
     rows = json.loads(envman(state, "images", "--json", check=0).stdout)
-    by_stack = {r["stack"]: r for r in rows}
-    assert by_stack["torch-2.13.0-cpu-py3.11"]["stable"] and by_stack["torch-2.13.0-cpu-py3.11"]["smoke"] == "cpu-only"
-    assert by_stack["torch-2.13.0-cuda12.8-py3.11"]["smoke"] == "fail"
+    cpu = [r for r in rows if r["stack"] == "torch-2.13.0-cpu-py3.11" and r["stable"]]
+    assert cpu and cpu[0]["smoke"] == "cpu-only"
+    assert any(r["stack"] == "torch-2.13.0-cuda12.8-py3.11" and r["smoke"] == "fail" for r in rows)
     gone = json.loads(envman(state, "prune", "--json", check=0).stdout)
-    assert {g["stack"] for g in gone} == {"torch-2.13.0-cuda12.8-py3.11"}
+    assert "torch-2.13.0-cuda12.8-py3.11" in {g["stack"] for g in gone}
+    assert "torch-2.13.0-cpu-py3.11" not in {g["stack"] for g in gone if any(t.endswith(":latest") for t in g["tags"])}
     assert docker_engine.inspect_image("envman/torch-2.13.0-cpu-py3.11:latest") is not None
     assert docker_engine.image_exists("ubuntu:22.04")  # a stand-in, not envman's: untouched

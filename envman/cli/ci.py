@@ -1,0 +1,226 @@
+"""``envman ci plan|run``, ``envman report`` and ``envman matrix check-tags``: validating the
+matrix in CI and publishing what passes where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._out import console, emit_json
+
+app = typer.Typer(no_args_is_help=True)
+
+FrameworkOpt = Annotated[Optional[str], typer.Option("--framework", "-f", help="Only this framework: torch, tensorflow (tf), jax, onnxruntime.")]
+RowsOpt = Annotated[Optional[list[str]], typer.Option("--rows", help="Only these rows (repeatable; a value may hold several names separated by spaces or commas, as a GitHub matrix passes them).")]
+ChangedOpt = Annotated[Optional[str], typer.Option("--changed-since", help="Only rows whose render changed since this git ref (new rows count as changed).")]
+
+
+def _selection(framework: str | None, rows: list[str] | None, changed_since: str | None):
+    """(matrix, builds, change set or None) for the selection options shared by plan and run."""
+    from ..ci import changed_rows, select_builds, split_names
+    from . import get_matrix
+
+    m = get_matrix()
+    builds = select_builds(m, framework=framework, rows=split_names(rows) or None)
+    changes = None
+    if changed_since:
+        changes = changed_rows(m, changed_since, builds=builds)
+        keep = set(changes.changed)
+        builds = [b for b in builds if b.name in keep]
+    return m, builds, changes
+
+
+@app.command("plan")
+def plan(
+    framework: FrameworkOpt = None,
+    rows: RowsOpt = None,
+    changed_since: ChangedOpt = None,
+    shards: Annotated[int, typer.Option("--shards", "-n", min=1, help="Number of shards (CI jobs).")] = 1,
+    fmt: Annotated[str, typer.Option("--format", help="github: one line of strategy.matrix JSON; json: the full plan.")] = "json",
+) -> None:
+    """Which rows to validate, as a job matrix: shards that keep rows of one base image together."""
+    from ..ci import github_matrix, plan_rows, plan_shards
+    from ..errors import UserError
+
+    if fmt not in ("github", "json"):
+        raise UserError(f"--format {fmt!r}: expected github or json", where="--format")
+    m, builds, changes = _selection(framework, rows, changed_since)
+    shard_list = plan_shards(plan_rows(m, builds), shards)
+    if fmt == "github":
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(github_matrix(shard_list), separators=(",", ":")) + "\n")
+        return
+    emit_json({
+        "shards": shards,
+        "rows": len(builds),
+        "framework": framework,
+        "changed_since": changed_since,
+        "changed": None if changes is None else {"rows": changes.changed, "new": changes.new, "notes": changes.notes},
+        "include": [
+            {"shard": s.label, "index": s.index, "rows": " ".join(s.rows), "count": len(s.rows),
+             "bases": s.groups, "weight": s.weight}
+            for s in shard_list
+        ],
+    })
+
+
+@app.command("run")
+def run(
+    shard: Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N of the plan (same selection options as `ci plan`).")] = None,
+    framework: FrameworkOpt = None,
+    rows: RowsOpt = None,
+    changed_since: ChangedOpt = None,
+    report: Annotated[Path, typer.Option("--report", help="Directory for results.json, junit.xml, summary.md, Dockerfiles and build logs.")] = Path("envman-report"),
+    require_gpu: Annotated[bool, typer.Option("--require-gpu", help="CUDA rows must pass their smoke test on a GPU; with no GPU here they are not-buildable.")] = False,
+    accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="A cpu-only smoke result (no GPU here) does not fail the run; such images are promoted.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+    pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
+    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST[:PORT][/PATH]); rows on deleted bases become buildable.")] = None,
+    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")] = None,
+    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")] = None,
+    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")] = None,
+    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index (e.g. PyTorch's).")] = None,
+    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of wheels installed offline first.")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="Install only from --wheelhouse (no index).")] = False,
+    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror.")] = None,
+    smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
+) -> None:
+    """Validate, render, lint, build and smoke-test each selected row; write JUnit, JSON and Markdown. Exit 1 if a row failed."""
+    from ..ci import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
+    from ..engine import Engine
+    from .build import _network_options
+
+    m, builds, _ = _selection(framework, rows, changed_since)
+    label = None
+    if shard:
+        i, n = parse_shard(shard)
+        label = f"{i}/{n}"
+        mine = plan_shards(plan_rows(m, builds), n)[i - 1]
+        order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
+        builds = sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
+    if not builds:  # an empty shard, or nothing changed: nothing needs an engine
+        from ..ci import write_report
+
+        write_report([], report, m)
+        console().print("no rows to validate", highlight=False)
+        return
+    render_options = _network_options(
+        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
+        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
+    )
+    opts = RunOptions(render_options=render_options, registry_mirror=registry_mirror, require_gpu=require_gpu,
+                      accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
+                      smoke_timeout=smoke_timeout)
+    err = console(stderr=True)
+    err.print(f"envman ci run: {len(builds)} rows" + (f" (shard {label})" if label else "") + f", report in {report}",
+              highlight=False, soft_wrap=True)
+    colours = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
+
+    def on_step(row: str, step: str, sr) -> None:
+        c = colours.get(sr.status, "red")
+        err.print(f"{row} {step}: [{c}]{sr.status}[/{c}] {sr.message[:160]}", highlight=False, soft_wrap=True)
+
+    with Engine.connect() as engine:
+        results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
+    bad = failed(results)
+    if as_json:
+        emit_json([r.to_json() for r in results])
+    else:
+        c = console()
+        for r in results:
+            col = colours.get(r.result, "red")
+            c.print(f"[{col}]{r.result}[/{col}] {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}",
+                    highlight=False, soft_wrap=True)
+        c.print(f"{len(results)} rows, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
+                f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
+    if bad:
+        raise typer.Exit(1)
+
+
+def report(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Report directories of `envman ci run` (or their results.json); several shards are merged.")] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Write the support-matrix page (one self-contained HTML file).")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write the Markdown summary ('-' for stdout).")] = None,
+    merged: Annotated[Optional[Path], typer.Option("--merged", help="Also write the merged results.json here.")] = None,
+    full_matrix: Annotated[bool, typer.Option("--full-matrix", help="Show every matrix row, tested or not.")] = False,
+    title: Annotated[str, typer.Option("--title", help="Page title.")] = "envman support matrix",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the merged results as JSON.")] = False,
+) -> None:
+    """Merge CI results into a support-matrix page (framework versions x CUDA versions) and a summary."""
+    import json
+
+    from ..build import atomic_write
+    from ..report import load_results, markdown_summary, render_html
+    from . import get_matrix
+
+    loaded = load_results(list(paths or [Path("envman-report")]))
+    if merged:
+        atomic_write(merged, json.dumps(loaded.results, indent=2) + "\n")
+        merged.chmod(0o644)
+    if html:
+        page = render_html(loaded.results, matrix=get_matrix(), full_matrix=full_matrix, title=title,
+                           sources=loaded.sources, notes=loaded.notes)
+        atomic_write(html, page)
+        html.chmod(0o644)
+    md = markdown_summary(loaded.results, title=title, sources=loaded.sources, notes=loaded.notes, matrix=get_matrix())
+    if markdown and str(markdown) != "-":
+        atomic_write(markdown, md)
+        markdown.chmod(0o644)
+    if as_json:
+        emit_json(loaded.results)
+    elif str(markdown) == "-" or not (html or markdown or merged):
+        typer.echo(md, nl=False)
+    else:
+        written = [str(p) for p in (html, markdown, merged) if p]
+        console(stderr=True).print(f"{len(loaded.results)} rows from {len(loaded.sources)} results: wrote {', '.join(written)}",
+                                   highlight=False)
+
+
+def check_tags(
+    registry: Annotated[Optional[str], typer.Option("--registry", help="Ask this registry's v2 API (a mirror: https://HOST[:PORT]) instead of Docker Hub's API. Token: ENVMAN_REGISTRY_TOKEN, or ENVMAN_REGISTRY_USER/PASSWORD.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per request.")] = 5.0,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel requests.")] = 8,
+    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle to trust for the registry's TLS.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Ask the registry whether each base image tag still exists; flag rows whose tag disappeared.
+    Exit 0: all agree; 1: a published tag disappeared; 3: the registry did not answer (nothing judged)."""
+    from ..tags import RegistryUnreachable, check_tags as _check, make_client
+    from . import get_matrix
+
+    client = make_client(registry, timeout=timeout, ca_bundle=str(ca_bundle) if ca_bundle else None)
+    rep = _check(get_matrix(), client, jobs=jobs)
+    if as_json:
+        emit_json(rep.to_json())
+        if not rep.reachable:
+            typer.echo(f"envman: error: {rep.message}", err=True)
+        raise typer.Exit(rep.exit_code)
+    if not rep.reachable:
+        raise RegistryUnreachable(rep.message, fix="check the network or proxy (HTTPS_PROXY), or pass --registry "
+                                  "with a mirror you can reach; no tag was judged")
+    c = console()
+    colours = {"ok": "green", "update": "yellow", "reappeared": "yellow", "disappeared": "red", "unknown": "magenta"}
+    for t in rep.tags:
+        if t.verdict == "ok":
+            continue
+        col = colours[t.verdict]
+        used = f" — used by {', '.join(t.used_by[:4])}{' …' if len(t.used_by) > 4 else ''}" if t.used_by else ""
+        c.print(f"[{col}]{t.verdict}[/{col}] {t.ref}: matrix says {t.matrix_status}, registry says {t.registry_status}"
+                + (f" ({t.detail})" if t.detail and t.verdict == "unknown" else "") + used, highlight=False)
+    s = rep.summary
+    c.print(f"{rep.registry}: {len(rep.tags)} tags: " + ", ".join(f"{n} {k}" for k, n in s.items() if n), highlight=False)
+    raise typer.Exit(rep.exit_code)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="ci", help="CI validation: plan shards of matrix rows, run them, write JUnit/JSON/Markdown.")
+    root.command("report")(report)
+    for group in root.registered_groups:
+        if group.name == "matrix" and group.typer_instance is not None:
+            group.typer_instance.command("check-tags")(check_tags)
+            break

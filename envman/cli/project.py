@@ -1,0 +1,349 @@
+"""``envman project ...``, ``envman run``, ``envman doctor``, ``envman ls``: projects on stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperCommand
+
+from ._out import console, emit_json
+
+app = typer.Typer(no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+_META_CMD = "envman.run.command"
+_META_ARGS = "envman.run.args"
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _resolver():
+    from ..runner import stack_resolver
+    from . import STATE
+
+    return stack_resolver(STATE.matrix_files)
+
+
+def _suggest(stack, host, gpus):
+    from ..runner import suggest_stack
+    from . import get_matrix
+
+    return suggest_stack(get_matrix(), stack, host, gpus)
+
+
+def _detect_host():
+    from ..runner import detect_host
+    from . import STATE
+
+    return detect_host(STATE.matrix_files)
+
+
+# --------------------------------------------------------------------------- envman project ...
+
+
+@app.command("init")
+def init(
+    env: Annotated[Optional[str], typer.Option("--env", "--stack", help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
+    name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
+) -> None:
+    """Write envman.toml in the current directory and register the project."""
+    import os
+
+    from ..build import atomic_write
+    from ..errors import UserError
+    from ..project import (
+        PROJECT_FILE, check_stack_name, init_text, load_project, load_user_config, parse_project, register, tomllib,
+    )
+
+    cwd = Path(os.getcwd())
+    file = cwd / PROJECT_FILE
+    if file.exists():
+        raise UserError("already exists", where=str(file), fix="edit it, and register it with: envman project add .")
+    stack = env or load_user_config().stack
+    if stack is None:
+        raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
+    check_stack_name(stack, where="--env", key="stack")
+    text = init_text(stack, name)
+    parse_project(tomllib.loads(text), file)  # validates --name before anything is written
+    atomic_write(file, text)
+    project = load_project(file)
+    register(project)
+    console().print(f"wrote {file} and registered project {project.name} (stack {stack}); run it: envman run {project.name} -- CMD",
+                    markup=False, highlight=False)
+
+
+@app.command("add")
+def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:
+    """Register an existing project so that `envman run NAME` works from anywhere."""
+    from ..project import load_project, register
+
+    project = load_project(path)
+    new = register(project)
+    console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}",
+                    markup=False, highlight=False)
+
+
+@app.command("ls")
+def project_ls(as_json: JsonOpt = False) -> None:
+    """List registered projects (name, root, stack as written in the project file)."""
+    from ..errors import EnvmanError
+    from ..project import load_project, read_registry
+
+    rows = []
+    for name, root in read_registry().items():
+        row: dict[str, Any] = {"name": name, "root": str(root), "stack": None, "error": None}
+        try:
+            row["stack"] = load_project(root).stack
+        except EnvmanError as exc:
+            row["error"] = exc.line()
+        rows.append(row)
+    if as_json:
+        emit_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False)
+    for col in ("project", "root", "stack"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["name"], r["root"], r["stack"] or f"[red]{r['error']}[/red]")
+    console().print(t)
+
+
+@app.command("show")
+def show(
+    name: Annotated[Optional[str], typer.Argument(help="Registered name or path (default: the project of the current directory).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a project's file, its effective run settings and where each came from."""
+    from ..project import CliOverrides, load_user_config, locate, merge_settings, home_dir
+
+    project = locate(name)
+    resolve_name = _resolver()
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+    doc = {
+        "project": project.to_json(),
+        "stack": stack.name,
+        "settings": settings.to_json(),
+        "home": str(home_dir(project.name)),
+    }
+    if as_json:
+        emit_json(doc)
+        return
+    c = console()
+    p = doc["project"]
+    c.print(f"{p['name']}  {p['root']}", markup=False, highlight=False)
+    c.print(f"  stack       {settings.stack} → {stack.name}", markup=False, highlight=False)
+    origin = dict(settings.origin)
+    for k in ("gpus", "shm_size", "command"):
+        v = doc["settings"][k]
+        c.print(f"  {k:<11} {v if v not in ([], '') else '(image default)'}  [{origin.get(k, '')}]", markup=False, highlight=False)
+    for k in ("environment", "mounts", "ports"):
+        if doc["settings"][k]:
+            c.print(f"  {k:<11} {doc['settings'][k]}", markup=False, highlight=False)
+    if project.needs_image:
+        c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
+                f"{len(p['requirements'])} lines)", markup=False, highlight=False)
+    else:
+        c.print(f"  image       envman/{stack.name}:latest (no own image)", markup=False, highlight=False)
+    c.print(f"  HOME        {doc['home']} → /home/envman", markup=False, highlight=False)
+
+
+@app.command("rm")
+def rm(name: Annotated[str, typer.Argument(help="Registered project name.")]) -> None:
+    """Unregister a project (its files and images are left alone; `envman prune` ignores project images)."""
+    from ..project import unregister
+
+    root = unregister(name)
+    console().print(f"unregistered {name} ({root})", markup=False, highlight=False)
+
+
+# --------------------------------------------------------------------------- envman run
+#
+# `envman run` is the one command whose start-up is the product: it should cost about what
+# `docker run` costs. typer coerces every declared parameter through pydantic (about 100 ms for
+# the first one in a process), so `run` declares none to typer: envman.runner parses its options
+# with argparse (same one-line errors with exit 2, its own --help), and envman.runner.fast_main
+# can serve `envman [--matrix F]... run ...` without typer at all.
+
+class _RunCommand(TyperCommand):
+    """Hands every argument to :func:`envman.runner.run_parser`; the first ``--`` starts the command."""
+
+    def parse_args(self, ctx, args):
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta[_META_CMD] = list(args[i + 1:])
+            args = args[:i]
+        else:
+            ctx.meta[_META_CMD] = []
+        ctx.meta[_META_ARGS] = list(args)
+        return super().parse_args(ctx, [])
+
+
+def run(ctx: typer.Context) -> None:
+    """Run a command in a project's stack: envman run [PROJECT] [OPTIONS] [-- CMD ARGS...] (see --help)."""
+    from ..runner import run_cli
+    from . import STATE
+
+    run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
+
+
+# --------------------------------------------------------------------------- doctor / ls
+
+
+def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
+    from ..errors import UserError
+    from ..host import what_if
+    from ..matrix.model import Arch, DriverVersion
+    from . import get_matrix
+
+    if driver is not None:
+        try:
+            DriverVersion.parse(driver)
+        except ValueError as exc:
+            raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05") from None
+    if gpu is not None and sm is not None:
+        raise UserError("give --gpu or --sm, not both", where="envman doctor")
+    name, cc = None, None
+    if sm is not None:
+        try:
+            cc = str(Arch.parse(sm))
+        except ValueError as exc:
+            raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6") from None
+        name = "hypothetical GPU"
+    elif gpu is not None:
+        import difflib
+
+        m = get_matrix()
+        g = m.gpu(gpu)
+        if g is None:
+            names = [x.name for x in m.gpus] + [x.id for x in m.gpus]
+            close = difflib.get_close_matches(gpu, names, n=3, cutoff=0.4)
+            raise UserError(f"unknown GPU {gpu!r}", where="--gpu",
+                            fix=("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y")
+        name, cc = g.name, str(g.cc)
+    drv = driver or real.driver
+    if cc is None:  # --driver alone: this host's GPUs with another driver
+        if not real.has_gpu:
+            raise UserError("this host has no GPU to ask about", where="--driver", fix="add --gpu NAME or --sm X.Y")
+        from dataclasses import replace
+
+        return replace(real, driver=drv, source="what-if", cuda_driver=None, note="this host's GPUs with driver " + drv)
+    if drv is None:
+        raise UserError("this host has no NVIDIA driver to assume", where="envman doctor", fix="add --driver VERSION")
+    return what_if(drv, cc, name)
+
+
+def _engine_or_error():
+    from ..errors import EnvmanError
+    from ..runner import DockerCli
+
+    engine = DockerCli()
+    try:
+        engine.info()
+        return engine, None
+    except EnvmanError as exc:
+        return None, exc.line()
+
+
+def _rows(host, engine, what_if: bool):
+    from ..project import load_user_config, read_registry
+    from ..runner import project_rows
+
+    return project_rows(read_registry(), engine=engine, host=host, resolve_name=_resolver(), user=load_user_config(),
+                        suggest_for=_suggest, what_if=what_if)
+
+
+def doctor(
+    driver: Annotated[Optional[str], typer.Option("--driver", help="What if the driver were this version?")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="What if the GPU were this one (matrix GPU name, e.g. 'RTX 3090')?")] = None,
+    sm: Annotated[Optional[str], typer.Option("--sm", help="What if the GPU had this compute capability (e.g. 8.6)?")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the host (driver, GPUs, Docker, NVIDIA runtime) and every registered project on it. Exit 1 on a problem."""
+    from ..runner import doctor_report
+
+    real = _detect_host()
+    asked = any(x is not None for x in (driver, gpu, sm))
+    host = _what_if_host(driver, gpu, sm, real) if asked else real
+    engine, engine_error = _engine_or_error()
+    rows = _rows(host, engine, asked)
+    report = doctor_report(host=host, engine=engine, engine_error=engine_error, rows=rows, what_if=asked)
+    if as_json:
+        emit_json(report)
+    else:
+        _print_doctor(report)
+    raise typer.Exit(0 if report["ok"] else 1)
+
+
+def _colour(v: str | None) -> str:
+    return {"ok": "green", "pass": "green", "present": "green", "cpu": "cyan", "jit_only": "yellow",
+            "cpu-only": "yellow", "builds on first run": "yellow", "no-gpu": "yellow"}.get(v or "", "red")
+
+
+def _print_doctor(report: dict) -> None:
+    from rich.text import Text
+
+    c = console()
+    h, e = report["host"], report["engine"]
+    c.print(f"host    {h['summary']}", markup=False, highlight=False, soft_wrap=True)
+    if e["reachable"]:
+        mech = {"runtime": "GPUs through the NVIDIA runtime", "cdi": "GPUs through CDI"}.get(e.get("gpu_mechanism") or "", "no NVIDIA runtime or CDI: no GPUs in containers")
+        c.print(f"engine  Docker {e.get('server_version', '?')}; {mech}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        c.print(f"engine  not reachable: {e['error']}", markup=False, highlight=False, soft_wrap=True)
+    _print_rows(report["projects"])
+    for p in report["problems"]:
+        c.print(Text(p["level"], style="red" if p["level"] == "error" else "yellow") + Text(f": {p['message']}"),
+                highlight=False, soft_wrap=True)
+    for r in report["projects"]:
+        for p in r["problems"]:
+            c.print(Text(p["level"], style="red" if p["level"] == "error" else "yellow") + Text(f": {r['name']}: {p['message']}"),
+                    highlight=False, soft_wrap=True)
+    if not report["projects"]:
+        c.print("no registered projects (envman project init --env STACK, or envman project add PATH)")
+
+
+def _print_rows(rows: list[dict]) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if not rows:
+        return
+    t = Table(box=None, pad_edge=False)
+    for col in ("project", "stack", "image", "smoke", "verdict"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        img = Text(f"{r['image'] or '-'} ") + Text(f"({r['image_status']})", style=_colour(r["image_status"]))
+        t.add_row(r["name"], r["stack"] or Text("invalid", style="red"), img,
+                  Text(r["smoke"] or "-", style=_colour(r["smoke"])),
+                  Text(f"{r['verdict'] or '-'} ({r['gpus']})" if r["gpus"] else (r["verdict"] or "-"), style=_colour(r["verdict"])))
+    console().print(t)
+
+
+def ls(as_json: JsonOpt = False) -> None:
+    """Projects × stack × image × last smoke × verdict on this host."""
+    host = _detect_host()
+    engine, _ = _engine_or_error()
+    rows = [r.to_json() for r in _rows(host, engine, False)]
+    if as_json:
+        emit_json([{k: r[k] for k in ("name", "root", "stack", "stack_query", "image", "image_status", "smoke",
+                                       "verdict", "gpus", "verdicts", "problems")} for r in rows])
+        return
+    if not rows:
+        console().print("no registered projects (envman project init --env STACK, or envman project add PATH)")
+        return
+    _print_rows(rows)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="project", help="Projects: a directory bound to a stack (envman.toml) and the registry of them.")
+    root.command("run", cls=_RunCommand, add_help_option=False,
+                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+                 help="Run a command in a project's stack: envman run [PROJECT] [OPTIONS] [-- CMD ARGS...]")(run)
+    root.command("doctor")(doctor)
+    root.command("ls")(ls)

@@ -1,0 +1,97 @@
+"""``envman render``: a stack's build context (Dockerfile + files), without Docker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+DEFAULT_OUT = Path("envman-context")
+
+
+def render(
+    name: Annotated[Optional[str], typer.Argument(help="Stack name, e.g. torch-2.4-cuda12 (or --all).", show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Render every matrix row, one subdirectory each (for CI).")] = False,
+    output: Annotated[
+        Optional[str],
+        typer.Option("--output", "-o", help="Output directory (default ./envman-context/<stack>); '-' prints the Dockerfile.", show_default=False),
+    ] = None,
+    flavour: Annotated[
+        Optional[str],
+        typer.Option("--flavour", help="nvidia/cuda flavour instead of the stack's: base, runtime, cudnn-runtime, devel, cudnn-devel.", show_default=False),
+    ] = None,
+    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull Docker Hub base images through this registry: HOST, HOST:PORT or HOST:PORT/PATH.", show_default=False)] = None,
+    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle that apt, pip and uv trust inside the build.", show_default=False)] = None,
+    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.", show_default=False)] = None,
+    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.", show_default=False)] = None,
+    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index or find-links page (e.g. PyTorch's).", show_default=False)] = None,
+    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of *.whl installed first (copied into the context).", show_default=False)] = None,
+    offline: Annotated[Optional[bool], typer.Option("--offline/--online", help="Install only from --wheelhouse, no index (default: config, else online).", show_default=False)] = None,
+    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)] = None,
+    python_mirror: Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)] = None,
+) -> None:
+    """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
+    from ..errors import UserError
+    from ..render import RenderOptions, render_stack
+    from ..resolve import parse_name, resolve, resolve_row
+    from . import get_matrix
+
+    if bool(name) == bool(all_):
+        raise UserError("give a stack NAME or --all, not both and not neither", where="envman render", fix="e.g. envman render torch-2.4-cuda12")
+    options = RenderOptions.from_config(
+        {
+            "registry_mirror": registry_mirror,
+            "ca_bundle": ca_bundle,
+            "pip_index": pip_index,
+            "pip_extra_index": pip_extra_index,
+            "framework_index": framework_index,
+            "wheelhouse": wheelhouse,
+            "offline": offline,
+            "apt_mirror": apt_mirror,
+            "python_install_mirror": python_mirror,
+        }
+    )
+    m = get_matrix()
+    if all_:
+        if flavour:
+            raise UserError("--flavour applies to one stack, not to --all", where="envman render", fix="render the rows, then the flavour you need by name")
+        if output == "-":
+            raise UserError("-o - prints one Dockerfile; --all writes directories", where="envman render", fix="give --all an output directory: -o DIR")
+        root = Path(output) if output else DEFAULT_OUT
+        stacks = [resolve_row(m, b) for b in m.builds]
+        seen: dict[str, object] = {}
+        for stack in stacks:
+            if stack.name in seen:
+                if seen[stack.name] == stack:  # two rows resolving to one stack: render it once
+                    continue
+                raise UserError(
+                    f"rows {seen[stack.name].row} and {stack.row} both resolve to the stack name {stack.name}",  # type: ignore[attr-defined]
+                    where="envman render --all",
+                    fix="make the rows differ in version, CUDA or Python (envman matrix validate)",
+                )
+            seen[stack.name] = stack
+            render_stack(stack, options).write(root / stack.name)
+        typer.echo(f"{len(seen)} contexts in {root}")
+        return
+
+    assert name is not None
+    if flavour:
+        from ..matrix.model import FLAVOURS
+
+        if flavour not in FLAVOURS:
+            raise UserError(f"unknown flavour {flavour!r}", where="--flavour", fix="use one of " + ", ".join(FLAVOURS))
+        q = parse_name(name)
+        if q.flavour and q.flavour != flavour:
+            raise UserError(f"{name!r} already names flavour {q.flavour!r}", where="--flavour", fix="give the flavour once")
+        if not q.flavour:
+            name = f"{name}-{flavour}"
+    stack = resolve(m, name)
+    ctx = render_stack(stack, options)
+    if output == "-":
+        typer.echo(ctx.dockerfile, nl=False)
+        return
+    dest = ctx.write(Path(output) if output else DEFAULT_OUT / stack.name)
+    # Plain lines (no wrapping): scripts read them.
+    typer.echo(str(dest))
+    typer.echo(f"render-hash {ctx.render_hash}")

@@ -1,0 +1,261 @@
+"""The user's config file and the network options every render/build accepts.
+
+``envman.paths.config_dir() / "config.toml"`` (``ENVMAN_CONFIG_DIR`` moves it), section
+``[network]``; every key is optional and has the CLI option of the same name::
+
+    [network]
+    registry_mirror = "registry.corp.example:5000/hub"     # --registry-mirror
+    ca_bundle = "~/corp-ca.pem"                             # --ca-bundle (relative: to this file)
+    pip_index = "https://pypi.corp.example/simple"          # --pip-index
+    pip_extra_index = "https://wheels.corp.example/simple"  # --pip-extra-index
+    framework_index = "https://torch.corp.example/whl/cu124" # --framework-index
+    wheelhouse = "/srv/wheels"                              # --wheelhouse
+    offline = false                                         # --offline / --online
+    apt_mirror = "http://apt.corp.example/ubuntu"           # --apt-mirror
+    python_install_mirror = "https://pbs.corp.example/releases/download"  # --python-mirror
+
+Precedence: CLI option > project file (a later feature) > this file. Every value is validated
+where it enters (a malformed file fails whole with one line naming the file and the key), and
+the validators here are the same ones ``RenderOptions`` applies to CLI values. Other top-level
+tables belong to other features and are left to them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_NAME = "config.toml"
+
+#: [network] key -> the CLI option that sets the same thing.
+NETWORK_KEYS: dict[str, str] = {
+    "registry_mirror": "--registry-mirror",
+    "ca_bundle": "--ca-bundle",
+    "pip_index": "--pip-index",
+    "pip_extra_index": "--pip-extra-index",
+    "framework_index": "--framework-index",
+    "wheelhouse": "--wheelhouse",
+    "offline": "--offline",
+    "apt_mirror": "--apt-mirror",
+    "python_install_mirror": "--python-mirror",
+}
+
+PATH_KEYS = ("ca_bundle", "wheelhouse")
+URL_KEYS = ("pip_index", "pip_extra_index", "framework_index", "apt_mirror", "python_install_mirror")
+
+CA_MARKER = b"-----BEGIN CERTIFICATE-----"
+MAX_CA_BYTES = 16 * 1024 * 1024
+
+NO_CREDENTIALS = (
+    "envman never bakes credentials into images (classic-builder build args and ENV values "
+    "end up in the image history)"
+)
+
+
+class Invalid(ValueError):
+    """A value failed validation; ``fix`` says what would be accepted."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.fix = fix
+
+
+# --- validators (shared with envman.render) --------------------------------------------------
+
+# Strict on purpose: these strings end up in RUN lines, sed expressions and ENV values. No
+# whitespace, quotes, `$`, backticks, backslashes, `;|&`, `#`, `?` or `@` can get through.
+_HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
+_URL_RE = re.compile(r"^https?://" + _HOST + r"(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+=,:/-]*)?$")
+_CREDENTIALS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*@")
+_REGISTRY_RE = re.compile(
+    r"^(?P<host>" + _HOST + r")(?::(?P<port>[0-9]{1,5}))?"
+    r"(?P<path>(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)$"
+)
+
+
+def check_url(value: Any, *, what: str = "URL") -> str:
+    """An http(s) URL with a strict character set and no credentials; returns it unchanged."""
+    if not isinstance(value, str) or not value:
+        raise Invalid(f"{what} must be a non-empty string, got {value!r}", "e.g. https://pypi.corp.example/simple")
+    if _CREDENTIALS_RE.match(value):
+        raise Invalid(
+            f"{what} carries credentials (user[:password]@): {NO_CREDENTIALS}",
+            "use a mirror that needs no credentials, or download with your credentials on the host "
+            "(pip download ... -d DIR) and pass --wheelhouse DIR",
+        )
+    if not _URL_RE.fullmatch(value):
+        raise Invalid(
+            f"{what} {value!r} is not an accepted URL",
+            "use http:// or https://, a host name, an optional :port and a path of letters, digits "
+            "and . _ ~ % + = , : / - (no query string, spaces, quotes or shell characters)",
+        )
+    return value
+
+
+def check_registry_mirror(value: Any) -> str:
+    """``HOST[:PORT][/PATH]`` of a registry that mirrors Docker Hub."""
+    if not isinstance(value, str) or not value:
+        raise Invalid(f"registry mirror must be a non-empty string, got {value!r}", "e.g. registry.corp.example:5000")
+    if "@" in value:
+        raise Invalid(
+            f"registry mirror carries credentials: {NO_CREDENTIALS}",
+            "log in to the registry with `docker login HOST` instead; the engine keeps the credentials",
+        )
+    if "://" in value:
+        raise Invalid(f"registry mirror {value!r} has a URL scheme", "give HOST[:PORT][/PATH] without http(s)://")
+    m = _REGISTRY_RE.fullmatch(value.rstrip("/"))
+    if not m:
+        raise Invalid(
+            f"registry mirror {value!r} is not HOST[:PORT][/PATH]",
+            "e.g. registry.corp.example:5000 or mirror.corp.example/dockerhub (path: lowercase letters, digits, . _ -)",
+        )
+    host = m.group("host")
+    # Docker reads the first component of an image reference as a registry only when it has a
+    # dot or a port, or is "localhost"; anything else would silently mean a Docker Hub user.
+    if not ("." in host or m.group("port") or host == "localhost" or host.startswith("[")):
+        raise Invalid(
+            f"registry mirror host {host!r} has no dot and no port, so Docker would read it as a Docker Hub namespace",
+            "use a fully qualified name (mirror.corp.example) or add the port (mirror:5000)",
+        )
+    return value.rstrip("/")
+
+
+def check_ca_bundle(value: Any) -> Path:
+    path = _as_path(value, "CA bundle")
+    if not path.is_file():
+        raise Invalid(f"CA bundle {str(path)!r} is not a file", "give a PEM file, e.g. /etc/ssl/certs/ca-certificates.crt")
+    try:
+        size = path.stat().st_size
+        if size > MAX_CA_BYTES:
+            raise Invalid(f"CA bundle {str(path)!r} is {size} bytes", f"a PEM bundle of at most {MAX_CA_BYTES} bytes")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise Invalid(f"cannot read CA bundle {str(path)!r}: {exc.strerror}", "make it readable") from None
+    if CA_MARKER not in data:
+        raise Invalid(
+            f"CA bundle {str(path)!r} is not PEM (no {CA_MARKER.decode()} line)",
+            "convert it: openssl x509 -inform der -in CERT -out CERT.pem",
+        )
+    return path
+
+
+def check_wheelhouse(value: Any) -> Path:
+    path = _as_path(value, "wheelhouse")
+    if not path.is_dir():
+        raise Invalid(f"wheelhouse {str(path)!r} is not a directory", "give a directory of *.whl files (pip download ... -d DIR)")
+    return path
+
+
+def check_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Invalid(f"expected true or false, got {value!r}", "write offline = true or offline = false")
+    return value
+
+
+def _as_path(value: Any, what: str) -> Path:
+    if isinstance(value, Path):
+        return value.expanduser().resolve()
+    if not isinstance(value, str) or not value:
+        raise Invalid(f"{what} must be a path, got {value!r}", "give a file system path")
+    return Path(value).expanduser().resolve()
+
+
+VALIDATORS: dict[str, Callable[[Any], Any]] = {
+    "registry_mirror": check_registry_mirror,
+    "ca_bundle": check_ca_bundle,
+    "pip_index": lambda v: check_url(v, what="pip index"),
+    "pip_extra_index": lambda v: check_url(v, what="pip extra index"),
+    "framework_index": lambda v: check_url(v, what="framework index"),
+    "wheelhouse": check_wheelhouse,
+    "offline": check_bool,
+    "apt_mirror": lambda v: check_url(v, what="apt mirror"),
+    "python_install_mirror": lambda v: check_url(v, what="Python install mirror"),
+}
+
+
+def validate_network(values: Mapping[str, Any], *, where: Callable[[str], str]) -> dict[str, Any]:
+    """Validate ``[network]``-shaped values; ``where(key)`` names the source in errors."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in NETWORK_KEYS:
+            raise UserError(
+                f"unknown network option {key!r}",
+                where=where(key),
+                fix="known: " + ", ".join(NETWORK_KEYS),
+            )
+        if value is None:
+            continue
+        try:
+            out[key] = VALIDATORS[key](value)
+        except Invalid as exc:
+            raise UserError(exc.what, where=where(key), fix=exc.fix) from None
+    return out
+
+
+# --- the file --------------------------------------------------------------------------------
+
+
+def config_path() -> Path:
+    from .paths import config_dir
+
+    return config_dir() / CONFIG_NAME
+
+
+def load_config(path: Path | None = None) -> dict[str, Any]:
+    """The whole config file as a dict ({} when there is none); malformed TOML → UserError."""
+    path = Path(path) if path is not None else config_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UserError(f"cannot read the config file: {exc.strerror}", where=str(path), fix="make it readable") from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError("the config file is not UTF-8", where=str(path), fix="save it as UTF-8 TOML") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML: {exc}", where=str(path), fix="fix the syntax (https://toml.io)") from None
+
+
+def load_network_config(path: Path | None = None) -> dict[str, Any]:
+    """The validated ``[network]`` table of the user config ({} when absent).
+
+    Relative paths (``ca_bundle``, ``wheelhouse``) are taken relative to the config file.
+    """
+    path = Path(path) if path is not None else config_path()
+    data = load_config(path)
+    net = data.get("network", {})
+    if not isinstance(net, dict):
+        raise UserError("[network] must be a table", where=f"{path}: network", fix="write a [network] section")
+    resolved: dict[str, Any] = {}
+    for key, value in net.items():
+        if key in PATH_KEYS and isinstance(value, str) and value:
+            p = Path(value).expanduser()
+            value = p if p.is_absolute() else path.parent / p
+        resolved[key] = value
+    return validate_network(resolved, where=lambda k: f"{path}: [network].{k}")
+
+
+__all__ = [
+    "NETWORK_KEYS",
+    "Invalid",
+    "check_url",
+    "check_registry_mirror",
+    "check_ca_bundle",
+    "check_wheelhouse",
+    "config_path",
+    "load_config",
+    "load_network_config",
+    "validate_network",
+]

@@ -1,0 +1,848 @@
+"""Projects: a directory bound to a stack by its ``envman.toml``, and the user's registry of them.
+
+* ``envman.toml`` sits at the project root and is found by walking up from the current
+  directory. It is validated strictly: an unknown key or a wrong type is one ``UserError`` line
+  naming the file, the key and what was expected.
+* Settings come from, in order of precedence: the command line, the project file, the user
+  config (``<config dir>/config.toml``, tables ``[run]`` and ``[project]``), then envman's
+  defaults (:func:`merge_settings`, a pure function).
+* The registry (``<config dir>/projects.json``) maps project names to roots so that
+  ``envman run NAME`` works from anywhere. Every change is a read-modify-write under a file
+  lock, written with :func:`envman.build.atomic_write` (temp file, fsync, rename): a reader, or an
+  envman killed at any moment, sees the old registry or the new one, never half of one.
+* A project with apt packages or Python requirements gets its own image, built ``FROM`` the
+  stack's promoted image and tagged by content (:func:`project_image_ref`); a project without
+  them runs the stack's image itself and adds no image at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import UserError
+from .paths import config_dir, state_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PROJECT_FILE = "envman.toml"
+REGISTRY_FILE = "projects.json"
+USER_CONFIG_FILE = "config.toml"
+#: Where the project root is mounted, and the working directory of every run.
+WORKSPACE = "/workspace"
+#: The HOME of every run (the stack image sets ``HOME`` to it); a per-project host directory is
+#: mounted there so ``pip install --user`` and dotfiles persist between runs.
+CONTAINER_HOME = "/home/envman"
+#: The venv of stack images (``--system-site-packages``, so ``pip install --user`` works).
+VENV_PYTHON = "/opt/venv/bin/python"
+#: Bump when the project image recipe changes: every project image is then rebuilt once.
+PROJECT_RECIPE = "1"
+#: envman's default /dev/shm: PyTorch DataLoader workers pass batches through it, and Docker's
+#: own 64 MB default makes them die with "bus error". Never more than half the host's RAM.
+DEFAULT_SHM_BYTES = 8 * 1024**3
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$")
+_SHM_RE = re.compile(r"^\d+(?:[kmgt](?:i?b)?|b)?$", re.IGNORECASE)
+_GPU_DEVICE_RE = re.compile(r"^[A-Za-z0-9:._-]+$")
+
+PROJECT_KEYS = {
+    "name": 'the project name (lowercase letters, digits, "._-"); default: the directory name',
+    "stack": 'the stack, e.g. "torch-2.4-cuda12"',
+    "requirements": 'a requirements file relative to the project root, or a list of requirement strings',
+    "apt": "a list of Debian/Ubuntu package names",
+    "command": 'the default command: a list of strings or one string (split like a shell)',
+    "gpus": '"all", "none", a count, or "device=0,2"',
+    "shm_size": 'shared memory, e.g. "8g"',
+    "environment": "a table of environment variables",
+    "mounts": 'a list of "SOURCE:TARGET[:ro]" strings',
+    "ports": 'a list of ports (8888) or "HOST:CONTAINER" strings, published on 127.0.0.1',
+}
+USER_RUN_KEYS = ("gpus", "shm_size", "environment", "mounts")
+USER_PROJECT_KEYS = ("stack",)
+
+
+# --------------------------------------------------------------------------- value types
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # absolute host path
+    target: str  # absolute container path
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class Port:
+    host: int
+    container: int
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """What a run asks for: every GPU, a count, or explicit device indexes / UUIDs."""
+
+    kind: str  # all | count | devices
+    count: int | None = None
+    devices: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "all":
+            return "all"
+        if self.kind == "count":
+            return str(self.count)
+        return "device=" + ",".join(self.devices)
+
+
+def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | None:
+    """``"all"`` / ``"none"`` / ``2`` / ``"2"`` / ``"device=0,2"`` → a request (``None`` for none)."""
+    bad = UserError(
+        f"key {key}: expected \"all\", \"none\", a count or \"device=0,2\", got {value!r}",
+        where=where,
+        fix='e.g. gpus = "all", gpus = 2 or gpus = "device=0,2"',
+    )
+    if isinstance(value, bool):
+        raise bad
+    if isinstance(value, int):
+        if value < 0:
+            raise bad
+        return GpuRequest("count", count=value) if value else None
+    if not isinstance(value, str):
+        raise bad
+    v = value.strip().lower()
+    if v == "all":
+        return GpuRequest("all")
+    if v in ("none", "0", ""):
+        return None
+    if v.isdigit():
+        return GpuRequest("count", count=int(v))
+    if v.startswith("device="):
+        ids = tuple(x.strip() for x in value.strip()[len("device="):].split(","))
+        if ids and all(x and _GPU_DEVICE_RE.match(x) for x in ids):
+            return GpuRequest("devices", devices=ids)
+    raise bad
+
+
+def shm_bytes(text: str) -> int:
+    m = re.fullmatch(r"(\d+)([kmgt]?)(?:i?b)?", text.strip().lower())
+    if not m:
+        return int(text)
+    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
+
+
+def default_shm_size(total_ram: int | None = None) -> str:
+    """8 GiB, or half the host's RAM when that is less (documented in the README)."""
+    if total_ram is None:
+        try:
+            total_ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+            total_ram = 2 * DEFAULT_SHM_BYTES
+    size = min(DEFAULT_SHM_BYTES, max(total_ram // 2, 64 * 1024**2))
+    if size % 1024**3 == 0:
+        return f"{size // 1024**3}g"
+    return f"{size // 1024**2}m"
+
+
+# --------------------------------------------------------------------------- envman.toml
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """A parsed, validated ``envman.toml``."""
+
+    name: str
+    root: Path
+    file: Path
+    stack: str | None = None
+    requirements: str = ""  # the requirements file's text (or the inline list, one per line)
+    requirements_source: str | None = None  # the file it came from, relative to the root
+    apt: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()
+    gpus: GpuRequest | None = None
+    gpus_set: bool = False  # the file said gpus (possibly "none")
+    shm_size: str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[Port, ...] = ()
+
+    @property
+    def needs_image(self) -> bool:
+        """Whether this project gets its own image (extra apt packages or Python requirements)."""
+        return bool(self.apt or self.requirements.strip())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "root": str(self.root),
+            "file": str(self.file),
+            "stack": self.stack,
+            "requirements": [ln for ln in self.requirements.splitlines() if ln.strip()],
+            "requirements_file": self.requirements_source,
+            "apt": list(self.apt),
+            "command": list(self.command),
+            "gpus": (str(self.gpus) if self.gpus else "none") if self.gpus_set else None,
+            "shm_size": self.shm_size,
+            "environment": dict(self.environment),
+            "mounts": [mount_text(m) for m in self.mounts],
+            "ports": [f"{p.host}:{p.container}" for p in self.ports],
+            "needs_image": self.needs_image,
+        }
+
+
+def mount_text(m: Mount) -> str:
+    return f"{m.source}:{m.target}" + (":ro" if m.read_only else "")
+
+
+def _type_error(key: str, expected: str, value: Any, where: str, fix: str | None = None) -> UserError:
+    return UserError(f"key {key}: expected {expected}, got {value!r}", where=where, fix=fix)
+
+
+def _str_list(doc: Mapping[str, Any], key: str, where: str) -> list[str]:
+    v = doc[key]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _type_error(key, "a list of strings", v, where)
+    return v
+
+
+def default_name(root: Path) -> str:
+    """A registry-safe name from a directory name: ``My Project`` → ``my-project``."""
+    n = re.sub(r"[^a-z0-9_.-]+", "-", root.name.lower()).strip("-._")
+    return n[:63]
+
+
+def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
+    """Parse and validate an ``envman.toml`` (``path`` is the file or its directory)."""
+    file = Path(path)
+    if file.is_dir() or (not file.exists() and file.suffix != ".toml"):
+        file = file / PROJECT_FILE
+    file = file.absolute()
+    where = str(file)
+    try:
+        with open(file, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError("no such project file", where=where,
+                        fix="create one with `envman project init --env STACK` in the project's root") from None
+    except IsADirectoryError:
+        raise UserError("is a directory, expected a TOML file", where=where) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML ({exc})", where=where, fix="fix the syntax") from None
+    return parse_project(doc, file)
+
+
+def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
+    where = str(file)
+    root = file.parent
+    unknown = sorted(set(doc) - set(PROJECT_KEYS))
+    if unknown:
+        raise UserError(f"unknown key {unknown[0]}", where=where, fix="known keys: " + ", ".join(PROJECT_KEYS))
+
+    if "name" in doc:
+        name = doc["name"]
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise _type_error("name", "1-63 lowercase letters, digits or ._- (starting with a letter or digit)", name, where)
+    else:
+        name = default_name(root)
+        if not NAME_RE.match(name):
+            raise UserError(f"the directory name {root.name!r} makes no valid project name", where=where,
+                            fix='add name = "my-project" to the file')
+
+    stack = None
+    if "stack" in doc:
+        stack = doc["stack"]
+        if not isinstance(stack, str):
+            raise _type_error("stack", 'a stack name such as "torch-2.4-cuda12"', stack, where)
+        check_stack_name(stack, where=where)
+
+    requirements, req_source = "", None
+    if "requirements" in doc:
+        v = doc["requirements"]
+        if isinstance(v, str):
+            req_path = (root / v).resolve()
+            try:
+                requirements = req_path.read_text()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                raise UserError(f"key requirements: file {v!r} not found under {root}", where=where,
+                                fix="give a path relative to the project root, or a list of requirements") from None
+            req_source = v
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            for x in v:
+                if "\n" in x or not x.strip():
+                    raise _type_error("requirements", "one requirement per list item", x, where)
+            requirements = "".join(x.strip() + "\n" for x in v)
+        else:
+            raise _type_error("requirements", PROJECT_KEYS["requirements"], v, where)
+        check_requirements(requirements, where=f"{where}: requirements" + (f" ({req_source})" if req_source else ""))
+
+    apt: tuple[str, ...] = ()
+    if "apt" in doc:
+        pkgs = _str_list(doc, "apt", where)
+        for p in pkgs:
+            if not _APT_RE.match(p):
+                raise _type_error("apt", "Debian package names (optionally name=version)", p, where)
+        apt = tuple(sorted(set(pkgs)))
+
+    command: tuple[str, ...] = ()
+    if "command" in doc:
+        v = doc["command"]
+        if isinstance(v, str):
+            try:
+                command = tuple(shlex.split(v))
+            except ValueError as exc:
+                raise _type_error("command", f"a shell-like command line ({exc})", v, where) from None
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            command = tuple(v)
+        else:
+            raise _type_error("command", PROJECT_KEYS["command"], v, where)
+        if not command:
+            raise _type_error("command", "a non-empty command", v, where)
+
+    gpus, gpus_set = None, False
+    if "gpus" in doc:
+        gpus, gpus_set = parse_gpus(doc["gpus"], where=where), True
+
+    shm = None
+    if "shm_size" in doc:
+        shm = check_shm(doc["shm_size"], where=where)
+
+    environment = parse_environment(doc["environment"], where=where) if "environment" in doc else ()
+    mounts = tuple(parse_mount(m, base=root, where=where) for m in _str_list(doc, "mounts", where)) if "mounts" in doc else ()
+
+    ports: list[Port] = []
+    if "ports" in doc:
+        if not isinstance(doc["ports"], list):
+            raise _type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
+        ports = [parse_port(p, where=where) for p in doc["ports"]]
+
+    return ProjectConfig(
+        name=name, root=root, file=file, stack=stack, requirements=requirements, requirements_source=req_source,
+        apt=apt, command=command, gpus=gpus, gpus_set=gpus_set, shm_size=shm, environment=environment,
+        mounts=mounts, ports=tuple(ports),
+    )
+
+
+def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
+    from .errors import ResolveError
+    from .resolve import parse_name
+
+    try:
+        parse_name(name)
+    except ResolveError as exc:
+        raise UserError(f"key {key}: {exc.what}", where=where, fix=exc.fix) from None
+
+
+def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
+    if isinstance(v, bool) or not isinstance(v, (str, int)) or not _SHM_RE.match(str(v)) or shm_bytes(str(v)) <= 0:
+        raise _type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
+    return str(v).lower()
+
+
+def check_requirements(text: str, *, where: str) -> None:
+    """Requirements go into the image build as one file: nothing may point outside it."""
+    for line in text.splitlines():
+        s = line.split(" #", 1)[0].strip()
+        if not s or s.startswith("#"):
+            continue
+        low = s.lower()
+        if re.match(r"^(-r|-c|-e|--requirement|--constraint|--editable)\b", low):
+            raise UserError(f"{s!r}: other files and editable installs cannot be used in the image",
+                            where=where, fix="inline the requirements; install the project itself at run time (pip install --user -e .)")
+        if low.startswith(("./", "../", "/", "~", "file:")) or low == ".":
+            raise UserError(f"{s!r}: a local path is not available inside the image build", where=where,
+                            fix="use a package name or URL; install local code at run time from /workspace")
+
+
+def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict):
+        raise _type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
+    out = {}
+    for k, val in v.items():
+        if not _ENV_KEY_RE.match(k):
+            raise _type_error(f"{key}.{k}", "a variable name (letters, digits, _)", k, where)
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            raise _type_error(f"{key}.{k}", "a string or a number", val, where)
+        out[k] = str(val)
+    return tuple(sorted(out.items()))
+
+
+def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts") -> Mount:
+    """``SOURCE:TARGET[:ro|:rw]``; SOURCE may start with ``~`` or be relative to ``base``."""
+    if not isinstance(text, str):
+        raise _type_error(key, '"SOURCE:TARGET[:ro]"', text, where)
+    parts = text.split(":")
+    mode = "rw"
+    if len(parts) == 3 and parts[2] in ("ro", "rw"):
+        mode = parts.pop()
+    if len(parts) != 2 or not parts[0] or not parts[1]:
+        raise _type_error(key, '"SOURCE:TARGET[:ro]" (no ":" inside the paths)', text, where)
+    src, dst = parts
+    src_path = Path(os.path.expanduser(src))
+    if not src_path.is_absolute():
+        if base is None:
+            raise _type_error(key, "an absolute source path (or one starting with ~)", text, where)
+        src_path = base / src_path
+    if not dst.startswith("/") or os.path.normpath(dst) in ("/", WORKSPACE, CONTAINER_HOME):
+        raise _type_error(key, f"an absolute target other than /, {WORKSPACE} and {CONTAINER_HOME}", text, where)
+    return Mount(str(Path(os.path.normpath(src_path))), os.path.normpath(dst), mode == "ro")
+
+
+def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:
+    def port(x: Any) -> int:
+        if isinstance(x, bool):
+            raise ValueError
+        n = int(x)
+        if not 1 <= n <= 65535 or (isinstance(x, str) and not x.isdigit()):
+            raise ValueError
+        return n
+
+    try:
+        if isinstance(v, int):
+            return Port(port(v), port(v))
+        if isinstance(v, str):
+            h, sep, c = v.partition(":")
+            return Port(port(h), port(c)) if sep else Port(port(h), port(h))
+    except ValueError:
+        pass
+    raise _type_error(key, 'ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80"', v, where)
+
+
+def find_project_file(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest ``envman.toml`` in ``start`` (default: the current directory) or its parents."""
+    cur = Path(start if start is not None else os.getcwd()).absolute()
+    for d in (cur, *cur.parents):
+        f = d / PROJECT_FILE
+        if f.is_file():
+            return f
+    return None
+
+
+# --------------------------------------------------------------------------- user config
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """The ``[run]`` and ``[project]`` tables of ``<config dir>/config.toml`` (other tables belong
+    to other commands and are left alone)."""
+
+    stack: str | None = None
+    gpus: GpuRequest | None = None
+    gpus_set: bool = False
+    shm_size: str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    file: str | None = None
+
+
+def user_config_path() -> Path:
+    return config_dir() / USER_CONFIG_FILE
+
+
+def load_user_config(path: Path | None = None) -> UserConfig:
+    file = path or user_config_path()
+    where = str(file)
+    try:
+        with open(file, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        return UserConfig()
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML ({exc})", where=where, fix="fix the syntax") from None
+    cfg = UserConfig(file=where)
+    run = doc.get("run", {})
+    proj = doc.get("project", {})
+    for table, value, keys in (("run", run, USER_RUN_KEYS), ("project", proj, USER_PROJECT_KEYS)):
+        if not isinstance(value, dict):
+            raise _type_error(table, "a table", value, where)
+        unknown = sorted(set(value) - set(keys))
+        if unknown:
+            raise UserError(f"unknown key {table}.{unknown[0]}", where=where, fix=f"known keys in [{table}]: " + ", ".join(keys))
+    if "stack" in proj:
+        if not isinstance(proj["stack"], str):
+            raise _type_error("project.stack", "a stack name", proj["stack"], where)
+        check_stack_name(proj["stack"], where=where, key="project.stack")
+        cfg = replace(cfg, stack=proj["stack"])
+    if "gpus" in run:
+        cfg = replace(cfg, gpus=parse_gpus(run["gpus"], where=where, key="run.gpus"), gpus_set=True)
+    if "shm_size" in run:
+        cfg = replace(cfg, shm_size=check_shm(run["shm_size"], where=where, key="run.shm_size"))
+    if "environment" in run:
+        cfg = replace(cfg, environment=parse_environment(run["environment"], where=where, key="run.environment"))
+    if "mounts" in run:
+        mounts = run["mounts"]
+        if not isinstance(mounts, list):
+            raise _type_error("run.mounts", "a list of strings", mounts, where)
+        cfg = replace(cfg, mounts=tuple(parse_mount(m, base=None, where=where, key="run.mounts") for m in mounts))
+    return cfg
+
+
+# --------------------------------------------------------------------------- precedence
+
+
+@dataclass(frozen=True)
+class CliOverrides:
+    """What the command line said; ``None`` / empty means "not given"."""
+
+    stack: str | None = None
+    gpus: GpuRequest | None = None
+    gpus_set: bool = False  # --gpus given (or --no-gpu, which sets gpus=None)
+    shm_size: str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[Port, ...] = ()
+    command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The effective settings of one run, each with where it came from (for ``project show``)."""
+
+    stack: str
+    gpus: GpuRequest | None
+    shm_size: str
+    environment: tuple[tuple[str, str], ...]
+    mounts: tuple[Mount, ...]
+    ports: tuple[Port, ...]
+    command: tuple[str, ...]
+    origin: tuple[tuple[str, str], ...] = field(default=())  # (setting, "cli" | "project" | "user" | "default")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "gpus": str(self.gpus) if self.gpus else "none",
+            "shm_size": self.shm_size,
+            "environment": dict(self.environment),
+            "mounts": [mount_text(m) for m in self.mounts],
+            "ports": [f"127.0.0.1:{p.host}:{p.container}" for p in self.ports],
+            "command": list(self.command),
+            "origin": dict(self.origin),
+        }
+
+
+def merge_settings(
+    project: ProjectConfig,
+    user: UserConfig,
+    cli: CliOverrides,
+    *,
+    stack_is_cpu: Callable[[str], bool] | None = None,
+    total_ram: int | None = None,
+) -> RunSettings:
+    """CLI > project file > user config > defaults, setting by setting.
+
+    Tables and lists add up in the same order (a later source wins per variable / per mount
+    target). The GPU default is every GPU for a CUDA stack and none for a CPU stack
+    (``stack_is_cpu``); a CPU run of a CUDA stack is always asked for (``--no-gpu``).
+    """
+    origin: dict[str, str] = {}
+
+    def pick(setting: str, *candidates: tuple[bool, Any, str]) -> Any:
+        for present, value, src in candidates:
+            if present:
+                origin[setting] = src
+                return value
+        raise AssertionError("the last candidate is always present")  # pragma: no cover
+
+    stack = pick(
+        "stack",
+        (cli.stack is not None, cli.stack, "cli"),
+        (project.stack is not None, project.stack, "project"),
+        (user.stack is not None, user.stack, "user"),
+        (True, None, "default"),
+    )
+    if stack is None:
+        raise UserError("no stack for this project", where=str(project.file),
+                        fix='add stack = "torch-2.4-cuda12" (list them: envman matrix ls), or pass --stack')
+    cpu = bool(stack_is_cpu and stack_is_cpu(stack))
+    gpus = pick(
+        "gpus",
+        (cli.gpus_set, cli.gpus, "cli"),
+        (project.gpus_set, project.gpus, "project"),
+        (user.gpus_set, user.gpus, "user"),
+        (True, None if cpu else GpuRequest("all"), "default"),
+    )
+    shm = pick(
+        "shm_size",
+        (cli.shm_size is not None, cli.shm_size, "cli"),
+        (project.shm_size is not None, project.shm_size, "project"),
+        (user.shm_size is not None, user.shm_size, "user"),
+        (True, default_shm_size(total_ram), "default"),
+    )
+    command = pick(
+        "command",
+        (bool(cli.command), cli.command, "cli"),
+        (bool(project.command), project.command, "project"),
+        (True, (), "default"),
+    )
+    env: dict[str, str] = {}
+    for src in (user.environment, project.environment, cli.environment):
+        env.update(src)
+    mounts: dict[str, Mount] = {}
+    for src in (user.mounts, project.mounts, cli.mounts):
+        mounts.update((m.target, m) for m in src)
+    ports: dict[int, Port] = {}
+    for src in (project.ports, cli.ports):
+        ports.update((p.host, p) for p in src)
+    return RunSettings(
+        stack=stack, gpus=gpus, shm_size=shm, environment=tuple(sorted(env.items())),
+        mounts=tuple(sorted(mounts.values(), key=lambda m: m.target)),
+        ports=tuple(sorted(ports.values(), key=lambda p: p.host)), command=tuple(command),
+        origin=tuple(sorted(origin.items())),
+    )
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def registry_path() -> Path:
+    return config_dir() / REGISTRY_FILE
+
+
+def _lock(path: Path):
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path.with_name(path.name + ".lock")), timeout=60)
+
+
+def read_registry(path: Path | None = None) -> dict[str, Path]:
+    """Registered projects, name → root. A missing registry is an empty one."""
+    file = path or registry_path()
+    try:
+        raw = file.read_text()
+    except FileNotFoundError:
+        return {}
+    where = str(file)
+    fix = "restore it or delete it, then register the projects again with envman project add PATH"
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"not valid JSON ({exc})", where=where, fix=fix) from None
+    projects = doc.get("projects") if isinstance(doc, dict) else None
+    if doc.get("schema") != 1 or not isinstance(projects, dict):
+        raise UserError('expected {"schema": 1, "projects": {NAME: {"root": PATH}}}', where=where, fix=fix)
+    out = {}
+    for name, entry in projects.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("root"), str):
+            raise UserError(f"project {name!r}: expected {{\"root\": PATH}}", where=where, fix=fix)
+        out[name] = Path(entry["root"])
+    return dict(sorted(out.items()))
+
+
+def _write_registry(path: Path, projects: Mapping[str, Path]) -> None:
+    from .build import atomic_write
+
+    doc = {"schema": 1, "projects": {n: {"root": str(r)} for n, r in sorted(projects.items())}}
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def update_registry(change: Callable[[dict[str, Path]], None], path: Path | None = None) -> dict[str, Path]:
+    """Read-modify-write under the registry lock; the write is atomic."""
+    file = path or registry_path()
+    with _lock(file):
+        projects = read_registry(file)
+        change(projects)
+        _write_registry(file, projects)
+        return projects
+
+
+def register(project: ProjectConfig, path: Path | None = None) -> bool:
+    """Register ``project`` under its name; ``False`` when it already was. A name taken by
+    another root is an error; a root registered under an older name is renamed."""
+    root = project.root.resolve()
+    added = []
+
+    def change(projects: dict[str, Path]) -> None:
+        other = projects.get(project.name)
+        if other is not None and other.resolve() != root:
+            raise UserError(
+                f"project name {project.name!r} is already registered for {other}",
+                where=str(project.file),
+                fix=f'set another name = "..." in the file, or remove the old one: envman project rm {project.name}',
+            )
+        for n in [n for n, r in projects.items() if r.resolve() == root and n != project.name]:
+            del projects[n]
+        if other is None:
+            added.append(project.name)
+        projects[project.name] = root
+
+    update_registry(change, path)
+    return bool(added)
+
+
+def unregister(name: str, path: Path | None = None) -> Path:
+    removed: list[Path] = []
+
+    def change(projects: dict[str, Path]) -> None:
+        if name not in projects:
+            raise unknown_project(name, projects)
+        removed.append(projects.pop(name))
+
+    update_registry(change, path)
+    return removed[0]
+
+
+def unknown_project(name: str, projects: Mapping[str, Path]) -> UserError:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(projects), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return UserError(f"no project named {name!r}", where="project registry",
+                     fix=hint + "list them: envman project ls; register one: envman project add PATH")
+
+
+def lookup(name: str, path: Path | None = None) -> Path:
+    projects = read_registry(path)
+    if name not in projects:
+        raise unknown_project(name, projects)
+    return projects[name]
+
+
+def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = None) -> ProjectConfig:
+    """The project for ``envman run TARGET``: a registered name, a path, or (no TARGET) the
+    nearest ``envman.toml`` above the current directory."""
+    here = Path(cwd or os.getcwd())
+    if target is None:
+        f = find_project_file(here)
+        if f is None:
+            raise UserError(f"no {PROJECT_FILE} in {here} or any parent directory", where="envman run",
+                            fix="name a registered project (envman project ls), or create one: envman project init --env STACK")
+        return load_project(f)
+    if "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE):
+        return load_project(here / target)
+    projects = read_registry(path)
+    if target in projects:
+        root = projects[target]
+        if not (root / PROJECT_FILE).is_file():
+            raise UserError(f"project {target!r} is registered at {root}, but {root / PROJECT_FILE} is gone",
+                            where="project registry", fix=f"move it back, or envman project rm {target}")
+        return load_project(root)
+    if (here / target / PROJECT_FILE).is_file():
+        return load_project(here / target)
+    raise unknown_project(target, projects)
+
+
+def init_text(stack: str, name: str | None = None) -> str:
+    lines = [
+        "# envman project file (format: README, Projects); `envman project show` prints the effective settings",
+        f'stack = "{stack}"',
+    ]
+    if name:
+        lines.append(f'name = "{name}"')
+    lines += [
+        "# requirements = \"requirements.txt\"    # or a list: [\"einops==0.8.0\"]; builds a project image",
+        "# apt = [\"ffmpeg\"]                     # extra Debian/Ubuntu packages (project image)",
+        "# command = [\"python\", \"train.py\"]     # default for `envman run NAME`",
+        "# gpus = \"all\"                         # \"all\", \"none\", 2, \"device=0,2\"",
+        "# shm_size = \"8g\"",
+        "# ports = [8888]                       # published on 127.0.0.1; listen on 0.0.0.0 inside",
+        "# mounts = [\"~/datasets:/data:ro\"]",
+        "# [environment]",
+        "# WANDB_MODE = \"offline\"",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- project image
+
+
+def project_repository(name: str) -> str:
+    return f"envman/project-{name}"
+
+
+def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str) -> str:
+    """apt layer, then requirements layer, on the stack's promoted image (pinned by id, so the
+    tag moving during a build cannot mix two bases)."""
+    lines = [
+        f"# envman project image for {project.name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",
+        f"FROM {base_image_id}",
+        "USER root",
+    ]
+    if project.apt:
+        lines.append(
+            "RUN apt-get update \\\n"
+            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            + " ".join(project.apt)
+            + " \\\n && rm -rf /var/lib/apt/lists/*"
+        )
+    if project.requirements.strip():
+        lines += [
+            "COPY requirements.txt /opt/envman/project/requirements.txt",
+            f"RUN {VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check "
+            "-r /opt/envman/project/requirements.txt",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def project_context(project: ProjectConfig, stack_name: str, base_image_id: str) -> dict[str, bytes]:
+    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id).encode()}
+    if project.requirements.strip():
+        files["requirements.txt"] = project.requirements.encode()
+    return files
+
+
+def project_image_hash(files: Mapping[str, bytes]) -> str:
+    import hashlib  # not at module level: `envman run` imports this module on its hot path
+
+    h = hashlib.sha256(f"envman-project-recipe:{PROJECT_RECIPE}\0".encode())
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).hexdigest().encode() + b"\0")
+    return h.hexdigest()
+
+
+def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: str) -> str:
+    """``envman/project-<name>:<hash>``: the hash covers the recipe, the base image id, the apt
+    packages and the requirements, so any change gives a new tag and an unchanged project reuses
+    its image."""
+    digest = project_image_hash(project_context(project, stack_name, base_image_id))
+    return f"{project_repository(project.name)}:{digest[:16]}"
+
+
+def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
+    return {
+        "envman.managed": "true",
+        "envman.project": project.name,
+        "envman.name": stack_name,
+        "envman.role": "project",
+        "envman.project-hash": ref.rsplit(":", 1)[1],
+    }
+
+
+def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
+                        on_event: Callable[[Any], None] | None = None, nocache: bool = False) -> str:
+    """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref."""
+    from filelock import FileLock
+
+    from .build import locks_dir
+    from .engine import deterministic_tar
+    from .errors import BuildError
+
+    files = project_context(project, stack_name, base_image_id)
+    ref = project_image_ref(project, stack_name, base_image_id)
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks_dir() / f"project-{project.name}.lock"), timeout=3600):
+        if not nocache and engine.inspect_image(ref) is not None:
+            return ref
+        try:
+            for ev in engine.build(deterministic_tar(files), ref, labels=project_labels(project, stack_name, ref), nocache=nocache):
+                if on_event:
+                    on_event(ev)
+        except BuildError as exc:
+            raise BuildError(
+                f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
+                where=str(project.file), fix="check the apt packages and requirements in the file (log tail above)",
+            ) from None
+    return ref
+
+
+def home_dir(project_name: str) -> Path:
+    """The host directory mounted as the container's HOME for this project."""
+    return state_dir() / "homes" / project_name

