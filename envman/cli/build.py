@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._options import AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, RegistryMirror, Wheelhouse
 from ._out import console, emit_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -39,14 +40,14 @@ def build(
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="Promote when the smoke test could only run on the CPU (no GPU here).")] = False,
-    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST, HOST:PORT or HOST/PATH).")] = None,
-    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")] = None,
-    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")] = None,
-    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")] = None,
-    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index (e.g. PyTorch's).")] = None,
-    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of wheels installed offline first.")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Install only from --wheelhouse (no index).")] = False,
-    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror.")] = None,
+    registry_mirror: RegistryMirror = None,
+    ca_bundle: CaBundle = None,
+    pip_index: PipIndex = None,
+    pip_extra_index: PipExtraIndex = None,
+    framework_index: FrameworkIndex = None,
+    wheelhouse: Wheelhouse = None,
+    offline: Offline = False,
+    apt_mirror: AptMirror = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._options import AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, RegistryMirror, Wheelhouse
 from ._out import console, emit_json
 
 app = typer.Typer(no_args_is_help=True)
@@ -79,14 +80,14 @@ def run(
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="A cpu-only smoke result (no GPU here) does not fail the run; such images are promoted.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
-    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry (HOST[:PORT][/PATH]); rows on deleted bases become buildable.")] = None,
-    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")] = None,
-    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")] = None,
-    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")] = None,
-    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index (e.g. PyTorch's).")] = None,
-    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of wheels installed offline first.")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Install only from --wheelhouse (no index).")] = False,
-    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror.")] = None,
+    registry_mirror: RegistryMirror = None,
+    ca_bundle: CaBundle = None,
+    pip_index: PipIndex = None,
+    pip_extra_index: PipExtraIndex = None,
+    framework_index: FrameworkIndex = None,
+    wheelhouse: Wheelhouse = None,
+    offline: Offline = False,
+    apt_mirror: AptMirror = None,
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
@@ -185,7 +186,7 @@ def check_tags(
     registry: Annotated[Optional[str], typer.Option("--registry", help="Ask this registry's v2 API (a mirror: https://HOST[:PORT]) instead of Docker Hub's API. Token: ENVMAN_REGISTRY_TOKEN, or ENVMAN_REGISTRY_USER/PASSWORD.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per request.")] = 5.0,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel requests.")] = 8,
-    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle to trust for the registry's TLS.")] = None,
+    ca_bundle: CaBundle = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask the registry whether each base image tag still exists; flag rows whose tag disappeared.
