@@ -7,37 +7,19 @@ through the custom-CA feature, and the probe multiplies matrices inside the imag
 
 import json
 import os
-import ssl
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from envman.matrix.load import load_matrix
+from envman.resolve import resolve
+
+from .conftest import STANDIN_MATRIX as MATRIX
+
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-MATRIX = ROOT / "tests" / "data" / "standin-torch.toml"
-
-
-def host_ca_bundle() -> str:
-    paths = ssl.get_default_verify_paths()
-    for p in (os.environ.get("SSL_CERT_FILE"), paths.cafile, paths.openssl_cafile):
-        if p and Path(p).is_file():
-            return p
-    pytest.skip("no CA bundle on this host")
-
-
-@pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory):
-    d = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "torch==2.13.0", "--no-deps", "--only-binary=:all:",
-         "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "-d", str(d), "-q"],
-        check=True,
-    )
-    assert list(d.glob("torch-2.13.0*.whl"))
-    return d
+CPU, BROKEN = "torch-2.13.0-cpu", "torch-2.13.0-cuda12.8"
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +38,30 @@ def envman(state, *args, check=None, timeout=1800):
 
 @pytest.fixture(scope="module")
 def bases(docker_engine, standin):
-    standin("ubuntu:22.04")
-    standin("nvidia/cuda:12.8.1-base-ubuntu22.04")
+    """Stand-ins for exactly the bases the two stacks resolve to (whatever patch release of CUDA
+    the matrix picks), so the build never reaches for a registry.
+
+    The module starts and ends without images of its two stacks: it asserts a first build is not
+    cached. Only images built FROM a stand-in go (they inherit ``envman.test-fixture=true``), so
+    a real image of the same stack is never touched."""
+    m = load_matrix([MATRIX])
+    names = [resolve(m, n).name for n in (CPU, BROKEN)]
+    for n in (CPU, BROKEN):
+        standin(resolve(m, n).base_image)
+
+    def remove_built():
+        for img in docker_engine.list_images({"envman.managed": "true", "envman.test-fixture": "true"}):
+            if img.labels.get("envman.name") in names:
+                for ref in img.tags or (img.id,):
+                    docker_engine.remove_image(ref, force=True)
+
+    remove_built()
+    yield
+    remove_built()
 
 
-def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engine, wheelhouse, state):
-    args = ["build", "torch-2.13.0-cpu", "--wheelhouse", str(wheelhouse), "--ca-bundle", host_ca_bundle(),
+def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engine, wheelhouse, ca_bundle, state):
+    args = ["build", CPU, "--wheelhouse", str(wheelhouse), "--ca-bundle", ca_bundle,
             "--accept-cpu-only", "--json"]
     first = json.loads(envman(state, *args, check=0).stdout)[0]
     assert first["smoke"] == "cpu-only" and first["promoted"] and not first["cached"]
@@ -79,12 +79,12 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     assert second["cached"] and second["image_id"] == first["image_id"]
 
 
-def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, wheelhouse, state):
-    p = envman(state, "build", "torch-2.13.0-cuda12.8", "--wheelhouse", str(wheelhouse),
-               "--ca-bundle", host_ca_bundle(), "--accept-cpu-only", "--json")
+def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, wheelhouse, ca_bundle, state):
+    p = envman(state, "build", BROKEN, "--wheelhouse", str(wheelhouse),
+               "--ca-bundle", ca_bundle, "--accept-cpu-only", "--json")
     assert p.returncode == 1, p.stderr
     row = json.loads(p.stdout)[0]
-    assert row["smoke"] == "fail" and not row["promoted"]
+    assert row.get("smoke") == "fail" and not row["promoted"], row
     assert docker_engine.inspect_image("envman/torch-2.13.0-cuda12.8-py3.11:latest") is None
     report = json.loads((state / "reports" / (row["image_id"].split(":")[-1] + ".json")).read_text())
     failing = [c for c in report["probe"]["checks"] if c["status"] == "fail"]
