@@ -1,4 +1,9 @@
-"""Network options shared by ``envman build`` and ``envman ci run`` (same names, same help)."""
+"""Network options shared by ``envman render``, ``envman build`` and ``envman ci run``: the same
+names, the same help, and one conversion to :class:`envman.render.RenderOptions`.
+
+Each option is ``None`` when not given, so the user config (``[network]`` in ``config.toml``)
+fills it; ``--offline/--online`` is three-valued for the same reason.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,40 @@ from typing import Annotated, Optional
 
 import typer
 
-RegistryMirror = Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull base images through this registry: HOST, HOST:PORT or HOST/PATH (also makes rows on deleted bases buildable).")]
-CaBundle = Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle apt/pip/uv trust inside the build.")]
-PipIndex = Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.")]
-PipExtraIndex = Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.")]
-FrameworkIndex = Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index (e.g. PyTorch's).")]
-Wheelhouse = Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of wheels installed offline first.")]
-Offline = Annotated[bool, typer.Option("--offline", help="Install only from --wheelhouse (no index).")]
-AptMirror = Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror.")]
+RegistryMirror = Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull Docker Hub base images through this registry: HOST, HOST:PORT or HOST:PORT/PATH (also makes rows on deleted bases buildable).", show_default=False)]
+CaBundle = Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle that apt, pip and uv trust inside the build.", show_default=False)]
+PipIndex = Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.", show_default=False)]
+PipExtraIndex = Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.", show_default=False)]
+FrameworkIndex = Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index or find-links page (e.g. PyTorch's).", show_default=False)]
+Wheelhouse = Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of *.whl installed first (copied into the context).", show_default=False)]
+Offline = Annotated[Optional[bool], typer.Option("--offline/--online", help="Install only from --wheelhouse, no index (default: config, else online).", show_default=False)]
+AptMirror = Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)]
+PythonMirror = Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)]
+
+
+def network_options(
+    *,
+    registry_mirror: str | None,
+    ca_bundle: Path | None,
+    pip_index: str | None,
+    pip_extra_index: str | None,
+    framework_index: str | None,
+    wheelhouse: Path | None,
+    offline: bool | None,
+    apt_mirror: str | None,
+    python_mirror: str | None,
+):
+    """RenderOptions from the command line (``None``: not given) over the user config."""
+    from ..render import RenderOptions
+
+    return RenderOptions.from_config({
+        "registry_mirror": registry_mirror,
+        "ca_bundle": ca_bundle,
+        "pip_index": pip_index,
+        "pip_extra_index": pip_extra_index,
+        "framework_index": framework_index,
+        "wheelhouse": wheelhouse,
+        "offline": offline,
+        "apt_mirror": apt_mirror,
+        "python_install_mirror": python_mirror,
+    })

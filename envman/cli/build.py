@@ -7,17 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._options import AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, RegistryMirror, Wheelhouse
+from ._options import (
+    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
+    network_options,
+)
 from ._out import console, emit_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
-
-def _network_options(**kw):
-    """RenderOptions from CLI values > user config (same options as ``envman render``)."""
-    from ..render import RenderOptions
-
-    return RenderOptions.from_config({k: v for k, v in kw.items() if v not in (None, False)})
 
 
 def _stacks(names: list[str], all_: bool):
@@ -46,8 +42,9 @@ def build(
     pip_extra_index: PipExtraIndex = None,
     framework_index: FrameworkIndex = None,
     wheelhouse: Wheelhouse = None,
-    offline: Offline = False,
+    offline: Offline = None,
     apt_mirror: AptMirror = None,
+    python_mirror: PythonMirror = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
@@ -58,9 +55,10 @@ def build(
     from ..errors import EnvmanError
 
     stacks = _stacks(list(names or []), all_)
-    options = _network_options(
+    options = network_options(
         registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
+        python_mirror=python_mirror,
     )
     Engine.connect().close()  # fail fast, one line, before any work
     err = console(stderr=True)

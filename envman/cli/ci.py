@@ -8,7 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._options import AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, RegistryMirror, Wheelhouse
+from ._options import (
+    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
+    network_options,
+)
 from ._out import console, emit_json
 
 app = typer.Typer(no_args_is_help=True)
@@ -86,15 +89,15 @@ def run(
     pip_extra_index: PipExtraIndex = None,
     framework_index: FrameworkIndex = None,
     wheelhouse: Wheelhouse = None,
-    offline: Offline = False,
+    offline: Offline = None,
     apt_mirror: AptMirror = None,
+    python_mirror: PythonMirror = None,
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
     """Validate, render, lint, build and smoke-test each selected row; write JUnit, JSON and Markdown. Exit 1 if a row failed."""
     from ..ci import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
     from ..engine import Engine
-    from .build import _network_options
 
     m, builds, _ = _selection(framework, rows, changed_since)
     label = None
@@ -110,11 +113,12 @@ def run(
         write_report([], report, m)
         console().print("no rows to validate", highlight=False)
         return
-    render_options = _network_options(
+    render_options = network_options(
         registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
+        python_mirror=python_mirror,
     )
-    opts = RunOptions(render_options=render_options, registry_mirror=registry_mirror, require_gpu=require_gpu,
+    opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
                       smoke_timeout=smoke_timeout)
     err = console(stderr=True)

@@ -7,6 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._options import (
+    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
+    network_options,
+)
+
 DEFAULT_OUT = Path("envman-context")
 
 
@@ -21,36 +26,28 @@ def render(
         Optional[str],
         typer.Option("--flavour", help="nvidia/cuda flavour instead of the stack's: base, runtime, cudnn-runtime, devel, cudnn-devel.", show_default=False),
     ] = None,
-    registry_mirror: Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull Docker Hub base images through this registry: HOST, HOST:PORT or HOST:PORT/PATH.", show_default=False)] = None,
-    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle that apt, pip and uv trust inside the build.", show_default=False)] = None,
-    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Replace PyPI as pip's index.", show_default=False)] = None,
-    pip_extra_index: Annotated[Optional[str], typer.Option("--pip-extra-index", help="Add a pip index.", show_default=False)] = None,
-    framework_index: Annotated[Optional[str], typer.Option("--framework-index", help="Replace the framework's own index or find-links page (e.g. PyTorch's).", show_default=False)] = None,
-    wheelhouse: Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of *.whl installed first (copied into the context).", show_default=False)] = None,
-    offline: Annotated[Optional[bool], typer.Option("--offline/--online", help="Install only from --wheelhouse, no index (default: config, else online).", show_default=False)] = None,
-    apt_mirror: Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)] = None,
-    python_mirror: Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)] = None,
+    registry_mirror: RegistryMirror = None,
+    ca_bundle: CaBundle = None,
+    pip_index: PipIndex = None,
+    pip_extra_index: PipExtraIndex = None,
+    framework_index: FrameworkIndex = None,
+    wheelhouse: Wheelhouse = None,
+    offline: Offline = None,
+    apt_mirror: AptMirror = None,
+    python_mirror: PythonMirror = None,
 ) -> None:
     """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
     from ..errors import UserError
-    from ..render import RenderOptions, render_stack
+    from ..render import render_stack
     from ..resolve import parse_name, resolve, resolve_row
     from . import get_matrix
 
     if bool(name) == bool(all_):
         raise UserError("give a stack NAME or --all, not both and not neither", where="envman render", fix="e.g. envman render torch-2.4-cuda12")
-    options = RenderOptions.from_config(
-        {
-            "registry_mirror": registry_mirror,
-            "ca_bundle": ca_bundle,
-            "pip_index": pip_index,
-            "pip_extra_index": pip_extra_index,
-            "framework_index": framework_index,
-            "wheelhouse": wheelhouse,
-            "offline": offline,
-            "apt_mirror": apt_mirror,
-            "python_install_mirror": python_mirror,
-        }
+    options = network_options(
+        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
+        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
+        python_mirror=python_mirror,
     )
     m = get_matrix()
     if all_:

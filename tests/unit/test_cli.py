@@ -125,3 +125,34 @@ def test_validate_user_file_reports_problems(tmp_path):
     p = envman("matrix", "validate", str(bad), "--json")
     assert p.returncode == 1
     assert any("CUDA 99.9" in x for x in json.loads(p.stdout)["problems"])
+
+
+NETWORK_FLAGS = ("--registry-mirror", "--ca-bundle", "--pip-index", "--pip-extra-index", "--framework-index",
+                 "--wheelhouse", "--offline", "--online", "--apt-mirror", "--python-mirror")
+
+
+@pytest.mark.parametrize("command", [("render",), ("build",), ("ci", "run")])
+def test_render_build_and_ci_take_every_network_option(command):
+    from typer.main import get_command
+
+    from envman.cli import app
+
+    cmd = get_command(app)
+    for word in command:
+        cmd = cmd.commands[word]
+    flags = {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+    assert set(NETWORK_FLAGS) <= flags, sorted(set(NETWORK_FLAGS) - flags)
+
+
+def test_build_options_reach_the_render(tmp_path, monkeypatch):
+    """--python-mirror and --online given to build end up in its RenderOptions, over the config."""
+    from envman.cli._options import network_options
+
+    (tmp_path / "config.toml").write_text('[network]\noffline = true\nwheelhouse = "%s"\n' % tmp_path)
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    none = dict(registry_mirror=None, ca_bundle=None, pip_index=None, pip_extra_index=None, framework_index=None,
+                wheelhouse=None, apt_mirror=None)
+    assert network_options(**none, offline=None, python_mirror=None).offline  # the config's
+    opts = network_options(**none, offline=False, python_mirror="https://pbs.example.org/releases/download")
+    assert not opts.offline  # --online wins over the config
+    assert opts.python_install_mirror == "https://pbs.example.org/releases/download"
