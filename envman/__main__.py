@@ -1,3 +1,3 @@
-from envman.cli import main
+from envman.main import main
 
 main()

@@ -14,85 +14,22 @@ Everything here talks to Docker through ``envman.engine`` only.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import BuildError, EnvmanError, UserError
-from .paths import state_dir
-from .resolve import Stack
+from .state import (
+    STABLE_TAG, atomic_write, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, stable_ref,
+)
+from .stack import Stack
 
-REPO_PREFIX = "envman/"
-STABLE_TAG = "latest"
 PROBE_PATH = "/opt/envman/probe.py"
 STACK_PATH = "/opt/envman/stack.json"
 
 #: Smoke outcomes, from the probe's ``overall``.
 PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
-
-
-def repository(stack_name: str) -> str:
-    return REPO_PREFIX + stack_name.lower()
-
-
-def candidate_ref(stack_name: str, render_hash: str) -> str:
-    return f"{repository(stack_name)}:{render_hash[:16]}"
-
-
-def stable_ref(stack_name: str) -> str:
-    return f"{repository(stack_name)}:{STABLE_TAG}"
-
-
-# --- state files (atomic writes) ---------------------------------------------------------------
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``path`` so that a reader (or a crash) never sees it half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-
-
-def logs_dir() -> Path:
-    return state_dir() / "logs"
-
-
-def reports_dir() -> Path:
-    return state_dir() / "reports"
-
-
-def locks_dir() -> Path:
-    return state_dir() / "locks"
-
-
-def report_path(image_id: str) -> Path:
-    return reports_dir() / f"{_safe(image_id.replace('sha256:', ''))}.json"
-
-
-def load_report(image_id: str) -> dict | None:
-    try:
-        return json.loads(report_path(image_id).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
 
 
 # --- build -----------------------------------------------------------------------------------
@@ -132,7 +69,7 @@ def build_stack(
     ctx = _render(stack, options)
     ref = candidate_ref(stack.name, ctx.render_hash)
     locks_dir().mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(locks_dir() / f"{_safe(stack.name)}.lock"))
+    lock = FileLock(str(locks_dir() / f"{safe_name(stack.name)}.lock"))
     try:
         lock.acquire(timeout=lock_timeout)
     except Timeout:
@@ -146,7 +83,7 @@ def build_stack(
         if existing and not nocache and existing.get("Config", {}).get("Labels", {}).get("envman.render-hash") == ctx.render_hash:
             return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
-        log_path = logs_dir() / f"{_safe(stack.name)}-{ctx.render_hash[:16]}.log"
+        log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
         labels = {
             "envman.managed": "true",
             "envman.name": stack.name,

@@ -64,7 +64,8 @@ def select_builds(
 ) -> list[FrameworkBuild]:
     """Matrix rows filtered by framework (alias allowed) and by row names (exact row names, or
     any stack name that resolves to a row). Unknown names raise ``UserError`` (exit 2)."""
-    from .resolve import ALIASES, resolve
+    from .resolve import resolve
+    from .stack import ALIASES
 
     builds = list(matrix.builds)
     if framework:
@@ -591,9 +592,9 @@ def run_row(
 
 
 def _earlier_log(stack_name: str, render_hash: str) -> str | None:
-    from .build import _safe, logs_dir
+    from .state import logs_dir, safe_name
 
-    path = logs_dir() / f"{_safe(stack_name)}-{render_hash[:16]}.log"
+    path = logs_dir() / f"{safe_name(stack_name)}-{render_hash[:16]}.log"
     return str(path) if path.is_file() else None
 
 
@@ -679,7 +680,7 @@ def failed(results: Iterable[RowResult | dict]) -> list[str]:
 
 def write_report(results: Sequence[RowResult], directory: Path, matrix: Matrix | None = None) -> dict[str, Path]:
     """``results.json`` (a list of row results), ``junit.xml`` and ``summary.md`` in ``directory``."""
-    from .build import atomic_write
+    from .state import atomic_write
     from .report import markdown_summary
 
     directory.mkdir(parents=True, exist_ok=True)

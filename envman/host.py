@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -198,6 +197,8 @@ def run_smi(cmd: Sequence[str]) -> SmiResult | None:
     exe = shutil.which(cmd[0])
     if exe is None:
         return None
+    import subprocess
+
     try:
         p = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

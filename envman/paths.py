@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 _PKG = Path(__file__).resolve().parent
 
@@ -21,6 +22,17 @@ def templates_dir() -> Path:
 
 def matrices_dir() -> Path:
     return _data_dir("matrices")
+
+
+#: Extra matrix files, os.pathsep-separated (before any --matrix option).
+MATRIX_ENV = "ENVMAN_MATRIX"
+
+
+def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """User files: ENVMAN_MATRIX (os.pathsep-separated) first, then --matrix options."""
+    paths = [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
+    paths += [Path(p) for p in extra]
+    return paths
 
 
 def config_dir() -> Path:

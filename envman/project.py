@@ -8,7 +8,7 @@
   defaults (:func:`merge_settings`, a pure function).
 * The registry (``<config dir>/projects.json``) maps project names to roots so that
   ``envman run NAME`` works from anywhere. Every change is a read-modify-write under a file
-  lock, written with :func:`envman.build.atomic_write` (temp file, fsync, rename): a reader, or an
+  lock, written with :func:`envman.state.atomic_write` (temp file, fsync, rename): a reader, or an
   envman killed at any moment, sees the old registry or the new one, never half of one.
 * A project with apt packages or Python requirements gets its own image, built ``FROM`` the
   stack's promoted image and tagged by content (:func:`project_image_ref`); a project without
@@ -50,11 +50,13 @@ PROJECT_RECIPE = "1"
 #: own 64 MB default makes them die with "bus error". Never more than half the host's RAM.
 DEFAULT_SHM_BYTES = 8 * 1024**3
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$")
-_SHM_RE = re.compile(r"^\d+(?:[kmgt](?:i?b)?|b)?$", re.IGNORECASE)
-_GPU_DEVICE_RE = re.compile(r"^[A-Za-z0-9:._-]+$")
+# Patterns as text: ``re`` compiles (and caches) one the first time it is used, so a run pays
+# only for the checks its project file needs.
+NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+_ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_APT_RE = r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$"
+_SHM_RE = r"(?i)^\d+(?:[kmgt](?:i?b)?|b)?$"
+_GPU_DEVICE_RE = r"^[A-Za-z0-9:._-]+$"
 
 PROJECT_KEYS = {
     "name": 'the project name (lowercase letters, digits, "._-"); default: the directory name',
@@ -128,7 +130,7 @@ def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | Non
         return GpuRequest("count", count=int(v))
     if v.startswith("device="):
         ids = tuple(x.strip() for x in value.strip()[len("device="):].split(","))
-        if ids and all(x and _GPU_DEVICE_RE.match(x) for x in ids):
+        if ids and all(x and re.match(_GPU_DEVICE_RE, x) for x in ids):
             return GpuRequest("devices", devices=ids)
     raise bad
 
@@ -249,11 +251,11 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
 
     if "name" in doc:
         name = doc["name"]
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not re.match(NAME_RE, name):
             raise _type_error("name", "1-63 lowercase letters, digits or ._- (starting with a letter or digit)", name, where)
     else:
         name = default_name(root)
-        if not NAME_RE.match(name):
+        if not re.match(NAME_RE, name):
             raise UserError(f"the directory name {root.name!r} makes no valid project name", where=where,
                             fix='add name = "my-project" to the file')
 
@@ -288,7 +290,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     if "apt" in doc:
         pkgs = _str_list(doc, "apt", where)
         for p in pkgs:
-            if not _APT_RE.match(p):
+            if not re.match(_APT_RE, p):
                 raise _type_error("apt", "Debian package names (optionally name=version)", p, where)
         apt = tuple(sorted(set(pkgs)))
 
@@ -333,7 +335,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
 
 def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
     from .errors import ResolveError
-    from .resolve import parse_name
+    from .stack import parse_name
 
     try:
         parse_name(name)
@@ -342,7 +344,7 @@ def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
 
 
 def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
-    if isinstance(v, bool) or not isinstance(v, (str, int)) or not _SHM_RE.match(str(v)) or shm_bytes(str(v)) <= 0:
+    if isinstance(v, bool) or not isinstance(v, (str, int)) or not re.match(_SHM_RE, str(v)) or shm_bytes(str(v)) <= 0:
         raise _type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
     return str(v).lower()
 
@@ -367,7 +369,7 @@ def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[
         raise _type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
     out = {}
     for k, val in v.items():
-        if not _ENV_KEY_RE.match(k):
+        if not re.match(_ENV_KEY_RE, k):
             raise _type_error(f"{key}.{k}", "a variable name (letters, digits, _)", k, where)
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
             raise _type_error(f"{key}.{k}", "a string or a number", val, where)
@@ -638,7 +640,7 @@ def read_registry(path: Path | None = None) -> dict[str, Path]:
 
 
 def _write_registry(path: Path, projects: Mapping[str, Path]) -> None:
-    from .build import atomic_write
+    from .state import atomic_write
 
     doc = {"schema": 1, "projects": {n: {"root": str(r)} for n, r in sorted(projects.items())}}
     atomic_write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
@@ -821,7 +823,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref."""
     from filelock import FileLock
 
-    from .build import locks_dir
+    from .state import locks_dir
     from .engine import deterministic_tar
     from .errors import BuildError
 

@@ -59,8 +59,8 @@ from .config import (
     validate_network,
 )
 from .errors import RenderError, UserError
-from .matrix.model import FLAVOURS
-from .resolve import Stack
+from .stack import FLAVOURS
+from .stack import Stack
 
 # --- where things go in the image ------------------------------------------------------------
 

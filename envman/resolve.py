@@ -16,33 +16,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from packaging.version import Version
 
 from .errors import ResolveError
-from .matrix.model import FLAVOURS, BaseImage, FrameworkBuild, Matrix, OsInfo
-
-ALIASES = {
-    "torch": "torch",
-    "pytorch": "torch",
-    "tensorflow": "tensorflow",
-    "tf": "tensorflow",
-    "jax": "jax",
-    "onnxruntime-gpu": "onnxruntime",
-    "onnxruntime": "onnxruntime",
-    "ort": "onnxruntime",
-}
-
-_VERSION = r"\d+(?:\.\d+){0,2}"
-_NAME_RE = re.compile(
-    r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
-    r"-(?P<ver>" + _VERSION + r")"
-    r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>\d+(?:\.\d+)?)|cu(?P<cu>\d{2,3})))?"
-    r"(?:-py(?P<py>\d\.\d{1,2}))?"
-    r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?$"
-)
+from .matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo
+from .stack import FLAVOURS, Stack, StackQuery, parse_name
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
 _FLAVOUR_CONTENT = {
@@ -54,45 +32,6 @@ _FLAVOUR_CONTENT = {
 }
 
 
-@dataclass(frozen=True)
-class StackQuery:
-    """A parsed stack name; ``None`` fields were left open by the user."""
-
-    text: str
-    framework: str
-    version: str
-    cpu: bool = False
-    cuda: str | None = None
-    python: str | None = None
-    flavour: str | None = None
-
-
-def parse_name(text: str) -> StackQuery:
-    """Parse a stack name; raises ``ResolveError`` (exit 2) with the grammar on failure."""
-    raw = text
-    t = text.strip().lower()
-    m = _NAME_RE.match(t)
-    if not m:
-        raise ResolveError(
-            f"cannot parse stack name {raw!r}",
-            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>], "
-            "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)",
-        )
-    cuda = m.group("cuda")
-    if m.group("cu"):
-        digits = m.group("cu")
-        cuda = f"{digits[:-1]}.{digits[-1]}"
-    return StackQuery(
-        text=raw,
-        framework=ALIASES[m.group("fw")],
-        version=m.group("ver"),
-        cpu=bool(m.group("cpu")),
-        cuda=cuda,
-        python=m.group("py"),
-        flavour=m.group("flavour"),
-    )
-
-
 def version_matches(partial: str, version: Version) -> bool:
     """``"1.0"`` matches 1.0.0 and 1.0.1; ``"2"`` matches every 2.x; ``"12.4"`` matches 12.4."""
     want = tuple(int(p) for p in partial.split("."))
@@ -101,57 +40,6 @@ def version_matches(partial: str, version: Version) -> bool:
         len(want) > len(version.release)
         and tuple(version.release) + (0,) * (len(want) - len(version.release)) == want
     )
-
-
-@dataclass(frozen=True)
-class Stack:
-    """One resolved, fully pinned environment. Everything downstream takes a Stack."""
-
-    name: str  # canonical: resolves to itself
-    row: str  # the matrix row (framework build) name
-    framework: str
-    framework_version: str
-    variant: str
-    cuda: str | None
-    cudnn: str | None
-    python: str
-    python_strategy: str  # "apt" (distro python3.X) or "standalone" (python-build-standalone via uv)
-    os: str
-    base_image: str
-    base_image_status: str
-    base_image_custom: bool
-    flavour: str
-    min_driver: str | None
-    toolkit_driver: str | None
-    minor_compat: bool
-    minor_compat_status: str | None
-    sass_archs: tuple[str, ...]
-    ptx_archs: tuple[str, ...]
-    arch_status: str
-    packages: tuple[str, ...]
-    index_url: str | None
-    extra_index_url: str | None
-    find_links: str | None
-    sources: tuple[str, ...]
-    status: str
-    notes: tuple[str, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Stack":
-        fields = {f for f in cls.__dataclass_fields__}
-        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in fields}
-        return cls(**kw)
-
-    @property
-    def is_cpu(self) -> bool:
-        return self.cuda is None
 
 
 # --- resolution ------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ and envman adds no process in between, so a run costs what ``docker run`` costs 
 own start-up.
 
 The hot path imports no Docker SDK: the few facts a preflight needs (the image's id, whether the
-engine has an NVIDIA runtime) come from the same ``docker`` CLI that will run the container
-(:class:`DockerCli`), which also makes them facts about *that* engine (``docker context``,
-``DOCKER_HOST``). Only a project image build goes through :mod:`envman.engine`.
+engine has an NVIDIA runtime) are read by :class:`DockerFacts` from the engine that same
+``docker`` CLI will run on: one request on its Unix socket when that is the local engine, else the
+CLI itself (``docker context``, ``DOCKER_HOST``). Only a project image build goes through
+:mod:`envman.engine`.
 
 Preflight (:func:`preflight`, pure): the engine answers; when GPUs are requested the engine has
 the NVIDIA runtime or a CDI spec and the host has a driver and GPUs; the stack's verdict on every
@@ -26,14 +27,12 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import EngineError, EnvmanError, UserError
-from .host import HostFacts, HostGpu
 from .project import (
     CONTAINER_HOME,
     WORKSPACE,
@@ -43,7 +42,15 @@ from .project import (
     ProjectConfig,
     RunSettings,
 )
-from .resolve import Stack
+from .runcache import (
+    NoAnswer, api_get, cache_key, exec_docker, image_path, local_socket, record, terminal_flags, with_terminal,
+)
+from .stack import Stack
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from .host import HostFacts, HostGpu
 
 ERROR, WARNING = "error", "warning"
 #: Smoke outcomes a run accepts (``envman.build`` PASS / CPU_ONLY).
@@ -115,10 +122,6 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
         "--env", f"ENVMAN_STACK={plan.stack}",
         "--shm-size", plan.shm_size,
     ]
-    if plan.interactive:
-        argv.append("--interactive")
-    if plan.tty:
-        argv.append("--tty")
     for m in plan.mounts:
         argv += ["--mount", _mount_flag(m.source, m.target, m.read_only)]
     for k, v in plan.environment:
@@ -133,7 +136,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
             argv += ["--gpus", _gpus_flag(plan.gpus)]
     argv.append(plan.image)
     argv += list(plan.command)
-    return argv
+    return with_terminal(argv, plan.tty, plan.interactive)
 
 
 def _gpus_flag(g: GpuRequest) -> str:
@@ -154,60 +157,32 @@ def cdi_devices(g: GpuRequest) -> tuple[str, ...]:
     return g.devices
 
 
-def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
-    """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
-    a terminal, a pipe or a file (not /dev/null or closed)."""
-    import stat
-
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-
-    def isatty(f: Any) -> bool:
-        try:
-            return f is not None and f.isatty()
-        except (ValueError, AttributeError):
-            return False
-
-    tty = isatty(stdin) and isatty(stdout)
-    interactive = isatty(stdin)
-    if not interactive:
-        try:
-            mode = os.fstat(stdin.fileno()).st_mode
-            interactive = stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
-        except (OSError, ValueError, AttributeError):
-            interactive = False
-    return tty, interactive
-
-
-def exec_docker(argv: Sequence[str]) -> None:  # pragma: no cover - replaces the process
-    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's."""
-    exe = shutil.which(argv[0])
-    if exe is None:
-        raise EngineError("the docker CLI is not installed (envman run hands the terminal to it)",
-                          fix="install docker-ce-cli (or your distribution's docker.io / docker-cli package)")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(exe, list(argv))
-
-
 # --------------------------------------------------------------------------- engine facts via the CLI
 
 
-class DockerCli:
-    """The two engine facts a run needs, read with the ``docker`` CLI that will run it.
+class DockerFacts:
+    """The two engine facts a run needs, from the engine the ``docker`` CLI will run on.
 
-    Same shapes as :meth:`envman.engine.Engine.info` / ``inspect_image`` so preflight code
-    takes either. About 10 ms a call, against ~100 ms to import the Docker SDK.
+    Same shapes as :meth:`envman.engine.Engine.info` / ``inspect_image`` so preflight code takes
+    either. With ``socket`` (see :func:`local_socket`) a fact is one HTTP request on the engine's
+    Unix socket (~1 ms); without it, or whenever the socket gives no clean answer, it is the
+    ``docker`` CLI (~15 ms), which follows ``docker context`` and ``DOCKER_HOST`` and words the
+    errors. The Docker SDK (~100 ms to import) stays off this path.
     """
 
-    def __init__(self, docker: str = "docker", runner: Callable[[list[str]], subprocess.CompletedProcess] | None = None) -> None:
+    def __init__(self, docker: str = "docker",
+                 runner: Callable[[list[str]], subprocess.CompletedProcess] | None = None,
+                 socket: str | None = None) -> None:
         self.docker = docker
         self._run = runner or self._subprocess
+        self.socket = socket
 
     def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
         exe = shutil.which(self.docker)
         if exe is None:
             raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
+        import subprocess
+
         return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
 
     def _unreachable(self, p: subprocess.CompletedProcess) -> EngineError:
@@ -217,6 +192,14 @@ class DockerCli:
         return EngineError(f"Docker engine not reachable: {line}", fix=UNREACHABLE_FIX)
 
     def inspect_image(self, ref: str) -> dict[str, Any] | None:
+        try:
+            status, body = api_get(self.socket, image_path(ref))
+            if status == 200 and isinstance(body, dict):
+                return body
+            if status == 404:
+                return None
+        except NoAnswer:
+            pass
         p = self._run(["image", "inspect", "--format", "{{json .}}", ref])
         if p.returncode != 0:
             if "no such image" in p.stderr.lower() or "no such object" in p.stderr.lower():
@@ -225,16 +208,25 @@ class DockerCli:
         return json.loads(p.stdout)
 
     def info(self) -> dict[str, Any]:
-        p = self._run(["info", "--format", "{{json .}}"])
         raw: dict[str, Any] = {}
         try:
-            raw = json.loads(p.stdout) if p.stdout.strip() else {}
-        except json.JSONDecodeError:
+            status, body = api_get(self.socket, "/info")
+            if status == 200 and isinstance(body, dict) and body.get("ServerVersion"):
+                raw = body
+        except NoAnswer:
             pass
-        if p.returncode != 0 or raw.get("ServerErrors") or not raw.get("ServerVersion"):
-            if raw.get("ServerErrors"):
-                p = subprocess.CompletedProcess(p.args, p.returncode, "", "; ".join(raw["ServerErrors"]))
-            raise self._unreachable(p)
+        if not raw:
+            p = self._run(["info", "--format", "{{json .}}"])
+            try:
+                raw = json.loads(p.stdout) if p.stdout.strip() else {}
+            except json.JSONDecodeError:
+                pass
+            if p.returncode != 0 or raw.get("ServerErrors") or not raw.get("ServerVersion"):
+                if raw.get("ServerErrors"):
+                    import subprocess
+
+                    p = subprocess.CompletedProcess(p.args, p.returncode, "", "; ".join(raw["ServerErrors"]))
+                raise self._unreachable(p)
         runtimes = sorted((raw.get("Runtimes") or {}).keys())
         out = {
             "server_version": raw.get("ServerVersion", ""),
@@ -246,6 +238,11 @@ class DockerCli:
         if raw.get("CDISpecDirs") is not None:
             out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
         return out
+
+
+def docker_facts() -> DockerFacts:
+    """The engine facts of the engine ``docker run`` will use (socket when it is the local one)."""
+    return DockerFacts(socket=local_socket())
 
 
 def cdi_has_nvidia(dirs: Iterable[str]) -> bool:
@@ -465,8 +462,6 @@ def suggest_stack(matrix, stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]
 def resolve_stack(name: str, matrix_files: Sequence[str | os.PathLike[str]], load: Callable[[], Any]) -> Stack:
     """``resolve(matrix, name)`` through a cache keyed by the matrix files' sizes and mtimes, so a
     run does not parse the whole matrix (~100 ms) to learn what it learnt last time."""
-    from .resolve import resolve
-
     key = _matrix_fingerprint(matrix_files)
     cache = _cache_file()
     data: dict[str, Any] = {}
@@ -480,13 +475,15 @@ def resolve_stack(name: str, matrix_files: Sequence[str | os.PathLike[str]], loa
                 return Stack.from_json(data["stacks"][name])
             except (TypeError, ValueError):
                 pass
+    from .resolve import resolve
+
     stack = resolve(load(), name)
     if key is not None:
         if data.get("key") != key:
             data = {"key": key, "stacks": {}}
         data["stacks"][name] = stack.to_json()
         try:
-            from .build import atomic_write
+            from .state import atomic_write
 
             atomic_write(cache, json.dumps(data, sort_keys=True))
         except OSError:
@@ -502,8 +499,7 @@ def _cache_file() -> Path:
 
 def _matrix_fingerprint(extra: Sequence[str | os.PathLike[str]]) -> str | None:
     from . import __version__
-    from .matrix.load import user_matrix_paths
-    from .paths import matrices_dir
+    from .paths import matrices_dir, user_matrix_paths
 
     parts = [__version__]
     for f in [*sorted(matrices_dir().glob("*.toml")), *user_matrix_paths(extra)]:
@@ -524,10 +520,11 @@ class Prepared:
     stack: Stack
     problems: list[Problem] = field(default_factory=list)
     built: str | None = None  # the project image built for this run, if any
+    base_image_id: str | None = None  # the stack's promoted image the run stands on
 
 
 def image_state(engine, ref: str) -> ImageState:
-    from .build import load_report
+    from .state import load_report
 
     info = engine.inspect_image(ref)
     if info is None:
@@ -551,9 +548,9 @@ def prepare_run(
     tty: bool = False,
     interactive: bool = False,
 ) -> Prepared:
-    """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerCli`
+    """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
     or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed."""
-    from .build import stable_ref
+    from .state import stable_ref
     from .project import home_dir
 
     gpus = settings.gpus
@@ -594,7 +591,7 @@ def prepare_run(
         tty=tty,
         interactive=interactive,
     )
-    return Prepared(plan, stack, problems, built)
+    return Prepared(plan, stack, problems, built, img.image_id)
 
 
 class PreflightError(EnvmanError):
@@ -603,150 +600,6 @@ class PreflightError(EnvmanError):
     def __init__(self, message: str, problems: Sequence[Problem]) -> None:
         self.problems = list(problems)
         super().__init__(message)
-
-
-# --------------------------------------------------------------------------- doctor / ls
-
-
-@dataclass
-class ProjectRow:
-    name: str
-    root: str
-    stack: str | None = None  # canonical stack name
-    stack_query: str | None = None  # as written in the project file
-    image: str | None = None  # what a run uses: the project image or the stack's promoted image
-    image_status: str = "unknown"  # present | missing | builds on first run | unknown
-    smoke: str | None = None
-    verdict: str | None = None  # worst over the GPUs a default run uses; "cpu" for CPU runs
-    gpus: str | None = None
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["problems"] = [p.to_json() for p in self.problems]
-        return d
-
-
-_WORST = ("arch_unsupported", "driver_too_old", "no-gpu", "unknown", "jit_only", "ok", "cpu")
-
-
-def project_rows(
-    registry: Mapping[str, Path],
-    *,
-    engine,
-    host: HostFacts,
-    resolve_name: Callable[[str], Stack],
-    user,
-    suggest_for: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
-    what_if: bool = False,
-) -> list[ProjectRow]:
-    """One row per registered project: its stack, image, smoke and verdict on ``host``.
-
-    ``engine`` may be ``None`` (unreachable): image columns then say ``unknown``.
-    """
-    from .build import stable_ref
-    from .project import CliOverrides, load_project, merge_settings, project_image_ref
-
-    info = None
-    if engine is not None and not what_if:
-        try:
-            info = engine.info()
-        except EnvmanError:
-            info = None
-    rows = []
-    for name, root in registry.items():
-        row = ProjectRow(name=name, root=str(root))
-        rows.append(row)
-        try:
-            proj = load_project(root)
-            row.stack_query = proj.stack
-            settings = merge_settings(proj, user, CliOverrides(), stack_is_cpu=lambda s: _is_cpu(resolve_name, s))
-            row.stack_query = settings.stack
-            stack = resolve_name(settings.stack)
-        except EnvmanError as exc:
-            row.problems.append(Problem(ERROR, "project", exc.line()))
-            continue
-        row.stack = stack.name
-        row.gpus = str(settings.gpus) if settings.gpus else "none"
-        img = ImageState(stable_ref(stack.name), None)
-        if engine is not None:
-            try:
-                img = image_state(engine, stable_ref(stack.name))
-            except EnvmanError as exc:
-                row.problems.append(Problem(ERROR, "engine", exc.line()))
-                engine = None
-        row.image, row.smoke = img.ref, img.smoke
-        if engine is None:
-            row.image_status = "unknown"
-        elif img.image_id is None:
-            row.image_status = "missing"
-        else:
-            row.image_status = "present"
-            if proj.needs_image:
-                row.image = project_image_ref(proj, stack.name, img.image_id)
-                row.image_status = "present" if engine.inspect_image(row.image) else "builds on first run"
-        if settings.gpus is None:
-            row.verdict = "cpu"
-        elif not host.has_gpu:
-            row.verdict = "no-gpu"
-        else:
-            chosen, _ = selected_gpus(host, settings.gpus)
-            vs = gpu_verdicts(stack, host, chosen)
-            row.verdicts = [v.to_json() for v in vs]
-            row.verdict = min((v.verdict for v in vs), key=_WORST.index, default="unknown")
-        probs = preflight(stack, settings.gpus, host=host, engine_info=info, image=img,
-                          suggest=suggest_for, what_if=what_if)
-        if engine is None:
-            probs = [p for p in probs if p.check not in ("image", "smoke")]
-        row.problems += probs
-    return rows
-
-
-def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:
-    return resolve_name(name).is_cpu
-
-
-def doctor_report(
-    *,
-    host: HostFacts,
-    engine,
-    engine_error: str | None,
-    rows: Sequence[ProjectRow],
-    what_if: bool = False,
-) -> dict[str, Any]:
-    """The ``envman doctor --json`` document (shape documented in the README)."""
-    engine_json: dict[str, Any] = {"reachable": engine is not None and engine_error is None, "error": engine_error}
-    problems: list[Problem] = []
-    if engine_error:
-        problems.append(Problem(ERROR, "engine", engine_error))
-    elif engine is not None:
-        try:
-            info = engine.info()
-            mech = gpu_mechanism(info)
-            engine_json.update(server_version=info.get("server_version"), runtimes=info.get("runtimes", []),
-                               nvidia_runtime=bool(info.get("nvidia_runtime")), cdi_nvidia=mech == "cdi",
-                               gpu_mechanism=mech)
-            if mech is None and host.has_gpu and not what_if:
-                from .engine import NVIDIA_TOOLKIT_FIX
-
-                problems.append(Problem(ERROR, "gpu-runtime", "this host has NVIDIA GPUs but the Docker engine has no "
-                                        f"NVIDIA runtime or CDI spec: {NVIDIA_TOOLKIT_FIX}"))
-        except EnvmanError as exc:
-            engine_json.update(reachable=False, error=exc.line())
-            problems.append(Problem(ERROR, "engine", exc.line()))
-    if not host.has_gpu:
-        problems.append(Problem(WARNING, "host-gpu", f"{host.summary()}: GPU runs will fail; "
-                                "run projects with --no-gpu (CPU) here"))
-    ok = not any(p.level == ERROR for p in problems) and not any(
-        p.level == ERROR for r in rows for p in r.problems)
-    return {
-        "host": {**host.to_json(), "summary": host.summary(), "what_if": what_if},
-        "engine": engine_json,
-        "problems": [p.to_json() for p in problems],
-        "projects": [r.to_json() for r in rows],
-        "ok": ok,
-    }
 
 
 def parse_cli_mounts(values: Iterable[str]) -> tuple[Mount, ...]:
@@ -778,13 +631,16 @@ def parse_cli_env(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
 
 def stack_resolver(matrix_files: Sequence[str | os.PathLike[str]]) -> Callable[[str], Stack]:
     """name → Stack for one invocation (matrix: shipped + ENVMAN_MATRIX + ``matrix_files``)."""
-    from .matrix.load import get_matrix
-
     memo: dict[str, Stack] = {}
+
+    def load() -> Any:  # only when the stack cache misses
+        from .matrix.load import get_matrix
+
+        return get_matrix(matrix_files)
 
     def resolve_name(name: str) -> Stack:
         if name not in memo:
-            memo[name] = resolve_stack(name, matrix_files, lambda: get_matrix(matrix_files))
+            memo[name] = resolve_stack(name, matrix_files, load)
         return memo[name]
 
     return resolve_name
@@ -878,7 +734,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
 
     tty, interactive = terminal_flags()
     prepared = prepare_run(
-        proj, settings, stack, engine=DockerCli(), detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+        proj, settings, stack, engine=docker_facts(), detect_host=lambda: detect_host(matrix_files), suggest=suggest,
         build_image=build_image, rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
     )
     for p in prepared.problems:
@@ -892,44 +748,59 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         else:
             sys.stdout.write(shlex.join(argv) + "\n")
         return
+    if prepared.plan.gpus is None and not a.rebuild and local_socket() is not None:
+        remember_run(prepared, proj, engine=docker_facts(), key=cache_key(list(map(str, matrix_files)), args, command),
+                     found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
     exec_docker(argv)
+
+
+def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,
+                     matrix_files: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Every file a run's plan was made from (see :mod:`envman.runcache`): the project file, the
+    ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
+    there would be found first), the registry, the user config, the requirements file, the matrix
+    files and their folder (a new file there), and the smoke report."""
+    from .paths import matrices_dir, user_matrix_paths
+    from .project import PROJECT_FILE, registry_path, user_config_path
+
+    deps = [project.file, registry_path(), user_config_path(), matrices_dir(),
+            *matrices_dir().glob("*.toml"), *user_matrix_paths(matrix_files)]
+    if found_from is not None:
+        root = project.file.parent.absolute()
+        for d in (found_from.absolute(), *found_from.absolute().parents):
+            if d == root:
+                break
+            deps.append(d / PROJECT_FILE)
+    if project.requirements_source:
+        deps.append(project.root / project.requirements_source)
+    if report is not None:
+        deps.append(report)
+    return [os.path.abspath(p) for p in deps]
+
+
+def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
+                 found_from: Path | None, matrix_files: Sequence[str | os.PathLike[str]]) -> None:
+    """Record a CPU run that passed its preflight, for :func:`envman.runcache.try_cached_run`."""
+    from dataclasses import replace
+
+    from .state import report_path, stable_ref
+
+    base_id = prepared.base_image_id
+    if base_id is None:
+        return
+    images = [(stable_ref(prepared.stack.name), base_id)]
+    if prepared.plan.image != images[0][0]:  # the project image
+        info = engine.inspect_image(prepared.plan.image)
+        if info is None:
+            return
+        images.append((prepared.plan.image, info["Id"]))
+    plan = replace(prepared.plan, tty=False, interactive=False)
+    record(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
+                                      matrix_files=matrix_files),
+           images=images, argv=docker_argv(plan), home=plan.home,
+           warnings=[p.message for p in prepared.problems if p.level == WARNING])
 
 
 def _err(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-
-
-def fast_main(argv: Sequence[str]) -> int | None:
-    """``envman [--matrix F | -m F]... run ...`` without the typer CLI (about 100 ms less start-up);
-    ``None`` for anything else, which the full CLI then handles. Same error contract as
-    ``envman.cli.main``: one line on stderr, exit 2 for bad input, 1 for a failed run."""
-    args = list(argv)
-    matrix: list[str] = []
-    while len(args) >= 2 and args[0] in ("--matrix", "-m"):
-        matrix.append(args[1])
-        args = args[2:]
-    if not args or args[0] != "run":
-        return None
-    args = args[1:]
-    command: list[str] = []
-    if "--" in args:
-        i = args.index("--")
-        args, command = args[:i], args[i + 1:]
-    try:
-        run_cli(args, command, matrix)
-    except EnvmanError as exc:
-        _err(f"envman: error: {exc.line()}")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        _err("envman: interrupted")
-        return 130
-    return 0
-
-
-if __name__ == "__main__":  # `python -m envman.runner [--matrix F]... run ...`: the typer-free path
-    _code = fast_main(sys.argv[1:])
-    if _code is None:
-        _err("envman.runner: only `[--matrix FILE]... run ...` is served here; use envman for the rest")
-        _code = 2
-    sys.exit(_code)

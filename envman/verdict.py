@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .matrix.model import Arch, DriverVersion
-from .resolve import Stack
+from .stack import Stack
 
 OK = "ok"
 JIT_ONLY = "jit_only"

@@ -1,13 +1,12 @@
 """The ``envman`` command line: a thin typer layer over the domain modules.
 
 One sub-app per noun, each in its own module, imported only when its command runs, so
-``envman --help`` stays fast. One error boundary (``main``): an ``EnvmanError`` becomes one line
-on stderr and its exit code; nothing else reaches the user as a traceback unless ENVMAN_DEBUG=1.
+``envman --help`` stays fast. The console script is :func:`envman.main.main`, which sends a plain
+``envman run`` past this module; errors go through its one boundary, :func:`envman.main.guarded`.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -15,7 +14,6 @@ from typing import Annotated, Optional
 import typer
 
 from .. import __version__
-from ..errors import EnvmanError
 
 app = typer.Typer(
     name="envman",
@@ -97,20 +95,7 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point and the CLI's one error boundary."""
-    try:
-        app(args=argv, prog_name="envman", standalone_mode=True)
-    except EnvmanError as exc:
-        typer.echo(f"envman: error: {exc.line()}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("envman: interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        if os.environ.get("ENVMAN_DEBUG"):
-            raise
-        typer.echo(
-            f"envman: internal error: {type(exc).__name__}: {exc} (rerun with ENVMAN_DEBUG=1 for the traceback and report it)",
-            err=True,
-        )
-        sys.exit(70)
+    """The typer CLI behind the one error boundary (:func:`envman.main.guarded`)."""
+    from ..main import guarded
+
+    sys.exit(guarded(lambda: app(args=argv, prog_name="envman", standalone_mode=True)))

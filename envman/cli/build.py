@@ -123,7 +123,8 @@ def smoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the smoke test (the GPU kernel check) in the stack's stable image."""
-    from ..build import stable_ref, smoke_image
+    from ..build import smoke_image
+    from ..state import stable_ref
     from ..engine import Engine
     from ..errors import UserError
     from ..resolve import resolve

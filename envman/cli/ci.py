@@ -159,7 +159,7 @@ def report(
     """Merge CI results into a support-matrix page (framework versions x CUDA versions) and a summary."""
     import json
 
-    from ..build import atomic_write
+    from ..state import atomic_write
     from ..report import load_results, markdown_summary, render_html
     from . import get_matrix
 

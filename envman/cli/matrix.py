@@ -24,7 +24,8 @@ def ls(
     from packaging.version import Version
 
     from ..errors import UserError
-    from ..resolve import ALIASES, version_matches
+    from ..resolve import version_matches
+    from ..stack import ALIASES
     from . import get_matrix
 
     m = get_matrix()

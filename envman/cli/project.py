@@ -52,7 +52,7 @@ def init(
     """Write envman.toml in the current directory and register the project."""
     import os
 
-    from ..build import atomic_write
+    from ..state import atomic_write
     from ..errors import UserError
     from ..project import (
         PROJECT_FILE, check_stack_name, init_text, load_project, load_user_config, parse_project, register, tomllib,
@@ -240,9 +240,9 @@ def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
 
 def _engine_or_error():
     from ..errors import EnvmanError
-    from ..runner import DockerCli
+    from ..runner import docker_facts
 
-    engine = DockerCli()
+    engine = docker_facts()
     try:
         engine.info()
         return engine, None
@@ -252,7 +252,7 @@ def _engine_or_error():
 
 def _rows(host, engine, what_if: bool):
     from ..project import load_user_config, read_registry
-    from ..runner import project_rows
+    from ..doctor import project_rows
 
     return project_rows(read_registry(), engine=engine, host=host, resolve_name=_resolver(), user=load_user_config(),
                         suggest_for=_suggest, what_if=what_if)
@@ -265,7 +265,7 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check the host (driver, GPUs, Docker, NVIDIA runtime) and every registered project on it. Exit 1 on a problem."""
-    from ..runner import doctor_report
+    from ..doctor import doctor_report
 
     real = _detect_host()
     asked = any(x is not None for x in (driver, gpu, sm))

@@ -39,7 +39,8 @@ def render(
     """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
     from ..errors import UserError
     from ..render import render_stack
-    from ..resolve import parse_name, resolve, resolve_row
+    from ..resolve import resolve, resolve_row
+    from ..stack import parse_name
     from . import get_matrix
 
     if bool(name) == bool(all_):
@@ -74,7 +75,7 @@ def render(
 
     assert name is not None
     if flavour:
-        from ..matrix.model import FLAVOURS
+        from ..stack import FLAVOURS
 
         if flavour not in FLAVOURS:
             raise UserError(f"unknown flavour {flavour!r}", where="--flavour", fix="use one of " + ", ".join(FLAVOURS))

@@ -6,7 +6,6 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -14,9 +13,9 @@ from typing import Any, Callable, Iterable
 from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixError
-from ..paths import matrices_dir
+from ..paths import MATRIX_ENV, matrices_dir, user_matrix_paths
+from ..stack import FLAVOURS
 from .model import (
-    FLAVOURS,
     FRAMEWORKS,
     IMAGE_STATUSES,
     STATUSES,
@@ -34,9 +33,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
-
-#: Environment variable with extra matrix files, separated by os.pathsep.
-MATRIX_ENV = "ENVMAN_MATRIX"
 
 KINDS = ("cuda", "os", "images", "framework", "gpus")
 
@@ -352,13 +348,6 @@ def parse_file(path: Path) -> tuple[str, Any]:
         "gpus": _parse_gpus,
     }[kind]
     return kind, parser(doc, file)
-
-
-def user_matrix_paths(extra: Iterable[str | Path] = ()) -> list[Path]:
-    """User files: ENVMAN_MATRIX (os.pathsep-separated) first, then --matrix options."""
-    paths = [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
-    paths += [Path(p) for p in extra]
-    return paths
 
 
 def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Matrix:

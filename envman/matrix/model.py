@@ -16,9 +16,6 @@ from packaging.version import Version
 #: never promoted to a hard rule: verdicts that rest on one say so in their reasons.
 STATUSES = ("confirmed", "partially confirmed", "unconfirmed")
 
-#: nvidia/cuda image flavours, smallest first.
-FLAVOURS = ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel")
-
 #: Docker Hub status of a base image tag.
 IMAGE_STATUSES = ("published", "deleted", "unknown")
 

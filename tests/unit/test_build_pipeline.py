@@ -143,13 +143,15 @@ def test_probe_without_json_is_a_failure(stack):
 
 
 def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
+    import envman.state as S
+
     p = tmp_path / "f.json"
-    B.atomic_write(p, "one")
+    S.atomic_write(p, "one")
 
     def crash(src, dst):
         raise KeyboardInterrupt  # killed between write and rename
 
-    monkeypatch.setattr(B.os, "replace", crash)
+    monkeypatch.setattr(S.os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
-        B.atomic_write(p, "two")
+        S.atomic_write(p, "two")
     assert p.read_text() == "one" and [x.name for x in tmp_path.iterdir()] == ["f.json"]

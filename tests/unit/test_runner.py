@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from envman.doctor import doctor_report, project_rows
 from envman.errors import EngineError
 from envman.host import HostFacts, from_nvml
 from envman.project import CliOverrides, GpuRequest, Mount, Port, UserConfig, load_project, merge_settings, register
 from envman.resolve import resolve
 from envman.runner import (
-    DockerCli, ImageState, PreflightError, RunPlan, cdi_devices, doctor_report, docker_argv, gpu_mechanism, preflight,
-    prepare_run, project_rows, resolve_stack, suggest_stack, terminal_flags,
+    DockerFacts, ImageState, PreflightError, RunPlan, cdi_devices, docker_argv, gpu_mechanism, preflight,
+    prepare_run, resolve_stack, suggest_stack, terminal_flags,
 )
 
 from .test_host import FakeNvml, recorded
@@ -253,7 +254,7 @@ def cli_runner(results):
 
 
 def test_docker_cli_inspect_and_info():
-    d = DockerCli(runner=cli_runner({
+    d = DockerFacts(runner=cli_runner({
         "image": (0, json.dumps({"Id": "sha256:abc"}) + "\n", ""),
         "info": (0, json.dumps({"ServerVersion": "27.3.1", "Runtimes": {"runc": {}, "nvidia": {}}, "CDISpecDirs": ["/etc/cdi"]}), ""),
     }))
@@ -263,9 +264,9 @@ def test_docker_cli_inspect_and_info():
 
 
 def test_docker_cli_missing_image_and_unreachable_engine():
-    d = DockerCli(runner=cli_runner({"image": (1, "", "Error response from daemon: No such image: envman/x:latest\n")}))
+    d = DockerFacts(runner=cli_runner({"image": (1, "", "Error response from daemon: No such image: envman/x:latest\n")}))
     assert d.inspect_image("envman/x:latest") is None
-    down = DockerCli(runner=cli_runner({
+    down = DockerFacts(runner=cli_runner({
         "image": (1, "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n"),
         "info": (1, json.dumps({"ServerErrors": ["Cannot connect to the Docker daemon"]}), ""),
     }))
@@ -425,7 +426,7 @@ def test_cli_run_dry_run_splits_at_double_dash(tmp_path, monkeypatch, capsys):
             return {"Id": "sha256:stable"} if ref.endswith(":latest") else None
 
     write_report("sha256:stable")
-    monkeypatch.setattr(runner, "DockerCli", lambda: AnyStable({}))
+    monkeypatch.setattr(runner, "docker_facts", lambda: AnyStable({}))
     proj = tmp_path / "p"
     proj.mkdir()
     (proj / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\n')

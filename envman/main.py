@@ -1,0 +1,94 @@
+"""The ``envman`` console script and the one error boundary of every command.
+
+``envman [--matrix F]... run ...`` goes straight to the run path: a run sits on the user's hot
+path (``envman run P -- python train.py`` many times a day), and the typer CLI costs about
+100 ms to start. First :func:`envman.runcache.try_cached_run` (the last identical run's plan,
+if nothing it was made from changed), else :func:`envman.runner.run_cli`. Everything else, ``envman --help`` (which lists ``run``) included,
+goes to the typer CLI in :mod:`envman.cli`. Both paths share :func:`guarded`: an
+``EnvmanError`` becomes one line on stderr and its exit code; anything else is reported in one
+line as an internal error unless ``ENVMAN_DEBUG=1`` asks for the traceback.
+
+This module imports nothing beyond the standard library's ``os`` and ``sys``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from typing import Callable, Sequence
+
+
+def run_argv(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
+    """``(matrix files, words after "run")`` when ``argv`` is a run, else ``None``.
+
+    Only the root option a run can take (``--matrix F``, ``-m F``, ``--matrix=F``) may stand
+    before ``run``; any other form is left to the full CLI, which handles ``run`` as well.
+    """
+    args = list(argv)
+    matrix: list[str] = []
+    while args:
+        if args[0] in ("--matrix", "-m") and len(args) >= 2:
+            matrix.append(args[1])
+            args = args[2:]
+        elif args[0].startswith("--matrix="):
+            matrix.append(args[0].split("=", 1)[1])
+            args = args[1:]
+        else:
+            break
+    if not args or args[0] != "run":
+        return None
+    return matrix, args[1:]
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def guarded(fn: Callable[[], int | None]) -> int:
+    """Run ``fn`` inside the CLI's error contract; its exit code (``None`` is 0)."""
+    from .errors import EnvmanError
+
+    try:
+        return fn() or 0
+    except EnvmanError as exc:
+        _err(f"envman: error: {exc.line()}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _err("envman: interrupted")
+        return 130
+    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        if os.environ.get("ENVMAN_DEBUG"):
+            raise
+        _err(f"envman: internal error: {type(exc).__name__}: {exc} "
+             "(rerun with ENVMAN_DEBUG=1 for the traceback and report it)")
+        return 70
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    split = run_argv(args)
+    if split is not None:
+        matrix, words = split
+        options, command = _split_command(words)
+        from .runcache import try_cached_run
+
+        try_cached_run(matrix, options, command)  # execs docker when the last identical run's plan holds
+        from .runner import run_cli
+
+        sys.exit(guarded(lambda: run_cli(options, command, matrix)))
+    from .cli import main as cli_main
+
+    cli_main(args)
+
+
+def _split_command(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The words of ``envman run`` before ``--`` (options) and after it (the command)."""
+    words = list(words)
+    if "--" in words:
+        i = words.index("--")
+        return words[:i], words[i + 1:]
+    return words, []

@@ -1,0 +1,291 @@
+"""The fast path of ``envman run``: a run plan reused while nothing it was made from has changed.
+
+A run's ``docker run`` command line is a pure function of what the full path
+(:func:`envman.runner.run_cli`) reads: its own command line and matrix options, the current
+directory, the uid and gid, envman's and Docker's environment variables, the host's RAM, the
+files it consulted (the project file, and that no nearer ``envman.toml`` exists, the project
+registry, the user config, a requirements file, the matrix files, the smoke report, envman's
+own code) and the engine's image ids. After a successful CPU-run preflight the full path records
+the plan together with each file's size and mtime and each image's id (:func:`record`). The next
+identical ``envman run`` (:func:`try_cached_run`) stats those files and asks the engine for those
+image ids on its Unix socket; if every one is unchanged it execs the same ``docker run`` without
+loading the CLI, the matrix or the TOML parser (about 15 ms instead of 50–100 ms). Any
+difference, error or doubt is a miss, and the full path runs with all its checks.
+
+Never cached: runs that request GPUs (the driver and the GPUs are read on every run),
+``--dry-run``, ``--rebuild``, ``--help``, engines reached other than through the local socket.
+``ENVMAN_RUN_CACHE=0`` turns the cache off. The cache file is private to the user (mode 0600):
+it holds the command lines, including ``-e NAME=VALUE`` values.
+
+Standard library only, and only ``os``, ``sys`` and ``json`` at import: this module is on the
+hot path of every run. It also holds the pieces of a run the full path shares with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
+
+from . import __version__
+
+CACHE_FORMAT = 1
+MAX_ENTRIES = 32
+DEFAULT_SOCKET = "/var/run/docker.sock"
+#: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
+ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
+#: Words of ``envman run`` that always take the full path.
+UNCACHED_WORDS = ("--dry-run", "--rebuild", "--help", "-h", "--json")
+#: envman's modules that decide a plan: an edited (editable) install is a miss.
+CODE_FILES = ("runcache.py", "runner.py", "project.py", "stack.py", "state.py", "paths.py", "main.py")
+
+# --------------------------------------------------------------------------- the local engine
+
+
+def local_socket(environ: Mapping[str, str] | None = None) -> str | None:
+    """The engine's Unix socket when the ``docker`` CLI would talk to it: ``DOCKER_HOST`` unset or
+    ``unix://``, and no Docker context other than ``default`` (``DOCKER_CONTEXT`` or the config's
+    ``currentContext``). ``None`` otherwise: then only the CLI knows where the engine is."""
+    env = os.environ if environ is None else environ
+    host = env.get("DOCKER_HOST")
+    if host:
+        return host[len("unix://"):] if host.startswith("unix://") else None
+    context = env.get("DOCKER_CONTEXT")
+    if context is None:
+        config_dir = env.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
+        try:
+            with open(os.path.join(config_dir, "config.json")) as fh:
+                context = json.load(fh).get("currentContext")
+        except (OSError, ValueError, AttributeError):
+            context = None
+    return DEFAULT_SOCKET if context in (None, "", "default") else None
+
+
+class NoAnswer(Exception):
+    """The socket gave no usable answer (no socket, refused, not the Engine API's reply)."""
+
+
+def api_get(socket_path: str | None, path: str, timeout: float = 60) -> tuple[int, Any]:
+    """``GET path`` on the engine's Unix socket: (HTTP status, decoded JSON body or ``None``)."""
+    import socket
+
+    if not socket_path:
+        raise NoAnswer()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(socket_path)
+        # HTTP/1.0: the engine answers with a plain body and closes the connection.
+        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: envman\r\n\r\n".encode())
+        chunks = []
+        while True:
+            data = sock.recv(1 << 16)
+            if not data:
+                break
+            chunks.append(data)
+        head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+        status_line = head.split(b"\r\n", 1)[0].split()
+        if not sep or len(status_line) < 2 or not status_line[0].startswith(b"HTTP/"):
+            raise NoAnswer()
+        return int(status_line[1]), (json.loads(body) if body.strip() else None)
+    except (OSError, ValueError) as exc:
+        raise NoAnswer() from exc
+    finally:
+        sock.close()
+
+
+_REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
+
+
+def image_path(ref: str) -> str:
+    """The Engine API path of ``docker image inspect REF`` (refs need no escaping: checked)."""
+    if not ref or not set(ref) <= _REF_CHARS:
+        raise NoAnswer()
+    return f"/images/{ref}/json"
+
+
+# --------------------------------------------------------------------------- terminal and exec
+
+
+def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
+    """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
+    a terminal, a pipe or a file (not /dev/null or closed)."""
+    import stat
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+
+    def isatty(f: Any) -> bool:
+        try:
+            return f is not None and f.isatty()
+        except (ValueError, AttributeError):
+            return False
+
+    tty = isatty(stdin) and isatty(stdout)
+    interactive = isatty(stdin)
+    if not interactive:
+        try:
+            mode = os.fstat(stdin.fileno()).st_mode
+            interactive = stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+        except (OSError, ValueError, AttributeError):
+            interactive = False
+    return tty, interactive
+
+
+def with_terminal(argv: Sequence[str], tty: bool, interactive: bool) -> list[str]:
+    """``docker run`` argv with ``--interactive`` / ``--tty`` right after ``run``."""
+    return [*argv[:2], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[2:]]
+
+
+def which(name: str) -> str | None:
+    """``shutil.which`` for a POSIX command name, without importing shutil (hot path)."""
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
+    for d in os.get_exec_path():
+        p = os.path.join(d or os.curdir, name)
+        if os.access(p, os.X_OK) and not os.path.isdir(p):
+            return p
+    return None
+
+
+def exec_docker(argv: Sequence[str]) -> None:  # pragma: no cover - replaces the process
+    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's."""
+    from .errors import EngineError
+
+    exe = which(argv[0])
+    if exe is None:
+        raise EngineError("the docker CLI is not installed (envman run hands the terminal to it)",
+                          fix="install docker-ce-cli (or your distribution's docker.io / docker-cli package)")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(exe, list(argv))
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("ENVMAN_RUN_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_file(environ: Mapping[str, str] | None = None) -> str:
+    """``ENVMAN_CACHE_DIR``, else ``$ENVMAN_STATE_DIR/cache``, else the user's cache directory
+    (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS), ``/envman/runs.json``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVMAN_CACHE_DIR"):
+        base = env["ENVMAN_CACHE_DIR"]
+    elif env.get("ENVMAN_STATE_DIR"):
+        base = os.path.join(env["ENVMAN_STATE_DIR"], "cache")
+    elif sys.platform == "darwin":
+        base = os.path.join(os.path.expanduser("~/Library/Caches"), "envman")
+    else:
+        base = os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")
+    return os.path.join(base, "runs.json")
+
+
+def cache_key(matrix: Sequence[str], args: Sequence[str], command: Sequence[str],
+              environ: Mapping[str, str] | None = None) -> str:
+    """Everything besides files and images that a plan depends on, as one string."""
+    env = os.environ if environ is None else environ
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        ram = 0
+    picked = {k: v for k, v in env.items() if k in ENV_KEYS or k.startswith(("ENVMAN_", "XDG_"))}
+    return json.dumps([CACHE_FORMAT, __version__, list(matrix), list(args), list(command), os.getcwd(),
+                       os.getuid(), os.getgid(), ram, local_socket(env), sorted(picked.items())])
+
+
+def signature(path: str) -> list[int] | None:
+    """What a dependency looked like: [size, mtime_ns], or ``None`` when it did not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def code_files() -> list[str]:
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, f) for f in CODE_FILES]
+
+
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("runs"), dict):
+        return {}
+    return data
+
+
+def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The recorded plan for ``key`` if every file it depends on and every image it names is as
+    recorded, else ``None``."""
+    entry = _load(cache_file(environ))["runs"].get(key) if enabled(environ) else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        for path, sig in entry["deps"]:
+            if signature(path) != sig:
+                return None
+        sock = local_socket(environ)
+        for ref, image_id in entry["images"]:
+            status, body = api_get(sock, image_path(ref))
+            if status != 200 or not isinstance(body, dict) or body.get("Id") != image_id:
+                return None
+        if not isinstance(entry["argv"], list) or not all(isinstance(a, str) for a in entry["argv"]):
+            return None
+    except (NoAnswer, KeyError, TypeError, ValueError):
+        return None
+    return entry
+
+
+def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence[str]) -> None:
+    """Exec the recorded ``docker run`` when the plan is still valid; return on a miss."""
+    if any(w in UNCACHED_WORDS for w in args) or not enabled():
+        return
+    try:
+        entry = lookup(cache_key(matrix, args, command))
+        if entry is None:
+            return
+        os.makedirs(entry["home"], mode=0o700, exist_ok=True)
+        argv = with_terminal(entry["argv"], *terminal_flags())
+        if which(argv[0]) is None:
+            return  # the full path says what is missing
+    except Exception:  # a cache never breaks a run: the full path decides
+        return
+    for line in entry.get("warnings", []):
+        sys.stderr.write(f"envman: warning: {line}\n")
+    exec_docker(argv)
+
+
+def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
+           home: str, warnings: Sequence[str] = ()) -> None:
+    """Keep the plan of a run that passed its preflight (called by the full path before exec).
+    The file signatures are taken now, so a change during this run is a miss next time."""
+    if not enabled():
+        return
+    from .state import atomic_write
+
+    path = cache_file()
+    data = _load(path) or {"format": CACHE_FORMAT, "runs": {}}
+    runs = data["runs"]
+    runs.pop(key, None)
+    all_deps = sorted(set(deps) | set(code_files()))
+    runs[key] = {"deps": [[p, signature(p)] for p in all_deps], "images": [list(i) for i in images],
+                 "argv": list(argv), "home": home, "warnings": list(warnings)}
+    while len(runs) > MAX_ENTRIES:
+        runs.pop(next(iter(runs)))
+    try:
+        from pathlib import Path
+
+        atomic_write(Path(path), json.dumps(data))
+    except OSError:
+        pass  # a cache that cannot be written only costs time

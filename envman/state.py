@@ -1,0 +1,85 @@
+"""envman's names and files: image tags, and the state directory's reports, logs and locks.
+
+Light on purpose (standard library only, nothing imported that a command does not use): the
+hot path of ``envman run`` reads a stack's stable tag and its smoke report from here without
+loading the build pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .paths import state_dir
+
+REPO_PREFIX = "envman/"
+STABLE_TAG = "latest"
+
+
+def repository(stack_name: str) -> str:
+    """``envman/<stack>``: the repository of a stack's images."""
+    return REPO_PREFIX + stack_name.lower()
+
+
+def candidate_ref(stack_name: str, render_hash: str) -> str:
+    """The content-addressed candidate tag of a build."""
+    return f"{repository(stack_name)}:{render_hash[:16]}"
+
+
+def stable_ref(stack_name: str) -> str:
+    """The tag that moves only when a smoke test allows it."""
+    return f"{repository(stack_name)}:{STABLE_TAG}"
+
+
+# --- state files (atomic writes) ---------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write ``path`` so that a reader (or a crash) never sees it half-written."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a file name: anything but letters, digits and ``._-`` becomes ``_``."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def logs_dir() -> Path:
+    return state_dir() / "logs"
+
+
+def reports_dir() -> Path:
+    return state_dir() / "reports"
+
+
+def locks_dir() -> Path:
+    return state_dir() / "locks"
+
+
+def report_path(image_id: str) -> Path:
+    return reports_dir() / f"{safe_name(image_id.replace('sha256:', ''))}.json"
+
+
+def load_report(image_id: str) -> dict | None:
+    """The smoke report kept for an image id, or ``None``."""
+    try:
+        return json.loads(report_path(image_id).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,247 @@
+"""The run-plan cache: a repeated ``envman run`` execs the recorded ``docker run`` only while every
+file and image it was made from is unchanged; anything else takes the full path with its checks.
+
+The engine is a real Unix-socket server speaking the Engine API's HTTP (no daemon needed); the
+final exec is replaced by an exception that carries the argv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socketserver
+import threading
+from pathlib import Path
+
+import pytest
+
+import envman.runcache as runcache
+import envman.runner as runner
+from envman.main import main
+from envman.matrix.load import load_matrix
+from envman.resolve import resolve
+
+from .test_host import FakeNvml, recorded
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+MATRIX = [a for f in sorted(DATA.glob("mini*.toml")) for a in ("--matrix", str(f))]
+
+
+class Exec(BaseException):
+    """Raised instead of exec'ing docker (a BaseException: no error boundary catches it)."""
+
+    def __init__(self, argv, path):
+        super().__init__(path)
+        self.argv, self.path = list(argv), path
+
+
+class EngineAPI(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """``GET /images/REF/json`` and ``GET /info`` over a Unix socket, HTTP/1.0 like the engine."""
+
+    daemon_threads = True
+
+    def __init__(self, path: str) -> None:
+        self.images: dict[str, str] = {}
+        self.info: dict = {"ServerVersion": "27.3.1", "Runtimes": {"runc": {}}}
+        self.requests: list[str] = []
+        super().__init__(path, _Handler)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline().decode()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        path = line.split()[1]
+        srv: EngineAPI = self.server  # type: ignore[assignment]
+        srv.requests.append(path)
+        if path == "/info":
+            status, body = 200, srv.info
+        elif path.startswith("/images/") and path.endswith("/json") and path[8:-5] in srv.images:
+            status, body = 200, {"Id": srv.images[path[8:-5]], "RepoTags": [path[8:-5]]}
+        else:
+            status, body = 404, {"message": "No such image"}
+        data = json.dumps(body).encode()
+        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    path = str(tmp_path / "docker.sock")
+    srv = EngineAPI(path)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch, engine):
+    """A registered CPU project on a promoted stack with a passing smoke report, a fake docker
+    CLI on PATH, and exec replaced by :class:`Exec`."""
+    from envman.build import SmokeReport, save_report
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("ENVMAN_RUN_CACHE", raising=False)
+    monkeypatch.delenv("ENVMAN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("ENVMAN_MATRIX", raising=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(runcache, "exec_docker", lambda argv: (_ for _ in ()).throw(Exec(argv, "cached")))
+    monkeypatch.setattr(runner, "exec_docker", lambda argv: (_ for _ in ()).throw(Exec(argv, "full")))
+
+    stack = resolve(load_matrix([f for f in MATRIX if f != "--matrix"]), "torch-2.4-cpu")
+    engine.images[f"envman/{stack.name}:latest"] = "sha256:stable"
+    save_report(SmokeReport(stack=stack.name, image="i", image_id="sha256:stable", overall="pass", reason="",
+                            gpus_requested=False, probe=None, exit_code=0, stderr_tail=""))
+    root = tmp_path / "proj"
+    (root / "sub").mkdir(parents=True)
+    (root / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\n')
+    monkeypatch.chdir(root / "sub")
+    return {"root": root, "stack": stack, "tmp": tmp_path}
+
+
+def envman_run(*words):
+    """One ``envman run``: ("cached" | "full", argv), or the exit code when it did not exec."""
+    try:
+        main([*MATRIX, "run", *words])
+    except Exec as e:
+        return e.path, e.argv
+    except SystemExit as e:
+        return e.code
+    raise AssertionError("envman run returned without exec or exit")
+
+
+def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world, engine):
+    first = envman_run("--no-gpu", "--", "python", "train.py")
+    assert first[0] == "full"
+    assert Path(runcache.cache_file()).is_file()
+    engine.requests.clear()
+    second = envman_run("--no-gpu", "--", "python", "train.py")
+    assert second == ("cached", first[1])
+    # the cached run still asks the engine whether the promoted image is the one recorded
+    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json"]
+    assert oct(os.stat(runcache.cache_file()).st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.parametrize("change", [
+    "project file edited",
+    "nearer envman.toml",
+    "user config written",
+    "image re-promoted",
+    "smoke report rewritten",
+    "other command",
+    "other option",
+    "cache turned off",
+    "registry changed",
+])
+def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
+    from envman.build import SmokeReport, save_report
+
+    assert envman_run("--no-gpu", "--", "true")[0] == "full"
+    assert envman_run("--no-gpu", "--", "true")[0] == "cached"
+    words = ["--no-gpu", "--", "true"]
+    if change == "project file edited":
+        (world["root"] / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\nshm_size = "1g"\n')
+    elif change == "nearer envman.toml":
+        (world["root"] / "sub" / "envman.toml").write_text('name = "q"\nstack = "torch-2.4-cpu"\n')
+    elif change == "user config written":
+        (world["tmp"] / "config").mkdir(exist_ok=True)
+        (world["tmp"] / "config" / "config.toml").write_text('[run]\nshm_size = "2g"\n')
+    elif change == "image re-promoted":
+        engine.images[f"envman/{world['stack'].name}:latest"] = "sha256:other"
+    elif change == "smoke report rewritten":
+        save_report(SmokeReport(stack=world["stack"].name, image="i", image_id="sha256:stable", overall="fail",
+                                reason="broken", gpus_requested=False, probe=None, exit_code=1, stderr_tail=""))
+    elif change == "other command":
+        words = ["--no-gpu", "--", "false"]
+    elif change == "other option":
+        words = ["--no-gpu", "--shm-size", "1g", "--", "true"]
+    elif change == "cache turned off":
+        monkeypatch.setenv("ENVMAN_RUN_CACHE", "0")
+    elif change == "registry changed":
+        from envman.project import load_project, register
+
+        register(load_project(world["root"]))
+    result = envman_run(*words)
+    assert not (isinstance(result, tuple) and result[0] == "cached"), result
+    if change in ("image re-promoted", "smoke report rewritten"):
+        assert result == 1  # and the full path's preflight refuses the run, as it must
+    else:
+        assert result[0] == "full"
+
+
+def test_what_the_full_path_refuses_is_never_served(world, engine):
+    assert envman_run("--no-gpu", "--", "true")[0] == "full"
+    (world["root"] / "envman.toml").write_text('name = "p"\nstack = 3\n')
+    assert envman_run("--no-gpu", "--", "true") == 2
+    assert envman_run("--no-gpu", "--", "true") == 2
+
+
+def test_dry_runs_and_gpu_runs_are_never_cached(world, engine, monkeypatch, capsys):
+    from envman.host import from_nvml
+
+    assert envman_run("--no-gpu", "--dry-run", "--", "true") == 0
+    assert not Path(runcache.cache_file()).exists()
+    # a GPU run on a host with a GPU and an engine with the NVIDIA runtime: executed, not recorded
+    stack = resolve(load_matrix([f for f in MATRIX if f != "--matrix"]), "torch-2.4-cuda12.4")
+    engine.images[f"envman/{stack.name}:latest"] = "sha256:stable"
+    engine.info["Runtimes"] = {"runc": {}, "nvidia": {}}
+    (world["root"] / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cuda12.4"\n')
+    monkeypatch.setattr(runner, "detect_host", lambda matrix_files=(): from_nvml(FakeNvml(recorded("h100-570")["nvml"])))
+    for _ in range(2):
+        result = envman_run("--", "nvidia-smi")
+        assert result[0] == "full" and "--gpus" in result[1], result
+    assert not Path(runcache.cache_file()).exists()
+
+
+def test_a_corrupt_cache_is_a_miss_and_is_replaced(world):
+    path = Path(runcache.cache_file())
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    assert envman_run("--no-gpu", "--", "true")[0] == "full"
+    assert envman_run("--no-gpu", "--", "true")[0] == "cached"
+
+
+def test_terminal_flags_go_where_the_full_path_puts_them():
+    argv = ["docker", "run", "--rm", "img", "true"]
+    assert runcache.with_terminal(argv, True, True) == ["docker", "run", "--interactive", "--tty", "--rm", "img", "true"]
+    assert runcache.with_terminal(argv, False, True) == ["docker", "run", "--interactive", "--rm", "img", "true"]
+    assert runcache.with_terminal(argv, False, False) == argv
+
+
+def test_local_socket_follows_docker_host_and_contexts(tmp_path):
+    assert runcache.local_socket({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
+    assert runcache.local_socket({"DOCKER_HOST": "tcp://10.0.0.5:2376"}) is None
+    assert runcache.local_socket({"DOCKER_CONTEXT": "remote", "DOCKER_CONFIG": str(tmp_path)}) is None
+    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == runcache.DEFAULT_SOCKET
+    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "rootless"}))
+    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) is None
+    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "default"}))
+    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == runcache.DEFAULT_SOCKET
+
+
+def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):
+    import subprocess
+
+    from envman.runner import DockerFacts
+
+    engine.images["envman/x:latest"] = "sha256:abc"
+    calls = []
+
+    def cli(args):
+        calls.append(args)
+        return subprocess.CompletedProcess(["docker", *args], 1, "", "Error: No such image: y\n")
+
+    facts = DockerFacts(runner=cli, socket=engine.server_address)
+    assert facts.inspect_image("envman/x:latest")["Id"] == "sha256:abc"
+    assert facts.inspect_image("envman/missing:latest") is None
+    assert facts.info()["server_version"] == "27.3.1"
+    assert calls == []  # all three answered on the socket
+    gone = DockerFacts(runner=cli, socket=str(engine.server_address) + ".gone")
+    assert gone.inspect_image("envman/y:latest") is None and calls  # no socket: the CLI answered
