@@ -310,12 +310,14 @@ def list_envman_images(engine) -> list[ImageRow]:
     return rows
 
 
-def prune(engine, *, dry_run: bool = False, keep: Iterable[str] = ()) -> list[ImageRow]:
-    """Remove envman images that no stable tag or registered project references."""
-    keep = set(keep)
+def prune(engine, *, dry_run: bool = False, keep: Iterable[str] = (), keep_projects: Iterable[str] = ()) -> list[ImageRow]:
+    """Remove envman images that nothing uses: every image but the stable ones, those tagged in
+    ``keep`` (the project images registered projects run on) and the project images of the
+    projects named in ``keep_projects``."""
+    keep, keep_projects = set(keep), set(keep_projects)
     removed = []
     for row in list_envman_images(engine):
-        if row.stable or row.project or any(t in keep for t in row.tags):
+        if row.stable or any(t in keep for t in row.tags) or (row.project and row.project in keep_projects):
             continue
         if not dry_run:
             for t in row.tags or (row.image_id,):

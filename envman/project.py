@@ -818,6 +818,40 @@ def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[st
     }
 
 
+def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,
+                          user: UserConfig | None = None) -> tuple[set[str], set[str]]:
+    """What ``envman prune`` must keep for the registered projects: (the refs of the project images
+    they run on now, the names of projects whose image cannot be worked out).
+
+    A project's image is the one its current file, stack and promoted stack image give; older ones
+    (other requirements, a re-promoted stack) are no longer used. A project whose file does not
+    load, whose stack does not resolve or whose stack image is missing keeps every image it has:
+    the user may be halfway through a fix.
+    """
+    from .errors import EnvmanError
+    from .state import stable_ref
+
+    refs: set[str] = set()
+    unsure: set[str] = set()
+    user = user if user is not None else load_user_config()
+    for name, root in (read_registry() if registry is None else registry).items():
+        try:
+            project = load_project(root)
+            settings = merge_settings(project, user, CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+            stack = resolve_name(settings.stack)
+        except EnvmanError:
+            unsure.add(name)
+            continue
+        if not project.needs_image:
+            continue
+        base = engine.inspect_image(stable_ref(stack.name))
+        if base is None:
+            unsure.add(name)
+            continue
+        refs.add(project_image_ref(project, stack.name, base["Id"]))
+    return refs, unsure
+
+
 def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
                         on_event: Callable[[Any], None] | None = None, nocache: bool = False) -> str:
     """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref."""

@@ -173,12 +173,16 @@ def prune(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove envman images that no stable tag or project references (nothing else is touched)."""
+    """Remove envman images that no stable tag or registered project uses (nothing else is touched)."""
     from ..build import prune as _prune
     from ..engine import Engine
+    from ..project import project_images_in_use
+    from ..runner import stack_resolver
+    from . import STATE
 
     with Engine.connect() as engine:
-        removed = _prune(engine, dry_run=dry_run)
+        refs, unsure = project_images_in_use(engine, stack_resolver(STATE.matrix_files))
+        removed = _prune(engine, dry_run=dry_run, keep=refs, keep_projects=unsure)
     if as_json:
         emit_json([{"stack": r.stack, "tags": list(r.tags), "image_id": r.image_id, "size": r.size} for r in removed])
         return

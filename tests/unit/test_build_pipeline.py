@@ -155,3 +155,62 @@ def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         S.atomic_write(p, "two")
     assert p.read_text() == "one" and [x.name for x in tmp_path.iterdir()] == ["f.json"]
+
+
+class ImageStore:
+    """Images by tag with labels, as list_images / inspect_image / remove_image see them."""
+
+    def __init__(self):
+        self.tags = {}  # tag -> (id, labels)
+        self.removed = []
+
+    def add(self, tag, image_id, **labels):
+        self.tags[tag] = (image_id, {"envman.managed": "true", **labels})
+
+    def inspect_image(self, ref):
+        return {"Id": self.tags[ref][0]} if ref in self.tags else None
+
+    def list_images(self, label_filter):
+        from envman.engine import ImageInfo
+
+        by_id = {}
+        for tag, (image_id, labels) in self.tags.items():
+            by_id.setdefault(image_id, (labels, []))[1].append(tag)
+        return [ImageInfo(i, tuple(t), labels, 1000, 0) for i, (labels, t) in by_id.items()]
+
+    def remove_image(self, ref, force=False):
+        self.removed.append(ref)
+        del self.tags[ref]
+        return True
+
+
+def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path, monkeypatch, mini):
+    from envman.project import load_project, project_image_ref, project_images_in_use, register
+    from envman.resolve import resolve
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    stack = resolve(mini, "torch-2.4-cuda12")
+    store = ImageStore()
+    store.add(f"envman/{stack.name}:latest", "sha256:stable", **{"envman.name": stack.name})
+    store.add(f"envman/{stack.name}:old0candidate", "sha256:old", **{"envman.name": stack.name})
+    roots = {}
+    for name, extra in (("live", 'requirements = ["einops"]\n'), ("plain", ""), ("broken", "")):
+        roots[name] = tmp_path / name
+        roots[name].mkdir()
+        (roots[name] / "envman.toml").write_text(f'name = "{name}"\nstack = "torch-2.4-cuda12"\n{extra}')
+        register(load_project(roots[name]))
+    current = project_image_ref(load_project(roots["live"]), stack.name, "sha256:stable")
+    labels = lambda p: {"envman.project": p, "envman.role": "project", "envman.name": stack.name}  # noqa: E731
+    store.add(current, "sha256:live-now", **labels("live"))
+    store.add("envman/project-live:0ldrequirement5", "sha256:live-before", **labels("live"))
+    store.add("envman/project-gone:0123456789abcdef", "sha256:gone", **labels("gone"))  # no longer registered
+    store.add("envman/project-broken:0123456789abcdef", "sha256:broken", **labels("broken"))
+    (roots["broken"] / "envman.toml").write_text('name = "broken"\nstack = 3\n')  # halfway through an edit
+
+    refs, unsure = project_images_in_use(store, lambda n: resolve(mini, n))
+    assert refs == {current} and unsure == {"broken"}
+    would = B.prune(store, dry_run=True, keep=refs, keep_projects=unsure)
+    assert store.removed == []
+    gone = B.prune(store, keep=refs, keep_projects=unsure)
+    assert {r.image_id for r in gone} == {r.image_id for r in would} == {"sha256:old", "sha256:live-before", "sha256:gone"}
+    assert set(store.tags) == {f"envman/{stack.name}:latest", current, "envman/project-broken:0123456789abcdef"}
