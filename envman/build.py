@@ -263,10 +263,18 @@ def build_smoke_promote(
     require_gpu: bool = False,
     accept_cpu_only: bool = False,
     on_event=None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> PipelineResult:
+    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
+    when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
+    starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
+    phase = on_phase or (lambda _p: None)
+    phase("build")
     b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event)
+    phase("cached" if b.cached else "built")
     report = load_report(b.image_id) if b.cached else None
     if report is None or report.get("overall") == FAIL or (require_gpu and report.get("overall") != PASS):
+        phase("smoke")
         rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
     else:
         rep = SmokeReport(**{k: v for k, v in report.items() if k in SmokeReport.__dataclass_fields__})

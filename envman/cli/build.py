@@ -61,24 +61,26 @@ def build(
         python_mirror=python_mirror,
     )
     Engine.connect().close()  # fail fast, one line, before any work
+    from .progress import BuildProgress
+
     err = console(stderr=True)
-    results: dict[str, object] = {}
+    progress = BuildProgress([s.name for s in stacks], err, live=err.is_terminal, quiet=as_json)
 
     def one(stack):
-        def on_event(ev):
-            if ev.kind == "step" and not as_json:
-                err.print(f"[dim]{stack.name}[/dim] step {ev.step}: {ev.text[:100]}", markup=True, highlight=False)
-
         with Engine.connect() as engine:
             try:
-                return stack, build_smoke_promote(
+                res = build_smoke_promote(
                     engine, stack, options, nocache=no_cache, pull=pull, require_gpu=require_gpu,
-                    accept_cpu_only=accept_cpu_only, on_event=on_event,
-                ), None
+                    accept_cpu_only=accept_cpu_only, on_event=lambda ev: progress.event(stack.name, ev),
+                    on_phase=lambda ph: progress.phase(stack.name, ph),
+                )
+                progress.phase(stack.name, "failed" if res.smoke.overall == FAIL else "done")
+                return stack, res, None
             except EnvmanError as exc:
+                progress.phase(stack.name, "failed")
                 return stack, None, exc
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with progress, ThreadPoolExecutor(max_workers=jobs) as pool:
         outcomes = list(pool.map(one, stacks))
     failed = 0
     rows = []

@@ -1,0 +1,91 @@
+"""``envman build`` progress: a live table on a terminal, plain lines in logs, nothing with --json."""
+
+import io
+import threading
+
+from rich.console import Console
+
+from envman.cli.progress import BuildProgress
+from envman.engine import BuildEvent
+
+
+def step(n, text):
+    return BuildEvent("step", f"Step {n} : {text}", step=n)
+
+
+def test_live_view_shows_each_stack_phase_step_and_instruction():
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=True, width=120, color_system=None)
+    p = BuildProgress(["torch-2.4-cuda12", "tf-2.15-cuda12"], con, live=True)
+    p.phase("torch-2.4-cuda12", "build")
+    p.event("torch-2.4-cuda12", step("5/21", "RUN pip install torch==2.4.1"))
+    p.event("torch-2.4-cuda12", BuildEvent("log", "Collecting torch==2.4.1"))
+    p.phase("tf-2.15-cuda12", "cached")
+    con.print(p)
+    text = out.getvalue()
+    lines = {ln.split()[1]: ln for ln in text.splitlines() if ln.strip()}
+    assert "building" in lines["torch-2.4-cuda12"] and "5/21" in lines["torch-2.4-cuda12"]
+    assert "RUN pip install torch==2.4.1" in lines["torch-2.4-cuda12"]
+    assert "Step 5/21 :" not in text and "Collecting" not in text  # log lines go to the log file only
+    assert "cached" in lines["tf-2.15-cuda12"]
+    p.phase("tf-2.15-cuda12", "smoke")
+    p.phase("tf-2.15-cuda12", "done")
+    p.phase("torch-2.4-cuda12", "failed")
+    out.seek(0)
+    out.truncate()
+    con.print(p)
+    lines = {ln.split()[1]: ln for ln in out.getvalue().splitlines() if ln.strip()}
+    assert lines["tf-2.15-cuda12"].startswith("✓") and "done" in lines["tf-2.15-cuda12"]
+    # a failed build keeps the step it failed on
+    assert lines["torch-2.4-cuda12"].startswith("✗") and "failed" in lines["torch-2.4-cuda12"]
+    assert "5/21" in lines["torch-2.4-cuda12"] and "RUN pip install" in lines["torch-2.4-cuda12"]
+
+
+def test_live_context_draws_and_leaves_the_final_table():
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=True, width=100, color_system=None)
+    with BuildProgress(["a-1"], con, live=True) as p:
+        p.phase("a-1", "build")
+        p.event("a-1", step("1/3", "FROM nvidia/cuda:12.4.1-base-ubuntu22.04"))
+        p.phase("a-1", "done")
+    assert "✓" in out.getvalue() and "a-1" in out.getvalue()
+
+
+def test_plain_lines_off_a_terminal_and_silence_with_json():
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=False, width=200)
+    p = BuildProgress(["a-1"], con, live=False)
+    p.phase("a-1", "build")
+    p.event("a-1", step("2/3", "RUN apt-get install -y python3.11"))
+    p.event("a-1", BuildEvent("log", "Reading package lists..."))
+    p.phase("a-1", "smoke")
+    assert out.getvalue().splitlines() == ["a-1 step 2/3: RUN apt-get install -y python3.11", "a-1 smoke test"]
+    quiet = io.StringIO()
+    q = BuildProgress(["a-1"], Console(file=quiet, force_terminal=True), live=True, quiet=True)
+    with q:
+        q.phase("a-1", "build")
+        q.event("a-1", step("2/3", "RUN x"))
+    assert quiet.getvalue() == ""
+
+
+def test_events_from_many_threads_while_drawing():
+    con = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    names = [f"s-{i}" for i in range(8)]
+    p = BuildProgress(names, con, live=True)
+
+    def feed(name):
+        p.phase(name, "build")
+        for k in range(200):
+            p.event(name, step(f"{k}/200", f"RUN step {k}"))
+        p.phase(name, "done")
+
+    threads = [threading.Thread(target=feed, args=(n,)) for n in names]
+    with p:
+        for t in threads:
+            t.start()
+        for _ in range(50):
+            con.print(p)
+        for t in threads:
+            t.join()
+    con.print(p)
+    assert all(r.phase == "done" and r.lines == 200 for r in p._rows.values())
