@@ -3,10 +3,12 @@
 ``envman [--matrix F]... run ...`` goes straight to the run path: a run sits on the user's hot
 path (``envman run P -- python train.py`` many times a day), and the typer CLI costs about
 100 ms to start. First :func:`envman.runcache.try_cached_run` (the last identical run's plan,
-if nothing it was made from changed), else :func:`envman.runner.run_cli`. Everything else, ``envman --help`` (which lists ``run``) included,
-goes to the typer CLI in :mod:`envman.cli`. Both paths share :func:`guarded`: an
-``EnvmanError`` becomes one line on stderr and its exit code; anything else is reported in one
-line as an internal error unless ``ENVMAN_DEBUG=1`` asks for the traceback.
+if nothing it was made from changed), else :func:`envman.runner.run_cli`. Likewise an
+``envman build`` that the last identical one recorded as a no-op prints that result
+(:func:`envman.runcache.try_cached_build`). Everything else, ``envman --help`` (which lists
+``run``) included, goes to the typer CLI in :mod:`envman.cli`. Both paths share
+:func:`guarded`: an ``EnvmanError`` becomes one line on stderr and its exit code; anything else
+is reported in one line as an internal error unless ``ENVMAN_DEBUG=1`` asks for the traceback.
 
 This module imports nothing beyond the standard library's ``os`` and ``sys``.
 """
@@ -15,16 +17,18 @@ from __future__ import annotations
 
 import os
 import sys
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
     from typing import Callable, Sequence
 
 
-def run_argv(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
-    """``(matrix files, words after "run")`` when ``argv`` is a run, else ``None``.
+def run_argv(argv: Sequence[str], command: str = "run") -> tuple[list[str], list[str]] | None:
+    """``(matrix files, words after COMMAND)`` when ``argv`` is ``envman ... COMMAND ...``, else
+    ``None``.
 
-    Only the root option a run can take (``--matrix F``, ``-m F``, ``--matrix=F``) may stand
-    before ``run``; any other form is left to the full CLI, which handles ``run`` as well.
+    Only the root option (``--matrix F``, ``-m F``, ``--matrix=F``) may stand before the
+    command; any other form is left to the full CLI, which handles every command as well.
     """
     args = list(argv)
     matrix: list[str] = []
@@ -37,7 +41,7 @@ def run_argv(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
             args = args[1:]
         else:
             break
-    if not args or args[0] != "run":
+    if not args or args[0] != command:
         return None
     return matrix, args[1:]
 
@@ -70,6 +74,11 @@ def guarded(fn: Callable[[], int | None]) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
     args = list(sys.argv[1:] if argv is None else argv)
+    build = run_argv(args, "build")
+    if build is not None:  # a no-op build the last identical one recorded: print its result
+        from .runcache import try_cached_build
+
+        try_cached_build(*build)
     split = run_argv(args)
     if split is not None:
         matrix, words = split
@@ -80,9 +89,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .runner import run_cli
 
         sys.exit(guarded(lambda: run_cli(options, command, matrix)))
+    global ARGV
+    ARGV = args  # the words as given, for commands that key a cache on them
     from .cli import main as cli_main
 
     cli_main(args)
+
+
+#: The console script's arguments once the full CLI runs them (``None`` when called otherwise).
+ARGV: list[str] | None = None
 
 
 def _split_command(words: Sequence[str]) -> tuple[list[str], list[str]]:

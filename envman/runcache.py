@@ -12,8 +12,15 @@ image ids on its Unix socket; if every one is unchanged it execs the same ``dock
 loading the CLI, the matrix or the TOML parser (about 15 ms instead of 50–100 ms). Any
 difference, error or doubt is a miss, and the full path runs with all its checks.
 
+The same holds for a no-op ``envman build``: when every stack of the last identical invocation
+was already built, smoke-tested and promoted and nothing it depended on (envman's code,
+templates and matrices, the user's matrix files, config, CA bundle and wheelhouse, the smoke
+reports, the candidate and stable image ids) has changed, :func:`try_cached_build` prints the
+same result without rendering anything.
+
 Never cached: runs that request GPUs (the driver and the GPUs are read on every run),
-``--dry-run``, ``--rebuild``, ``--help``, engines reached other than through the local socket.
+``--dry-run``, ``--rebuild``, ``--help``, engines reached other than through the local socket;
+builds with ``--no-cache`` or ``--pull``, or whose result was anything but a promoted no-op.
 ``ENVMAN_RUN_CACHE=0`` turns the cache off. The cache file is private to the user (mode 0600):
 it holds the command lines, including ``-e NAME=VALUE`` values.
 
@@ -240,8 +247,6 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
             status, body = api_get(sock, image_path(ref))
             if status != 200 or not isinstance(body, dict) or body.get("Id") != image_id:
                 return None
-        if not isinstance(entry["argv"], list) or not all(isinstance(a, str) for a in entry["argv"]):
-            return None
     except (NoAnswer, KeyError, TypeError, ValueError):
         return None
     return entry
@@ -253,7 +258,7 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
         return
     try:
         entry = lookup(cache_key(matrix, args, command))
-        if entry is None:
+        if entry is None or not all(isinstance(a, str) for a in entry["argv"]):
             return
         os.makedirs(entry["home"], mode=0o700, exist_ok=True)
         argv = with_terminal(entry["argv"], *terminal_flags())
@@ -266,10 +271,10 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
     exec_docker(argv)
 
 
-def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
-           home: str, warnings: Sequence[str] = ()) -> None:
-    """Keep the plan of a run that passed its preflight (called by the full path before exec).
-    The file signatures are taken now, so a change during this run is a miss next time."""
+def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], **payload: Any) -> None:
+    """Keep what a command decided (``payload``) with what it decided it from: the files
+    ``deps`` (envman's code is added) and the image ids ``images``. The file signatures are taken
+    now, so a change during the command is a miss next time."""
     if not enabled():
         return
     from .state import atomic_write
@@ -279,8 +284,7 @@ def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], 
     runs = data["runs"]
     runs.pop(key, None)
     all_deps = sorted(set(deps) | set(code_files()))
-    runs[key] = {"deps": [[p, signature(p)] for p in all_deps], "images": [list(i) for i in images],
-                 "argv": list(argv), "home": home, "warnings": list(warnings)}
+    runs[key] = {"deps": [[p, signature(p)] for p in all_deps], "images": [list(i) for i in images], **payload}
     while len(runs) > MAX_ENTRIES:
         runs.pop(next(iter(runs)))
     try:
@@ -289,3 +293,77 @@ def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], 
         atomic_write(Path(path), json.dumps(data))
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+def record_run(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
+               home: str, warnings: Sequence[str] = ()) -> None:
+    """Keep the plan of a run that passed its preflight (the full path calls this before exec)."""
+    record(key, deps=deps, images=images, argv=list(argv), home=home, warnings=list(warnings))
+
+
+# --------------------------------------------------------------------------- envman build
+
+
+#: Words of ``envman build`` that always take the full path.
+UNCACHED_BUILD_WORDS = ("--no-cache", "--pull", "--help", "-h")
+
+
+def build_key(matrix: Sequence[str], words: Sequence[str], environ: Mapping[str, str] | None = None) -> str:
+    return cache_key(matrix, ["build", *words], [], environ)
+
+
+def tree_files(*roots: str) -> list[str]:
+    """Every directory and file under ``roots`` (bytecode caches left out): a file added,
+    removed or changed there changes one of their signatures."""
+    out = []
+    for root in roots:
+        for d, dirs, files in os.walk(root):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+            out.append(d)
+            out += [os.path.join(d, f) for f in sorted(files)]
+    return out
+
+
+def build_line(row: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(status, its colour, the rest of the line) for one stack's ``envman build`` result."""
+    if row.get("result") == "build-failed":
+        return "build failed", "red", f"{row['name']}: {row['error']}"
+    colour = {"pass": "green", "cpu-only": "yellow"}.get(row["smoke"], "red")
+    state = "promoted to " + row["stable"] if row["promoted"] else "not promoted" + (
+        " (cpu-only: add --accept-cpu-only to promote without a GPU)" if row["smoke"] == "cpu-only" else "")
+    rest = f"{row['name']} {'(cached) ' if row['cached'] else ''}{row['image']} — {state}" + (
+        f": {row['reason']}" if row["reason"] and row["smoke"] != "pass" else "")
+    return row["smoke"], colour, rest
+
+
+_ANSI = {"green": "32", "yellow": "33", "red": "31"}
+
+
+def try_cached_build(matrix: Sequence[str], words: Sequence[str]) -> None:
+    """Print the recorded result and exit 0 when ``envman build`` would be the same no-op again
+    (every stack cached, smoke-tested and promoted, nothing it depends on changed); return on a
+    miss."""
+    import time
+
+    t0 = time.perf_counter()
+    if any(w in UNCACHED_BUILD_WORDS for w in words) or not enabled():
+        return
+    try:
+        entry = lookup(build_key(matrix, words))
+        if entry is None or not isinstance(entry["rows"], list):
+            return
+        rows = [dict(r, build_seconds=round(time.perf_counter() - t0, 2)) for r in entry["rows"]]
+        if entry["json"]:
+            out = json.dumps(rows, indent=2) + "\n"
+        else:
+            tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            lines = []
+            for r in rows:
+                status, colour, rest = build_line(r)
+                lines.append((f"\x1b[{_ANSI[colour]}m{status}\x1b[0m" if tty else status) + " " + rest)
+            out = "".join(line + "\n" for line in lines)
+    except Exception:  # a cache never breaks a build: the full path decides
+        return
+    sys.stdout.write(out)
+    sys.stdout.flush()
+    sys.exit(0)

@@ -43,7 +43,7 @@ from .project import (
     RunSettings,
 )
 from .runcache import (
-    NoAnswer, api_get, cache_key, exec_docker, image_path, local_socket, record, terminal_flags, with_terminal,
+    NoAnswer, api_get, cache_key, exec_docker, image_path, local_socket, record_run, terminal_flags, with_terminal,
 )
 from .stack import Stack
 
@@ -795,10 +795,10 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
             return
         images.append((prepared.plan.image, info["Id"]))
     plan = replace(prepared.plan, tty=False, interactive=False)
-    record(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
-                                      matrix_files=matrix_files),
-           images=images, argv=docker_argv(plan), home=plan.home,
-           warnings=[p.message for p in prepared.problems if p.level == WARNING])
+    record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
+                                          matrix_files=matrix_files),
+               images=images, argv=docker_argv(plan), home=plan.home,
+               warnings=[p.message for p in prepared.problems if p.level == WARNING])
 
 
 def _err(line: str) -> None:

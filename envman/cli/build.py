@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -102,20 +103,44 @@ def build(
     if as_json:
         emit_json(rows)
     else:
+        from ..runcache import build_line
+
         c = console()
         for r in rows:
-            if r.get("result") == "build-failed":
-                c.print(f"[red]build failed[/red] {r['name']}: {r['error']}", highlight=False)
-                if r["log_tail"]:
-                    c.print(r["log_tail"], markup=False, highlight=False)
-                continue
-            colour = {"pass": "green", "cpu-only": "yellow"}.get(r["smoke"], "red")
-            state = "promoted to " + r["stable"] if r["promoted"] else "not promoted" + (
-                " (cpu-only: add --accept-cpu-only to promote without a GPU)" if r["smoke"] == "cpu-only" else "")
-            c.print(f"[{colour}]{r['smoke']}[/{colour}] {r['name']} {'(cached) ' if r['cached'] else ''}{r['image']} — {state}"
-                    + (f": {r['reason']}" if r["reason"] and r["smoke"] != "pass" else ""), highlight=False)
+            status, colour, rest = build_line(r)
+            c.print(f"[{colour}]{status}[/{colour}] {rest}", highlight=False)
+            if r.get("log_tail"):
+                c.print(r["log_tail"], markup=False, highlight=False)
     if failed:
         raise typer.Exit(1)
+    if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
+        _remember_noop(rows, options, as_json=as_json)
+
+
+def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
+    """Record a build in which every stack was already built, smoke-tested and promoted, so the
+    next identical ``envman build`` prints this result without rendering (envman.runcache)."""
+    from .. import main as entry
+    from ..config import config_path
+    from ..paths import matrices_dir, templates_dir, user_matrix_paths
+    from ..runcache import build_key, record, tree_files
+    from ..state import report_path
+
+    split = entry.run_argv(entry.ARGV, "build") if entry.ARGV is not None else None
+    if split is None:
+        return
+    matrix, words = split
+    package = Path(entry.__file__).resolve().parent
+    deps = tree_files(str(package), str(templates_dir()), str(matrices_dir()))
+    deps += [str(config_path()), *map(str, user_matrix_paths(matrix))]
+    if options.ca_bundle is not None:
+        deps.append(str(options.ca_bundle))
+    if options.wheelhouse is not None:
+        deps += tree_files(str(options.wheelhouse))
+    deps += [str(report_path(r["image_id"])) for r in rows]
+    images = [(ref, r["image_id"]) for r in rows for ref in (r["image"], r["stable"])]
+    record(build_key(matrix, words), deps=[os.path.abspath(d) for d in deps], images=images,
+           rows=[{k: v for k, v in r.items() if k != "build_seconds"} for r in rows], json=as_json)
 
 
 def smoke(

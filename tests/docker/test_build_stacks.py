@@ -77,6 +77,15 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
 
     second = json.loads(envman(state, *args, check=0).stdout)[0]
     assert second["cached"] and second["image_id"] == first["image_id"]
+    # The second was a no-op, so the third is that result again (envman.runcache), ...
+    third = json.loads(envman(state, *args, check=0).stdout)[0]
+    assert {k: v for k, v in third.items() if k != "build_seconds"} == {
+        k: v for k, v in second.items() if k != "build_seconds"}
+    # ... until something it stood on changes: without the stable tag, the full path promotes again.
+    stable = "envman/torch-2.13.0-cpu-py3.11:latest"
+    docker_engine.remove_image(stable)
+    fourth = json.loads(envman(state, *args, check=0).stdout)[0]
+    assert fourth["cached"] and fourth["promoted"] and docker_engine.inspect_image(stable)["Id"] == first["image_id"]
 
 
 def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, wheelhouse, ca_bundle, state):

@@ -82,6 +82,22 @@ def test_second_build_of_unchanged_stack_does_no_docker_build(stack):
     assert second.ref == first.ref == f"envman/{stack.name}:{'ab' * 8}"
 
 
+def test_a_no_op_build_of_a_promoted_stack_writes_nothing(stack):
+    from envman.state import report_path
+
+    eng = FakeEngine()
+    first = B.build_smoke_promote(eng, stack)
+    assert first.promoted
+    report = report_path(first.build.image_id)
+    before = (report.read_bytes(), report.stat().st_mtime_ns)
+    tags = []
+    eng.tag = lambda image, ref: tags.append(ref)
+    again = B.build_smoke_promote(eng, stack)
+    assert again.promoted and again.build.cached and again.smoke.overall == "pass"
+    assert tags == [] and len(eng.runs) == 1  # no re-tag, no second probe
+    assert (report.read_bytes(), report.stat().st_mtime_ns) == before
+
+
 def test_concurrent_builds_of_one_stack_build_once(stack):
     eng = FakeEngine()
     results = []

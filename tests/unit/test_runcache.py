@@ -245,3 +245,62 @@ def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):
     assert calls == []  # all three answered on the socket
     gone = DockerFacts(runner=cli, socket=str(engine.server_address) + ".gone")
     assert gone.inspect_image("envman/y:latest") is None and calls  # no socket: the CLI answered
+
+
+# --------------------------------------------------------------------------- envman build
+
+
+@pytest.fixture
+def noop(tmp_path, monkeypatch, engine):
+    """A recorded no-op build of one stack whose result depends on one file."""
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("ENVMAN_RUN_CACHE", raising=False)
+    monkeypatch.delenv("ENVMAN_CACHE_DIR", raising=False)
+    dep = tmp_path / "wheelhouse" / "torch-2.13.0-cp311-none-any.whl"
+    dep.parent.mkdir()
+    dep.write_bytes(b"wheel")
+    engine.images.update({"envman/s:0123456789abcdef": "sha256:cand", "envman/s:latest": "sha256:cand"})
+    row = {"name": "s", "image": "envman/s:0123456789abcdef", "image_id": "sha256:cand", "cached": True,
+           "smoke": "cpu-only", "reason": "CPU only", "promoted": True, "stable": "envman/s:latest", "log": None}
+    words = ["s", "--wheelhouse", str(dep.parent), "--json"]
+    runcache.record(runcache.build_key([], words), deps=runcache.tree_files(str(dep.parent)),
+                    images=[("envman/s:0123456789abcdef", "sha256:cand"), ("envman/s:latest", "sha256:cand")],
+                    rows=[row], json=True)
+    return {"words": words, "row": row, "dep": dep}
+
+
+def test_a_recorded_no_op_build_prints_its_result(noop, capsys):
+    with pytest.raises(SystemExit) as e:
+        runcache.try_cached_build([], noop["words"])
+    assert e.value.code == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in row.items() if k != "build_seconds"} == noop["row"] and row["build_seconds"] < 1
+
+
+@pytest.mark.parametrize("change", ["wheel replaced", "wheel added", "stable tag moved", "candidate gone", "--no-cache",
+                                   "other words"])
+def test_a_build_whose_inputs_changed_takes_the_full_path(noop, engine, change, capsys):
+    words = noop["words"]
+    if change == "wheel replaced":
+        noop["dep"].write_bytes(b"other wheel")
+    elif change == "wheel added":
+        (noop["dep"].parent / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"six")
+    elif change == "stable tag moved":
+        engine.images["envman/s:latest"] = "sha256:older"
+    elif change == "candidate gone":
+        del engine.images["envman/s:0123456789abcdef"]
+    elif change == "--no-cache":
+        words = [*words, "--no-cache"]
+    else:
+        words = [*words, "--accept-cpu-only"]
+    assert runcache.try_cached_build([], words) is None  # returned: the full path runs
+    assert capsys.readouterr().out == ""
+
+
+def test_human_build_lines_match_the_full_path():
+    row = {"name": "s", "image": "envman/s:01", "cached": True, "smoke": "cpu-only", "reason": "no GPU",
+           "promoted": False, "stable": None}
+    assert runcache.build_line(row) == (
+        "cpu-only", "yellow",
+        "s (cached) envman/s:01 — not promoted (cpu-only: add --accept-cpu-only to promote without a GPU): no GPU")
+    assert runcache.build_line({"result": "build-failed", "name": "s", "error": "x"}) == ("build failed", "red", "s: x")
