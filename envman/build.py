@@ -232,8 +232,7 @@ def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bo
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
         return False
-    stable = engine.inspect_image(stable_ref(report.stack))
-    if report.promoted and stable is not None and stable["Id"] == report.image_id:
+    if report.promoted and (engine.inspect_image(stable_ref(report.stack)) or {}).get("Id") == report.image_id:
         return True  # already there: a no-op build writes nothing
     engine.tag(report.image_id, stable_ref(report.stack))
     report.promoted = True

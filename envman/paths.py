@@ -35,6 +35,12 @@ def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path
     return paths
 
 
+def matrix_files(extra: Iterable[str | os.PathLike[str]] = (), *, shipped: bool = True) -> list[Path]:
+    """Every matrix file of an invocation, in load order: the shipped ones (sorted), then the
+    user's (``ENVMAN_MATRIX``, then ``--matrix``)."""
+    return [*(sorted(matrices_dir().glob("*.toml")) if shipped else []), *user_matrix_paths(extra)]
+
+
 def config_dir() -> Path:
     """User config (``config.toml``, the project registry). ``ENVMAN_CONFIG_DIR`` overrides."""
     env = os.environ.get("ENVMAN_CONFIG_DIR")

@@ -499,10 +499,10 @@ def _cache_file() -> Path:
 
 def _matrix_fingerprint(extra: Sequence[str | os.PathLike[str]]) -> str | None:
     from . import __version__
-    from .paths import matrices_dir, user_matrix_paths
+    from .paths import matrix_files
 
     parts = [__version__]
-    for f in [*sorted(matrices_dir().glob("*.toml")), *user_matrix_paths(extra)]:
+    for f in matrix_files(extra):
         try:
             st = os.stat(f)
         except OSError:
@@ -733,8 +733,9 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         return suggest_stack(get_matrix(matrix_files), s, host, gpus)
 
     tty, interactive = terminal_flags()
+    engine = docker_facts()
     prepared = prepare_run(
-        proj, settings, stack, engine=docker_facts(), detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+        proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
         build_image=build_image, rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
     )
     for p in prepared.problems:
@@ -748,8 +749,8 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         else:
             sys.stdout.write(shlex.join(argv) + "\n")
         return
-    if prepared.plan.gpus is None and not a.rebuild and local_socket() is not None:
-        remember_run(prepared, proj, engine=docker_facts(), key=cache_key(list(map(str, matrix_files)), args, command),
+    if prepared.plan.gpus is None and not a.rebuild and engine.socket is not None:
+        remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
     exec_docker(argv)
 
@@ -760,11 +761,11 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
     there would be found first), the registry, the user config, the requirements file, the matrix
     files and their folder (a new file there), and the smoke report."""
-    from .paths import matrices_dir, user_matrix_paths
+    from .paths import matrices_dir
+    from .paths import matrix_files as all_matrix_files
     from .project import PROJECT_FILE, registry_path, user_config_path
 
-    deps = [project.file, registry_path(), user_config_path(), matrices_dir(),
-            *matrices_dir().glob("*.toml"), *user_matrix_paths(matrix_files)]
+    deps = [project.file, registry_path(), user_config_path(), matrices_dir(), *all_matrix_files(matrix_files)]
     if found_from is not None:
         root = project.file.parent.absolute()
         for d in (found_from.absolute(), *found_from.absolute().parents):

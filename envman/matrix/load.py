@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixError
-from ..paths import MATRIX_ENV, matrices_dir, user_matrix_paths
+from ..paths import MATRIX_ENV, matrix_files, user_matrix_paths
 from ..stack import FLAVOURS
 from .model import (
     FRAMEWORKS,
@@ -352,8 +352,7 @@ def parse_file(path: Path) -> tuple[str, Any]:
 
 def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Matrix:
     """Load the shipped matrix plus user files. User rows replace shipped rows with the same key."""
-    files = sorted(matrices_dir().glob("*.toml")) if shipped else []
-    files += user_matrix_paths(extra)
+    files = matrix_files(extra, shipped=shipped)
     cuda: dict[str, CudaRelease] = {}
     never: dict[str, tuple[str, str]] = {}
     oses: dict[str, OsInfo] = {}
