@@ -167,8 +167,9 @@ def rm(name: Annotated[str, typer.Argument(help="Registered project name.")]) ->
 # `envman run` is the one command whose start-up is the product: it should cost about what
 # `docker run` costs. typer coerces every declared parameter through pydantic (about 100 ms for
 # the first one in a process), so `run` declares none to typer: envman.runner parses its options
-# with argparse (same one-line errors with exit 2, its own --help), and envman.runner.fast_main
-# can serve `envman [--matrix F]... run ...` without typer at all.
+# with argparse (same one-line errors with exit 2, its own --help). The console script
+# (envman.main) serves `envman [--matrix F]... run ...` without typer at all; this command is
+# reached only by other forms, such as `python -m envman.cli`-style calls of cli.main().
 
 class _RunCommand(TyperCommand):
     """Hands every argument to :func:`envman.runner.run_parser`; the first ``--`` starts the command."""
