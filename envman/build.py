@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import labels as L
 from .errors import BuildError, EnvmanError, UserError
 from .state import (
     STABLE_TAG, atomic_write, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, stable_ref,
@@ -80,16 +81,11 @@ def build_stack(
         )
     try:
         existing = engine.inspect_image(ref)
-        if existing and not nocache and existing.get("Config", {}).get("Labels", {}).get("envman.render-hash") == ctx.render_hash:
+        if existing and not nocache and L.parse(existing.get("Config", {}).get("Labels")).render_hash == ctx.render_hash:
             return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
-        labels = {
-            "envman.managed": "true",
-            "envman.name": stack.name,
-            "envman.render-hash": ctx.render_hash,
-            "envman.role": "candidate",
-        }
+        labels = L.candidate_labels(stack.name, ctx.render_hash)
         image_id = None
         with open(log_path, "w") as log:
             try:
@@ -174,7 +170,7 @@ def smoke_image(
         image,
         cmd,
         gpus="all" if gpus else None,
-        labels={"envman.role": "smoke", "envman.name": stack.name},
+        labels=L.smoke_labels(stack.name),
         timeout=timeout,
         network="none",
     )
@@ -301,19 +297,19 @@ class ImageRow:
 
 def list_envman_images(engine) -> list[ImageRow]:
     rows = []
-    for img in engine.list_images({"envman.managed": "true"}):
-        labels = dict(img.labels or {})
+    for img in engine.list_images(L.MANAGED_LABELS):
+        labels = L.parse(img.labels)
         rep = load_report(img.id)
         rows.append(
             ImageRow(
-                stack=labels.get("envman.name", "?"),
+                stack=labels.name or "?",
                 tags=tuple(img.tags),
                 image_id=img.id,
                 size=img.size,
                 created=img.created,
                 stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
                 smoke=(rep or {}).get("overall", "untested"),
-                project=labels.get("envman.project"),
+                project=labels.project,
             )
         )
     rows.sort(key=lambda r: (r.stack, -r.created))

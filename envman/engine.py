@@ -15,9 +15,9 @@ Contract, in short:
 * :meth:`Engine.run` is for non-interactive commands: detached container, wait, stdout and
   stderr read separately, container removed in ``finally``. Asking for a GPU the engine cannot
   give is an error with the fix, never a silent CPU run (STYLE point 11).
-* Everything envman creates carries labels in the ``envman.`` namespace (STYLE point 12):
+* Everything envman creates carries labels in the ``envman.`` namespace (names in ``envman.labels``):
   callers pass theirs (keys outside ``envman.`` are refused) and :meth:`Engine.run` always adds
-  :data:`MANAGED_LABEL`. Builds do not add it: image labels are inherited by every image built
+  :data:`envman.labels.MANAGED_LABELS`. Builds do not add it: image labels are inherited by every image built
   ``FROM`` them, so the caller decides what an image says about itself.
 """
 
@@ -36,13 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from envman import labels as labels_mod
 from envman.errors import BuildError, EngineError, UserError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     from docker import APIClient
 
-LABEL_PREFIX = "envman."
-MANAGED_LABEL = {"envman.managed": "true"}
 LOG_TAIL_LINES = 40
 DEFAULT_TIMEOUT_S = 60
 
@@ -321,17 +320,6 @@ def _label_filters(labels: Mapping[str, str] | Iterable[str]) -> list[str]:
     return sorted(labels)
 
 
-def _namespaced(labels: Mapping[str, str] | None) -> dict[str, str]:
-    out = dict(labels or {})
-    foreign = sorted(k for k in out if not k.startswith(LABEL_PREFIX))
-    if foreign:
-        raise UserError(f"label {foreign[0]!r} is outside the {LABEL_PREFIX}* namespace")
-    return out
-
-
-def _with_managed(labels: Mapping[str, str] | None) -> dict[str, str]:
-    return {**_namespaced(labels), **MANAGED_LABEL}
-
 
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(str(text).split())
@@ -427,7 +415,7 @@ class Engine:
                 custom_context=True,
                 encoding=None,
                 tag=tag,
-                labels=_namespaced(labels),
+                labels=labels_mod.namespaced(labels),
                 buildargs=dict(buildargs or {}),
                 nocache=nocache,
                 pull=pull,
@@ -556,7 +544,7 @@ class Engine:
         import requests
 
         device_requests = gpu_device_requests(gpus)
-        all_labels = _with_managed(labels)
+        all_labels = labels_mod.with_managed(labels)
         port_map = {int(c): int(h) for c, h in (ports or {}).items()}
         with self._errors(f"create container from {image}"):
             host_config = self._api.create_host_config(

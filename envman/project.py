@@ -809,13 +809,9 @@ def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: st
 
 
 def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
-    return {
-        "envman.managed": "true",
-        "envman.project": project.name,
-        "envman.name": stack_name,
-        "envman.role": "project",
-        "envman.project-hash": ref.rsplit(":", 1)[1],
-    }
+    from . import labels
+
+    return labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1])
 
 
 def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,

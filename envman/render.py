@@ -58,6 +58,7 @@ from .config import (
     load_network_config,
     validate_network,
 )
+from . import labels as L
 from .errors import RenderError, UserError
 from .stack import FLAVOURS
 from .stack import Stack
@@ -80,7 +81,7 @@ UV_VERSION = "0.13.8"
 #: uv bootstrap); they are not force-installed into the venv with the others.
 TOOL_WHEELS = frozenset({"pip", "uv"})
 
-RENDER_HASH_LABEL = "envman.render-hash"
+RENDER_HASH_LABEL = L.RENDER_HASH
 CONTEXT_FILES = ("Dockerfile", "envman/entrypoint.sh", "envman/probe.py", "envman/stack.json")
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
@@ -767,10 +768,10 @@ def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[st
         ]
 
     labels = [
-        f"envman.managed={dockerfile_quote('true')}",
-        f"envman.name={dockerfile_quote(stack.name, what='stack name')}",
-        f"envman.stack={dockerfile_quote(stack_label_json(stack), what='stack JSON')}",
-        f"envman.version={dockerfile_quote(__version__, what='envman version')}",
+        f"{L.MANAGED}={dockerfile_quote(L.TRUE)}",
+        f"{L.NAME}={dockerfile_quote(stack.name, what='stack name')}",
+        f"{L.STACK}={dockerfile_quote(stack_label_json(stack), what='stack JSON')}",
+        f"{L.VERSION}={dockerfile_quote(__version__, what='envman version')}",
     ]
 
     target = f"CUDA {stack.cuda}" if stack.cuda else "CPU"

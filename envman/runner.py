@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .errors import EngineError, EnvmanError, UserError
+from .labels import run_labels
 from .project import (
     CONTAINER_HOME,
     WORKSPACE,
@@ -110,10 +111,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
         "--init",  # PID 1 forwards signals (Ctrl-C) and reaps zombies whatever the command
         "--security-opt", "no-new-privileges",
         "--user", f"{plan.uid}:{plan.gid}",
-        "--label", "envman.managed=true",
-        "--label", "envman.role=run",
-        "--label", f"envman.project={plan.project}",
-        "--label", f"envman.name={plan.stack}",
+        *(a for k, v in run_labels(plan.project, plan.stack).items() for a in ("--label", f"{k}={v}")),
         "--mount", _mount_flag(plan.root, WORKSPACE),
         "--mount", _mount_flag(plan.home, CONTAINER_HOME),
         "--workdir", WORKSPACE,

@@ -242,7 +242,7 @@ def test_importing_engine_does_not_import_docker() -> None:
 
 
 def test_labels_outside_namespace_are_refused() -> None:
-    from envman.engine import _with_managed
+    from envman.labels import with_managed as _with_managed
 
     assert _with_managed({"envman.project": "p"}) == {"envman.project": "p", "envman.managed": "true"}
     with pytest.raises(UserError, match="outside"):
