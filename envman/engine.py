@@ -46,6 +46,7 @@ LOG_TAIL_LINES = 40
 DEFAULT_TIMEOUT_S = 60
 
 DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 UNREACHABLE_FIX = "start dockerd / check DOCKER_HOST / add your user to the docker group"
 NVIDIA_TOOLKIT_FIX = (
     "install the NVIDIA Container Toolkit: "
@@ -490,6 +491,66 @@ class Engine:
         if info is None:
             raise EngineError(f"import of {tar_path} as {ref} left no image")
         return str(info["Id"])
+
+    # -- registries -------------------------------------------------------------------------
+    #
+    # Credentials: the SDK reads them from Docker's own config (``~/.docker/config.json``,
+    # ``DOCKER_CONFIG``) and its credential helpers / store, exactly as the docker CLI does;
+    # envman passes none and stores none.
+
+    def push(self, ref: str) -> str:
+        """Push ``ref`` (``REGISTRY/REPO:TAG``); returns the manifest digest the registry
+        reported. The push stream carries errors as items, never as exceptions: every item
+        is checked."""
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        digest = None
+        with self._errors(f"push {ref}"):
+            for item in self._api.push(repository, tag=tag or "latest", stream=True, decode=True):
+                self._stream_error(item, f"push {ref}")
+                aux = item.get("aux") if isinstance(item, Mapping) else None
+                if isinstance(aux, Mapping) and isinstance(aux.get("Digest"), str):
+                    digest = aux["Digest"]
+        if not digest or not _DIGEST_RE.fullmatch(digest):
+            raise EngineError(f"push {ref}: the registry reported no manifest digest")
+        return digest
+
+    def pull(self, ref: str) -> None:
+        """Pull ``ref`` (a tag or ``REPO@sha256:...``; the engine verifies a digest's content)."""
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        with self._errors(f"pull {ref}"):
+            for item in self._api.pull(repository, tag=tag, stream=True, decode=True):
+                self._stream_error(item, f"pull {ref}")
+
+    def registry_digest(self, ref: str) -> str:
+        """The manifest digest ``ref`` has in its registry now (``docker manifest inspect``'s,
+        through the engine, so the engine's registry settings and Docker's credentials apply)."""
+        with self._errors(f"ask the registry about {ref}"):
+            data = self._api.inspect_distribution(ref)
+        digest = ((data or {}).get("Descriptor") or {}).get("digest", "")
+        if not _DIGEST_RE.fullmatch(str(digest)):
+            raise EngineError(f"ask the registry about {ref}: no manifest digest in its answer")
+        return str(digest)
+
+    def insecure_registries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(CIDRs, host[:port] names)`` this engine talks to over plain HTTP when HTTPS fails
+        (``insecure-registries`` in daemon.json; 127.0.0.0/8 by default)."""
+        with self._errors("docker info"):
+            raw = self._api.info()
+        reg = raw.get("RegistryConfig") or {}
+        cidrs = tuple(str(c) for c in (reg.get("InsecureRegistryCIDRs") or ()))
+        names = tuple(sorted(str(n) for n, c in (reg.get("IndexConfigs") or {}).items()
+                             if isinstance(c, Mapping) and c.get("Secure") is False))
+        return cidrs, names
+
+    @staticmethod
+    def _stream_error(item: Any, what: str) -> None:
+        if isinstance(item, Mapping) and ("error" in item or "errorDetail" in item):
+            detail = item.get("errorDetail") or {}
+            raise EngineError(f"{what}: {_one_line(str(detail.get('message') or item.get('error')))}")
 
     # -- containers -------------------------------------------------------------------------
 

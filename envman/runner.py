@@ -540,6 +540,7 @@ def prepare_run(
     detect_host: Callable[[], HostFacts],
     suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
     build_image: Callable[[ProjectConfig, Stack, str], str],
+    fetch_image: Callable[[Stack], None] | None = None,
     rebuild: bool = False,
     uid: int | None = None,
     gid: int | None = None,
@@ -547,7 +548,8 @@ def prepare_run(
     interactive: bool = False,
 ) -> Prepared:
     """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
-    or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed."""
+    or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed;
+    ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first."""
     from .state import stable_ref
     from .project import home_dir
 
@@ -555,6 +557,9 @@ def prepare_run(
     host = detect_host() if gpus is not None else None
     info = engine.info() if gpus is not None else None
     img = image_state(engine, stable_ref(stack.name))
+    if img.image_id is None and fetch_image is not None:
+        fetch_image(stack)
+        img = image_state(engine, stable_ref(stack.name))
     problems = preflight(stack, gpus, host=host, engine_info=info, image=img, suggest=suggest)
     errors = [p for p in problems if p.level == ERROR]
     if errors:
@@ -734,7 +739,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     engine = docker_facts()
     prepared = prepare_run(
         proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
-        build_image=build_image, rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+        build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
     )
     for p in prepared.problems:
         if p.level == WARNING:
@@ -751,6 +756,27 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
     exec_docker(argv)
+
+
+def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
+    """With ``[registry] pull_on_run = true`` and a default registry: a function that pulls a
+    stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
+    from .registry import load_registry_settings
+
+    settings = load_registry_settings()
+    if not settings.pull_on_run or settings.default is None:
+        return None
+
+    def fetch(stack: Stack) -> None:
+        from .engine import Engine
+        from .registry import pull_stack
+
+        _err(f"envman: no promoted image of {stack.name} here: pulling it from {settings.default}")
+        with Engine.connect() as engine:
+            pulled = pull_stack(engine, stack, settings.default, allow_http=settings.allow_http)
+        _err(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
+
+    return fetch
 
 
 def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,

@@ -42,3 +42,27 @@ def wheelhouse(tmp_path_factory) -> Path:
     )
     assert list(d.glob("torch-2.13.0*.whl"))
     return d
+
+
+# --------------------------------------------------------------------------- a real registry
+
+REGISTRY_PORT = int(os.environ.get("ENVMAN_TEST_REGISTRY_PORT", "5000"))
+
+
+@pytest.fixture(scope="session")
+def registry_server():
+    """Debian's docker-registry on 127.0.0.1:5000 for the session (stopped, its storage removed,
+    at the end). Missing or not starting: a failure in CI, a skip elsewhere."""
+    from tests.conftest import in_ci
+    from tests.support.registry import RegistryUnavailable, start_registry
+
+    try:
+        reg = start_registry(REGISTRY_PORT)
+    except RegistryUnavailable as exc:
+        if in_ci():
+            pytest.fail(f"CI needs a registry: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    try:
+        yield reg
+    finally:
+        reg.stop()

@@ -1,0 +1,97 @@
+"""``envman push`` and ``envman pull``: promoted images through a registry (envman.registry)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ._out import console, emit_json
+
+Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.")]
+RegistryOpt = Annotated[Optional[str], typer.Option("--registry", help="HOST[:PORT][/PREFIX] (default: [registry] default in config.toml).", show_default=False)]
+AllowHttp = Annotated[bool, typer.Option("--allow-http", help="Allow a non-loopback registry the engine reaches over plain HTTP.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def target_stack(target: str):
+    """``(Stack, ProjectConfig | None)`` for a STACK|PROJECT argument.
+
+    A path (``./x``, ``/x``, ``.``) or a registered project name is a project (its effective
+    stack); anything else must be a stack name."""
+    from ..errors import ResolveError, UserError
+    from ..project import (
+        CliOverrides, PROJECT_FILE, load_user_config, locate, merge_settings, read_registry,
+    )
+    from ..runner import stack_resolver
+    from ..stack import parse_name
+    from . import STATE
+
+    resolve_name = stack_resolver(STATE.matrix_files)
+    is_path = "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE)
+    if is_path or target in read_registry():
+        project = locate(target)
+        settings = merge_settings(project, load_user_config(), CliOverrides(),
+                                  stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+        return resolve_name(settings.stack), project
+    try:
+        parse_name(target)
+    except ResolveError:
+        raise UserError(f"{target!r} is neither a stack name nor a registered project", where="STACK|PROJECT",
+                        fix="give a stack (envman matrix ls), a project name (envman project ls) or a project path") from None
+    return resolve_name(target), None
+
+
+def push(
+    target: Target,
+    registry: RegistryOpt = None,
+    allow_http: AllowHttp = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Push a stack's promoted image with its smoke verdict; prints the digest reference."""
+    from ..engine import Engine
+    from ..registry import choose_registry, load_registry_settings, push_stack
+
+    settings = load_registry_settings()
+    reg = choose_registry(registry, settings)
+    stack, _project = target_stack(target)
+    with Engine.connect() as engine:
+        pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http)
+    if as_json:
+        emit_json(pushed.__dict__)
+        return
+    from rich.markup import escape
+
+    console(stderr=True).print(f"pushed {escape(stack.name)} (smoke: {escape(pushed.smoke)}) to {escape(str(reg))}")
+    typer.echo(pushed.ref)
+
+
+def pull(
+    target: Target,
+    registry: RegistryOpt = None,
+    digest: Annotated[Optional[str], typer.Option("--digest", help="Pull exactly this manifest digest (sha256:...) instead of the tag's current one.", show_default=False)] = None,
+    allow_http: AllowHttp = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pull a stack's image by digest, check its digest and labels, and promote it here."""
+    from ..engine import Engine
+    from ..registry import choose_registry, load_registry_settings, pull_stack
+
+    settings = load_registry_settings()
+    reg = choose_registry(registry, settings)
+    stack, _project = target_stack(target)
+    with Engine.connect() as engine:
+        pulled = pull_stack(engine, stack, reg, digest=digest, allow_http=allow_http or settings.allow_http)
+    if as_json:
+        emit_json(pulled.__dict__)
+        return
+    from rich.markup import escape
+
+    console(stderr=True).print(f"pulled {escape(pulled.ref)} (smoke: {escape(pulled.smoke)}); "
+                               f"promoted as envman/{escape(stack.name)}:latest")
+    typer.echo(pulled.ref)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("push")(push)
+    app.command("pull")(pull)

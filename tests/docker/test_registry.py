@@ -1,0 +1,216 @@
+"""``envman push`` / ``envman pull`` / ``run`` pulling, against a real registry (Debian's
+docker-registry on 127.0.0.1:5000) and the real engine.
+
+What is a fixture: the promoted stack image. It is built here ``FROM`` the stand-in Debian root
+filesystem with the labels ``envman build`` gives an image (``envman.stack`` is the JSON of the
+stack this test's matrix resolves), and a smoke report is written for it (no probe ran). The
+stack has a version unique to the session, so no other image on the shared engine is touched.
+Everything else is real: the labelling build, the push, the registry's digest, the pull by
+digest, the checks, the promotion and the ``docker run``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from envman.engine import deterministic_tar
+
+pytestmark = [pytest.mark.docker, pytest.mark.registry]
+
+VERSION = f"0.9.{int(uuid.uuid4().hex[:6], 16)}"
+MATRIX = f"""schema = 1
+kind = "framework"
+framework = "torch"
+
+[[build]]
+version = "{VERSION}"
+variant = "cpu"
+python = ["3.11"]
+packages = ["torch=={VERSION}"]
+source = ["test fixture: never installed"]
+status = "confirmed"
+"""
+STACK = f"torch-{VERSION}-cpu-py3.11"
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("matrix") / "torch.toml"
+    path.write_text(MATRIX)
+    return path
+
+
+def envman(matrix: Path, home: Path, *args: str, cwd: Path | None = None, timeout: int = 600):
+    env = {**os.environ, "ENVMAN_STATE_DIR": str(home / "state"), "ENVMAN_CONFIG_DIR": str(home / "config"),
+           "ENVMAN_RUN_CACHE": "0"}
+    env.pop("ENVMAN_MATRIX", None)
+    return subprocess.run([sys.executable, "-m", "envman", "--matrix", str(matrix), *args], capture_output=True,
+                          text=True, env=env, timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def stack_obj(matrix: Path):
+    from envman.matrix.load import load_matrix
+    from envman.resolve import resolve
+
+    return resolve(load_matrix([matrix]), STACK)
+
+
+def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str, str] | None = None,
+                        tag: str | None = None) -> str:
+    """An image labelled like a promoted envman image of ``stack`` (FROM the stand-in rootfs)."""
+    from envman.render import stack_label_json
+
+    base = standin.rootfs("bookworm")
+    stack_json = stack_label_json(stack)
+    all_labels = {
+        "envman.managed": "true", "envman.name": stack.name, "envman.stack": stack_json,
+        "envman.render-hash": hashlib.sha256(stack_json.encode()).hexdigest(), "envman.role": "candidate",
+        **test_labels, **(labels or {}),
+    }
+    ref = tag or f"envman/{stack.name}:latest"
+    for _ in engine.build(deterministic_tar({"Dockerfile": f"FROM {base}\n".encode()}), ref, labels=all_labels):
+        pass
+    return engine.inspect_image(ref)["Id"]
+
+
+def write_report(home: Path, stack_name: str, image_id: str, overall: str = "cpu-only") -> None:
+    from envman.build import SmokeReport, save_report
+
+    old = os.environ.get("ENVMAN_STATE_DIR")
+    os.environ["ENVMAN_STATE_DIR"] = str(home / "state")
+    try:
+        save_report(SmokeReport(stack=stack_name, image=f"envman/{stack_name}:latest", image_id=image_id,
+                                overall=overall, reason="test fixture: no probe was run", gpus_requested=False,
+                                probe=None, exit_code=0, stderr_tail="", promoted=True))
+    finally:
+        if old is None:
+            os.environ.pop("ENVMAN_STATE_DIR", None)
+        else:
+            os.environ["ENVMAN_STATE_DIR"] = old
+
+
+def drop_repo_images(engine, *repos: str) -> None:
+    """Remove every local tag and digest reference of these repositories (test-created only)."""
+    for img in engine.list_images({"envman.name": STACK}):
+        info = engine.inspect_image(img.id) or {}
+        refs = list(info.get("RepoTags") or []) + list(info.get("RepoDigests") or [])
+        for ref in refs:
+            if any(ref.startswith(r + ":") or ref.startswith(r + "@") for r in repos):
+                engine.remove_image(ref, force=True)
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    """Two envman homes (state + config): the pushing host and the pulling one."""
+    out = {}
+    for name in ("a", "b"):
+        d = tmp_path / name
+        (d / "state").mkdir(parents=True)
+        (d / "config").mkdir()
+        out[name] = d
+    return out
+
+
+def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, registry_server, matrix, hosts,
+                                                       test_labels, test_session_id, tmp_path):
+    stack = stack_obj(matrix)
+    reg = f"{registry_server.host}/envman-test-{test_session_id}"
+    repo = f"{reg}/envman/{stack.name}"
+    local = f"envman/{stack.name}"
+    try:
+        promoted_id = build_fixture_image(docker_engine, standin, stack, test_labels)
+        write_report(hosts["a"], stack.name, promoted_id)
+
+        # Not promoted here yet (host b has no report): push refuses, one line, exit 2.
+        r = envman(matrix, hosts["b"], "push", STACK, "--registry", reg)
+        assert r.returncode == 2 and "smoke report" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+        r = envman(matrix, hosts["a"], "push", STACK, "--registry", reg)
+        assert r.returncode == 0, r.stderr
+        ref = r.stdout.strip()
+        assert ref.startswith(repo + "@sha256:") and len(ref.split("@")[1]) == 71, ref
+        digest = ref.split("@")[1]
+        # The registry holds exactly that manifest under :latest (asked over its own HTTP API).
+        assert registry_server.manifest_digest(f"envman-test-{test_session_id}/envman/{stack.name}", "latest") == digest
+        # The pushed image is the promoted one plus the smoke verdict, nothing else.
+        pushed = docker_engine.inspect_image(f"{repo}:latest")
+        labels = pushed["Config"]["Labels"]
+        assert labels["envman.smoke"] == "cpu-only" and labels["envman.smoke-image"] == promoted_id
+        assert pushed["RootFS"]["Layers"] == docker_engine.inspect_image(promoted_id)["RootFS"]["Layers"]
+        assert json.loads(labels["envman.stack"]) == json.loads(json.dumps(stack.to_json()))
+
+        # Host b: nothing of the stack on the engine, then pull.
+        drop_repo_images(docker_engine, repo, local)
+        assert docker_engine.inspect_image(f"{local}:latest") is None
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == ref
+        here = docker_engine.inspect_image(f"{local}:latest")
+        assert here is not None and ref in here["RepoDigests"]
+        report = json.loads(next((hosts["b"] / "state" / "reports").glob("*.json")).read_text())
+        assert report["image_id"] == here["Id"] and report["overall"] == "cpu-only" and report["promoted"]
+
+        # A project on that stack runs on host b...
+        proj = tmp_path / "proj"
+        proj.mkdir()
+        (proj / "envman.toml").write_text(f'stack = "{STACK}"\nname = "envman-test-pull"\ngpus = "none"\n')
+        hello = ["run", str(proj), "--", "sh", "-c", "echo hello-from-the-pulled-image"]
+        r = envman(matrix, hosts["b"], *hello)
+        assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
+
+        # ... and where the image is missing, run fails unless pulling on run is switched on.
+        drop_repo_images(docker_engine, repo, local)
+        r = envman(matrix, hosts["b"], *hello)
+        assert r.returncode == 1 and f"envman build {stack.name}" in r.stderr, r.stderr
+        (hosts["b"] / "config" / "config.toml").write_text(f'[registry]\ndefault = "{reg}"\npull_on_run = true\n')
+        r = envman(matrix, hosts["b"], *hello)
+        assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
+        assert f"pulled {ref}" in r.stderr
+        assert ref in docker_engine.inspect_image(f"{local}:latest")["RepoDigests"]
+    finally:
+        drop_repo_images(docker_engine, repo, local)
+
+
+@pytest.mark.parametrize("case", ["tampered-stack", "no-smoke-label", "failed-smoke"])
+def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
+        case, docker_engine, standin, registry_server, matrix, hosts, test_labels, test_session_id):
+    stack = stack_obj(matrix)
+    reg = f"{registry_server.host}/envman-test-{test_session_id}-{case}"
+    repo = f"{reg}/envman/{stack.name}"
+    local = f"envman/{stack.name}"
+    extra = {
+        "tampered-stack": {"envman.smoke": "pass",
+                           "envman.stack": json.dumps({**stack.to_json(), "python": "3.12"}, sort_keys=True)},
+        "no-smoke-label": {},
+        "failed-smoke": {"envman.smoke": "fail"},
+    }[case]
+    try:
+        build_fixture_image(docker_engine, standin, stack, test_labels, labels=extra, tag=f"{repo}:latest")
+        digest = docker_engine.push(f"{repo}:latest")
+        drop_repo_images(docker_engine, repo)
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "refused" in r.stderr, r.stderr
+        assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke",
+                "failed-smoke": "smoke verdict is 'fail'"}[case] in r.stderr
+        assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
+        assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind
+    finally:
+        drop_repo_images(docker_engine, repo, local)
+
+
+def test_pull_of_a_digest_the_registry_lacks_fails_in_one_line(docker_engine, registry_server, matrix, hosts,
+                                                               test_session_id):
+    reg = f"{registry_server.host}/envman-test-{test_session_id}-missing"
+    r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", "sha256:" + "0" * 64)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "pull" in r.stderr, r.stderr
+    r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", "sha256:xyz")
+    assert r.returncode == 2 and "--digest" in r.stderr, r.stderr
