@@ -89,7 +89,7 @@ def build_stack(
         image_id = None
         with open(log_path, "w") as log:
             try:
-                for ev in engine.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull):
+                for ev in engine.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, **_platform_kw(stack)):
                     log.write(ev.text.rstrip("\n") + "\n")
                     if on_event:
                         on_event(ev)
@@ -109,6 +109,14 @@ def build_stack(
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path))
     finally:
         lock.release()
+
+
+def _platform_kw(stack: Stack) -> dict[str, str]:
+    """``platform=`` for the engine's build, only for a stack of a non-default platform (an amd64
+    build asks nothing of the engine, as before stacks had platforms)."""
+    from .stack import DEFAULT_PLATFORM
+
+    return {} if stack.platform == DEFAULT_PLATFORM else {"platform": stack.platform}
 
 
 # --- smoke -------------------------------------------------------------------------------------

@@ -401,8 +401,11 @@ class Engine:
         nocache: bool = False,
         pull: bool = False,
         dockerfile: str = "Dockerfile",
+        platform: str | None = None,
     ) -> Iterator[BuildEvent]:
         """Build ``context_tar`` (see :func:`deterministic_tar`) as ``tag``, streaming events.
+
+        ``platform`` (``linux/arm64``) asks the engine for that platform; ``None``: the engine's own.
 
         Intermediate containers are always removed. Raises :class:`BuildError` with the log
         tail on failure, after yielding an ``error`` event.
@@ -421,6 +424,7 @@ class Engine:
                 nocache=nocache,
                 pull=pull,
                 dockerfile=dockerfile,
+                platform=platform,
                 rm=True,
                 forcerm=True,
                 decode=True,

@@ -60,7 +60,7 @@ from .config import (
 )
 from . import labels as L
 from .errors import RenderError, UserError
-from .stack import FLAVOURS
+from .stack import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX
 from .stack import Stack
 
 # --- where things go in the image ------------------------------------------------------------
@@ -345,6 +345,8 @@ def check_stack(stack: Stack) -> None:
         raise _bad(stack, "python_strategy", "'apt' or 'standalone'", stack.python_strategy)
     _match(stack, "os", stack.os, _OS_RE, "an OS name like ubuntu22.04")
     parse_image_ref(stack.base_image)
+    if stack.platform not in PLATFORM_SUFFIX:
+        raise _bad(stack, "platform", " | ".join(PLATFORM_SUFFIX), stack.platform)
     if stack.flavour not in FLAVOURS:
         raise _bad(stack, "flavour", " | ".join(FLAVOURS), stack.flavour)
     if stack.cuda is not None:
@@ -785,6 +787,7 @@ def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[st
         "summary": summary,
         "base_image": stack.base_image,
         "from_image": mirror_image(stack.base_image, options.registry_mirror),
+        "from_platform": None if stack.platform == DEFAULT_PLATFORM else stack.platform,
         "ca_bundle": options.ca_bundle is not None,
         "ca_dest": CA_DEST,
         "apt_get": apt_get,

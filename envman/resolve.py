@@ -2,14 +2,16 @@
 
 Grammar (case-insensitive)::
 
-    NAME      := FRAMEWORK "-" VERSION [ "-" TARGET ] [ "-py" X.Y ] [ "-" FLAVOUR ]
+    NAME      := FRAMEWORK "-" VERSION [ "-" TARGET ] [ "-py" X.Y ] [ "-" FLAVOUR ] [ "-" PLATFORM ]
     TARGET    := "cuda" V | "cu" NNN | "cpu"            (cuda12, cuda12.4, cu118, cpu)
     FLAVOUR   := base | runtime | cudnn-runtime | devel | cudnn-devel
+    PLATFORM  := arm64 | aarch64 | amd64 | x86_64       (default: linux/amd64, never written)
     FRAMEWORK := torch | pytorch | tensorflow | tf | jax | onnxruntime | ort | onnxruntime-gpu
 
 Partial versions resolve to the newest match: the newest framework release whose version starts
 with VERSION, then (without TARGET) the variant ``pip install`` gives by default, else the newest
-CUDA matching TARGET.
+CUDA matching TARGET. A PLATFORM (or ``--platform``) keeps only the rows with wheels for it and
+the base images published for it; the newest such release wins.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from packaging.version import Version
 
 from .errors import ResolveError
 from .matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo
-from .stack import FLAVOURS, Stack, StackQuery, parse_name
+from .stack import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
 _FLAVOUR_CONTENT = {
@@ -73,7 +75,9 @@ def _os_rank(name: str) -> tuple:
     return (Version(m.group(1)),) if m else (Version("0"),)
 
 
-def _pick_image(matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None):
+def _pick_image(
+    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
+):
     """Choose (image, python, strategy) for a build; ranking documented in README (Design)."""
     needed = build.flavour_needed
     if flavour is not None:
@@ -94,6 +98,7 @@ def _pick_image(matrix: Matrix, build: FrameworkBuild, flavour: str | None, pyth
                 f"{build.name} pins base image {build.base_image!r}, which no [[image]] row describes",
                 fix="add an [[image]] row for it to your matrix file (custom = true for a private base)",
             )
+        candidates = [i for i in candidates if platform in i.platforms]
     else:
         for img in matrix.images:
             if img.custom:
@@ -104,6 +109,8 @@ def _pick_image(matrix: Matrix, build: FrameworkBuild, flavour: str | None, pyth
             elif img.cuda != build.cuda or img.flavour not in wanted:
                 continue
             if build.os and img.os not in build.os:
+                continue
+            if platform not in img.platforms:
                 continue
             candidates.append(img)
     best = None
@@ -128,8 +135,9 @@ def _pick_image(matrix: Matrix, build: FrameworkBuild, flavour: str | None, pyth
                 fix="choose one of " + ", ".join(str(p) for p in build.python),
             )
         what = f"CUDA {build.cuda} {wanted[0]}" if build.cuda else "CPU"
+        on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
         raise ResolveError(
-            f"no {what} base image in the matrix for {build.name}",
+            f"no {what} base image{on} in the matrix for {build.name}",
             fix="add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant",
         )
     _, img, py, strategy = best
@@ -145,12 +153,42 @@ def _select_builds(matrix: Matrix, q: StackQuery) -> list[FrameworkBuild]:
     return rows
 
 
-def resolve(matrix: Matrix, name: str) -> Stack:
-    """Resolve a stack name to a Stack; ``ResolveError`` lists the closest valid names."""
+def _platform(q: StackQuery, platform: str | None) -> str:
+    """The platform a query asks for: its name's part, ``--platform``, else linux/amd64."""
+    if q.platform and platform and q.platform != platform:
+        raise ResolveError(
+            f"stack name {q.text!r} names platform {q.platform}, --platform says {platform}",
+            fix="give the platform once (in the name or with --platform)",
+        )
+    return q.platform or platform or DEFAULT_PLATFORM
+
+
+def _on_platform(rows: list[FrameworkBuild], platform: str, q: StackQuery) -> list[FrameworkBuild]:
+    """The rows that have wheels for ``platform``; a one-line error naming what they have if none."""
+    kept = [b for b in rows if platform in b.platforms]
+    if kept:
+        return kept
+    newest = max(b.version for b in rows)
+    have = sorted({p for b in rows for p in b.platforms})
+    target = "CPU" if q.cpu else f"CUDA {q.cuda}" if q.cuda else "any"
+    raise ResolveError(
+        f"{q.framework} {q.version} has no {platform} build in the matrix ({target} builds up to {newest} "
+        f"exist for {', '.join(have)} only)",
+        fix=f"build it for {' or '.join(have)}, or pick a release with {platform} wheels (envman matrix ls --platform {platform})",
+    )
+
+
+def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
+    """Resolve a stack name to a Stack; ``ResolveError`` lists the closest valid names.
+
+    ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
+    must agree with it."""
     q = parse_name(name)
     rows = _select_builds(matrix, q)
     if not rows:
         raise ResolveError(_no_match(matrix, q), fix=_suggest(matrix, q))
+    plat = _platform(q, platform)
+    rows = _on_platform(rows, plat, q)
     newest = max(b.version for b in rows)
     rows = [b for b in rows if b.version == newest]
     if q.cuda is None and not q.cpu:
@@ -160,11 +198,14 @@ def resolve(matrix: Matrix, name: str) -> Stack:
     rows.sort(key=lambda b: (b.cuda or Version("0"), b.variant))
     build = rows[-1]
     py = Version(q.python) if q.python else None
-    img, python, strategy = _pick_image(matrix, build, q.flavour, py)
-    return make_stack(matrix, build, img, python, strategy)
+    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat)
+    return make_stack(matrix, build, img, python, strategy, plat)
 
 
-def make_stack(matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Version, strategy: str) -> Stack:
+def make_stack(
+    matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Version, strategy: str,
+    platform: str = DEFAULT_PLATFORM,
+) -> Stack:
     cuda_rel = matrix.cuda_release(build.cuda) if build.cuda else None
     notes = []
     if build.note:
@@ -176,6 +217,10 @@ def make_stack(matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Ve
         )
     if build.arch_status != "confirmed":
         notes.append(f"architecture list is {build.arch_status} (see the row's note and sources)")
+    if platform != DEFAULT_PLATFORM:
+        for what, st in ((f"{build.name} wheels", build.platform_status), (f"base image {img.ref}", img.platform_status)):
+            if st != "confirmed":
+                notes.append(f"{platform} support of {what} is {st}")
     if cuda_rel and cuda_rel.minor_compat_driver and cuda_rel.minor_compat_status != "confirmed":
         notes.append(f"minor-version-compatibility floor {cuda_rel.minor_compat_driver} is {cuda_rel.minor_compat_status}")
     cuda = f"{build.cuda.major}.{build.cuda.minor}" if build.cuda else None
@@ -184,6 +229,7 @@ def make_stack(matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Ve
     name = f"{build.framework}-{build.version}-{tail}-py{python}"
     if img.flavour != flavour_default and cuda:
         name += f"-{img.flavour}"
+    name += PLATFORM_SUFFIX[platform]
     sources = tuple(dict.fromkeys(build.source + img.source + (cuda_rel.source if cuda_rel else ())))
     status = "confirmed" if all(s == "confirmed" for s in (build.status, cuda_rel.status if cuda_rel else "confirmed")) else "partially confirmed"
     return Stack(
@@ -215,13 +261,19 @@ def make_stack(matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Ve
         sources=sources,
         status=status,
         notes=tuple(notes),
+        platform=platform,
     )
 
 
-def resolve_row(matrix: Matrix, build: FrameworkBuild) -> Stack:
-    """The default stack of one matrix row (used by ``--all`` commands and tests)."""
-    img, python, strategy = _pick_image(matrix, build, None, None)
-    return make_stack(matrix, build, img, python, strategy)
+def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> Stack:
+    """The default stack of one matrix row on ``platform`` (used by ``--all`` commands and tests)."""
+    if platform not in build.platforms:
+        raise ResolveError(
+            f"{build.name} has no {platform} build (it has {', '.join(build.platforms)})",
+            fix="choose a row with wheels for that platform (envman matrix ls --platform ...)",
+        )
+    img, python, strategy = _pick_image(matrix, build, None, None, platform)
+    return make_stack(matrix, build, img, python, strategy, platform)
 
 
 # --- errors that help ------------------------------------------------------------------------

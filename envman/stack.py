@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import ResolveError
+from .errors import ResolveError, UserError
 
 #: nvidia/cuda image flavours, smallest first.
 FLAVOURS = ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel")
@@ -28,14 +28,39 @@ ALIASES = {
     "ort": "onnxruntime",
 }
 
+#: Platform part of a stack name → OCI platform. ``linux/amd64`` is the default and is never
+#: written in a canonical name; ``linux/arm64`` is written ``-arm64``.
+PLATFORM_WORDS = {
+    "amd64": "linux/amd64",
+    "x86_64": "linux/amd64",
+    "arm64": "linux/arm64",
+    "aarch64": "linux/arm64",
+}
+DEFAULT_PLATFORM = "linux/amd64"
+PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
+
 _VERSION = r"\d+(?:\.\d+){0,2}"
 _NAME_RE = re.compile(
     r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
     r"-(?P<ver>" + _VERSION + r")"
     r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>\d+(?:\.\d+)?)|cu(?P<cu>\d{2,3})))?"
     r"(?:-py(?P<py>\d\.\d{1,2}))?"
-    r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?$"
+    r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?"
+    r"(?:-(?P<platform>" + "|".join(sorted(PLATFORM_WORDS, key=len, reverse=True)) + r"))?$"
 )
+
+
+def parse_platform(text: str) -> str:
+    """``linux/arm64``, ``arm64`` or ``aarch64`` → ``linux/arm64`` (likewise amd64); ``UserError`` otherwise."""
+    t = text.strip().lower()
+    word = t[len("linux/"):] if t.startswith("linux/") else t
+    if word not in PLATFORM_WORDS:
+        raise UserError(
+            f"unknown platform {text!r}",
+            where="--platform",
+            fix="use linux/amd64 or linux/arm64",
+        )
+    return PLATFORM_WORDS[word]
 
 
 @dataclass(frozen=True)
@@ -49,6 +74,7 @@ class StackQuery:
     cuda: str | None = None
     python: str | None = None
     flavour: str | None = None
+    platform: str | None = None  # "linux/arm64"...; None: not named (the default, linux/amd64)
 
 
 def parse_name(text: str) -> StackQuery:
@@ -59,7 +85,7 @@ def parse_name(text: str) -> StackQuery:
     if not m:
         raise ResolveError(
             f"cannot parse stack name {raw!r}",
-            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>], "
+            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>][-arm64|-amd64], "
             "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)",
         )
     cuda = m.group("cuda")
@@ -74,6 +100,7 @@ def parse_name(text: str) -> StackQuery:
         cuda=cuda,
         python=m.group("py"),
         flavour=m.group("flavour"),
+        platform=PLATFORM_WORDS[m.group("platform")] if m.group("platform") else None,
     )
 
 
@@ -109,12 +136,18 @@ class Stack:
     sources: tuple[str, ...]
     status: str
     notes: tuple[str, ...] = field(default=())
+    platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
 
     def to_json(self) -> dict[str, Any]:
+        """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
+        image's label and ``stack.json``) and therefore its render hash are what they were before
+        stacks had platforms: images built earlier stay current."""
         d = asdict(self)
         for k, v in d.items():
             if isinstance(v, tuple):
                 d[k] = list(v)
+        if d["platform"] == DEFAULT_PLATFORM:
+            del d["platform"]
         return d
 
     @classmethod

@@ -20,6 +20,7 @@ FrameworkIndex = Annotated[Optional[str], typer.Option("--framework-index", help
 Wheelhouse = Annotated[Optional[Path], typer.Option("--wheelhouse", help="Directory of *.whl installed first (copied into the context).", show_default=False)]
 Offline = Annotated[Optional[bool], typer.Option("--offline/--online", help="Install only from --wheelhouse, no index (default: config, else online).", show_default=False)]
 AptMirror = Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)]
+Platform = Annotated[Optional[str], typer.Option("--platform", help="Build for this platform: linux/amd64 (default) or linux/arm64 (same as an -arm64 stack name).", show_default=False)]
 PythonMirror = Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)]
 
 
@@ -49,3 +50,10 @@ def network_options(
         "apt_mirror": apt_mirror,
         "python_install_mirror": python_mirror,
     })
+
+
+def platform_option(value: str | None) -> str | None:
+    """``--platform`` as an OCI platform (``linux/arm64``), ``None`` when not given."""
+    from ..stack import parse_platform
+
+    return parse_platform(value) if value is not None else None

@@ -9,24 +9,27 @@ from typing import Annotated, Optional
 import typer
 
 from ._options import (
-    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    network_options,
+    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
+    Wheelhouse, network_options, platform_option,
 )
 from ._out import console, emit_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def _stacks(names: list[str], all_: bool):
+def _stacks(names: list[str], all_: bool, platform: str | None = None):
     from ..build import require_names
     from ..resolve import resolve, resolve_row
+    from ..stack import DEFAULT_PLATFORM
     from . import get_matrix
 
     require_names(names, all_)
+    plat = platform_option(platform)
     m = get_matrix()
     if all_:
-        return [resolve_row(m, b) for b in m.builds]
-    return [resolve(m, n) for n in names]
+        on = plat or DEFAULT_PLATFORM
+        return [resolve_row(m, b, on) for b in m.builds if on in b.platforms]
+    return [resolve(m, n, plat) for n in names]
 
 
 def build(
@@ -37,6 +40,7 @@ def build(
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="Promote when the smoke test could only run on the CPU (no GPU here).")] = False,
+    platform: Platform = None,
     registry_mirror: RegistryMirror = None,
     ca_bundle: CaBundle = None,
     pip_index: PipIndex = None,
@@ -55,7 +59,7 @@ def build(
     from ..engine import Engine
     from ..errors import EnvmanError
 
-    stacks = _stacks(list(names or []), all_)
+    stacks = _stacks(list(names or []), all_, platform)
     options = network_options(
         registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from rich.markup import escape
+
 from ._out import console, emit_json
 
 app = typer.Typer(no_args_is_help=True)
@@ -18,9 +20,11 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 def ls(
     framework: Annotated[Optional[str], typer.Option("--framework", "-f", help="torch, tensorflow (tf), jax, onnxruntime")] = None,
     cuda: Annotated[Optional[str], typer.Option("--cuda", help="CUDA version or prefix: 12, 12.4; 'cpu' for CPU builds")] = None,
+    platform: Annotated[Optional[str], typer.Option("--platform", help="Only rows with wheels for this platform: linux/amd64, linux/arm64")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List the matrix rows (one per framework build)."""
+    from ._options import platform_option
     from packaging.version import Version
 
     from ..errors import UserError
@@ -44,6 +48,9 @@ def ls(
             except Exception:
                 raise UserError(f"not a CUDA version: {cuda!r}", where="--cuda", fix="e.g. --cuda 12.4, --cuda 11, --cuda cpu")
             rows = [b for b in rows if b.cuda is not None and version_matches(cuda, b.cuda)]
+    plat = platform_option(platform)
+    if plat:
+        rows = [b for b in rows if plat in b.platforms]
     data = [
         {
             "name": b.name,
@@ -53,6 +60,8 @@ def ls(
             "cuda": f"{b.cuda.major}.{b.cuda.minor}" if b.cuda else None,
             "cudnn": b.cudnn,
             "python": [str(p) for p in b.python],
+            "platforms": list(b.platforms),
+            "platform_status": b.platform_status,
             "default": b.default,
             "status": b.status,
         }
@@ -63,26 +72,39 @@ def ls(
         return
     from rich.table import Table
 
-    t = Table("name", "variant", "cuda", "cudnn", "python", "status", box=None, pad_edge=False)
+    t = Table("name", "variant", "cuda", "cudnn", "python", "platforms", "status", box=None, pad_edge=False)
     for d in data:
-        t.add_row(d["name"], d["variant"] + (" *" if d["default"] else ""), d["cuda"] or "-", d["cudnn"] or "-",
-                  f"{d['python'][0]}–{d['python'][-1]}", d["status"])
+        t.add_row(escape(d["name"]), escape(d["variant"]) + (" *" if d["default"] else ""), d["cuda"] or "-",
+                  escape(d["cudnn"] or "-"), f"{d['python'][0]}–{d['python'][-1]}", _platforms_cell(d), d["status"])
     c = console()
     c.print(t)
     c.print(f"{len(data)} rows (* = the variant plain pip install gives)")
 
 
+def _platforms_cell(d: dict) -> str:
+    """``amd64,arm64`` (``?`` after a platform list that is not confirmed)."""
+    short = ",".join(p.split("/", 1)[1] for p in d["platforms"])
+    return short + ("?" if d["platform_status"] != "confirmed" and len(d["platforms"]) > 1 else "")
+
+
 @app.command("show")
 def show(
-    name: Annotated[str, typer.Argument(help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12")],
+    name: Annotated[str, typer.Argument(help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
+    platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resolve a stack name and show the full stack."""
     from ..resolve import resolve
+    from ._options import platform_option
     from . import get_matrix
 
-    stack = resolve(get_matrix(), name)
+    m = get_matrix()
+    stack = resolve(m, name, platform_option(platform))
     data = stack.to_json()
+    data["platform"] = stack.platform
+    build = next((b for b in m.builds if b.name == stack.row), None)
+    if build is not None:
+        data["row_platforms"] = list(build.platforms)
     if as_json:
         emit_json(data)
         return
@@ -91,7 +113,7 @@ def show(
     for k, v in data.items():
         if isinstance(v, list):
             v = ", ".join(v) if v else "-"
-        c.print(f"[bold]{k:<{width}}[/bold]  {v if v not in (None, '') else '-'}")
+        c.print(f"[bold]{k:<{width}}[/bold]  {escape(str(v)) if v not in (None, '') else '-'}")
 
 
 @app.command("explain")

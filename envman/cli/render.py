@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ._options import (
-    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    network_options,
+    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
+    Wheelhouse, network_options, platform_option,
 )
 
 DEFAULT_OUT = Path("envman-context")
@@ -26,6 +26,7 @@ def render(
         Optional[str],
         typer.Option("--flavour", help="nvidia/cuda flavour instead of the stack's: base, runtime, cudnn-runtime, devel, cudnn-devel.", show_default=False),
     ] = None,
+    platform: Platform = None,
     registry_mirror: RegistryMirror = None,
     ca_bundle: CaBundle = None,
     pip_index: PipIndex = None,
@@ -40,7 +41,7 @@ def render(
     from ..errors import UserError
     from ..render import render_stack
     from ..resolve import resolve, resolve_row
-    from ..stack import parse_name
+    from ..stack import DEFAULT_PLATFORM, parse_name
     from . import get_matrix
 
     if bool(name) == bool(all_):
@@ -50,6 +51,7 @@ def render(
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
         python_mirror=python_mirror,
     )
+    plat = platform_option(platform)
     m = get_matrix()
     if all_:
         if flavour:
@@ -57,7 +59,8 @@ def render(
         if output == "-":
             raise UserError("-o - prints one Dockerfile; --all writes directories", where="envman render", fix="give --all an output directory: -o DIR")
         root = Path(output) if output else DEFAULT_OUT
-        stacks = [resolve_row(m, b) for b in m.builds]
+        on = plat or DEFAULT_PLATFORM
+        stacks = [resolve_row(m, b, on) for b in m.builds if on in b.platforms]
         seen: dict[str, object] = {}
         for stack in stacks:
             if stack.name in seen:
@@ -84,7 +87,7 @@ def render(
             raise UserError(f"{name!r} already names flavour {q.flavour!r}", where="--flavour", fix="give the flavour once")
         if not q.flavour:
             name = f"{name}-{flavour}"
-    stack = resolve(m, name)
+    stack = resolve(m, name, plat)
     ctx = render_stack(stack, options)
     if output == "-":
         typer.echo(ctx.dockerfile, nl=False)

@@ -10,14 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..errors import MatrixError
 from ..paths import MATRIX_ENV, matrix_files, user_matrix_paths
 from ..stack import FLAVOURS
 from .model import (
+    DEFAULT_PLATFORMS,
     FRAMEWORKS,
     IMAGE_STATUSES,
+    PLATFORMS,
     STATUSES,
     Arch,
     BaseImage,
@@ -123,6 +126,32 @@ class _Row:
 
     def status(self, key: str = "status") -> str:
         return self.str(key, choices=STATUSES)
+
+    def platforms(self) -> tuple[str, ...]:
+        """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""
+
+        def conv(v: Any) -> tuple[str, ...]:
+            if not isinstance(v, list) or not v or len(set(v)) != len(v) or any(p not in PLATFORMS for p in v):
+                raise ValueError
+            return tuple(p for p in PLATFORMS if p in v)
+
+        expected = "a non-empty list without repeats out of " + ", ".join(repr(p) for p in PLATFORMS)
+        return self.get("platforms", conv, expected, default=DEFAULT_PLATFORMS)
+
+    def wheel_python(self) -> tuple[tuple[str, tuple[Version, ...]], ...]:
+        """``wheel_python``: a table {package = [Python versions with wheels]}."""
+
+        def conv(v: Any) -> tuple[tuple[str, tuple[Version, ...]], ...]:
+            if not isinstance(v, dict):
+                raise TypeError
+            out = []
+            for name, pys in v.items():
+                if not isinstance(pys, list) or not pys:
+                    raise ValueError
+                out.append((canonicalize_name(name), tuple(sorted(_version(p) for p in pys))))
+            return tuple(sorted(out))
+
+        return self.get("wheel_python", conv, "a table {package = [\"3.10\", ...]} (non-empty lists)", default=())
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
@@ -236,6 +265,8 @@ def _parse_images(doc: dict, file: str) -> list[BaseImage]:
                 source=r.sources(),
                 custom=r.bool("custom"),
                 note=r.str("note", default=""),
+                platforms=r.platforms(),
+                platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
             )
         )
         r.done()
@@ -272,6 +303,9 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 note=r.str("note", default=""),
                 os=r.strs("os"),
                 base_image=r.str("base_image", default=None),
+                platforms=r.platforms(),
+                platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
+                wheel_python=r.wheel_python(),
             )
         )
         r.done()

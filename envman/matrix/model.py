@@ -21,6 +21,12 @@ IMAGE_STATUSES = ("published", "deleted", "unknown")
 
 FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime")
 
+#: Platforms (OCI ``os/arch``) a base image is published for or a framework build has wheels for.
+PLATFORMS = ("linux/amd64", "linux/arm64")
+
+#: What a row that does not name its platforms means (every row written before arm64 support).
+DEFAULT_PLATFORMS = ("linux/amd64",)
+
 
 @total_ordering
 @dataclass(frozen=True)
@@ -149,6 +155,8 @@ class BaseImage:
     source: tuple[str, ...]
     custom: bool = False  # a user's own base: naming rules of nvidia/cuda do not apply
     note: str = ""
+    platforms: tuple[str, ...] = DEFAULT_PLATFORMS  # platforms of the tag's manifest (one of PLATFORMS each)
+    platform_status: str = "confirmed"  # status of the platforms beyond linux/amd64
 
     @property
     def ref(self) -> str:
@@ -180,6 +188,11 @@ class FrameworkBuild:
     note: str = ""
     os: tuple[str, ...] = ()  # restrict to these OS names (empty: any that fits)
     base_image: str | None = None  # pin an exact base image ref (custom rows)
+    platforms: tuple[str, ...] = DEFAULT_PLATFORMS  # platforms its wheels exist for (one of PLATFORMS each)
+    platform_status: str = "confirmed"  # status of the platforms beyond linux/amd64
+    #: Python versions with wheels, per package the row installs (normalised project name); a
+    #: package without an entry has no data (``matrix validate`` checks what is there).
+    wheel_python: tuple[tuple[str, tuple[Version, ...]], ...] = ()
 
     @property
     def name(self) -> str:

@@ -47,6 +47,7 @@ def _variants(tmp_path: Path) -> list[tuple[str, str, str]]:
     )
     cases = [
         ("gpu-apt", make_stack(), RenderOptions()),
+        ("gpu-arm64", make_stack(name="torch-2.4.1-cuda12.4-py3.10-arm64", platform="linux/arm64"), RenderOptions()),
         ("gpu-apt-online-everything", make_stack(), RenderOptions(**everything)),
         ("gpu-apt-offline-everything", make_stack(), RenderOptions(**everything, offline=True)),
         ("standalone-online", make_stack(python="3.12", python_strategy="standalone"), RenderOptions()),
@@ -61,7 +62,8 @@ def _variants(tmp_path: Path) -> list[tuple[str, str, str]]:
     out = []
     for label, stack, options in cases:
         ctx = render_stack(stack, options, probe=PROBE)
-        out.append((label, ctx.dockerfile, mirror_image(stack.base_image, options.registry_mirror)))
+        pin = "" if stack.platform == "linux/amd64" else f"--platform={stack.platform} "
+        out.append((label, ctx.dockerfile, pin + mirror_image(stack.base_image, options.registry_mirror)))
     return out
 
 

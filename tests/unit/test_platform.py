@@ -1,0 +1,291 @@
+"""The platform dimension: linux/amd64 and linux/arm64 rows, names, resolution, render and build."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envman.errors import MatrixError, ResolveError, UserError
+from envman.matrix.load import load_matrix
+from envman.render import render_stack
+from envman.resolve import resolve, resolve_row
+from envman.stack import Stack, parse_name, parse_platform
+
+from .conftest import MINI
+from .test_render import PROBE, make_stack
+
+# Overlay on the mini matrix: the 12.4.1 base image and torch 2.4.1 cu124 gain arm64; a 2.5.0
+# cu124 row exists for amd64 only; a CPU image and build for arm64 (partially confirmed).
+OVERLAY = """
+schema = 1
+kind = "images"
+
+[[image]]
+repository = "nvidia/cuda"
+tag = "12.4.1-base-ubuntu22.04"
+cuda = "12.4.1"
+flavour = "base"
+os = "ubuntu22.04"
+status = "published"
+source = ["test"]
+platforms = ["linux/arm64", "linux/amd64"]
+"""
+
+BUILDS = """
+schema = 1
+kind = "framework"
+framework = "torch"
+
+[[build]]
+version = "2.4.1"
+variant = "cu124"
+cuda = "12.4"
+python = ["3.8", "3.9", "3.10", "3.11", "3.12"]
+packages = ["torch==2.4.1"]
+sass = ["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"]
+ptx = ["9.0"]
+default = true
+source = ["test"]
+status = "confirmed"
+platforms = ["linux/amd64", "linux/arm64"]
+platform_status = "partially confirmed"
+
+[[build]]
+version = "2.5.0"
+variant = "cu124"
+cuda = "12.4"
+python = ["3.9", "3.10"]
+packages = ["torch==2.5.0"]
+sass = ["8.0", "9.0"]
+default = true
+source = ["test"]
+status = "confirmed"
+"""
+
+
+@pytest.fixture()
+def arm(tmp_path: Path):
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    (tmp_path / "fw.toml").write_text(BUILDS)
+    return load_matrix([*MINI, tmp_path / "img.toml", tmp_path / "fw.toml"], shipped=False)
+
+
+# --- schema -----------------------------------------------------------------------------------
+
+
+def test_rows_without_platforms_are_amd64_only(mini):
+    assert all(b.platforms == ("linux/amd64",) for b in mini.builds)
+    assert all(i.platforms == ("linux/amd64",) for i in mini.images)
+
+
+def test_platforms_are_parsed_in_canonical_order(arm):
+    img = next(i for i in arm.images if i.tag == "12.4.1-base-ubuntu22.04")
+    assert img.platforms == ("linux/amd64", "linux/arm64") and img.platform_status == "confirmed"
+    b = next(b for b in arm.builds if str(b.version) == "2.4.1" and b.variant == "cu124")
+    assert b.platforms == ("linux/amd64", "linux/arm64") and b.platform_status == "partially confirmed"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['["linux/arm"]', '[]', '["linux/arm64", "linux/arm64"]', '"linux/arm64"', '["arm64"]'],
+)
+def test_bad_platforms_are_rejected_naming_the_key(tmp_path, value):
+    f = tmp_path / "bad.toml"
+    f.write_text(OVERLAY.replace('["linux/arm64", "linux/amd64"]', value))
+    with pytest.raises(MatrixError, match=r"image\[0\]\.platforms: expected a non-empty list"):
+        load_matrix([f], shipped=False)
+
+
+def test_wheel_python_is_parsed_and_names_normalised(tmp_path):
+    f = tmp_path / "fw.toml"
+    f.write_text(BUILDS.replace('platform_status = "partially confirmed"',
+                                'wheel_python = { torch = ["3.8", "3.12"], Torch_Vision = ["3.9"] }'))
+    b = next(b for b in load_matrix([f], shipped=False).builds if str(b.version) == "2.4.1")
+    assert dict(b.wheel_python) == {
+        "torch": tuple(sorted(__import__("packaging.version").version.Version(v) for v in ("3.8", "3.12"))),
+        "torch-vision": (__import__("packaging.version").version.Version("3.9"),),
+    }
+    f.write_text(BUILDS.replace('platform_status = "partially confirmed"', 'wheel_python = { torch = [] }'))
+    with pytest.raises(MatrixError, match=r"wheel_python"):
+        load_matrix([f], shipped=False)
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, platform",
+    [
+        ("torch-2.4-cuda12-arm64", "linux/arm64"),
+        ("torch-2.4-cuda12-py3.10-devel-aarch64", "linux/arm64"),
+        ("torch-2.4-AMD64", "linux/amd64"),
+        ("torch-2.4-x86_64", "linux/amd64"),
+        ("torch-2.4-cpu", None),
+    ],
+)
+def test_name_grammar_has_an_optional_platform_part(name, platform):
+    assert parse_name(name).platform == platform
+
+
+@pytest.mark.parametrize("bad", ["torch-2.4-arm64-cuda12", "torch-2.4-arm", "torch-2.4-linux/arm64", "torch-2.4-arm64-arm64"])
+def test_platform_part_must_come_last_and_be_known(bad):
+    with pytest.raises(ResolveError, match="cannot parse stack name"):
+        parse_name(bad)
+
+
+def test_parse_platform_accepts_oci_and_short_forms():
+    assert parse_platform("linux/arm64") == parse_platform("aarch64") == "linux/arm64"
+    assert parse_platform("LINUX/AMD64") == "linux/amd64"
+    for bad in ("linux/arm", "windows/amd64", "", "arm64;rm"):
+        with pytest.raises(UserError, match="unknown platform"):
+            parse_platform(bad)
+
+
+# --- resolution -------------------------------------------------------------------------------
+
+
+def test_arm64_stack_gets_suffix_platform_and_arm64_image(arm):
+    s = resolve(arm, "torch-2.4-cuda12-arm64")
+    assert s.platform == "linux/arm64"
+    assert s.name == "torch-2.4.1-cuda12.4-py3.10-arm64"
+    assert s.base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert any("linux/arm64 support of torch-2.4.1-cuda12.4 wheels is partially confirmed" in n for n in s.notes)
+    assert resolve(arm, s.name) == s  # canonical names resolve to themselves
+    assert resolve(arm, "torch-2.4-cuda12", "linux/arm64") == s
+
+
+def test_amd64_resolution_is_unchanged_by_the_platform_dimension(arm, mini):
+    a = resolve(arm, "torch-2.4-cuda12")
+    assert a.platform == "linux/amd64" and not a.name.endswith("64")
+    assert a == resolve(arm, "torch-2.4-cuda12-amd64") == resolve(arm, "torch-2.4-cuda12", "linux/amd64")
+    assert "platform" not in a.to_json()  # amd64 JSON (labels, stack.json) as before platforms
+
+
+def test_newest_release_with_the_platform_wins(arm):
+    assert resolve(arm, "torch-2-cuda12").framework_version == "2.5.0"
+    assert resolve(arm, "torch-2-cuda12-arm64").framework_version == "2.4.1"
+
+
+def test_row_without_arm64_says_so_naming_its_platforms(arm):
+    with pytest.raises(ResolveError) as exc:
+        resolve(arm, "torch-2.5-cuda12-arm64")
+    line = exc.value.line()
+    assert "\n" not in line
+    assert "torch 2.5 has no linux/arm64 build" in line and "linux/amd64 only" in line
+    with pytest.raises(ResolveError, match="has no linux/arm64 build .*it has linux/amd64"):
+        resolve_row(arm, next(b for b in arm.builds if str(b.version) == "2.5.0"), "linux/arm64")
+
+
+def test_arm64_row_needs_an_arm64_base_image(arm):
+    # torch 2.4.1 cu118 has no arm64 wheels; CPU rows have no arm64 ubuntu image in the mini matrix
+    with pytest.raises(ResolveError, match="has no linux/arm64 build"):
+        resolve(arm, "torch-2.4-cu118-arm64")
+    cpu = next(b for b in arm.builds if b.cuda is None)
+    arm_cpu = type(cpu)(**{**cpu.__dict__, "platforms": ("linux/amd64", "linux/arm64")})
+    m = type(arm)(**{**arm.__dict__, "builds": tuple(b for b in arm.builds if b is not cpu) + (arm_cpu,)})
+    with pytest.raises(ResolveError, match=r"no CPU base image on linux/arm64 in the matrix for torch-2.4.1-cpu"):
+        resolve(m, "torch-2.4-cpu-arm64")
+
+
+def test_conflicting_platforms_are_an_error(arm):
+    with pytest.raises(ResolveError, match="names platform linux/arm64, --platform says linux/amd64"):
+        resolve(arm, "torch-2.4-cuda12-arm64", "linux/amd64")
+
+
+def test_stack_json_round_trip_keeps_the_platform(arm):
+    s = resolve(arm, "torch-2.4-cuda12-arm64")
+    d = json.loads(json.dumps(s.to_json()))
+    assert d["platform"] == "linux/arm64"
+    assert Stack.from_json(d) == s
+    a = resolve(arm, "torch-2.4-cuda12")
+    assert Stack.from_json(a.to_json()).platform == "linux/amd64"
+
+
+# --- render and build -------------------------------------------------------------------------
+
+
+def test_render_pins_from_platform_only_for_arm64():
+    amd = render_stack(make_stack(), probe=PROBE).dockerfile
+    assert "--platform" not in amd
+    arm_stack = make_stack(name="torch-2.4.1-cuda12.4-py3.10-arm64", platform="linux/arm64")
+    arm_df = render_stack(arm_stack, probe=PROBE).dockerfile
+    froms = [line for line in arm_df.splitlines() if line.startswith("FROM ")]
+    assert froms == ["FROM --platform=linux/arm64 nvidia/cuda:12.4.1-base-ubuntu22.04"]
+
+
+def test_render_refuses_an_unknown_platform_from_a_cached_stack():
+    from envman.errors import RenderError
+
+    with pytest.raises(RenderError, match="platform"):
+        render_stack(make_stack(platform="linux/arm64 --evil"), probe=PROBE)
+
+
+class _FakeEngine:
+    def __init__(self):
+        self.calls = []
+
+    def inspect_image(self, ref):
+        return None
+
+    def build(self, tar, ref, **kw):
+        from envman.engine import BuildEvent
+
+        self.calls.append(kw)
+        yield BuildEvent("done", "built", image_id="sha256:x")
+
+
+def test_build_passes_the_platform_to_the_engine_only_for_arm64(tmp_path, monkeypatch):
+    from envman.build import build_stack
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    eng = _FakeEngine()
+    build_stack(eng, make_stack(name="torch-2.4.1-cuda12.4-py3.10-arm64", platform="linux/arm64"))
+    build_stack(eng, make_stack())
+    assert eng.calls[0]["platform"] == "linux/arm64"
+    assert "platform" not in eng.calls[1]
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def _cli(args, files):
+    from .test_cli import envman
+
+    p = envman(*args, env={"ENVMAN_MATRIX": ":".join(str(f) for f in files), "COLUMNS": "200"})
+    return _Result(p.returncode, p.stdout + p.stderr, p.stdout)
+
+
+class _Result:
+    def __init__(self, code: int, output: str, stdout: str) -> None:
+        self.exit_code, self.output, self.stdout = code, output, stdout
+
+
+def test_cli_ls_filters_and_shows_platforms_and_show_prints_the_platform(tmp_path):
+    (tmp_path / "fw.toml").write_text(BUILDS)
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    files = [tmp_path / "img.toml", tmp_path / "fw.toml"]
+    r = _cli(["matrix", "ls", "--platform", "linux/arm64", "--json"], files)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert rows and all("linux/arm64" in d["platforms"] for d in rows)
+    assert {d["name"] for d in rows} >= {"torch-2.4.1-cuda12.4"}
+    r = _cli(["matrix", "show", "torch-2.4.1-cuda12.4-arm64"], files)
+    assert r.exit_code == 0, r.output
+    assert "linux/arm64" in r.output
+    r = _cli(["matrix", "ls", "--platform", "sparc"], files)
+    assert r.exit_code == 2 and "unknown platform 'sparc'" in r.output
+
+
+def test_cli_render_platform_option_and_the_clear_error(tmp_path):
+    (tmp_path / "fw.toml").write_text(BUILDS)
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    files = [tmp_path / "img.toml", tmp_path / "fw.toml"]
+    r = _cli(["render", "torch-2.4.1-cuda12.4", "--platform", "linux/arm64", "-o", "-"], files)
+    assert r.exit_code == 0, r.output
+    assert "FROM --platform=linux/arm64 nvidia/cuda:12.4.1-base-ubuntu22.04" in r.output
+    r = _cli(["render", "torch-2.5.0-cuda12.4", "--platform", "linux/arm64", "-o", "-"], files)
+    assert r.exit_code == 2
+    assert "has no linux/arm64 build" in r.output and "Traceback" not in r.output
