@@ -179,11 +179,13 @@ def validate_cmd(
 
     m = load_matrix(list(STATE.matrix_files) + list(paths or []))
     problems = [str(p) for p in validate(m)]
-    for b in m.builds:  # every row must resolve to a stack
-        try:
-            resolve_row(m, b)
-        except ResolveError as exc:
-            problems.append(f"{b.name}: does not resolve: {exc.line()}")
+    for b in m.builds:  # every row must resolve to a stack, on every platform it lists
+        for plat in b.platforms:
+            try:
+                resolve_row(m, b, plat)
+            except ResolveError as exc:
+                on = "" if plat == b.platforms[0] else f" on {plat}"
+                problems.append(f"{b.name}: does not resolve{on}: {exc.line()}")
     summary = {
         "files": list(m.files),
         "rows": {"cuda": len(m.cuda), "os": len(m.oses), "images": len(m.images), "builds": len(m.builds), "gpus": len(m.gpus)},

@@ -163,6 +163,10 @@ class _Row:
             )
 
 
+def _sorted_or_none(archs: tuple | None) -> tuple | None:
+    return None if archs is None else tuple(sorted(archs))
+
+
 def _string(v: Any) -> str:
     if not isinstance(v, str):
         raise TypeError
@@ -306,6 +310,8 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
                 wheel_python=r.wheel_python(),
+                sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
+                ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),
             )
         )
         r.done()

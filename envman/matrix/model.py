@@ -193,6 +193,15 @@ class FrameworkBuild:
     #: Python versions with wheels, per package the row installs (normalised project name); a
     #: package without an entry has no data (``matrix validate`` checks what is there).
     wheel_python: tuple[tuple[str, tuple[Version, ...]], ...] = ()
+    #: Architectures of the linux/arm64 wheels where they differ from ``sass``/``ptx`` (None: same).
+    sass_arm64: tuple[Arch, ...] | None = None
+    ptx_arm64: tuple[Arch, ...] | None = None
+
+    def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
+        """(SASS, PTX) of this build's wheels for ``platform``."""
+        if platform == "linux/arm64" and self.sass_arm64 is not None:
+            return self.sass_arm64, self.ptx_arm64 or ()
+        return self.sass, self.ptx
 
     @property
     def name(self) -> str:

@@ -134,12 +134,15 @@ def validate(matrix: Matrix) -> list[Problem]:
         if not b.sass and not b.ptx:
             add(where, "a CUDA build must list its architectures (sass and/or ptx)")
         toolkit_sm = set(rel.sm)
-        for a in b.sass:
+        arm = b.sass_arm64 or ()
+        for a in (*b.sass, *arm):
             if toolkit_sm and a not in toolkit_sm:
                 add(where, f"SASS {a.sm} cannot be built by CUDA {rel.key} (nvcc targets {', '.join(str(x) for x in rel.sm)})")
-        for a in b.ptx:
+        for a in (*b.ptx, *(b.ptx_arm64 or ())):
             if toolkit_sm and a not in toolkit_sm:
                 add(where, f"PTX compute_{a.major}{a.minor} cannot be built by CUDA {rel.key}")
+        if (b.sass_arm64 is not None or b.ptx_arm64 is not None) and "linux/arm64" not in b.platforms:
+            add(where, "sass_arm64/ptx_arm64 given but linux/arm64 is not in platforms")
         for o in b.os:
             if o not in os_names:
                 add(where, f"os {o!r} is not in the os matrix")
@@ -148,6 +151,9 @@ def validate(matrix: Matrix) -> list[Problem]:
             images = [i for i in matrix.images if i.cuda == b.cuda and not i.custom and i.flavour == need]
             if not images:
                 add(where, f"no {need} base image for CUDA {b.cuda} in the image matrix")
+            for plat in b.platforms:
+                if images and not any(plat in i.platforms for i in images):
+                    add(where, f"no {need} base image for CUDA {b.cuda} on {plat} (the row lists {plat})")
     for fw in sorted({b.framework for b in matrix.builds}):
         for v in sorted({b.version for b in matrix.builds if b.framework == fw}):
             defaults = [b for b in matrix.builds if b.framework == fw and b.version == v and b.default]

@@ -289,3 +289,54 @@ def test_cli_render_platform_option_and_the_clear_error(tmp_path):
     r = _cli(["render", "torch-2.5.0-cuda12.4", "--platform", "linux/arm64", "-o", "-"], files)
     assert r.exit_code == 2
     assert "has no linux/arm64 build" in r.output and "Traceback" not in r.output
+
+
+# --- per-platform arch lists and validation -----------------------------------------------------
+
+
+def test_arm64_arch_lists_replace_the_amd64_ones_on_arm64(tmp_path):
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    (tmp_path / "fw.toml").write_text(BUILDS.replace(
+        'platform_status = "partially confirmed"',
+        'platform_status = "partially confirmed"\nsass_arm64 = ["9.0", "8.0"]\nptx_arm64 = ["9.0"]'))
+    m = load_matrix([*MINI, tmp_path / "img.toml", tmp_path / "fw.toml"], shipped=False)
+    arm_stack = resolve(m, "torch-2.4-cuda12-arm64")
+    assert arm_stack.sass_archs == ("8.0", "9.0") and arm_stack.ptx_archs == ("9.0",)
+    amd_stack = resolve(m, "torch-2.4-cuda12")
+    assert amd_stack.sass_archs == ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")
+
+
+def test_validate_flags_an_arm64_row_without_an_arm64_base_image(tmp_path):
+    from envman.matrix.validate import validate
+
+    (tmp_path / "fw.toml").write_text(BUILDS)  # 2.4.1 cu124 claims arm64; the mini 12.4.1 image is amd64 only
+    m = load_matrix([*MINI, tmp_path / "fw.toml"], shipped=False)
+    problems = [str(p) for p in validate(m)]
+    assert problems == ["torch 2.4.1 cu124: no base base image for CUDA 12.4 on linux/arm64 (the row lists linux/arm64)"]
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    m = load_matrix([*MINI, tmp_path / "img.toml", tmp_path / "fw.toml"], shipped=False)
+    assert validate(m) == []
+
+
+def test_validate_flags_arm64_archs_on_a_row_without_arm64(tmp_path):
+    from envman.matrix.validate import validate
+
+    (tmp_path / "fw.toml").write_text(BUILDS.replace('cuda = "12.4"\npython = ["3.9", "3.10"]',
+                                                     'cuda = "12.4"\npython = ["3.9", "3.10"]\nsass_arm64 = ["9.0"]'))
+    m = load_matrix([*MINI, tmp_path / "fw.toml"], shipped=False)
+    assert any("sass_arm64/ptx_arm64 given but linux/arm64 is not in platforms" in str(p) for p in validate(m))
+
+
+def test_shipped_matrix_has_arm64_stacks_that_resolve():
+    from envman.matrix.load import load_matrix as load
+
+    m = load()
+    arm_rows = [b for b in m.builds if "linux/arm64" in b.platforms]
+    assert arm_rows, "the shipped matrix has arm64 rows"
+    for b in arm_rows:
+        s = resolve_row(m, b, "linux/arm64")
+        assert s.name.endswith("-arm64") and s.platform == "linux/arm64"
+        img = next(i for i in m.images if i.ref == s.base_image)
+        assert "linux/arm64" in img.platforms
+    with pytest.raises(ResolveError, match="has no linux/arm64 build"):
+        resolve(m, "torch-1.0-cuda10-arm64")
