@@ -218,6 +218,8 @@ def make_stack(
     if build.arch_status != "confirmed":
         notes.append(f"architecture list is {build.arch_status} (see the row's note and sources)")
     if platform != DEFAULT_PLATFORM:
+        if build.platform_note:
+            notes.append(build.platform_note)
         for what, st in ((f"{build.name} wheels", build.platform_status), (f"base image {img.ref}", img.platform_status)):
             if st != "confirmed":
                 notes.append(f"{platform} support of {what} is {st}")
@@ -230,7 +232,10 @@ def make_stack(
     if img.flavour != flavour_default and cuda:
         name += f"-{img.flavour}"
     name += PLATFORM_SUFFIX[platform]
-    sources = tuple(dict.fromkeys(build.source + img.source + (cuda_rel.source if cuda_rel else ())))
+    sources = build.source + img.source + (cuda_rel.source if cuda_rel else ())
+    if platform != DEFAULT_PLATFORM:  # amd64 stacks (their labels, render hashes) stay as before platforms
+        sources += build.platform_source + img.platform_source
+    sources = tuple(dict.fromkeys(sources))
     status = "confirmed" if all(s == "confirmed" for s in (build.status, cuda_rel.status if cuda_rel else "confirmed")) else "partially confirmed"
     return Stack(
         name=name,

@@ -271,6 +271,7 @@ def _parse_images(doc: dict, file: str) -> list[BaseImage]:
                 note=r.str("note", default=""),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
+                platform_source=r.strs("platform_source"),
             )
         )
         r.done()
@@ -309,6 +310,8 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 base_image=r.str("base_image", default=None),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
+                platform_source=r.strs("platform_source"),
+                platform_note=r.str("platform_note", default=""),
                 wheel_python=r.wheel_python(),
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),

@@ -157,6 +157,7 @@ class BaseImage:
     note: str = ""
     platforms: tuple[str, ...] = DEFAULT_PLATFORMS  # platforms of the tag's manifest (one of PLATFORMS each)
     platform_status: str = "confirmed"  # status of the platforms beyond linux/amd64
+    platform_source: tuple[str, ...] = ()  # where the platforms beyond linux/amd64 come from
 
     @property
     def ref(self) -> str:
@@ -190,6 +191,8 @@ class FrameworkBuild:
     base_image: str | None = None  # pin an exact base image ref (custom rows)
     platforms: tuple[str, ...] = DEFAULT_PLATFORMS  # platforms its wheels exist for (one of PLATFORMS each)
     platform_status: str = "confirmed"  # status of the platforms beyond linux/amd64
+    platform_source: tuple[str, ...] = ()  # where the platforms beyond linux/amd64 come from
+    platform_note: str = ""  # what a stack on a platform beyond linux/amd64 should say
     #: Python versions with wheels, per package the row installs (normalised project name); a
     #: package without an entry has no data (``matrix validate`` checks what is there).
     wheel_python: tuple[tuple[str, tuple[Version, ...]], ...] = ()

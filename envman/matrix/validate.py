@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from .model import BaseImage, Matrix
+from .model import DEFAULT_PLATFORMS, BaseImage, Matrix
 
 _PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?(==|>=|<=|~=|<|>)[A-Za-z0-9.*+!_-]+$")
 
@@ -92,6 +92,8 @@ def validate(matrix: Matrix) -> list[Problem]:
         seen_refs.add(img.ref)
         if img.os not in os_names:
             add(where, f"os {img.os!r} is not in the os matrix")
+        if img.platforms != DEFAULT_PLATFORMS and not img.custom and not img.platform_source:
+            add(where, "platforms beyond linux/amd64 need a platform_source")
         if img.custom:
             continue
         if img.cuda is None:
@@ -118,6 +120,8 @@ def validate(matrix: Matrix) -> list[Problem]:
         if key in builds_seen:
             add(where, "duplicate build row")
         builds_seen.add(key)
+        if b.platforms != DEFAULT_PLATFORMS and not b.platform_source:
+            add(where, "platforms beyond linux/amd64 need a platform_source")
         for req in b.packages:
             if not _PY_RE.match(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")

@@ -31,6 +31,7 @@ os = "ubuntu22.04"
 status = "published"
 source = ["test"]
 platforms = ["linux/arm64", "linux/amd64"]
+platform_source = ["image-arm64-source"]
 """
 
 BUILDS = """
@@ -51,6 +52,8 @@ source = ["test"]
 status = "confirmed"
 platforms = ["linux/amd64", "linux/arm64"]
 platform_status = "partially confirmed"
+platform_source = ["wheel-arm64-source"]
+platform_note = "arm64 wheels: see the source"
 
 [[build]]
 version = "2.5.0"
@@ -144,6 +147,27 @@ def test_parse_platform_accepts_oci_and_short_forms():
 
 
 # --- resolution -------------------------------------------------------------------------------
+
+
+def test_platform_sources_and_notes_reach_only_the_arm64_stack(arm):
+    s = resolve(arm, "torch-2.4-cuda12-arm64")
+    assert {"image-arm64-source", "wheel-arm64-source"} <= set(s.sources)
+    assert "arm64 wheels: see the source" in s.notes
+    a = resolve(arm, "torch-2.4-cuda12")
+    assert not {"image-arm64-source", "wheel-arm64-source"} & set(a.sources)
+    assert "arm64 wheels: see the source" not in a.notes
+
+
+def test_validate_wants_a_source_for_platforms_beyond_amd64(tmp_path):
+    from envman.matrix.validate import validate
+
+    (tmp_path / "img.toml").write_text(OVERLAY.replace('platform_source = ["image-arm64-source"]\n', ""))
+    (tmp_path / "fw.toml").write_text(BUILDS.replace('platform_source = ["wheel-arm64-source"]\n', ""))
+    m = load_matrix([*MINI, tmp_path / "img.toml", tmp_path / "fw.toml"], shipped=False)
+    assert sorted(str(p) for p in validate(m)) == [
+        "image nvidia/cuda:12.4.1-base-ubuntu22.04: platforms beyond linux/amd64 need a platform_source",
+        "torch 2.4.1 cu124: platforms beyond linux/amd64 need a platform_source",
+    ]
 
 
 def test_arm64_stack_gets_suffix_platform_and_arm64_image(arm):
