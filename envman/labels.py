@@ -28,6 +28,12 @@ RENDER_HASH = "envman.render-hash"  # sha256 of the build context (the candidate
 ROLE = "envman.role"  # what the object is for, one of ROLES
 PROJECT = "envman.project"  # the project a project image or run container belongs to
 PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag)
+# A pushed image carries its smoke verdict (envman.registry): the report stays on the host that
+# ran the probe, so the verdict travels as labels.
+SMOKE = "envman.smoke"  # pass | cpu-only | fail
+SMOKE_REASON = "envman.smoke-reason"  # the probe's one-line reason
+SMOKE_GPU = "envman.smoke-gpu"  # "true" when the probe ran with GPUs
+SMOKE_IMAGE = "envman.smoke-image"  # the id of the image the probe ran in
 
 # --- values ------------------------------------------------------------------------------------
 
@@ -36,7 +42,8 @@ ROLE_CANDIDATE = "candidate"  # a built stack image, before or after promotion
 ROLE_SMOKE = "smoke"  # the container the probe runs in
 ROLE_RUN = "run"  # an `envman run` container
 ROLE_PROJECT = "project"  # a project image (stack image + the project's packages)
-ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT})
+ROLE_RELEASE = "release"  # a promoted image with its smoke verdict, as pushed to a registry
+ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE})
 
 #: The filter / label set that marks an object as envman's.
 MANAGED_LABELS: Mapping[str, str] = {MANAGED: TRUE}

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import labels as L
 from .errors import EnvmanError, UserError
 from .stack import Stack
 
@@ -44,10 +45,10 @@ REGISTRY_KEYS = {
     "pull_on_run": "true to let envman run pull a missing promoted image from the default registry",
 }
 #: Labels a pushed image carries on top of the promoted image's own.
-SMOKE_LABEL = "envman.smoke"
-SMOKE_REASON_LABEL = "envman.smoke-reason"
-SMOKE_GPU_LABEL = "envman.smoke-gpu"
-SMOKE_IMAGE_LABEL = "envman.smoke-image"
+SMOKE_LABEL = L.SMOKE
+SMOKE_REASON_LABEL = L.SMOKE_REASON
+SMOKE_GPU_LABEL = L.SMOKE_GPU
+SMOKE_IMAGE_LABEL = L.SMOKE_IMAGE
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -218,20 +219,21 @@ def release_labels(report: Mapping[str, Any]) -> dict[str, str]:
         SMOKE_REASON_LABEL: reason,
         SMOKE_GPU_LABEL: "true" if report.get("gpus_requested") else "false",
         SMOKE_IMAGE_LABEL: str(report.get("image_id", "")),
-        "envman.role": "release",
+        L.ROLE: L.ROLE_RELEASE,
     }
 
 
 def label_problems(labels: Mapping[str, str], stack: Stack) -> list[str]:
     """Why an image's labels do not make it a promoted envman image of ``stack`` (empty: fine)."""
     problems: list[str] = []
-    if labels.get("envman.managed") != "true":
-        problems.append("it carries no envman.managed=true label (not an envman image)")
-    if labels.get("envman.name") != stack.name:
-        problems.append(f"its envman.name label is {labels.get('envman.name')!r}, expected {stack.name!r}")
-    raw = labels.get("envman.stack")
+    got = L.parse(labels)
+    if not got.managed:
+        problems.append(f"it carries no {L.MANAGED}={L.TRUE} label (not an envman image)")
+    if got.name != stack.name:
+        problems.append(f"its {L.NAME} label is {got.name!r}, expected {stack.name!r}")
+    raw = got.stack_json
     if raw is None:
-        problems.append("it has no envman.stack label")
+        problems.append(f"it has no {L.STACK} label")
     else:
         try:
             label_stack = json.loads(raw)
@@ -239,13 +241,13 @@ def label_problems(labels: Mapping[str, str], stack: Stack) -> list[str]:
             label_stack = None
         expected = json.loads(json.dumps(stack.to_json()))
         if not isinstance(label_stack, dict):
-            problems.append("its envman.stack label is not a JSON object")
+            problems.append(f"its {L.STACK} label is not a JSON object")
         elif label_stack != expected:
             keys = sorted(k for k in set(label_stack) | set(expected) if label_stack.get(k) != expected.get(k))
-            problems.append(f"its envman.stack label differs from the stack this host resolves in {', '.join(keys[:5])} "
+            problems.append(f"its {L.STACK} label differs from the stack this host resolves in {', '.join(keys[:5])} "
                             "(the matrices differ)")
-    if not _HASH_RE.fullmatch(labels.get("envman.render-hash", "")):
-        problems.append("it has no valid envman.render-hash label")
+    if not _HASH_RE.fullmatch(got.render_hash or ""):
+        problems.append(f"it has no valid {L.RENDER_HASH} label")
     smoke = labels.get(SMOKE_LABEL)
     if smoke is None:
         problems.append(f"it has no {SMOKE_LABEL} label (push it with envman push, which adds the smoke verdict)")
@@ -324,7 +326,7 @@ def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = F
     labels = release_labels({**report, "image_id": image_id})
     repo = registry.repository(stack.name)
     info = engine.inspect_image(image_id)
-    render_hash = ((info.get("Config") or {}).get("Labels") or {}).get("envman.render-hash", "")
+    render_hash = L.parse((info.get("Config") or {}).get("Labels")).render_hash or ""
     tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
     # The smoke verdict exists only after the build, so it is added by a build FROM the promoted
     # image that changes nothing but the labels (no layer; the same content under a new config).
