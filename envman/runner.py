@@ -82,6 +82,7 @@ class RunPlan:
     shm_size: str = "8g"
     tty: bool = False
     interactive: bool = False
+    container_name: str | None = None  # --name (a Slurm job names its container to stop it on cancel)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -105,8 +106,10 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
     Never ``--privileged``, never the Docker socket, always ``no-new-privileges``; ports only on
     127.0.0.1; ``-t`` only when envman's own stdin and stdout are terminals (``plan.tty``).
     """
-    argv = [
-        docker, "run", "--rm",
+    argv = [docker, "run", "--rm"]
+    if plan.container_name:
+        argv += ["--name", plan.container_name]
+    argv += [
         "--pull", "never",  # an envman image that is missing must not be fetched from a registry
         "--init",  # PID 1 forwards signals (Ctrl-C) and reaps zombies whatever the command
         "--security-opt", "no-new-privileges",
@@ -351,20 +354,9 @@ def preflight(
     when no GPU was requested) and ``image``. ``suggest`` names a stack that would work.
     """
     problems: list[Problem] = []
-    cpu_fix = "or run with --no-gpu for an explicit CPU run"
+    cpu_fix = CPU_FIX
     if gpus is not None:
-        if host is None or not host.has_gpu:
-            why = host.summary() if host is not None else "no NVIDIA GPU on this host"
-            problems.append(Problem(ERROR, "host-gpu", f"GPUs requested (--gpus {gpus}) but {why}: "
-                                    f"install the NVIDIA driver, {cpu_fix}"))
-        else:
-            chosen, why = selected_gpus(host, gpus)
-            if why:
-                problems.append(Problem(ERROR, "host-gpu", f"{why}: ask for fewer (--gpus all / --gpus device=0), {cpu_fix}"))
-            verdicts = gpu_verdicts(stack, host, chosen)
-            problems += verdict_problems(stack, host, verdicts, suggest)
-            for w in host.warnings:
-                problems.append(Problem(WARNING, "host-gpu", w))
+        problems += gpu_problems(stack, gpus, host, suggest)
     if gpus is not None and not what_if and engine_info is not None and gpu_mechanism(engine_info) is None:
         from .engine import NVIDIA_TOOLKIT_FIX
 
@@ -385,6 +377,26 @@ def preflight(
     elif image.smoke == "cpu-only" and gpus is not None and stack.cuda:
         problems.append(Problem(WARNING, "smoke", f"{image.ref} was smoke-tested without a GPU: its GPU kernels are "
                                 f"untested; run envman smoke {stack.name} --require-gpu on this host"))
+    return problems
+
+
+CPU_FIX = "or run with --no-gpu for an explicit CPU run"
+
+
+def gpu_problems(stack: Stack, gpus: GpuRequest, host: HostFacts | None,
+                 suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None]) -> list[Problem]:
+    """The host's side of a GPU run: a driver and GPUs, the requested devices, the stack's
+    verdict on each (``envman run``'s preflight, and ``envman node-check`` on a Slurm node)."""
+    if host is None or not host.has_gpu:
+        why = host.summary() if host is not None else "no NVIDIA GPU on this host"
+        return [Problem(ERROR, "host-gpu", f"GPUs requested (--gpus {gpus}) but {why}: "
+                        f"install the NVIDIA driver, {CPU_FIX}")]
+    problems = []
+    chosen, why = selected_gpus(host, gpus)
+    if why:
+        problems.append(Problem(ERROR, "host-gpu", f"{why}: ask for fewer (--gpus all / --gpus device=0), {CPU_FIX}"))
+    problems += verdict_problems(stack, host, gpu_verdicts(stack, host, chosen), suggest)
+    problems += [Problem(WARNING, "host-gpu", w) for w in host.warnings]
     return problems
 
 
@@ -658,6 +670,19 @@ def detect_host(matrix_files: Sequence[str | os.PathLike[str]] = ()) -> HostFact
     return detect(gpu_table=lambda name: matrix_gpu_table(get_matrix(matrix_files))(name))
 
 
+_CONTAINER_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+
+
+def check_container_name(name: str) -> str:
+    """A container name Docker accepts (its own rule), else a one-line error."""
+    import re
+
+    if not re.fullmatch(_CONTAINER_NAME_RE, name):
+        raise UserError(f"{name!r} is not a container name", where="--name",
+                        fix="use letters, digits and _.- (starting with a letter or digit, at most 128)")
+    return name
+
+
 RUN_USAGE = "envman run [PROJECT] [OPTIONS] [-- CMD ARGS...]"
 
 
@@ -675,13 +700,15 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("project", nargs="?", help="registered project name or path")
     p.add_argument("--stack", help="run on this stack instead of the project's")
-    p.add_argument("--gpus", help='"all", a count, or "device=0,2" (default: all for a CUDA stack, none for a CPU stack)')
+    p.add_argument("--gpus", help='"all", a count, "device=0,2", or "slurm" (exactly the GPUs Slurm allocated to the '
+                   'job this runs in) (default: all for a CUDA stack, none for a CPU stack)')
     p.add_argument("--no-gpu", action="store_true", help="run on the CPU only (skips the GPU preflight)")
     p.add_argument("--shm-size", help="size of /dev/shm (default: 8g, at most half the RAM)")
     p.add_argument("-p", "--port", action="append", default=[], help="publish PORT or HOST:CONTAINER on 127.0.0.1 "
                    "(the service must listen on 0.0.0.0 inside)")
     p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
     p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
+    p.add_argument("--name", help="name the container (letters, digits, _.-); envman submit's jobs name theirs after the job")
     p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
     p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
     p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
@@ -703,10 +730,18 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
     if a.stack is not None:
         check_stack_name(a.stack, where="--stack", key="--stack")
+    if a.name is not None:
+        check_container_name(a.name)
     proj = locate(a.project)
+    if a.gpus is not None and a.gpus.strip().lower() == "slurm":
+        from .slurm import allocated_gpus
+
+        asked = allocated_gpus(os.environ)
+    else:
+        asked = parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None
     cli = CliOverrides(
         stack=a.stack,
-        gpus=None if a.no_gpu else (parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None),
+        gpus=None if a.no_gpu else asked,
         gpus_set=a.no_gpu or a.gpus is not None,
         shm_size=check_shm(a.shm_size, where="--shm-size", key="--shm-size") if a.shm_size is not None else None,
         environment=parse_cli_env(a.env_var),
@@ -741,6 +776,10 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
         build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
     )
+    if a.name is not None:
+        from dataclasses import replace
+
+        prepared.plan = replace(prepared.plan, container_name=a.name)
     for p in prepared.problems:
         if p.level == WARNING:
             _err(f"envman: warning: {p.message}")

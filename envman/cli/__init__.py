@@ -83,7 +83,7 @@ def _optional_modules():
     """Command modules added by later features; each exposes ``register(app)``."""
     import importlib
 
-    for name in ("render", "build", "project", "ci", "registry", "export"):
+    for name in ("render", "build", "project", "ci", "registry", "export", "slurm"):
         try:
             yield importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # pragma: no cover - only while a feature is absent

@@ -1,0 +1,146 @@
+"""``envman submit``, ``envman jobs``, ``envman logs``: projects as Slurm batch jobs (see envman.slurm)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperCommand
+
+from ._out import console, emit_json
+
+_META_CMD = "envman.submit.command"
+
+
+class _SubmitCommand(TyperCommand):
+    """The words after the first ``--`` are the job's command, not options or arguments."""
+
+    def parse_args(self, ctx, args):
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta[_META_CMD] = list(args[i + 1:])
+            args = args[:i]
+        else:
+            ctx.meta[_META_CMD] = []
+        return super().parse_args(ctx, args)
+
+
+def _int(value: str | None, where: str, minimum: int) -> int | None:
+    from ..errors import UserError
+    from ..slurm import check_count
+
+    if value is None:
+        return None
+    v = value.strip()
+    if not v.isdigit() or v != value:
+        raise UserError(f"{value!r} is not a whole number", where=where, fix=f"give a count of at least {minimum}")
+    return check_count(int(v), where=where, minimum=minimum)
+
+
+def submit(
+    ctx: typer.Context,
+    project: Annotated[Optional[str], typer.Argument(help="Registered project name or path (default: the project of the current directory).")] = None,
+    partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="Slurm partition (default: [slurm] partition in the user config, else the cluster's default).")] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPUs to allocate; the container gets exactly those (default: the project's count, 1 for \"all\", 0 for a CPU stack).")] = None,
+    time_limit: Annotated[Optional[str], typer.Option("--time", "-t", help="Time limit: minutes, H:MM:SS, D-HH[:MM[:SS]] or UNLIMITED.")] = None,
+    cpus: Annotated[Optional[str], typer.Option("--cpus", "-c", help="CPUs for the job (--cpus-per-task).")] = None,
+    mem: Annotated[Optional[str], typer.Option("--mem", help="Memory per node, e.g. 16G (K, M, G, T; default unit M).")] = None,
+    runtime: Annotated[Optional[str], typer.Option("--runtime", help="docker, pyxis, apptainer or charliecloud (default: [slurm] runtime in the user config, else docker).")] = None,
+    image: Annotated[Optional[str], typer.Option("--image", help="For pyxis/apptainer/charliecloud: the image to run (default: the promoted image from the node's Docker engine).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the batch script instead of submitting it.")] = False,
+) -> None:
+    """Submit a project's command as a Slurm batch job: envman submit [PROJECT] [OPTIONS] [-- CMD ARGS...]."""
+    from ..slurm import (
+        Resources, SubmitRequest, build_spec, check_mem, check_partition, check_runtime, check_time, render_script,
+        submit as do_submit,
+    )
+    from . import STATE
+
+    n_gpus = _int(gpus, "--gpus", 0)
+    res = Resources(
+        partition=check_partition(partition) if partition is not None else None,
+        gpus=-1 if n_gpus is None else n_gpus,
+        time=check_time(time_limit) if time_limit is not None else None,
+        cpus=_int(cpus, "--cpus", 1),
+        mem=check_mem(mem) if mem is not None else None,
+    )
+    req = SubmitRequest(project, res, runtime=check_runtime(runtime) if runtime is not None else None, image=image,
+                        command=tuple(ctx.meta.get(_META_CMD, [])), matrix_files=tuple(map(str, STATE.matrix_files)))
+    spec = build_spec(req)
+    if dry_run:
+        typer.echo(render_script(spec), nl=False)
+        return
+    rec = do_submit(spec)
+    gpu_text = f"{rec.gpus} GPU{'s' if rec.gpus != 1 else ''}" if rec.gpus else "no GPU"
+    console().print(f"submitted job {rec.id}: project {rec.project} on {rec.stack} ({rec.runtime}, {gpu_text})\n"
+                    f"log: {rec.log}\nfollow it: envman logs {rec.id}; all jobs: envman jobs",
+                    markup=False, highlight=False, soft_wrap=True)
+
+
+def jobs(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the newest N jobs.")] = 20,
+) -> None:
+    """Your envman Slurm jobs: id, project, runtime, state and exit code (squeue, then sacct)."""
+    import datetime
+
+    from ..slurm import jobs as list_jobs
+
+    rows = list_jobs(limit=limit)
+    if as_json:
+        emit_json([{**r.to_json(), "state": s.state, "exit_code": s.exit_code, "signal": s.signal,
+                    "reason": s.reason} for r, s in rows])
+        return
+    if not rows:
+        console().print("no envman jobs (submit one: envman submit PROJECT -- CMD)")
+        return
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False)
+    for col in ("job", "project", "stack", "runtime", "gpus", "state", "exit", "submitted"):
+        t.add_column(col, overflow="fold")
+    for r, s in rows:
+        code = "-" if s.exit_code is None else str(s.exit_code)
+        if s.signal:
+            code += f" (signal {s.signal})"
+        state = s.state + (f" ({s.reason})" if s.reason and s.state == "PENDING" else "")
+        when = datetime.datetime.fromtimestamp(r.submitted).strftime("%Y-%m-%d %H:%M:%S")
+        t.add_row(r.id, r.project, r.stack, r.runtime, str(r.gpus), state, code, when)
+    console().print(t, markup=False)
+
+
+def logs(job: Annotated[str, typer.Argument(help="Job id, as envman jobs lists it.")]) -> None:
+    """Print the log of one of your envman jobs."""
+    import sys
+
+    from ..slurm import read_log
+
+    rec, text = read_log(job)
+    if not text:
+        sys.stderr.write(f"envman: job {rec.id} has written nothing yet ({rec.log})\n")
+    sys.stdout.write(text)
+
+
+def node_check(
+    project: Annotated[str, typer.Argument(help="Project root or name.")],
+    gpus: Annotated[Optional[str], typer.Option("--gpus", help="\"slurm\": the GPUs Slurm allocated to this job.")] = None,
+    no_gpu: Annotated[bool, typer.Option("--no-gpu", help="A CPU job: nothing to check.")] = False,
+) -> None:
+    """On a Slurm node: the driver and architecture checks envman run makes (used by non-docker job scripts)."""
+    import sys
+
+    from ..errors import UserError
+    from ..slurm import node_check as check
+    from . import STATE
+
+    if no_gpu == (gpus is not None) or (gpus is not None and gpus != "slurm"):
+        raise UserError("give --gpus slurm or --no-gpu", where="envman node-check")
+    for w in check(project, gpus is not None, tuple(map(str, STATE.matrix_files))):
+        sys.stderr.write(f"envman: warning: {w}\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("submit", cls=_SubmitCommand)(submit)
+    app.command("jobs")(jobs)
+    app.command("logs")(logs)
+    app.command("node-check", hidden=True)(node_check)
