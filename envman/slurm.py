@@ -44,7 +44,7 @@ SLURM_CONFIG_KEYS = {"runtime": "one of " + ", ".join(RUNTIMES), "partition": "a
 #: How ``docker`` jobs name their container (the job id completes it inside the script).
 CONTAINER_PREFIX = "envman-job-"
 
-_PARTITION_RE = r"[A-Za-z0-9_.-]{1,64}"
+_PARTITION_RE = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}"
 _MEM_RE = r"(?i)([1-9][0-9]{0,8})([KMGT]?)"
 _JOB_ID_RE = r"[1-9][0-9]{0,9}"
 _ENV_KEY_RE = r"[A-Za-z_][A-Za-z0-9_]*"

@@ -1,0 +1,333 @@
+"""envman.slurm without a cluster: validation, GPU mapping, the batch scripts, squeue/sacct parsing,
+submission and job records with a fake ``sbatch``."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envman.errors import EnvmanError, UserError
+from envman.project import GpuRequest, Mount
+from envman.runner import RunPlan, check_container_name, docker_argv
+from envman.slurm import (
+    JobSpec, Resources, allocated_gpus, check_job_id, check_mem, check_partition, check_runtime, check_time,
+    default_gpu_count, job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
+    render_script, submit,
+)
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("value", ["90", "0:30", "1:30:00", "2-12", "2-12:30", "2-12:30:15", "UNLIMITED", "infinite",
+                                   "100:00:00"])
+def test_time_formats_slurm_accepts(value):
+    assert check_time(value).upper() == value.upper()
+
+
+@pytest.mark.parametrize("value", ["", "0", "0:00", "1:60", "1:61:00", "1:00:60", "2-24", "2-1:60", "1.5", "1h",
+                                   "-1", " 90", "90\n", "1:2:3:4", "2-", "a-1", "1--2", "100-123:00"])
+def test_time_formats_slurm_rejects(value):
+    with pytest.raises(UserError) as e:
+        check_time(value)
+    assert e.value.exit_code == 2 and "\n" not in e.value.line()
+
+
+@pytest.mark.parametrize("value,out", [("16G", "16G"), ("512m", "512M"), ("2048", "2048"), ("1t", "1T")])
+def test_mem(value, out):
+    assert check_mem(value) == out
+
+
+@pytest.mark.parametrize("value", ["0", "0G", "16GB", "1.5G", "-1", "G", "16 G", "16G;x", "1e3", "9999999999"])
+def test_mem_rejects(value):
+    with pytest.raises(UserError):
+        check_mem(value)
+
+
+@pytest.mark.parametrize("value", ["debug", "gpu-a100", "p1,p2", "a.b_c"])
+def test_partition(value):
+    assert check_partition(value) == value
+
+
+@pytest.mark.parametrize("value", ["", "a b", "x;rm", "-p", "a,", ",a", "$(id)", "a\nb", "p" * 65])
+def test_partition_rejects(value):
+    with pytest.raises(UserError):
+        check_partition(value)
+
+
+def test_runtime_and_job_id():
+    assert check_runtime("Charliecloud") == "charliecloud"
+    with pytest.raises(UserError):
+        check_runtime("singularity")
+    assert check_job_id("42") == "42"
+    for bad in ("0", "-1", "1.batch", "../x", "", "12345678901"):
+        with pytest.raises(UserError):
+            check_job_id(bad)
+
+
+def test_container_name():
+    assert check_container_name("envman-job-12") == "envman-job-12"
+    for bad in ("", "-x", "a b", "a/b", "x\n", "a" * 129):
+        with pytest.raises(UserError):
+            check_container_name(bad)
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+def test_allocated_gpus_prefers_the_step_then_the_job_then_cuda_visible_devices():
+    assert allocated_gpus({"SLURM_JOB_GPUS": "1,3", "CUDA_VISIBLE_DEVICES": "0,1"}).devices == ("1", "3")
+    assert allocated_gpus({"SLURM_STEP_GPUS": "2", "SLURM_JOB_GPUS": "1,2"}).devices == ("2",)
+    assert allocated_gpus({"CUDA_VISIBLE_DEVICES": "0"}) == GpuRequest("devices", devices=("0",))
+
+
+@pytest.mark.parametrize("env", [{}, {"SLURM_JOB_GPUS": ""}, {"CUDA_VISIBLE_DEVICES": "NoDevFiles"},
+                                 {"SLURM_JOB_GPUS": "0,$(id)"}, {"SLURM_JOB_GPUS": "all"}])
+def test_allocated_gpus_never_means_all(env):
+    with pytest.raises(UserError) as e:
+        allocated_gpus(env)
+    assert e.value.exit_code == 2
+
+
+def test_docker_argv_for_a_slurm_allocation():
+    plan = RunPlan(image="img", project="p", stack="s", root="/r", home="/h", uid=1, gid=1,
+                   gpus=allocated_gpus({"SLURM_JOB_GPUS": "0,1"}), container_name="envman-job-7")
+    argv = docker_argv(plan)
+    assert argv[argv.index("--gpus") + 1] == '"device=0,1"'
+    assert argv[argv.index("--name") + 1] == "envman-job-7" and "--init" in argv
+    assert "--name" not in docker_argv(RunPlan(image="img", project="p", stack="s", root="/r", home="/h", uid=1, gid=1))
+
+
+def test_default_gpu_count():
+    assert default_gpu_count(None) == 0
+    assert default_gpu_count(GpuRequest("all")) == 1
+    assert default_gpu_count(GpuRequest("count", count=3)) == 3
+    assert default_gpu_count(GpuRequest("devices", devices=("0", "2"))) == 2
+
+
+# --------------------------------------------------------------------------- scripts
+
+
+def spec(runtime="docker", gpus=1, command=("python", "-c", "print('$(id); `x`')"), **kw) -> JobSpec:
+    base = dict(project="demo", root="/srv/projects/demo dir", stack="torch-2.4.1-cuda12.4-py3.10",
+                image="envman/torch-2.4.1-cuda12.4-py3.10:latest", runtime=runtime,
+                resources=Resources(partition="gpu", gpus=gpus, time="1:00:00", cpus=4, mem="16G"),
+                envman=("/opt/venv/bin/python", "-m", "envman"), command=command, matrix_files=("/m/x.toml",),
+                environment=(("WANDB_MODE", "off line"),), home="/state/homes/demo", state_dir="/state",
+                config_dir="/config")
+    base.update(kw)
+    return JobSpec(**base)
+
+
+def bash_ok(text: str) -> None:
+    p = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def commands(text: str) -> list[list[str]]:
+    """The script's lines as shell words (comments and directives dropped)."""
+    return [shlex.split(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+@pytest.mark.parametrize("runtime", ["docker", "pyxis", "apptainer", "charliecloud"])
+def test_every_runtime_renders_valid_bash_with_the_resources(runtime):
+    text = render_script(spec(runtime))
+    bash_ok(text)
+    directives = [ln.split(" ", 1)[1] for ln in text.splitlines() if ln.startswith("#SBATCH ")]
+    assert directives == ["--job-name=envman-demo", "--partition=gpu", "--gres=gpu:1", "--time=1:00:00",
+                          "--cpus-per-task=4", "--mem=16G"]
+    words = commands(text)
+    # The user's command reaches the runtime as the same words, never re-parsed by the shell.
+    assert any([x for x in w if x != "&"][-3:] == ["python", "-c", "print('$(id); `x`')"] for w in words), words
+    assert ["export", "ENVMAN_STATE_DIR=/state", "ENVMAN_CONFIG_DIR=/config"] in words
+
+
+def test_docker_script_runs_envman_run_with_the_slurm_gpus_and_removes_the_container_on_cancel():
+    text = render_script(spec("docker"))
+    run = next(w for w in commands(text) if w[:2] == ["envman", "run"])
+    assert run[2] == "/srv/projects/demo dir" and run[3:5] == ["--gpus", "slurm"]
+    assert run[5:7] == ["--name", "$container"] and run[7] == "--"
+    assert 'container="envman-job-${SLURM_JOB_ID}"' in text
+    trap = next(w for w in commands(text) if w[0] == "trap")
+    assert "docker rm -f" in trap[1] and {"TERM", "INT", "HUP"} <= set(trap[2:])
+    assert "--no-gpu" in render_script(spec("docker", gpus=0)) and "--gres" not in render_script(spec("docker", gpus=0))
+    assert "--gpus all" not in text
+
+
+def test_docker_script_cancellation_really_removes_the_named_container(tmp_path):
+    """Run the script's trap with a fake docker and envman: TERM while the run waits → docker rm -f."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/docker.calls\n')
+    (bin_dir / "docker").chmod(0o755)
+    import re
+
+    text = re.sub(r"(?m)^envman\(\) \{.*\}$", "envman() { sleep 30; }", render_script(spec("docker")))
+    assert "envman() { sleep 30; }" in text
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "77"}
+    p = subprocess.Popen(["bash", str(script)], env=env)
+    import time
+
+    time.sleep(0.5)
+    p.terminate()
+    assert p.wait(timeout=10) == 143
+    assert (tmp_path / "docker.calls").read_text().split() == ["rm", "-f", "envman-job-77"]
+
+
+def test_apptainer_script():
+    words = commands(render_script(spec("apptainer")))
+    ex = next(w for w in words if w[0] == "apptainer")
+    assert ex[:3] == ["apptainer", "exec", "--nv"]
+    assert ["--bind", "/srv/projects/demo dir:/workspace"] == ex[ex.index("--bind"):ex.index("--bind") + 2]
+    assert ["export", "APPTAINERENV_WANDB_MODE=off line"] in words
+    assert ["export", "APPTAINERENV_CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"] in words
+    assert words.index(next(w for w in words if w[:2] == ["envman", "node-check"])) < words.index(ex)
+    cpu = commands(render_script(spec("apptainer", gpus=0)))
+    assert "--nv" not in next(w for w in cpu if w[0] == "apptainer")
+    assert ["envman", "node-check", "/srv/projects/demo dir", "--no-gpu", "||", "exit", "$?"] in cpu
+
+
+def test_pyxis_script():
+    words = commands(render_script(spec("pyxis", root="/srv/demo")))
+    srun = next(w for w in words if w[0] == "srun")
+    assert "--container-image=envman/torch-2.4.1-cuda12.4-py3.10:latest" in srun
+    assert "--container-mounts=/srv/demo:/workspace,/state/homes/demo:/home/envman" in srun
+    assert "--container-env=ENVMAN_PROJECT,ENVMAN_STACK,WANDB_MODE" in srun
+    assert not any(w[:2] == ["export", "HOME=/home/envman"] for w in words)  # enroot keeps its cache under HOME
+    with pytest.raises(UserError, match="cannot carry"):
+        render_script(spec("pyxis", root="/srv/a,b"))
+    ro = render_script(spec("pyxis", root="/srv/demo", mounts=(Mount("/data", "/data", True),)))
+    assert ",/data:/data:ro " in ro
+
+
+def test_charliecloud_script():
+    text = render_script(spec("charliecloud"))
+    words = commands(text)
+    run = next(w for w in words if w[0] == "ch-run")
+    assert "--bind=/srv/projects/demo dir:/workspace" in run and "--cd=/workspace" in run
+    assert "--set-env=WANDB_MODE=off line" in run and run[run.index("--") + 1:] == ["python", "-c", "print('$(id); `x`')"]
+    assert "ch-convert -i docker envman/torch-2.4.1-cuda12.4-py3.10:latest" in text
+    with pytest.raises(UserError, match="read-only"):
+        render_script(spec("charliecloud", mounts=(Mount("/data", "/data", True),)))
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "charliecloud"])
+def test_non_docker_runtimes_need_a_command(runtime):
+    with pytest.raises(UserError, match="needs a command"):
+        render_script(spec(runtime, command=()))
+
+
+# --------------------------------------------------------------------------- squeue / sacct
+
+
+def test_parse_squeue_and_sacct():
+    q = parse_squeue("5|RUNNING|None\n6|PENDING|Resources\njunk\n")
+    assert q["5"].state == "RUNNING" and q["6"].reason == "Resources"
+    s = parse_sacct("3|CANCELLED by 0|0:15\n1|FAILED|3:0\n1.batch|FAILED|3:0\n1|COMPLETED|0:0\n")
+    assert (s["3"].state, s["3"].exit_code, s["3"].signal) == ("CANCELLED", 0, 15)
+    assert (s["1"].state, s["1"].exit_code) == ("COMPLETED", 0)  # the last record of a reused id wins
+
+
+class FakeSlurm:
+    """sinfo/sbatch/squeue/sacct as a cluster without slurmdbd answers them."""
+
+    def __init__(self, partitions="debug*\ngpu\n", sbatch_rc=0, sbatch_err=""):
+        self.calls: list[list[str]] = []
+        self.partitions, self.sbatch_rc, self.sbatch_err = partitions, sbatch_rc, sbatch_err
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        out, rc, err = "", 0, ""
+        if argv[0] == "sinfo":
+            out = self.partitions
+        elif argv[0] == "sbatch":
+            out, rc, err = ("41\n" if not self.sbatch_rc else ""), self.sbatch_rc, self.sbatch_err
+        elif argv[0] == "squeue":
+            out = "41|RUNNING|None\n"
+        elif argv[0] == "sacct" and "--completion" not in argv:
+            rc, err = 1, "Slurm accounting storage is disabled"
+        elif argv[0] == "sacct":
+            out = "40|FAILED|3:0\n"
+        return subprocess.CompletedProcess(argv, rc, out, err)
+
+
+def test_submit_records_the_job_and_reads_its_state(tmp_path):
+    fake = FakeSlurm()
+    rec = submit(spec("docker", resources=Resources(partition="gpu", gpus=2)), fake)
+    assert rec.id == "41" and rec.log.endswith("/slurm/logs/job-41.log") and rec.gpus == 2
+    sbatch = next(c for c in fake.calls if c[0] == "sbatch")
+    assert sbatch[:2] == ["sbatch", "--parsable"] and sbatch[-1].endswith(".sh")
+    assert sbatch[2:4] == [f"--output={rec.log.replace('41', '%j')}", f"--error={rec.log.replace('41', '%j')}"]
+    assert rec.script.endswith("/job-41.sh") and Path(rec.script).is_file()
+    assert "--gres=gpu:2" in Path(rec.script).read_text()
+    assert [r.id for r in load_records()] == ["41"]
+    states = job_states(["41", "40", "39"], fake)
+    assert states["41"].state == "RUNNING"
+    assert (states["40"].state, states["40"].exit_code) == ("FAILED", 3)  # from sacct -c (no slurmdbd)
+    assert states["39"].state == "UNKNOWN"
+    Path(rec.log).write_text("hello\n")
+    assert read_log("41")[1] == "hello\n"
+    with pytest.raises(UserError, match="not one of your envman jobs"):
+        read_log("40")
+
+
+def test_submit_to_a_missing_partition_is_a_clean_error_and_submits_nothing():
+    fake = FakeSlurm()
+    with pytest.raises(UserError) as e:
+        submit(spec("docker", resources=Resources(partition="nope")), fake)
+    assert e.value.exit_code == 2 and "partition 'nope' does not exist" in e.value.line()
+    assert "debug, gpu" in e.value.line()
+    assert not any(c[0] == "sbatch" for c in fake.calls) and load_records() == []
+
+
+def test_sbatch_refusal():
+    fake = FakeSlurm(sbatch_rc=1, sbatch_err="sbatch: error: Batch job submission failed: Requested node "
+                                              "configuration is not available\n")
+    with pytest.raises(UserError, match="Requested node configuration is not available"):
+        submit(spec("docker", resources=Resources(gpus=9)), fake)
+    assert load_records() == [] and not list(Path(tmp_scripts()).glob("*.sh"))
+    down = FakeSlurm(sbatch_rc=1, sbatch_err="sbatch: error: Batch job submission failed: Unable to contact slurm controller\n")
+    with pytest.raises(EnvmanError) as e:
+        submit(spec("docker", resources=Resources()), down)
+    assert e.value.exit_code == 1
+
+
+def tmp_scripts() -> Path:
+    from envman.slurm import slurm_dir
+
+    return slurm_dir() / "scripts"
+
+
+def test_slurm_config(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[slurm]\nruntime = "apptainer"\npartition = "gpu"\n[run]\ngpus = 1\n')
+    c = load_slurm_config(cfg)
+    assert (c.runtime, c.partition) == ("apptainer", "gpu")
+    for bad in ('[slurm]\nruntime = "rkt"\n', '[slurm]\npartitions = "x"\n', '[slurm]\npartition = "a b"\n',
+                'slurm = 3\n', '[slurm]\nruntime = 1\n'):
+        cfg.write_text(bad)
+        with pytest.raises(UserError) as e:
+            load_slurm_config(cfg)
+        assert str(cfg) in e.value.line()
+
+
+def test_records_ignore_garbage(tmp_path):
+    from envman.slurm import slurm_dir
+
+    d = slurm_dir() / "jobs"
+    d.mkdir(parents=True)
+    (d / "1.json").write_text("{not json")
+    (d / "2.json").write_text(json.dumps({"id": "2"}))
+    assert load_records() == []
