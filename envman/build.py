@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 from . import labels as L
 from .errors import BuildError, EnvmanError, UserError
 from .state import (
-    STABLE_TAG, atomic_write, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, stable_ref,
+    STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
 from .stack import Stack
 
@@ -85,7 +85,9 @@ def build_stack(
             return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
-        labels = L.candidate_labels(stack.name, ctx.render_hash)
+        from .smokestore import current_user
+
+        labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
         image_id = None
         with open(log_path, "w") as log:
             try:
@@ -135,6 +137,11 @@ class SmokeReport:
     stderr_tail: str
     created: float = field(default_factory=time.time)
     promoted: bool = False
+    verdict_image_id: str | None = None  # the image that carries this verdict in its labels
+
+    @property
+    def promotable_id(self) -> str:
+        return self.verdict_image_id or self.image_id
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -167,7 +174,8 @@ def smoke_image(
     bench: bool = False,
     timeout: float = 900,
 ) -> SmokeReport:
-    """Run the probe inside ``image``; the report is saved beside the image's id."""
+    """Run the probe inside ``image``; the verdict goes on the engine (a verdict image that the
+    image's stack tags move to, see :mod:`envman.smokestore`) and the report into this user's cache."""
     gpus = _gpu_mode(engine, require_gpu)
     cmd = ["python", PROBE_PATH, "--expect", STACK_PATH]
     if require_gpu:
@@ -218,14 +226,23 @@ def smoke_image(
         exit_code=res.exit_code,
         stderr_tail="\n".join(res.stderr.strip().splitlines()[-20:]),
     )
+    from .smokestore import record_verdict
+
+    verdict_id = record_verdict(engine, stack.name, report.to_json())
+    report.verdict_image_id = verdict_id if verdict_id != image_id else None
     save_report(report)
     return report
 
 
 def save_report(report: SmokeReport) -> Path:
-    path = report_path(report.image_id)
-    atomic_write(path, json.dumps(report.to_json(), indent=2, sort_keys=True))
-    return path
+    """This user's cached copy of a report, under the tested image's id and the verdict image's."""
+    if report.verdict_image_id:
+        save_report_json(report.verdict_image_id, report.to_json())
+    return save_report_json(report.image_id, report.to_json())
+
+
+def report_from_json(data: dict) -> SmokeReport:
+    return SmokeReport(**{k: v for k, v in data.items() if k in SmokeReport.__dataclass_fields__})
 
 
 # --- promote -----------------------------------------------------------------------------------
@@ -236,9 +253,12 @@ def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bo
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
         return False
-    if report.promoted and (engine.inspect_image(stable_ref(report.stack)) or {}).get("Id") == report.image_id:
+    if (engine.inspect_image(stable_ref(report.stack)) or {}).get("Id") == report.promotable_id:
+        if not report.promoted:
+            report.promoted = True
+            save_report(report)
         return True  # already there: a no-op build writes nothing
-    engine.tag(report.image_id, stable_ref(report.stack))
+    engine.tag(report.promotable_id, stable_ref(report.stack))
     report.promoted = True
     save_report(report)
     return True
@@ -278,14 +298,33 @@ def build_smoke_promote(
     phase("build")
     b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event)
     phase("cached" if b.cached else "built")
-    report = load_report(b.image_id) if b.cached else None
-    if report is None or report.get("overall") == FAIL or (require_gpu and report.get("overall") != PASS):
+    rep = kept_report(engine, b) if b.cached else None
+    if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
         phase("smoke")
         rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
-    else:
-        rep = SmokeReport(**{k: v for k, v in report.items() if k in SmokeReport.__dataclass_fields__})
     promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
     return PipelineResult(b, rep, promoted)
+
+
+def kept_report(engine, b: BuildResult) -> SmokeReport | None:
+    """The verdict a cached candidate already carries (its labels, whoever ran the smoke test;
+    else this user's cached report), as a report; ``None`` when it has none."""
+    from .smokestore import image_verdict
+
+    info = engine.inspect_image(b.image_id)
+    verdict = image_verdict(info)
+    if verdict is None:
+        return None
+    cached = load_report(b.image_id)
+    if cached and cached.get("overall") == verdict.status:
+        rep = report_from_json(cached)
+    else:
+        rep = SmokeReport(stack=b.stack.name, image=b.ref, image_id=verdict.image_id or b.image_id,
+                          overall=verdict.status, reason=verdict.reason, gpus_requested=verdict.gpus_requested,
+                          probe=None, exit_code=0 if verdict.status != FAIL else 1, stderr_tail="")
+    if verdict.image_id and verdict.image_id != b.image_id:
+        rep.verdict_image_id = b.image_id
+    return rep
 
 
 # --- listing and pruning ---------------------------------------------------------------------
@@ -301,13 +340,18 @@ class ImageRow:
     stable: bool
     smoke: str  # pass | cpu-only | fail | untested
     project: str | None = None
+    built_by_uid: int | None = None  # None: an image from before envman recorded its builder
+    built_by_user: str | None = None
 
 
 def list_envman_images(engine) -> list[ImageRow]:
+    """envman's images; the smoke column is the image's own verdict label, else this user's cache."""
+    from .smokestore import labels_verdict
+
     rows = []
     for img in engine.list_images(L.MANAGED_LABELS):
         labels = L.parse(img.labels)
-        rep = load_report(img.id)
+        verdict = labels_verdict(img.labels, img.id) if labels.role != L.ROLE_PROJECT else None
         rows.append(
             ImageRow(
                 stack=labels.name or "?",
@@ -316,26 +360,64 @@ def list_envman_images(engine) -> list[ImageRow]:
                 size=img.size,
                 created=img.created,
                 stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
-                smoke=(rep or {}).get("overall", "untested"),
+                smoke=verdict.status if verdict else "untested",
                 project=labels.project,
+                built_by_uid=labels.built_by_uid,
+                built_by_user=labels.built_by_user,
             )
         )
     rows.sort(key=lambda r: (r.stack, -r.created))
     return rows
 
 
-def prune(engine, *, dry_run: bool = False, keep: Iterable[str] = (), keep_projects: Iterable[str] = ()) -> list[ImageRow]:
-    """Remove envman images that nothing uses: every image but the stable ones, those tagged in
-    ``keep`` (the project images registered projects run on) and the project images of the
-    projects named in ``keep_projects``."""
-    keep, keep_projects = set(keep), set(keep_projects)
-    removed = []
-    for row in list_envman_images(engine):
-        if row.stable or any(t in keep for t in row.tags) or (row.project and row.project in keep_projects):
+@dataclass(frozen=True)
+class PruneScope:
+    """Whose images ``prune`` may remove and what it must keep."""
+
+    uid: int  # the invoking user
+    all_users: bool = False  # root's --all-users: every user's images are candidates
+    keep: frozenset[str] = frozenset()  # refs the user's registered projects run on
+    keep_projects: frozenset[str] = frozenset()  # projects whose images cannot be worked out: keep all
+    keep_ids: frozenset[str] = frozenset()  # image ids the user's projects are pinned to
+    in_use: frozenset[str] = frozenset()  # image ids and refs any container (any user, any state) uses
+
+
+def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRow]:
+    """The images ``prune`` removes: built by the invoking user (any user's with ``all_users``),
+    not stable, not used by any container, not what a registered project of the user runs on or
+    is pinned to. An image that records no builder is never the invoking user's."""
+    out = []
+    for row in rows:
+        if row.stable or row.image_id in scope.in_use or any(t in scope.in_use for t in row.tags):
             continue
+        if not scope.all_users and row.built_by_uid != scope.uid:
+            continue
+        if row.image_id in scope.keep_ids or any(t in scope.keep for t in row.tags):
+            continue
+        if row.project and row.project in scope.keep_projects:
+            continue
+        out.append(row)
+    return out
+
+
+def images_in_use(engine) -> frozenset[str]:
+    """Image ids (and refs) of every container on the engine, running or stopped, whoever made it."""
+    used: set[str] = set()
+    for c in engine.list_containers(()):
+        used.update(x for x in (c.image, c.image_id) if x)
+    return frozenset(used)
+
+
+def prune(engine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
+    """Remove what :func:`prune_selection` selects (``dry_run``: only say so)."""
+    from dataclasses import replace
+
+    scope = replace(scope, in_use=scope.in_use | images_in_use(engine))
+    removed = []
+    for row in prune_selection(list_envman_images(engine), scope):
         if not dry_run:
             for t in row.tags or (row.image_id,):
-                engine.remove_image(t)
+                engine.remove_image(t)  # never forced: the engine refuses an image a container uses
             report = report_path(row.image_id)
             report.unlink(missing_ok=True)
         removed.append(row)

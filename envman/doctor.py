@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .errors import EnvmanError
 from .runner import (
-    ERROR, WARNING, ImageState, Problem, gpu_mechanism, gpu_verdicts, image_state, preflight, selected_gpus,
+    ERROR, WARNING, ImageState, Problem, choose_base, gpu_mechanism, gpu_verdicts, image_state, preflight,
+    selected_gpus,
 )
 from .stack import Stack
 
@@ -85,7 +86,7 @@ def project_rows(
         img = ImageState(stable_ref(stack.name), None)
         if engine is not None:
             try:
-                img = image_state(engine, stable_ref(stack.name))
+                img = choose_base(engine, proj, stack)[0]  # what a run would stand on (its pin)
             except EnvmanError as exc:
                 row.problems.append(Problem(ERROR, "engine", exc.line()))
                 engine = None

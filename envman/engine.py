@@ -98,6 +98,7 @@ class ContainerInfo:
     image: str
     status: str
     labels: Mapping[str, str]
+    image_id: str = ""  # the id of the image it was created from ("" when the engine does not say)
 
 
 @dataclass(frozen=True)
@@ -567,6 +568,7 @@ class Engine:
                 id=c["Id"],
                 name=(c.get("Names") or ["?"])[0].lstrip("/"),
                 image=c.get("Image", ""),
+                image_id=c.get("ImageID", ""),
                 status=c.get("State") or c.get("Status", ""),
                 labels=dict(c.get("Labels") or {}),
             )

@@ -11,6 +11,7 @@ not parse reads as absent rather than raising.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,12 +29,26 @@ RENDER_HASH = "envman.render-hash"  # sha256 of the build context (the candidate
 ROLE = "envman.role"  # what the object is for, one of ROLES
 PROJECT = "envman.project"  # the project a project image or run container belongs to
 PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag)
-# A pushed image carries its smoke verdict (envman.registry): the report stays on the host that
-# ran the probe, so the verdict travels as labels.
-SMOKE = "envman.smoke"  # pass | cpu-only | fail
-SMOKE_REASON = "envman.smoke-reason"  # the probe's one-line reason
-SMOKE_GPU = "envman.smoke-gpu"  # "true" when the probe ran with GPUs
-SMOKE_IMAGE = "envman.smoke-image"  # the id of the image the probe ran in
+BUILT_BY_UID = "envman.built-by.uid"  # who built the image: numeric uid on the engine's host
+BUILT_BY_USER = "envman.built-by.user"  # ... and that uid's login name (informative only)
+
+# The smoke verdict, carried by the image it is about (see envman.smokestore): every user of the
+# engine reads it, whoever ran the smoke test.
+SMOKE_STATUS = "envman.smoke.status"  # pass | cpu-only | fail
+SMOKE_REASON = "envman.smoke.reason"  # one line, at most SMOKE_REASON_MAX characters
+SMOKE_REPORT_DIGEST = "envman.smoke.report-digest"  # sha256 of the full report (canonical JSON)
+SMOKE_CHECKS = "envman.smoke.checks"  # "name=status ..." for each probe check
+SMOKE_GPU = "envman.smoke.gpu"  # "true" when the probe ran with GPUs requested
+SMOKE_IMAGE = "envman.smoke.image"  # the id of the image the probe ran in
+SMOKE_BY_UID = "envman.smoke.by-uid"  # who ran the smoke test (and so promoted the image)
+SMOKE_BY_USER = "envman.smoke.by-user"
+SMOKE_AT = "envman.smoke.at"  # when, Unix seconds
+SMOKE_ROOTFS = "envman.smoke.rootfs"  # sha256 over the tested image's layer digests: what was tested
+SMOKE_LABELS = (SMOKE_STATUS, SMOKE_REASON, SMOKE_REPORT_DIGEST, SMOKE_CHECKS, SMOKE_GPU, SMOKE_IMAGE,
+                SMOKE_BY_UID, SMOKE_BY_USER, SMOKE_AT, SMOKE_ROOTFS)
+SMOKE = SMOKE_STATUS  # the name envman.registry knows it by
+SMOKE_REASON_MAX = 300
+SMOKE_CHECKS_MAX = 2000
 
 # --- values ------------------------------------------------------------------------------------
 
@@ -44,6 +59,7 @@ ROLE_RUN = "run"  # an `envman run` container
 ROLE_PROJECT = "project"  # a project image (stack image + the project's packages)
 ROLE_RELEASE = "release"  # a promoted image with its smoke verdict, as pushed to a registry
 ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE})
+SMOKE_STATUSES = frozenset({"pass", "cpu-only", "fail"})
 
 #: The filter / label set that marks an object as envman's.
 MANAGED_LABELS: Mapping[str, str] = {MANAGED: TRUE}
@@ -61,11 +77,77 @@ class EnvmanLabels:
     render_hash: str | None = None
     version: str | None = None
     stack_json: str | None = None
+    built_by_uid: int | None = None
+    built_by_user: str | None = None
+    smoke: SmokeVerdict | None = None
+
+
+@dataclass(frozen=True)
+class SmokeVerdict:
+    """The smoke verdict an image carries in its ``envman.smoke.*`` labels."""
+
+    status: str  # pass | cpu-only | fail
+    reason: str = ""
+    report_digest: str | None = None
+    checks: str = ""
+    gpus_requested: bool = False
+    image_id: str | None = None  # the image the probe ran in
+    by_uid: int | None = None
+    by_user: str | None = None
+    at: int | None = None  # Unix seconds
+    rootfs: str | None = None  # digest of the tested layers (see SMOKE_ROOTFS)
+
+    def to_labels(self) -> dict[str, str]:
+        """The labels that carry this verdict (an absent field is an empty value: labels are
+        inherited, so a derived image must be able to clear them)."""
+        return {
+            SMOKE_STATUS: self.status,
+            SMOKE_REASON: one_line(self.reason, SMOKE_REASON_MAX),
+            SMOKE_REPORT_DIGEST: self.report_digest or "",
+            SMOKE_CHECKS: one_line(self.checks, SMOKE_CHECKS_MAX),
+            SMOKE_GPU: TRUE if self.gpus_requested else "false",
+            SMOKE_IMAGE: self.image_id or "",
+            SMOKE_BY_UID: "" if self.by_uid is None else str(self.by_uid),
+            SMOKE_BY_USER: self.by_user or "",
+            SMOKE_AT: "" if self.at is None else str(self.at),
+            SMOKE_ROOTFS: self.rootfs or "",
+        }
 
 
 def _text(labels: Mapping[str, str], key: str) -> str | None:
     value = labels.get(key)
     return value if isinstance(value, str) and value != "" else None
+
+
+def one_line(text: str, limit: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _uint(labels: Mapping[str, str], key: str) -> int | None:
+    value = _text(labels, key)
+    return int(value) if value is not None and value.isascii() and value.isdigit() and len(value) <= 12 else None
+
+
+def parse_smoke(labels: Mapping[str, str] | None) -> SmokeVerdict | None:
+    """The smoke verdict in ``labels``, or ``None`` (no verdict, or one that does not parse)."""
+    got = dict(labels or {})
+    status = _text(got, SMOKE_STATUS)
+    if status not in SMOKE_STATUSES:
+        return None
+    digest, rootfs = _text(got, SMOKE_REPORT_DIGEST), _text(got, SMOKE_ROOTFS)
+    return SmokeVerdict(
+        status=status,
+        reason=_text(got, SMOKE_REASON) or "",
+        report_digest=digest if digest and re.fullmatch(r"sha256:[0-9a-f]{64}", digest) else None,
+        checks=_text(got, SMOKE_CHECKS) or "",
+        gpus_requested=got.get(SMOKE_GPU) == TRUE,
+        image_id=_text(got, SMOKE_IMAGE),
+        by_uid=_uint(got, SMOKE_BY_UID),
+        by_user=_text(got, SMOKE_BY_USER),
+        at=_uint(got, SMOKE_AT),
+        rootfs=rootfs if rootfs and re.fullmatch(r"sha256:[0-9a-f]{64}", rootfs) else None,
+    )
 
 
 def parse(labels: Mapping[str, str] | None) -> EnvmanLabels:
@@ -80,6 +162,9 @@ def parse(labels: Mapping[str, str] | None) -> EnvmanLabels:
         render_hash=_text(got, RENDER_HASH),
         version=_text(got, VERSION),
         stack_json=_text(got, STACK),
+        built_by_uid=_uint(got, BUILT_BY_UID),
+        built_by_user=_text(got, BUILT_BY_USER),
+        smoke=parse_smoke(got),
     )
 
 
@@ -97,14 +182,28 @@ def with_managed(labels: Mapping[str, str] | None) -> dict[str, str]:
     return {**namespaced(labels), **MANAGED_LABELS}
 
 
-def candidate_labels(stack_name: str, render_hash: str) -> dict[str, str]:
+def builder_labels(uid: int, user: str) -> dict[str, str]:
+    """Who built an image."""
+    return {BUILT_BY_UID: str(uid), BUILT_BY_USER: user}
+
+
+def cleared_smoke_labels() -> dict[str, str]:
+    """Empty smoke labels: an image built FROM a smoke-tested one must not inherit its verdict."""
+    return {k: "" for k in SMOKE_LABELS}
+
+
+def candidate_labels(stack_name: str, render_hash: str, uid: int, user: str) -> dict[str, str]:
     """What a built stack image says about itself (on top of the Dockerfile's own labels)."""
-    return {MANAGED: TRUE, NAME: stack_name, RENDER_HASH: render_hash, ROLE: ROLE_CANDIDATE}
+    return {MANAGED: TRUE, NAME: stack_name, RENDER_HASH: render_hash, ROLE: ROLE_CANDIDATE,
+            **builder_labels(uid, user)}
 
 
-def project_labels(project: str, stack_name: str, project_hash: str) -> dict[str, str]:
-    """What a project image says about itself."""
-    return {MANAGED: TRUE, PROJECT: project, NAME: stack_name, ROLE: ROLE_PROJECT, PROJECT_HASH: project_hash}
+def project_labels(project: str, stack_name: str, project_hash: str, uid: int, user: str) -> dict[str, str]:
+    """What a project image says about itself (it inherits its stack image's labels otherwise)."""
+    return {MANAGED: TRUE, PROJECT: project, NAME: stack_name, ROLE: ROLE_PROJECT, PROJECT_HASH: project_hash,
+            **builder_labels(uid, user), **cleared_smoke_labels()}
+
+
 
 
 def run_labels(project: str, stack_name: str) -> dict[str, str]:

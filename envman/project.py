@@ -810,8 +810,9 @@ def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: st
 
 def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
     from . import labels
+    from .smokestore import current_user
 
-    return labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1])
+    return labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
 
 
 def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,
@@ -825,6 +826,7 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
     the user may be halfway through a fix.
     """
     from .errors import EnvmanError
+    from .pins import load_pin, project_key
     from .state import stable_ref
 
     refs: set[str] = set()
@@ -840,11 +842,15 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
             continue
         if not project.needs_image:
             continue
+        pin = load_pin(project_key(project.name, str(project.root.resolve())))
+        base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
         base = engine.inspect_image(stable_ref(stack.name))
-        if base is None:
+        if base is not None:
+            base_ids.add(str(base["Id"]))
+        if not base_ids:
             unsure.add(name)
             continue
-        refs.add(project_image_ref(project, stack.name, base["Id"]))
+        refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
     return refs, unsure
 
 

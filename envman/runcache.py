@@ -45,9 +45,10 @@ DEFAULT_SOCKET = "/var/run/docker.sock"
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 #: Words of ``envman run`` that always take the full path.
-UNCACHED_WORDS = ("--dry-run", "--rebuild", "--help", "-h", "--json")
+UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json")
 #: envman's modules that decide a plan: an edited (editable) install is a miss.
-CODE_FILES = ("runcache.py", "runner.py", "project.py", "stack.py", "state.py", "paths.py", "main.py")
+CODE_FILES = ("runcache.py", "runner.py", "project.py", "stack.py", "state.py", "paths.py", "main.py", "pins.py",
+              "smokestore.py", "labels.py")
 
 # --------------------------------------------------------------------------- the local engine
 

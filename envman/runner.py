@@ -534,13 +534,36 @@ class Prepared:
 
 
 def image_state(engine, ref: str) -> ImageState:
-    from .state import load_report
+    return image_state_of(ref, engine.inspect_image(ref))
 
-    info = engine.inspect_image(ref)
+
+def image_state_of(ref: str, info: Mapping[str, Any] | None) -> ImageState:
+    """An inspected image and its smoke verdict (its labels first, else this user's cache)."""
+    from .smokestore import image_verdict
+
     if info is None:
         return ImageState(ref, None)
-    rep = load_report(info["Id"]) or {}
-    return ImageState(ref, info["Id"], rep.get("overall"), rep.get("reason", ""))
+    v = image_verdict(info)
+    return ImageState(ref, info["Id"], v.status if v else None, v.reason if v else "")
+
+
+def choose_base(engine, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
+    """The stack image this run stands on: the project's pin or the current stable image (see
+    :mod:`envman.pins`); with the :class:`envman.pins.Choice` that says why."""
+    from .pins import choose, load_pin, project_key
+    from .smokestore import current_user, image_verdict, rootfs_digest
+    from .state import stable_ref
+
+    ref = stable_ref(stack.name)
+    stable = engine.inspect_image(ref)
+    pin = load_pin(project_key(project.name, str(project.root.resolve())))
+    pinned = None
+    if pin is not None and pin.stack == stack.name and not update:
+        pinned = stable if stable is not None and stable.get("Id") == pin.image_id else engine.inspect_image(pin.image_id)
+    choice = choose(stack.name, stable, pinned, pin, uid=current_user()[0], verdict=image_verdict,
+                    rootfs=rootfs_digest, update=update)
+    shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {str(choice.info['Id'])[:19]})"
+    return image_state_of(shown, choice.info), choice
 
 
 def prepare_run(
@@ -554,6 +577,8 @@ def prepare_run(
     build_image: Callable[[ProjectConfig, Stack, str], str],
     fetch_image: Callable[[Stack], None] | None = None,
     rebuild: bool = False,
+    update: bool = False,
+    remember_pin: bool = True,
     uid: int | None = None,
     gid: int | None = None,
     tty: bool = False,
@@ -561,29 +586,39 @@ def prepare_run(
 ) -> Prepared:
     """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
     or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed;
-    ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first."""
-    from .state import stable_ref
+    ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first.
+    The run stands on the image id the project is pinned to (see :mod:`envman.pins`)."""
     from .project import home_dir
 
     gpus = settings.gpus
     host = detect_host() if gpus is not None else None
     info = engine.info() if gpus is not None else None
-    img = image_state(engine, stable_ref(stack.name))
+    img, choice = choose_base(engine, project, stack, update=update)
     if img.image_id is None and fetch_image is not None:
         fetch_image(stack)
-        img = image_state(engine, stable_ref(stack.name))
+        img, choice = choose_base(engine, project, stack, update=update)
     problems = preflight(stack, gpus, host=host, engine_info=info, image=img, suggest=suggest)
+    if choice.note:
+        problems.append(Problem(WARNING, "image", choice.note))
     errors = [p for p in problems if p.level == ERROR]
     if errors:
         more = f" (and {len(errors) - 1} more: envman doctor)" if len(errors) > 1 else ""
         raise PreflightError(errors[0].message + more, problems)
-    image, built = img.ref, None
+    assert img.image_id is not None  # preflight refused a missing image
+    if choice.repin and remember_pin:
+        from .pins import project_key, save_pin
+
+        save_pin(project_key(project.name, str(project.root.resolve())), stack.name, img.image_id)
+    image, built = img.image_id, None
     if project.needs_image:
         from .project import project_image_ref
 
-        image = project_image_ref(project, stack.name, img.image_id)
-        if rebuild or engine.inspect_image(image) is None:
-            image = built = build_image(project, stack, img.image_id)
+        ref = project_image_ref(project, stack.name, img.image_id)
+        found = None if rebuild else engine.inspect_image(ref)
+        if found is None:
+            built = build_image(project, stack, img.image_id)
+            found = engine.inspect_image(built)
+        image = str(found["Id"]) if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
     mech = gpu_mechanism(info) if info is not None else None
     home = home_dir(project.name)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -710,6 +745,8 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
     p.add_argument("--name", help="name the container (letters, digits, _.-); envman submit's jobs name theirs after the job")
     p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
+    p.add_argument("--update", action="store_true", help="move the project to the stack's current stable image "
+                   "(runs stay on the image id they were pinned to when another user promotes a newer one)")
     p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
     p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
     return p
@@ -774,7 +811,8 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     engine = docker_facts()
     prepared = prepare_run(
         proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
-        build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+        build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, update=a.update,
+        remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
     )
     if a.name is not None:
         from dataclasses import replace
@@ -826,9 +864,11 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     files and their folder (a new file there), and the smoke report."""
     from .paths import matrices_dir
     from .paths import matrix_files as all_matrix_files
+    from .pins import pins_file
     from .project import PROJECT_FILE, registry_path, user_config_path
 
-    deps = [project.file, registry_path(), user_config_path(), matrices_dir(), *all_matrix_files(matrix_files)]
+    deps = [project.file, registry_path(), user_config_path(), pins_file(), matrices_dir(),
+            *all_matrix_files(matrix_files)]
     if found_from is not None:
         root = project.file.parent.absolute()
         for d in (found_from.absolute(), *found_from.absolute().parents):
@@ -852,12 +892,14 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
     base_id = prepared.base_image_id
     if base_id is None:
         return
-    images = [(stable_ref(prepared.stack.name), base_id)]
-    if prepared.plan.image != images[0][0]:  # the project image
-        info = engine.inspect_image(prepared.plan.image)
-        if info is None:
-            return
-        images.append((prepared.plan.image, info["Id"]))
+    stable = engine.inspect_image(stable_ref(prepared.stack.name))
+    if stable is None:
+        return
+    # The stable tag as it is now (a move is a miss: the full path says a newer one exists), the
+    # pinned base and the project image by id (gone is a miss).
+    images = [(stable_ref(prepared.stack.name), str(stable["Id"])), (base_id, base_id)]
+    if prepared.plan.image != base_id:
+        images.append((prepared.plan.image, prepared.plan.image))
     plan = replace(prepared.plan, tty=False, interactive=False)
     record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
                                           matrix_files=matrix_files),

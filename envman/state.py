@@ -77,6 +77,13 @@ def report_path(image_id: str) -> Path:
     return reports_dir() / f"{safe_name(image_id.replace('sha256:', ''))}.json"
 
 
+def save_report_json(image_id: str, report: dict) -> Path:
+    """Cache a smoke report for an image id (this user's copy; the image's labels are the truth)."""
+    path = report_path(image_id)
+    atomic_write(path, json.dumps(report, indent=2, sort_keys=True))
+    return path
+
+
 def load_report(image_id: str) -> dict | None:
     """The smoke report kept for an image id, or ``None``."""
     try:

@@ -202,18 +202,27 @@ def images(as_json: JsonOpt = False) -> None:
 
 def prune(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,
+    all_users: Annotated[bool, typer.Option("--all-users", help="Root only: every user's envman images, not only yours.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove envman images that no stable tag or registered project uses (nothing else is touched)."""
-    from ..build import prune as _prune
+    """Remove the envman images you built that nothing uses: no container (anyone's, running or
+    stopped), no stable tag, no registered project of yours (nothing else is touched)."""
+    from ..errors import UserError
+    from ..build import PruneScope, prune as _prune
     from ..engine import Engine
+    from ..pins import pinned_ids
     from ..project import project_images_in_use
     from ..runner import stack_resolver
     from . import STATE
 
+    if all_users and os.geteuid() != 0:
+        raise UserError("--all-users removes other users' images: only root may ask for it",
+                        where="envman prune", fix="run envman prune without --all-users (your own images)")
     with Engine.connect() as engine:
         refs, unsure = project_images_in_use(engine, stack_resolver(STATE.matrix_files))
-        removed = _prune(engine, dry_run=dry_run, keep=refs, keep_projects=unsure)
+        scope = PruneScope(uid=os.getuid(), all_users=all_users, keep=frozenset(refs), keep_projects=frozenset(unsure),
+                           keep_ids=pinned_ids())
+        removed = _prune(engine, scope, dry_run=dry_run)
     if as_json:
         emit_json([{"stack": r.stack, "tags": list(r.tags), "image_id": r.image_id, "size": r.size} for r in removed])
         return

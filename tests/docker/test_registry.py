@@ -143,7 +143,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         # The pushed image is the promoted one plus the smoke verdict, nothing else.
         pushed = docker_engine.inspect_image(f"{repo}:latest")
         labels = pushed["Config"]["Labels"]
-        assert labels["envman.smoke"] == "cpu-only" and labels["envman.smoke-image"] == promoted_id
+        assert labels["envman.smoke.status"] == "cpu-only" and labels["envman.smoke.image"] == promoted_id
         assert pushed["RootFS"]["Layers"] == docker_engine.inspect_image(promoted_id)["RootFS"]["Layers"]
         assert json.loads(labels["envman.stack"]) == json.loads(json.dumps(stack.to_json()))
 
@@ -187,10 +187,10 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
     repo = f"{reg}/envman/{stack.name}"
     local = f"envman/{stack.name}"
     extra = {
-        "tampered-stack": {"envman.smoke": "pass",
+        "tampered-stack": {"envman.smoke.status": "pass",
                            "envman.stack": json.dumps({**stack.to_json(), "python": "3.12"}, sort_keys=True)},
         "no-smoke-label": {},
-        "failed-smoke": {"envman.smoke": "fail"},
+        "failed-smoke": {"envman.smoke.status": "fail"},
     }[case]
     try:
         build_fixture_image(docker_engine, standin, stack, test_labels, labels=extra, tag=f"{repo}:latest")
@@ -199,7 +199,7 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
         assert r.returncode == 1, (r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "refused" in r.stderr, r.stderr
-        assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke",
+        assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke.status",
                 "failed-smoke": "smoke verdict is 'fail'"}[case] in r.stderr
         assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
         assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind

@@ -1,6 +1,7 @@
 """Build → smoke → promote logic against a fake engine (no daemon needed)."""
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +21,19 @@ class FakeCtx:
         return b"tar"
 
 
+def _from_line(tar: bytes) -> str:
+    """The FROM of a real build context's Dockerfile ("" for the fake render's context)."""
+    import io
+    import tarfile
+
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+            text = tf.extractfile("Dockerfile").read().decode()
+    except (tarfile.TarError, KeyError):
+        return ""
+    return text.split()[1]
+
+
 class FakeEngine:
     def __init__(self, probe_overall="pass", fail_build=False):
         self.images = {}  # ref -> {"Id":..., "Config": {"Labels": ...}}
@@ -30,10 +44,20 @@ class FakeEngine:
         self.lock = threading.Lock()
 
     def inspect_image(self, ref):
-        return self.images.get(ref)
+        found = self.images.get(ref) or next((v for v in self.images.values() if v["Id"] == ref), None)
+        if found is None:
+            return None
+        return {**found, "RepoTags": sorted(t for t, v in self.images.items() if v["Id"] == found["Id"])}
 
     def image_exists(self, ref):
-        return ref in self.images
+        return self.inspect_image(ref) is not None
+
+    def list_images(self, label_filter):
+        from envman.engine import ImageInfo
+
+        by_id = {v["Id"]: v for v in self.images.values()}
+        return [ImageInfo(i, tuple(self.inspect_image(i)["RepoTags"]), v["Config"]["Labels"], 1, 0)
+                for i, v in by_id.items() if all(v["Config"]["Labels"].get(k) == x for k, x in label_filter.items())]
 
     def build(self, tar, tag, *, labels, nocache=False, pull=False, buildargs=None):
         with self.lock:
@@ -44,7 +68,9 @@ class FakeEngine:
             yield BuildEvent("error", "boom")
             raise BuildError("boom", log_tail="line1\nboom")
         image_id = f"sha256:{tag.split(':')[-1]}{self.builds}"
-        self.images[tag] = {"Id": image_id, "Config": {"Labels": dict(labels)}}
+        base = self.inspect_image(_from_line(tar))
+        inherited = dict(base["Config"]["Labels"]) if base else {}
+        self.images[tag] = {"Id": image_id, "Config": {"Labels": {**inherited, **labels}}}
         yield BuildEvent("done", "built", image_id=image_id)
 
     def info(self):
@@ -176,12 +202,19 @@ def test_atomic_write_never_leaves_partial_file(tmp_path, monkeypatch):
 class ImageStore:
     """Images by tag with labels, as list_images / inspect_image / remove_image see them."""
 
-    def __init__(self):
+    def __init__(self, containers=()):
         self.tags = {}  # tag -> (id, labels)
         self.removed = []
+        self.containers = list(containers)  # ContainerInfo
 
-    def add(self, tag, image_id, **labels):
-        self.tags[tag] = (image_id, {"envman.managed": "true", **labels})
+    def add(self, tag, image_id, uid=None, **labels):
+        import os
+
+        owner = {"envman.built-by.uid": str(os.getuid() if uid is None else uid)} if uid != "none" else {}
+        self.tags[tag] = (image_id, {"envman.managed": "true", **owner, **labels})
+
+    def list_containers(self, labels):
+        return list(self.containers)
 
     def inspect_image(self, ref):
         return {"Id": self.tags[ref][0]} if ref in self.tags else None
@@ -225,8 +258,9 @@ def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path,
 
     refs, unsure = project_images_in_use(store, lambda n: resolve(mini, n))
     assert refs == {current} and unsure == {"broken"}
-    would = B.prune(store, dry_run=True, keep=refs, keep_projects=unsure)
+    scope = B.PruneScope(uid=os.getuid(), keep=frozenset(refs), keep_projects=frozenset(unsure))
+    would = B.prune(store, scope, dry_run=True)
     assert store.removed == []
-    gone = B.prune(store, keep=refs, keep_projects=unsure)
+    gone = B.prune(store, scope)
     assert {r.image_id for r in gone} == {r.image_id for r in would} == {"sha256:old", "sha256:live-before", "sha256:gone"}
     assert set(store.tags) == {f"envman/{stack.name}:latest", current, "envman/project-broken:0123456789abcdef"}

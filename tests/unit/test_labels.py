@@ -34,15 +34,64 @@ def test_empty_values_read_as_absent() -> None:
 
 
 def test_builders_agree_with_parse() -> None:
-    assert L.parse(L.candidate_labels("s", "h" * 64)) == L.EnvmanLabels(managed=True, name="s", role=L.ROLE_CANDIDATE,
-                                                                         render_hash="h" * 64)
-    assert L.parse(L.project_labels("p", "s", "abc")) == L.EnvmanLabels(managed=True, name="s", role=L.ROLE_PROJECT,
-                                                                         project="p", project_hash="abc")
+    assert L.parse(L.candidate_labels("s", "h" * 64, 1001, "alice")) == L.EnvmanLabels(
+        managed=True, name="s", role=L.ROLE_CANDIDATE, render_hash="h" * 64, built_by_uid=1001, built_by_user="alice")
+    got = L.parse(L.project_labels("p", "s", "abc", 0, "root"))
+    assert (got.role, got.project, got.project_hash, got.built_by_uid, got.smoke) == (L.ROLE_PROJECT, "p", "abc", 0, None)
     assert L.parse(L.run_labels("p", "s")).role == L.ROLE_RUN
     assert L.parse(L.with_managed(L.smoke_labels("s"))).role == L.ROLE_SMOKE
-    for builder in (L.candidate_labels("s", "h"), L.project_labels("p", "s", "h"), L.run_labels("p", "s"), L.smoke_labels("s")):
+    for builder in (L.candidate_labels("s", "h", 1, "u"), L.project_labels("p", "s", "h", 1, "u"),
+                    L.run_labels("p", "s"), L.smoke_labels("s")):
         assert all(k.startswith(L.PREFIX) for k in builder)
         assert builder.get(L.ROLE) in L.ROLES
+
+
+def _verdict(**kw) -> L.SmokeVerdict:
+    base = dict(status="pass", reason="all good", report_digest="sha256:" + "a" * 64, checks="cuda=pass gemm=pass",
+                gpus_requested=True, image_id="sha256:" + "b" * 64, by_uid=1002, by_user="bob", at=1700000000,
+                rootfs="sha256:" + "c" * 64)
+    return L.SmokeVerdict(**{**base, **kw})
+
+
+def test_smoke_verdict_round_trips_through_labels() -> None:
+    v = _verdict()
+    assert L.parse_smoke(v.to_labels()) == v
+    assert L.parse({**L.MANAGED_LABELS, **v.to_labels()}).smoke == v
+
+
+@pytest.mark.parametrize("bad", [
+    {L.SMOKE_STATUS: "PASS"}, {L.SMOKE_STATUS: "passed"}, {L.SMOKE_STATUS: ""}, {},
+])
+def test_an_unknown_or_missing_status_is_no_verdict(bad) -> None:
+    assert L.parse_smoke({**_verdict().to_labels(), **bad} if bad else {}) is None
+
+
+@pytest.mark.parametrize("key,value", [
+    (L.SMOKE_BY_UID, "-1"), (L.SMOKE_BY_UID, "1e3"), (L.SMOKE_BY_UID, "٣"), (L.SMOKE_BY_UID, "9" * 40),
+    (L.SMOKE_AT, "yesterday"), (L.SMOKE_REPORT_DIGEST, "sha256:xyz"), (L.SMOKE_ROOTFS, "md5:" + "0" * 32),
+])
+def test_malformed_fields_read_as_absent_not_as_errors(key, value) -> None:
+    got = L.parse_smoke({**_verdict().to_labels(), key: value})
+    assert got is not None and got.status == "pass"
+    field = {L.SMOKE_BY_UID: "by_uid", L.SMOKE_AT: "at", L.SMOKE_REPORT_DIGEST: "report_digest",
+             L.SMOKE_ROOTFS: "rootfs"}[key]
+    assert getattr(got, field) is None
+
+
+def test_cleared_smoke_labels_hide_an_inherited_verdict() -> None:
+    inherited = {**_verdict().to_labels(), **L.cleared_smoke_labels()}
+    assert L.parse_smoke(inherited) is None
+
+
+def test_long_reasons_are_one_bounded_line() -> None:
+    labels = _verdict(reason="line one\nline two " + "x" * 5000).to_labels()
+    assert "\n" not in labels[L.SMOKE_REASON] and len(labels[L.SMOKE_REASON]) <= L.SMOKE_REASON_MAX
+
+
+def test_built_by_uid_parses_only_digits() -> None:
+    assert L.parse({L.BUILT_BY_UID: "1001"}).built_by_uid == 1001
+    assert L.parse({L.BUILT_BY_UID: " 1001"}).built_by_uid is None
+    assert L.parse({L.BUILT_BY_UID: "root"}).built_by_uid is None
 
 
 def test_namespace_is_enforced() -> None:

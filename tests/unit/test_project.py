@@ -332,8 +332,14 @@ def test_project_tag_is_content_addressed(tmp_path):
     q = proj(tmp_path / "2", 'requirements = ["einops==0.8.1"]\n')
     assert project_image_ref(q, "stack", base) != ref
     labels = project_labels(p, "torch-2.4.1-cuda12.4-py3.10", ref)
-    assert labels == {"envman.managed": "true", "envman.project": "demo", "envman.name": "torch-2.4.1-cuda12.4-py3.10",
-                      "envman.role": "project", "envman.project-hash": ref.rsplit(":", 1)[1]}
+    import os
+    import pwd
+
+    assert {k: v for k, v in labels.items() if not k.startswith("envman.smoke.")} == {
+        "envman.managed": "true", "envman.project": "demo", "envman.name": "torch-2.4.1-cuda12.4-py3.10",
+        "envman.role": "project", "envman.project-hash": ref.rsplit(":", 1)[1],
+        "envman.built-by.uid": str(os.getuid()), "envman.built-by.user": pwd.getpwuid(os.getuid()).pw_name}
+    assert {v for k, v in labels.items() if k.startswith("envman.smoke.")} == {""}  # the base's verdict is not inherited
 
 
 def test_build_project_image_reuses_an_existing_tag(tmp_path):

@@ -59,6 +59,9 @@ class _Handler(socketserver.StreamRequestHandler):
             status, body = 200, srv.info
         elif path.startswith("/images/") and path.endswith("/json") and path[8:-5] in srv.images:
             status, body = 200, {"Id": srv.images[path[8:-5]], "RepoTags": [path[8:-5]]}
+        elif path.startswith("/images/") and path.endswith("/json") and path[8:-5] in srv.images.values():
+            ref = path[8:-5]
+            status, body = 200, {"Id": ref, "RepoTags": [t for t, i in srv.images.items() if i == ref]}
         else:
             status, body = 404, {"message": "No such image"}
         data = json.dumps(body).encode()
@@ -125,7 +128,7 @@ def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world,
     second = envman_run("--no-gpu", "--", "python", "train.py")
     assert second == ("cached", first[1])
     # the cached run still asks the engine whether the promoted image is the one recorded
-    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json"]
+    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json", "/images/sha256:stable/json"]
     assert oct(os.stat(runcache.cache_file()).st_mode & 0o777) == "0o600"
 
 

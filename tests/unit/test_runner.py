@@ -285,7 +285,9 @@ class FakeEngine:
 
     def inspect_image(self, ref):
         self.inspected.append(ref)
-        return {"Id": self.images[ref]} if ref in self.images else None
+        if ref in self.images:
+            return {"Id": self.images[ref]}
+        return {"Id": ref} if ref in self.images.values() else None
 
     def info(self):
         return self._info
@@ -320,7 +322,7 @@ def test_prepare_cpu_run_of_a_project_without_extras(tmp_path, mini):
     built = []
     prep = prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine({stable: "sha256:stable"}),
                     cli=CliOverrides(gpus=None, gpus_set=True), built=built)
-    assert prep.plan.image == stable and built == [] and prep.plan.gpus is None
+    assert prep.plan.image == "sha256:stable" and built == [] and prep.plan.gpus is None  # pinned by id
     assert (prep.plan.uid, prep.plan.gid) == (1000, 1001)
     assert prep.plan.root == str((tmp_path / "p").resolve())
     assert Path(prep.plan.home).is_dir() and prep.plan.home.endswith("/homes/p")
@@ -338,7 +340,7 @@ def test_prepare_builds_the_project_image_once(tmp_path, mini):
     ref = project_image_ref(load_project(tmp_path / "p"), "torch-2.4.1-cuda12.4-py3.10", "sha256:stable")
     built = []
     prep = prepared(tmp_path, mini, text, FakeEngine({stable: "sha256:stable", ref: "sha256:proj"}), built=built)
-    assert built == [] and prep.plan.image == ref
+    assert built == [] and prep.plan.image == "sha256:proj"
 
 
 def test_prepare_refuses_a_gpu_run_without_gpus(tmp_path, mini):

@@ -1,0 +1,190 @@
+"""One engine, several users: verdicts on the image, prune selection, runs pinned by image id."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from envman import build as B
+from envman import labels as L
+from envman import pins, smokestore
+from envman.build import ImageRow, PruneScope, prune_selection
+
+from .test_build_pipeline import FakeEngine, FakeCtx  # noqa: F401 - the pipeline's fake engine
+
+ME, OTHER = 1001, 1002
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-a"))
+    monkeypatch.setattr(B, "_render", lambda stack, options=None: FakeCtx("ab" * 32))
+
+
+@pytest.fixture
+def stack(mini):
+    from envman.resolve import resolve
+
+    return resolve(mini, "torch-2.4-cuda12")
+
+
+# --------------------------------------------------------------------------- verdict on the image
+
+
+def test_a_verdict_taken_by_one_user_is_read_by_another(stack, tmp_path, monkeypatch):
+    eng = FakeEngine()
+    first = B.build_smoke_promote(eng, stack)
+    assert first.promoted and len(eng.runs) == 1
+    stable = eng.inspect_image(f"envman/{stack.name}:latest")
+    verdict = L.parse_smoke(stable["Config"]["Labels"])
+    assert verdict is not None and verdict.status == "pass" and verdict.image_id == first.build.image_id
+    assert verdict.report_digest == smokestore.report_digest(first.smoke.to_json())
+    # the candidate tag moved to the verdict image too: the next build finds the verdict there
+    assert eng.inspect_image(first.build.ref)["Id"] == stable["Id"] != first.build.image_id
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-b"))  # another user: no cached report
+    again = B.build_smoke_promote(eng, stack)
+    assert again.build.cached and again.promoted and again.smoke.overall == "pass"
+    assert len(eng.runs) == 1  # no second probe: the image said it was tested
+    listed = {r.image_id: r for r in B.list_envman_images(eng)}
+    assert listed[stable["Id"]].smoke == "pass" and listed[stable["Id"]].stable
+
+
+def test_a_verdict_is_believed_only_for_the_layers_it_was_taken_on():
+    v = L.SmokeVerdict(status="pass", rootfs="sha256:" + "1" * 64)
+    info = {"Id": "sha256:child", "Config": {"Labels": v.to_labels()}, "RootFS": {"Layers": ["sha256:l1", "sha256:l2"]}}
+    assert smokestore.image_verdict(info) is None  # an image built FROM a tested one: other layers
+    tested = {"Id": "sha256:t", "RootFS": {"Layers": ["sha256:l1"]}}
+    v2 = L.SmokeVerdict(status="pass", rootfs=smokestore.rootfs_digest(tested))
+    assert smokestore.image_verdict({**tested, "Config": {"Labels": v2.to_labels()}}) == v2
+
+
+def test_verdict_labels_carry_who_and_a_bounded_summary():
+    report = {"overall": "cpu-only", "reason": "no GPU\nhere", "image_id": "sha256:x", "gpus_requested": False,
+              "probe": {"checks": [{"name": "cuda", "status": "skip"}, {"name": "import", "status": "pass"}]}}
+    v = smokestore.verdict_of_report(report, rootfs=None, uid=ME, user="alice", at=5)
+    labels = v.to_labels()
+    assert labels[L.SMOKE_CHECKS] == "cuda=skip import=pass" and labels[L.SMOKE_REASON] == "no GPU here"
+    assert (labels[L.SMOKE_BY_UID], labels[L.SMOKE_BY_USER], labels[L.SMOKE_AT]) == ("1001", "alice", "5")
+    assert smokestore.report_digest(report) == smokestore.report_digest(dict(reversed(list(report.items()))))
+
+
+def test_builds_record_their_builder(stack):
+    eng = FakeEngine()
+    b = B.build_stack(eng, stack)
+    got = L.parse(eng.inspect_image(b.ref)["Config"]["Labels"])
+    assert got.built_by_uid == os.getuid() and got.built_by_user
+
+
+# --------------------------------------------------------------------------- prune selection
+
+
+def row(image_id, uid=ME, stable=False, tags=None, project=None):
+    return ImageRow(stack="s", tags=tuple(tags or (f"envman/s:{image_id}",)), image_id=image_id, size=1, created=0,
+                    stable=stable, smoke="pass", project=project, built_by_uid=uid)
+
+
+def ids(rows):
+    return {r.image_id for r in rows}
+
+
+def test_prune_takes_only_what_the_invoking_user_built():
+    rows = [row("mine"), row("theirs", uid=OTHER), row("unknown", uid=None)]
+    assert ids(prune_selection(rows, PruneScope(uid=ME))) == {"mine"}
+    assert ids(prune_selection(rows, PruneScope(uid=OTHER))) == {"theirs"}
+    assert ids(prune_selection(rows, PruneScope(uid=0, all_users=True))) == {"mine", "theirs", "unknown"}
+
+
+def test_prune_never_takes_an_image_a_container_uses_whoever_made_it():
+    rows = [row("used-by-id"), row("used-by-tag", tags=("envman/s:t",)), row("free")]
+    scope = PruneScope(uid=0, all_users=True, in_use=frozenset({"used-by-id", "envman/s:t"}))
+    assert ids(prune_selection(rows, scope)) == {"free"}
+
+
+def test_prune_keeps_stables_project_refs_pins_and_unsure_projects():
+    rows = [row("stable", stable=True), row("ref", tags=("envman/project-p:1",)), row("pinned"),
+            row("unsure", project="halfway"), row("stale", project="other")]
+    scope = PruneScope(uid=ME, keep=frozenset({"envman/project-p:1"}), keep_ids=frozenset({"pinned"}),
+                       keep_projects=frozenset({"halfway"}))
+    assert ids(prune_selection(rows, scope)) == {"stale"}
+
+
+def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(stack):
+    from envman.engine import ContainerInfo
+
+    from .test_build_pipeline import ImageStore
+
+    store = ImageStore(containers=[ContainerInfo("c1", "x", "envman/s:used", "exited", {}, image_id="sha256:used")])
+    store.add("envman/s:used", "sha256:used")
+    store.add("envman/s:other-user", "sha256:theirs", uid=OTHER)
+    store.add("envman/s:legacy", "sha256:legacy", uid="none")
+    store.add("envman/s:free", "sha256:free")
+    gone = B.prune(store, PruneScope(uid=os.getuid()))
+    assert ids(gone) == {"sha256:free"} and store.removed == ["envman/s:free"]
+
+
+# --------------------------------------------------------------------------- pin by id
+
+
+def info(image_id, layers=("l1",), verdict=None):
+    labels = verdict.to_labels() if verdict else {}
+    return {"Id": image_id, "RootFS": {"Layers": list(layers)}, "Config": {"Labels": labels}}
+
+
+def choose(stable, pinned, pin, update=False, uid=ME):
+    return pins.choose("s", stable, pinned, pin, uid=uid, verdict=smokestore.image_verdict,
+                       rootfs=smokestore.rootfs_digest, update=update)
+
+
+PASS_BY_OTHER = L.SmokeVerdict(status="pass", by_uid=OTHER, by_user="bob", at=200)
+
+
+def test_first_run_pins_the_stable_image():
+    c = choose(info("sha256:new", verdict=PASS_BY_OTHER), None, None)
+    assert c.info["Id"] == "sha256:new" and c.repin and not c.pinned and c.note is None
+
+
+def test_a_stable_moved_by_another_user_does_not_move_the_run():
+    pin = pins.Pin("s", "sha256:old", at=100)
+    c = choose(info("sha256:new", ("l2",), PASS_BY_OTHER), info("sha256:old", verdict=PASS_BY_OTHER), pin)
+    assert c.info["Id"] == "sha256:old" and c.pinned and not c.repin
+    assert "newer stable" in c.note and "bob" in c.note and "--update" in c.note and "\n" not in c.note
+
+
+def test_the_run_follows_when_asked_when_only_labels_changed_or_when_i_promoted():
+    pin = pins.Pin("s", "sha256:old", at=100)
+    old = info("sha256:old", verdict=PASS_BY_OTHER)
+    assert choose(info("sha256:new", ("l2",), PASS_BY_OTHER), old, pin, update=True).info["Id"] == "sha256:new"
+    relabelled = info("sha256:new", ("l1",), PASS_BY_OTHER)  # same layers as the pin
+    assert choose(relabelled, old, pin).info["Id"] == "sha256:new"
+    mine = L.SmokeVerdict(status="pass", by_uid=ME, at=300)
+    assert choose(info("sha256:new", ("l2",), mine), old, pin).info["Id"] == "sha256:new"
+    mine_before_pin = L.SmokeVerdict(status="pass", by_uid=ME, at=50)
+    assert choose(info("sha256:new", ("l2",), mine_before_pin), old, pin).pinned
+
+
+def test_a_gone_or_failed_pin_falls_back_to_stable_with_a_note():
+    pin = pins.Pin("s", "sha256:old", at=100)
+    new = info("sha256:new", ("l2",), PASS_BY_OTHER)
+    gone = choose(new, None, pin)
+    assert gone.info["Id"] == "sha256:new" and gone.repin and "gone" in gone.note
+    failed = choose(new, info("sha256:old", verdict=L.SmokeVerdict(status="fail")), pin)
+    assert failed.info["Id"] == "sha256:new" and failed.repin and "no longer smoke-tested" in failed.note
+    no_stable = choose(None, info("sha256:old", verdict=PASS_BY_OTHER), pin)
+    assert no_stable.info["Id"] == "sha256:old"
+
+
+def test_a_pin_for_another_stack_is_ignored():
+    c = choose(info("sha256:new"), info("sha256:old"), pins.Pin("other-stack", "sha256:old", 1))
+    assert c.info["Id"] == "sha256:new" and c.repin
+
+
+def test_pins_are_stored_per_project_identity(tmp_path):
+    a, b = pins.project_key("demo", "/home/a/demo"), pins.project_key("demo", "/home/b/demo")
+    assert a != b
+    pins.save_pin(a, "s", "sha256:1", now=10)
+    assert pins.load_pin(a) == pins.Pin("s", "sha256:1", 10) and pins.load_pin(b) is None
+    assert pins.pinned_ids() == {"sha256:1"}
+    pins.pins_file().write_text("{not json")
+    assert pins.load_pin(a) is None and pins.pinned_ids() == frozenset()
