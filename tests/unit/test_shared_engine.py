@@ -11,22 +11,10 @@ from envman import labels as L
 from envman import pins, smokestore
 from envman.build import ImageRow, PruneScope, prune_selection
 
-from .test_build_pipeline import FakeEngine, FakeCtx  # noqa: F401 - the pipeline's fake engine
+# The pipeline's fake engine and fixtures (a private state directory, a fake render, a stack).
+from .test_build_pipeline import FakeEngine, isolated, stack  # noqa: F401
 
 ME, OTHER = 1001, 1002
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-a"))
-    monkeypatch.setattr(B, "_render", lambda stack, options=None: FakeCtx("ab" * 32))
-
-
-@pytest.fixture
-def stack(mini):
-    from envman.resolve import resolve
-
-    return resolve(mini, "torch-2.4-cuda12")
 
 
 # --------------------------------------------------------------------------- verdict on the image
