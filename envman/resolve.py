@@ -21,7 +21,7 @@ import re
 from packaging.version import Version
 
 from .errors import ResolveError
-from .matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo
+from .matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo, cudnn_fits
 from .stack import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
@@ -112,6 +112,8 @@ def _pick_image(
                 continue
             if platform not in img.platforms:
                 continue
+            if build.system_cudnn and img.flavour.startswith("cudnn") and not cudnn_fits(img.cudnn, build.cudnn):
+                continue  # the build loads cuDNN from the image: the majors must agree
             candidates.append(img)
     best = None
     for img in candidates:

@@ -188,7 +188,8 @@ def validate_cmd(
                 problems.append(f"{b.name}: does not resolve{on}: {exc.line()}")
     summary = {
         "files": list(m.files),
-        "rows": {"cuda": len(m.cuda), "os": len(m.oses), "images": len(m.images), "builds": len(m.builds), "gpus": len(m.gpus)},
+        "rows": {"cuda": len(m.cuda), "os": len(m.oses), "images": len(m.images), "builds": len(m.builds), "gpus": len(m.gpus),
+                 "published_tags": sum(len(p.tags) for p in m.published)},
         "problems": problems,
         "ok": not problems,
     }

@@ -30,6 +30,7 @@ from .model import (
     Gpu,
     Matrix,
     OsInfo,
+    PublishedTags,
 )
 
 if sys.version_info >= (3, 11):
@@ -37,7 +38,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-KINDS = ("cuda", "os", "images", "framework", "gpus")
+KINDS = ("cuda", "os", "images", "framework", "gpus", "tags")
 
 
 class _Row:
@@ -148,10 +149,13 @@ class _Row:
             for name, pys in v.items():
                 if not isinstance(pys, list) or not pys:
                     raise ValueError
+                if pys == ["any"]:  # a pure-Python wheel (py3-none-any): every Python
+                    out.append((canonicalize_name(name), ()))
+                    continue
                 out.append((canonicalize_name(name), tuple(sorted(_version(p) for p in pys))))
             return tuple(sorted(out))
 
-        return self.get("wheel_python", conv, "a table {package = [\"3.10\", ...]} (non-empty lists)", default=())
+        return self.get("wheel_python", conv, "a table {package = [\"3.10\", ...]} (non-empty lists; [\"any\"] for a pure-Python wheel)", default=())
 
     def done(self) -> None:
         unknown = sorted(set(self.data) - self.used)
@@ -313,6 +317,7 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 platform_source=r.strs("platform_source"),
                 platform_note=r.str("platform_note", default=""),
                 wheel_python=r.wheel_python(),
+                wheel_python_source=r.strs("wheel_python_source"),
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),
             )
@@ -348,12 +353,25 @@ def _parse_gpus(doc: dict, file: str) -> list[Gpu]:
     return out
 
 
+def _parse_tags(doc: dict, file: str) -> list[PublishedTags]:
+    out = []
+    for i, raw in enumerate(_rows(doc, "repository", file)):
+        r = _Row(raw, file, f"repository[{i}]")
+        tags = r.strs("tags", default=...)
+        if not tags:
+            raise r._fail("tags", "a non-empty list of tags")
+        out.append(PublishedTags(repository=r.str("name"), tags=frozenset(tags), source=r.sources(), status=r.status()))
+        r.done()
+    return out
+
+
 _TOP_KEYS = {
     "cuda": {"release", "never_released"},
     "os": {"os"},
     "images": {"image"},
     "framework": {"framework", "build"},
     "gpus": {"gpu"},
+    "tags": {"repository"},
 }
 
 
@@ -389,6 +407,7 @@ def parse_file(path: Path) -> tuple[str, Any]:
         "images": _parse_images,
         "framework": _parse_framework,
         "gpus": _parse_gpus,
+        "tags": _parse_tags,
     }[kind]
     return kind, parser(doc, file)
 
@@ -402,6 +421,7 @@ def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Ma
     images: dict[str, BaseImage] = {}
     builds: dict[tuple, FrameworkBuild] = {}
     gpus: dict[str, Gpu] = {}
+    published: list[PublishedTags] = []
     parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
     for kind, rows in parsed:
         if kind == "cuda":
@@ -418,6 +438,8 @@ def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Ma
             builds.update(((b.framework, str(b.version), b.variant), b) for b in rows)
         elif kind == "gpus":
             gpus.update((g.id, g) for g in rows)
+        elif kind == "tags":
+            published.extend(rows)  # user lists add to the shipped ones
     return Matrix(
         cuda=tuple(sorted(cuda.values(), key=lambda r: r.version)),
         never_released=tuple(sorted(never.values())),
@@ -426,6 +448,7 @@ def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Ma
         builds=tuple(sorted(builds.values(), key=lambda b: (b.framework, b.version, b.cuda or Version("0"), b.variant))),
         gpus=tuple(gpus.values()),
         files=tuple(str(f) for f in files),
+        published=tuple(published),
     )
 
 

@@ -196,6 +196,7 @@ class FrameworkBuild:
     #: Python versions with wheels, per package the row installs (normalised project name); a
     #: package without an entry has no data (``matrix validate`` checks what is there).
     wheel_python: tuple[tuple[str, tuple[Version, ...]], ...] = ()
+    wheel_python_source: tuple[str, ...] = ()  # where the wheel_python facts come from
     #: Architectures of the linux/arm64 wheels where they differ from ``sass``/``ptx`` (None: same).
     sass_arm64: tuple[Arch, ...] | None = None
     ptx_arm64: tuple[Arch, ...] | None = None
@@ -224,6 +225,14 @@ class FrameworkBuild:
         return "base"
 
 
+def cudnn_fits(image_major: str | None, needed: str | None) -> bool:
+    """Whether an image shipping cuDNN ``image_major`` serves a build that needs system cuDNN
+    ``needed`` ("9", "8.1", "7.6.5"): the majors must be equal (cuDNN keeps no ABI across majors)."""
+    if needed is None:
+        return True
+    return image_major == needed.split(".")[0]
+
+
 @dataclass(frozen=True)
 class Gpu:
     """A GPU model with the datasheet figures used for verdicts and the performance probe."""
@@ -242,6 +251,16 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class PublishedTags:
+    """Every tag a registry repository ever published (``kind = "tags"``)."""
+
+    repository: str
+    tags: frozenset[str]
+    source: tuple[str, ...]
+    status: str
+
+
+@dataclass(frozen=True)
 class Matrix:
     """Everything envman knows; built once per process by ``envman.matrix.load``."""
 
@@ -252,6 +271,12 @@ class Matrix:
     builds: tuple[FrameworkBuild, ...]
     gpus: tuple[Gpu, ...]
     files: tuple[str, ...] = field(default=())
+    published: tuple[PublishedTags, ...] = field(default=())
+
+    def published_tags(self, repository: str) -> frozenset[str] | None:
+        """The tags ``repository`` ever published, or None when the matrix has no list for it."""
+        lists = [p.tags for p in self.published if p.repository == repository]
+        return frozenset().union(*lists) if lists else None
 
     def cuda_release(self, version: Version | str) -> CudaRelease | None:
         v = Version(str(version))

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .model import DEFAULT_PLATFORMS, BaseImage, Matrix
+from .model import DEFAULT_PLATFORMS, BaseImage, cudnn_fits, CudaRelease, FrameworkBuild, Matrix
 
 _PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?(==|>=|<=|~=|<|>)[A-Za-z0-9.*+!_-]+$")
 
@@ -40,7 +41,9 @@ def expected_tag(img: BaseImage) -> str | None:
     if img.cuda_patch is None:
         return None
     v = img.cuda_patch
-    legacy = Version(f"{v.major}.{v.minor}") <= Version("11.0")
+    # X.Y tags up to 11.0, X.Y.Z from 11.1; 11.0 was published both ways (11.0-*, 11.0.3-*), so a
+    # row that gives 11.0's full patch version names the X.Y.Z tag.
+    legacy = (v.major, v.minor) < (11, 0) or ((v.major, v.minor) == (11, 0) and len(v.release) == 2)
     version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}.{v.micro}"
     flavour = img.flavour.replace("cudnn-", "")
     token = cudnn_token(Version(f"{v.major}.{v.minor}"), img.cudnn) if img.flavour.startswith("cudnn") else None
@@ -56,6 +59,74 @@ def allowed_cudnn_majors(cuda: Version) -> set[str]:
     if cuda < Version("12.3"):
         return {"8"}
     return {"9"}
+
+
+def _published_hint(img: BaseImage, published: frozenset[str]) -> str:
+    """``: the published tag(s) ...`` for the same CUDA release, flavour and OS, if any."""
+    _, _, rest = img.tag.partition("-")
+    v = img.cuda_patch
+    prefix = f"{v.major}.{v.minor}" if v else ""
+    same = sorted(
+        (t for t in published if t.endswith("-" + rest) and (t.split("-")[0] + ".").startswith(prefix + ".")),
+        key=lambda t: Version(t.split("-")[0]),
+    )
+    return f" (published for this release, flavour and OS: {', '.join(same)})" if same else ""
+
+
+def _check_cudnn(matrix: Matrix, b: FrameworkBuild, rel: CudaRelease, add) -> None:
+    """A build that takes cuDNN from the base image needs an image shipping that cuDNN major, and
+    (where it names one) at least that minor."""
+    where = f"{b.framework} {b.version} {b.variant}"
+    if b.cudnn is None:
+        add(where, "needs system cuDNN (system_cudnn) but does not say which (cudnn)")
+        return
+    major, _, rest = b.cudnn.partition(".")
+    pinned = [i for i in matrix.images if b.base_image and i.ref == b.base_image]
+    for img in pinned:
+        if not cudnn_fits(img.cudnn, b.cudnn):
+            shipped = f"cuDNN {img.cudnn}" if img.cudnn else "no cuDNN"
+            add(where, f"needs system cuDNN {b.cudnn}, but its base image {img.ref} ships {shipped}")
+    images = [i for i in matrix.images if not i.custom and i.cuda == b.cuda and i.flavour.startswith("cudnn")]
+    if b.base_image is None and images and not any(cudnn_fits(i.cudnn, b.cudnn) for i in images):
+        shipped = ", ".join(sorted({f"cuDNN {i.cudnn}" for i in images}))
+        add(where, f"needs system cuDNN {b.cudnn}, but the cudnn images of CUDA {b.cuda} ship {shipped}")
+        return
+    minor = rest.split(".")[0]
+    same_major = [v for v in rel.cudnn if v.split(".")[0] == major]
+    if minor.isdigit() and same_major:
+        newest = max(same_major, key=lambda v: Version(v))
+        if Version(newest).release[:2] < (int(major), int(minor)):
+            add(where, f"needs system cuDNN {b.cudnn}, but the images of CUDA {rel.key} ship cuDNN {newest}")
+
+
+def _requirement_name(req: str) -> str:
+    """``torchvision==0.16.0`` / ``jax[cuda12]==0.4.30`` → the PEP 503 name (``torchvision``, ``jax``)."""
+    return canonicalize_name(re.split(r"[\[=<>~!]", req, maxsplit=1)[0])
+
+
+def _check_wheel_python(b: FrameworkBuild, add) -> None:
+    """Every Python a row claims must have a wheel of every package it installs (where the row
+    records the packages' wheel Pythons; a row that records some must record all)."""
+    if not b.wheel_python:
+        return
+    where = f"{b.framework} {b.version} {b.variant}"
+    known = dict(b.wheel_python)
+    if not b.wheel_python_source:
+        add(where, "wheel_python needs a wheel_python_source")
+    for req in b.packages:
+        name = _requirement_name(req)
+        if name not in known:
+            add(where, f"wheel_python has no entry for {name}, which the row installs")
+            continue
+        if not known[name]:  # a pure-Python wheel installs on every Python
+            continue
+        missing = [p for p in b.python if p not in known[name]]
+        if missing:
+            have = ", ".join(str(p) for p in known[name])
+            add(where, f"claims Python {', '.join(str(p) for p in missing)}, but {req} has no wheel for it (wheels: {have})")
+    extra = sorted(set(known) - {_requirement_name(r) for r in b.packages})
+    if extra:
+        add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
 
 def validate(matrix: Matrix) -> list[Problem]:
@@ -105,6 +176,9 @@ def validate(matrix: Matrix) -> list[Problem]:
         want = expected_tag(img)
         if want != img.tag:
             add(where, f"tag does not follow the naming rules of its era: expected {want!r}")
+        published = matrix.published_tags(img.repository)
+        if published is not None and img.tag not in published:
+            add(where, "NVIDIA never published this tag" + _published_hint(img, published))
         if img.flavour.startswith("cudnn"):
             if img.cudnn is None:
                 add(where, "a cudnn flavour needs cudnn (the major version)")
@@ -125,6 +199,7 @@ def validate(matrix: Matrix) -> list[Problem]:
         for req in b.packages:
             if not _PY_RE.match(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")
+        _check_wheel_python(b, add)
         if b.cuda is None:
             if b.sass or b.ptx:
                 add(where, "a CPU build cannot carry GPU architectures")
@@ -150,6 +225,8 @@ def validate(matrix: Matrix) -> list[Problem]:
         for o in b.os:
             if o not in os_names:
                 add(where, f"os {o!r} is not in the os matrix")
+        if b.system_cudnn:
+            _check_cudnn(matrix, b, rel, add)
         if b.base_image is None:
             need = b.flavour_needed
             images = [i for i in matrix.images if i.cuda == b.cuda and not i.custom and i.flavour == need]
