@@ -47,10 +47,17 @@ class BuildResult:
     log_path: str | None = None
 
 
-def _render(stack: Stack, options):
+def _render(stack: Stack, options, builder: str = "classic"):
     from .render import RenderOptions, render_stack
 
-    return render_stack(stack, options or RenderOptions())
+    return render_stack(stack, options or RenderOptions(), builder=builder)
+
+
+def _builder(engine, builder):
+    """``builder`` (an ``envman.builder.Builder``), or the engine's classic builder."""
+    from .builder import ClassicBuilder
+
+    return builder if builder is not None else ClassicBuilder(engine)
 
 
 def build_stack(
@@ -62,12 +69,18 @@ def build_stack(
     pull: bool = False,
     on_event: Callable[[Any], None] | None = None,
     lock_timeout: float = 3600,
+    builder=None,
 ) -> BuildResult:
-    """Render and build ``stack`` unless its content-addressed candidate already exists."""
+    """Render and build ``stack`` unless its content-addressed candidate already exists.
+
+    ``builder`` (``envman.builder.select_builder``) picks the Dockerfile dialect and runs the
+    build; by default the engine's classic builder. Its secrets (index credentials) go to the
+    builder only, never to the log or the context."""
     from filelock import FileLock, Timeout
 
     t0 = time.perf_counter()
-    ctx = _render(stack, options)
+    builder = _builder(engine, builder)
+    ctx = _render(stack, options, builder.kind)
     ref = candidate_ref(stack.name, ctx.render_hash)
     locks_dir().mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(locks_dir() / f"{safe_name(stack.name)}.lock"))
@@ -91,7 +104,8 @@ def build_stack(
         image_id = None
         with open(log_path, "w") as log:
             try:
-                for ev in engine.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, **_platform_kw(stack)):
+                for ev in builder.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
+                                         **_platform_kw(stack)):
                     log.write(ev.text.rstrip("\n") + "\n")
                     if on_event:
                         on_event(ev)
@@ -290,13 +304,14 @@ def build_smoke_promote(
     accept_cpu_only: bool = False,
     on_event=None,
     on_phase: Callable[[str], None] | None = None,
+    builder=None,
 ) -> PipelineResult:
     """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
     when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
     starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
     phase = on_phase or (lambda _p: None)
     phase("build")
-    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event)
+    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder)
     phase("cached" if b.cached else "built")
     rep = kept_report(engine, b) if b.cached else None
     if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):

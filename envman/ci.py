@@ -383,16 +383,17 @@ class RunOptions:
     hadolint: str | None = None  # path; None: found automatically; "": lint is skipped
     hadolint_config: str | None = None
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
+    builder: Any = None  # an envman.builder.Builder; None: the engine's classic builder
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _render(stack: Stack, options):
+def _render(stack: Stack, options, builder: str = "classic"):
     from .render import RenderOptions, render_stack
 
-    return render_stack(stack, options or RenderOptions())
+    return render_stack(stack, options or RenderOptions(), builder=builder)
 
 
 def find_hadolint() -> str | None:
@@ -536,7 +537,7 @@ def run_row(
     # render
     t0 = time.perf_counter()
     try:
-        ctx = _render(stack, opts.render_options)
+        ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic")
     except EnvmanError as exc:
         record("render", StepResult(FAIL, time.perf_counter() - t0, exc.line()))
         _skip_rest(res, "render", SKIP, "render failed")
@@ -559,7 +560,7 @@ def run_row(
     # build
     t0 = time.perf_counter()
     try:
-        b = build_stack(engine, stack, opts.render_options, nocache=opts.nocache, pull=opts.pull)
+        b = build_stack(engine, stack, opts.render_options, nocache=opts.nocache, pull=opts.pull, builder=opts.builder)
     except EnvmanError as exc:
         record("build", StepResult(FAIL, time.perf_counter() - t0, exc.what, getattr(exc, "log_tail", ""),
                                    {"log": exc.where}))
@@ -628,6 +629,7 @@ def runner_facts(engine, opts: RunOptions) -> tuple[dict[str, Any], bool]:
         "require_gpu": opts.require_gpu,
         "registry_mirror": opts.registry_mirror,
         "docker": info.get("server_version", ""),
+        "builder": opts.builder.kind if opts.builder is not None else "classic",
         "ci": os.environ.get("GITHUB_RUN_ID") and f"github {os.environ.get('GITHUB_REPOSITORY', '')} run {os.environ['GITHUB_RUN_ID']}",
     }
     return facts, gpu

@@ -14,6 +14,10 @@
     apt_mirror = "http://apt.corp.example/ubuntu"           # --apt-mirror
     python_install_mirror = "https://pbs.corp.example/releases/download"  # --python-mirror
 
+Index URLs (``pip_index``, ``pip_extra_index``, ``framework_index``) may carry
+``user:password@``: BuildKit builds pass them as a build secret; the classic builder refuses
+them. ``[build] builder = "auto" | "buildkit" | "classic"`` picks the builder (``--builder``).
+
 Precedence: CLI option > project file (a later feature) > this file. Every value is validated
 where it enters (a malformed file fails whole with one line naming the file and the key), and
 the validators here are the same ones ``RenderOptions`` applies to CLI values. Other top-level
@@ -60,6 +64,13 @@ NO_CREDENTIALS = (
     "end up in the image history)"
 )
 
+#: Index keys whose URL may carry ``user[:password]@``: on BuildKit the credentials travel as a
+#: build secret (a netrc file mounted for one RUN), never in the Dockerfile, a layer or a label.
+CREDENTIAL_KEYS = ("pip_index", "pip_extra_index", "framework_index")
+
+#: ``[build] builder`` in the config file and ``--builder`` on the command line.
+BUILDERS = ("auto", "buildkit", "classic")
+
 
 class Invalid(ValueError):
     """A value failed validation; ``fix`` says what would be accepted."""
@@ -77,16 +88,58 @@ class Invalid(ValueError):
 _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
 _URL_RE = re.compile(r"^https?://" + _HOST + r"(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+=,:/-]*)?$")
 _CREDENTIALS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*@")
+# user[:password]@ as a URL carries it: unreserved characters and percent escapes only.
+_USERINFO_RE = re.compile(r"^(?P<scheme>https?://)(?P<user>[A-Za-z0-9._~%!+=-]+)(?::(?P<password>[A-Za-z0-9._~%!+=-]*))?@(?P<rest>.*)$")
 _REGISTRY_RE = re.compile(
     r"^(?P<host>" + _HOST + r")(?::(?P<port>[0-9]{1,5}))?"
     r"(?P<path>(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)$"
 )
 
 
-def check_url(value: Any, *, what: str = "URL") -> str:
-    """An http(s) URL with a strict character set and no credentials; returns it unchanged."""
+def split_credentials(value: str) -> tuple[str, str | None, str | None]:
+    """(URL without ``user[:password]@``, user, password), both percent-decoded; no userinfo:
+    ``(value, None, None)``. Decoded values with whitespace, quotes, ``#`` or a backslash are
+    refused: they could not be written to a netrc file unambiguously."""
+    from urllib.parse import unquote
+
+    m = _USERINFO_RE.match(value)
+    if not m:
+        return value, None, None
+    user = unquote(m.group("user"))
+    password = unquote(m.group("password") or "")
+    for part in (user, password):
+        if any(ch.isspace() or ch in "\"'#\\" or not ch.isprintable() for ch in part):
+            raise Invalid(
+                "the credentials in the URL hold a space, quote, # or backslash",
+                "use credentials of letters, digits and . _ ~ ! + = - (percent-escaped as needed)",
+            )
+    return m.group("scheme") + m.group("rest"), user, password
+
+
+def redact(value: str) -> str:
+    """``value`` with any ``user[:password]@`` of a URL replaced by ``***@`` (for messages)."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/]*@", r"\1***@", value) if isinstance(value, str) else value
+
+
+def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> str:
+    """An http(s) URL with a strict character set; returns it unchanged.
+
+    ``credentials``: ``user[:password]@`` is accepted (see :func:`split_credentials`); it never
+    appears in an error message. Otherwise a URL with credentials is refused.
+    """
     if not isinstance(value, str) or not value:
         raise Invalid(f"{what} must be a non-empty string, got {value!r}", "e.g. https://pypi.corp.example/simple")
+    if credentials and _USERINFO_RE.match(value):
+        bare, _, _ = split_credentials(value)
+        if _CREDENTIALS_RE.match(bare):
+            raise Invalid(f"{what} {redact(value)!r} has more than one @ before its path", "give one user[:password]@")
+        check_url(bare, what=what)
+        return value
+    if credentials and _CREDENTIALS_RE.match(value):
+        raise Invalid(
+            f"{what} {redact(value)!r}: its user[:password]@ has characters a URL does not carry as they are",
+            "percent-escape them (e.g. @ as %40, : in a user name as %3A)",
+        )
     if _CREDENTIALS_RE.match(value):
         raise Invalid(
             f"{what} carries credentials (user[:password]@): {NO_CREDENTIALS}",
@@ -173,9 +226,9 @@ def _as_path(value: Any, what: str) -> Path:
 VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "registry_mirror": check_registry_mirror,
     "ca_bundle": check_ca_bundle,
-    "pip_index": lambda v: check_url(v, what="pip index"),
-    "pip_extra_index": lambda v: check_url(v, what="pip extra index"),
-    "framework_index": lambda v: check_url(v, what="framework index"),
+    "pip_index": lambda v: check_url(v, what="pip index", credentials=True),
+    "pip_extra_index": lambda v: check_url(v, what="pip extra index", credentials=True),
+    "framework_index": lambda v: check_url(v, what="framework index", credentials=True),
     "wheelhouse": check_wheelhouse,
     "offline": check_bool,
     "apt_mirror": lambda v: check_url(v, what="apt mirror"),
@@ -247,8 +300,26 @@ def load_network_config(path: Path | None = None) -> dict[str, Any]:
     return validate_network(resolved, where=lambda k: f"{path}: [network].{k}")
 
 
+def load_builder_config(path: Path | None = None) -> str:
+    """``[build] builder`` of the user config: ``auto`` (the default), ``buildkit`` or ``classic``."""
+    path = Path(path) if path is not None else config_path()
+    section = load_config(path).get("build", {})
+    if not isinstance(section, dict):
+        raise UserError("[build] must be a table", where=f"{path}: build", fix="write a [build] section")
+    value = section.get("builder", "auto")
+    if value not in BUILDERS:
+        raise UserError(f"builder {value!r} is not one of {', '.join(BUILDERS)}", where=f"{path}: [build].builder",
+                        fix='write builder = "auto", "buildkit" or "classic"')
+    return value
+
+
 __all__ = [
+    "BUILDERS",
+    "CREDENTIAL_KEYS",
     "NETWORK_KEYS",
+    "load_builder_config",
+    "redact",
+    "split_credentials",
     "Invalid",
     "check_url",
     "check_registry_mirror",

@@ -61,7 +61,7 @@ Mount = tuple[str, str, str]
 # What `run(gpus=...)` accepts: "all", a count, or explicit device ids / UUIDs.
 GpuRequest = Union[Literal["all"], int, Sequence[Union[int, str]]]
 
-BuildEventKind = Literal["step", "log", "done", "error"]
+BuildEventKind = Literal["step", "log", "progress", "done", "error"]
 
 
 # --------------------------------------------------------------------------- plain data
@@ -72,8 +72,10 @@ class BuildEvent:
     """One line of progress from a build.
 
     ``kind`` is ``"step"`` for a Dockerfile instruction starting (``step`` is then ``"3/12"``),
-    ``"log"`` for any other output line, ``"done"`` once at the end (``image_id`` set) and
-    ``"error"`` just before :class:`BuildError` is raised.
+    ``"log"`` for any other output line, ``"progress"`` for a byte count inside a step (BuildKit's
+    transfers), ``"done"`` once at the end (``image_id`` set) and ``"error"`` just before
+    :class:`BuildError` is raised. On BuildKit, ``log`` and ``progress`` events carry the ``step``
+    they belong to when it is known.
     """
 
     kind: BuildEventKind

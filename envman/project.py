@@ -855,8 +855,12 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
 
 
 def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
-                        on_event: Callable[[Any], None] | None = None, nocache: bool = False) -> str:
-    """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref."""
+                        on_event: Callable[[Any], None] | None = None, nocache: bool = False, builder=None) -> str:
+    """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref.
+
+    ``builder`` (an ``envman.builder.Builder``) runs the build; by default the classic one."""
+    from .builder import ClassicBuilder
+
     from filelock import FileLock
 
     from .state import locks_dir
@@ -870,7 +874,8 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
         if not nocache and engine.inspect_image(ref) is not None:
             return ref
         try:
-            for ev in engine.build(deterministic_tar(files), ref, labels=project_labels(project, stack_name, ref), nocache=nocache):
+            run = builder if builder is not None else ClassicBuilder(engine)
+            for ev in run.build(deterministic_tar(files), ref, labels=project_labels(project, stack_name, ref), nocache=nocache):
                 if on_event:
                     on_event(ev)
         except BuildError as exc:

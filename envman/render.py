@@ -52,10 +52,13 @@ from packaging.version import Version
 
 from . import __version__
 from .config import (
+    CREDENTIAL_KEYS,
     NETWORK_KEYS,
     Invalid,
     check_url,
     load_network_config,
+    redact,
+    split_credentials,
     validate_network,
 )
 from . import labels as L
@@ -80,6 +83,24 @@ UV_VERSION = "0.13.8"
 #: Wheels of these projects in a wheelhouse serve the Python layer (the venv's pip upgrade, the
 #: uv bootstrap); they are not force-installed into the venv with the others.
 TOOL_WHEELS = frozenset({"pip", "uv"})
+
+#: The two Dockerfile dialects: the classic builder's, and BuildKit's (RUN --mount).
+BUILDER_KINDS = ("classic", "buildkit")
+
+# BuildKit only: where the cache mounts, the bind-mounted CA bundle and uv live during a RUN.
+CACHE_ROOT = "/var/cache/envman"
+PIP_CACHE = f"{CACHE_ROOT}/pip"
+UV_CACHE = f"{CACHE_ROOT}/uv"
+APT_ARCHIVES = f"{CACHE_ROOT}/apt"
+CA_MOUNT = "/run/envman/ca-bundle.crt"
+CA_MERGED = "/tmp/envman-ca.pem"
+TOOLS_CACHE = f"{CACHE_ROOT}/tools"
+UV_TOOL = f"{TOOLS_CACHE}/uv-{UV_VERSION}"
+#: The build secret that carries index credentials: a netrc file, mounted where pip and uv read it.
+NETRC_SECRET = "envman-netrc"
+NETRC_TARGET = "/root/.netrc"
+#: uv installs packages into Pythons from this one up; older ones get pip.
+MIN_UV_PYTHON = Version("3.8")
 
 RENDER_HASH_LABEL = L.RENDER_HASH
 CONTEXT_FILES = ("Dockerfile", "envman/entrypoint.sh", "envman/probe.py", "envman/stack.json")
@@ -420,7 +441,13 @@ class RenderOptions:
 
     def describe(self) -> dict[str, Any]:
         """The options that are set, as plain values (for messages and JSON)."""
-        return {f.name: (str(v) if isinstance(v, Path) else v) for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
+        return {f.name: (str(v) if isinstance(v, Path) else redact(v) if isinstance(v, str) else v)
+                for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
+
+    def credentials(self) -> dict[str, str]:
+        """The index options that carry ``user[:password]@`` (key -> the CLI option)."""
+        return {k: NETWORK_KEYS[k] for k in CREDENTIAL_KEYS
+                if isinstance(getattr(self, k), str) and split_credentials(getattr(self, k))[1] is not None}
 
 
 # --- the build context ----------------------------------------------------------------------
@@ -435,6 +462,10 @@ class BuildContext:
     render_hash: str
     files: dict[str, bytes] = field(repr=False)
     modes: dict[str, int] = field(repr=False)
+    #: ``classic`` or ``buildkit``: which builder this Dockerfile is written for.
+    builder: str = "classic"
+    #: Build secrets by id (BuildKit only): never part of ``files``, the tar or the render hash.
+    secrets: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def tar(self) -> bytes:
         """Uncompressed tar, byte-identical for identical contexts (STYLE point 9)."""
@@ -680,7 +711,102 @@ def _title(stack: Stack) -> str:
     return f"{stack.framework} {stack.framework_version} ({stack.variant})"
 
 
-def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[str, Any]:
+def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, dict[str, bytes]]:
+    """(``options`` with every index URL stripped of ``user[:password]@``, the build secrets).
+
+    The credentials become one netrc file (secret :data:`NETRC_SECRET`), which pip and uv read
+    for the host of each index. The classic builder cannot mount a secret, so credentials there
+    are a :class:`RenderError` saying why. Two indexes on one host with different credentials
+    cannot share a netrc file and are refused too.
+    """
+    from dataclasses import replace
+    from urllib.parse import urlsplit
+
+    carrying = options.credentials()
+    if not carrying:
+        return options, {}
+    if builder != "buildkit":
+        first = next(iter(carrying.values()))
+        raise RenderError(
+            "this index URL carries credentials, which the classic builder would keep in the image (its "
+            "ENV and build args are part of the image history)",
+            where=first,
+            fix="build with BuildKit (--builder buildkit: docker buildx, or a docker CLI that honours "
+                "DOCKER_BUILDKIT=1), or download with your credentials on the host and pass --wheelhouse DIR",
+        )
+    bare: dict[str, str] = {}
+    hosts: dict[str, tuple[str, str]] = {}
+    for key, option in carrying.items():
+        try:
+            url, user, password = split_credentials(getattr(options, key))
+        except Invalid as exc:
+            raise RenderError(exc.what, where=option, fix=exc.fix) from None
+        bare[key] = url
+        host = urlsplit(url).hostname or ""
+        if hosts.setdefault(host, (user or "", password or "")) != (user, password or ""):
+            raise RenderError(
+                f"two indexes on host {host} carry different credentials, and one netrc file holds one login per host",
+                where=option,
+                fix="use one login for every index on that host",
+            )
+    lines = [f"machine {host} login {user} password {password}\n" for host, (user, password) in sorted(hosts.items())]
+    return replace(options, **bare), {NETRC_SECRET: "".join(lines).encode()}
+
+
+def _mount_flags(stack: Stack, options: RenderOptions, *, cache: bool, wheels: bool, secret: bool) -> str:
+    """``RUN --mount=...`` flags of one BuildKit step (the text after ``RUN``, with a trailing
+    continuation when there are any)."""
+    flags = []
+    if cache:
+        flags += [f"--mount=type=cache,id=envman-pip,target={PIP_CACHE}",
+                  f"--mount=type=cache,id=envman-uv,target={UV_CACHE}",
+                  f"--mount=type=cache,id=envman-tools,target={TOOLS_CACHE}"]
+    if wheels:
+        flags.append(f"--mount=type=bind,source=wheels,target={WHEELS_DIR}")
+    if options.ca_bundle is not None:
+        flags.append(f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT}")
+    if secret:
+        flags.append(f"--mount=type=secret,id={NETRC_SECRET},target={NETRC_TARGET},mode=0400")
+    return "".join(f"{f} \\\n    " for f in flags)
+
+
+def _buildkit_plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel], secret: bool) -> dict[str, Any]:
+    """The template values that differ on BuildKit: mounts, caches, the CA bundle and uv."""
+    apt_caches = (f"--mount=type=cache,id=envman-apt-lists-{stack.os},target=/var/lib/apt/lists,sharing=locked \\\n    "
+                  f"--mount=type=cache,id=envman-apt-archives-{stack.os},target={APT_ARCHIVES},sharing=locked \\\n    ")
+    apt_ca = (f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT} \\\n    "
+              if options.ca_bundle is not None else "")
+    apt_get = f"apt-get -o Dir::Cache::Archives={APT_ARCHIVES}/ -o APT::Keep-Downloaded-Packages=true"
+    if options.ca_bundle is not None:
+        apt_get += f" -o Acquire::https::CAInfo={CA_MOUNT}"
+    uses_index = not options.offline
+    installer = "uv" if Version(stack.python) >= MIN_UV_PYTHON else "pip"
+    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
+    ca = options.ca_bundle is not None
+    return {
+        "buildkit": True,
+        "run_apt": "RUN " + apt_caches + apt_ca,
+        "run_python": "RUN " + _mount_flags(stack, options, cache=True, wheels=bool(wheels) and options.offline,
+                                             secret=secret and uses_index),
+        "run_framework": "RUN " + _mount_flags(stack, options, cache=True, wheels=bool(wheels), secret=secret and uses_index),
+        "apt_get": apt_get,
+        "pip_cache": f"--cache-dir {PIP_CACHE}",
+        "ca_env": [],
+        "ca_prelude": (f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}; "
+                       f"export PIP_CERT={CA_MERGED} REQUESTS_CA_BUNDLE={CA_MERGED} SSL_CERT_FILE={CA_MERGED}"
+                       if ca else ""),
+        "ca_cleanup": f"; \\\n    rm -f {CA_MERGED}" if ca else "",
+        "installer": installer,
+        "uv_version": UV_VERSION,
+        "uv_tool": UV_TOOL,
+        "uv_cache": UV_CACHE,
+        "uv_fetch_flags": offline_flags or (f"--find-links {WHEELS_DIR} " if any(w.project == "uv" for w in wheels) else ""),
+        "uv_flags": "--index-strategy unsafe-best-match " + "".join(_sh(f) + " " for f in _pip_flags(stack, options, wheels)),
+    }
+
+
+def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel], builder: str = "classic",
+          secret: bool = False) -> dict[str, Any]:
     quirks = OS_QUIRKS.get(stack.os, OsQuirks())
     python = stack.python
     standalone = stack.python_strategy == "standalone"
@@ -740,7 +866,8 @@ def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[st
                     where="--python-mirror",
                     fix="mirror the python-build-standalone release assets on your network and pass --python-mirror URL",
                 )
-        assigns = [f"UV_PYTHON_INSTALL_DIR={PYTHON_DIR}", "UV_CACHE_DIR=/tmp/envman-uv-cache"]
+        uv_cache = UV_CACHE if builder == "buildkit" else "/tmp/envman-uv-cache"
+        assigns = [f"UV_PYTHON_INSTALL_DIR={PYTHON_DIR}", f"UV_CACHE_DIR={uv_cache}"]
         if options.python_install_mirror:
             assigns.append(f"UV_PYTHON_INSTALL_MIRROR={_sh(options.python_install_mirror)}")
         uv_env = " ".join(assigns)
@@ -781,7 +908,7 @@ def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[st
         f"{_title(stack)}, {target}, Python {python} ({stack.python_strategy}), {stack.os}, "
         f"{stack.flavour} flavour; matrix row {stack.row}"
     )
-    return {
+    plan: dict[str, Any] = {
         "envman_version": __version__,
         "name": stack.name,
         "summary": summary,
@@ -820,22 +947,39 @@ def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> dict[st
         "nvidia_require_note": nvidia_note,
         "envman_dir": ENVMAN_DIR,
         "labels": labels,
+        "buildkit": False,
+        "run_apt": "RUN ",
+        "run_python": "RUN ",
+        "run_framework": "RUN ",
+        "pip_cache": "--no-cache-dir",
+        "ca_prelude": "",
+        "ca_cleanup": "",
+        "installer": "pip",
     }
+    if builder == "buildkit":
+        plan.update(_buildkit_plan(stack, options, wheels, secret))
+    return plan
 
 
 # --- the entry point ---------------------------------------------------------------------------
 
 
-def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: bytes | None = None) -> BuildContext:
+def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: bytes | None = None,
+                 builder: str = "classic") -> BuildContext:
     """Render ``stack`` with ``options`` into a ``BuildContext`` (no Docker needed).
 
     ``probe`` replaces the probe file's content (the golden files use a fixed one so they change
-    only when rendering changes); by default it is read from the envman package.
+    only when rendering changes); by default it is read from the envman package. ``builder``
+    (``classic`` or ``buildkit``) picks the Dockerfile dialect; index credentials are possible on
+    BuildKit only and travel in ``BuildContext.secrets``, outside the context and its hash.
     """
     options = options or RenderOptions()
+    if builder not in BUILDER_KINDS:
+        raise RenderError(f"unknown builder {builder!r}", fix="use " + " or ".join(BUILDER_KINDS))
     check_stack(stack)
+    options, secrets = index_secrets(options, builder)
     wheels = _wheelhouse(options)
-    plan = _plan(stack, options, wheels)
+    plan = _plan(stack, options, wheels, builder, bool(secrets))
     body = _jinja_env().get_template("Dockerfile.j2").render(**plan)
     files: dict[str, bytes] = {
         "Dockerfile": body.encode(),
@@ -852,7 +996,8 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     files["Dockerfile"] = dockerfile.encode()
     files = dict(sorted(files.items()))
     modes = {name: (0o755 if name == "envman/entrypoint.sh" else 0o644) for name in files}
-    return BuildContext(stack=stack, dockerfile=dockerfile, render_hash=digest, files=files, modes=modes)
+    return BuildContext(stack=stack, dockerfile=dockerfile, render_hash=digest, files=files, modes=modes,
+                        builder=builder, secrets=secrets)
 
 
 __all__ = [

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate the golden Dockerfiles: examples/golden/<stack name>/Dockerfile.
+"""Regenerate the golden Dockerfiles: examples/golden/<stack name>/Dockerfile (classic builder) and
+examples/golden/<stack name>.buildkit/Dockerfile (BuildKit, for specs with builder = "buildkit").
 
     python scripts/regen-golden.py           # rewrite them (after a deliberate change)
     python scripts/regen-golden.py --check   # exit 1 and list the differences (what CI's tests do)
@@ -37,6 +38,7 @@ else:  # pragma: no cover
 class Golden:
     query: str
     network: dict[str, Any] = field(default_factory=dict)
+    builder: str = "classic"
 
 
 def load_specs(path: Path = SPEC_FILE) -> list[Golden]:
@@ -49,12 +51,16 @@ def load_specs(path: Path = SPEC_FILE) -> list[Golden]:
         for key in ("ca_bundle", "wheelhouse"):
             if key in net:
                 net[key] = str((path.parent / net[key]).resolve())
-        specs.append(Golden(row["query"], net))
+        builder = row.get("builder", "classic")
+        if builder not in ("classic", "buildkit"):
+            raise SystemExit(f"{path}: golden[{i}].builder must be classic or buildkit")
+        specs.append(Golden(row["query"], net, builder))
     return specs
 
 
 def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
-    """{stack name: Dockerfile text} for every golden spec."""
+    """{golden directory name: Dockerfile text} for every golden spec (``<stack>`` for the classic
+    builder, ``<stack>.buildkit`` for BuildKit)."""
     from envman.config import validate_network
     from envman.matrix.load import load_matrix
     from envman.render import RenderOptions, render_stack
@@ -70,9 +76,10 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
     for spec in specs if specs is not None else load_specs():
         options = RenderOptions(**validate_network(spec.network, where=lambda k, q=spec.query: f"goldens.toml {q}: {k}"))
         stack = resolve(matrix, spec.query)
-        if stack.name in out:
-            raise SystemExit(f"two goldens render {stack.name}: give each its own stack")
-        out[stack.name] = render_stack(stack, options, probe=PROBE_PLACEHOLDER).dockerfile
+        name = stack.name if spec.builder == "classic" else f"{stack.name}.{spec.builder}"
+        if name in out:
+            raise SystemExit(f"two goldens render {name}: give each its own stack or builder")
+        out[name] = render_stack(stack, options, probe=PROBE_PLACEHOLDER, builder=spec.builder).dockerfile
     return out
 
 

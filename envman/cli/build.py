@@ -10,7 +10,7 @@ import typer
 
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
-    Wheelhouse, network_options, platform_option,
+    Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
 )
 from ._out import console, emit_json
 
@@ -50,6 +50,7 @@ def build(
     offline: Offline = None,
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
+    builder: BuilderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
@@ -65,7 +66,11 @@ def build(
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
         python_mirror=python_mirror,
     )
-    Engine.connect().close()  # fail fast, one line, before any work
+    preference = builder_preference(builder)
+    from ..builder import select_builder
+
+    with Engine.connect() as first:  # fail fast, one line, before any work
+        chosen = select_builder(first, preference)
     from .progress import BuildProgress
 
     err = console(stderr=True)
@@ -78,6 +83,7 @@ def build(
                     engine, stack, options, nocache=no_cache, pull=pull, require_gpu=require_gpu,
                     accept_cpu_only=accept_cpu_only, on_event=lambda ev: progress.event(stack.name, ev),
                     on_phase=lambda ph: progress.phase(stack.name, ph),
+                    builder=chosen if chosen.kind == "buildkit" else None,  # classic: this thread's engine
                 )
                 progress.phase(stack.name, "failed" if res.smoke.overall == FAIL else "done")
                 return stack, res, None

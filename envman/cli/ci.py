@@ -10,7 +10,7 @@ import typer
 
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    network_options,
+    BuilderOpt, builder_preference, network_options,
 )
 from ._out import console, emit_json
 
@@ -92,6 +92,7 @@ def run(
     offline: Offline = None,
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
+    builder: BuilderOpt = None,
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
@@ -118,6 +119,7 @@ def run(
         framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
         python_mirror=python_mirror,
     )
+    builder_pref = builder_preference(builder)
     opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
                       smoke_timeout=smoke_timeout)
@@ -131,6 +133,9 @@ def run(
         err.print(f"{row} {step}: [{c}]{sr.status}[/{c}] {sr.message[:160]}", highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
+        from ..builder import select_builder
+
+        opts.builder = select_builder(engine, builder_pref)
         results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
     bad = failed(results)
     if as_json:

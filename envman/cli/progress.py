@@ -2,7 +2,8 @@
 
 On a terminal, a live table (rich ``Live``) redrawn in place: one row per stack with its phase,
 the Dockerfile step it is on (``5/21``), that step's instruction and the time spent, so parallel
-builds (``--jobs N``) read at a glance. Anywhere else (CI logs, pipes) one plain line per step and
+builds (``--jobs N``) read at a glance. Inside a long step the row shows its latest output line or
+byte count (BuildKit reports transfers as they go), so a 30 s install does not look frozen. Anywhere else (CI logs, pipes) one plain line per step and
 phase change, since a log cannot be redrawn. The full build output always goes to the log file
 (``envman build`` prints where), never to the screen.
 
@@ -38,6 +39,8 @@ class _Row:
     started: float | None = None
     ended: float | None = None
     lines: int = field(default=0)
+    detail: str = ""  # the current step's latest output line or byte count
+    step_started: float | None = None
 
 
 class BuildProgress:
@@ -48,6 +51,7 @@ class BuildProgress:
         self._console = console
         self._quiet = quiet
         self._lock = threading.Lock()
+        self._spinners: dict[str, Any] = {}  # one per row, kept: a new Spinner each redraw never moves
         self._live = None
         if live and not quiet:
             from rich.live import Live
@@ -70,9 +74,14 @@ class BuildProgress:
         with self._lock:
             row = self._rows[name]
             row.lines += 1
+            if ev.kind in ("log", "progress"):
+                if not ev.step or ev.step == row.step:
+                    row.detail = " ".join(ev.text.split())
+                return
             if ev.kind != "step":
                 return
-            row.step, row.text = ev.step or "", _instruction(ev.text)
+            row.step, row.text, row.detail = ev.step or "", _instruction(ev.text), ""
+            row.step_started = time.monotonic()
         if self._live is None:
             self._line(f"[dim]{name}[/dim] step {ev.step}: {_instruction(ev.text)[:100]}")
 
@@ -87,7 +96,7 @@ class BuildProgress:
             if phase in ("done", "failed"):
                 row.ended = now
             elif phase in ("cached", "built", "smoke"):
-                row.step, row.text = "", ""
+                row.step, row.text, row.detail = "", "", ""
         if self._live is None and phase in ("cached", "smoke"):
             self._line(f"[dim]{name}[/dim] {PHASES[phase][0]}")
 
@@ -99,7 +108,6 @@ class BuildProgress:
     # -- the live view -----------------------------------------------------------------------
 
     def __rich__(self) -> Any:
-        from rich.spinner import Spinner
         from rich.table import Table
         from rich.text import Text
 
@@ -119,14 +127,30 @@ class BuildProgress:
             if r.phase in ("done", "failed", "queued"):
                 mark: Any = Text({"done": "✓", "failed": "✗", "queued": "·"}[r.phase], style=colour)
             else:
-                mark = Spinner("dots", style=colour)
+                mark = self._spinner(r.name, colour)
             elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:.0f}s"
-            table.add_row(mark, Text(r.name, style="bold"), Text(label, style=colour), r.step, Text(r.text, style="dim"),
-                          elapsed)
+            what = Text(r.text, style="dim")
+            if r.detail and r.phase == "build":
+                in_step = f" {now - r.step_started:.0f}s" if r.step_started is not None else ""
+                what = Text.assemble((r.text[:40], "dim"), (f" · {r.detail}{in_step}", "cyan"))
+            table.add_row(mark, Text(r.name, style="bold"), Text(label, style=colour), r.step, what, elapsed)
         return table
+
+    def _spinner(self, name: str, colour: str) -> Any:
+        """``name``'s spinner: the same object on every redraw, so its frame advances."""
+        from rich.spinner import Spinner
+
+        spinner = self._spinners.get(name)
+        if spinner is None:
+            spinner = self._spinners[name] = Spinner("dots", style=colour)
+        else:
+            spinner.style = colour
+        return spinner
 
 
 def _instruction(text: str) -> str:
-    """``Step 5/21 : RUN pip install ...`` → ``RUN pip install ...``."""
+    """``Step 5/21 : RUN --mount=... pip install ...`` → ``RUN pip install ...`` (BuildKit's mount
+    flags say nothing about what the step does)."""
     head, sep, rest = text.partition(" : ")
-    return " ".join((rest if sep and head.startswith("Step ") else text).split())
+    words = (rest if sep and head.startswith("Step ") else text).split()
+    return " ".join(w for w in words if not w.startswith("--mount="))

@@ -9,7 +9,7 @@ import typer
 
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
-    Wheelhouse, network_options, platform_option,
+    Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
 )
 
 DEFAULT_OUT = Path("envman-context")
@@ -36,8 +36,10 @@ def render(
     offline: Offline = None,
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
+    builder: BuilderOpt = None,
 ) -> None:
     """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
+    from ..builder import builder_for_render
     from ..errors import UserError
     from ..render import render_stack
     from ..resolve import resolve, resolve_row
@@ -52,6 +54,7 @@ def render(
         python_mirror=python_mirror,
     )
     plat = platform_option(platform)
+    kind = builder_for_render(builder_preference(builder))
     m = get_matrix()
     if all_:
         if flavour:
@@ -72,7 +75,7 @@ def render(
                     fix="make the rows differ in version, CUDA or Python (envman matrix validate)",
                 )
             seen[stack.name] = stack
-            render_stack(stack, options).write(root / stack.name)
+            render_stack(stack, options, builder=kind).write(root / stack.name)
         typer.echo(f"{len(seen)} contexts in {root}")
         return
 
@@ -88,7 +91,7 @@ def render(
         if not q.flavour:
             name = f"{name}-{flavour}"
     stack = resolve(m, name, plat)
-    ctx = render_stack(stack, options)
+    ctx = render_stack(stack, options, builder=kind)
     if output == "-":
         typer.echo(ctx.dockerfile, nl=False)
         return

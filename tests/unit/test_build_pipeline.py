@@ -16,6 +16,7 @@ from envman.errors import BuildError
 @dataclass
 class FakeCtx:
     render_hash: str
+    secrets: dict = None  # type: ignore[assignment]
 
     def tar(self):
         return b"tar"
@@ -90,7 +91,7 @@ class FakeEngine:
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setattr(B, "_render", lambda stack, options=None: FakeCtx("ab" * 32))
+    monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic": FakeCtx("ab" * 32))
 
 
 @pytest.fixture
@@ -154,7 +155,7 @@ def test_failing_smoke_leaves_previous_stable_untouched_and_keeps_report(stack, 
     eng = FakeEngine("pass")
     B.build_smoke_promote(eng, stack)
     before = eng.images[B.stable_ref(stack.name)]
-    monkeypatch.setattr(B, "_render", lambda s, o=None: FakeCtx("cd" * 32))
+    monkeypatch.setattr(B, "_render", lambda s, o=None, builder="classic": FakeCtx("cd" * 32))
     eng.probe_overall = "fail"
     res = B.build_smoke_promote(eng, stack)
     assert not res.promoted and res.smoke.overall == "fail"

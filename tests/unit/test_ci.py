@@ -8,7 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -224,6 +224,7 @@ def test_changed_since_with_the_real_renderer(matrix_repo):
 class FakeCtx:
     render_hash: str
     dockerfile: str
+    secrets: dict = field(default_factory=dict)
 
     def tar(self):
         return b"tar"
@@ -275,7 +276,7 @@ class FakeEngine:
 def fake_render(monkeypatch, tmp_path):
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
 
-    def render(stack, options=None):
+    def render(stack, options=None, builder="classic"):
         h = hashlib.sha256(stack.name.encode()).hexdigest()
         return FakeCtx(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
 
@@ -339,7 +340,7 @@ def test_require_gpu_without_gpu_is_not_buildable_for_cuda_rows_only(mini, fake_
 
 
 def test_build_failure_is_a_failed_row_with_the_log_tail(mini, fake_render, monkeypatch):
-    def render(stack, options=None):
+    def render(stack, options=None, builder="classic"):
         return FakeCtx("broken-build" + "0" * 52, "FROM x\n")
 
     monkeypatch.setattr(B, "candidate_ref", lambda name, h: f"envman/broken-build:{h[:16]}")

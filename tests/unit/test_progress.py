@@ -26,7 +26,9 @@ def test_live_view_shows_each_stack_phase_step_and_instruction():
     lines = {ln.split()[1]: ln for ln in text.splitlines() if ln.strip()}
     assert "building" in lines["torch-2.4-cuda12"] and "5/21" in lines["torch-2.4-cuda12"]
     assert "RUN pip install torch==2.4.1" in lines["torch-2.4-cuda12"]
-    assert "Step 5/21 :" not in text and "Collecting" not in text  # log lines go to the log file only
+    assert "Step 5/21 :" not in text
+    # inside a long step the row shows the step's latest output line, so it never looks frozen
+    assert "Collecting torch==2.4.1" in lines["torch-2.4-cuda12"]
     assert "cached" in lines["tf-2.15-cuda12"]
     p.phase("tf-2.15-cuda12", "smoke")
     p.phase("tf-2.15-cuda12", "done")
@@ -89,3 +91,35 @@ def test_events_from_many_threads_while_drawing():
             t.join()
     con.print(p)
     assert all(r.phase == "done" and r.lines == 200 for r in p._rows.values())
+
+
+def test_the_current_steps_latest_output_and_byte_counts_show_and_other_steps_do_not():
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=True, width=160, color_system=None)
+    p = BuildProgress(["a-1"], con, live=True)
+    p.phase("a-1", "build")
+    p.event("a-1", step("3/9", "RUN pip install torch==2.13.0"))
+    p.event("a-1", BuildEvent("progress", "transferring context: 812.3MB 4.1s", step="3/9"))
+    con.print(p)
+    assert "transferring context: 812.3MB" in out.getvalue()
+    p.event("a-1", BuildEvent("log", "[bold]not markup[/bold]", step="2/9"))  # an older step's late line
+    p.event("a-1", BuildEvent("log", "Downloading torch [x] (200 MB)", step="3/9"))
+    out.seek(0)
+    out.truncate()
+    con.print(p)
+    assert "Downloading torch [x] (200 MB)" in out.getvalue() and "not markup" not in out.getvalue()
+
+
+def test_the_spinner_of_a_running_row_advances_between_redraws():
+    con = Console(file=io.StringIO(), force_terminal=True, width=100, color_system=None)
+    p = BuildProgress(["a-1"], con, live=True)
+    p.phase("a-1", "build")
+    frames = set()
+    for _ in range(4):
+        buf = io.StringIO()
+        Console(file=buf, force_terminal=True, width=100, color_system=None).print(p)
+        frames.add(buf.getvalue().split()[0])
+        import time
+
+        time.sleep(0.09)
+    assert len(frames) >= 2, frames

@@ -354,7 +354,7 @@ def test_build_project_image_reuses_an_existing_tag(tmp_path):
         def inspect_image(self, ref):
             return {"Id": "sha256:p"} if self.exists else None
 
-        def build(self, tar, tag, labels, nocache=False):
+        def build(self, tar, tag, labels, nocache=False, pull=False):
             self.builds.append((tag, labels["envman.project"], nocache))
             return iter(())
 

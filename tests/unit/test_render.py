@@ -433,13 +433,23 @@ def test_framework_index_replaces_the_stacks_own_source():
     assert "--find-links https://torch.corp.example/whl/cu124 torch==2.4.1" in render(links, o).dockerfile
 
 
-@pytest.mark.parametrize("key", ["pip_index", "pip_extra_index", "framework_index", "apt_mirror", "python_install_mirror"])
+@pytest.mark.parametrize("key", ["apt_mirror", "python_install_mirror"])
 @pytest.mark.parametrize("url", ["https://user:secret@pypi.corp.example/simple", "https://token@pypi.corp.example/simple"])
 def test_credentials_are_rejected(key, url):
     with pytest.raises(UserError, match="never bakes credentials into images"):
         RenderOptions(**{key: url})
     with pytest.raises(UserError, match="never bakes credentials"):
         RenderOptions(registry_mirror="user:pw@registry.corp.example")
+
+
+@pytest.mark.parametrize("key", ["pip_index", "pip_extra_index", "framework_index"])
+@pytest.mark.parametrize("url", ["https://user:s3cr%2Ft@pypi.corp.example/simple", "https://t0ken@pypi.corp.example/simple"])
+def test_index_credentials_are_refused_on_the_classic_builder_saying_why(key, url):
+    o = RenderOptions(**{key: url})
+    assert "s3cr" not in json.dumps(o.describe()) and "t0ken" not in json.dumps(o.describe())
+    with pytest.raises(RenderError, match="classic builder would keep them|classic builder would keep") as info:
+        render(make_stack(), o)
+    assert "s3cr" not in info.value.line() and "t0ken" not in info.value.line() and "\n" not in info.value.line()
 
 
 def test_labels_carry_the_stack_not_the_network_options(wheelhouse, ca_file):
@@ -590,8 +600,13 @@ def test_cli_name_and_all_are_exclusive(tmp_path):
 
 
 def test_cli_bad_option_is_one_line_exit_2(tmp_path):
-    p = envman("render", "torch-2.4-cuda12", "--pip-index", "https://u:p@x.example/simple", env={"ENVMAN_CONFIG_DIR": str(tmp_path)})
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "credentials" in p.stderr
+    p = envman("render", "torch-2.4-cuda12", "--builder", "classic", "--pip-index", "https://u:pw1@x.example/simple",
+               env={"ENVMAN_CONFIG_DIR": str(tmp_path)})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "credentials" in p.stderr and "pw1" not in p.stderr
+    p = envman("render", "torch-2.4-cuda12", "--apt-mirror", "https://u:pw1@x.example/debian", env={"ENVMAN_CONFIG_DIR": str(tmp_path)})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "credentials" in p.stderr and "pw1" not in p.stderr
+    p = envman("render", "torch-2.4-cuda12", "--builder", "kaniko", env={"ENVMAN_CONFIG_DIR": str(tmp_path)})
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--builder" in p.stderr
 
 
 @needs_shipped
