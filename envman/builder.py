@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .config import BUILDERS as BUILDER_CHOICES
-from .engine import LOG_TAIL_LINES, BuildEvent, Engine, _namespaced
+from .engine import LOG_TAIL_LINES, BuildEvent, Engine
+from .labels import namespaced as _namespaced
 from .errors import BuildError, EngineError, UserError
 
 BuilderKind = Literal["classic", "buildkit"]
