@@ -49,6 +49,8 @@ SMOKE_LABELS = (SMOKE_STATUS, SMOKE_REASON, SMOKE_REPORT_DIGEST, SMOKE_CHECKS, S
 SMOKE = SMOKE_STATUS  # the name envman.registry knows it by
 SMOKE_REASON_MAX = 300
 SMOKE_CHECKS_MAX = 2000
+UID = "envman.uid"  # the uid an `envman run` container runs as (whose it is)
+ENV = "envman.env"  # a named environment's name (envman run --name/--detach)
 
 # --- values ------------------------------------------------------------------------------------
 
@@ -206,9 +208,14 @@ def project_labels(project: str, stack_name: str, project_hash: str, uid: int, u
 
 
 
-def run_labels(project: str, stack_name: str) -> dict[str, str]:
+def run_labels(project: str, stack_name: str, uid: int | None = None, env_name: str | None = None) -> dict[str, str]:
     """What an ``envman run`` container carries (``docker run --label`` pairs, in this order)."""
-    return {MANAGED: TRUE, ROLE: ROLE_RUN, PROJECT: project, NAME: stack_name}
+    out = {MANAGED: TRUE, ROLE: ROLE_RUN, PROJECT: project, NAME: stack_name}
+    if uid is not None:
+        out[UID] = str(uid)
+    if env_name is not None:
+        out[ENV] = env_name
+    return out
 
 
 def smoke_labels(stack_name: str) -> dict[str, str]:

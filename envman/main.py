@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         try_cached_build(*build)
     split = run_argv(args)
-    if split is not None:
+    if split is not None and not _asks_help(split[1]):
         matrix, words = split
         options, command = _split_command(words)
         from .runcache import try_cached_run
@@ -89,6 +89,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         from .runner import run_cli
 
         sys.exit(guarded(lambda: run_cli(options, command, matrix)))
+    for name in ("exec", "shell"):  # the other commands that hand the terminal to docker
+        split = run_argv(args, name)
+        if split is not None and not _asks_help(split[1]):
+            matrix, words = split
+            options, command = _split_command(words)
+            from . import envs
+
+            if name == "exec":
+                sys.exit(guarded(lambda: envs.exec_cli(options, command)))
+            sys.exit(guarded(lambda: envs.shell_cli(options, command, matrix)))
     global ARGV
     ARGV = args  # the words as given, for commands that key a cache on them
     from .cli import main as cli_main
@@ -98,6 +108,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 #: The console script's arguments once the full CLI runs them (``None`` when called otherwise).
 ARGV: list[str] | None = None
+
+
+def _asks_help(words: Sequence[str]) -> bool:
+    """``-h``/``--help`` among the options (before ``--``): the full CLI prints the help."""
+    options = words[:words.index("--")] if "--" in words else words
+    if not any(w in ("-h", "--help") for w in options):
+        return False
+    from .runner import run_parser, split_bare_command  # a --help after PROJECT CMD is the command's
+
+    options, _ = split_bare_command(run_parser(), options)
+    return any(w in ("-h", "--help") for w in options)
 
 
 def _split_command(words: Sequence[str]) -> tuple[list[str], list[str]]:

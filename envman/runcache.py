@@ -45,7 +45,7 @@ DEFAULT_SOCKET = "/var/run/docker.sock"
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 #: Words of ``envman run`` that always take the full path.
-UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json")
+UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json", "--name", "--detach", "-d")
 #: envman's modules that decide a plan: an edited (editable) install is a miss.
 CODE_FILES = ("runcache.py", "runner.py", "project.py", "stack.py", "state.py", "paths.py", "main.py", "pins.py",
               "smokestore.py", "labels.py")
@@ -255,7 +255,7 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
 
 def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence[str]) -> None:
     """Exec the recorded ``docker run`` when the plan is still valid; return on a miss."""
-    if any(w in UNCACHED_WORDS for w in args) or not enabled():
+    if any(w.split("=", 1)[0] in UNCACHED_WORDS for w in args) or not enabled():
         return
     try:
         entry = lookup(cache_key(matrix, args, command))

@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from .host import HostFacts, HostGpu
 
 ERROR, WARNING = "error", "warning"
+#: The command of a detached environment that has none of its own: it waits until stopped.
+KEEP_ALIVE = ("sleep", "infinity")
 #: Smoke outcomes a run accepts (``envman.build`` PASS / CPU_ONLY).
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 
@@ -83,11 +85,30 @@ class RunPlan:
     tty: bool = False
     interactive: bool = False
     container_name: str | None = None  # --name (a Slurm job names its container to stop it on cancel)
+    workdir: str = WORKSPACE  # /workspace, or the subdirectory matching the caller's
+    env_name: str | None = None  # a named environment (envman run --name/--detach): label envman.env
+    detach: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["gpus"] = str(self.gpus) if self.gpus else None
         return d
+
+
+def container_name(uid: int, env_name: str) -> str:
+    """The container name of a detached environment not named by ``--name`` (per user: two users'
+    ``envman run --detach alpha`` do not collide)."""
+    return f"envman-{uid}-{env_name}"
+
+
+def container_workdir(root: Path, cwd: Path) -> str:
+    """Where a run starts: the directory under /workspace matching ``cwd`` when ``cwd`` is inside
+    the project root ``root``, else /workspace itself (both compared after resolving links)."""
+    try:
+        rel = cwd.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return WORKSPACE
+    return WORKSPACE if rel == Path(".") else f"{WORKSPACE}/{rel.as_posix()}"
 
 
 def _mount_flag(source: str, target: str, read_only: bool = False) -> str:
@@ -114,10 +135,10 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
         "--init",  # PID 1 forwards signals (Ctrl-C) and reaps zombies whatever the command
         "--security-opt", "no-new-privileges",
         "--user", f"{plan.uid}:{plan.gid}",
-        *(a for k, v in run_labels(plan.project, plan.stack).items() for a in ("--label", f"{k}={v}")),
+        *(a for k, v in run_labels(plan.project, plan.stack, plan.uid, plan.env_name).items() for a in ("--label", f"{k}={v}")),
         "--mount", _mount_flag(plan.root, WORKSPACE),
         "--mount", _mount_flag(plan.home, CONTAINER_HOME),
-        "--workdir", WORKSPACE,
+        "--workdir", plan.workdir,
         "--env", f"HOME={CONTAINER_HOME}",
         "--env", f"ENVMAN_PROJECT={plan.project}",
         "--env", f"ENVMAN_STACK={plan.stack}",
@@ -135,8 +156,12 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
                 argv += ["--device", f"nvidia.com/gpu={d}"]
         else:
             argv += ["--gpus", _gpus_flag(plan.gpus)]
+    if plan.detach:
+        argv.append("--detach")
     argv.append(plan.image)
     argv += list(plan.command)
+    if plan.detach:
+        return argv
     return with_terminal(argv, plan.tty, plan.interactive)
 
 
@@ -583,6 +608,9 @@ def prepare_run(
     gid: int | None = None,
     tty: bool = False,
     interactive: bool = False,
+    cwd: Path | None = None,
+    env_name: str | None = None,
+    detach: bool = False,
 ) -> Prepared:
     """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
     or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed;
@@ -638,9 +666,14 @@ def prepare_run(
         gpu_mechanism=mech or "runtime",
         cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
         shm_size=settings.shm_size,
-        tty=tty,
-        interactive=interactive,
+        tty=tty and not detach,
+        interactive=interactive and not detach,
+        workdir=container_workdir(project.root, cwd if cwd is not None else Path.cwd()),
+        env_name=env_name,
+        detach=detach,
     )
+    if detach and not plan.command:  # a named environment waits for `envman exec` until `envman stop`
+        plan = replace(plan, command=KEEP_ALIVE)
     return Prepared(plan, stack, problems, built, img.image_id)
 
 
@@ -718,7 +751,7 @@ def check_container_name(name: str) -> str:
     return name
 
 
-RUN_USAGE = "envman run [PROJECT] [OPTIONS] [-- CMD ARGS...]"
+RUN_USAGE = "envman run [OPTIONS] [PROJECT] [CMD ARGS...]"
 
 
 class _RunArgumentParser(argparse.ArgumentParser):
@@ -730,8 +763,9 @@ def run_parser() -> argparse.ArgumentParser:
     p = _RunArgumentParser(
         prog="envman run", usage=RUN_USAGE,
         description="Run a command in a project's stack. PROJECT is a registered name or a path; without it, the "
-                    "envman.toml in the current directory or a parent. Everything after -- is the command "
-                    "(default: the project's command, else the image's).",
+                    "envman.toml in the current directory or a parent. Everything after PROJECT (or after --) is "
+                    "the command (default: the project's command, else the image's). The command starts in the "
+                    "directory under /workspace that matches the current one when that is inside the project.",
     )
     p.add_argument("project", nargs="?", help="registered project name or path")
     p.add_argument("--stack", help="run on this stack instead of the project's")
@@ -743,13 +777,40 @@ def run_parser() -> argparse.ArgumentParser:
                    "(the service must listen on 0.0.0.0 inside)")
     p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
     p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
-    p.add_argument("--name", help="name the container (letters, digits, _.-); envman submit's jobs name theirs after the job")
+    p.add_argument("--name", help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
+                   "envman stop NAME; envman submit's jobs name theirs after the job")
     p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
     p.add_argument("--update", action="store_true", help="move the project to the stack's current stable image "
                    "(runs stay on the image id they were pinned to when another user promotes a newer one)")
     p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
     p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
+    p.add_argument("-d", "--detach", action="store_true", help="start in the background (named after the project "
+                   "unless --name) and print the container's id; without a command it waits for envman exec")
     return p
+
+
+def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``envman run [OPTIONS] PROJECT CMD ARGS...``: (the options and PROJECT, the command).
+
+    The command starts at the second word that is neither an option nor an option's value;
+    options that take a value are known from ``parser``. Words that do not fit are left with the
+    options, for the parser to reject.
+    """
+    words = list(words)
+    i, positionals = 0, 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and w != "-":
+            name = w.split("=", 1)[0] if w.startswith("--") else w[:2]
+            action = parser._option_string_actions.get(name)
+            attached = "=" in w if w.startswith("--") else len(w) > 2
+            i += 1 if action is None or action.nargs == 0 or attached else 2
+            continue
+        positionals += 1
+        if positionals == 2:
+            return words[:i], words[i:]
+        i += 1
+    return words, []
 
 
 def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
@@ -762,7 +823,13 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         parse_gpus,
     )
 
-    a = run_parser().parse_args(list(args))
+    parser = run_parser()
+    args, bare = split_bare_command(parser, args)
+    if bare and command:
+        raise UserError(f"two commands given: {shlex.join(bare)!r} and {shlex.join(command)!r} after --",
+                        where="envman run", fix="give the command once, after the project name or after --")
+    command = list(command) or bare
+    a = parser.parse_args(list(args))
     if a.no_gpu and a.gpus is not None:
         raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
     if a.stack is not None:
@@ -776,6 +843,8 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         asked = allocated_gpus(os.environ)
     else:
         asked = parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None
+    env_name = a.name if a.name is not None else (proj.name if a.detach else None)
+    cname = a.name if a.name is not None else (container_name(os.getuid(), proj.name) if a.detach else None)
     cli = CliOverrides(
         stack=a.stack,
         gpus=None if a.no_gpu else asked,
@@ -813,11 +882,10 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
         build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, update=a.update,
         remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+        env_name=env_name, detach=a.detach,
     )
-    if a.name is not None:
-        from dataclasses import replace
-
-        prepared.plan = replace(prepared.plan, container_name=a.name)
+    if cname is not None:
+        prepared.plan = replace(prepared.plan, container_name=cname)
     for p in prepared.problems:
         if p.level == WARNING:
             _err(f"envman: warning: {p.message}")
@@ -829,7 +897,9 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         else:
             sys.stdout.write(shlex.join(argv) + "\n")
         return
-    if prepared.plan.gpus is None and not a.rebuild and engine.socket is not None:
+    if cname is not None:
+        check_name_free(prepared.plan)
+    if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
         remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
     exec_docker(argv)
@@ -854,6 +924,15 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
         _err(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
 
     return fetch
+
+
+def check_name_free(plan: RunPlan) -> None:
+    """Refuse a named run whose name this user already has running (one line, not the engine's)."""
+    from .envs import find_container
+
+    if plan.container_name is not None and find_container(plan.container_name) is not None:
+        raise UserError(f"environment {plan.env_name!r} already exists", where="envman run --name",
+                        fix=f"use it: envman exec {plan.env_name} -- CMD; or stop it: envman stop {plan.env_name}")
 
 
 def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,

@@ -15,6 +15,23 @@ import typer
 
 from .. import __version__
 
+def _type_column(self, ctx) -> str | None:
+    """The help's type column: nothing for a flag or an argument (its name is shown), else the
+    option's metavar, else click's upper-case type name (TEXT, PATH, INTEGER), not ``<str>``."""
+    if isinstance(self, typer.core.TyperArgument) or getattr(self, "is_flag", False) or getattr(self, "count", False):
+        return None
+    if self.metavar:
+        return self.metavar
+    label = self.display_type(ctx).strip("<>")
+    if label.startswith("list[") and label.endswith("]"):
+        label = label[5:-1]
+    return {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN",
+            "int range": "INTEGER", "float range": "NUMBER"}.get(label.lower(), label.upper())
+
+
+typer.core.TyperOption.display_type_rich = _type_column  # type: ignore[method-assign]
+typer.core.TyperArgument.display_type_rich = _type_column  # type: ignore[method-assign]
+
 app = typer.Typer(
     name="envman",
     help="Containerised multi-CUDA environments: resolve, render, build, smoke-test and run GPU stacks side by side.",
@@ -83,7 +100,7 @@ def _optional_modules():
     """Command modules added by later features; each exposes ``register(app)``."""
     import importlib
 
-    for name in ("render", "build", "project", "ci", "registry", "export", "slurm"):
+    for name in ("render", "build", "project", "envs", "ci", "registry", "export", "slurm"):
         try:
             yield importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # pragma: no cover - only while a feature is absent

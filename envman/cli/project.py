@@ -171,10 +171,18 @@ def rm(name: Annotated[str, typer.Argument(help="Registered project name.")]) ->
 # (envman.main) serves `envman [--matrix F]... run ...` without typer at all; this command is
 # reached only by other forms, such as `python -m envman.cli`-style calls of cli.main().
 
-class _RunCommand(TyperCommand):
-    """Hands every argument to :func:`envman.runner.run_parser`; the first ``--`` starts the command."""
+class _PassThroughCommand(TyperCommand):
+    """Hands every argument to the command's argparse parser (``envman.runner.run_parser``,
+    ``envman.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
+    made from that parser by :func:`_help_signature`, only draw ``--help``."""
 
     def parse_args(self, ctx, args):
+        before = args[:args.index("--")] if "--" in args else args
+        if any(w in ("-h", "--help") for w in before):
+            from ..runner import run_parser, split_bare_command
+
+            if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
+                return super().parse_args(ctx, ["--help"])
         if "--" in args:
             i = args.index("--")
             ctx.meta[_META_CMD] = list(args[i + 1:])
@@ -185,12 +193,70 @@ class _RunCommand(TyperCommand):
         return super().parse_args(ctx, [])
 
 
-def run(ctx: typer.Context) -> None:
-    """Run a command in a project's stack: envman run [PROJECT] [OPTIONS] [-- CMD ARGS...] (see --help)."""
+def _help_signature(parser, command_help: str | None):
+    """A signature typer turns into the same help panels as every other command's, from the
+    argparse ``parser`` that really parses the command (one declaration of each option)."""
+    import argparse
+    import inspect
+
+    params = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        help_text = (action.help or "").replace("%%", "%")
+        if help_text:  # sentence case, like every other command's help
+            help_text = help_text[0].upper() + help_text[1:] + ("" if help_text.endswith(".") else ".")
+        if not action.option_strings:
+            ann = Annotated[Optional[str], typer.Argument(metavar=action.dest.upper(), help=help_text, show_default=False)]
+        elif action.nargs == 0:
+            ann = Annotated[bool, typer.Option(*action.option_strings, help=help_text)]
+        else:
+            metavar = action.metavar or action.dest.upper().replace("ENV_VAR", "NAME=VALUE")
+            kind = Optional[list[str]] if action.default == [] else Optional[str]
+            ann = Annotated[kind, typer.Option(*action.option_strings, help=help_text, metavar=metavar, show_default=False)]
+        default = False if action.nargs == 0 else None
+        params.append(inspect.Parameter(action.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+    if command_help:
+        params.append(inspect.Parameter("cmd", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
+            Optional[list[str]], typer.Argument(metavar="CMD", help=command_help, show_default=False)]))
+    params.insert(0, inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context))
+    return inspect.Signature(params)
+
+
+def run(ctx: typer.Context, **_: Any) -> None:
+    """Run a command in a project's stack: envman run [OPTIONS] [PROJECT] [CMD ARGS...] (or ... -- CMD ARGS...)."""
     from ..runner import run_cli
     from . import STATE
 
     run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
+
+
+def exec_(ctx: typer.Context, **_: Any) -> None:
+    """Run a command (default: a shell) in a running named environment, as you, in the matching directory."""
+    from ..envs import exec_cli
+
+    exec_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []))
+
+
+def shell(ctx: typer.Context, **_: Any) -> None:
+    """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
+    from ..envs import shell_cli
+    from . import STATE
+
+    shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
+
+
+def _pass_through(root: typer.Typer, name: str, fn, parser, command_help: str | None) -> None:
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        fn(*args, **kwargs)
+
+    wrapper.__signature__ = _help_signature(parser, command_help)  # type: ignore[attr-defined]
+    doc = (fn.__doc__ or "").strip()
+    root.command(name, cls=_PassThroughCommand, help=doc,
+                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(wrapper)
 
 
 # --------------------------------------------------------------------------- doctor / ls
@@ -343,8 +409,14 @@ def ls(as_json: JsonOpt = False) -> None:
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="project", help="Projects: a directory bound to a stack (envman.toml) and the registry of them.")
-    root.command("run", cls=_RunCommand, add_help_option=False,
-                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-                 help="Run a command in a project's stack: envman run [PROJECT] [OPTIONS] [-- CMD ARGS...]")(run)
+    from ..envs import exec_parser
+    from ..runner import run_parser
+
+    _pass_through(root, "run", run, run_parser(), "The command and its arguments (or after --); default: the "
+                  "project's command, else the image's.")
+    _pass_through(root, "exec", exec_, exec_parser(), "The command and its arguments (or after --); default: a shell.")
+    shell_parser = run_parser()
+    shell_parser.prog = "envman shell"
+    _pass_through(root, "shell", shell, shell_parser, None)
     root.command("doctor")(doctor)
     root.command("ls")(ls)

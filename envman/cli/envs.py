@@ -1,0 +1,66 @@
+"""``envman ps``, ``envman stop``, ``envman notebook``: envman's running environments."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ._out import console, emit_json
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def ps(
+    all_users: Annotated[bool, typer.Option("--all-users", help="Every user's run containers, not only yours.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List your running envman environments and runs (name, project, stack, state, started, image)."""
+    import os
+
+    from ..envs import list_containers
+
+    rows = [c.to_json() for c in list_containers(uid=None if all_users else os.getuid())]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        console().print("no running envman environments (start one: envman run --detach PROJECT)", markup=False)
+        return
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False)
+    for col in ("name", "project", "stack", "state", "created", "uid" if all_users else None):
+        if col:
+            t.add_column(col, no_wrap=col in ("name", "project", "state"), overflow="fold")
+    for r in rows:
+        cells = [r["name"] or "-", r["project"], r["stack"], r["state"], r["created"]]
+        if all_users:
+            cells.append(str(r["uid"]))
+        t.add_row(*(_plain(c) for c in cells))
+    console().print(t)
+
+
+def _plain(text: str):
+    from rich.text import Text
+
+    return Text(text)  # user data: never markup
+
+
+def stop(
+    target: Annotated[str, typer.Argument(metavar="NAME|PROJECT", help="An environment's name, or a project: all of its environments.")],
+    timeout: Annotated[int, typer.Option("--time", "-t", min=0, help="Seconds to wait before killing.")] = 10,
+) -> None:
+    """Stop your environments called NAME, or all of PROJECT's (their containers are removed)."""
+    import os
+
+    from ..envs import list_containers, select, stop as stop_containers
+
+    stopped = stop_containers(select(list_containers(uid=os.getuid()), target, action="stop"), timeout)
+    for c in stopped:
+        console().print(f"stopped {c.env or c.name} ({c.project} on {c.stack})", markup=False, highlight=False)
+
+
+def register(root: typer.Typer) -> None:
+    root.command("ps")(ps)
+    root.command("stop")(stop)

@@ -1,0 +1,128 @@
+"""Daily use on the real engine: bare commands, the matching working directory, named
+environments (``run --detach/--name``, ``exec``, ``ps``, ``stop``), ``shell``.
+
+The stacks, matrix and state are the fixtures of ``test_projects`` (stand-in stack images on
+stand-in bases, no framework inside); everything envman does with them here is real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.docker.test_projects import envman, matrix_files, stacks, workdir  # noqa: F401 (fixtures)
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+STACK = "torch-0.0.2-cuda12.8"
+
+
+@pytest.fixture(scope="module")
+def project(stacks, matrix_files, workdir):  # noqa: F811
+    """A registered CPU project ``envman-test-daily`` with a subdirectory ``sub/deep``."""
+    _ids, states = stacks
+    root = workdir / "project-daily"
+    (root / "sub" / "deep").mkdir(parents=True)
+    (root / "envman.toml").write_text(f'stack = "{STACK}"\nname = "envman-test-daily"\ngpus = "none"\n')
+    config, state = workdir / "config-daily", states["root"]
+    r = envman(matrix_files, config, state, "project", "add", str(root), cwd=workdir)
+    assert r.returncode == 0, r.stderr
+    return root, config, state
+
+
+def _envman(matrix_files, project, *args, cwd=None, **kw):  # noqa: F811
+    root, config, state = project
+    return envman(matrix_files, config, state, *args, cwd=cwd or root.parent, **kw)
+
+
+def _containers(uid: int) -> list[dict]:
+    out = subprocess.run(["docker", "ps", "-a", "--filter", "label=envman.project=envman-test-daily",
+                          "--filter", f"label=envman.uid={uid}", "--format", "{{json .}}"],
+                         capture_output=True, text=True, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_bare_command_and_the_matching_working_directory(matrix_files, project):  # noqa: F811
+    root, _config, _state = project
+    r = _envman(matrix_files, project, "run", "envman-test-daily", "python", "-c", "import sys; print(sys.argv[1:])",
+                "-V", "--gpus", "x")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['-V', '--gpus', 'x']"  # everything after the project is the command's
+    r = _envman(matrix_files, project, "run", "envman-test-daily", "--", "python", "-V")
+    assert r.returncode == 0 and r.stdout.startswith("Python 3.13"), (r.stdout, r.stderr)
+
+    r = _envman(matrix_files, project, "run", "--", "pwd", cwd=root / "sub" / "deep")
+    assert r.returncode == 0 and r.stdout.strip() == "/workspace/sub/deep", (r.stdout, r.stderr)
+    r = _envman(matrix_files, project, "run", "envman-test-daily", "pwd", cwd=root / "sub")
+    assert r.stdout.strip() == "/workspace/sub", r.stderr
+    r = _envman(matrix_files, project, "run", "envman-test-daily", "pwd", cwd=root.parent)  # outside: the root
+    assert r.stdout.strip() == "/workspace", r.stderr
+    # A second identical run (the cached plan) starts in the same place.
+    r = _envman(matrix_files, project, "run", "--", "pwd", cwd=root / "sub" / "deep")
+    assert r.stdout.strip() == "/workspace/sub/deep", r.stderr
+
+    r = _envman(matrix_files, project, "run", "envman-test-daily", "true", "--", "false")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "once" in r.stderr, r.stderr
+
+
+def test_named_environment_exec_ps_stop(matrix_files, project):  # noqa: F811
+    root, _config, _state = project
+    me = os.getuid()
+    try:
+        r = _envman(matrix_files, project, "run", "--detach", "--name", "daily-bg", "envman-test-daily")
+        assert r.returncode == 0, r.stderr
+        (c,) = _containers(me)
+        assert c["Names"] == "daily-bg" and c["State"] == "running"
+
+        r = _envman(matrix_files, project, "ps", "--json")
+        rows = [x for x in json.loads(r.stdout) if x["project"] == "envman-test-daily"]
+        assert [(x["name"], x["stack"], x["state"], x["uid"]) for x in rows] == [
+            ("daily-bg", "torch-0.0.2-cuda12.8-py3.13", "running", me)]
+        r = _envman(matrix_files, project, "ps")
+        assert "daily-bg" in r.stdout and "envman-test-daily" in r.stdout
+
+        # exec: as the caller, HOME and the matching directory, by name or by project.
+        r = _envman(matrix_files, project, "exec", "daily-bg", "sh", "-c", 'echo "$(id -u):$(id -g) $HOME $(pwd)"',
+                    cwd=root / "sub")
+        assert r.returncode == 0 and r.stdout.strip() == f"{me}:{os.getgid()} /home/envman /workspace/sub", r.stderr
+        r = _envman(matrix_files, project, "exec", "envman-test-daily", "--", "sh", "-c", "echo hi > made-in-env")
+        assert r.returncode == 0 and (root / "made-in-env").stat().st_uid == me, r.stderr
+        r = _envman(matrix_files, project, "exec", "daily-bg", "sh", "-c", "exit 5")
+        assert r.returncode == 5
+
+        # The same name twice is refused in one line; another name is fine.
+        r = _envman(matrix_files, project, "run", "--detach", "--name", "daily-bg", "envman-test-daily")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "already exists" in r.stderr, r.stderr
+        r = _envman(matrix_files, project, "run", "--name", "Bad Name", "envman-test-daily", "true")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+
+        r = _envman(matrix_files, project, "stop", "daily-bg")
+        assert r.returncode == 0 and "stopped daily-bg" in r.stdout, r.stderr
+        deadline = time.monotonic() + 30
+        while _containers(me) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert _containers(me) == []  # stopped and removed
+        r = _envman(matrix_files, project, "exec", "daily-bg", "true")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "envman run --detach" in r.stderr, r.stderr
+    finally:
+        for c in _containers(me):
+            subprocess.run(["docker", "rm", "-f", c["ID"]], capture_output=True)
+
+
+def test_shell_reads_commands_from_stdin(matrix_files, project):  # noqa: F811
+    root, config, state = project
+    env = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
+    env.update(ENVMAN_CONFIG_DIR=str(config), ENVMAN_STATE_DIR=str(state))
+    argv = [sys.executable, "-m", "envman", *[a for f in matrix_files for a in ("--matrix", f)], "shell", "envman-test-daily"]
+    p = subprocess.run(argv, input='echo "shell in $(pwd) as $(id -u)"; exit 3\n', capture_output=True, text=True,
+                       env=env, cwd=root / "sub", timeout=300)
+    assert p.returncode == 3, p.stderr
+    assert f"shell in /workspace/sub as {os.getuid()}" in p.stdout
+    r = subprocess.run([*argv, "ls"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "takes no command" in r.stderr, r.stderr

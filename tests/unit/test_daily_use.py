@@ -1,0 +1,125 @@
+"""Daily-use pieces without a daemon: bare commands, the matching working directory, named
+environments' argv and selection, the help's type column."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envman.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect, one, select
+from envman.errors import UserError
+from envman.runner import (
+    KEEP_ALIVE, RunPlan, check_container_name, container_workdir, docker_argv, run_parser, split_bare_command,
+)
+
+
+def plan(**kw) -> RunPlan:
+    base = dict(image="envman/s:latest", project="demo", stack="s", root="/p", home="/h", uid=1000, gid=1000)
+    base.update(kw)
+    return RunPlan(**base)
+
+
+@pytest.mark.parametrize("words, options, command", [
+    (["alpha", "python", "-V"], ["alpha"], ["python", "-V"]),
+    (["--stack", "s", "alpha", "python", "-V"], ["--stack", "s", "alpha"], ["python", "-V"]),
+    (["--stack=s", "alpha", "ls", "--stack"], ["--stack=s", "alpha"], ["ls", "--stack"]),
+    (["-p8888", "alpha", "ls"], ["-p8888", "alpha"], ["ls"]),
+    (["alpha", "--no-gpu", "-e", "A=1", "sh", "-c", "x"], ["alpha", "--no-gpu", "-e", "A=1"], ["sh", "-c", "x"]),
+    (["alpha", "--gpus", "all"], ["alpha", "--gpus", "all"], []),
+    (["--no-gpu"], ["--no-gpu"], []),
+    (["-d", "--name", "bg", "alpha"], ["-d", "--name", "bg", "alpha"], []),
+])
+def test_bare_command_starts_at_the_second_positional(words, options, command):
+    assert split_bare_command(run_parser(), words) == (options, command)
+
+
+def test_working_directory_matches_the_callers(tmp_path):
+    root = tmp_path / "alpha"
+    (root / "sub" / "deep").mkdir(parents=True)
+    assert container_workdir(root, root / "sub" / "deep") == "/workspace/sub/deep"
+    assert container_workdir(root, root) == "/workspace"
+    assert container_workdir(root, tmp_path) == "/workspace"  # outside the project: its root
+    (tmp_path / "link").symlink_to(root / "sub")
+    assert container_workdir(root, tmp_path / "link") == "/workspace/sub"  # through a link, resolved
+    (tmp_path / "alpha2").mkdir()
+    assert container_workdir(root, tmp_path / "alpha2") == "/workspace"  # a prefix is not a parent
+
+
+def test_named_and_detached_argv():
+    argv = docker_argv(plan(env_name="bg", container_name="envman-1000-bg", detach=True, command=KEEP_ALIVE, tty=True, interactive=True))
+    assert argv[argv.index("--name") + 1] == "envman-1000-bg"
+    assert "envman.env=bg" in argv and "envman.uid=1000" in argv and "--detach" in argv
+    assert "--tty" not in argv and "--interactive" not in argv
+    assert argv[-2:] == ["sleep", "infinity"]
+    argv = docker_argv(plan(workdir="/workspace/a b"))
+    assert argv[argv.index("--workdir") + 1] == "/workspace/a b" and "--name" not in argv
+
+
+@pytest.mark.parametrize("bad", ["a b", "-x", "", "a" * 129, "x;rm", "../x", "x/y"])
+def test_env_names_are_checked(bad):
+    with pytest.raises(UserError):
+        check_container_name(bad)
+
+
+def _c(env, project, state="running", cid="c1"):
+    return EnvContainer(cid, f"envman-1-{env}", env, project, "s", 1, state, "2026-11-23 10:00:00", "img", "/p")
+
+
+def test_select_by_name_then_project():
+    cs = [_c("a", "p", cid="1"), _c("b", "p", cid="2"), _c("p", "q", cid="3")]
+    assert [c.id for c in select(cs, "p", action="stop")] == ["3"]  # a name beats a project
+    assert [c.id for c in select(cs[:2], "p", action="stop")] == ["1", "2"]
+    with pytest.raises(UserError, match="running: a, b, p"):
+        select(cs, "zzz", action="stop")
+    with pytest.raises(UserError, match="2 running environments"):
+        one(cs[:2], "p")
+    with pytest.raises(UserError, match="not running"):
+        one([_c("a", "p", state="exited")], "a")
+
+
+def test_exec_argv_and_inspect():
+    c = from_inspect({"Id": "abc", "Name": "/envman-1-x", "State": {"Status": "running"}, "Created": "2026-11-23T10:00:00.1Z",
+                      "Config": {"Image": "i", "Labels": {"envman.env": "x", "envman.project": "p", "envman.name": "s",
+                                                          "envman.uid": "1"}},
+                      "Mounts": [{"Source": "/home/u/p", "Destination": "/workspace"}]})
+    assert (c.env, c.project, c.uid, c.root, c.created) == ("x", "p", 1, "/home/u/p", "2026-11-23 10:00:00")
+    argv = exec_argv(c, ["ls", "-l"], uid=5, gid=6, workdir="/workspace/s", environment=[("A", "1")], tty=True,
+                     interactive=True)
+    assert argv == ["docker", "exec", "--interactive", "--tty", "--user", "5:6", "--workdir", "/workspace/s", "--env",
+                    "HOME=/home/envman", "--env", "A=1", "abc", "ls", "-l"]
+    assert exec_argv(c, [], uid=5, gid=6, workdir="/workspace")[-3:] == list(SHELL_COMMAND)
+
+
+def _envman(*args, cwd=None, env=None):
+    e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, cwd=cwd, env=e)
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["exec"], ["shell"], ["build"], ["ps"], ["stop"], ["matrix", "ls"], ["doctor"]])
+def test_help_has_no_type_placeholders_and_run_looks_like_the_rest(cmd):
+    p = _envman(*cmd, "--help")
+    assert p.returncode == 0, p.stderr
+    assert "╭─ Options" in p.stdout and not re.search(r"<(bool|str|int|list\[|Path|path)", p.stdout), p.stdout
+
+
+def test_help_after_the_command_belongs_to_the_command(tmp_path):
+    # `envman run P CMD --help` is CMD's --help: envman goes on to the run (and fails here: no project)
+    p = _envman("run", "nosuchproject", "python", "--help", cwd=tmp_path,
+                env={"ENVMAN_CONFIG_DIR": str(tmp_path), "ENVMAN_STATE_DIR": str(tmp_path)})
+    assert p.returncode == 2 and "Usage" not in p.stdout and "nosuchproject" in p.stderr, (p.stdout, p.stderr)
+
+
+def test_two_commands_and_shell_arguments_are_one_line_errors(tmp_path):
+    env = {"ENVMAN_CONFIG_DIR": str(tmp_path), "ENVMAN_STATE_DIR": str(tmp_path)}
+    p = _envman("run", "x", "true", "--", "false", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "once" in p.stderr
+    p = _envman("shell", "x", "ls", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "takes no command" in p.stderr
+    p = _envman("run", "--name", "no good", "x", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--name" in p.stderr
