@@ -176,12 +176,16 @@ class _PassThroughCommand(TyperCommand):
     ``envman.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
     made from that parser by :func:`_help_signature`, only draw ``--help``."""
 
+    #: () -> (the argparse parser, the help of the command words or None); set by _pass_through
+    help_source: Any = None
+
     def parse_args(self, ctx, args):
         before = args[:args.index("--")] if "--" in args else args
         if any(w in ("-h", "--help") for w in before):
             from ..runner import run_parser, split_bare_command
 
             if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
+                self.params = _help_params(*self.help_source())  # only now: envman --help stays fast
                 return super().parse_args(ctx, ["--help"])
         if "--" in args:
             i = args.index("--")
@@ -219,11 +223,21 @@ def _help_signature(parser, command_help: str | None):
     if command_help:
         params.append(inspect.Parameter("cmd", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
             Optional[list[str]], typer.Argument(metavar="CMD", help=command_help, show_default=False)]))
-    params.insert(0, inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context))
     return inspect.Signature(params)
 
 
-def run(ctx: typer.Context, **_: Any) -> None:
+def _help_params(parser, command_help: str | None) -> list:
+    """The click parameters typer makes of :func:`_help_signature` (for the help panels only)."""
+    def show(**_: Any) -> None:
+        pass
+
+    show.__signature__ = _help_signature(parser, command_help)  # type: ignore[attr-defined]
+    one = typer.Typer(add_completion=False)
+    one.command()(show)
+    return list(typer.main.get_command(one).params)
+
+
+def run(ctx: typer.Context) -> None:
     """Run a command in a project's stack: envman run [OPTIONS] [PROJECT] [CMD ARGS...] (or ... -- CMD ARGS...)."""
     from ..runner import run_cli
     from . import STATE
@@ -231,14 +245,14 @@ def run(ctx: typer.Context, **_: Any) -> None:
     run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
 
 
-def exec_(ctx: typer.Context, **_: Any) -> None:
+def exec_(ctx: typer.Context) -> None:
     """Run a command (default: a shell) in a running named environment, as you, in the matching directory."""
     from ..envs import exec_cli
 
     exec_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []))
 
 
-def shell(ctx: typer.Context, **_: Any) -> None:
+def shell(ctx: typer.Context) -> None:
     """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
     from ..envs import shell_cli
     from . import STATE
@@ -246,17 +260,32 @@ def shell(ctx: typer.Context, **_: Any) -> None:
     shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
 
 
-def _pass_through(root: typer.Typer, name: str, fn, parser, command_help: str | None) -> None:
-    import functools
+def _pass_through(root: typer.Typer, name: str, fn, help_source) -> None:
+    """Register ``fn`` as command ``name``; ``help_source()`` gives (its argparse parser, the help
+    of its command words or None) when --help asks for them."""
+    cls = type(f"_{name.title()}Command", (_PassThroughCommand,), {"help_source": staticmethod(help_source)})
+    root.command(name, cls=cls, help=(fn.__doc__ or "").strip(),
+                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        fn(*args, **kwargs)
 
-    wrapper.__signature__ = _help_signature(parser, command_help)  # type: ignore[attr-defined]
-    doc = (fn.__doc__ or "").strip()
-    root.command(name, cls=_PassThroughCommand, help=doc,
-                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(wrapper)
+def _run_help():
+    from ..runner import run_parser
+
+    return run_parser(), "The command and its arguments (or after --); default: the project's command, else the image's."
+
+
+def _exec_help():
+    from ..envs import exec_parser
+
+    return exec_parser(), "The command and its arguments (or after --); default: a shell."
+
+
+def _shell_help():
+    from ..runner import run_parser
+
+    parser = run_parser()
+    parser.prog = "envman shell"
+    return parser, None
 
 
 # --------------------------------------------------------------------------- doctor / ls
@@ -409,14 +438,8 @@ def ls(as_json: JsonOpt = False) -> None:
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="project", help="Projects: a directory bound to a stack (envman.toml) and the registry of them.")
-    from ..envs import exec_parser
-    from ..runner import run_parser
-
-    _pass_through(root, "run", run, run_parser(), "The command and its arguments (or after --); default: the "
-                  "project's command, else the image's.")
-    _pass_through(root, "exec", exec_, exec_parser(), "The command and its arguments (or after --); default: a shell.")
-    shell_parser = run_parser()
-    shell_parser.prog = "envman shell"
-    _pass_through(root, "shell", shell, shell_parser, None)
+    _pass_through(root, "run", run, _run_help)
+    _pass_through(root, "exec", exec_, _exec_help)
+    _pass_through(root, "shell", shell, _shell_help)
     root.command("doctor")(doctor)
     root.command("ls")(ls)
