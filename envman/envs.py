@@ -1,9 +1,10 @@
 """Named, long-lived environments: ``envman run --detach/--name``, ``exec``, ``ps``, ``stop``, ``shell``.
 
-A named environment is an ``envman run`` container called ``envman-<uid>-<name>`` and labelled
-``envman.env=<name>`` and ``envman.uid=<uid>`` (every run container carries ``envman.role=run``,
-``envman.project`` and ``envman.name``, the stack). Names are per user: two users can both have
-``train``. ``envman exec`` enters one with the rules of a run (the caller's uid and gid, HOME at
+A named environment is an ``envman run`` container labelled ``envman.env=<name>`` and
+``envman.uid=<uid>`` (every run container carries ``envman.role=run``, ``envman.project`` and
+``envman.name``, the stack) and called ``<name>`` (``--name``) or ``envman-<uid>-<project>``
+(``--detach`` alone, so two users' detached runs of a project do not collide). Lookups are by
+label among the caller's own containers. ``envman exec`` enters one with the rules of a run (the caller's uid and gid, HOME at
 /home/envman, the directory under /workspace that matches the caller's), through ``docker exec``
 exec-ed like ``docker run`` is. The facts come from the engine the ``docker`` CLI talks to: its
 Unix socket when that is the local engine, else the CLI itself.

@@ -91,7 +91,7 @@ def test_named_environment_exec_ps_stop(matrix_files, project):  # noqa: F811
         r = _envman(matrix_files, project, "exec", "daily-bg", "sh", "-c", 'echo "$(id -u):$(id -g) $HOME $(pwd)"',
                     cwd=root / "sub")
         assert r.returncode == 0 and r.stdout.strip() == f"{me}:{os.getgid()} /home/envman /workspace/sub", r.stderr
-        r = _envman(matrix_files, project, "exec", "envman-test-daily", "--", "sh", "-c", "echo hi > made-in-env")
+        r = _envman(matrix_files, project, "exec", "envman-test-daily", "--", "sh", "-c", "echo hi > made-in-env")  # by project
         assert r.returncode == 0 and (root / "made-in-env").stat().st_uid == me, r.stderr
         r = _envman(matrix_files, project, "exec", "daily-bg", "sh", "-c", "exit 5")
         assert r.returncode == 5
@@ -102,8 +102,17 @@ def test_named_environment_exec_ps_stop(matrix_files, project):  # noqa: F811
         r = _envman(matrix_files, project, "run", "--name", "Bad Name", "envman-test-daily", "true")
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
 
+        # --detach alone: named after the project, in a container name of this user's
+        r = _envman(matrix_files, project, "run", "-d", "envman-test-daily", "sleep", "300")
+        assert r.returncode == 0, r.stderr
+        assert sorted(c["Names"] for c in _containers(me)) == ["daily-bg", f"envman-{me}-envman-test-daily"]
+        r = _envman(matrix_files, project, "exec", "envman-test-daily", "sh", "-c", "echo $ENVMAN_PROJECT")
+        assert r.returncode == 0 and r.stdout.strip() == "envman-test-daily", r.stderr  # the one named so
+
+        r = _envman(matrix_files, project, "stop", "envman-test-daily")  # the environment named so, only
+        assert r.returncode == 0 and r.stdout.startswith("stopped envman-test-daily") and "daily-bg" not in r.stdout
         r = _envman(matrix_files, project, "stop", "daily-bg")
-        assert r.returncode == 0 and "stopped daily-bg" in r.stdout, r.stderr
+        assert r.returncode == 0 and r.stdout.startswith("stopped daily-bg"), r.stderr
         deadline = time.monotonic() + 30
         while _containers(me) and time.monotonic() < deadline:
             time.sleep(0.3)
