@@ -313,9 +313,49 @@ def load_builder_config(path: Path | None = None) -> str:
     return value
 
 
+MATRIX_KEYS = ("files", "torch_index")
+
+
+def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
+    """The validated ``[matrix]`` table: ``files`` (matrix files the user relies on, loaded after
+    the shipped ones; relative paths are taken relative to the config file) and ``torch_index``
+    (base URL of PyTorch's variant index or its mirror, for ``envman matrix update``)::
+
+        [matrix]
+        files = ["~/envman/ours.toml", "updates.toml"]
+        torch_index = "https://torch.corp.example/whl"
+    """
+    path = Path(path) if path is not None else config_path()
+    data = load_config(path)
+    table = data.get("matrix", {})
+    where = lambda k: f"{path}: [matrix]" + (f".{k}" if k else "")  # noqa: E731
+    if not isinstance(table, dict):
+        raise UserError("[matrix] must be a table", where=where(""), fix="write a [matrix] section")
+    out: dict[str, Any] = {"files": (), "torch_index": None}
+    for key, value in table.items():
+        if key not in MATRIX_KEYS:
+            raise UserError(f"unknown matrix option {key!r}", where=where(key), fix="known: " + ", ".join(MATRIX_KEYS))
+        if key == "files":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise UserError("files must be a list of paths", where=where(key), fix='e.g. files = ["~/envman/ours.toml"]')
+            files = []
+            for v in value:
+                p = Path(v).expanduser()
+                files.append(p if p.is_absolute() else path.parent / p)
+            out["files"] = tuple(files)
+        else:
+            try:
+                out["torch_index"] = check_url(value, what="torch index")
+            except Invalid as exc:
+                raise UserError(exc.what, where=where(key), fix=exc.fix) from None
+    return out
+
+
 __all__ = [
     "BUILDERS",
     "CREDENTIAL_KEYS",
+    "MATRIX_KEYS",
+    "load_matrix_config",
     "NETWORK_KEYS",
     "load_builder_config",
     "redact",

@@ -29,10 +29,19 @@ MATRIX_ENV = "ENVMAN_MATRIX"
 
 
 def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
-    """User files: ENVMAN_MATRIX (os.pathsep-separated) first, then --matrix options."""
-    paths = [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
+    """User files: ``[matrix] files`` of the user config first, then ENVMAN_MATRIX
+    (os.pathsep-separated), then --matrix options (a file named twice is loaded once, last)."""
+    from .config import load_matrix_config
+
+    paths = list(load_matrix_config()["files"])
+    paths += [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
     paths += [Path(p) for p in extra]
-    return paths
+    seen: dict[Path, Path] = {}
+    for p in paths:  # later wins, as a later file's rows replace an earlier one's
+        key = p.expanduser().absolute()
+        seen.pop(key, None)
+        seen[key] = p
+    return list(seen.values())
 
 
 def matrix_files(extra: Iterable[str | os.PathLike[str]] = (), *, shipped: bool = True) -> list[Path]:

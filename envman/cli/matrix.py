@@ -14,6 +14,15 @@ from ._out import console, emit_json
 app = typer.Typer(no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+MatrixOpt = Annotated[Optional[list[Path]], typer.Option("--matrix", "-m", help="Extra matrix file (repeatable), as `envman --matrix`.", show_default=False)]
+
+
+def _extra_matrix(files: list[Path] | None) -> None:
+    """``--matrix`` given after the sub-command adds to the root option's files."""
+    from . import STATE
+
+    if files:
+        STATE.matrix_files = [*STATE.matrix_files, *files]
 
 
 @app.command("ls")
@@ -22,9 +31,11 @@ def ls(
     cuda: Annotated[Optional[str], typer.Option("--cuda", help="CUDA version or prefix: 12, 12.4; 'cpu' for CPU builds")] = None,
     platform: Annotated[Optional[str], typer.Option("--platform", help="Only rows with wheels for this platform: linux/amd64, linux/arm64")] = None,
     as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
 ) -> None:
     """List the matrix rows (one per framework build)."""
     from ._options import platform_option
+    _extra_matrix(matrix)
     from packaging.version import Version
 
     from ..errors import UserError
@@ -92,8 +103,10 @@ def show(
     name: Annotated[str, typer.Argument(help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
     as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
 ) -> None:
     """Resolve a stack name and show the full stack."""
+    _extra_matrix(matrix)
     from ..resolve import resolve
     from ._options import platform_option
     from . import get_matrix
@@ -123,8 +136,10 @@ def explain(
     sm: Annotated[Optional[str], typer.Option("--sm", help="GPU compute capability, e.g. 8.6 or sm_86")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU name from the matrix, e.g. 'RTX 3090', a100")] = None,
     as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
 ) -> None:
     """Will NAME run on a host with this driver and GPU?  Exit 0: ok/jit_only, 1: no, 2: bad input."""
+    _extra_matrix(matrix)
     from ..errors import UserError
     from ..matrix.model import Arch, DriverVersion
     from ..resolve import resolve
@@ -169,8 +184,10 @@ def explain(
 def validate_cmd(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Extra matrix files to check with the shipped ones")] = None,
     as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
 ) -> None:
     """Check schema and cross-consistency of the matrix (shipped files plus PATHs). Exit 1 on problems."""
+    _extra_matrix(matrix)
     from ..matrix.load import load_matrix
     from ..matrix.validate import validate
     from ..resolve import resolve_row
@@ -198,8 +215,138 @@ def validate_cmd(
     else:
         c = console(stderr=bool(problems))
         for p in problems:
-            c.print(f"problem: {p}", markup=False)
+            c.print(f"problem: {p}", markup=False, soft_wrap=True)
         r = summary["rows"]
         c.print(f"{len(m.files)} files, {r['builds']} builds, {r['images']} images, {r['cuda']} CUDA releases, "
                 f"{r['gpus']} GPUs: " + ("ok" if not problems else f"{len(problems)} problems"))
     raise typer.Exit(0 if not problems else 1)
+
+
+@app.command("update")
+def update(
+    framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Only this framework (repeatable): torch, tensorflow (tf), jax, onnxruntime (ort).", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the new rows to this overlay matrix file (merged with its rows if it exists).", show_default=False)] = None,
+    write: Annotated[bool, typer.Option("--write", help="Maintainers: append the new rows to the shipped matrices/<framework>.toml.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only list releases newer than the shipped matrix; exit 1 when there are any (for a scheduled CI job).")] = False,
+    pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Simple index (PEP 503/691) to read instead of PyPI (default: [network] pip_index of config.toml).", show_default=False)] = None,
+    torch_index: Annotated[Optional[str], typer.Option("--torch-index", help="Base URL of PyTorch's variant index or a mirror of it (…/whl; default: [matrix] torch_index, else PyTorch's).", show_default=False)] = None,
+    no_torch_index: Annotated[bool, typer.Option("--no-torch-index", help="Read only the main index (the build plain pip install gives).")] = False,
+    ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle to trust for the indexes (default: [network] ca_bundle of config.toml).", show_default=False)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, max=300, help="Seconds per request (each is retried twice).")] = 30.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
+    matrix: MatrixOpt = None,
+) -> None:
+    """Find framework releases newer than the matrix on the index and derive rows from their wheels' metadata."""
+    import sys
+    import time
+
+    from rich.markup import escape
+
+    from ..config import check_url, load_matrix_config, Invalid
+    from ..errors import UserError
+    from ..matrix.index import PYPI_SIMPLE, Http
+    from ..matrix.load import load_matrix
+    from ..matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
+    from ..matrix.write import atomic_write_all
+    from ..paths import matrix_files, matrices_dir
+    from ..render import RenderOptions
+    from ..stack import ALIASES
+
+    _extra_matrix(matrix)
+    if output is not None and write:
+        raise UserError("give -o FILE or --write, not both", where="envman matrix update", fix="-o writes an overlay; --write changes the shipped matrix")
+    if check and (output is not None or write):
+        raise UserError("--check only reports; it writes nothing", where="envman matrix update", fix="drop -o/--write, or drop --check")
+    fws: list[str] = []
+    for f in framework or []:
+        fw = {"ort": "onnxruntime"}.get(f.lower()) or ALIASES.get(f.lower())
+        if fw not in PROJECTS:
+            raise UserError(f"unknown framework {f!r}", where="--framework", fix="use torch, tensorflow, jax or onnxruntime")
+        fws.append(fw)
+    net = RenderOptions.from_config({"pip_index": pip_index, "ca_bundle": ca_bundle})
+    mcfg = load_matrix_config()
+    tindex = None
+    if not no_torch_index:
+        try:
+            tindex = check_url(torch_index, what="torch index") if torch_index else (mcfg["torch_index"] or TORCH_INDEX)
+        except Invalid as exc:
+            raise UserError(exc.what, where="--torch-index", fix=exc.fix) from None
+    settings = Settings(
+        index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
+        torch_index_required=bool(torch_index or mcfg["torch_index"]),
+        frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
+    )
+    http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
+    # What the new rows are compared with and checked against: the shipped matrix for --check
+    # and --write; everything the user loads (and the overlay itself) for -o and a dry run.
+    from . import STATE
+
+    if check or write:
+        files = matrix_files((), shipped=True)[: len(list(matrices_dir().glob("*.toml")))]
+    else:
+        files = [*matrix_files(STATE.matrix_files, shipped=True), *([output] if output is not None and output.exists() else [])]
+    base = load_matrix(files, shipped=False)
+    err = console(stderr=True)
+    started = time.monotonic()
+    live = sys.stderr.isatty() and not as_json
+    status_ctx = err.status("reading the index…") if live else None
+
+    def progress(msg: str) -> None:
+        if status_ctx is not None:
+            status_ctx.update(escape(msg))
+
+    if status_ctx is not None:
+        status_ctx.start()
+    try:
+        if check:
+            behind = check_only(http, settings, base, progress)
+        else:
+            result = find_updates(http, settings, base, progress)
+    finally:
+        if status_ctx is not None:
+            status_ctx.stop()
+    seconds = round(time.monotonic() - started, 1)
+    if check:
+        summary = {"behind": bool(behind), "new_releases": behind, "requests": http.requests, "seconds": seconds}
+        if as_json:
+            emit_json(summary)
+        else:
+            c = console()
+            for fw, vs in behind.items():
+                c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
+            c.print(("the shipped matrix is behind" if behind else "the shipped matrix is up to date")
+                    + f" ({http.requests} requests, {seconds} s)", markup=False, soft_wrap=True)
+        raise typer.Exit(1 if behind else 0)
+
+    if write:
+        plan = lambda rows: plan_shipped(rows, matrices_dir())  # noqa: E731
+    elif output is not None:
+        plan = lambda rows: plan_overlay(rows, output)  # noqa: E731
+    else:
+        from ..matrix.write import overlay_text
+
+        dry = Path("(dry run).toml")
+        plan = lambda rows: {dry: overlay_text((r.framework, r.data) for r in rows)}  # noqa: E731
+    rows, skipped, planned = settle(result.rows, files, plan)
+    result.rows = rows
+    result.skipped += skipped
+    if planned and (write or output is not None):
+        atomic_write_all(planned)
+    summary = {**result.summary(http), "written": [str(p) for p in planned] if (write or output is not None) else [],
+               "seconds": seconds}
+    if as_json:
+        emit_json(summary)
+        return
+    c = console()
+    for fw, vs in result.new_releases.items():
+        c.print(f"{fw}: new releases {', '.join(vs)}", markup=False, soft_wrap=True)
+    for r in rows:
+        unc = f"  (unconfirmed: {', '.join(r.unconfirmed)})" if r.unconfirmed else ""
+        c.print(f"  + {r.name} {r.data['variant']} cudnn {r.data.get('cudnn', '-')} python "
+                f"{r.data['python'][0]}–{r.data['python'][-1]}{unc}", markup=False, soft_wrap=True)
+    for s in result.skipped:
+        err.print(f"skipped: {s}", markup=False, soft_wrap=True)
+    for w in result.warnings:
+        err.print(f"warning: {w}", markup=False, soft_wrap=True)
+    where = ", ".join(str(p) for p in planned) if (write or output is not None) else "nothing written (dry run: give -o FILE or --write)"
+    c.print(f"{len(rows)} new rows, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)

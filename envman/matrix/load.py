@@ -183,6 +183,22 @@ def _version(v: Any) -> Version:
     return Version(v)
 
 
+def _date(v: Any) -> str:
+    import datetime
+
+    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
+        return v.isoformat()
+    if not isinstance(v, str):
+        raise TypeError
+    return datetime.date.fromisoformat(v).isoformat()
+
+
+def _str_table(v: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
+        raise TypeError
+    return tuple(sorted(v.items()))
+
+
 def _arch(v: Any) -> Arch:
     if not isinstance(v, str):
         raise TypeError
@@ -284,14 +300,16 @@ def _parse_images(doc: dict, file: str) -> list[BaseImage]:
 
 def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
     top = _Row({"framework": doc.get("framework")}, file, "(top level)")
-    framework = top.str("framework", choices=FRAMEWORKS)
+    # A file of one framework names it once at the top; an overlay written by `matrix update`
+    # holds several and names it per row.
+    framework = top.str("framework", choices=FRAMEWORKS, default=None)
     out = []
     for i, raw in enumerate(_rows(doc, "build", file)):
         r = _Row(raw, file, f"build[{i}]")
         cuda = r.version("cuda", default=None)
         out.append(
             FrameworkBuild(
-                framework=framework,
+                framework=r.str("framework", choices=FRAMEWORKS, default=framework or ...),
                 version=r.version("version"),
                 variant=r.str("variant"),
                 cuda=Version(f"{cuda.major}.{cuda.minor}") if cuda else None,
@@ -320,6 +338,8 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 wheel_python_source=r.strs("wheel_python_source"),
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),
+                released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
+                derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
             )
         )
         r.done()

@@ -201,6 +201,9 @@ class FrameworkBuild:
     sass_arm64: tuple[Arch, ...] | None = None
     ptx_arm64: tuple[Arch, ...] | None = None
 
+    released: str | None = None  # ISO date of the release's first upload to the index
+    derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
+
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""
         if platform == "linux/arm64" and self.sass_arm64 is not None:

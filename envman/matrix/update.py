@@ -1,0 +1,696 @@
+"""``envman matrix update``: find framework releases newer than the matrix on the configured
+index (and PyTorch's variant index), read what their wheels pin without downloading them, and
+turn that into matrix rows.
+
+Every fact a row states is either derived (the row's ``derived`` table says from which URL and
+how) or inherited from the nearest earlier row of the same framework and marked ``unconfirmed``
+(arch lists: no index metadata says which SASS a wheel carries). Rows that do not pass
+``matrix validate`` or do not render are left out and reported, never written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..errors import EnvmanError, UserError
+from .index import (
+    Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, project_url,
+    read_wheel_metadata,
+)
+from .model import FrameworkBuild, Matrix
+from .wheels import CudaPins, Pin, WheelTags, cuda_pins, pinned_version, wheel_tags
+
+TORCH_INDEX = "https://download.pytorch.org/whl"
+
+#: framework -> (PyPI project whose releases define "a release", its GPU project)
+PROJECTS: dict[str, str] = {
+    "torch": "torch",
+    "jax": "jax",
+    "onnxruntime": "onnxruntime-gpu",
+    "tensorflow": "tensorflow",
+}
+PROGRESS = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    index: str
+    torch_index: str | None  # None: do not read PyTorch's own index
+    torch_index_required: bool = False  # the user named it: unreachable is an error
+    frameworks: tuple[str, ...] = tuple(PROJECTS)
+    since: Mapping[str, Version] = field(default_factory=dict)  # framework -> look above this
+    workers: int = 4
+
+
+@dataclass(frozen=True)
+class NewRow:
+    framework: str
+    data: dict[str, Any]  # the TOML row, keys in the README's order
+    unconfirmed: tuple[str, ...]  # facts inherited, not derived
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.framework, self.data["version"], self.data["variant"])
+
+    @property
+    def name(self) -> str:
+        cuda = self.data.get("cuda")
+        return f"{self.framework}-{self.data['version']}-" + (f"cuda{cuda}" if cuda else "cpu")
+
+
+@dataclass
+class Result:
+    new_releases: dict[str, list[str]] = field(default_factory=dict)
+    rows: list[NewRow] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "name: why"
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self, http: Http) -> dict[str, Any]:
+        return {
+            "new_releases": self.new_releases,
+            "new_rows": [r.name + f" ({r.data['variant']})" for r in self.rows],
+            "unconfirmed": {r.name + f" ({r.data['variant']})": list(r.unconfirmed) for r in self.rows if r.unconfirmed},
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+            "requests": http.requests,
+            "bytes": http.bytes_read,
+        }
+
+
+def final_version(text: str) -> Version | None:
+    try:
+        v = Version(text)
+    except InvalidVersion:
+        return None
+    return None if (v.is_prerelease or v.is_devrelease) else v
+
+
+class _Ctx:
+    """Pages and metadata of one run, fetched once each."""
+
+    def __init__(self, http: Http, settings: Settings, matrix: Matrix, progress: PROGRESS) -> None:
+        self.http, self.settings, self.matrix, self.progress = http, settings, matrix, progress
+        self._pages: dict[tuple[str, str], list[IndexFile]] = {}
+        self._meta: dict[str, WheelMetadata] = {}
+        self.pool = ThreadPoolExecutor(max_workers=max(1, min(settings.workers, 8)))
+
+    def files(self, project: str, index: str | None = None) -> list[IndexFile]:
+        index = index or self.settings.index
+        key = (index, project)
+        if key not in self._pages:
+            self.progress(f"reading {project_url(index, project)}")
+            page = fetch_project(self.http, index, project)
+            self._pages[key] = [f for f in page.files if f.filename.endswith(".whl") and not f.yanked]
+        return self._pages[key]
+
+    def page_url(self, project: str, index: str | None = None) -> str:
+        return project_url(index or self.settings.index, project)
+
+    def metadata(self, files: Iterable[IndexFile]) -> dict[str, WheelMetadata]:
+        files = list(files)
+        todo = [f for f in dict.fromkeys(files) if f.url not in self._meta]
+        for f in todo:
+            self.progress(f"metadata of {f.filename}")
+        for f, md in zip(todo, self.pool.map(lambda f: read_wheel_metadata(self.http, f), todo)):
+            self._meta[f.url] = md
+        return {f.url: self._meta[f.url] for f in files}
+
+
+# --- wheels of a release ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Wheel:
+    file: IndexFile
+    tags: WheelTags
+
+
+def wheels(files: Iterable[IndexFile]) -> list[Wheel]:
+    out = []
+    for f in files:
+        t = wheel_tags(f.filename, f.requires_python)
+        if t is not None:
+            out.append(Wheel(f, t))
+    return out
+
+
+def releases(ws: Iterable[Wheel]) -> dict[Version, list[Wheel]]:
+    out: dict[Version, list[Wheel]] = {}
+    for w in ws:
+        if w.tags.version.is_prerelease or w.tags.version.is_devrelease:
+            continue
+        out.setdefault(w.tags.version, []).append(w)
+    return out
+
+
+def representative(ws: Iterable[Wheel], platform: str) -> Wheel | None:
+    """The wheel for ``platform`` of the newest regular CPython (or a pure-Python wheel)."""
+    cands = [w for w in ws if platform in w.tags.platforms or w.tags.any_platform]
+    cands = [w for w in cands if w.tags.pythons] or cands
+    if not cands:
+        return None
+    return max(cands, key=lambda w: (platform in w.tags.platforms, max((Version(p) for p in w.tags.pythons), default=Version("0")), w.file.filename))
+
+
+def pythons(ws: Iterable[Wheel], platform: str) -> set[str]:
+    out: set[str] = set()
+    for w in ws:
+        if platform in w.tags.platforms or w.tags.any_platform:
+            out.update(w.tags.pythons)
+    return out
+
+
+def platforms(ws: Iterable[Wheel]) -> tuple[str, ...]:
+    return tuple(sorted({p for w in ws for p in w.tags.platforms}))
+
+
+def _machine(platform: str) -> str:
+    return "aarch64" if platform.endswith("arm64") else "x86_64"
+
+
+# --- rows ------------------------------------------------------------------------------------
+
+
+def previous_row(matrix: Matrix, framework: str, version: Version, variant: str, cuda_major: int | None) -> FrameworkBuild | None:
+    """Nearest earlier row to inherit from: same variant, else same CUDA major, else any GPU row."""
+    rows = [b for b in matrix.builds if b.framework == framework and b.version < version]
+    for pick in (
+        lambda b: b.variant == variant,
+        lambda b: cuda_major is not None and b.cuda is not None and b.cuda.major == cuda_major,
+        lambda b: (b.cuda is None) == (cuda_major is None),
+    ):
+        cands = [b for b in rows if pick(b)]
+        if cands:
+            return max(cands, key=lambda b: (b.version, b.cuda or Version("0")))
+    return None
+
+
+def _date(upload_time: str | None) -> str | None:
+    if not upload_time:
+        return None
+    try:
+        return _dt.datetime.fromisoformat(upload_time.replace("Z", "+00:00")).date().isoformat()
+    except ValueError:
+        return None
+
+
+def released(ws: Iterable[Wheel]) -> str | None:
+    dates = [d for w in ws if (d := _date(w.file.upload_time))]
+    return min(dates) if dates else None
+
+
+class RowBuilder:
+    """Collects one row's facts with their provenance."""
+
+    def __init__(self, framework: str, version: Version, variant: str) -> None:
+        self.framework, self.version, self.variant = framework, version, variant
+        self.data: dict[str, Any] = {"version": str(version), "variant": variant}
+        self.derived: dict[str, str] = {}
+        self.unconfirmed: list[str] = []
+        self.sources: list[str] = []
+        self.notes: list[str] = []
+
+    def fact(self, key: str, value: Any, url: str, how: str) -> None:
+        self.data[key] = value
+        self.derived[key] = f"{how} ({url})"
+        if url not in self.sources:
+            self.sources.append(url)
+
+    def inherit(self, key: str, value: Any, prev: FrameworkBuild | None, why: str) -> None:
+        self.data[key] = value
+        self.unconfirmed.append(key)
+        self.notes.append(f"{key} {why}" + (f" from {prev.framework}-{prev.version} {prev.variant}" if prev else ""))
+
+    def cuda(self, pins: CudaPins, md: WheelMetadata, prev: FrameworkBuild | None) -> None:
+        pin = pins.cuda
+        if pin is not None and pin.how != "major":
+            self.fact("cuda", pin.value, md.url, pin.describe())
+        elif prev is not None and prev.cuda is not None and (pins.cuda_major is None or prev.cuda.major == pins.cuda_major):
+            self.inherit("cuda", f"{prev.cuda.major}.{prev.cuda.minor}", prev,
+                         ("minor not stated (" + pin.describe() + "); inherited") if pin else "not stated by the wheel; inherited")
+        elif pins.cuda_major is not None:
+            self.inherit("cuda", f"{pins.cuda_major}.0", None, f"CUDA {pins.cuda_major} minor not stated; lowest assumed")
+        if pins.cudnn is not None:
+            self.fact("cudnn", pins.cudnn.value, md.url, pins.cudnn.describe())
+        elif prev is not None and prev.cudnn and "cuda" in self.data:
+            self.inherit("cudnn", prev.cudnn, prev, "not stated by the wheel; inherited")
+
+    def arch(self, prev: FrameworkBuild | None, matrix: Matrix) -> None:
+        sass = [str(a) for a in prev.sass] if prev else []
+        ptx = [str(a) for a in prev.ptx] if prev else []
+        rel = matrix.cuda_release(self.data["cuda"]) if "cuda" in self.data else None
+        if rel is not None and rel.sm:  # an inherited list keeps only what this CUDA's nvcc can build
+            can = {str(a) for a in rel.sm}
+            sass, ptx = [a for a in sass if a in can], [a for a in ptx if a in can]
+        self.data["sass"], self.data["ptx"] = sass, ptx
+        if "cuda" not in self.data:
+            self.data["arch_status"] = "confirmed"  # a CPU build has no GPU code
+            return
+        self.data["arch_status"] = "unconfirmed"
+        self.unconfirmed += ["sass", "ptx"]
+        self.notes.append("sass/ptx are not in index metadata; inherited"
+                          + (f" from {prev.framework}-{prev.version} {prev.variant}" if prev else " (none known)"))
+
+    def build(self, *, note: str = "") -> NewRow:
+        order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
+                 "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
+                 "released"]
+        row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "")
+               and k in FrameworkBuild.__dataclass_fields__}
+        status = "confirmed" if not (set(self.unconfirmed) - {"sass", "ptx"}) else "partially confirmed"
+        row["source"] = self.sources
+        row["status"] = status
+        row["note"] = "; ".join([*([note] if note else []), *self.notes]) or "Derived by envman matrix update."
+        row["derived"] = dict(self.derived)
+        return NewRow(self.framework, row, tuple(dict.fromkeys(self.unconfirmed)))
+
+
+def _pythons_fact(b: RowBuilder, pys: set[str], urls: list[str], how: str) -> None:
+    b.fact("python", sorted(pys, key=Version), urls[0], how)
+    for u in urls[1:]:
+        if u not in b.sources:
+            b.sources.append(u)
+
+
+def _variant_for(pins: CudaPins) -> str:
+    if pins.cuda is None or pins.cuda.how == "major":
+        return "cpu" if pins.cuda_major is None else f"cuda{pins.cuda_major}"
+    major, minor = pins.cuda.value.split(".")
+    return f"cu{major}{minor}"
+
+
+# --- per framework -----------------------------------------------------------------------------
+
+
+def _newer(ctx: _Ctx, framework: str, available: Iterable[Version]) -> list[Version]:
+    known = [b.version for b in ctx.matrix.builds if b.framework == framework]
+    floor = ctx.settings.since.get(framework) or (max(known) if known else None)
+    have = {(str(b.version)) for b in ctx.matrix.builds if b.framework == framework}
+    return sorted(v for v in available if (floor is None or v > floor) and str(v) not in have)
+
+
+def discover(ctx: _Ctx, framework: str) -> tuple[dict[Version, list[Wheel]], list[Version]]:
+    rels = releases(wheels(ctx.files(PROJECTS[framework])))
+    return rels, _newer(ctx, framework, rels)
+
+
+class _TorchVision:
+    """torchvision releases and the torch each one requires (its Requires-Dist)."""
+
+    def __init__(self, ctx: _Ctx, index: str | None = None) -> None:
+        self.ctx, self.index = ctx, index
+        self.rels = releases(wheels(ctx.files("torchvision", index)))
+        self._spec: dict[Version, tuple[SpecifierSet, str]] = {}
+
+    def companion(self, torch: Version, local: str | None = None, platform: str = "linux/amd64") -> tuple[Version, list[Wheel], str] | None:
+        cands = sorted((v for v in self.rels if v.major == 0 or v.major >= 0), reverse=True)
+        # Only torchvision releases published near this torch are worth a metadata read: the
+        # ones whose minor follows torch's by the historical offset are tried first.
+        want = [v for v in cands if _tv_series(v) == (torch.major, torch.minor)] or cands[:6]
+        reps = {}
+        for v in want:
+            ws = [w for w in self.rels[v] if (local is None or w.tags.local == local)]
+            r = representative(ws, platform)
+            if r is not None:
+                reps[v] = (r, ws)
+        mds = self.ctx.metadata(r.file for r, _ in reps.values())
+        for v in sorted(reps, reverse=True):
+            r, ws = reps[v]
+            md = mds[r.file.url]
+            spec = pinned_version(md.requires_dist, "torch")
+            if spec is not None and spec.contains(str(torch), prereleases=True) and _same_series(spec, torch):
+                return v, ws, md.url
+        return None
+
+
+def _tv_series(v: Version) -> tuple[int, int]:
+    """torch major.minor that torchvision ``v`` belongs to (0.15 -> 2.0, 0.16 -> 2.1, ...)."""
+    if v.major == 0 and v.minor >= 15:
+        return (2, v.minor - 15)
+    return (-1, -1)
+
+
+def _same_series(spec: SpecifierSet, torch: Version) -> bool:
+    lows = [Version(s.version.rstrip(".*")) for s in spec if s.operator in ("==", ">=", "~=", "===")]
+    return any((lo.major, lo.minor) == (torch.major, torch.minor) for lo in lows)
+
+
+def torch_rows(ctx: _Ctx, result: Result) -> None:
+    rels, new = discover(ctx, "torch")
+    if not new:
+        return
+    result.new_releases["torch"] = [str(v) for v in new]
+    tv = _TorchVision(ctx)
+    variant_pages = _torch_variant_wheels(ctx, result, new)
+    for v in new:
+        ws = [w for w in rels[v] if w.tags.platforms]
+        reps = {p: representative(ws, p) for p in platforms(ws)}
+        mds = ctx.metadata(r.file for r in reps.values() if r)
+        if "linux/amd64" not in reps:
+            result.skipped.append(f"torch {v}: no Linux x86_64 wheel on the index")
+            continue
+        amd = reps["linux/amd64"]
+        md = mds[amd.file.url]
+        pins = cuda_pins(md.requires_dist, machine="x86_64")
+        variant = _variant_for(pins)
+        row = _torch_row(ctx, result, tv, v, variant, ws, reps, mds, pins, index_url=None, local=None)
+        if row is not None:
+            result.rows.append(row)
+        for local, vws in sorted(variant_pages.get(v, {}).items()):
+            if local == variant:
+                continue  # the same build as the PyPI default
+            vreps = {p: representative(vws, p) for p in platforms(vws)}
+            if "linux/amd64" not in vreps:
+                continue
+            vmds = ctx.metadata(r.file for r in vreps.values() if r)
+            vpins = cuda_pins(vmds[vreps["linux/amd64"].file.url].requires_dist, machine="x86_64")
+            assert ctx.settings.torch_index is not None
+            row = _torch_row(ctx, result, _TorchVision(ctx, f"{ctx.settings.torch_index.rstrip('/')}/{local}"), v, local,
+                             vws, vreps, vmds, vpins, index_url=f"{ctx.settings.torch_index.rstrip('/')}/{local}", local=local)
+            if row is not None:
+                result.rows.append(row)
+
+
+def _torch_variant_wheels(ctx: _Ctx, result: Result, new: list[Version]) -> dict[Version, dict[str, list[Wheel]]]:
+    """``{version: {variant: wheels}}`` from PyTorch's own index (``{base}/torch/``)."""
+    base = ctx.settings.torch_index
+    if not base:
+        return {}
+    try:
+        files = ctx.files("torch", base)
+    except (IndexUnreachable, NotFound) as exc:
+        if ctx.settings.torch_index_required:
+            raise
+        result.warnings.append(f"PyTorch's variant index was not read, only the PyPI build of each release is derived: {exc.line()}")
+        return {}
+    out: dict[Version, dict[str, list[Wheel]]] = {}
+    wanted = set(new)
+    for w in wheels(files):
+        if w.tags.version in wanted and w.tags.local and w.tags.platforms:
+            out.setdefault(w.tags.version, {}).setdefault(w.tags.local, []).append(w)
+    return out
+
+
+def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant: str, ws: list[Wheel],
+               reps: Mapping[str, Wheel | None], mds: Mapping[str, WheelMetadata], pins: CudaPins,
+               *, index_url: str | None, local: str | None) -> NewRow | None:
+    amd = reps["linux/amd64"]
+    assert amd is not None
+    md = mds[amd.file.url]
+    b = RowBuilder("torch", v, variant)
+    prev = previous_row(ctx.matrix, "torch", v, variant, pins.cuda_major)
+    b.cuda(pins, md, prev)
+    pys = pythons(ws, "linux/amd64")
+    pair = tv.companion(v, local)
+    packages = [f"torch=={v}"]
+    if pair is None:
+        b.notes.append("no torchvision release requiring this torch was found on the index; torchvision not pinned")
+        _pythons_fact(b, pys, [ctx.page_url("torch", index_url and ctx.settings.torch_index)], "CPython tags of the Linux x86_64 wheels")
+    else:
+        tvv, tvws, tvurl = pair
+        packages.append(f"torchvision=={tvv}")
+        b.derived["torchvision"] = f"torchvision {tvv} requires torch of this release by Requires-Dist ({tvurl})"
+        b.sources.append(tvurl)
+        both = pys & pythons(tvws, "linux/amd64")
+        _pythons_fact(b, both, [ctx.page_url("torch", index_url and ctx.settings.torch_index)],
+                      "CPython tags of the Linux x86_64 torch and torchvision wheels")
+    b.data["packages"] = packages
+    if index_url:
+        b.data["index_url"] = index_url
+    b.data["system_cuda"] = False
+    b.data["system_cudnn"] = False
+    b.arch(prev, ctx.matrix)
+    b.data["default"] = index_url is None
+    plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p)]
+    b.data["platforms"] = plats
+    b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist pins the same CUDA"
+    b.data["released"] = released(ws)
+    other = [p for p in reps if p not in plats]
+    note = ""
+    if other:
+        note = "the " + ", ".join(other) + " wheels of this release pin a different CUDA build"
+    if not b.data["python"]:
+        result.skipped.append(f"torch {v} {variant}: no Python version has both torch and torchvision wheels")
+        return None
+    if index_url is None:
+        note = (note + "; " if note else "") + "the build plain `pip install torch==" + str(v) + "` gives on Linux"
+    return b.build(note=note)
+
+
+def _same_pins(md: WheelMetadata, pins: CudaPins, platform: str) -> bool:
+    other = cuda_pins(md.requires_dist, machine=_machine(platform))
+    return (other.cuda.value if other.cuda else None, other.cuda_major) == (pins.cuda.value if pins.cuda else None, pins.cuda_major)
+
+
+def jax_rows(ctx: _Ctx, result: Result) -> None:
+    rels, new = discover(ctx, "jax")
+    if not new:
+        return
+    result.new_releases["jax"] = [str(v) for v in new]
+    jaxlib = releases(wheels(ctx.files("jaxlib")))
+    for v in new:
+        rep = representative(rels[v], "linux/amd64")
+        if rep is None:
+            continue
+        md = ctx.metadata([rep.file])[rep.file.url]
+        majors = sorted({int(e[4:]) for line in md.requires_dist for e in _extras(line) if e[4:].isdigit() and e.startswith("cuda")})
+        for major in majors:
+            plugin = f"jax-cuda{major}-plugin"
+            try:
+                prels = releases(wheels(ctx.files(plugin)))
+            except NotFound:
+                result.skipped.append(f"jax {v} cuda{major}: {plugin} is not on the index")
+                continue
+            pws = [w for w in prels.get(v, []) if w.tags.platforms]
+            prep = representative(pws, "linux/amd64")
+            if prep is None:
+                result.skipped.append(f"jax {v} cuda{major}: no Linux x86_64 {plugin} {v} wheel")
+                continue
+            pmd = ctx.metadata([prep.file])[prep.file.url]
+            pins = cuda_pins(pmd.requires_dist, ["with-cuda"])
+            b = RowBuilder("jax", v, f"cuda{major}")
+            prev = previous_row(ctx.matrix, "jax", v, f"cuda{major}", major)
+            b.cuda(pins, pmd, prev)
+            pys = pythons(pws, "linux/amd64") & pythons(jaxlib.get(v, []), "linux/amd64") & pythons(rels[v], "linux/amd64")
+            _pythons_fact(b, pys, [ctx.page_url(plugin), ctx.page_url("jaxlib")],
+                          f"CPython tags of the Linux x86_64 {plugin} and jaxlib wheels, jax's Requires-Python")
+            b.data["packages"] = [f"jax[cuda{major}]=={v}"]
+            b.data["system_cuda"] = False
+            b.data["system_cudnn"] = False
+            b.arch(prev, ctx.matrix)
+            b.data["default"] = False
+            b.data["platforms"] = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
+            b.derived["platforms"] = f"platform tags of the {plugin} and jaxlib wheels"
+            b.data["released"] = released(rels[v])
+            if not b.data["python"]:
+                result.skipped.append(f"jax {v} cuda{major}: no Python version has plugin and jaxlib wheels")
+                continue
+            result.rows.append(b.build(note=f"jax[cuda{major}] installs jaxlib, {plugin} and NVIDIA's CUDA wheels; "
+                                       "the CUDA/cuDNN columns are the lowest versions the plugin accepts"))
+
+
+def _extras(line: str) -> list[str]:
+    import re
+
+    return re.findall(r"extra\s*==\s*[\"']([^\"']+)[\"']", line)
+
+
+def ort_rows(ctx: _Ctx, result: Result) -> None:
+    rels, new = discover(ctx, "onnxruntime")
+    if not new:
+        return
+    result.new_releases["onnxruntime"] = [str(v) for v in new]
+    for v in new:
+        ws = [w for w in rels[v] if w.tags.platforms]
+        rep = representative(ws, "linux/amd64")
+        if rep is None:
+            result.skipped.append(f"onnxruntime {v}: no Linux x86_64 onnxruntime-gpu wheel")
+            continue
+        md = ctx.metadata([rep.file])[rep.file.url]
+        pins = cuda_pins(md.requires_dist, ["cuda", "cudnn"])
+        major = pins.cuda_major
+        prev = previous_row(ctx.matrix, "onnxruntime", v, f"cuda{major}" if major else "cuda12", major)
+        if major is None and prev is not None and prev.cuda is not None:
+            major = prev.cuda.major
+        variant = f"cuda{major}" if major else "cuda"
+        b = RowBuilder("onnxruntime", v, variant)
+        b.cuda(pins, md, prev)
+        _pythons_fact(b, pythons(ws, "linux/amd64"), [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux x86_64 wheels")
+        b.data["packages"] = [f"onnxruntime-gpu=={v}"]
+        # ORT loads libcudart/libcudnn from the system unless its [cuda,cudnn] extras are installed
+        # and preloaded; the matrix installs the plain package, so the base image provides them.
+        b.data["system_cuda"] = True
+        b.data["system_cudnn"] = True
+        b.arch(prev, ctx.matrix)
+        b.data["default"] = True
+        b.data["platforms"] = list(platforms(ws))
+        b.derived["platforms"] = "platform tags of the wheels"
+        b.data["released"] = released(ws)
+        if "cuda" not in b.data:
+            result.skipped.append(f"onnxruntime {v}: its wheels state no CUDA and no earlier row gives one")
+            continue
+        result.rows.append(b.build(note="onnxruntime-gpu on PyPI; the cuda/cudnn extras' Requires-Dist state the CUDA and cuDNN majors"))
+
+
+def tf_rows(ctx: _Ctx, result: Result) -> None:
+    rels, new = discover(ctx, "tensorflow")
+    if not new:
+        return
+    result.new_releases["tensorflow"] = [str(v) for v in new]
+    for v in new:
+        ws = [w for w in rels[v] if w.tags.platforms]
+        rep = representative(ws, "linux/amd64")
+        if rep is None:
+            continue
+        md = ctx.metadata([rep.file])[rep.file.url]
+        pins = cuda_pins(md.requires_dist, ["and-cuda"])
+        prev = previous_row(ctx.matrix, "tensorflow", v, "gpu", pins.cuda_major)
+        b = RowBuilder("tensorflow", v, "gpu")
+        b.cuda(pins, md, prev)
+        if "cuda" not in b.data:
+            result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
+            continue
+        _pythons_fact(b, pythons(ws, "linux/amd64"), [ctx.page_url("tensorflow")], "CPython tags of the Linux x86_64 wheels")
+        b.data["packages"] = [f"tensorflow[and-cuda]=={v}"]
+        b.data["system_cuda"] = False
+        b.data["system_cudnn"] = False
+        b.arch(prev, ctx.matrix)
+        b.data["default"] = True
+        b.data["platforms"] = list(platforms(ws))
+        b.derived["platforms"] = "platform tags of the wheels"
+        b.data["released"] = released(ws)
+        result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
+
+
+DERIVERS: dict[str, Callable[[_Ctx, Result], None]] = {
+    "torch": torch_rows, "jax": jax_rows, "onnxruntime": ort_rows, "tensorflow": tf_rows,
+}
+
+
+def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGRESS = lambda s: None) -> Result:
+    """Derive rows for every release newer than ``matrix`` (nothing is written here)."""
+    ctx = _Ctx(http, settings, matrix, progress)
+    result = Result()
+    try:
+        for fw in settings.frameworks:
+            DERIVERS[fw](ctx, result)
+    except IndexFileError as exc:
+        raise EnvmanError(exc.what, where=exc.where, fix=(exc.fix or "") + "; nothing was written") from None
+    finally:
+        ctx.pool.shutdown(wait=False, cancel_futures=True)
+    return result
+
+
+def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRESS = lambda s: None) -> dict[str, list[str]]:
+    """Releases on the index newer than ``matrix`` per framework (no metadata reads)."""
+    ctx = _Ctx(http, settings, matrix, progress)
+    try:
+        out = {}
+        for fw in settings.frameworks:
+            _, new = discover(ctx, fw)
+            if new:
+                out[fw] = [str(v) for v in new]
+        return out
+    finally:
+        ctx.pool.shutdown(wait=False, cancel_futures=True)
+
+
+__all__ = ["Settings", "NewRow", "Result", "find_updates", "check_only", "TORCH_INDEX", "UserError", "Pin"]
+
+
+# --- checking and writing ----------------------------------------------------------------------
+
+
+def _row_wheres(row: NewRow) -> set[str]:
+    fw, version, variant = row.key
+    return {f"{fw} {version} {variant}", f"{fw} {version}"}
+
+
+def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, str]) -> tuple[list[NewRow], list[str]]:
+    """The rows that load, validate, resolve and render with ``files`` (the matrix files of the
+    target set-up, where ``candidates`` replace or add files); the others with why."""
+    import tempfile
+
+    from ..errors import EnvmanError as _E
+    from ..render import render_stack
+    from ..resolve import resolve_row
+    from .load import load_matrix
+    from .validate import validate
+
+    with tempfile.TemporaryDirectory(prefix="envman-update-") as tmp:
+        paths = []
+        for i, f in enumerate([*files, *(c for c in candidates if c not in files)]):
+            if f in candidates:
+                t = Path(tmp) / f"{i}-{f.name}"
+                t.write_text(candidates[f], encoding="utf-8")
+                paths.append(t)
+            else:
+                paths.append(f)
+        m = load_matrix(paths, shipped=False)
+    bad: dict[tuple, str] = {}
+    problems = validate(m)
+    by_key = {(b.framework, str(b.version), b.variant): b for b in m.builds}
+    for row in rows:
+        mine = [p.what for p in problems if p.where in _row_wheres(row)]
+        if mine:
+            bad[row.key] = mine[0]
+            continue
+        b = by_key.get(row.key)
+        if b is None:
+            bad[row.key] = "not loaded"
+            continue
+        try:
+            render_stack(resolve_row(m, b))
+        except _E as exc:
+            bad[row.key] = exc.line()
+    return [r for r in rows if r.key not in bad], [f"{r.name} ({r.data['variant']}): {bad[r.key]}" for r in rows if r.key in bad]
+
+
+def plan_overlay(rows: list[NewRow], output: Path) -> dict[Path, str]:
+    from .write import overlay_text, read_overlay
+
+    existing = read_overlay(output)
+    new_keys = {r.key for r in rows}
+    kept = [(d["framework"], {k: v for k, v in d.items() if k != "framework"}) for d in existing
+            if (d.get("framework"), str(d.get("version")), d.get("variant")) not in new_keys]
+    return {output: overlay_text([*kept, *((r.framework, r.data) for r in rows)])}
+
+
+def plan_shipped(rows: list[NewRow], directory: Path) -> dict[Path, str]:
+    from .write import build_toml
+
+    out: dict[Path, str] = {}
+    for fw in sorted({r.framework for r in rows}):
+        path = directory / f"{fw}.toml"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read the shipped matrix file: {exc.strerror}", where=str(path),
+                            fix="run --write from a source checkout; nothing was written") from None
+        if not text.endswith("\n"):
+            text += "\n"
+        out[path] = text + "".join("\n" + build_toml(r.data) for r in rows if r.framework == fw)
+    return out
+
+
+def settle(rows: list[NewRow], files: list[Path], plan: Callable[[list[NewRow]], dict[Path, str]]) -> tuple[list[NewRow], list[str], dict[Path, str]]:
+    """Drop rows that fail the checks until the rest pass together; returns (rows, skipped, files)."""
+    skipped: list[str] = []
+    for _ in range(4):
+        candidates = plan(rows) if rows else {}
+        if not rows:
+            return rows, skipped, {}
+        ok, bad = check_rows(rows, files, candidates)
+        skipped += bad
+        if len(ok) == len(rows):
+            return rows, skipped, candidates
+        rows = ok
+    raise EnvmanError("the derived rows do not settle into a valid matrix", where="envman matrix update",
+                      fix="run `envman matrix validate`; nothing was written")
