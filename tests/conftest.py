@@ -55,10 +55,33 @@ def _requirements_from_markers(request: pytest.FixtureRequest) -> None:
     """``docker`` tests need a daemon (fail in CI, skip elsewhere); ``gpu`` tests need a driver."""
     if request.node.get_closest_marker("docker") is not None:
         request.getfixturevalue("docker_engine")
+    if request.node.get_closest_marker("pypi") is not None:
+        reason = _pypi_missing_reason()
+        if reason:
+            if in_ci():
+                pytest.fail(f"CI needs PyPI for this test: {reason}")
+            pytest.skip(reason)
     if request.node.get_closest_marker("gpu") is not None:
         reason = _gpu_missing_reason()
         if reason:
             pytest.skip(reason)
+
+
+_PYPI_REASON: list[str | None] = []
+
+
+def _pypi_missing_reason() -> str | None:
+    """Why PyPI's simple API cannot be read from here (None: it can); asked once per session."""
+    if not _PYPI_REASON:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen("https://pypi.org/simple/pip/", timeout=15) as resp:
+                resp.read(1)
+            _PYPI_REASON.append(None)
+        except Exception as exc:  # any failure means: not reachable
+            _PYPI_REASON.append(f"PyPI is not reachable from here ({type(exc).__name__}: {exc})")
+    return _PYPI_REASON[0]
 
 
 def _gpu_missing_reason() -> str | None:

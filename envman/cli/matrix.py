@@ -245,7 +245,7 @@ def update(
     from ..config import check_url, load_matrix_config, Invalid
     from ..errors import UserError
     from ..matrix.index import PYPI_SIMPLE, Http
-    from ..matrix.load import load_matrix
+    from ..matrix.load import load_files
     from ..matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
     from ..matrix.write import atomic_write_all
     from ..paths import matrix_files, matrices_dir
@@ -284,8 +284,13 @@ def update(
     if check or write:
         files = matrix_files((), shipped=True)[: len(list(matrices_dir().glob("*.toml")))]
     else:
-        files = [*matrix_files(STATE.matrix_files, shipped=True), *([output] if output is not None and output.exists() else [])]
-    base = load_matrix(files, shipped=False)
+        # The overlay being written may be one of the user's files (config, --matrix) that does
+        # not exist yet: it is read when it exists, never required.
+        target = output.expanduser().absolute() if output is not None else None
+        files = [f for f in matrix_files(STATE.matrix_files, shipped=True) if f.expanduser().absolute() != target]
+        if output is not None and output.exists():
+            files.append(output)
+    base = load_files(files)
     err = console(stderr=True)
     started = time.monotonic()
     live = sys.stderr.isatty() and not as_json

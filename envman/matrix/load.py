@@ -434,7 +434,12 @@ def parse_file(path: Path) -> tuple[str, Any]:
 
 def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Matrix:
     """Load the shipped matrix plus user files. User rows replace shipped rows with the same key."""
-    files = matrix_files(extra, shipped=shipped)
+    return load_files(matrix_files(extra, shipped=shipped))
+
+
+def load_files(files: Iterable[str | Path]) -> Matrix:
+    """Load exactly ``files``, in order (later rows replace earlier ones with the same key)."""
+    files = [Path(f) for f in files]
     cuda: dict[str, CudaRelease] = {}
     never: dict[str, tuple[str, str]] = {}
     oses: dict[str, OsInfo] = {}
@@ -483,4 +488,4 @@ def get_matrix(extra: Iterable[str | Path] = ()) -> Matrix:
     return _CACHE[key]
 
 
-__all__ = ["load_matrix", "get_matrix", "parse_file", "user_matrix_paths", "MATRIX_ENV"]
+__all__ = ["load_matrix", "load_files", "get_matrix", "parse_file", "user_matrix_paths", "MATRIX_ENV"]

@@ -141,6 +141,16 @@ def wheels(files: Iterable[IndexFile]) -> list[Wheel]:
     return out
 
 
+def with_requires_python(ws: Iterable[Wheel], requires_python: str | None) -> list[Wheel]:
+    """``ws`` with the Requires-Python of their METADATA applied where the index page gave none
+    (a ``py3`` wheel's tags alone admit every Python 3)."""
+    out = []
+    for w in ws:
+        t = wheel_tags(w.file.filename, w.file.requires_python or requires_python) if requires_python else None
+        out.append(Wheel(w.file, t) if t is not None else w)
+    return out
+
+
 def releases(ws: Iterable[Wheel]) -> dict[Version, list[Wheel]]:
     out: dict[Version, list[Wheel]] = {}
     for w in ws:
@@ -159,7 +169,11 @@ def representative(ws: Iterable[Wheel], platform: str) -> Wheel | None:
     return max(cands, key=lambda w: (platform in w.tags.platforms, max((Version(p) for p in w.tags.pythons), default=Version("0")), w.file.filename))
 
 
-def pythons(ws: Iterable[Wheel], platform: str) -> set[str]:
+def pythons(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
+    """Python versions with a wheel for ``platform`` (for every one of several platforms)."""
+    if not isinstance(platform, str):
+        sets = [pythons(ws, p) for p in platform]
+        return set.intersection(*sets) if sets else set()
     out: set[str] = set()
     for w in ws:
         if platform in w.tags.platforms or w.tags.any_platform:
@@ -216,6 +230,7 @@ class RowBuilder:
         self.unconfirmed: list[str] = []
         self.sources: list[str] = []
         self.notes: list[str] = []
+        self.wheel_python: dict[str, set[str]] = {}
 
     def fact(self, key: str, value: Any, url: str, how: str) -> None:
         self.data[key] = value
@@ -261,13 +276,14 @@ class RowBuilder:
     def build(self, *, note: str = "") -> NewRow:
         order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
                  "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
-                 "released"]
-        row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "")
-               and k in FrameworkBuild.__dataclass_fields__}
+                 "platform_status", "released"]
+        row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "")}
         status = "confirmed" if not (set(self.unconfirmed) - {"sass", "ptx"}) else "partially confirmed"
         row["source"] = self.sources
         row["status"] = status
         row["note"] = "; ".join([*([note] if note else []), *self.notes]) or "Derived by envman matrix update."
+        if self.wheel_python:
+            row["wheel_python"] = {k: sorted(v, key=Version) for k, v in self.wheel_python.items()}
         row["derived"] = dict(self.derived)
         return NewRow(self.framework, row, tuple(dict.fromkeys(self.unconfirmed)))
 
@@ -326,7 +342,7 @@ class _TorchVision:
             md = mds[r.file.url]
             spec = pinned_version(md.requires_dist, "torch")
             if spec is not None and spec.contains(str(torch), prereleases=True) and _same_series(spec, torch):
-                return v, ws, md.url
+                return v, with_requires_python(ws, md.requires_python), md.url
         return None
 
 
@@ -407,20 +423,23 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b = RowBuilder("torch", v, variant)
     prev = previous_row(ctx.matrix, "torch", v, variant, pins.cuda_major)
     b.cuda(pins, md, prev)
-    pys = pythons(ws, "linux/amd64")
+    plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p)]
     pair = tv.companion(v, local)
     packages = [f"torch=={v}"]
+    page = ctx.page_url("torch", index_url and ctx.settings.torch_index)
     if pair is None:
         b.notes.append("no torchvision release requiring this torch was found on the index; torchvision not pinned")
-        _pythons_fact(b, pys, [ctx.page_url("torch", index_url and ctx.settings.torch_index)], "CPython tags of the Linux x86_64 wheels")
+        b.wheel_python["torch"] = pythons(ws, plats)
+        _pythons_fact(b, b.wheel_python["torch"], [page], "CPython tags of the Linux torch wheels")
     else:
         tvv, tvws, tvurl = pair
         packages.append(f"torchvision=={tvv}")
         b.derived["torchvision"] = f"torchvision {tvv} requires torch of this release by Requires-Dist ({tvurl})"
         b.sources.append(tvurl)
-        both = pys & pythons(tvws, "linux/amd64")
-        _pythons_fact(b, both, [ctx.page_url("torch", index_url and ctx.settings.torch_index)],
-                      "CPython tags of the Linux x86_64 torch and torchvision wheels")
+        plats = [p for p in plats if p in platforms(tvws)]
+        b.wheel_python = {"torch": pythons(ws, plats), "torchvision": pythons(tvws, plats)}
+        _pythons_fact(b, b.wheel_python["torch"] & b.wheel_python["torchvision"], [page],
+                      "CPython tags of the Linux torch and torchvision wheels")
     b.data["packages"] = packages
     if index_url:
         b.data["index_url"] = index_url
@@ -428,9 +447,8 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b.data["system_cudnn"] = False
     b.arch(prev, ctx.matrix)
     b.data["default"] = index_url is None
-    plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p)]
     b.data["platforms"] = plats
-    b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist pins the same CUDA"
+    b.derived["platforms"] = "platform tags of the torch (and torchvision) wheels whose Requires-Dist pins this CUDA"
     b.data["released"] = released(ws)
     other = [p for p in reps if p not in plats]
     note = ""
@@ -444,8 +462,15 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     return b.build(note=note)
 
 
-def _same_pins(md: WheelMetadata, pins: CudaPins, platform: str) -> bool:
-    other = cuda_pins(md.requires_dist, machine=_machine(platform))
+def _platforms_pinning(ctx: _Ctx, ws: list[Wheel], pins: CudaPins, extras: tuple[str, ...] = ()) -> list[str]:
+    """The platforms whose wheel pins the same CUDA as ``pins`` (an arm64 wheel may be a CPU build)."""
+    reps = {p: representative(ws, p) for p in platforms(ws)}
+    mds = ctx.metadata(r.file for r in reps.values() if r)
+    return [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p, extras)]
+
+
+def _same_pins(md: WheelMetadata, pins: CudaPins, platform: str, extras: tuple[str, ...] = ()) -> bool:
+    other = cuda_pins(md.requires_dist, extras, machine=_machine(platform))
     return (other.cuda.value if other.cuda else None, other.cuda_major) == (pins.cuda.value if pins.cuda else None, pins.cuda_major)
 
 
@@ -478,7 +503,10 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             b = RowBuilder("jax", v, f"cuda{major}")
             prev = previous_row(ctx.matrix, "jax", v, f"cuda{major}", major)
             b.cuda(pins, pmd, prev)
-            pys = pythons(pws, "linux/amd64") & pythons(jaxlib.get(v, []), "linux/amd64") & pythons(rels[v], "linux/amd64")
+            plats = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
+            b.wheel_python = {"jax": pythons(rels[v], plats), "jaxlib": pythons(jaxlib.get(v, []), plats),
+                              plugin: pythons(pws, plats)}
+            pys = set.intersection(*b.wheel_python.values())
             _pythons_fact(b, pys, [ctx.page_url(plugin), ctx.page_url("jaxlib")],
                           f"CPython tags of the Linux x86_64 {plugin} and jaxlib wheels, jax's Requires-Python")
             b.data["packages"] = [f"jax[cuda{major}]=={v}"]
@@ -486,7 +514,7 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             b.data["system_cudnn"] = False
             b.arch(prev, ctx.matrix)
             b.data["default"] = False
-            b.data["platforms"] = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
+            b.data["platforms"] = plats
             b.derived["platforms"] = f"platform tags of the {plugin} and jaxlib wheels"
             b.data["released"] = released(rels[v])
             if not b.data["python"]:
@@ -522,7 +550,9 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         variant = f"cuda{major}" if major else "cuda"
         b = RowBuilder("onnxruntime", v, variant)
         b.cuda(pins, md, prev)
-        _pythons_fact(b, pythons(ws, "linux/amd64"), [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux x86_64 wheels")
+        plats = _platforms_pinning(ctx, ws, pins, ("cuda", "cudnn"))
+        b.wheel_python = {"onnxruntime-gpu": pythons(ws, plats)}
+        _pythons_fact(b, b.wheel_python["onnxruntime-gpu"], [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"onnxruntime-gpu=={v}"]
         # ORT loads libcudart/libcudnn from the system unless its [cuda,cudnn] extras are installed
         # and preloaded; the matrix installs the plain package, so the base image provides them.
@@ -530,8 +560,8 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         b.data["system_cudnn"] = True
         b.arch(prev, ctx.matrix)
         b.data["default"] = True
-        b.data["platforms"] = list(platforms(ws))
-        b.derived["platforms"] = "platform tags of the wheels"
+        b.data["platforms"] = plats
+        b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist states this CUDA"
         b.data["released"] = released(ws)
         if "cuda" not in b.data:
             result.skipped.append(f"onnxruntime {v}: its wheels state no CUDA and no earlier row gives one")
@@ -557,14 +587,16 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         if "cuda" not in b.data:
             result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
             continue
-        _pythons_fact(b, pythons(ws, "linux/amd64"), [ctx.page_url("tensorflow")], "CPython tags of the Linux x86_64 wheels")
+        plats = _platforms_pinning(ctx, ws, pins, ("and-cuda",))
+        b.wheel_python = {"tensorflow": pythons(ws, plats)}
+        _pythons_fact(b, b.wheel_python["tensorflow"], [ctx.page_url("tensorflow")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"tensorflow[and-cuda]=={v}"]
         b.data["system_cuda"] = False
         b.data["system_cudnn"] = False
         b.arch(prev, ctx.matrix)
         b.data["default"] = True
-        b.data["platforms"] = list(platforms(ws))
-        b.derived["platforms"] = "platform tags of the wheels"
+        b.data["platforms"] = plats
+        b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist states this CUDA"
         b.data["released"] = released(ws)
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
 
@@ -621,7 +653,7 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
     from ..errors import EnvmanError as _E
     from ..render import render_stack
     from ..resolve import resolve_row
-    from .load import load_matrix
+    from .load import load_files
     from .validate import validate
 
     with tempfile.TemporaryDirectory(prefix="envman-update-") as tmp:
@@ -633,7 +665,7 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
                 paths.append(t)
             else:
                 paths.append(f)
-        m = load_matrix(paths, shipped=False)
+        m = load_files(paths)
     bad: dict[tuple, str] = {}
     problems = validate(m)
     by_key = {(b.framework, str(b.version), b.variant): b for b in m.builds}
