@@ -121,6 +121,39 @@ def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:
     return resolve_name(name).is_cpu
 
 
+def matrix_freshness(matrix, today: "datetime.date", updates: Mapping[str, list[str]] | None = None,
+                     update_error: str | None = None) -> dict[str, Any]:
+    """How old the matrix is: the newest release date its rows record, per framework and in
+    all, and (when asked) what the index has that is newer."""
+    import datetime
+
+    newest: dict[str, tuple[str, str]] = {}  # framework -> (date, version)
+    for b in matrix.builds:
+        if b.released and (b.framework not in newest or b.released > newest[b.framework][0]):
+            newest[b.framework] = (b.released, str(b.version))
+    latest = max((d for d, _ in newest.values()), default=None)
+    age = (today - datetime.date.fromisoformat(latest)).days if latest else None
+    return {
+        "newest_release": latest,
+        "age_days": age,
+        "frameworks": {fw: {"released": d, "version": v} for fw, (d, v) in sorted(newest.items())},
+        "newest_version": {fw: str(max(b.version for b in matrix.builds if b.framework == fw))
+                           for fw in sorted({b.framework for b in matrix.builds})},
+        "updates": dict(updates) if updates is not None else None,
+        "update_error": update_error,
+    }
+
+
+def _matrix_problems(fresh: Mapping[str, Any]) -> list[Problem]:
+    out = []
+    if fresh.get("update_error"):
+        out.append(Problem(WARNING, "matrix", f"could not check the index for newer releases: {fresh['update_error']}"))
+    for fw, versions in (fresh.get("updates") or {}).items():
+        out.append(Problem(WARNING, "matrix", f"{fw} {', '.join(versions)} on the index, newer than the matrix: "
+                           "envman matrix update -o FILE adds them (and [matrix] files in config.toml keeps FILE loaded)"))
+    return out
+
+
 def doctor_report(
     *,
     host: HostFacts,
@@ -128,6 +161,7 @@ def doctor_report(
     engine_error: str | None,
     rows: Sequence[ProjectRow],
     what_if: bool = False,
+    matrix: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``envman doctor --json`` document (shape documented in the README)."""
     engine_json: dict[str, Any] = {"reachable": engine is not None and engine_error is None, "error": engine_error}
@@ -149,6 +183,8 @@ def doctor_report(
         except EnvmanError as exc:
             engine_json.update(reachable=False, error=exc.line())
             problems.append(Problem(ERROR, "engine", exc.line()))
+    if matrix is not None:
+        problems += _matrix_problems(matrix)
     if not host.has_gpu:
         problems.append(Problem(WARNING, "host-gpu", f"{host.summary()}: GPU runs will fail; "
                                 "run projects with --no-gpu (CPU) here"))
@@ -159,5 +195,6 @@ def doctor_report(
         "engine": engine_json,
         "problems": [p.to_json() for p in problems],
         "projects": [r.to_json() for r in rows],
+        **({"matrix": dict(matrix)} if matrix is not None else {}),
         "ok": ok,
     }

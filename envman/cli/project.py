@@ -358,6 +358,7 @@ def doctor(
     driver: Annotated[Optional[str], typer.Option("--driver", help="What if the driver were this version?")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="What if the GPU were this one (matrix GPU name, e.g. 'RTX 3090')?")] = None,
     sm: Annotated[Optional[str], typer.Option("--sm", help="What if the GPU had this compute capability (e.g. 8.6)?")] = None,
+    check_updates: Annotated[bool, typer.Option("--check-updates", help="Also ask the index (config's pip_index, else PyPI) which framework releases are newer than the matrix.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the host (driver, GPUs, Docker, NVIDIA runtime) and every registered project on it. Exit 1 on a problem."""
@@ -368,12 +369,37 @@ def doctor(
     host = _what_if_host(driver, gpu, sm, real) if asked else real
     engine, engine_error = _engine_or_error()
     rows = _rows(host, engine, asked)
-    report = doctor_report(host=host, engine=engine, engine_error=engine_error, rows=rows, what_if=asked)
+    report = doctor_report(host=host, engine=engine, engine_error=engine_error, rows=rows, what_if=asked,
+                           matrix=_matrix_freshness(check_updates))
     if as_json:
         emit_json(report)
     else:
         _print_doctor(report)
     raise typer.Exit(0 if report["ok"] else 1)
+
+
+def _matrix_freshness(check_updates: bool) -> dict:
+    """``doctor``'s matrix section; an index that cannot be read is a warning, not a failure."""
+    import datetime
+
+    from ..doctor import matrix_freshness
+    from ..errors import EnvmanError
+    from . import get_matrix
+
+    m = get_matrix()
+    updates, error = None, None
+    if check_updates:
+        from ..matrix.index import PYPI_SIMPLE, Http
+        from ..matrix.update import Settings, check_only
+        from ..render import RenderOptions
+
+        try:
+            net = RenderOptions.from_config({})
+            updates = check_only(Http(ca_bundle=net.ca_bundle, timeout=20, retries=1),
+                                 Settings(index=net.pip_index or PYPI_SIMPLE, torch_index=None), m)
+        except EnvmanError as exc:
+            error = exc.line()
+    return matrix_freshness(m, datetime.date.today(), updates, error)
 
 
 def _colour(v: str | None) -> str:
@@ -392,6 +418,13 @@ def _print_doctor(report: dict) -> None:
         c.print(f"engine  Docker {e.get('server_version', '?')}; {mech}", markup=False, highlight=False, soft_wrap=True)
     else:
         c.print(f"engine  not reachable: {e['error']}", markup=False, highlight=False, soft_wrap=True)
+    fresh = report.get("matrix")
+    if fresh:
+        age = (f"newest release in it {fresh['newest_release']} ({fresh['age_days']} days old)"
+               if fresh["newest_release"] else "no release dates recorded")
+        newest = ", ".join(f"{fw} {v}" for fw, v in fresh["newest_version"].items())
+        checked = "" if fresh["updates"] is None else ("; the index has nothing newer" if not fresh["updates"] else "")
+        c.print(f"matrix  {age}; newest: {newest}{checked}", markup=False, highlight=False, soft_wrap=True)
     _print_rows(report["projects"])
     for p in report["problems"]:
         c.print(Text(p["level"], style="red" if p["level"] == "error" else "yellow") + Text(f": {p['message']}"),

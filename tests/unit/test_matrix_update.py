@@ -338,3 +338,22 @@ def test_example_workflow_is_a_valid_github_workflow() -> None:
     res = subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", str(wf)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "envman matrix update --check" in wf.read_text()
+
+
+def test_doctor_matrix_freshness_and_update_warnings() -> None:
+    import datetime
+
+    from envman.doctor import _matrix_problems, matrix_freshness
+    from envman.matrix.load import load_matrix
+
+    m = load_matrix(shipped=True)
+    fresh = matrix_freshness(m, datetime.date(2026, 11, 23), {"torch": ["9.0.0"]})
+    dated = [b for b in m.builds if b.released]
+    if dated:
+        newest = max(b.released for b in dated)
+        assert fresh["newest_release"] == newest
+        assert fresh["age_days"] == (datetime.date(2026, 11, 23) - datetime.date.fromisoformat(newest)).days
+    assert fresh["newest_version"]["torch"] == str(max(b.version for b in m.builds if b.framework == "torch"))
+    probs = _matrix_problems(fresh)
+    assert len(probs) == 1 and "torch 9.0.0" in probs[0].message and probs[0].level == "warning"
+    assert "could not check" in _matrix_problems(matrix_freshness(m, datetime.date.today(), None, "x: down"))[0].message
