@@ -200,7 +200,6 @@ class FrameworkBuild:
     #: Architectures of the linux/arm64 wheels where they differ from ``sass``/``ptx`` (None: same).
     sass_arm64: tuple[Arch, ...] | None = None
     ptx_arm64: tuple[Arch, ...] | None = None
-
     released: str | None = None  # ISO date of the release's first upload to the index
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
 

@@ -276,8 +276,9 @@ class RowBuilder:
     def build(self, *, note: str = "") -> NewRow:
         order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
                  "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
-                 "platform_status", "released"]
-        row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "")}
+                 "platform_status", "platform_source", "released"]
+        row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
+               or k in ("sass", "ptx") and k in self.data}
         status = "confirmed" if not (set(self.unconfirmed) - {"sass", "ptx"}) else "partially confirmed"
         row["source"] = self.sources
         row["status"] = status
@@ -404,7 +405,8 @@ def _torch_variant_wheels(ctx: _Ctx, result: Result, new: list[Version]) -> dict
     except (IndexUnreachable, NotFound) as exc:
         if ctx.settings.torch_index_required:
             raise
-        result.warnings.append(f"PyTorch's variant index was not read, only the PyPI build of each release is derived: {exc.line()}")
+        result.warnings.append("PyTorch's variant index was not read, only the PyPI build of each release is derived: "
+                               f"{exc.where}: {exc.what} (--torch-index URL names a mirror)")
         return {}
     out: dict[Version, dict[str, list[Wheel]]] = {}
     wanted = set(new)
@@ -448,6 +450,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b.arch(prev, ctx.matrix)
     b.data["default"] = index_url is None
     b.data["platforms"] = plats
+    b.data["platform_source"] = [r.file.url for p, r in reps.items() if r is not None and p in plats and p != "linux/amd64"]
     b.derived["platforms"] = "platform tags of the torch (and torchvision) wheels whose Requires-Dist pins this CUDA"
     b.data["released"] = released(ws)
     other = [p for p in reps if p not in plats]
@@ -462,11 +465,13 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     return b.build(note=note)
 
 
-def _platforms_pinning(ctx: _Ctx, ws: list[Wheel], pins: CudaPins, extras: tuple[str, ...] = ()) -> list[str]:
-    """The platforms whose wheel pins the same CUDA as ``pins`` (an arm64 wheel may be a CPU build)."""
+def _platforms_pinning(ctx: _Ctx, ws: list[Wheel], pins: CudaPins, extras: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """The platforms whose wheel pins the same CUDA as ``pins`` (an arm64 wheel may be a CPU
+    build), and the URLs of the non-amd64 wheels that say so."""
     reps = {p: representative(ws, p) for p in platforms(ws)}
     mds = ctx.metadata(r.file for r in reps.values() if r)
-    return [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p, extras)]
+    plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p, extras)]
+    return plats, [r.file.url for p, r in reps.items() if r is not None and p in plats and p != "linux/amd64"]
 
 
 def _same_pins(md: WheelMetadata, pins: CudaPins, platform: str, extras: tuple[str, ...] = ()) -> bool:
@@ -515,6 +520,8 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             b.arch(prev, ctx.matrix)
             b.data["default"] = False
             b.data["platforms"] = plats
+            b.data["platform_source"] = [w.file.url for p in plats if p != "linux/amd64"
+                                         for w in [representative(pws, p)] if w is not None]
             b.derived["platforms"] = f"platform tags of the {plugin} and jaxlib wheels"
             b.data["released"] = released(rels[v])
             if not b.data["python"]:
@@ -550,7 +557,7 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         variant = f"cuda{major}" if major else "cuda"
         b = RowBuilder("onnxruntime", v, variant)
         b.cuda(pins, md, prev)
-        plats = _platforms_pinning(ctx, ws, pins, ("cuda", "cudnn"))
+        plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("cuda", "cudnn"))
         b.wheel_python = {"onnxruntime-gpu": pythons(ws, plats)}
         _pythons_fact(b, b.wheel_python["onnxruntime-gpu"], [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"onnxruntime-gpu=={v}"]
@@ -587,7 +594,7 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         if "cuda" not in b.data:
             result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
             continue
-        plats = _platforms_pinning(ctx, ws, pins, ("and-cuda",))
+        plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("and-cuda",))
         b.wheel_python = {"tensorflow": pythons(ws, plats)}
         _pythons_fact(b, b.wheel_python["tensorflow"], [ctx.page_url("tensorflow")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"tensorflow[and-cuda]=={v}"]
