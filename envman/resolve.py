@@ -148,6 +148,10 @@ def _pick_image(
 
 def _select_builds(matrix: Matrix, q: StackQuery) -> list[FrameworkBuild]:
     rows = [b for b in matrix.builds if b.framework == q.framework and version_matches(q.version, b.version)]
+    # An exact release wins over longer ones it is a prefix of: "0.9.0" is 0.9.0, not 0.9.0.1.
+    asked = tuple(int(p) for p in q.version.split("."))
+    exact = [b for b in rows if b.version.release == asked]
+    rows = exact or rows
     if q.cpu:
         rows = [b for b in rows if b.cuda is None]
     elif q.cuda is not None:

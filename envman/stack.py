@@ -39,7 +39,8 @@ PLATFORM_WORDS = {
 DEFAULT_PLATFORM = "linux/amd64"
 PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
 
-_VERSION = r"\d+(?:\.\d+){0,2}"
+# Framework releases have up to four parts (JAX 0.9.0.1 is a re-release of 0.9.0).
+_VERSION = r"\d+(?:\.\d+){0,3}"
 _NAME_RE = re.compile(
     r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
     r"-(?P<ver>" + _VERSION + r")"

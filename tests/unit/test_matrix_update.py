@@ -357,3 +357,17 @@ def test_doctor_matrix_freshness_and_update_warnings() -> None:
     probs = _matrix_problems(fresh)
     assert len(probs) == 1 and "torch 9.0.0" in probs[0].message and probs[0].level == "warning"
     assert "could not check" in _matrix_problems(matrix_freshness(m, datetime.date.today(), None, "x: down"))[0].message
+
+
+def test_four_part_versions_resolve_exactly() -> None:
+    from envman.matrix.load import load_matrix
+    from envman.resolve import resolve
+
+    m = load_matrix(shipped=True)
+    versions = {str(b.version) for b in m.builds if b.framework == "jax"}
+    if not {"0.9.0", "0.9.0.1"} <= versions:
+        pytest.skip("the shipped matrix has no JAX 0.9.0 and 0.9.0.1")
+    assert resolve(m, "jax-0.9.0-cuda12").framework_version == "0.9.0"
+    assert resolve(m, "jax-0.9.0.1-cuda12").framework_version == "0.9.0.1"
+    newest_09 = max((b.version for b in m.builds if b.framework == "jax" and b.version.release[:2] == (0, 9)))
+    assert resolve(m, "jax-0.9-cuda12").framework_version == str(newest_09)
