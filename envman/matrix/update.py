@@ -276,7 +276,7 @@ class RowBuilder:
     def build(self, *, note: str = "") -> NewRow:
         order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
                  "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
-                 "platform_status", "platform_source", "released"]
+                 "platform_status", "platform_source", "wheel_python_source", "released"]
         row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
                or k in ("sass", "ptx") and k in self.data}
         status = "confirmed" if not (set(self.unconfirmed) - {"sass", "ptx"}) else "partially confirmed"
@@ -432,6 +432,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     if pair is None:
         b.notes.append("no torchvision release requiring this torch was found on the index; torchvision not pinned")
         b.wheel_python["torch"] = pythons(ws, plats)
+        b.data["wheel_python_source"] = [page]
         _pythons_fact(b, b.wheel_python["torch"], [page], "CPython tags of the Linux torch wheels")
     else:
         tvv, tvws, tvurl = pair
@@ -440,6 +441,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
         b.sources.append(tvurl)
         plats = [p for p in plats if p in platforms(tvws)]
         b.wheel_python = {"torch": pythons(ws, plats), "torchvision": pythons(tvws, plats)}
+        b.data["wheel_python_source"] = [page, ctx.page_url("torchvision", index_url)]
         _pythons_fact(b, b.wheel_python["torch"] & b.wheel_python["torchvision"], [page],
                       "CPython tags of the Linux torch and torchvision wheels")
     b.data["packages"] = packages
@@ -509,9 +511,11 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             prev = previous_row(ctx.matrix, "jax", v, f"cuda{major}", major)
             b.cuda(pins, pmd, prev)
             plats = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
-            b.wheel_python = {"jax": pythons(rels[v], plats), "jaxlib": pythons(jaxlib.get(v, []), plats),
-                              plugin: pythons(pws, plats)}
-            pys = set.intersection(*b.wheel_python.values())
+            # jax[cudaNN] installs jax (pure Python), jaxlib and the plugin: the row's one package
+            # has wheels for the Pythons all three have.
+            pys = pythons(rels[v], plats) & pythons(jaxlib.get(v, []), plats) & pythons(pws, plats)
+            b.wheel_python = {"jax": pys}
+            b.data["wheel_python_source"] = [ctx.page_url("jax"), ctx.page_url("jaxlib"), ctx.page_url(plugin)]
             _pythons_fact(b, pys, [ctx.page_url(plugin), ctx.page_url("jaxlib")],
                           f"CPython tags of the Linux x86_64 {plugin} and jaxlib wheels, jax's Requires-Python")
             b.data["packages"] = [f"jax[cuda{major}]=={v}"]
@@ -559,6 +563,7 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         b.cuda(pins, md, prev)
         plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("cuda", "cudnn"))
         b.wheel_python = {"onnxruntime-gpu": pythons(ws, plats)}
+        b.data["wheel_python_source"] = [ctx.page_url("onnxruntime-gpu")]
         _pythons_fact(b, b.wheel_python["onnxruntime-gpu"], [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"onnxruntime-gpu=={v}"]
         # ORT loads libcudart/libcudnn from the system unless its [cuda,cudnn] extras are installed
@@ -596,6 +601,7 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
             continue
         plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("and-cuda",))
         b.wheel_python = {"tensorflow": pythons(ws, plats)}
+        b.data["wheel_python_source"] = [ctx.page_url("tensorflow")]
         _pythons_fact(b, b.wheel_python["tensorflow"], [ctx.page_url("tensorflow")], "CPython tags of the Linux wheels")
         b.data["packages"] = [f"tensorflow[and-cuda]=={v}"]
         b.data["system_cuda"] = False
