@@ -129,22 +129,33 @@ def test_output_and_exit_code_of_a_cpu_job(site):
 
 
 def test_gpu_jobs_get_exactly_their_allocated_devices(site):
-    """Two one-GPU jobs at once get device 0 and device 1; the node (no driver) fails the
-    preflight naming exactly that device: never "all", never a silent CPU run."""
-    a = submitted_id(envman(site, "submit", "--gpus", "1", "--", "sleep", "1"))
-    b = submitted_id(envman(site, "submit", "--gpus", "1", "--", "sleep", "1"))
+    """With GPU 0 held by another job, a one-GPU job gets device 1, and a two-GPU job device=0,1;
+    the node (no NVIDIA driver) fails the preflight naming exactly those devices: never "all",
+    never a silent CPU run."""
+    env = site["env"]
+    holder = subprocess.run(["sbatch", "--parsable", "--gres=gpu:1", "--output=/dev/null", "--wrap", "sleep 120"],
+                            env=env, capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(["squeue", "-h", "-j", holder, "-o", "%T"], env=env, capture_output=True, text=True,
+                             timeout=30).stdout.strip() != "RUNNING":
+            assert time.monotonic() < deadline, "the job holding GPU 0 never started"
+            time.sleep(0.2)
+        gres = subprocess.run(["scontrol", "show", "job", "-d", holder], env=env, capture_output=True, text=True,
+                              timeout=30).stdout
+        assert "gpu:1(IDX:0)" in gres, gres
+        one = submitted_id(envman(site, "submit", "--gpus", "1", "--", "true"))
+        assert wait_done(site, one)[one]["exit_code"] == 1
+    finally:
+        subprocess.run(["scancel", holder], env=env, timeout=30)
     two = submitted_id(envman(site, "submit", "--gpus", "2", "--", "true"))
-    states = wait_done(site, a, b, two)
-    seen = set()
-    for job in (a, b):
-        assert (states[job]["state"], states[job]["exit_code"]) == ("FAILED", 1), states[job]
+    states = wait_done(site, one, two)
+    for job, devices in ((one, "1"), (two, "0,1")):
+        assert (states[job]["state"], states[job]["exit_code"], states[job]["gpus"]) == ("FAILED", 1, len(devices.split(","))), states[job]
         out = log(site, job)
-        lines = [ln for ln in out.splitlines() if ln.startswith("envman: error:")]
-        assert len(lines) == 1 and "GPUs requested (--gpus device=" in lines[0], out
-        seen.add(lines[0].split("--gpus device=")[1].split(")")[0])
-    assert seen == {"0", "1"}
-    assert "GPUs requested (--gpus device=0,1)" in log(site, two)
-    assert "--gpus all" not in log(site, two)
+        errors = [ln for ln in out.splitlines() if ln.startswith("envman: error:")]
+        assert len(errors) == 1 and f"GPUs requested (--gpus device={devices}) but " in errors[0], out
+        assert "--no-gpu" in errors[0] and "--gpus all" not in out
 
 
 def test_cancel_stops_the_container(site, docker_engine):
@@ -206,3 +217,13 @@ def test_charliecloud_job_runs_unprivileged_from_the_converted_image(site):
                              "ch-run", "--set-env", str(images[0]), "--", "sh", "-c", 'echo "$(id -u) $CUDA_VERSION"'],
                             capture_output=True, text=True, timeout=60)
     assert nobody.returncode == 0 and nobody.stdout.strip() == f"65534 {CUDA}", nobody.stderr
+
+
+def test_node_check_of_non_docker_runtimes_runs_on_the_node(site):
+    """pyxis/apptainer/charliecloud jobs check the driver and verdict on the allocated GPUs first
+    (envman node-check): on this driverless node that fails before any runtime is started."""
+    job = submitted_id(envman(site, "submit", "--runtime", "charliecloud", "--gpus", "1", "--", "true"))
+    state = wait_done(site, job)[job]
+    out = log(site, job)
+    assert (state["state"], state["exit_code"]) == ("FAILED", 1), out
+    assert "GPUs requested (--gpus device=0) but " in out and "ch-convert" not in out and "input:" not in out
