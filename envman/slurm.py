@@ -233,6 +233,7 @@ class JobSpec:
     home: str = ""  # host directory mounted at the container's HOME (non-docker runtimes)
     state_dir: str = ""
     config_dir: str = ""
+    matrix_env: str = ""  # ENVMAN_MATRIX as the submitter had it (absolute paths)
 
     @property
     def job_name(self) -> str:
@@ -253,6 +254,8 @@ def _header(spec: JobSpec) -> list[str]:
         "set -uo pipefail",
         f"export ENVMAN_STATE_DIR={shlex.quote(spec.state_dir)} ENVMAN_CONFIG_DIR={shlex.quote(spec.config_dir)}",
     ]
+    if spec.matrix_env:
+        lines.append(f"export ENVMAN_MATRIX={shlex.quote(spec.matrix_env)}")
     matrix = [w for f in spec.matrix_files for w in ("--matrix", f)]
     lines.append(f"envman() {{ {_q(spec.envman + tuple(matrix))} \"$@\"; }}")
     return lines
@@ -629,7 +632,7 @@ def default_image(runtime: str, ref: str) -> str:
 
 def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) -> JobSpec:
     """Locate the project, merge its settings like ``envman run`` does and make the job."""
-    from .paths import config_dir, state_dir
+    from .paths import config_dir, state_dir, user_matrix_paths
     from .project import CliOverrides, home_dir, load_user_config, locate, merge_settings
     from .runner import stack_resolver
     from .state import stable_ref
@@ -665,6 +668,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
         matrix_files=tuple(os.path.abspath(f) for f in req.matrix_files), environment=settings.environment,
         mounts=settings.mounts, home=str(home.resolve()), state_dir=str(state_dir().absolute()),
         config_dir=str(config_dir().absolute()),
+        matrix_env=os.pathsep.join(str(p.absolute()) for p in user_matrix_paths()),
     )
 
 

@@ -81,7 +81,7 @@ def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the newest N jobs.")] = 20,
 ) -> None:
-    """Your envman Slurm jobs: id, project, runtime, state and exit code (squeue, then sacct)."""
+    """Your envman Slurm jobs: id, project, runtime, GPUs, state and exit code (squeue, then sacct; --json adds the stack)."""
     import datetime
 
     from ..slurm import jobs as list_jobs
@@ -97,15 +97,15 @@ def jobs(
     from rich.table import Table
 
     t = Table(box=None, pad_edge=False)
-    for col in ("job", "project", "stack", "runtime", "gpus", "state", "exit", "submitted"):
-        t.add_column(col, overflow="fold")
+    for col in ("job", "project", "runtime", "gpus", "state", "exit", "submitted"):
+        t.add_column(col, no_wrap=True)
     for r, s in rows:
         code = "-" if s.exit_code is None else str(s.exit_code)
         if s.signal:
             code += f" (signal {s.signal})"
         state = s.state + (f" ({s.reason})" if s.reason and s.state == "PENDING" else "")
-        when = datetime.datetime.fromtimestamp(r.submitted).strftime("%Y-%m-%d %H:%M:%S")
-        t.add_row(r.id, r.project, r.stack, r.runtime, str(r.gpus), state, code, when)
+        when = datetime.datetime.fromtimestamp(r.submitted).strftime("%m-%d %H:%M:%S")
+        t.add_row(r.id, r.project, r.runtime, str(r.gpus), state, code, when)
     console().print(t, markup=False)
 
 
