@@ -304,3 +304,16 @@ def test_shipped_rows_record_wheel_pythons_and_system_cudnn_rows_fit_their_image
             s = resolve_row(m, b)
             img = next(i for i in m.images if i.ref == s.base_image)
             assert img.cudnn == b.cudnn.split(".")[0], (b.name, img.ref)
+
+
+def test_shipped_cuda_13_2_and_13_3_with_drivers_cudnn_and_images():
+    m = load_matrix()
+    for key, driver, cudnn, patch in (("13.2", "595.45.04", "9.20.0.48", "13.2.1"), ("13.3", "610.43.02", "9.24.0.43", "13.3.1")):
+        rel = m.cuda_release(key)
+        assert rel is not None and str(rel.toolkit_driver) == driver and rel.cudnn == (cudnn,)
+        assert rel.source and rel.status != "confirmed" or rel.note  # sourced, with what is carried over said
+        imgs = [i for i in m.images if i.cuda_patch is not None and str(i.cuda_patch) == patch]
+        assert {i.flavour for i in imgs} == {"base", "runtime", "cudnn-runtime", "devel", "cudnn-devel"}
+        assert all("linux/arm64" in i.platforms and i.platform_source for i in imgs)
+        assert all(i.tag in m.published_tags("nvidia/cuda") for i in imgs)
+    assert [str(r.version) for r in m.cuda][-2:] == ["13.2", "13.3"]
