@@ -317,3 +317,22 @@ def test_shipped_cuda_13_2_and_13_3_with_drivers_cudnn_and_images():
         assert all("linux/arm64" in i.platforms and i.platform_source for i in imgs)
         assert all(i.tag in m.published_tags("nvidia/cuda") for i in imgs)
     assert [str(r.version) for r in m.cuda][-2:] == ["13.2", "13.3"]
+
+
+@pytest.mark.parametrize(
+    "query, cc",
+    [("RTX PRO 6000", "12.0"), ("dgx spark", "12.1"), ("GB300", "10.3"), ("jetson thor", "11.0"),
+     ("rtx 5070 ti", "12.0"), ("rtx 5090 laptop", "12.0")],
+)
+def test_shipped_gpu_table_has_the_blackwell_generation(query, cc):
+    g = load_matrix().gpu(query)
+    assert g is not None and str(g.cc) == cc and g.source
+
+
+def test_gpu_ids_and_aliases_are_unambiguous():
+    m = load_matrix()
+    seen: dict[str, str] = {}
+    for g in m.gpus:
+        for key in {g.id, g.name, *g.aliases}:
+            k = "".join(ch for ch in key.lower() if ch.isalnum())
+            assert seen.setdefault(k, g.id) == g.id, (key, g.id, seen[k])
