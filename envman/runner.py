@@ -88,6 +88,7 @@ class RunPlan:
     workdir: str = WORKSPACE  # /workspace, or the subdirectory matching the caller's
     env_name: str | None = None  # a named environment (envman run --name/--detach): label envman.env
     detach: bool = False
+    inherit_env: tuple[str, ...] = ()  # variables passed by name (--env NAME): the value never on an argv
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -148,6 +149,8 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
         argv += ["--mount", _mount_flag(m.source, m.target, m.read_only)]
     for k, v in plan.environment:
         argv += ["--env", f"{k}={v}"]
+    for k in plan.inherit_env:  # the docker CLI copies the value from its own environment
+        argv += ["--env", k]
     for p in plan.ports:
         argv += ["--publish", f"127.0.0.1:{p.host}:{p.container}"]
     if plan.gpus is not None:
@@ -819,7 +822,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     import shlex
 
     from .project import (
-        CliOverrides, build_project_image, check_shm, check_stack_name, load_user_config, locate, merge_settings,
+        CliOverrides, check_shm, check_stack_name, load_user_config, locate, merge_settings,
         parse_gpus,
     )
 
@@ -859,17 +862,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
     stack = resolve_name(settings.stack)
 
-    def build_image(p: ProjectConfig, s: Stack, base_id: str) -> str:
-        from .engine import Engine
-
-        _err(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
-
-        def on_event(ev: Any) -> None:
-            if ev.kind == "step":
-                _err(f"  {ev.text[:120]}")
-
-        with Engine.connect() as engine:
-            return build_project_image(engine, p, s.name, base_id, on_event=on_event, nocache=a.rebuild)
+    build_image = project_image_builder(a.rebuild)
 
     def suggest(s: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
         from .matrix.load import get_matrix
@@ -903,6 +896,25 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
     exec_docker(argv)
+
+
+def print_step(ev: Any) -> None:
+    """A build's steps on stderr, one short line each (what a run shows while it builds)."""
+    if ev.kind == "step":
+        _err(f"  {ev.text[:120]}")
+
+
+def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Stack, str], str]:
+    """``build_image`` for :func:`prepare_run`: builds the project image, its steps on stderr."""
+    def build_image(p: ProjectConfig, s: Stack, base_id: str) -> str:
+        from .engine import Engine
+        from .project import build_project_image
+
+        _err(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
+        with Engine.connect() as engine:
+            return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild)
+
+    return build_image
 
 
 def pull_on_run_fetcher() -> Callable[[Stack], None] | None:

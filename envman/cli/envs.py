@@ -61,6 +61,24 @@ def stop(
         console().print(f"stopped {c.env or c.name} ({c.project} on {c.stack})", markup=False, highlight=False)
 
 
+def notebook(
+    project: Annotated[Optional[str], typer.Argument(metavar="PROJECT", help="Registered name or path (default: the project of the current directory).", show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", "-p", metavar="PORT", help="Port on 127.0.0.1 (default: a free one).", show_default=False)] = None,
+    stack: Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="Run on this stack instead of the project's.", show_default=False)] = None,
+    gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="GPUS", help='"all", a count, or "device=0,2" (default: as envman run).', show_default=False)] = None,
+    no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Run on the CPU only.")] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the project image and the notebook layer.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Build what is missing, then print the docker command.")] = False,
+) -> None:
+    """JupyterLab in a project's stack on 127.0.0.1 with a random token: prints the URL; Ctrl-C stops it."""
+    from ..notebook import notebook_cli
+    from . import STATE
+
+    notebook_cli(project, port=port, stack=stack, gpus=gpus, no_gpu=no_gpu, rebuild=rebuild, dry_run=dry_run,
+                 matrix_files=STATE.matrix_files)
+
+
 def register(root: typer.Typer) -> None:
+    root.command("notebook")(notebook)
     root.command("ps")(ps)
     root.command("stop")(stop)

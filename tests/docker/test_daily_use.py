@@ -135,3 +135,64 @@ def test_shell_reads_commands_from_stdin(matrix_files, project):  # noqa: F811
     assert f"shell in /workspace/sub as {os.getuid()}" in p.stdout
     r = subprocess.run([*argv, "ls"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "takes no command" in r.stderr, r.stderr
+
+
+@pytest.mark.pypi
+def test_notebook_serves_jupyterlab_on_localhost_with_a_token(docker_engine, matrix_files, project):  # noqa: F811
+    import re
+    import signal
+    import urllib.error
+    import urllib.request
+
+    root, config, state = project
+    proc = _envman(matrix_files, project, "notebook", "envman-test-daily", popen=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 600  # the first start installs JupyterLab from the index
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"(http://127\.0\.0\.1:(\d+)/lab\?token=([0-9a-f]{64}))", line)
+            if m:
+                url, port, token = m.group(1), int(m.group(2)), m.group(3)
+        assert url is not None, proc.stderr.read() if proc.poll() is not None else "no URL printed"
+        body = None
+        while body is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=3) as r:
+                    assert r.status == 200
+                    body = json.loads(r.read())
+            except (OSError, urllib.error.URLError):
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.5)
+        assert body is not None and "started" in body, body
+        with urllib.request.urlopen(url, timeout=10) as r:  # the lab page itself, with the token
+            assert r.status == 200 and b"JupyterLab" in r.read()
+        with pytest.raises(urllib.error.HTTPError) as no_token:  # without the token: refused
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=10)
+        assert no_token.value.code == 403
+
+        (c,) = docker_engine.list_containers({"envman.project": "envman-test-daily"})
+        inspect = json.loads(subprocess.run(["docker", "inspect", c.id], capture_output=True, text=True,
+                                            check=True).stdout)[0]
+        assert inspect["HostConfig"]["PortBindings"] == {"8888/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(port)}]}
+        assert token not in " ".join([inspect["Path"], *inspect["Args"]])  # the token is on no command line
+        stack_image = f"envman/{STACK}:latest"
+        probe = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/opt/venv/bin/python", stack_image, "-c",
+                                "import jupyterlab"], capture_output=True, text=True)
+        assert probe.returncode != 0  # JupyterLab is in the notebook layer, never in the stack image
+        assert inspect["Config"]["Image"].startswith("envman/notebook-envman-test-daily:")
+
+        proc.send_signal(signal.SIGINT)  # Ctrl-C stops it, and the container is removed
+        proc.communicate(timeout=60)
+        deadline = time.monotonic() + 30
+        while docker_engine.list_containers({"envman.project": "envman-test-daily"}) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert docker_engine.list_containers({"envman.project": "envman-test-daily"}) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for img in docker_engine.list_images({"envman.project": "envman-test-daily"}):
+            for t in img.tags or (img.id,):
+                docker_engine.remove_image(t, force=True)

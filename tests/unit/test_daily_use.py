@@ -123,3 +123,38 @@ def test_two_commands_and_shell_arguments_are_one_line_errors(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "takes no command" in p.stderr
     p = _envman("run", "--name", "no good", "x", cwd=tmp_path, env=env)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--name" in p.stderr
+
+
+def test_notebook_layer_and_command():
+    from envman.notebook import JUPYTERLAB, notebook_command, notebook_dockerfile, notebook_image_ref, notebook_url
+
+    df = notebook_dockerfile("sha256:" + "a" * 64)
+    assert df.splitlines()[1] == "FROM sha256:" + "a" * 64 and JUPYTERLAB in df and "# syntax" not in df
+    a, b = notebook_image_ref("p", "sha256:" + "a" * 64), notebook_image_ref("p", "sha256:" + "b" * 64)
+    assert a.startswith("envman/notebook-p:") and a != b  # a new base image: a new layer
+    cmd = notebook_command(1000)
+    assert "--ip=0.0.0.0" in cmd and "--no-browser" in cmd and "--allow-root" not in cmd
+    assert not any("token" in w.lower() for w in cmd)  # the token travels as JUPYTER_TOKEN, by name
+    assert "--allow-root" in notebook_command(0)
+    assert notebook_url(9999, "ab") == "http://127.0.0.1:9999/lab?token=ab"
+
+
+def test_notebook_token_is_passed_by_name_only():
+    argv = docker_argv(plan(inherit_env=("JUPYTER_TOKEN",)))
+    assert argv[argv.index("JUPYTER_TOKEN") - 1] == "--env" and not any(w.startswith("JUPYTER_TOKEN=") for w in argv)
+
+
+def test_notebook_port_checks():
+    import socket
+
+    from envman.notebook import check_port, free_port
+
+    with pytest.raises(UserError, match="outside"):
+        check_port(80)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(UserError, match="in use"):
+            check_port(s.getsockname()[1])
+    p = free_port()
+    assert check_port(p) == p
