@@ -231,6 +231,7 @@ class RowBuilder:
         self.sources: list[str] = []
         self.notes: list[str] = []
         self.wheel_python: dict[str, set[str]] = {}
+        self._arm64: tuple[list[str], list[str]] | None = None
 
     def fact(self, key: str, value: Any, url: str, how: str) -> None:
         self.data[key] = value
@@ -265,6 +266,10 @@ class RowBuilder:
             can = {str(a) for a in rel.sm}
             sass, ptx = [a for a in sass if a in can], [a for a in ptx if a in can]
         self.data["sass"], self.data["ptx"] = sass, ptx
+        if prev is not None and prev.sass_arm64 is not None:  # kept only if the row has arm64 wheels
+            can = {str(a) for a in rel.sm} if rel is not None and rel.sm else None
+            self._arm64 = ([str(a) for a in prev.sass_arm64 if can is None or str(a) in can],
+                           [str(a) for a in prev.ptx_arm64 or () if can is None or str(a) in can])
         if "cuda" not in self.data:
             self.data["arch_status"] = "confirmed"  # a CPU build has no GPU code
             return
@@ -276,9 +281,11 @@ class RowBuilder:
     def build(self, *, note: str = "") -> NewRow:
         order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
                  "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
-                 "platform_status", "platform_source", "wheel_python_source", "released"]
+                 "platform_status", "platform_source", "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
+        if self._arm64 is not None and "linux/arm64" in self.data.get("platforms", ()):
+            self.data["sass_arm64"], self.data["ptx_arm64"] = self._arm64
         row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
-               or k in ("sass", "ptx") and k in self.data}
+               or k in ("sass", "ptx", "ptx_arm64") and k in self.data}
         status = "confirmed" if not (set(self.unconfirmed) - {"sass", "ptx"}) else "partially confirmed"
         row["source"] = self.sources
         row["status"] = status
