@@ -1,0 +1,271 @@
+"""One negative test per rule of ``envman matrix validate``.
+
+The small hand-written matrix validates clean; each case corrupts it once and asserts that
+exactly the one expected problem is reported, and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import pytest
+from packaging.version import Version
+
+from envman.matrix.model import Arch, BaseImage, DriverVersion, Gpu, Matrix
+from envman.matrix.validate import (
+    Problem,
+    allowed_cudnn_majors,
+    cudnn_token,
+    expected_tag,
+    validate,
+)
+
+V = Version
+
+
+@pytest.fixture(scope="module")
+def clean(mini) -> Matrix:
+    assert validate(mini) == []
+    return mini
+
+
+def _swap(seq, pick: Callable, change: Callable):
+    out = []
+    hit = 0
+    for x in seq:
+        if pick(x):
+            hit += 1
+            out.append(change(x))
+        else:
+            out.append(x)
+    assert hit == 1, "the corruption must touch exactly one row"
+    return tuple(out)
+
+
+def cuda(m, key, **kw):
+    return replace(m, cuda=_swap(m.cuda, lambda r: r.key == key, lambda r: replace(r, **kw)))
+
+
+def image(m, ref, **kw):
+    return replace(m, images=_swap(m.images, lambda i: i.ref == ref, lambda i: replace(i, **kw)))
+
+
+def build(m, name, **kw):
+    return replace(m, builds=_swap(m.builds, lambda b: b.name == name, lambda b: replace(b, **kw)))
+
+
+def os_(m, name, **kw):
+    return replace(m, oses=_swap(m.oses, lambda o: o.name == name, lambda o: replace(o, **kw)))
+
+
+def cudnn_image(tag: str, cuda_patch: str, cudnn: str | None, flavour: str = "cudnn-runtime",
+                os_name: str = "ubuntu22.04", repository: str = "nvidia/cuda") -> BaseImage:
+    v = V(cuda_patch)
+    return BaseImage(repository=repository, tag=tag, cuda=V(f"{v.major}.{v.minor}"), cuda_patch=v,
+                     flavour=flavour, cudnn=cudnn, os=os_name, status="published", source=("test",))
+
+
+B12 = "torch-2.4.1-cuda12.4"
+B10 = "torch-1.0.1-cuda10.0"
+CPU = "torch-2.4.1-cpu"
+IMG12 = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+CASES = [
+    # --- CUDA releases
+    ("release also never released",
+     lambda m: replace(m, never_released=m.never_released + (("12.4", "test"),)),
+     "cuda 12.4", "listed both as a release and as never released"),
+    ("CUDA >= 11 without a floor",
+     lambda m: cuda(m, "11.8", minor_compat_driver=None),
+     "cuda 11.8", "minor_compat_driver is missing"),
+    ("CUDA < 11 with a floor",
+     lambda m: cuda(m, "10.0", minor_compat_driver=DriverVersion.parse("400.1")),
+     "cuda 10.0", "CUDA < 11 has no minor-version compatibility"),
+    ("empty sm list",
+     lambda m: cuda(m, "10.0", sm=()),
+     "cuda 10.0", "sm (compute capabilities nvcc targets) is empty"),
+    ("toolkit drivers go backwards",
+     lambda m: cuda(m, "12.4", toolkit_driver=DriverVersion.parse("520.61.04")),
+     "cuda 12.4", "toolkit_driver 520.61.04 is older than CUDA 11.8's 520.61.05"),
+    # --- OS
+    ("default python not on apt",
+     lambda m: os_(m, "ubuntu22.04", python_default=V("3.12")),
+     "os ubuntu22.04", "python_default must be listed in python_apt"),
+    # --- images
+    ("duplicate image",
+     lambda m: replace(m, images=m.images + (next(i for i in m.images if i.ref == IMG12),)),
+     f"image {IMG12}", "duplicate image row"),
+    ("image on an unknown OS",
+     lambda m: image(m, "ubuntu:22.04", os="ubuntu99.04"),
+     "image ubuntu:22.04", "os 'ubuntu99.04' is not in the os matrix"),
+    ("image of an unknown CUDA",
+     lambda m: replace(m, images=m.images + (cudnn_image("12.6.3-base-ubuntu22.04", "12.6.3", None, "base"),)),
+     "image nvidia/cuda:12.6.3-base-ubuntu22.04", "CUDA 12.6 is not a release in the matrix"),
+    ("non-nvidia repository",
+     lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-base-ubuntu22.04", "12.4.1", None, "base",
+                                                         repository="example/cuda"),)),
+     "image example/cuda:12.4.1-base-ubuntu22.04", "non-custom CUDA images must come from nvidia/cuda"),
+    ("tag of the wrong era",
+     lambda m: image(m, IMG12, tag="12.4-base-ubuntu22.04"),
+     "image nvidia/cuda:12.4-base-ubuntu22.04", "expected '12.4.1-base-ubuntu22.04'"),
+    ("cudnn flavour without cudnn",
+     lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", None),)),
+     "image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "a cudnn flavour needs cudnn"),
+    ("cudnn never shipped with that CUDA",
+     lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", "8"),)),
+     "image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "cuDNN 8 was not shipped in nvidia/cuda images of CUDA 12.4"),
+    ("cudnn on a flavour without it",
+     lambda m: image(m, IMG12, cudnn="9"),
+     f"image {IMG12}", "cudnn is set but the flavour has no cuDNN"),
+    # --- framework builds
+    ("duplicate build",
+     lambda m: replace(m, builds=m.builds + (next(b for b in m.builds if b.name == "torch-2.4.1-cuda11.8"),)),
+     "torch 2.4.1 cu118", "duplicate build row"),
+    ("unpinned package",
+     lambda m: build(m, B12, packages=("torch>=2",)),
+     "torch 2.4.1 cu124", "package 'torch>=2' is not a pinned requirement"),
+    ("bare package",
+     lambda m: build(m, B12, packages=("torch==2.4.1", "torchvision")),
+     "torch 2.4.1 cu124", "package 'torchvision' is not a pinned requirement"),
+    ("wildcard pin",
+     lambda m: build(m, B12, packages=("torch==2.4.*",)),
+     "torch 2.4.1 cu124", "package 'torch==2.4.*' is not a pinned requirement"),
+    ("cudnn flavour without cudnn, older tag era",
+     lambda m: replace(m, images=m.images + (cudnn_image("11.8.0-cudnn8-runtime-ubuntu22.04", "11.8.0", None),)),
+     "image nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", "a cudnn flavour needs cudnn"),
+    ("CPU build with archs",
+     lambda m: build(m, CPU, sass=(Arch(8, 0),)),
+     "torch 2.4.1 cpu", "a CPU build cannot carry GPU architectures"),
+    ("CPU build with PTX",
+     lambda m: build(m, CPU, ptx=(Arch(8, 0),)),
+     "torch 2.4.1 cpu", "a CPU build cannot carry GPU architectures"),
+    ("CPU build needs system CUDA",
+     lambda m: build(m, CPU, system_cuda=True),
+     "torch 2.4.1 cpu", "a CPU build cannot need system CUDA/cuDNN"),
+    ("CPU build needs system cuDNN",
+     lambda m: build(m, CPU, system_cudnn=True),
+     "torch 2.4.1 cpu", "a CPU build cannot need system CUDA/cuDNN"),
+    ("build of an unknown CUDA",
+     lambda m: build(m, B12, cuda=V("12.6")),
+     "torch 2.4.1 cu124", "CUDA 12.6 is not a release in the matrix"),
+    ("CUDA build without archs",
+     lambda m: build(m, B12, sass=(), ptx=()),
+     "torch 2.4.1 cu124", "a CUDA build must list its architectures"),
+    ("SASS the toolkit cannot build",
+     lambda m: build(m, B12, sass=(Arch(8, 0), Arch(10, 0))),
+     "torch 2.4.1 cu124", "SASS sm_100 cannot be built by CUDA 12.4"),
+    ("PTX the toolkit cannot build",
+     lambda m: build(m, B12, ptx=(Arch(3, 5),)),
+     "torch 2.4.1 cu124", "PTX compute_35 cannot be built by CUDA 12.4"),
+    ("build restricted to an unknown OS",
+     lambda m: build(m, B12, os=("ubuntu99.04",)),
+     "torch 2.4.1 cu124", "os 'ubuntu99.04' is not in the os matrix"),
+    ("no base image of the flavour the build needs",
+     lambda m: build(m, B12, system_cudnn=True),
+     "torch 2.4.1 cu124", "no cudnn-runtime base image for CUDA 12.4"),
+    ("two default variants",
+     lambda m: build(m, "torch-2.4.1-cuda11.8", default=True),
+     "torch 2.4.1", "more than one variant marked default"),
+    # --- GPUs
+    ("duplicate GPU id",
+     lambda m: replace(m, gpus=m.gpus + (replace(m.gpus[0], name="another"),)),
+     "gpu rtx3090", "duplicate id"),
+]
+
+
+@pytest.mark.parametrize("case, corrupt, where, what", CASES, ids=[c[0] for c in CASES])
+def test_each_rule_reports_exactly_its_problem(clean, case, corrupt, where, what):
+    problems = validate(corrupt(clean))
+    assert len(problems) == 1, [str(p) for p in problems]
+    assert problems[0].where == where
+    assert what in problems[0].what, problems[0].what
+
+
+def test_problem_text():
+    assert str(Problem("cuda 12.4", "x")) == "cuda 12.4: x"
+
+
+# --- rules that must stay quiet at their edges ---------------------------------------------------
+
+def test_pinned_base_image_needs_no_flavour_image(clean):
+    m = build(clean, B12, system_cudnn=True, base_image=IMG12)
+    assert validate(m) == []
+
+
+def test_toolkit_drivers_equal_is_fine(clean):
+    m = cuda(clean, "12.4", toolkit_driver=DriverVersion.parse("520.61.05"))
+    assert validate(m) == []
+
+
+def test_custom_images_skip_the_nvidia_rules(clean):
+    custom = replace(cudnn_image("anything", "12.6.3", "7", "cudnn-devel", repository="example/cuda"), custom=True)
+    assert validate(replace(clean, images=clean.images + (custom,))) == []
+
+
+def test_cpu_images_skip_the_cuda_rules(clean):
+    cpu = BaseImage(repository="debian", tag="12", cuda=None, cuda_patch=None, flavour="base", cudnn=None,
+                    os="ubuntu22.04", status="published", source=("test",))
+    assert validate(replace(clean, images=clean.images + (cpu,))) == []
+
+
+def test_a_valid_cudnn_image_passes(clean):
+    ok = cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", "9")
+    assert validate(replace(clean, images=clean.images + (ok,))) == []
+
+
+def test_extras_in_a_pinned_package_are_fine(clean):
+    m = build(clean, B12, packages=("tensorflow[and-cuda]==2.15.0.post1", "jax[cuda12]==0.4.30"))
+    assert validate(m) == []
+
+
+def test_a_new_gpu_with_a_fresh_id_is_fine(clean):
+    g = Gpu(id="new", name="New", aliases=(), cc=Arch(9, 0), memory_gb=None, bandwidth_gb_s=None,
+            fp32_tflops=None, fp16_tflops=None, source=("test",), status="confirmed")
+    assert validate(replace(clean, gpus=clean.gpus + (g,))) == []
+
+
+def test_several_problems_are_all_reported(clean):
+    m = build(cuda(clean, "10.0", sm=()), B12, packages=("torch",))
+    assert {p.where for p in validate(m)} == {"cuda 10.0", "torch 2.4.1 cu124"}
+
+
+# --- the naming rules of nvidia/cuda tags, at each era's edge ------------------------------------
+
+@pytest.mark.parametrize(
+    "cuda, cudnn_major, token",
+    [("12.3", "9", "cudnn9"), ("12.4", "9", "cudnn"), ("12.5", "9", "cudnn"), ("11.8", "8", "cudnn8"),
+     ("12.4", None, "cudnn"), ("12.3", None, None)],
+)
+def test_cudnn_token_edge(cuda, cudnn_major, token):
+    assert cudnn_token(V(cuda), cudnn_major) == token
+
+
+@pytest.mark.parametrize(
+    "cuda, majors",
+    [("9.2", {"7"}), ("10.0", {"7"}), ("10.1", {"7", "8"}), ("10.2", {"7", "8"}), ("11.0", {"8"}),
+     ("12.2", {"8"}), ("12.3", {"9"}), ("13.0", {"9"})],
+)
+def test_allowed_cudnn_majors_edges(cuda, majors):
+    assert allowed_cudnn_majors(V(cuda)) == majors
+
+
+@pytest.mark.parametrize(
+    "patch, flavour, cudnn, os_name, tag",
+    [
+        ("11.0.3", "base", None, "ubuntu20.04", "11.0-base-ubuntu20.04"),  # last legacy era
+        ("11.1.1", "base", None, "ubuntu20.04", "11.1.1-base-ubuntu20.04"),  # first patch-tagged era
+        ("10.0.130", "runtime", None, "ubuntu18.04", "10.0-runtime-ubuntu18.04"),
+        ("11.8.0", "cudnn-runtime", "8", "ubuntu22.04", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+        ("12.3.2", "cudnn-devel", "9", "ubuntu22.04", "12.3.2-cudnn9-devel-ubuntu22.04"),
+        ("12.4.1", "cudnn-devel", "9", "ubuntu22.04", "12.4.1-cudnn-devel-ubuntu22.04"),
+        ("12.4.1", "devel", None, "ubuntu22.04", "12.4.1-devel-ubuntu22.04"),
+    ],
+)
+def test_expected_tag_by_era(patch, flavour, cudnn, os_name, tag):
+    assert expected_tag(cudnn_image("x", patch, cudnn, flavour, os_name)) == tag
+
+
+def test_expected_tag_needs_a_patch():
+    img = replace(cudnn_image("x", "12.4.1", None, "base"), cuda_patch=None)
+    assert expected_tag(img) is None
