@@ -1,0 +1,371 @@
+"""Resolver decisions where candidates tie or differ only in the key under test.
+
+Each test starts from the small hand-written matrix and changes one thing, so that exactly one
+ranking key decides: the default variant against the newest CUDA, image status, Python strategy,
+OS, CUDA patch, a pinned base image, an OS restriction, the cuDNN an image carries, the Python
+fallbacks, and flavours too small or exactly right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from packaging.version import Version
+
+from envman.errors import ResolveError
+from envman.matrix.model import BaseImage, Matrix, OsInfo
+from envman.resolve import resolve, resolve_row, version_matches
+
+V = Version
+
+
+def img(tag: str, *, cuda: str | None = "12.4.1", flavour: str = "base", os_name: str = "ubuntu22.04",
+        status: str = "published", cudnn: str | None = None, repository: str = "nvidia/cuda",
+        custom: bool = False) -> BaseImage:
+    cv = V(cuda) if cuda else None
+    return BaseImage(repository=repository, tag=tag, cuda=V(f"{cv.major}.{cv.minor}") if cv else None,
+                     cuda_patch=cv, flavour=flavour, cudnn=cudnn, os=os_name, status=status,
+                     source=("test",), custom=custom)
+
+
+def only_images(m: Matrix, *images: BaseImage) -> Matrix:
+    return replace(m, images=tuple(images))
+
+
+def with_builds(m: Matrix, change) -> Matrix:
+    return replace(m, builds=tuple(change(b) for b in m.builds))
+
+
+def set_build(m: Matrix, name: str, **kw) -> Matrix:
+    return with_builds(m, lambda b: replace(b, **kw) if b.name == name else b)
+
+
+OS_24 = OsInfo(name="ubuntu24.04", python_default=V("3.12"), python_apt=(V("3.12"),), source=("test",),
+               status="confirmed")
+OS_20 = OsInfo(name="ubuntu20.04", python_default=V("3.8"), python_apt=(V("3.8"), V("3.9")), source=("test",),
+               status="confirmed")
+
+
+# --- which variant ------------------------------------------------------------------------------
+
+def test_default_variant_wins_over_newest_cuda(mini):
+    m = set_build(set_build(mini, "torch-2.4.1-cuda12.4", default=False), "torch-2.4.1-cuda11.8", default=True)
+    s = resolve(m, "torch-2.4")
+    assert (s.cuda, s.variant) == ("11.8", "cu118")
+    # an explicit CUDA still selects the newest match, whatever the default
+    assert resolve(m, "torch-2.4-cuda12").cuda == "12.4"
+    assert resolve(m, "torch-2.4-cpu").cuda is None
+
+
+def test_without_a_default_the_newest_gpu_variant_wins_over_cpu(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", default=False)
+    assert resolve(m, "torch-2.4").cuda == "12.4"
+
+
+def test_a_cpu_default_is_taken_without_target(mini):
+    m = set_build(set_build(mini, "torch-2.4.1-cuda12.4", default=False), "torch-2.4.1-cpu", default=True)
+    assert resolve(m, "torch-2.4").cuda is None
+
+
+def test_only_cpu_rows_resolve_without_target(mini):
+    m = replace(mini, builds=tuple(b for b in mini.builds if not (str(b.version) == "2.4.1" and b.cuda is not None)))
+    assert resolve(m, "torch-2.4").cuda is None
+
+
+def test_newest_release_among_partial_matches(mini):
+    assert resolve(mini, "torch-1.0").framework_version == "1.0.1"
+    assert resolve(mini, "torch-1.0.0").framework_version == "1.0.0"
+    assert resolve(mini, "torch-1").framework_version == "1.0.1"
+    assert resolve(mini, "torch-2").framework_version == "2.4.1"
+
+
+def test_partial_cuda_picks_the_newest_matching_cuda(mini):
+    extra = replace(next(b for b in mini.builds if b.name == "torch-2.4.1-cuda11.8"), cuda=V("11.0"), variant="cu110",
+                    default=False)
+    m = replace(mini, builds=mini.builds + (extra,))
+    # 11.0 has no release row, but the selection is by the build's CUDA: cuda11 -> 11.8 (newest 11.x)
+    with pytest.raises(ResolveError):
+        resolve(m, "torch-2.4-cuda11.0")  # no CUDA 11.0 base image
+    assert resolve(m, "torch-2.4-cuda11").cuda == "11.8"
+
+
+# --- which image --------------------------------------------------------------------------------
+
+def test_published_image_wins_over_deleted_even_on_an_older_os(mini):
+    m = replace(mini, oses=mini.oses + (OS_24,))
+    m = only_images(m, img("12.4.1-base-ubuntu24.04", os_name="ubuntu24.04", status="deleted"),
+                    img("12.4.1-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").base_image.endswith("ubuntu22.04")
+
+
+def test_unknown_status_ranks_between_published_and_deleted(mini):
+    m = only_images(mini, img("12.4.1-base-ubuntu22.04", status="unknown"),
+                    img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="deleted"))
+    assert resolve(m, "torch-2.4-cuda12").base_image_status == "unknown"
+    m = only_images(mini, img("12.4.1-base-ubuntu22.04", status="unknown"),
+                    img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="published"))
+    assert resolve(m, "torch-2.4-cuda12").base_image_status == "published"
+
+
+def test_apt_python_wins_over_a_newer_os_needing_standalone(mini):
+    # torch 1.0 supports 3.5-3.7: ubuntu18.04 has 3.6 on apt, ubuntu22.04 would need standalone
+    s = resolve(mini, "torch-1.0-cuda10")
+    assert s.os == "ubuntu18.04" and s.python_strategy == "apt"
+
+
+def test_newest_os_wins_when_both_have_apt_python(mini):
+    m = replace(mini, oses=mini.oses + (OS_24,))
+    m = set_build(m, "torch-2.4.1-cuda12.4", python=(V("3.10"), V("3.12")))
+    m = only_images(m, img("12.4.1-base-ubuntu22.04"), img("12.4.1-base-ubuntu24.04", os_name="ubuntu24.04"))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.os, s.python) == ("ubuntu24.04", "3.12")
+
+
+def test_newest_cuda_patch_wins_on_the_same_os(mini):
+    m = only_images(mini, img("12.4.0-base-ubuntu22.04", cuda="12.4.0"), img("12.4.1-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    m = only_images(mini, img("12.4.1-base-ubuntu22.04"), img("12.4.0-base-ubuntu22.04", cuda="12.4.0"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def test_full_tie_is_broken_by_the_reference_deterministically(mini):
+    a = img("12.4.1-base-ubuntu22.04")
+    b = img("12.4.1-base-ubuntu22.04", repository="nvidia/cudb")
+    for order in ((a, b), (b, a)):
+        assert resolve(only_images(mini, *order), "torch-2.4-cuda12").base_image == b.ref
+
+
+def test_custom_images_are_never_chosen_unless_pinned(mini):
+    custom = img("mine", repository="example/base", custom=True)
+    m = only_images(mini, custom, img("12.4.1-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    m2 = set_build(m, "torch-2.4.1-cuda12.4", base_image=custom.ref)
+    s = resolve(m2, "torch-2.4-cuda12")
+    assert s.base_image == custom.ref and s.base_image_custom
+
+
+def test_pinned_base_image_must_exist(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", base_image="example/missing:1")
+    with pytest.raises(ResolveError, match="pins base image 'example/missing:1', which no \\[\\[image\\]\\] row"):
+        resolve(m, "torch-2.4-cuda12")
+
+
+def test_pinned_base_image_ignores_flavour_and_cuda_filters(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", base_image="nvidia/cuda:12.4.1-devel-ubuntu22.04")
+    s = resolve(m, "torch-2.4-cuda12")
+    assert s.base_image == "nvidia/cuda:12.4.1-devel-ubuntu22.04" and s.flavour == "devel"
+    assert s.name.endswith("-devel")
+
+
+def test_os_restriction_is_obeyed(mini):
+    m = replace(mini, oses=mini.oses + (OS_24,))
+    m = set_build(m, "torch-2.4.1-cuda12.4", os=("ubuntu22.04",), python=(V("3.10"), V("3.12")))
+    m = only_images(m, img("12.4.1-base-ubuntu22.04"), img("12.4.1-base-ubuntu24.04", os_name="ubuntu24.04"))
+    assert resolve(m, "torch-2.4-cuda12").os == "ubuntu22.04"
+    m = set_build(m, "torch-2.4.1-cuda12.4", os=("ubuntu24.04",))
+    assert resolve(m, "torch-2.4-cuda12").os == "ubuntu24.04"
+
+
+def test_cpu_builds_use_cpu_images_only(mini):
+    s = resolve(mini, "torch-2.4-cpu")
+    assert s.base_image == "ubuntu:22.04" and s.cuda is None and s.min_driver is None
+
+
+def test_cuda_builds_never_take_a_cpu_image(mini):
+    m = only_images(mini, img("22.04", cuda=None, repository="ubuntu"))
+    with pytest.raises(ResolveError, match="no CUDA 12.4 base base image in the matrix"):
+        resolve(m, "torch-2.4-cuda12")
+
+
+def test_no_cpu_image_is_a_clear_error(mini):
+    m = only_images(mini, img("12.4.1-base-ubuntu22.04"))
+    with pytest.raises(ResolveError, match="no CPU base image in the matrix for torch-2.4.1-cpu"):
+        resolve(m, "torch-2.4-cpu")
+
+
+# --- cuDNN -------------------------------------------------------------------------------------
+
+def test_cudnn_comes_from_the_build_else_from_the_image(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", system_cudnn=True, cudnn=None)
+    m = replace(m, images=m.images + (img("12.4.1-cudnn-runtime-ubuntu22.04", flavour="cudnn-runtime", cudnn="9"),))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.flavour, s.cudnn) == ("cudnn-runtime", "9")
+    assert s.name == "torch-2.4.1-cuda12.4-py3.10"  # the build's own flavour: no suffix
+    m2 = set_build(m, "torch-2.4.1-cuda12.4", cudnn="9.1.0.70")
+    assert resolve(m2, "torch-2.4-cuda12").cudnn == "9.1.0.70"
+
+
+def test_no_cudnn_when_neither_has_one(mini):
+    assert resolve(mini, "torch-2.4-cuda12").cudnn is None
+
+
+# --- flavours -----------------------------------------------------------------------------------
+
+def test_flavour_too_small_is_refused_with_the_allowed_ones(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", system_cuda=True)
+    with pytest.raises(ResolveError, match="flavour 'base' is too small for torch-2.4.1-cuda12.4: it needs runtime") as e:
+        resolve(m, "torch-2.4-cuda12-base")
+    assert "runtime, cudnn-runtime, devel, cudnn-devel" in e.value.line()
+
+
+def test_flavour_exactly_right_has_no_suffix(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", system_cuda=True)
+    m = replace(m, images=m.images + (img("12.4.1-runtime-ubuntu22.04", flavour="runtime"),))
+    s = resolve(m, "torch-2.4-cuda12-runtime")
+    assert s.flavour == "runtime" and s.name == "torch-2.4.1-cuda12.4-py3.10"
+    assert resolve(m, "torch-2.4-cuda12") == s
+
+
+def test_bigger_flavour_is_named(mini):
+    s = resolve(mini, "torch-2.4-cuda12-devel")
+    assert s.flavour == "devel" and s.name.endswith("-py3.10-devel")
+    assert resolve(mini, s.name) == s
+
+
+def test_cudnn_flavours_need_cudnn_content(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", system_cudnn=True)
+    with pytest.raises(ResolveError, match="needs cudnn-runtime") as e:
+        resolve(m, "torch-2.4-cuda12-devel")
+    assert "use one of cudnn-runtime, cudnn-devel" in e.value.line()
+
+
+def test_requested_flavour_without_an_image(mini):
+    with pytest.raises(ResolveError, match="no CUDA 12.4 runtime base image"):
+        resolve(mini, "torch-2.4-cuda12-runtime")
+
+
+# --- Python -------------------------------------------------------------------------------------
+
+def test_os_default_python_first(mini):
+    s = resolve(mini, "torch-2.4-cuda12")
+    assert (s.python, s.python_strategy) == ("3.10", "apt")
+
+
+def test_newest_apt_python_when_the_default_is_not_supported(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.11"), V("3.12")))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.python, s.python_strategy) == ("3.11", "apt")
+
+
+def test_standalone_newest_python_when_the_os_has_none(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.8"), V("3.9")))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.python, s.python_strategy) == ("3.9", "standalone")
+
+
+def test_requested_python_on_apt_or_standalone(mini):
+    assert resolve(mini, "torch-2.4-cuda12-py3.11").python_strategy == "apt"
+    assert resolve(mini, "torch-2.4-cuda12-py3.9").python_strategy == "standalone"
+    with pytest.raises(ResolveError, match="does not support Python 3.13") as e:
+        resolve(mini, "torch-2.4-cuda12-py3.13")
+    assert "3.8, 3.9, 3.10, 3.11, 3.12" in e.value.line()
+
+
+def test_requested_python_prefers_the_os_that_has_it(mini):
+    # 3.6 is on ubuntu18.04's apt, not 16.04's: both images are deleted, same CUDA
+    s = resolve(mini, "torch-1.0-cuda10-py3.6")
+    assert s.os == "ubuntu18.04" and s.python_strategy == "apt"
+    s = resolve(mini, "torch-1.0-cuda10-py3.5")
+    assert s.os == "ubuntu16.04" and s.python_strategy == "apt"
+
+
+def test_image_os_missing_from_os_matrix_falls_back_to_standalone(mini):
+    m = only_images(mini, img("12.4.1-base-rocky9", os_name="rocky9"))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.os, s.python, s.python_strategy) == ("rocky9", "3.12", "standalone")
+
+
+# --- the stack it builds ------------------------------------------------------------------------
+
+def test_stack_fields_come_from_the_right_rows(mini):
+    s = resolve(mini, "torch-2.4-cuda11")
+    assert (s.row, s.variant, s.cuda, s.min_driver, s.toolkit_driver) == (
+        "torch-2.4.1-cuda11.8", "cu118", "11.8", "450.80.02", "520.61.05")
+    assert s.index_url == "https://download.pytorch.org/whl/cu118"
+    assert s.packages == ("torch==2.4.1+cu118",)
+    assert s.sass_archs[-1] == "9.0" and s.ptx_archs == ("9.0",)
+    assert s.minor_compat and s.minor_compat_status == "confirmed"
+    assert s.status == "confirmed"
+
+
+def test_status_is_partial_when_the_build_or_cuda_is_not_confirmed(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", status="unconfirmed")
+    assert resolve(m, "torch-2.4-cuda12").status == "partially confirmed"
+    m = replace(mini, cuda=tuple(replace(r, status="partially confirmed") if r.key == "12.4" else r for r in mini.cuda))
+    assert resolve(m, "torch-2.4-cuda12").status == "partially confirmed"
+    assert resolve(m, "torch-2.4-cuda11").status == "confirmed"
+
+
+def test_notes_for_deleted_image_unconfirmed_arch_and_floor(mini):
+    s = resolve(mini, "torch-1.0-cuda10")
+    assert any("deleted from Docker Hub" in n for n in s.notes)
+    m = set_build(mini, "torch-2.4.1-cuda12.4", arch_status="unconfirmed", note="row note")
+    m = replace(m, cuda=tuple(replace(r, minor_compat_status="unconfirmed") if r.key == "12.4" else r for r in m.cuda))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert s.notes[0] == "row note"
+    assert any("architecture list is unconfirmed" in n for n in s.notes)
+    assert any("minor-version-compatibility floor 525.60.13 is unconfirmed" in n for n in s.notes)
+    assert s.minor_compat_status == "unconfirmed"
+    assert resolve(mini, "torch-2.4-cuda12").notes == ()
+
+
+def test_no_minor_compat_status_without_a_floor(mini):
+    s = resolve(mini, "torch-1.0-cuda10")
+    assert s.minor_compat is False and s.minor_compat_status is None and s.min_driver == s.toolkit_driver
+
+
+def test_every_row_resolves_to_its_canonical_name(mini):
+    for b in mini.builds:
+        s = resolve_row(mini, b)
+        assert resolve(mini, s.name) == s
+        assert s.row == b.name
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def test_error_names_the_span_of_known_releases(mini):
+    with pytest.raises(ResolveError, match=r"no torch release matches '3' \(the matrix has 1.0.0 to 2.4.1\)"):
+        resolve(mini, "torch-3")
+
+
+def test_error_for_a_missing_target(mini):
+    with pytest.raises(ResolveError, match="torch 1.0 has no a CPU build|torch 1.0 has no CPU build"):
+        resolve(mini, "torch-1.0-cpu")
+    with pytest.raises(ResolveError, match="torch 1.0 has no .*CUDA 11 build"):
+        resolve(mini, "torch-1.0-cuda11")
+
+
+def test_error_for_a_framework_with_no_rows(mini):
+    with pytest.raises(ResolveError, match="no jax release matches '0.4'$|no jax release matches '0.4'"):
+        resolve(mini, "jax-0.4")
+
+
+def test_never_released_is_matched_on_major_minor_only(mini):
+    with pytest.raises(ResolveError, match="CUDA 12.7 was never released"):
+        resolve(mini, "torch-2.4-cuda12.7")
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torch-2.4-cuda12.6")
+    assert "never released" not in e.value.line()
+
+
+def test_suggestions_list_the_newest_release_of_the_asked_version(mini):
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torch-2.4-cuda10")
+    line = e.value.line()
+    assert "torch-2.4.1-cuda11.8" in line and "torch-2.4.1-cuda12.4" in line and "torch-1.0" not in line
+
+
+# --- version prefixes ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "partial, version, ok",
+    [
+        ("1.0", "1.0.1", True), ("1.0", "1.0", True), ("1.0.0", "1.0", True), ("1.0.0.0", "1.0", True),
+        ("1.0.1", "1.0", False), ("1.1", "1.10.0", False), ("1", "10.0", False), ("2", "2.4.1", True),
+        ("2.4.1", "2.4.1", True), ("2.4.1", "2.4.10", False), ("12", "12.4", True), ("12.4", "12.4", True),
+        ("12.4", "12.40", False),
+    ],
+)
+def test_version_matches(partial, version, ok):
+    assert version_matches(partial, V(version)) is ok

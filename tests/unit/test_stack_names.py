@@ -1,0 +1,137 @@
+"""The stack-name grammar: case, whitespace, every alias, every part, and malformed forms."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from envman.errors import ResolveError
+from envman.stack import ALIASES, FLAVOURS, parse_name
+
+ALIAS_NAMES = sorted(ALIASES)
+
+
+@pytest.mark.parametrize("alias, framework", sorted(ALIASES.items()))
+def test_every_alias(alias, framework):
+    q = parse_name(f"{alias}-1.2")
+    assert (q.framework, q.version, q.cuda, q.cpu, q.python, q.flavour) == (framework, "1.2", None, False, None, None)
+
+
+def test_alias_table():
+    assert ALIASES == {
+        "torch": "torch", "pytorch": "torch", "tensorflow": "tensorflow", "tf": "tensorflow", "jax": "jax",
+        "onnxruntime-gpu": "onnxruntime", "onnxruntime": "onnxruntime", "ort": "onnxruntime",
+    }
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_every_flavour(flavour):
+    assert parse_name(f"torch-2.4-cuda12-{flavour}").flavour == flavour
+    assert parse_name(f"torch-2.4-{flavour}").flavour == flavour
+
+
+@pytest.mark.parametrize(
+    "text, cuda",
+    [("torch-2.4-cuda12", "12"), ("torch-2.4-cuda12.4", "12.4"), ("torch-2.4-cu124", "12.4"),
+     ("torch-2.4-cu118", "11.8"), ("torch-2.4-cu92", "9.2"), ("torch-2.4-cu100", "10.0"),
+     ("torch-2.4-cuda9", "9"), ("torch-2.4-cu130", "13.0")],
+)
+def test_cuda_forms(text, cuda):
+    q = parse_name(text)
+    assert q.cuda == cuda and not q.cpu
+
+
+@pytest.mark.parametrize(
+    "text, fields",
+    [
+        ("TORCH-2.4-CUDA12", ("torch", "2.4", "12", False, None, None)),
+        ("  torch-2.4-cpu  ", ("torch", "2.4", None, True, None, None)),
+        ("\ttf-2.15-py3.11\n", ("tensorflow", "2.15", None, False, "3.11", None)),
+        ("Ort-1.20.1-Cu124-PY3.10-Cudnn-Runtime", ("onnxruntime", "1.20.1", "12.4", False, "3.10", "cudnn-runtime")),
+        ("PyTorch-1.0-cuda10-py3.6-devel", ("torch", "1.0", "10", False, "3.6", "devel")),
+        ("jax-0.4.30-cuda12-py3.12", ("jax", "0.4.30", "12", False, "3.12", None)),
+        ("onnxruntime-gpu-1.18", ("onnxruntime", "1.18", None, False, None, None)),
+    ],
+)
+def test_case_and_whitespace_are_ignored(text, fields):
+    q = parse_name(text)
+    assert (q.framework, q.version, q.cuda, q.cpu, q.python, q.flavour) == fields
+    assert q.text == text  # the user's text is kept for messages
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "", " ", "torch", "torch-", "-2.4", "torch2.4", "torch-2.4-", "torch-x", "torch-2.4.1.0",
+        "torch-2..4", "torch-.4", "torch-2.4-cu1180", "torch-2.4-cu1", "torch-2.4-cuda", "torch-2.4-cu",
+        "torch-2.4-cuda12.4.1", "torch-2.4-cuda12.", "torch-2.4-py3.123", "torch-2.4-py3", "torch-2.4-py",
+        "torch-2.4-py3.", "torch-2.4-py10.1", "torch-2.4-cpu-cuda12", "torch-2.4-cuda12-cpu", "torch-2.4-gpu",
+        "torch-2.4-cudnn", "torch-2.4-cuda12-slim", "torch-2.4-py3.10-cuda12", "torch-2.4-devel-py3.10",
+        "torch-2.4-cuda12-devel-devel", "torch 2.4", "torch_2.4", "torch-2.4 cuda12", "mxnet-1.9",
+        "torch-2.4\n-cpu", "torch-2.4\x00", "torch-2.4-cuda12-py3.10-", "torch--2.4", "onnxruntime-gpu",
+        "tensorflow-gpu-2.4", "torch-2.4-cuda-12",
+    ],
+)
+def test_malformed_names_are_refused_with_the_grammar(text):
+    with pytest.raises(ResolveError) as e:
+        parse_name(text)
+    line = e.value.line()
+    assert "cannot parse stack name" in line and "<framework>-<version>" in line
+    assert "\n" not in line
+
+
+def test_long_names_are_refused_quickly():
+    import time
+
+    t0 = time.perf_counter()
+    for text in ("torch-" + "1." * 5000 + "1", "torch-2.4-" + "cuda12-" * 2000, "x" * 10000):
+        with pytest.raises(ResolveError):
+            parse_name(text)
+    assert time.perf_counter() - t0 < 1.0
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+part = st.integers(0, 99).map(str)
+version = st.lists(part, min_size=1, max_size=3).map(".".join)
+target = st.one_of(
+    st.just(("", None, False)),
+    st.just(("-cpu", None, True)),
+    st.tuples(st.integers(1, 99), st.one_of(st.none(), st.integers(0, 9))).map(
+        lambda t: (f"-cuda{t[0]}" + (f".{t[1]}" if t[1] is not None else ""),
+                   f"{t[0]}" + (f".{t[1]}" if t[1] is not None else ""), False)),
+    st.tuples(st.integers(1, 99), st.integers(0, 9)).map(lambda t: (f"-cu{t[0]}{t[1]}", f"{t[0]}.{t[1]}", False)),
+)
+python = st.one_of(st.just(("", None)), st.tuples(st.integers(2, 9), st.integers(0, 99)).map(
+    lambda t: (f"-py{t[0]}.{t[1]}", f"{t[0]}.{t[1]}")))
+flavour = st.one_of(st.just(("", None)), st.sampled_from(FLAVOURS).map(lambda f: (f"-{f}", f)))
+alias = st.sampled_from(ALIAS_NAMES)
+case = st.sampled_from([str.lower, str.upper, str.title, lambda s: s])
+space = st.sampled_from(["", " ", "  ", "\t", "\n"])
+
+
+@given(alias, version, target, python, flavour, case, space, space)
+def test_every_well_formed_name_parses_to_its_parts(a, v, t, p, f, c, lead, trail):
+    text = lead + c(f"{a}-{v}{t[0]}{p[0]}{f[0]}") + trail
+    q = parse_name(text)
+    assert q.framework == ALIASES[a]
+    assert q.version == v
+    assert (q.cuda, q.cpu) == (t[1], t[2])
+    assert q.python == p[1]
+    assert q.flavour == f[1]
+
+
+@given(alias, version, st.sampled_from(["-cu1180", "-cuda12.4.1", "-py3.123", "-py3", "-cu1", "-gpu", "-", "--cpu"]))
+def test_over_long_and_broken_parts_never_parse(a, v, bad):
+    with pytest.raises(ResolveError):
+        parse_name(f"{a}-{v}{bad}")
+
+
+@given(st.text(max_size=60))
+def test_any_text_parses_or_fails_cleanly(text):
+    try:
+        q = parse_name(text)
+    except ResolveError as e:
+        assert "\n" not in e.line()
+    else:
+        assert q.framework in set(ALIASES.values())
