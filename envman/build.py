@@ -24,6 +24,7 @@ from .errors import BuildError, EnvmanError, UserError
 from .state import (
     STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
+from .probe import parse_output
 from .stack import Stack
 
 PROBE_PATH = "/opt/envman/probe.py"
@@ -204,28 +205,8 @@ def smoke_image(
         timeout=timeout,
         network="none",
     )
-    probe = None
-    for line in reversed(res.stdout.strip().splitlines()):
-        try:
-            probe = json.loads(line)
-            break
-        except json.JSONDecodeError:
-            continue
-    if probe is None and res.stdout.strip():
-        try:
-            probe = json.loads(res.stdout)
-        except json.JSONDecodeError:
-            probe = None
-    if res.timed_out:
-        overall, reason = FAIL, f"probe timed out after {timeout:.0f} s"
-    elif probe is None:
-        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
-        overall, reason = FAIL, f"probe printed no JSON (exit {res.exit_code}): {tail}"
-    else:
-        overall = probe.get("overall", FAIL)
-        reason = probe.get("reason", "")
-        if overall not in (PASS, CPU_ONLY, FAIL):
-            overall, reason = FAIL, f"probe returned an unknown overall status {overall!r}"
+    overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
+                                         timed_out=res.timed_out, timeout=timeout)
     if image_id is None:
         info = engine.inspect_image(image)
         image_id = info["Id"] if info else image
@@ -246,6 +227,39 @@ def smoke_image(
     report.verdict_image_id = verdict_id if verdict_id != image_id else None
     save_report(report)
     return report
+
+
+#: The stack fields the probe's expectations must agree on with the stack being smoke-tested.
+EXPECT_KEYS = ("framework", "framework_version", "cuda")
+
+
+def judge_probe(stack: Stack, stdout: str, stderr: str, exit_code: int, *, timed_out: bool = False,
+                timeout: float = 0) -> tuple[str, str, dict | None]:
+    """``(overall, reason, document)`` of one probe run in ``stack``'s image.
+
+    The probe's own verdict counts only when it ran against this stack's expectations: a
+    document that says they were not found, or found for another stack, is a failure, since
+    then the runtime and framework checks compared against nothing.
+    """
+    if timed_out:
+        return FAIL, f"probe timed out after {timeout:.0f} s", None
+    try:
+        probe = parse_output(stdout)
+    except ValueError as exc:
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return FAIL, f"probe printed no result (exit {exit_code}): {exc}; stderr: {tail}", None
+    overall, reason = probe["overall"], str(probe.get("reason", ""))
+    expect = probe.get("expect") if isinstance(probe.get("expect"), dict) else {}
+    if not expect.get("found"):
+        return FAIL, (f"the probe ran without the stack's expectations ({expect.get('path') or 'none given'}): "
+                      "nothing was checked against the stack; rebuild the image"), probe
+    found = expect.get("stack") if isinstance(expect.get("stack"), dict) else {}
+    want = stack.to_json()
+    differ = [k for k in EXPECT_KEYS if found.get(k) != want[k]]
+    if differ:
+        what = ", ".join(f"{k} {found.get(k)!r} (not {want[k]!r})" for k in differ)
+        return FAIL, f"the probe's expectations are for another stack: {what}; rebuild the image", probe
+    return overall, reason, probe
 
 
 def save_report(report: SmokeReport) -> Path:

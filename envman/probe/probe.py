@@ -16,8 +16,11 @@ Constraints (checked by the unit tests):
     (a JSON document with overall ``fail`` is printed for bad usage too, except --help).
 
 Options:
-  --expect FILE     resolved stack (JSON), default /opt/envman/stack.json; a missing file
-                    means no expectations
+  --expect FILE     resolved stack (JSON), default /opt/envman/stack.json; a missing or
+                    unreadable file is bad usage (exit 2, overall fail): a check without its
+                    expectations proves nothing
+  --no-expect       run without expectations (a bare host); the document says so
+                    (expect.found false, expect.path null)
   --require-gpu     a missing GPU is a failure, not a skip
   --bench           add the bench check (bandwidths, matmul TFLOP/s)
   --timeout SEC     per-check time limit (default 120); a hung check fails with
@@ -2175,6 +2178,7 @@ CHECKS = {"driver": check_driver, "runtime": check_runtime, "kernel": check_kern
 class Options(object):
     def __init__(self, expect_path=DEFAULT_EXPECT, require_gpu=False, bench=False,
                  timeout=DEFAULT_TIMEOUT, only=None):
+        # None: run without expectations (--no-expect)
         self.expect_path = expect_path
         self.require_gpu = require_gpu
         self.bench = bench
@@ -2190,8 +2194,10 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv):
     p = _Parser(prog="probe.py", description="envman in-container smoke-test probe: prints one "
                 "JSON document (see the module docstring for its keys).")
-    p.add_argument("--expect", metavar="FILE", default=DEFAULT_EXPECT,
-                   help="resolved stack JSON (default %(default)s; missing = no expectations)")
+    p.add_argument("--expect", metavar="FILE", default=None,
+                   help="resolved stack JSON (default %s; it must exist)" % DEFAULT_EXPECT)
+    p.add_argument("--no-expect", action="store_true",
+                   help="run without expectations (a bare host, no stack)")
     p.add_argument("--require-gpu", action="store_true", help="a missing GPU is a failure")
     p.add_argument("--bench", action="store_true", help="measure bandwidths and matmul TFLOP/s")
     p.add_argument("--timeout", metavar="SECONDS", default=str(DEFAULT_TIMEOUT),
@@ -2213,13 +2219,21 @@ def parse_args(argv):
             raise UsageError("--only: unknown check(s) %s (known: %s)" % (
                 ", ".join(repr(c) for c in unknown) or "(none given)", ", ".join(CHECK_ORDER)))
     bench = ns.bench or bool(only and "bench" in only)
-    return Options(ns.expect, ns.require_gpu, bench, timeout, only)
+    if ns.no_expect and ns.expect is not None:
+        raise UsageError("--no-expect and --expect exclude each other")
+    expect = None if ns.no_expect else (ns.expect or DEFAULT_EXPECT)
+    return Options(expect, ns.require_gpu, bench, timeout, only)
 
 
 def load_expect(path):
-    """The expectations file: ``({...}, found)``; a missing file means no expectations."""
-    if not path or not os.path.exists(path):
+    """The expectations file: ``({...}, found)``. ``path`` None means none were asked for
+    (``--no-expect``); a named file that is missing is bad usage, never "no expectations"."""
+    if path is None:
         return {}, False
+    if not os.path.isfile(path):
+        raise UsageError("--expect %s: no such file: the stack's expectations are missing (an image "
+                         "not built by envman, or the file was not mounted); use --no-expect to run "
+                         "without them" % path)
     try:
         with open(path) as f:
             doc = json.load(f)

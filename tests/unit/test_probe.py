@@ -279,7 +279,7 @@ def make_ctx(lib=None, expect=None, adapter=None, **kw):
 
 
 def opts(**kw):
-    kw.setdefault("expect_path", "/nonexistent/stack.json")
+    kw.setdefault("expect_path", None)
     return P.Options(**kw)
 
 
@@ -390,7 +390,7 @@ def test_runs_under_a_real_python36_when_one_is_installed(tmp_path):
         pytest.skip("no Python 3.6 interpreter on this machine (grammar checked by ast above)")
     r = subprocess.run([py36, "-m", "py_compile", str(PROBE_PATH)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    r = run_script(["--expect", str(tmp_path / "none.json")], python=py36)
+    r = run_script(["--no-expect"], python=py36)
     doc = parse_output(r.stdout)
     assert doc["python"].startswith("3.6.")
     if not host_has_gpu():
@@ -939,7 +939,10 @@ def test_parse_args():
 
 
 def test_load_expect(tmp_path):
-    assert P.load_expect(str(tmp_path / "missing.json")) == ({}, False)
+    assert P.load_expect(None) == ({}, False)
+    for missing in (tmp_path / "missing.json", tmp_path):  # absent, or a directory
+        with pytest.raises(P.UsageError, match="expectations are missing"):
+            P.load_expect(str(missing))
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"framework": "torch", "framework_version": "2.7.1", "cuda": "12.8",
                              "sass_archs": ["8.0"], "ptx_archs": ["9.0"]}))
@@ -958,7 +961,7 @@ def test_document_contract_in_process(tmp_path):
     import io
 
     buf = io.StringIO()
-    code = P.main(["--expect", str(tmp_path / "none.json")], out=buf, ctx=make_ctx())
+    code = P.main(["--no-expect"], out=buf, ctx=make_ctx())
     doc = parse_output(buf.getvalue())
     assert code == 0
     assert set(doc) == DOC_KEYS
@@ -972,7 +975,7 @@ def test_document_contract_in_process(tmp_path):
 
 
 def test_script_runs_here_and_prints_cpu_only_json(tmp_path):
-    r = run_script(["--expect", str(tmp_path / "none.json")])
+    r = run_script(["--no-expect"])
     doc = parse_output(r.stdout)
     assert len([ln for ln in r.stdout.splitlines() if ln.strip()]) == 1
     assert set(doc) == DOC_KEYS
@@ -986,7 +989,7 @@ def test_script_runs_here_and_prints_cpu_only_json(tmp_path):
 def test_script_require_gpu_without_gpu_exits_1(tmp_path):
     if host_has_gpu():
         pytest.skip("this machine has a GPU")
-    r = run_script(["--require-gpu", "--expect", str(tmp_path / "none.json")])
+    r = run_script(["--require-gpu", "--no-expect"])
     doc = parse_output(r.stdout)
     assert r.returncode == 1
     assert doc["overall"] == "fail"
@@ -1099,3 +1102,44 @@ def test_recorded_gpu_fixture_matches_the_contract():
     assert doc["gpus"] and doc["gpus"][0]["cc"] == "9.0"
     assert check(doc, "kernel")["data"]["devices"][0]["max_abs_error"] == 0.0
     assert doc["bench"]["device_bandwidth_gb_s"] > 0
+
+
+# --- expectations are evidence: their absence is never a pass -----------------------------
+
+
+def test_missing_expectations_file_fails_the_probe(tmp_path):
+    r = run_script(["--expect", str(tmp_path / "none.json")])
+    assert r.returncode == EXIT_USAGE, r.stderr
+    doc = parse_output(r.stdout)
+    assert doc["overall"] == "fail"
+    assert "expectations are missing" in doc["reason"]
+    assert doc["checks"] == []
+
+
+def test_default_expectations_path_is_required(tmp_path):
+    if os.path.exists(P.DEFAULT_EXPECT):
+        pytest.skip("this machine has an envman stack file at the default path")
+    r = run_script([])
+    assert r.returncode == EXIT_USAGE
+    assert "expectations are missing" in parse_output(r.stdout)["reason"]
+
+
+def test_no_expect_is_an_explicit_state_in_the_document():
+    r = run_script(["--no-expect", "--only", "runtime"])
+    doc = parse_output(r.stdout)
+    assert doc["expect"] == {"path": None, "found": False, "stack": {}}
+
+
+def test_no_expect_and_expect_exclude_each_other(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text("{}")
+    r = run_script(["--no-expect", "--expect", str(f)])
+    assert r.returncode == EXIT_USAGE and "exclude each other" in r.stderr
+
+
+def test_found_expectations_are_reported(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"name": "x", "framework": None, "cuda": None}))
+    doc = parse_output(run_script(["--expect", str(f), "--only", "runtime"]).stdout)
+    assert doc["expect"]["found"] is True and doc["expect"]["path"] == str(f)
+    assert doc["expect"]["stack"]["name"] == "x"
