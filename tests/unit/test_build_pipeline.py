@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.support.probe_doc import probe_doc
+
 from envman import build as B
 from envman.engine import BuildEvent, RunResult
 from envman.errors import BuildError
@@ -79,7 +81,7 @@ class FakeEngine:
 
     def run(self, image, cmd, **kw):
         self.runs.append((image, cmd, kw))
-        probe = {"overall": self.probe_overall, "reason": "because", "checks": []}
+        probe = probe_doc(kw["labels"]["envman.name"], self.probe_overall, "because")
         code = 1 if self.probe_overall == "fail" else 0
         return RunResult(code, "noise\n" + json.dumps(probe) + "\n", "")
 

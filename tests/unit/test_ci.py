@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.probe_doc import probe_doc
+
 from envman import build as B
 from envman import ci
 from envman.engine import BuildEvent, RunResult
@@ -265,7 +267,7 @@ class FakeEngine:
             {"name": "driver", "status": "pass" if overall == "pass" else "skip", "reason": "no GPU" if overall != "pass" else ""},
             {"name": "framework", "status": "fail" if overall == "fail" else "pass", "reason": "torch.cuda missing" if overall == "fail" else "", "seconds": 1.5, "gflops": 12.5},
         ]
-        probe = {"overall": overall, "reason": f"probe says {overall}", "checks": checks, "python": "3.11.9"}
+        probe = probe_doc(kw["labels"]["envman.name"], overall, f"probe says {overall}", checks, python="3.11.9")
         return RunResult(1 if overall == "fail" else 0, json.dumps(probe) + "\n", "")
 
     def tag(self, image, ref):

@@ -806,19 +806,26 @@ def test_expected_arch_list():
         "sm_80", "sm_90a", "compute_90"]
 
 
-@pytest.mark.parametrize("sass, ptx, status", [(["8.0", "9.0"], [], "pass"),
-                                               (["8.0", "8.6"], [], "fail"),
-                                               (["8.0"], ["8.0"], "pass")])
-def test_arch_falls_back_to_the_stacks_lists_when_the_framework_reports_none(sass, ptx, status):
+@pytest.mark.parametrize("fw_name", ["jax", "onnxruntime"])
+@pytest.mark.parametrize("sass, ptx, arch_status, fw_status", [(["8.0", "9.0"], [], "skip", "pass"),
+                                                               (["8.0", "8.6"], [], "fail", "fail"),
+                                                               (["8.0"], ["8.0"], "skip", "pass")])
+def test_arch_falls_back_to_the_stacks_lists_when_the_framework_reports_none(fw_name, sass, ptx,
+                                                                             arch_status, fw_status):
+    """A framework that does not report its archs cannot confirm the GPU is covered: the stack's
+    own lists may only predict a failure; a predicted fit is marked unverified, never a pass."""
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
-    ad = FakeAdapter(name="jax", arch=None)
-    stack = dict(STACK, framework="jax", sass_archs=sass, ptx_archs=ptx)
+    ad = FakeAdapter(name=fw_name, arch=None)
+    stack = dict(STACK, framework=fw_name, sass_archs=sass, ptx_archs=ptx)
     fw = check(P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=ad),
                            expect=stack), "framework")
     arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
-    assert arch["status"] == status
+    assert arch["status"] == arch_status
     assert "per the stack's sass_archs/ptx_archs" in arch["reason"]
-    assert fw["status"] == status
+    assert fw["status"] == fw_status
+    if arch_status == "skip":
+        assert arch["unverified"] is True and arch["reason"].startswith("unverified:")
+        assert "arch" not in fw["reason"].split(":")[-1]  # not among the sub-checks that passed
 
 
 def test_arch_not_reported_and_no_stack_lists_is_a_skip():

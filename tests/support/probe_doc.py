@@ -1,0 +1,22 @@
+"""Probe result documents for fake engines, shaped like the real probe's (``envman/probe/probe.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envman.stack import parse_name
+
+
+def expectations(stack_name: str) -> dict[str, Any]:
+    """What the image's ``/opt/envman/stack.json`` says, for a canonical stack name."""
+    q = parse_name(stack_name)
+    return {"framework": q.framework, "framework_version": q.version, "cuda": None if q.cpu else q.cuda}
+
+
+def probe_doc(stack_name: str, overall: str, reason: str = "", checks: list | None = None,
+              **extra: Any) -> dict[str, Any]:
+    """A probe document that ran against ``stack_name``'s expectations."""
+    doc = {"probe_version": 1, "overall": overall, "reason": reason, "checks": checks or [],
+           "expect": {"path": "/opt/envman/stack.json", "found": True, "stack": expectations(stack_name)}}
+    doc.update(extra)
+    return doc
