@@ -315,4 +315,6 @@ def _suggest(matrix: Matrix, q: StackQuery, n: int = 5) -> str:
         close = difflib.get_close_matches(f"{q.framework}-{q.version}-{cpu}".rstrip("-"), names, n=n, cutoff=0.5)
     if not close:
         close = [n_ for n_ in names if n_.startswith(q.framework + "-")][-n:]
+    if not close:
+        return f"the matrix has no {q.framework} builds (all: envman matrix ls; add rows with --matrix FILE)"
     return "closest valid names: " + ", ".join(close[:n]) + " (all: envman matrix ls)"

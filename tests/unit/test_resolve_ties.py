@@ -369,3 +369,119 @@ def test_suggestions_list_the_newest_release_of_the_asked_version(mini):
 )
 def test_version_matches(partial, version, ok):
     assert version_matches(partial, V(version)) is ok
+
+
+# --- keys that a looser ranking would get right only by accident ----------------------------------
+
+def test_os_rank_is_numeric_not_alphabetical(mini):
+    old = OsInfo(name="ubuntu9.10", python_default=V("3.10"), python_apt=(V("3.10"),), source=("t",), status="confirmed")
+    new = OsInfo(name="ubuntu10.04", python_default=V("3.10"), python_apt=(V("3.10"),), source=("t",), status="confirmed")
+    m = replace(mini, oses=mini.oses + (old, new))
+    m = only_images(m, img("12.4.1-base-ubuntu9.10", os_name="ubuntu9.10"), img("12.4.1-base-ubuntu10.04", os_name="ubuntu10.04"))
+    assert resolve(m, "torch-2.4-cuda12").os == "ubuntu10.04"
+
+
+def test_an_os_name_without_a_version_ranks_lowest(mini):
+    plain = OsInfo(name="rolling", python_default=V("3.10"), python_apt=(V("3.10"),), source=("t",), status="confirmed")
+    m = replace(mini, oses=mini.oses + (plain,))
+    m = only_images(m, img("12.4.1-base-rolling", os_name="rolling"), img("12.4.1-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").os == "ubuntu22.04"
+    assert resolve(only_images(m, img("12.4.1-base-rolling", os_name="rolling")), "torch-2.4-cuda12").os == "rolling"
+
+
+def test_cuda_patch_rank_is_numeric_not_alphabetical(mini):
+    m = only_images(mini, img("12.4.9-base-ubuntu22.04", cuda="12.4.9"), img("12.4.10-base-ubuntu22.04", cuda="12.4.10"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.10-base-ubuntu22.04"
+
+
+def test_newest_cuda_is_numeric_not_by_variant_name(mini):
+    # cu92 sorts after cu100 as text; CUDA 10.0 is the newer
+    b = next(b for b in mini.builds if b.name == "torch-1.0.1-cuda10.0")
+    cu92 = replace(b, cuda=V("9.2"), variant="cu92")
+    m = replace(mini, builds=mini.builds + (cu92,))
+    s = resolve(m, "torch-1.0.1")
+    assert (s.cuda, s.variant) == ("10.0", "cu100")
+
+
+def test_an_explicit_partial_cuda_ignores_the_default(mini):
+    b = next(b for b in mini.builds if b.name == "torch-2.4.1-cuda12.4")
+    cu121 = replace(b, cuda=V("12.1"), variant="cu121", default=True)
+    m = replace(mini, builds=tuple(replace(x, default=False) if x.name == b.name else x for x in mini.builds) + (cu121,))
+    assert resolve(m, "torch-2.4-cuda12").variant == "cu124"
+    assert resolve(m, "torch-2.4-cu124").variant == "cu124"
+
+
+def test_stack_carries_every_field_of_its_rows(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", extra_index_url="https://example.invalid/extra",
+                  find_links="https://example.invalid/links", arch_status="partially confirmed",
+                  source=("build-src", "shared"))
+    m = replace(m, images=tuple(replace(i, source=("image-src", "shared")) for i in m.images))
+    m = replace(m, cuda=tuple(replace(r, source=("cuda-src",)) for r in m.cuda))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert s.framework == "torch" and s.framework_version == "2.4.1"
+    assert s.extra_index_url == "https://example.invalid/extra"
+    assert s.find_links == "https://example.invalid/links"
+    assert s.arch_status == "partially confirmed"
+    assert s.sources == ("build-src", "shared", "image-src", "cuda-src")  # in order, deduplicated
+    assert resolve(m, "torch-2.4-cpu").sources == ("test", "image-src", "shared")  # no CUDA row for a CPU build
+
+
+def test_cpu_stack_name_and_status(mini):
+    s = resolve(mini, "torch-2.4-cpu")
+    assert s.name == "torch-2.4.1-cpu-py3.10"
+    assert s.status == "confirmed"
+    assert (s.min_driver, s.toolkit_driver, s.minor_compat, s.minor_compat_status) == (None, None, False, None)
+    assert s.sass_archs == () and s.ptx_archs == ()
+
+
+def test_error_texts(mini):
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "jax-0.4")
+    assert str(e.value.what) == "no jax release matches '0.4'"
+    m = set_build(mini, "torch-2.4.1-cuda12.4", base_image="example/missing:1")
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-2.4-cuda12")
+    assert e.value.fix == "add an [[image]] row for it to your matrix file (custom = true for a private base)"
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torch-2.4-cuda12-py3.13")
+    assert e.value.fix == "choose one of 3.8, 3.9, 3.10, 3.11, 3.12"
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torch-2.4-cuda12-runtime")
+    assert e.value.fix == "add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant"
+    note = resolve(mini, "torch-1.0-cuda10").notes[0]
+    assert note == ("base image nvidia/cuda:10.0-base-ubuntu18.04 was deleted from Docker Hub (end of life): build it "
+                    "with --registry-mirror pointing at a registry that still has it, or a custom base row")
+
+
+@pytest.mark.parametrize(
+    "name, fix",
+    [
+        # a version that exists: every build of its newest release
+        ("torch-2.4-cuda10", "closest valid names: torch-2.4.1-cpu, torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4 "
+                             "(all: envman matrix ls)"),
+        # no such version: the nearest names by spelling, closest first, at most five
+        ("torch-1.1-cuda10.0", "closest valid names: torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, torch-2.4.1-cuda12.4, "
+                               "torch-2.4.1-cuda11.8, torch-2.4.1-cpu (all: envman matrix ls)"),
+        ("torch-9.9", "closest valid names: torch-2.4.1-cpu (all: envman matrix ls)"),
+        # nothing close by spelling: the framework's last five names
+        ("torch-99999999999999", "closest valid names: torch-1.0.0-cuda10.0, torch-1.0.1-cuda10.0, torch-2.4.1-cpu, "
+                                 "torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4 (all: envman matrix ls)"),
+        # no rows of the framework at all
+        ("jax-0.4", "the matrix has no jax builds (all: envman matrix ls; add rows with --matrix FILE)"),
+    ],
+)
+def test_suggestions(mini, name, fix):
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, name)
+    assert e.value.fix == fix
+
+
+def test_suggestions_are_at_most_five(mini):
+    extra = tuple(replace(b, version=V(f"2.4.{i}"), default=False) for i in range(2, 6)
+                  for b in mini.builds if b.name == "torch-2.4.1-cpu")
+    m = replace(mini, builds=mini.builds + extra + tuple(replace(b, version=V("2.3.0"), default=False)
+                                                        for b in mini.builds if b.name == "torch-2.4.1-cpu"))
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-9.9")
+    names = e.value.fix.removeprefix("closest valid names: ").removesuffix(" (all: envman matrix ls)").split(", ")
+    assert names == ["torch-2.4.5-cpu", "torch-2.4.4-cpu", "torch-2.4.3-cpu", "torch-2.4.2-cpu", "torch-2.4.1-cpu"]

@@ -135,3 +135,26 @@ def test_any_text_parses_or_fails_cleanly(text):
         assert "\n" not in e.line()
     else:
         assert q.framework in set(ALIASES.values())
+
+
+def test_the_refusal_states_the_grammar():
+    with pytest.raises(ResolveError) as e:
+        parse_name("torch")
+    assert e.value.fix == ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>], "
+                           "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)")
+    assert e.value.what == "cannot parse stack name 'torch'"
+
+
+def test_stack_json_round_trip(mini):
+    import json
+
+    from envman.resolve import resolve
+    from envman.stack import Stack
+
+    s = resolve(mini, "torch-2.4-cuda12")
+    d = s.to_json()
+    assert isinstance(d["sass_archs"], list) and isinstance(d["packages"], list)
+    assert json.loads(json.dumps(d)) == d
+    back = Stack.from_json(json.loads(json.dumps(d)))
+    assert back == s and isinstance(back.sass_archs, tuple)
+    assert Stack.from_json({**d, "unknown_key": 1}) == s  # keys from a newer envman are ignored

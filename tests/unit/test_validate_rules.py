@@ -78,10 +78,10 @@ CASES = [
      "cuda 12.4", "listed both as a release and as never released"),
     ("CUDA >= 11 without a floor",
      lambda m: cuda(m, "11.8", minor_compat_driver=None),
-     "cuda 11.8", "minor_compat_driver is missing"),
+     "cuda 11.8", "CUDA >= 11 has minor-version compatibility: minor_compat_driver is missing"),
     ("CUDA < 11 with a floor",
      lambda m: cuda(m, "10.0", minor_compat_driver=DriverVersion.parse("400.1")),
-     "cuda 10.0", "CUDA < 11 has no minor-version compatibility"),
+     "cuda 10.0", "CUDA < 11 has no minor-version compatibility: remove minor_compat_driver"),
     ("empty sm list",
      lambda m: cuda(m, "10.0", sm=()),
      "cuda 10.0", "sm (compute capabilities nvcc targets) is empty"),
@@ -105,13 +105,13 @@ CASES = [
     ("non-nvidia repository",
      lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-base-ubuntu22.04", "12.4.1", None, "base",
                                                          repository="example/cuda"),)),
-     "image example/cuda:12.4.1-base-ubuntu22.04", "non-custom CUDA images must come from nvidia/cuda"),
+     "image example/cuda:12.4.1-base-ubuntu22.04", "non-custom CUDA images must come from nvidia/cuda (mark a private base custom = true)"),
     ("tag of the wrong era",
      lambda m: image(m, IMG12, tag="12.4-base-ubuntu22.04"),
-     "image nvidia/cuda:12.4-base-ubuntu22.04", "expected '12.4.1-base-ubuntu22.04'"),
+     "image nvidia/cuda:12.4-base-ubuntu22.04", "tag does not follow the naming rules of its era: expected '12.4.1-base-ubuntu22.04'"),
     ("cudnn flavour without cudnn",
      lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", None),)),
-     "image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "a cudnn flavour needs cudnn"),
+     "image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "a cudnn flavour needs cudnn (the major version)"),
     ("cudnn never shipped with that CUDA",
      lambda m: replace(m, images=m.images + (cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", "8"),)),
      "image nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04", "cuDNN 8 was not shipped in nvidia/cuda images of CUDA 12.4"),
@@ -124,16 +124,16 @@ CASES = [
      "torch 2.4.1 cu118", "duplicate build row"),
     ("unpinned package",
      lambda m: build(m, B12, packages=("torch>=2",)),
-     "torch 2.4.1 cu124", "package 'torch>=2' is not a pinned requirement"),
+     "torch 2.4.1 cu124", "package 'torch>=2' is not a pinned requirement (name==version)"),
     ("bare package",
      lambda m: build(m, B12, packages=("torch==2.4.1", "torchvision")),
-     "torch 2.4.1 cu124", "package 'torchvision' is not a pinned requirement"),
+     "torch 2.4.1 cu124", "package 'torchvision' is not a pinned requirement (name==version)"),
     ("wildcard pin",
      lambda m: build(m, B12, packages=("torch==2.4.*",)),
-     "torch 2.4.1 cu124", "package 'torch==2.4.*' is not a pinned requirement"),
+     "torch 2.4.1 cu124", "package 'torch==2.4.*' is not a pinned requirement (name==version)"),
     ("cudnn flavour without cudnn, older tag era",
      lambda m: replace(m, images=m.images + (cudnn_image("11.8.0-cudnn8-runtime-ubuntu22.04", "11.8.0", None),)),
-     "image nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", "a cudnn flavour needs cudnn"),
+     "image nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04", "a cudnn flavour needs cudnn (the major version)"),
     ("CPU build with archs",
      lambda m: build(m, CPU, sass=(Arch(8, 0),)),
      "torch 2.4.1 cpu", "a CPU build cannot carry GPU architectures"),
@@ -151,10 +151,10 @@ CASES = [
      "torch 2.4.1 cu124", "CUDA 12.6 is not a release in the matrix"),
     ("CUDA build without archs",
      lambda m: build(m, B12, sass=(), ptx=()),
-     "torch 2.4.1 cu124", "a CUDA build must list its architectures"),
+     "torch 2.4.1 cu124", "a CUDA build must list its architectures (sass and/or ptx)"),
     ("SASS the toolkit cannot build",
      lambda m: build(m, B12, sass=(Arch(8, 0), Arch(10, 0))),
-     "torch 2.4.1 cu124", "SASS sm_100 cannot be built by CUDA 12.4"),
+     "torch 2.4.1 cu124", "SASS sm_100 cannot be built by CUDA 12.4 (nvcc targets 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 8.9, 9.0)"),
     ("PTX the toolkit cannot build",
      lambda m: build(m, B12, ptx=(Arch(3, 5),)),
      "torch 2.4.1 cu124", "PTX compute_35 cannot be built by CUDA 12.4"),
@@ -163,7 +163,7 @@ CASES = [
      "torch 2.4.1 cu124", "os 'ubuntu99.04' is not in the os matrix"),
     ("no base image of the flavour the build needs",
      lambda m: build(m, B12, system_cudnn=True),
-     "torch 2.4.1 cu124", "no cudnn-runtime base image for CUDA 12.4"),
+     "torch 2.4.1 cu124", "no cudnn-runtime base image for CUDA 12.4 in the image matrix"),
     ("two default variants",
      lambda m: build(m, "torch-2.4.1-cuda11.8", default=True),
      "torch 2.4.1", "more than one variant marked default"),
@@ -178,8 +178,7 @@ CASES = [
 def test_each_rule_reports_exactly_its_problem(clean, case, corrupt, where, what):
     problems = validate(corrupt(clean))
     assert len(problems) == 1, [str(p) for p in problems]
-    assert problems[0].where == where
-    assert what in problems[0].what, problems[0].what
+    assert (problems[0].where, problems[0].what) == (where, what)
 
 
 def test_problem_text():
@@ -269,3 +268,43 @@ def test_expected_tag_by_era(patch, flavour, cudnn, os_name, tag):
 def test_expected_tag_needs_a_patch():
     img = replace(cudnn_image("x", "12.4.1", None, "base"), cuda_patch=None)
     assert expected_tag(img) is None
+
+
+# --- boundaries and order: a rule must neither stop early nor fire one step too soon -------------
+
+def _release_11_0(m: Matrix, floor):
+    r = next(r for r in m.cuda if r.key == "11.8")
+    r110 = replace(r, version=V("11.0"), toolkit_driver=DriverVersion.parse("450.51.05"), minor_compat_driver=floor)
+    return replace(m, cuda=tuple(sorted(m.cuda + (r110,), key=lambda r: r.version)))
+
+
+def test_cuda_11_0_is_the_first_release_with_a_floor(clean):
+    assert validate(_release_11_0(clean, DriverVersion.parse("450.80.02"))) == []
+    assert [str(p) for p in validate(_release_11_0(clean, None))] == [
+        "cuda 11.0: CUDA >= 11 has minor-version compatibility: minor_compat_driver is missing"]
+
+
+def test_image_rules_go_on_after_a_custom_image(clean):
+    custom = replace(cudnn_image("anything", "12.4.1", None, "base", repository="example/cuda"), custom=True)
+    m = replace(clean, images=(custom,) + clean.images)
+    m = image(m, "ubuntu:22.04", os="ubuntu99.04")
+    assert [p.where for p in validate(m)] == ["image ubuntu:22.04"]
+
+
+def test_build_rules_go_on_after_a_build_of_an_unknown_cuda(clean):
+    m = build(build(clean, B10, cuda=V("12.6")), B12, packages=("torch",))
+    assert [p.where for p in validate(m)] == ["torch 1.0.1 cu100", "torch 2.4.1 cu124"]
+
+
+@pytest.mark.parametrize("sass, ptx", [((Arch(8, 0),), ()), ((), (Arch(8, 0),))])
+def test_sass_or_ptx_alone_is_enough(clean, sass, ptx):
+    assert validate(build(clean, B12, sass=sass, ptx=ptx)) == []
+
+
+def test_a_flavour_image_of_another_cuda_does_not_count(clean):
+    other = cudnn_image("11.8.0-runtime-ubuntu22.04", "11.8.0", None, "runtime")
+    m = build(replace(clean, images=clean.images + (other,)), B12, system_cuda=True)
+    assert [str(p) for p in validate(m)] == [
+        "torch 2.4.1 cu124: no runtime base image for CUDA 12.4 in the image matrix"]
+    own = cudnn_image("12.4.1-runtime-ubuntu22.04", "12.4.1", None, "runtime")
+    assert validate(replace(m, images=m.images + (own,))) == []

@@ -348,3 +348,30 @@ def test_driver_order(a, op, b):
                                           ("550", "550"), ("525.60", "525.60")])
 def test_driver_text_keeps_nvidia_padding(text, shown):
     assert str(DriverVersion.parse(text)) == shown
+
+
+# --- the full reason of each verdict (what users read) -------------------------------------------
+
+def test_full_reasons():
+    assert verdict(S12, "525.60.12", "8.6").reasons == (
+        "driver 525.60.12 is older than 525.60.13: minor-version compatibility of CUDA 12.x needs at least "
+        "525.60.13; upgrade the driver or pick a stack with an older CUDA",)
+    assert verdict(S10, "410.47", "7.5").reasons == (
+        "driver 410.47 is older than 410.48: CUDA 10.0 has no minor-version compatibility and needs its "
+        "toolkit driver 410.48; upgrade the driver or pick a stack with an older CUDA",)
+    assert verdict(S12, "530", "8.6").reasons == (
+        "native code (SASS) for sm_86 runs on sm_86",
+        "driver 530 is below CUDA 12.4's own 550.54.14: runs through minor-version compatibility; features "
+        "that need a newer driver or PTX JIT will fail",)
+    assert verdict(S12, "530", "10.0").reasons == (
+        "no native code for sm_100 (SASS: sm_70, sm_80, sm_86, sm_90); PTX for compute_90 needs JIT by a "
+        "driver >= 550.54.14 (CUDA 12.4's own), but the driver is 530: minor-version compatibility does not "
+        "cover PTX JIT; upgrade the driver or pick a build with native code",)
+    assert verdict(S12, "560", "10.0").reasons == (
+        "no native code for sm_100 (SASS: sm_70, sm_80, sm_86, sm_90); runs by JIT-compiling PTX for "
+        "compute_90 (slow first start, possibly slower kernels)",)
+    assert verdict(S12, "560", "6.1").reasons == (
+        "no kernel image for sm_61: SASS sm_70, sm_80, sm_86, sm_90, PTX compute_90 — 'no kernel image is "
+        "available for execution on the device'; pick a build that lists this GPU",)
+    assert verdict(CPU, "1", "1.0").reasons == (
+        "torch-2.4.1-cuda12.4-py3.10 is a CPU build: it uses no GPU and needs no driver",)
