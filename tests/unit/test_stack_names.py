@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from envman.errors import ResolveError
-from envman.stack import ALIASES, FLAVOURS, parse_name
+from envman.stack import ALIASES, FLAVOURS, PLATFORM_WORDS, parse_name
 
 ALIAS_NAMES = sorted(ALIASES)
 
@@ -106,19 +106,35 @@ python = st.one_of(st.just(("", None)), st.tuples(st.integers(2, 9), st.integers
     lambda t: (f"-py{t[0]}.{t[1]}", f"{t[0]}.{t[1]}")))
 flavour = st.one_of(st.just(("", None)), st.sampled_from(FLAVOURS).map(lambda f: (f"-{f}", f)))
 alias = st.sampled_from(ALIAS_NAMES)
+platform = st.one_of(st.just(("", None)), st.sampled_from(sorted(PLATFORM_WORDS)).map(lambda w: (f"-{w}", PLATFORM_WORDS[w])))
 case = st.sampled_from([str.lower, str.upper, str.title, lambda s: s])
 space = st.sampled_from(["", " ", "  ", "\t", "\n"])
 
 
-@given(alias, version, target, python, flavour, case, space, space)
-def test_every_well_formed_name_parses_to_its_parts(a, v, t, p, f, c, lead, trail):
-    text = lead + c(f"{a}-{v}{t[0]}{p[0]}{f[0]}") + trail
+@given(alias, version, target, python, flavour, platform, case, space, space)
+def test_every_well_formed_name_parses_to_its_parts(a, v, t, p, f, pl, c, lead, trail):
+    text = lead + c(f"{a}-{v}{t[0]}{p[0]}{f[0]}{pl[0]}") + trail
     q = parse_name(text)
     assert q.framework == ALIASES[a]
     assert q.version == v
     assert (q.cuda, q.cpu) == (t[1], t[2])
     assert q.python == p[1]
     assert q.flavour == f[1]
+    assert q.platform == pl[1]
+
+
+@pytest.mark.parametrize("text, platform", [("torch-2.4-arm64", "linux/arm64"), ("torch-2.4-cuda12-aarch64", "linux/arm64"),
+                                            ("torch-2.4-cu128-py3.12-devel-ARM64", "linux/arm64"),
+                                            ("torch-2.4-amd64", "linux/amd64"), ("torch-2.4-x86_64", "linux/amd64"), ("torch-2.4", None)])
+def test_platform_part(text, platform):
+    assert parse_name(text).platform == platform
+
+
+@pytest.mark.parametrize("text", ["torch-2.4-arm64-cuda12", "torch-2.4-arm", "torch-2.4-x86", "torch-2.4-arm64-arm64",
+                                  "torch-2.4-linux/arm64", "torch-2.4-arm64-devel"])
+def test_platform_in_the_wrong_place_or_unknown(text):
+    with pytest.raises(ResolveError):
+        parse_name(text)
 
 
 @given(alias, version, st.sampled_from(["-cu1180", "-cuda12.4.1", "-py3.123", "-py3", "-cu1", "-gpu", "-", "--cpu"]))
@@ -140,7 +156,7 @@ def test_any_text_parses_or_fails_cleanly(text):
 def test_the_refusal_states_the_grammar():
     with pytest.raises(ResolveError) as e:
         parse_name("torch")
-    assert e.value.fix == ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>], "
+    assert e.value.fix == ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>][-arm64|-amd64], "
                            "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)")
     assert e.value.what == "cannot parse stack name 'torch'"
 
