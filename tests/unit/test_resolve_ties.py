@@ -463,6 +463,11 @@ def test_error_texts(mini):
         ("torch-1.1-cuda10.0", "closest valid names: torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, torch-2.4.1-cuda12.4, "
                                "torch-2.4.1-cuda11.8, torch-2.4.1-cpu (all: envman matrix ls)"),
         ("torch-9.9", "closest valid names: torch-2.4.1-cpu (all: envman matrix ls)"),
+        # the target counts in the spelling: the CPU or the CUDA build comes first
+        ("torch-1.1-cpu", "closest valid names: torch-2.4.1-cpu, torch-1.0.1-cuda10.0, torch-2.4.1-cuda12.4, "
+                          "torch-2.4.1-cuda11.8, torch-1.0.0-cuda10.0 (all: envman matrix ls)"),
+        ("torch-2.5-cuda11", "closest valid names: torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4, torch-1.0.1-cuda10.0, "
+                             "torch-1.0.0-cuda10.0, torch-2.4.1-cpu (all: envman matrix ls)"),
         # nothing close by spelling: the framework's last five names
         ("torch-99999999999999", "closest valid names: torch-1.0.0-cuda10.0, torch-1.0.1-cuda10.0, torch-2.4.1-cpu, "
                                  "torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4 (all: envman matrix ls)"),
