@@ -371,8 +371,9 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
     argv = ["ch-run"]
     for m in _binds(spec):
         argv.append(f"--bind={_check_bind_path(m.source, 'charliecloud')}:{_check_bind_path(m.target, 'charliecloud')}")
-    # A bare --set-env loads the image's own ENV (kept by ch-convert), then the project's.
-    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--set-env"]
+    # A bare --set-env loads the image's own ENV (kept by ch-convert, already expanded), then the
+    # project's, taken literally (ch-run would otherwise expand "$X" in the values).
+    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--env-no-expand", "--set-env"]
     argv += [f"--set-env={k}={v}" for k, v in _environment(spec)]
     lines.append(_q(argv) + ' "$img" -- ' + _q(spec.command))
     return lines
@@ -545,9 +546,10 @@ def parse_sacct(text: str) -> dict[str, JobState]:
     return out
 
 
-def job_states(ids: Sequence[str], run: SubmitRunner = _run) -> dict[str, JobState]:
+def job_states(ids: Sequence[str], run: SubmitRunner = _run, since: float | None = None) -> dict[str, JobState]:
     """Live states from ``squeue``, finished ones from ``sacct`` (accounting), or from the
-    job completion log (``sacct -c``) where the cluster has no accounting database."""
+    job completion log (``sacct -c``) where the cluster has no accounting database. ``since``
+    (a timestamp: the oldest submission) widens sacct's window, which is "today" by default."""
     if not ids:
         return {}
     user = _user()
@@ -558,6 +560,8 @@ def job_states(ids: Sequence[str], run: SubmitRunner = _run) -> dict[str, JobSta
     rest = [i for i in ids if i not in states]
     if rest:
         fields = ["--noheader", "--parsable2", "--format=JobID,State,ExitCode", f"--jobs={','.join(rest)}"]
+        if since is not None:
+            fields.append("--starttime=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 86400)))
         acct = run(["sacct", "-X", f"--user={user}", *fields])
         if acct.returncode != 0:  # no slurmdbd: read the job completion log
             acct = run(["sacct", "--completion", *fields])
@@ -575,7 +579,7 @@ def _user() -> str:
 
 def jobs(run: SubmitRunner = _run, limit: int | None = None) -> list[tuple[JobRecord, JobState]]:
     records = load_records()[:limit] if limit else load_records()
-    states = job_states([r.id for r in records], run)
+    states = job_states([r.id for r in records], run, since=min((r.submitted for r in records), default=None))
     return [(r, states.get(r.id, JobState(r.id, "UNKNOWN"))) for r in records]
 
 
@@ -586,6 +590,32 @@ def read_log(job_id: str) -> tuple[JobRecord, str]:
         return rec, Path(rec.log).read_text(errors="replace")
     except FileNotFoundError:
         return rec, ""
+
+
+ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+                   "DEADLINE", "PREEMPTED", "UNKNOWN"})
+
+
+def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _run, *, interval: float = 1.0,
+               sleep: Callable[[float], None] = time.sleep) -> JobState:
+    """Print a job's log as it grows until the job has ended; its final state."""
+    rec = record(job_id)
+    offset = 0
+    while True:
+        state = job_states([rec.id], run, since=rec.submitted)[rec.id]
+        try:
+            with open(rec.log, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            chunk = b""
+        if chunk:
+            offset += len(chunk)
+            write(chunk.decode(errors="replace"))
+        elif state.state in ENDED:
+            return state
+        else:
+            sleep(interval)
 
 
 # --------------------------------------------------------------------------- building a spec

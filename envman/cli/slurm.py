@@ -109,12 +109,24 @@ def jobs(
     console().print(t, markup=False)
 
 
-def logs(job: Annotated[str, typer.Argument(help="Job id, as envman jobs lists it.")]) -> None:
+def logs(
+    job: Annotated[str, typer.Argument(help="Job id, as envman jobs lists it.")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing as the log grows, until the job ends.")] = False,
+) -> None:
     """Print the log of one of your envman jobs."""
     import sys
 
-    from ..slurm import read_log
+    from ..slurm import follow_log, read_log
 
+    if follow:
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        state = follow_log(job, write)
+        code = "" if state.exit_code is None else f", exit code {state.exit_code}"
+        sys.stderr.write(f"envman: job {state.id} {state.state}{code}\n")
+        return
     rec, text = read_log(job)
     if not text:
         sys.stderr.write(f"envman: job {rec.id} has written nothing yet ({rec.log})\n")

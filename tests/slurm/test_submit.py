@@ -64,7 +64,8 @@ def site(docker_engine, standin, slurm_cluster):
                 os.environ["ENVMAN_STATE_DIR"] = old
         project = d / "project"
         project.mkdir()
-        (project / "envman.toml").write_text(f'stack = "{QUERY}"\nname = "slurm-demo"\n')
+        (project / "envman.toml").write_text(f'stack = "{QUERY}"\nname = "slurm-demo"\n'
+                                             '[environment]\nNOTE = "$HOME; $(id) \'x\'"\n')
         yield {"dir": d, "matrix": matrix, "env": env, "project": project, "cluster": slurm_cluster}
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -114,7 +115,8 @@ def test_output_and_exit_code_of_a_cpu_job(site):
     assert dry.stdout.startswith("#!/bin/bash\n") and "--no-gpu" in dry.stdout and "'a b'" in dry.stdout
     assert jobs(site) == {} or all(j["state"] for j in jobs(site).values())  # nothing submitted by --dry-run
 
-    script = 'echo "hello from $ENVMAN_PROJECT on $CUDA_VERSION in $(pwd)"; echo "gpus=${CUDA_VISIBLE_DEVICES-unset}"; exit 3'
+    script = ('echo "hello from $ENVMAN_PROJECT on $CUDA_VERSION in $(pwd)"; echo "gpus=${CUDA_VISIBLE_DEVICES-unset}"; '
+              'echo "note=$NOTE"; exit 3')
     job = submitted_id(envman(site, "submit", "--gpus", "0", "--time", "5", "--cpus", "1", "--mem", "100M",
                               "--", "sh", "-c", script))
     state = wait_done(site, job)[job]
@@ -123,9 +125,13 @@ def test_output_and_exit_code_of_a_cpu_job(site):
     out = log(site, job)
     assert f"hello from slurm-demo on {CUDA} in /workspace" in out
     assert "gpus=unset" in out  # a CPU job sees no GPU selection at all
+    assert "note=$HOME; $(id) 'x'" in out
 
-    ok = submitted_id(envman(site, "submit", "--gpus", "0", "--", "true"))
-    assert wait_done(site, ok)[ok]["state"] == "COMPLETED" and jobs(site)[ok]["exit_code"] == 0
+    ok = submitted_id(envman(site, "submit", "--gpus", "0", "--", "sh", "-c", "echo one; sleep 2; echo two"))
+    followed = envman(site, "logs", "--follow", ok)  # returns once the job has ended, with all of it
+    assert followed.returncode == 0 and followed.stdout == "one\ntwo\n", followed
+    assert followed.stderr == f"envman: job {ok} COMPLETED, exit code 0\n"
+    assert jobs(site)[ok]["state"] == "COMPLETED" and jobs(site)[ok]["exit_code"] == 0
 
 
 def test_gpu_jobs_get_exactly_their_allocated_devices(site):
@@ -203,13 +209,14 @@ def test_logs_refuses_jobs_that_are_not_the_users_envman_jobs(site):
 @pytest.mark.skipif(shutil.which("ch-run") is None and os.environ.get("CI", "") == "",
                     reason="charliecloud not installed (apt-get install charliecloud squashfs-tools-ng)")
 def test_charliecloud_job_runs_unprivileged_from_the_converted_image(site):
-    script = 'echo "ch $(id -u) $CUDA_VERSION $ENVMAN_PROJECT $(pwd)"; ls /workspace; exit 4'
+    script = 'echo "ch $(id -u) $CUDA_VERSION $ENVMAN_PROJECT $(pwd)"; echo "note=$NOTE"; ls /workspace; exit 4'
     job = submitted_id(envman(site, "submit", "--runtime", "charliecloud", "--gpus", "0", "--time", "10",
                               "--", "sh", "-c", script))
     state = wait_done(site, job, timeout=150)[job]
     out = log(site, job)
     assert (state["state"], state["exit_code"]) == ("FAILED", 4), out
     assert f"ch 0 {CUDA} slurm-demo /workspace" in out and "envman.toml" in out
+    assert "note=$HOME; $(id) 'x'" in out  # the project's variables arrive literally
     # The converted image runs for a user with no privileges at all, too.
     images = list((site["dir"] / "state" / "charliecloud").iterdir())
     assert len(images) == 1 and images[0].is_dir()

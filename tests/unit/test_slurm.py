@@ -217,6 +217,7 @@ def test_charliecloud_script():
     words = commands(text)
     run = next(w for w in words if w[0] == "ch-run")
     assert "--bind=/srv/projects/demo dir:/workspace" in run and "--cd=/workspace" in run
+    assert run.index("--env-no-expand") < min(i for i, w in enumerate(run) if w.startswith("--set-env"))
     assert "--set-env=WANDB_MODE=off line" in run and run[run.index("--") + 1:] == ["python", "-c", "print('$(id); `x`')"]
     assert "ch-convert -i docker envman/torch-2.4.1-cuda12.4-py3.10:latest" in text
     with pytest.raises(UserError, match="read-only"):
@@ -277,6 +278,14 @@ def test_submit_records_the_job_and_reads_its_state(tmp_path):
     assert states["41"].state == "RUNNING"
     assert (states["40"].state, states["40"].exit_code) == ("FAILED", 3)  # from sacct -c (no slurmdbd)
     assert states["39"].state == "UNKNOWN"
+    assert not any(a.startswith("--starttime") for c in fake.calls for a in c)
+    from envman.slurm import jobs
+
+    fake.calls.clear()
+    assert [(r.id, s.state) for r, s in jobs(fake)] == [("41", "RUNNING")]
+    job_states(["40"], fake, since=rec.submitted)
+    sacct = [c for c in fake.calls if c[0] == "sacct"]
+    assert sacct and all(any(a.startswith("--starttime=") for a in c) for c in sacct)
     Path(rec.log).write_text("hello\n")
     assert read_log("41")[1] == "hello\n"
     with pytest.raises(UserError, match="not one of your envman jobs"):
@@ -331,3 +340,28 @@ def test_records_ignore_garbage(tmp_path):
     (d / "1.json").write_text("{not json")
     (d / "2.json").write_text(json.dumps({"id": "2"}))
     assert load_records() == []
+
+
+def test_follow_log_prints_as_the_log_grows_until_the_job_ends():
+    from envman.slurm import follow_log
+
+    rec = submit(spec("docker", resources=Resources()), FakeSlurm())
+    log = Path(rec.log)
+    growth = iter(["epoch 1\n", "epoch 2\n", None])
+    states = iter(["RUNNING", "RUNNING", "RUNNING", "COMPLETED"])
+    out: list[str] = []
+
+    def runner(argv):
+        if argv[0] == "squeue":
+            st = next(states, "COMPLETED")
+            return subprocess.CompletedProcess(argv, 0, f"41|{st}|None\n" if st == "RUNNING" else "", "")
+        return subprocess.CompletedProcess(argv, 0, "41|COMPLETED|0:0\n", "")
+
+    def sleep(_):
+        more = next(growth, None)
+        if more:
+            with open(log, "a") as fh:
+                fh.write(more)
+
+    state = follow_log("41", out.append, runner, sleep=sleep)
+    assert "".join(out) == "epoch 1\nepoch 2\n" and (state.state, state.exit_code) == ("COMPLETED", 0)
