@@ -300,7 +300,7 @@ def _no_match(matrix: Matrix, q: StackQuery) -> str:
         known = sorted({b.version for b in fw_rows})
         span = f" (the matrix has {known[0]} to {known[-1]})" if known else ""
         return f"no {q.framework} release matches {q.version!r}{span}"
-    target = "a CPU build" if q.cpu else f"a CUDA {q.cuda} build"
+    target = "CPU build" if q.cpu else f"CUDA {q.cuda} build"
     return f"{q.framework} {q.version} has no {target} in the matrix"
 
 

@@ -12,7 +12,7 @@ from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
 )
-from ._out import console, emit_json
+from ._out import console, emit_json, plain, tagged
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -118,7 +118,7 @@ def build(
         c = console()
         for r in rows:
             status, colour, rest = build_line(r)
-            c.print(f"[{colour}]{status}[/{colour}] {rest}", highlight=False)
+            c.print(tagged(status, colour, f" {rest}"), highlight=False)
             if r.get("log_tail"):
                 c.print(r["log_tail"], markup=False, highlight=False)
     if failed:
@@ -178,7 +178,7 @@ def smoke(
     else:
         c = console()
         colour = {"pass": "green", "cpu-only": "yellow"}.get(rep.overall, "red")
-        c.print(f"[{colour}]{rep.overall}[/{colour}] {stack.name}: {rep.reason}", highlight=False)
+        c.print(tagged(rep.overall, colour, f" {stack.name}: {rep.reason}"), highlight=False)
         for chk in (rep.probe or {}).get("checks", []):
             c.print(f"  {chk['status']:<5} {chk['name']:<10} {chk.get('reason', '')}", markup=False, highlight=False)
     raise typer.Exit(1 if rep.overall == "fail" else 0)
@@ -201,8 +201,8 @@ def images(as_json: JsonOpt = False) -> None:
     t = Table("stack", "tag", "size", "smoke", "stable", "created", box=None, pad_edge=False)
     for r in rows:
         when = datetime.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
-        t.add_row(r.stack, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>", f"{r.size / 1e6:.0f} MB", r.smoke,
-                  "yes" if r.stable else "", when)
+        t.add_row(*map(plain, (r.stack, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",
+                               f"{r.size / 1e6:.0f} MB", r.smoke, "yes" if r.stable else "", when)))
     console().print(t)
 
 

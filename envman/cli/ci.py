@@ -12,7 +12,7 @@ from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
     BuilderOpt, builder_preference, network_options,
 )
-from ._out import console, emit_json
+from ._out import console, emit_json, plain, tagged
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -42,14 +42,19 @@ def plan(
     rows: RowsOpt = None,
     changed_since: ChangedOpt = None,
     shards: Annotated[int, typer.Option("--shards", "-n", min=1, help="Number of shards (CI jobs).")] = 1,
-    fmt: Annotated[str, typer.Option("--format", help="github: one line of strategy.matrix JSON; json: the full plan.")] = "json",
+    as_json: Annotated[bool, typer.Option("--json", help="The full plan as JSON (the default).")] = False,
+    github: Annotated[bool, typer.Option("--github", help="One line of strategy.matrix JSON for GitHub Actions.")] = False,
+    fmt: Annotated[Optional[str], typer.Option("--format", hidden=True, help="Old spelling: --format json|github.")] = None,
 ) -> None:
     """Which rows to validate, as a job matrix: shards that keep rows of one base image together."""
     from ..ci import github_matrix, plan_rows, plan_shards
     from ..errors import UserError
 
-    if fmt not in ("github", "json"):
-        raise UserError(f"--format {fmt!r}: expected github or json", where="--format")
+    if fmt is not None and fmt not in ("github", "json"):
+        raise UserError(f"--format {fmt!r}: expected github or json", where="--format", fix="use --json or --github")
+    if as_json and (github or fmt == "github"):
+        raise UserError("--json and --github contradict each other", where="envman ci plan", fix="give one of them")
+    fmt = "github" if github or fmt == "github" else "json"
     m, builds, changes = _selection(framework, rows, changed_since)
     shard_list = plan_shards(plan_rows(m, builds), shards)
     if fmt == "github":
@@ -130,7 +135,7 @@ def run(
 
     def on_step(row: str, step: str, sr) -> None:
         c = colours.get(sr.status, "red")
-        err.print(f"{row} {step}: [{c}]{sr.status}[/{c}] {sr.message[:160]}", highlight=False, soft_wrap=True)
+        err.print(plain(f"{row} {step}: ") + tagged(sr.status, c, f" {sr.message[:160]}"), highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
         from ..builder import select_builder
@@ -144,7 +149,7 @@ def run(
         c = console()
         for r in results:
             col = colours.get(r.result, "red")
-            c.print(f"[{col}]{r.result}[/{col}] {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}",
+            c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
                     highlight=False, soft_wrap=True)
         c.print(f"{len(results)} rows, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
                 f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
@@ -220,8 +225,8 @@ def check_tags(
             continue
         col = colours[t.verdict]
         used = f" — used by {', '.join(t.used_by[:4])}{' …' if len(t.used_by) > 4 else ''}" if t.used_by else ""
-        c.print(f"[{col}]{t.verdict}[/{col}] {t.ref}: matrix says {t.matrix_status}, registry says {t.registry_status}"
-                + (f" ({t.detail})" if t.detail and t.verdict == "unknown" else "") + used, highlight=False)
+        c.print(tagged(t.verdict, col, f" {t.ref}: matrix says {t.matrix_status}, registry says {t.registry_status}"
+                       + (f" ({t.detail})" if t.detail and t.verdict == "unknown" else "") + used), highlight=False)
     s = rep.summary
     c.print(f"{rep.registry}: {len(rep.tags)} tags: " + ", ".join(f"{n} {k}" for k, n in s.items() if n), highlight=False)
     raise typer.Exit(rep.exit_code)

@@ -9,7 +9,7 @@ import typer
 
 from rich.markup import escape
 
-from ._out import console, emit_json
+from ._out import console, emit_json, plain, tagged
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -174,9 +174,9 @@ def explain(
     else:
         c = console()
         colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
-        c.print(f"[{colour}]{v.verdict}[/{colour}]  {stack.name} on driver {drv}, {arch.sm}")
+        c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
         for r in v.reasons:
-            c.print(f"  - {r}")
+            c.print(f"  - {r}", markup=False)
     raise typer.Exit(0 if v.runs else 1)
 
 

@@ -83,7 +83,9 @@ class BuildProgress:
             row.step, row.text, row.detail = ev.step or "", _instruction(ev.text), ""
             row.step_started = time.monotonic()
         if self._live is None:
-            self._line(f"[dim]{name}[/dim] step {ev.step}: {_instruction(ev.text)[:100]}")
+            from rich.markup import escape
+
+            self._line(f"[dim]{escape(name)}[/dim] step {escape(str(ev.step))}: {escape(_instruction(ev.text)[:100])}")
 
     def phase(self, name: str, phase: str) -> None:
         """``name`` entered ``phase`` (a key of :data:`PHASES`)."""
@@ -98,9 +100,12 @@ class BuildProgress:
             elif phase in ("cached", "built", "smoke"):
                 row.step, row.text, row.detail = "", "", ""
         if self._live is None and phase in ("cached", "smoke"):
-            self._line(f"[dim]{name}[/dim] {PHASES[phase][0]}")
+            from rich.markup import escape
+
+            self._line(f"[dim]{escape(name)}[/dim] {escape(PHASES[phase][0])}")
 
     def _line(self, text: str) -> None:
+        """Print ``text`` (markup: user data in it is escaped by the callers)."""
         if self._quiet:
             return
         self._console.print(text, markup=True, highlight=False, soft_wrap=True)
@@ -130,9 +135,11 @@ class BuildProgress:
                 mark = self._spinner(r.name, colour)
             elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:.0f}s"
             what = Text(r.text, style="dim")
-            if r.detail and r.phase == "build":
+            if r.phase == "build" and (r.detail or r.step_started is not None):
+                # a long step shows that it is alive: its own elapsed time, with or without detail
                 in_step = f" {now - r.step_started:.0f}s" if r.step_started is not None else ""
-                what = Text.assemble((r.text[:40], "dim"), (f" · {r.detail}{in_step}", "cyan"))
+                detail = f" · {r.detail}" if r.detail else " ·"
+                what = Text.assemble((r.text[:40] if r.detail else r.text[:60], "dim"), (f"{detail}{in_step}", "cyan"))
             table.add_row(mark, Text(r.name, style="bold"), Text(label, style=colour), r.step, what, elapsed)
         return table
 

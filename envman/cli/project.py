@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperCommand
 
-from ._out import console, emit_json
+from ._out import console, emit_json, plain, tagged
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -105,11 +105,13 @@ def project_ls(as_json: JsonOpt = False) -> None:
         return
     from rich.table import Table
 
+    from rich.text import Text
+
     t = Table(box=None, pad_edge=False)
     for col in ("project", "root", "stack"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(r["name"], r["root"], r["stack"] or f"[red]{r['error']}[/red]")
+        t.add_row(plain(r["name"]), plain(r["root"]), plain(r["stack"]) if r["stack"] else Text(r["error"], style="red"))
     console().print(t)
 
 
@@ -448,7 +450,7 @@ def _print_rows(rows: list[dict]) -> None:
         t.add_column(col, overflow="fold")
     for r in rows:
         img = Text(f"{r['image'] or '-'} ") + Text(f"({r['image_status']})", style=_colour(r["image_status"]))
-        t.add_row(r["name"], r["stack"] or Text("invalid", style="red"), img,
+        t.add_row(plain(r["name"]), plain(r["stack"]) if r["stack"] else Text("invalid", style="red"), img,
                   Text(r["smoke"] or "-", style=_colour(r["smoke"])),
                   Text(f"{r['verdict'] or '-'} ({r['gpus']})" if r["gpus"] else (r["verdict"] or "-"), style=_colour(r["verdict"])))
     console().print(t)

@@ -457,3 +457,17 @@ def test_cli_run_of_an_empty_shard_writes_an_empty_report_without_docker(tmp_pat
     assert p.returncode == 0, p.stderr
     assert json.loads((tmp_path / "rep" / "results.json").read_text()) == []
     assert "no rows to validate" in p.stdout
+
+
+@pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")
+def test_cli_plan_json_and_github_flags_and_the_hidden_format_alias():
+    full = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--json")
+    assert full.returncode == 0 and json.loads(full.stdout)["shards"] == 2
+    assert envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "json").stdout == full.stdout
+    gh = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--github")
+    assert gh.stdout == envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "github").stdout
+    assert set(json.loads(gh.stdout)) == {"include"}
+    helptext = envman("ci", "plan", "--help").stdout
+    assert "--json" in helptext and "--format" not in helptext
+    bad = envman("ci", "plan", "--json", "--github")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

@@ -123,3 +123,29 @@ def test_the_spinner_of_a_running_row_advances_between_redraws():
 
         time.sleep(0.09)
     assert len(frames) >= 2, frames
+
+
+def test_a_long_step_without_output_shows_its_own_elapsed_time(monkeypatch):
+    import envman.cli.progress as progress
+
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=True, width=120, color_system=None)
+    p = BuildProgress(["a-1"], con, live=True)
+    p.phase("a-1", "build")
+    p.event("a-1", step("2/9", "RUN apt-get install -y python3"))
+    clock[0] += 75
+    con.print(p)
+    line = next(ln for ln in out.getvalue().splitlines() if "a-1" in ln)
+    assert "RUN apt-get install" in line and "75s" in line.split("python3", 1)[1], line
+
+
+def test_user_data_in_plain_lines_is_not_markup():
+    out = io.StringIO()
+    con = Console(file=out, force_terminal=False, width=200, color_system=None)
+    p = BuildProgress(["tf[bold]-x"], con, live=False)
+    p.phase("tf[bold]-x", "build")
+    p.event("tf[bold]-x", step("1/2", "RUN pip install tensorflow[and-cuda]==2.15.0.post1"))
+    text = out.getvalue()
+    assert "tf[bold]-x" in text and "tensorflow[and-cuda]==2.15.0.post1" in text, text
