@@ -175,13 +175,15 @@ def _lower_bound(spec: SpecifierSet) -> tuple[Version, str] | None:
     return best
 
 
-def _pin(req: Requirement, *, minor: bool = True) -> Pin | None:
+def _pin(req: Requirement, *, full: bool = False) -> Pin | None:
+    """The requirement's lower bound: ``major.minor`` (CUDA), or the whole version as written
+    (``full``: cuDNN, whose builds are told apart by all four parts), or the major alone."""
     lb = _lower_bound(req.specifier)
     if lb is None:
         return None
     ver, how = lb
     rel = ver.release + (0,)
-    value = f"{rel[0]}" if how == "major" or not minor else f"{rel[0]}.{rel[1]}"
+    value = f"{rel[0]}" if how == "major" else ver.base_version if full else f"{rel[0]}.{rel[1]}"
     return Pin(value, how, str(req))
 
 
@@ -208,7 +210,7 @@ def cuda_pins(lines: Iterable[str], extras: Iterable[str] = (), *, machine: str 
         elif _CUDA_OTHER.match(name):
             other = other or _pin(req)
         elif _CUDNN.match(name):
-            p = _pin(req)
+            p = _pin(req, full=True)
             if p is not None and p.how == "at least" and _only_major_range(req.specifier):
                 p = Pin(p.value.split(".")[0], "major", p.requirement)
             cudnn = cudnn or p

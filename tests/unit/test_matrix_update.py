@@ -29,23 +29,23 @@ PIN_CASES = [
     # (requires-dist lines, extras, machine, cuda (value, how), cudnn (value, how))
     (["nvidia-cuda-runtime-cu12==12.8.90; platform_system == 'Linux' and platform_machine == 'x86_64'",
       "nvidia-cudnn-cu12==9.10.2.21; platform_system == 'Linux' and platform_machine == 'x86_64'"],
-     (), "x86_64", ("12.8", "pinned"), ("9.10", "pinned")),
+     (), "x86_64", ("12.8", "pinned"), ("9.10.2.21", "pinned")),
     (["nvidia-cuda-runtime-cu12==12.8.90; platform_system == 'Linux' and platform_machine == 'x86_64'"],
      (), "aarch64", None, None),  # the marker excludes arm64: no CUDA there
     (["cuda-toolkit[cublas,cudart,cufft]==13.2.2; platform_system == \"Linux\"",
-      "nvidia-cudnn-cu13==9.26.0.51; platform_system == \"Linux\""], (), "aarch64", ("13.2", "pinned"), ("9.26", "pinned")),
-    (["nvidia-cuda-runtime==13.0.96", "nvidia-cudnn-cu13==9.13.0.50"], (), "x86_64", ("13.0", "pinned"), ("9.13", "pinned")),
+      "nvidia-cudnn-cu13==9.26.0.51; platform_system == \"Linux\""], (), "aarch64", ("13.2", "pinned"), ("9.26.0.51", "pinned")),
+    (["nvidia-cuda-runtime==13.0.96", "nvidia-cudnn-cu13==9.13.0.50"], (), "x86_64", ("13.0", "pinned"), ("9.13.0.50", "pinned")),
     (["nvidia-cuda-runtime~=13.0; extra == \"cuda\"", "nvidia-cudnn-cu13~=9.0; extra == \"cudnn\""],
      ("cuda", "cudnn"), "x86_64", ("13", "major"), ("9", "major")),
     (["nvidia-cuda-runtime~=13.0; extra == \"cuda\""], (), "x86_64", None, None),  # extra not selected
     (["nvidia-cuda-runtime-cu12>=12.1.105; sys_platform == \"linux\" and extra == \"with-cuda\"",
       "nvidia-cuda-nvcc-cu12>=12.6.85; sys_platform == \"linux\" and extra == \"with-cuda\"",
       "nvidia-cudnn-cu12<10.0,>=9.10.2.21; sys_platform == \"linux\" and extra == \"with-cuda\""],
-     ("with-cuda",), "x86_64", ("12.1", "at least"), ("9.10", "at least")),
+     ("with-cuda",), "x86_64", ("12.1", "at least"), ("9.10.2.21", "at least")),
     (["nvidia-cuda-runtime-cu12<13.0,>=12.5.82; extra == \"and-cuda\"", "nvidia-cudnn-cu12<10.0,>=9.3.0.75; extra == \"and-cuda\""],
-     ("and-cuda",), "x86_64", ("12.5", "at least"), ("9.3", "at least")),
+     ("and-cuda",), "x86_64", ("12.5", "at least"), ("9.3.0.75", "at least")),
     (["nvidia-cudnn-cu12>=9.0,<10; extra == 'x'"], ("x",), "x86_64", None, ("9", "major")),
-    (["nvidia-cuda-nvrtc-cu11==11.8.89", "nvidia-cudnn-cu11==8.7.0.84"], (), "x86_64", ("11.8", "pinned"), ("8.7", "pinned")),
+    (["nvidia-cuda-nvrtc-cu11==11.8.89", "nvidia-cudnn-cu11==8.7.0.84"], (), "x86_64", ("11.8", "pinned"), ("8.7.0.84", "pinned")),
     (["numpy>=1.21", "not a requirement ;;", "nvidia_cuda_runtime_cu12 == 12.4.127"], (), "x86_64", ("12.4", "pinned"), None),
 ]
 
@@ -250,19 +250,19 @@ def test_update_writes_a_valid_overlay_that_resolves_and_renders(tmp_path: Path,
     doc = tomllib.loads(out.read_text())
     rows = {r["variant"]: r for r in doc["build"]}
     d = rows["cu130"]
-    assert (d["cuda"], d["cudnn"], d["python"], d["default"]) == ("13.0", "9.20", ["3.12", "3.13"], True)
+    assert (d["cuda"], d["cudnn"], d["python"], d["default"]) == ("13.0", "9.20.0.48", ["3.12", "3.13"], True)
     assert d["packages"] == [f"torch=={TORCH_V}", f"torchvision=={TV_V}"]
     assert d["platforms"] == ["linux/amd64"]  # torchvision has no arm64 wheel here
     assert d["arch_status"] == "unconfirmed" and "sass" in d["note"]
     assert srv.url + "/f/torch-2.99.0-cp313-cp313-manylinux_2_28_x86_64.whl" in d["derived"]["cuda"]
     assert "pinned by Requires-Dist 'cuda-toolkit" in d["derived"]["cuda"]
     v = rows["cu126"]
-    assert (v["cuda"], v["cudnn"], v["index_url"], v["default"]) == ("12.6", "9.5", srv.url + "/whl/cu126", False)
+    assert (v["cuda"], v["cudnn"], v["index_url"], v["default"]) == ("12.6", "9.5.1.17", srv.url + "/whl/cu126", False)
     rc, text = _run("matrix", "validate", str(out))
     assert rc == 0, text
     rc, text = _run("matrix", "show", f"torch-{TORCH_V}-cuda13.0", "--matrix", str(out), "--json")
     assert rc == 0, text
-    assert json.loads(text)["cudnn"] == "9.20"
+    assert json.loads(text)["cudnn"] == "9.20.0.48"
     rc, text = _run("--matrix", str(out), "render", f"torch-{TORCH_V}-cuda12.6", "-o", "-")
     assert rc == 0 and f"torch=={TORCH_V}" in text
 
