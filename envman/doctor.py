@@ -174,7 +174,10 @@ def doctor_report(
             mech = gpu_mechanism(info)
             engine_json.update(server_version=info.get("server_version"), runtimes=info.get("runtimes", []),
                                nvidia_runtime=bool(info.get("nvidia_runtime")), cdi_nvidia=mech == "cdi",
-                               gpu_mechanism=mech)
+                               gpu_mechanism=mech, engine=info.get("engine", "docker"),
+                               engine_version=info.get("engine_version") or info.get("server_version"),
+                               rootless=bool(info.get("rootless")), url=info.get("engine_url"),
+                               selected_by=info.get("engine_source") or None)
             if mech is None and host.has_gpu and not what_if:
                 from .engine import NVIDIA_TOOLKIT_FIX
 

@@ -318,6 +318,17 @@ def gpu_device_requests(gpus: GpuRequest | None) -> list[dict[str, Any]]:
     return [{**base, "device_ids": ids}]
 
 
+def podman_cdi_names(gpus: GpuRequest | None) -> list[str]:
+    """CDI device names for a GPU request (a count takes indexes 0..N-1, as on the run path)."""
+    if gpus is None:
+        return []
+    if gpus == "all":
+        return ["all"]
+    if isinstance(gpus, int) and not isinstance(gpus, bool):
+        return [str(i) for i in range(gpus)]
+    return [str(g) for g in gpus]
+
+
 def _label_filters(labels: Mapping[str, str] | Iterable[str]) -> list[str]:
     if isinstance(labels, Mapping):
         return [f"{k}={v}" for k, v in sorted(labels.items())]
@@ -336,23 +347,36 @@ def _one_line(text: str, limit: int = 300) -> str:
 class Engine:
     """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""
 
-    def __init__(self, api: APIClient, *, url: str = DEFAULT_DOCKER_URL) -> None:
+    def __init__(self, api: APIClient, *, url: str = DEFAULT_DOCKER_URL, source: str = "") -> None:
         import docker.errors  # noqa: F401  - lazily, and so that _errors() can rely on it
 
         self._api = api
         self.url = url
+        self.source = source  # how it was selected (envman.engine_select)
+        self._kind: Any = None
 
     # -- connection -------------------------------------------------------------------------
 
     @classmethod
     def connect(cls, base_url: str | None = None, timeout: int = DEFAULT_TIMEOUT_S) -> Engine:
         """Connect like ``docker.from_env`` (``DOCKER_HOST``, TLS variables, the current
-        context) or to ``base_url``, and ping. ``timeout`` bounds ordinary API calls; builds
-        and container waits have their own."""
+        context) or to ``base_url``, and ping. Without ``DOCKER_HOST`` or a context, the engine is
+        the one :func:`envman.engine_select.select_engine` picks (config, Docker socket, this
+        user's rootless Podman socket). ``timeout`` bounds ordinary API calls; builds and
+        container waits have their own."""
         import docker
         import requests
 
+        from envman.engine_select import config_engine_host, select_engine
+
+        source = "argument" if base_url else ""
+        if not base_url and not os.environ.get("DOCKER_HOST") and not os.environ.get("DOCKER_CONTEXT"):
+            addr = select_engine(config_host=config_engine_host())
+            if addr.source not in ("docker socket", "default"):
+                base_url = addr.url
+            source = addr.source
         url = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_URL
+        source = source or ("DOCKER_HOST" if os.environ.get("DOCKER_HOST") else "docker context")
         try:
             if base_url:
                 api = docker.APIClient(base_url=base_url, version="auto", timeout=timeout)
@@ -361,7 +385,7 @@ class Engine:
             api.ping()
         except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
             raise EngineError(f"Docker engine not reachable at {url}", fix=UNREACHABLE_FIX) from exc
-        return cls(api, url=url)
+        return cls(api, url=url, source=source)
 
     def close(self) -> None:
         self._api.close()
@@ -390,7 +414,37 @@ class Engine:
         }
         if raw.get("CDISpecDirs") is not None:
             out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
-        return out
+        from envman.runner import with_engine_kind
+
+        return with_engine_kind(out, self.kind(), url=self.url, source=self.source,
+                                local=self.url.startswith("unix://"))
+
+    def kind(self) -> Any:
+        """The engine's :class:`envman.engine_select.EngineKind`: Docker or Podman, rootless or not."""
+        from envman.engine_select import kind_from
+
+        if self._kind is None:
+            with self._errors("docker version"):
+                version = self._api.version()
+            podman = any(c.get("Name") == "Podman Engine" for c in version.get("Components") or ()
+                         if isinstance(c, Mapping))
+            libpod = self._libpod_get("/info") if podman else None
+            with self._errors("docker info"):
+                info = None if podman else self._api.info()
+            self._kind = kind_from(version, info, libpod)
+        return self._kind
+
+    @property
+    def is_podman(self) -> bool:
+        return self.kind().kind == "podman"
+
+    def _libpod_url(self, path: str) -> str:
+        return f"{self._api.base_url}/v4.0.0/libpod{path}"
+
+    def _libpod_get(self, path: str) -> dict[str, Any] | None:
+        with self._errors(f"podman {path}"):
+            res = self._api._get(self._libpod_url(path))
+            return res.json() if res.status_code == 200 else None
 
     # -- build ------------------------------------------------------------------------------
 
@@ -615,6 +669,13 @@ class Engine:
         device_requests = gpu_device_requests(gpus)
         all_labels = labels_mod.with_managed(labels)
         port_map = {int(c): int(h) for c, h in (ports or {}).items()}
+        if device_requests and self.is_podman:
+            # Podman's Docker API accepts GPU requests and ignores them (the container runs, no
+            # GPU): create it through the libpod API with CDI devices instead, or fail.
+            cid = self._podman_create_with_cdi(image, command, gpus, env=env, user=user, mounts=mounts,
+                                               workdir=workdir, shm_size=shm_size, ports=port_map, labels=all_labels,
+                                               security_opt=security_opt, network=network)
+            return self._start_wait(cid, image, gpus, device_requests, remove=remove, tty=tty, timeout=timeout)
         with self._errors(f"create container from {image}"):
             host_config = self._api.create_host_config(
                 binds=[f"{host}:{ctr}:{mode}" for host, ctr, mode in (mounts or [])] or None,
@@ -637,7 +698,13 @@ class Engine:
                 stdin_open=stdin,
                 detach=True,
             )
-        cid: str = created["Id"]
+        return self._start_wait(created["Id"], image, gpus, device_requests, remove=remove, tty=tty, timeout=timeout)
+
+    def _start_wait(self, cid: str, image: str, gpus: GpuRequest | None, device_requests: list[dict[str, Any]], *,
+                    remove: bool, tty: bool, timeout: float | None) -> RunResult:
+        import docker.errors
+        import requests
+
         try:
             try:
                 self._api.start(cid)
@@ -648,6 +715,12 @@ class Engine:
                         f"GPU requested (gpus={gpus!r}) but the engine has no NVIDIA runtime or CDI "
                         f"device (runtimes: {runtimes})",
                         fix=NVIDIA_TOOLKIT_FIX,
+                    ) from exc
+                if device_requests and "cdi device" in str(exc).lower():
+                    raise EngineError(
+                        f"GPU requested (gpus={gpus!r}) but Podman cannot attach it: "
+                        f"{_one_line(exc.explanation or str(exc))}",
+                        fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
                     ) from exc
                 raise EngineError(f"start container from {image}: {_one_line(exc.explanation or str(exc))}") from exc
             timed_out = False
@@ -669,6 +742,47 @@ class Engine:
         finally:
             if remove:
                 self.remove_container(cid, force=True)
+
+    def _podman_create_with_cdi(self, image: str, command: Sequence[str], gpus: GpuRequest | None, *,
+                                env: Mapping[str, str] | None, user: str | None, mounts: Sequence[Mount] | None,
+                                workdir: str | None, shm_size: str | int | None, ports: Mapping[int, int],
+                                labels: Mapping[str, str], security_opt: Sequence[str] | None,
+                                network: str | None) -> str:
+        """``POST /libpod/containers/create`` with ``nvidia.com/gpu=...`` CDI devices; the id."""
+        import json
+
+        from docker.utils import parse_bytes
+
+        names = podman_cdi_names(gpus)
+        spec: dict[str, Any] = {
+            "image": image, "command": list(command), "labels": dict(labels),
+            "devices": [{"path": f"nvidia.com/gpu={n}"} for n in names],
+            "env": dict(env or {}),
+            "mounts": [{"destination": ctr, "source": host, "type": "bind", "options": ["rbind", mode]}
+                       for host, ctr, mode in (mounts or [])],
+            "portmappings": [{"host_ip": "127.0.0.1", "host_port": h, "container_port": c} for c, h in ports.items()],
+            "no_new_privileges": "no-new-privileges" in (security_opt or ()),
+        }
+        if user:
+            spec["user"] = user
+        if workdir:
+            spec["work_dir"] = workdir
+        if shm_size is not None:
+            spec["shm_size"] = parse_bytes(shm_size) if isinstance(shm_size, str) else int(shm_size)
+        if network == "none":
+            spec["netns"] = {"nsmode": "none"}
+        with self._errors(f"create container from {image}"):
+            res = self._api._post(self._libpod_url("/containers/create"), data=json.dumps(spec),
+                                  headers={"Content-Type": "application/json"})
+        body = res.json() if res.headers.get("Content-Type", "").startswith("application/json") else {}
+        if res.status_code >= 400 or not body.get("Id"):
+            msg = _one_line(str(body.get("message") or body.get("cause") or res.text))
+            if "cdi" in msg.lower() or "unresolvable" in msg.lower():
+                raise EngineError(
+                    f"GPU requested (gpus={gpus!r}) but Podman cannot attach nvidia.com/gpu={','.join(names)}: {msg}",
+                    fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+            raise EngineError(f"create container from {image}: {msg}")
+        return str(body["Id"])
 
     # -- internals --------------------------------------------------------------------------
 

@@ -69,7 +69,13 @@ def local_socket(environ: Mapping[str, str] | None = None) -> str | None:
                 context = json.load(fh).get("currentContext")
         except (OSError, ValueError, AttributeError):
             context = None
-    return DEFAULT_SOCKET if context in (None, "", "default") else None
+    if context not in (None, "", "default"):
+        return None
+    if os.access(DEFAULT_SOCKET, os.R_OK | os.W_OK):
+        return DEFAULT_SOCKET
+    from .engine_select import select_engine, socket_path  # only when Docker's socket is not ours
+
+    return socket_path(select_engine(env).url)
 
 
 class NoAnswer(Exception):
@@ -144,8 +150,11 @@ def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
 
 
 def with_terminal(argv: Sequence[str], tty: bool, interactive: bool) -> list[str]:
-    """``docker run`` argv with ``--interactive`` / ``--tty`` right after ``run``."""
-    return [*argv[:2], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[2:]]
+    """``docker run`` / ``docker exec`` argv with ``--interactive`` / ``--tty`` right after the
+    subcommand (the first ``run`` or ``exec``: the words before it are envman's, e.g.
+    ``podman --remote --url URL run``)."""
+    at = next(i for i, w in enumerate(argv) if w in ("run", "exec")) + 1
+    return [*argv[:at], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[at:]]
 
 
 def which(name: str) -> str | None:

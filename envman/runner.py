@@ -89,6 +89,9 @@ class RunPlan:
     env_name: str | None = None  # a named environment (envman run --name/--detach): label envman.env
     detach: bool = False
     inherit_env: tuple[str, ...] = ()  # variables passed by name (--env NAME): the value never on an argv
+    engine: str = "docker"  # docker | podman (see envman.engine_select)
+    engine_url: str | None = None  # podman: the service the podman CLI talks to (--remote --url)
+    rootless: bool = False  # podman rootless: --userns keep-id, so files in the project stay the user's
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -127,8 +130,15 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
 
     Never ``--privileged``, never the Docker socket, always ``no-new-privileges``; ports only on
     127.0.0.1; ``-t`` only when envman's own stdin and stdout are terminals (``plan.tty``).
+    On Podman the ``podman`` CLI runs it through the selected service, and GPUs are always CDI
+    devices (Podman's Docker API ignores ``--gpus`` requests without a word).
     """
-    argv = [docker, "run", "--rm"]
+    if plan.engine == "podman":
+        argv = ["podman", *(["--remote", "--url", plan.engine_url] if plan.engine_url else []), "run", "--rm"]
+        if plan.rootless:
+            argv += ["--userns", "keep-id"]
+    else:
+        argv = [docker, "run", "--rm"]
     if plan.container_name:
         argv += ["--name", plan.container_name]
     argv += [
@@ -154,7 +164,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
     for p in plan.ports:
         argv += ["--publish", f"127.0.0.1:{p.host}:{p.container}"]
     if plan.gpus is not None:
-        if plan.gpu_mechanism == "cdi":
+        if plan.gpu_mechanism == "cdi" or plan.engine == "podman":
             for d in plan.cdi_devices:
                 argv += ["--device", f"nvidia.com/gpu={d}"]
         else:
@@ -201,10 +211,33 @@ class DockerFacts:
 
     def __init__(self, docker: str = "docker",
                  runner: Callable[[list[str]], subprocess.CompletedProcess] | None = None,
-                 socket: str | None = None) -> None:
+                 socket: str | None = None, source: str = "") -> None:
         self.docker = docker
         self._run = runner or self._subprocess
         self.socket = socket
+        self.source = source  # how the engine was selected (envman.engine_select)
+        self._kind: Any = None
+
+    def kind(self) -> Any:
+        """The engine's :class:`envman.engine_select.EngineKind` (Docker unless it says Podman)."""
+        from .engine_select import PODMAN, EngineKind, kind_from
+
+        if self._kind is None:
+            version = info = libpod = None
+            try:
+                status, version = api_get(self.socket, "/version")
+                if status == 200 and isinstance(version, dict) and any(
+                        c.get("Name") == "Podman Engine" for c in version.get("Components") or () if isinstance(c, dict)):
+                    status, libpod = api_get(self.socket, "/v4.0.0/libpod/info")
+                else:
+                    status, info = api_get(self.socket, "/info")
+            except NoAnswer:
+                pass
+            self._kind = kind_from(version if isinstance(version, dict) else None,
+                                   info if isinstance(info, dict) else None, libpod if isinstance(libpod, dict) else None)
+            if self._kind.kind != PODMAN and not version:
+                self._kind = EngineKind("docker", "", False)
+        return self._kind
 
     def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
         exe = shutil.which(self.docker)
@@ -266,12 +299,37 @@ class DockerFacts:
         }
         if raw.get("CDISpecDirs") is not None:
             out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
-        return out
+        return with_engine_kind(out, self.kind(), url=f"unix://{self.socket}" if self.socket else None,
+                                source=self.source, local=self.socket is not None)
+
+
+def with_engine_kind(info: dict[str, Any], kind: Any, *, url: str | None, source: str, local: bool) -> dict[str, Any]:
+    """``info`` plus which engine it is. On Podman, GPUs are CDI devices only (its Docker API
+    ignores GPU requests), read from the spec directories Podman itself reads when it is local."""
+    from .engine_select import PODMAN, PODMAN_CDI_DIRS, cdi_gpu_devices
+
+    out = {**info, "engine": kind.kind, "engine_version": kind.version or info.get("server_version", ""),
+           "rootless": kind.rootless, "engine_url": url, "engine_source": source}
+    if kind.kind == PODMAN:
+        out["nvidia_runtime"] = False
+        out["cdi_spec_dirs"] = list(PODMAN_CDI_DIRS) if local else []
+        out["cdi_gpu_devices"] = sorted(cdi_gpu_devices(PODMAN_CDI_DIRS)) if local else []
+    return out
 
 
 def docker_facts() -> DockerFacts:
-    """The engine facts of the engine ``docker run`` will use (socket when it is the local one)."""
-    return DockerFacts(socket=local_socket())
+    """The engine facts of the engine a run will use: ``DOCKER_HOST`` or a Docker context as the
+    ``docker`` CLI reads them, else the ``[engine] host`` of config.toml, the Docker socket, or
+    this user's rootless Podman socket (see :mod:`envman.engine_select`)."""
+    from .engine_select import DOCKER_SOCKET, config_engine_host, select_engine, socket_path
+
+    sock = local_socket()
+    if os.environ.get("DOCKER_HOST"):
+        return DockerFacts(socket=sock, source="DOCKER_HOST")
+    if sock != DOCKER_SOCKET:
+        return DockerFacts(socket=sock, source="docker context")
+    addr = select_engine(config_host=config_engine_host())
+    return DockerFacts(socket=socket_path(addr.url), source=addr.source)
 
 
 def cdi_has_nvidia(dirs: Iterable[str]) -> bool:
@@ -389,9 +447,25 @@ def preflight(
         from .engine import NVIDIA_TOOLKIT_FIX
 
         runtimes = ", ".join(engine_info.get("runtimes") or ()) or "none"
-        problems.append(Problem(ERROR, "gpu-runtime",
-                                f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI spec "
-                                f"(runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
+        if engine_info.get("engine") == "podman":
+            problems.append(Problem(ERROR, "gpu-runtime",
+                                    f"GPUs requested (--gpus {gpus}) but Podman has no CDI spec for nvidia.com/gpu in "
+                                    f"{', '.join(engine_info.get('cdi_spec_dirs') or ()) or 'its CDI directories'} "
+                                    "(Podman's Docker API would start the container without a GPU): run "
+                                    f"`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` as root; {cpu_fix}"))
+        else:
+            problems.append(Problem(ERROR, "gpu-runtime",
+                                    f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI "
+                                    f"spec (runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
+    elif gpus is not None and not what_if and engine_info is not None and engine_info.get("cdi_gpu_devices") is not None \
+            and gpu_mechanism(engine_info) == "cdi":
+        known = set(engine_info["cdi_gpu_devices"])
+        missing = [d for d in cdi_devices(gpus) if d not in known]
+        if missing:
+            problems.append(Problem(ERROR, "gpu-runtime",
+                                    f"the CDI spec has no device nvidia.com/gpu={missing[0]} (it has: "
+                                    f"{', '.join(sorted(known)) or 'none'}): ask for one of those, or regenerate it with "
+                                    f"`nvidia-ctk cdi generate`; {cpu_fix}"))
     if image.image_id is None:
         problems.append(Problem(ERROR, "image", f"no promoted image {image.ref} for stack {stack.name}: "
                                 f"build it with envman build {stack.name}"))
@@ -651,6 +725,7 @@ def prepare_run(
             found = engine.inspect_image(built)
         image = str(found["Id"]) if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
     mech = gpu_mechanism(info) if info is not None else None
+    engine_kind, engine_url = _engine_kind(engine)
     home = home_dir(project.name)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     plan = RunPlan(
@@ -668,6 +743,9 @@ def prepare_run(
         gpus=gpus,
         gpu_mechanism=mech or "runtime",
         cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
+        engine=str((info or {}).get("engine") or engine_kind.kind),
+        engine_url=engine_url,
+        rootless=bool(engine_kind.rootless),
         shm_size=settings.shm_size,
         tty=tty and not detach,
         interactive=interactive and not detach,
@@ -678,6 +756,15 @@ def prepare_run(
     if detach and not plan.command:  # a named environment waits for `envman exec` until `envman stop`
         plan = replace(plan, command=KEEP_ALIVE)
     return Prepared(plan, stack, problems, built, img.image_id)
+
+
+def _engine_kind(engine) -> tuple[Any, str | None]:
+    """(EngineKind, the URL the podman CLI must use) of the engine a run goes to."""
+    from .engine_select import EngineKind
+
+    kind = engine.kind() if hasattr(engine, "kind") else EngineKind("docker", "", False)
+    sock = getattr(engine, "socket", None)
+    return kind, (f"unix://{sock}" if kind.kind == "podman" and sock else None)
 
 
 class PreflightError(EnvmanError):

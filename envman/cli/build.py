@@ -211,8 +211,7 @@ def prune(
     all_users: Annotated[bool, typer.Option("--all-users", help="Root only: every user's envman images, not only yours.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remove the envman images you built that nothing uses: no container (anyone's, running or
-    stopped), no stable tag, no registered project of yours (nothing else is touched)."""
+    """Remove envman images you built that nothing uses: no container (anyone's), stable tag or project of yours."""
     from ..errors import UserError
     from ..build import PruneScope, prune as _prune
     from ..engine import Engine

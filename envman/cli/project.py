@@ -417,7 +417,12 @@ def _print_doctor(report: dict) -> None:
     c.print(f"host    {h['summary']}", markup=False, highlight=False, soft_wrap=True)
     if e["reachable"]:
         mech = {"runtime": "GPUs through the NVIDIA runtime", "cdi": "GPUs through CDI"}.get(e.get("gpu_mechanism") or "", "no NVIDIA runtime or CDI: no GPUs in containers")
-        c.print(f"engine  Docker {e.get('server_version', '?')}; {mech}", markup=False, highlight=False, soft_wrap=True)
+        name = "Podman" if e.get("engine") == "podman" else "Docker"
+        mode = "rootless" if e.get("rootless") else "rootful"
+        where = f" at {e['url']}" if e.get("url") else ""
+        how = f" (selected by {e['selected_by']})" if e.get("selected_by") else ""
+        c.print(f"engine  {name} {e.get('engine_version') or e.get('server_version', '?')}, {mode}{where}{how}; {mech}",
+                markup=False, highlight=False, soft_wrap=True)
     else:
         c.print(f"engine  not reachable: {e['error']}", markup=False, highlight=False, soft_wrap=True)
     fresh = report.get("matrix")

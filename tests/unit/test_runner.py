@@ -391,7 +391,9 @@ def test_doctor_json_shape(tmp_path, mini):
     assert set(report) == {"host", "engine", "problems", "projects", "ok"}
     assert report["host"]["driver"] == "470.57.02" and report["host"]["gpus"][0]["compute_cap"] == "8.6"
     assert report["engine"] == {"reachable": True, "error": None, "server_version": "27.0", "runtimes": ["nvidia", "runc"],
-                                "nvidia_runtime": True, "cdi_nvidia": False, "gpu_mechanism": "runtime"}
+                                "nvidia_runtime": True, "cdi_nvidia": False, "gpu_mechanism": "runtime",
+                                "engine": "docker", "engine_version": "27.0", "rootless": False, "url": None,
+                                "selected_by": None}
     by = {r["name"]: r for r in report["projects"]}
     assert set(by["gpu"]) == {"name", "root", "stack", "stack_query", "image", "image_status", "smoke", "verdict", "gpus",
                               "verdicts", "problems"}
