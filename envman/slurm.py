@@ -462,12 +462,16 @@ def submit(spec: JobSpec, run: SubmitRunner = _run, *, now: Callable[[], float] 
     if spec.resources.partition:
         check_partition_exists(spec.resources.partition, run)
     base = slurm_dir()
+    logs = str(base.absolute() / "logs")
+    if "\\" in logs:  # sbatch would then take the whole path literally, "%j" included
+        raise UserError(f"envman's state directory {logs} contains a backslash, which sbatch's --output cannot carry",
+                        where="envman submit", fix="set ENVMAN_STATE_DIR to a path without one")
+    log_pattern = logs.replace("%", "%%") + "/job-%j.log"  # "%%" is sbatch's literal "%"
     (base / "logs").mkdir(parents=True, exist_ok=True, mode=0o700)
     scripts = base / "scripts"
     stamp = f"{spec.project}-{int(now() * 1000)}-{os.getpid()}"
     script = scripts / f"{stamp}.sh"
     atomic_write(script, script_text)
-    log_pattern = str(base / "logs" / "job-%j.log")
     p = run(sbatch_argv(script, log_pattern))
     if p.returncode != 0:
         script.unlink(missing_ok=True)
@@ -481,7 +485,7 @@ def submit(spec: JobSpec, run: SubmitRunner = _run, *, now: Callable[[], float] 
         raise EnvmanError(f"sbatch printed no job id ({p.stdout.strip()[:80]!r})", where="envman submit")
     final = scripts / f"job-{job_id}.sh"
     os.replace(script, final)
-    record = JobRecord(job_id, spec.project, spec.stack, spec.runtime, log_pattern.replace("%j", job_id), str(final),
+    record = JobRecord(job_id, spec.project, spec.stack, spec.runtime, f"{logs}/job-{job_id}.log", str(final),
                        now(), spec.resources.gpus)
     atomic_write(_jobs_dir() / f"{job_id}.json", json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
     return record

@@ -365,3 +365,16 @@ def test_follow_log_prints_as_the_log_grows_until_the_job_ends():
 
     state = follow_log("41", out.append, runner, sleep=sleep)
     assert "".join(out) == "epoch 1\nepoch 2\n" and (state.state, state.exit_code) == ("COMPLETED", 0)
+
+
+def test_log_path_survives_sbatch_patterns(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "st%jate"))
+    fake = FakeSlurm()
+    rec = submit(spec("docker", resources=Resources()), fake)
+    sbatch = next(c for c in fake.calls if c[0] == "sbatch")
+    assert f"--output={tmp_path}/st%%jate/slurm/logs/job-%j.log" in sbatch
+    assert rec.log == f"{tmp_path}/st%jate/slurm/logs/job-41.log"
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "a\\b"))
+    with pytest.raises(UserError, match="backslash"):
+        submit(spec("docker", resources=Resources()), FakeSlurm())
+    assert not (tmp_path / "a\\b").exists()  # nothing written
