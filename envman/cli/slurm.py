@@ -79,14 +79,14 @@ def submit(
 
 def jobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Show the newest N jobs.")] = 20,
+    limit: Annotated[str, typer.Option("--limit", "-n", help="Show the newest N jobs.")] = "20",
 ) -> None:
     """Your envman Slurm jobs: id, project, runtime, GPUs, state and exit code (squeue, then sacct; --json adds the stack)."""
     import datetime
 
     from ..slurm import jobs as list_jobs
 
-    rows = list_jobs(limit=limit)
+    rows = list_jobs(limit=_int(limit, "--limit", 1))
     if as_json:
         emit_json([{**r.to_json(), "state": s.state, "exit_code": s.exit_code, "signal": s.signal,
                     "reason": s.reason} for r, s in rows])

@@ -378,3 +378,29 @@ def test_log_path_survives_sbatch_patterns(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="backslash"):
         submit(spec("docker", resources=Resources()), FakeSlurm())
     assert not (tmp_path / "a\\b").exists()  # nothing written
+
+
+@pytest.mark.parametrize("args", [["submit", "--gpus", "x"], ["submit", "--cpus", "0"], ["submit", "--time", "1:99"],
+                                  ["submit", "--mem", "1.5G"], ["submit", "--partition", "a b"],
+                                  ["submit", "--runtime", "podman2"], ["jobs", "--limit", "0"], ["logs", "x1"],
+                                  ["node-check", ".", "--gpus", "all"]])
+def test_cli_bad_input_is_one_line_exit_2(args, tmp_path):
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and p.stdout == "", p
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("envman: error: "), p.stderr
+
+
+def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, monkeypatch):
+    import sys
+
+    (tmp_path / "envman.toml").write_text('stack = "torch-2.4-cuda12"\nname = "demo"\n')
+    p = subprocess.run([sys.executable, "-m", "envman", "submit", "--gpus", "2", "--dry-run", "--", "echo", "$HOME"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL,
+                       env={**__import__("os").environ, "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    assert "#SBATCH --gres=gpu:2" in p.stdout and "--gpus slurm" in p.stdout and "-- echo '$HOME' &" in p.stdout
+    assert "#SBATCH --job-name=envman-demo" in p.stdout
+    assert load_records() == []
