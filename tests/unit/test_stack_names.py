@@ -62,7 +62,7 @@ def test_case_and_whitespace_are_ignored(text, fields):
 @pytest.mark.parametrize(
     "text",
     [
-        "", " ", "torch", "torch-", "-2.4", "torch2.4", "torch-2.4-", "torch-x", "torch-2.4.1.0",
+        "", " ", "torch", "torch-", "-2.4", "torch2.4", "torch-2.4-", "torch-x", "torch-2.4.1.0.0",
         "torch-2..4", "torch-.4", "torch-2.4-cu1180", "torch-2.4-cu1", "torch-2.4-cuda", "torch-2.4-cu",
         "torch-2.4-cuda12.4.1", "torch-2.4-cuda12.", "torch-2.4-py3.123", "torch-2.4-py3", "torch-2.4-py",
         "torch-2.4-py3.", "torch-2.4-py10.1", "torch-2.4-cpu-cuda12", "torch-2.4-cuda12-cpu", "torch-2.4-gpu",
@@ -93,7 +93,7 @@ def test_long_names_are_refused_quickly():
 # --- properties ---------------------------------------------------------------------------------
 
 part = st.integers(0, 99).map(str)
-version = st.lists(part, min_size=1, max_size=3).map(".".join)
+version = st.lists(part, min_size=1, max_size=4).map(".".join)
 target = st.one_of(
     st.just(("", None, False)),
     st.just(("-cpu", None, True)),
@@ -174,3 +174,9 @@ def test_stack_json_round_trip(mini):
     back = Stack.from_json(json.loads(json.dumps(d)))
     assert back == s and isinstance(back.sass_archs, tuple)
     assert Stack.from_json({**d, "unknown_key": 1}) == s  # keys from a newer envman are ignored
+
+
+@pytest.mark.parametrize("text, version", [("jax-0.9.0.1", "0.9.0.1"), ("jax-0.9.0.1-cuda12", "0.9.0.1"),
+                                           ("tf-2.15.0.0-cpu", "2.15.0.0")])
+def test_four_part_releases(text, version):
+    assert parse_name(text).version == version
