@@ -162,7 +162,7 @@ CASES = [
      lambda m: build(m, B12, os=("ubuntu99.04",)),
      "torch 2.4.1 cu124", "os 'ubuntu99.04' is not in the os matrix"),
     ("no base image of the flavour the build needs",
-     lambda m: build(m, B12, system_cudnn=True),
+     lambda m: build(m, B12, system_cudnn=True, cudnn="9.1.0"),
      "torch 2.4.1 cu124", "no cudnn-runtime base image for CUDA 12.4 in the image matrix"),
     ("two default variants",
      lambda m: build(m, "torch-2.4.1-cuda11.8", default=True),
@@ -188,7 +188,8 @@ def test_problem_text():
 # --- rules that must stay quiet at their edges ---------------------------------------------------
 
 def test_pinned_base_image_needs_no_flavour_image(clean):
-    m = build(clean, B12, system_cudnn=True, base_image=IMG12)
+    own = replace(cudnn_image("cudnn9", "12.4.1", "9", repository="example/base"), custom=True)
+    m = build(replace(clean, images=clean.images + (own,)), B12, system_cudnn=True, cudnn="9.1.0", base_image=own.ref)
     assert validate(m) == []
 
 
@@ -252,7 +253,8 @@ def test_allowed_cudnn_majors_edges(cuda, majors):
 @pytest.mark.parametrize(
     "patch, flavour, cudnn, os_name, tag",
     [
-        ("11.0.3", "base", None, "ubuntu20.04", "11.0-base-ubuntu20.04"),  # last legacy era
+        ("11.0", "base", None, "ubuntu20.04", "11.0-base-ubuntu20.04"),  # last legacy (two-part) tag
+        ("11.0.3", "base", None, "ubuntu20.04", "11.0.3-base-ubuntu20.04"),  # 11.0 was also tagged by patch
         ("11.1.1", "base", None, "ubuntu20.04", "11.1.1-base-ubuntu20.04"),  # first patch-tagged era
         ("10.0.130", "runtime", None, "ubuntu18.04", "10.0-runtime-ubuntu18.04"),
         ("11.8.0", "cudnn-runtime", "8", "ubuntu22.04", "11.8.0-cudnn8-runtime-ubuntu22.04"),
