@@ -54,6 +54,7 @@ def project_rows(
     user,
     suggest_for: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
     what_if: bool = False,
+    matrix_files: Sequence[str | Path] = (),
 ) -> list[ProjectRow]:
     """One row per registered project: its stack, image, smoke and verdict on ``host``.
 
@@ -79,7 +80,7 @@ def project_rows(
             row.stack_query = settings.stack
             stack = resolve_name(settings.stack)
         except EnvmanError as exc:
-            row.problems.append(Problem(ERROR, "project", exc.line()))
+            row.problems.append(Problem(ERROR, "project", _why_invalid(exc, row.stack_query, matrix_files)))
             continue
         row.stack = stack.name
         row.gpus = str(settings.gpus) if settings.gpus else "none"
@@ -115,6 +116,18 @@ def project_rows(
             probs = [p for p in probs if p.check not in ("image", "smoke")]
         row.problems += probs
     return rows
+
+
+def _why_invalid(exc: EnvmanError, query: str | None, matrix_files: Sequence[str | Path]) -> str:
+    """The error of a project whose stack does not resolve, with the matrix file it came from
+    when one was recorded and is not loaded now (:mod:`envman.origins`)."""
+    from .errors import ResolveError
+    from .origins import missing_files_hint
+
+    hint = missing_files_hint(query, matrix_files) if isinstance(exc, ResolveError) and query else None
+    if hint is None:
+        return exc.line()
+    return f"stack {query!r} is unknown to the loaded matrix: {hint}"
 
 
 def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:

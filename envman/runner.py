@@ -814,6 +814,9 @@ def stack_resolver(matrix_files: Sequence[str | os.PathLike[str]]) -> Callable[[
     def resolve_name(name: str) -> Stack:
         if name not in memo:
             memo[name] = resolve_stack(name, matrix_files, load)
+            from .origins import record
+
+            record(name, memo[name].name, matrix_files)  # for a later "unknown stack" to say why
         return memo[name]
 
     return resolve_name

@@ -352,8 +352,10 @@ def _rows(host, engine, what_if: bool):
     from ..project import load_user_config, read_registry
     from ..doctor import project_rows
 
+    from . import STATE
+
     return project_rows(read_registry(), engine=engine, host=host, resolve_name=_resolver(), user=load_user_config(),
-                        suggest_for=_suggest, what_if=what_if)
+                        suggest_for=_suggest, what_if=what_if, matrix_files=STATE.matrix_files)
 
 
 def doctor(
@@ -474,6 +476,13 @@ def ls(as_json: JsonOpt = False) -> None:
         console().print("no registered projects (envman project init --env STACK, or envman project add PATH)")
         return
     _print_rows(rows)
+    from rich.text import Text
+
+    for r in rows:  # why a row is invalid (the rest of the problems: envman doctor)
+        for p in r["problems"]:
+            if p["check"] == "project":
+                console().print(Text("error", style="red") + Text(f": {r['name']}: {p['message']}"),
+                                highlight=False, soft_wrap=True)
 
 
 def register(root: typer.Typer) -> None:

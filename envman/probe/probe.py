@@ -318,11 +318,34 @@ def to_json_line(doc):
     return json.dumps(_finite(doc), allow_nan=False, ensure_ascii=True, default=str)
 
 
-def aggregate(checks, gpu_present, require_gpu=False, no_gpu_reason=None):
+CPU_STACK_REASON = "CPU stack: it uses no GPU"
+
+
+def is_cpu_stack(expect, expect_found):
+    """Whether the expectations are those of a CPU stack (found, and ``cuda`` is null)."""
+    return bool(expect_found) and isinstance(expect, dict) and "cuda" in expect and expect.get("cuda") is None
+
+
+def cpu_stack_check(check):
+    """A check of a CPU stack: a GPU part skipped for lack of a GPU is not a gap, so its reason
+    gives no GPU advice (no "run with --gpus")."""
+    if check.get("status") == SKIP or (check.get("data") or {}).get("gpu_skipped"):
+        check = dict(check)
+        if check.get("status") == SKIP:
+            check["reason"] = CPU_STACK_REASON
+        data = dict(check.get("data") or {})
+        if data.get("gpu_skipped"):
+            data["gpu_reason"] = CPU_STACK_REASON
+            check["data"] = data
+    return check
+
+
+def aggregate(checks, gpu_present, require_gpu=False, no_gpu_reason=None, cpu_stack=False):
     """Overall verdict of a list of check results: ``(overall, reason)``.
 
     * any ``fail`` -> ``fail``;
     * ``--require-gpu`` and no GPU -> ``fail``;
+    * a CPU stack (``cpu_stack``) whose checks pass on the CPU -> ``pass``: it needs no GPU;
     * no GPU, or any check marked ``data.gpu_skipped`` -> ``cpu-only`` (never ``pass``);
     * else ``pass``.
     """
@@ -331,6 +354,10 @@ def aggregate(checks, gpu_present, require_gpu=False, no_gpu_reason=None):
         return OVERALL_FAIL, "; ".join("%s: %s" % (c["name"], c.get("reason", "")) for c in failed)
     if require_gpu and not gpu_present:
         return OVERALL_FAIL, "no GPU (--require-gpu): %s" % (no_gpu_reason or "none found")
+    if cpu_stack:
+        passed = [c["name"] for c in checks if c.get("status") == PASS]
+        return OVERALL_PASS, "CPU stack: %d check(s) passed on the CPU (%s); it uses no GPU" % (
+            len(passed), ", ".join(passed))
     gpu_skipped = [c for c in checks if (c.get("data") or {}).get("gpu_skipped")]
     if not gpu_present or gpu_skipped:
         why = no_gpu_reason
@@ -1876,10 +1903,10 @@ def check_framework(ctx):
 
     # GPU part
     gpu_reason = None
-    if not ctx.gpu_present:
-        gpu_reason = ctx.no_gpu_reason or "no GPU"
-    elif exp_cuda is None and build_cuda is None:
+    if exp_cuda is None and build_cuda is None:  # first: a CPU build needs no GPU advice
         gpu_reason = "CPU build of %s (the stack has no CUDA)" % fw
+    elif not ctx.gpu_present:
+        gpu_reason = ctx.no_gpu_reason or "no GPU"
     if gpu_reason is not None:
         data["device"] = "cpu"
         if ctx.require_gpu:
@@ -2320,7 +2347,11 @@ def run_probe(opts, ctx=None, expect=None, expect_found=None, checks=None):
     for name in CHECK_ORDER[1:]:
         if name in selected:
             results.append(run_check(name, table[name], ctx, opts.timeout))
-    overall, reason = aggregate(results, ctx.gpu_present, ctx.require_gpu, ctx.no_gpu_reason)
+    cpu_stack = is_cpu_stack(expect, expect_found)
+    if cpu_stack and not ctx.require_gpu:
+        results = [cpu_stack_check(r) for r in results]
+    overall, reason = aggregate(results, ctx.gpu_present, ctx.require_gpu, ctx.no_gpu_reason,
+                                cpu_stack=cpu_stack)
     doc = base_document()
     doc.update({"overall": overall, "reason": reason,
                 "gpus": [dict(g) for g in ctx.gpus], "driver_version": ctx.driver_version,

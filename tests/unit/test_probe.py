@@ -1075,8 +1075,8 @@ def test_script_framework_cpu_path_and_stdout_isolation(tmp_path):
     assert fw["status"] == "pass", fw
     assert fw["data"]["device"] == "cpu"
     assert fw["data"]["cpu_matmul"]["ok"]
-    if not host_has_gpu():
-        assert doc["overall"] == "cpu-only" and r.returncode == 0
+    # a CPU stack ("cuda": null) that passes its CPU checks is a pass, GPU or not
+    assert doc["overall"] == "pass" and r.returncode == 0 and "CPU stack" in doc["reason"]
 
 
 def test_script_framework_version_mismatch_exits_1(tmp_path):
@@ -1150,3 +1150,20 @@ def test_found_expectations_are_reported(tmp_path):
     doc = parse_output(run_script(["--expect", str(f), "--only", "runtime"]).stdout)
     assert doc["expect"]["found"] is True and doc["expect"]["path"] == str(f)
     assert doc["expect"]["stack"]["name"] == "x"
+
+
+def test_a_cpu_stack_passes_on_the_cpu_without_gpu_advice():
+    skipped = {"name": "kernel", "status": "skip", "reason": "libcuda.so.1 not found (run with --gpus)"}
+    fw = {"name": "framework", "status": "pass", "reason": "ok",
+          "data": {"gpu_skipped": True, "gpu_reason": "cuInit failed (run with --gpus)"}}
+    checks = [P.cpu_stack_check(c) for c in (skipped, fw)]
+    assert all("--gpus" not in c["reason"] and "--gpus" not in c.get("data", {}).get("gpu_reason", "") for c in checks)
+    overall, reason = P.aggregate(checks, gpu_present=False, cpu_stack=True)
+    assert overall == "pass" and "CPU stack" in reason and "--gpus" not in reason
+    # a failure still fails, and --require-gpu still demands a GPU
+    assert P.aggregate(checks + [{"name": "x", "status": "fail", "reason": "r"}], False, cpu_stack=True)[0] == "fail"
+    assert P.aggregate(checks, False, require_gpu=True, cpu_stack=True)[0] == "fail"
+    # a CUDA stack without a GPU stays cpu-only
+    assert P.aggregate(checks, gpu_present=False)[0] == "cpu-only"
+    assert P.is_cpu_stack({"cuda": None}, True) and not P.is_cpu_stack({"cuda": "12.4"}, True)
+    assert not P.is_cpu_stack({}, False) and not P.is_cpu_stack({"cuda": None}, False)
