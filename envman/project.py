@@ -176,6 +176,18 @@ class ProjectConfig:
     environment: tuple[tuple[str, str], ...] = ()
     mounts: tuple[Mount, ...] = ()
     ports: tuple[Port, ...] = ()
+    digest: str = ""  # sha256 of the exact bytes parsed (what `envman project trust` records)
+
+    @property
+    def real_file(self) -> str:
+        """The project file's real path (symlinks resolved): the key of its trust record."""
+        return os.path.realpath(self.file)
+
+    @property
+    def identity(self) -> str:
+        """``<name>-<hash of the real root>``: what keys the project's HOME and image repository,
+        so a file elsewhere that claims the same ``name`` gets neither."""
+        return project_identity(self.name, self.root)
 
     @property
     def needs_image(self) -> bool:
@@ -222,24 +234,43 @@ def default_name(root: Path) -> str:
     return n[:63]
 
 
+def project_identity(name: str, root: str | os.PathLike[str]) -> str:
+    import hashlib  # not at module level: `envman run` imports this module on its hot path
+
+    real = os.path.realpath(root)
+    return f"{name}-{hashlib.sha256(real.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def _project_file_path(path: str | os.PathLike[str]) -> Path:
+    text = os.fspath(path)
+    if "\0" in text or "\n" in text:
+        raise UserError("a project path may not contain NUL bytes or newlines", where=repr(text),
+                        fix="give the project's directory or its envman.toml")
+    file = Path(text)
+    try:
+        if file.is_dir() or (not file.exists() and file.suffix != ".toml"):
+            file = file / PROJECT_FILE
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES on a parent
+        raise UserError(f"cannot use this path: {exc.strerror or exc}", where=text[:200],
+                        fix="give the project's directory or its envman.toml") from None
+    return file.absolute()
+
+
 def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
-    """Parse and validate an ``envman.toml`` (``path`` is the file or its directory)."""
-    file = Path(path)
-    if file.is_dir() or (not file.exists() and file.suffix != ".toml"):
-        file = file / PROJECT_FILE
-    file = file.absolute()
+    """Parse and validate an ``envman.toml`` (``path`` is the file or its directory). The file is
+    read once, as a regular file of at most 1 MiB (:mod:`envman.safefile`); its sha256 is kept
+    with the result (:attr:`ProjectConfig.digest`), so trust is checked against what was parsed."""
+    from .safefile import load_toml
+    from .trust import digest
+
+    file = _project_file_path(path)
     where = str(file)
     try:
-        with open(file, "rb") as fh:
-            doc = tomllib.load(fh)
+        doc, data = load_toml(file, what="project file")
     except FileNotFoundError:
         raise UserError("no such project file", where=where,
                         fix="create one with `envman project init --env STACK` in the project's root") from None
-    except IsADirectoryError:
-        raise UserError("is a directory, expected a TOML file", where=where) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML ({exc})", where=where, fix="fix the syntax") from None
-    return parse_project(doc, file)
+    return replace(parse_project(doc, file), digest=digest(data))
 
 
 def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
@@ -270,12 +301,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     if "requirements" in doc:
         v = doc["requirements"]
         if isinstance(v, str):
-            req_path = (root / v).resolve()
-            try:
-                requirements = req_path.read_text()
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                raise UserError(f"key requirements: file {v!r} not found under {root}", where=where,
-                                fix="give a path relative to the project root, or a list of requirements") from None
+            requirements = read_requirements(root, v, where=where)
             req_source = v
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
             for x in v:
@@ -306,6 +332,8 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
             command = tuple(v)
         else:
             raise _type_error("command", PROJECT_KEYS["command"], v, where)
+        if any("\0" in x for x in command):
+            raise _type_error("command", "words without NUL bytes", v, where)
         if not command:
             raise _type_error("command", "a non-empty command", v, where)
 
@@ -333,6 +361,24 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     )
 
 
+def read_requirements(root: Path, rel: str, *, where: str) -> str:
+    """The text of a requirements file named in a project file: a regular UTF-8 file of at most
+    1 MiB whose real path lies inside the project root (no absolute path, ``..`` or symlink
+    leading out, never a FIFO or a device)."""
+    from .safefile import read_text
+
+    bad = UserError(f"key requirements: {rel!r} must be a file inside the project", where=where,
+                    fix="give a path relative to the project root, or a list of requirements")
+    if not rel or "\0" in rel or os.path.isabs(rel) or rel.startswith("~") or len(rel) > 4096:
+        raise bad
+    try:
+        return read_text(root / rel, what="requirements file", inside=root,
+                         fix="give a regular UTF-8 file inside the project, or a list of requirements")
+    except FileNotFoundError:
+        raise UserError(f"key requirements: file {rel!r} not found under {root}", where=where,
+                        fix="give a path relative to the project root, or a list of requirements") from None
+
+
 def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
     from .errors import ResolveError
     from .stack import parse_name
@@ -343,9 +389,22 @@ def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
         raise UserError(f"key {key}: {exc.what}", where=where, fix=exc.fix) from None
 
 
+def host_ram() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 2 * DEFAULT_SHM_BYTES
+
+
 def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
-    if isinstance(v, bool) or not isinstance(v, (str, int)) or not re.match(_SHM_RE, str(v)) or shm_bytes(str(v)) <= 0:
+    """A ``/dev/shm`` size: positive, and no more than the host's RAM (a tmpfs larger than
+    memory only moves the failure into the container)."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.match(_SHM_RE, str(v)) \
+            or shm_bytes(str(v)) <= 0:
         raise _type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
+    ram = host_ram()
+    if shm_bytes(str(v)) > ram:
+        raise _type_error(key, f"at most this host's RAM ({ram // 1024**2} MiB)", v, where, fix='e.g. "8g"')
     return str(v).lower()
 
 
@@ -373,14 +432,33 @@ def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[
             raise _type_error(f"{key}.{k}", "a variable name (letters, digits, _)", k, where)
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
             raise _type_error(f"{key}.{k}", "a string or a number", val, where)
+        if isinstance(val, str) and ("\0" in val or "\n" in val or "\r" in val):
+            raise UserError(f"key {key}.{k}: the value contains a NUL byte or a line break, which cannot be passed "
+                            "to a container", where=where, fix="put multi-line data in a file in the project and read it")
         out[k] = str(val)
     return tuple(sorted(out.items()))
 
 
-def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts") -> Mount:
-    """``SOURCE:TARGET[:ro|:rw]``; SOURCE may start with ``~`` or be relative to ``base``."""
+#: Where a mount may not go inside the container (envman's own mounts, and the kernel's).
+_RESERVED_TARGETS = ("/", WORKSPACE, CONTAINER_HOME, "/proc", "/sys", "/dev")
+
+
+def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts",
+                from_file: bool = True, allow_dangerous: bool = False) -> Mount:
+    """``SOURCE:TARGET[:ro|:rw]``; SOURCE may start with ``~`` (your own home) or, with ``base``
+    (the project root), be relative to it, and must then resolve inside it.
+
+    Sources that :func:`envman.policy.forbidden_reason` protects (engine sockets, system
+    directories, homes, credentials, and their parents) are refused from every file
+    (``from_file``); on the command line only with ``allow_dangerous`` (``--allow-dangerous-mount``).
+    """
+    from .policy import expand_user, forbidden_reason, inside_root
+
     if not isinstance(text, str):
         raise _type_error(key, '"SOURCE:TARGET[:ro]"', text, where)
+    if any(c in text for c in "\0\n\r") or len(text) > 4096:
+        raise _type_error(key, '"SOURCE:TARGET[:ro]" without NUL bytes or line breaks, at most 4096 characters',
+                          text[:200], where)
     parts = text.split(":")
     mode = "rw"
     if len(parts) == 3 and parts[2] in ("ro", "rw"):
@@ -388,14 +466,33 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
     if len(parts) != 2 or not parts[0] or not parts[1]:
         raise _type_error(key, '"SOURCE:TARGET[:ro]" (no ":" inside the paths)', text, where)
     src, dst = parts
-    src_path = Path(os.path.expanduser(src))
-    if not src_path.is_absolute():
+    try:
+        src = expand_user(src)
+    except ValueError as exc:
+        raise _type_error(key, str(exc), text, where) from None
+    src_path = Path(src)
+    relative = not src_path.is_absolute()
+    if relative:
         if base is None:
             raise _type_error(key, "an absolute source path (or one starting with ~)", text, where)
         src_path = base / src_path
-    if not dst.startswith("/") or os.path.normpath(dst) in ("/", WORKSPACE, CONTAINER_HOME):
-        raise _type_error(key, f"an absolute target other than /, {WORKSPACE} and {CONTAINER_HOME}", text, where)
-    return Mount(str(Path(os.path.normpath(src_path))), os.path.normpath(dst), mode == "ro")
+        if not inside_root(str(src_path), base):
+            raise UserError(f"key {key}: the relative source of {text!r} resolves to {os.path.realpath(src_path)}, "
+                            f"outside the project root {os.path.realpath(base)}", where=where,
+                            fix="relative sources must stay inside the project (no .. or symlinks leading out)")
+    target = os.path.normpath(dst)
+    if not dst.startswith("/") or target in _RESERVED_TARGETS or target.startswith(("/proc/", "/sys/", "/dev/")) \
+            or target.startswith("//"):
+        raise _type_error(key, f"an absolute target other than {', '.join(_RESERVED_TARGETS)}", text, where)
+    source = os.path.normpath(src_path)
+    if not (from_file is False and allow_dangerous):
+        why = forbidden_reason(source)
+        if why:
+            fix = ("no file may mount it, trusted or not; if you really mean it, pass it yourself: "
+                   "envman run --mount SOURCE:TARGET --allow-dangerous-mount") if from_file else \
+                "add --allow-dangerous-mount if you really mean to give the container this path"
+            raise UserError(f"key {key}: {text!r} is refused: {why}", where=where, fix=fix)
+    return Mount(source, target, mode == "ro")
 
 
 def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:
@@ -419,13 +516,133 @@ def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:
 
 
 def find_project_file(start: str | os.PathLike[str] | None = None) -> Path | None:
-    """The nearest ``envman.toml`` in ``start`` (default: the current directory) or its parents."""
+    """The nearest ``envman.toml`` in ``start`` (default: the current directory) or its parents.
+
+    Walking up stops at the first ``envman.toml`` found; one that someone else could have put
+    there or could change (:func:`unsafe_reason`) is refused with a ``UserError`` instead of
+    used: name it explicitly once you have read and trusted it."""
     cur = Path(start if start is not None else os.getcwd()).absolute()
     for d in (cur, *cur.parents):
         f = d / PROJECT_FILE
-        if f.is_file():
+        if os.path.lexists(f):
+            why = unsafe_reason(f)
+            if why:
+                raise UserError(f"found {f} walking up from {cur}, but {why}; it was not used", where="envman",
+                                fix=f"read it, then name it explicitly and trust it (envman project trust {f}), "
+                                    "or create your own envman.toml nearer")
             return f
     return None
+
+
+def _trusted_owners() -> set[int]:
+    """Owners whose files count as the user's own: the user; for root, also the user ``sudo``
+    came from (git does the same)."""
+    uid = os.getuid()
+    owners = {uid}
+    if uid == 0:
+        sudo = os.environ.get("SUDO_UID", "")
+        if sudo.isdigit():
+            owners.add(int(sudo))
+    return owners
+
+
+def unsafe_reason(file: str | os.PathLike[str]) -> str | None:
+    """Why a project file found by walking up cannot be taken as the user's own, or ``None``.
+
+    git's rule, applied to the file and (after resolving symlinks) to its directory: the file is
+    owned by the invoking user (for root: root or ``SUDO_UID``) and writable by no one else, and
+    its directory is owned by the user or root and writable by no one else unless it has the
+    sticky bit (as /tmp does: then others cannot replace a file they do not own). Root-owned
+    files are not taken for a non-root user either: name them explicitly after trusting them."""
+    import stat as _stat
+
+    owners = _trusted_owners()
+    real = os.path.realpath(file)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror})"
+    if not _stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if st.st_uid not in owners:
+        return f"it belongs to {_user_name(st.st_uid)}, not to you"
+    if st.st_mode & 0o022:
+        return "others can write it (group/world-writable)"
+    for d in {os.path.dirname(os.path.abspath(file)), os.path.dirname(real)}:
+        try:
+            dst = os.stat(d)
+        except OSError as exc:
+            return f"its directory {d} cannot be checked ({exc.strerror})"
+        if dst.st_uid not in owners | {0}:
+            return f"its directory {d} belongs to {_user_name(dst.st_uid)}"
+        if dst.st_mode & 0o022 and not dst.st_mode & _stat.S_ISVTX:
+            return f"others can write its directory {d} (group/world-writable, no sticky bit)"
+    return None
+
+
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (KeyError, ImportError):
+        return f"uid {uid}"
+
+
+# --------------------------------------------------------------------------- trust
+
+#: Keys an untrusted project file may use: choosing and building the stack (inside a container,
+#: with no host path but the project, no port, no variable and no command of the file's).
+UNTRUSTED_KEYS = ("name", "stack", "requirements", "apt")
+
+
+def trust_asks(project: ProjectConfig) -> list[str]:
+    """What ``project``'s file asks for beyond :data:`UNTRUSTED_KEYS`, one phrase per kind (the
+    environment by names only, never values); empty when the file needs no trust."""
+    asks = []
+    root = os.path.realpath(project.root)
+    outside = [m for m in project.mounts if not _inside(m.source, root)]
+    inside = [m for m in project.mounts if _inside(m.source, root)]
+    if outside:
+        asks.append("mounts outside the project: " + ", ".join(mount_text(m) for m in outside))
+    if inside:
+        asks.append("mounts: " + ", ".join(mount_text(m) for m in inside))
+    if project.ports:
+        asks.append("ports (127.0.0.1): " + ", ".join(f"{p.host}:{p.container}" for p in project.ports))
+    if project.environment:
+        asks.append("environment: " + ", ".join(k for k, _ in project.environment))
+    if project.command:
+        asks.append("command: " + shlex.join(project.command))
+    if project.gpus_set:
+        asks.append(f"gpus: {project.gpus or 'none'}")
+    if project.shm_size is not None:
+        asks.append(f"shm_size: {project.shm_size}")
+    return asks
+
+
+def _inside(path: str, root: str) -> bool:
+    from .safefile import is_within
+
+    return is_within(os.path.realpath(path), root)
+
+
+def require_trust(project: ProjectConfig, *, explicit: bool = True) -> None:
+    """Refuse ``project`` unless its file is trusted as it is now, or asks for nothing that needs
+    trust and is the user's own (:func:`unsafe_reason`). One line lists every ask and the command
+    that trusts the file."""
+    from .trust import is_trusted
+
+    if is_trusted(project.real_file, project.digest):
+        return
+    asks = trust_asks(project)
+    foreign = unsafe_reason(project.file)
+    if not asks and not foreign:
+        return
+    what = "; ".join(asks) if asks else "nothing beyond a stack"
+    why = f"it is not trusted ({foreign}) and asks for {what}" if foreign else \
+        f"it is not trusted (new or changed since you trusted it) and asks for {what}"
+    raise UserError(why, where=str(project.file),
+                    fix=f"read it, then trust it: envman project trust {shlex.quote(str(project.file))}")
 
 
 # --------------------------------------------------------------------------- user config
@@ -450,15 +667,14 @@ def user_config_path() -> Path:
 
 
 def load_user_config(path: Path | None = None) -> UserConfig:
+    from .safefile import load_toml
+
     file = path or user_config_path()
     where = str(file)
     try:
-        with open(file, "rb") as fh:
-            doc = tomllib.load(fh)
+        doc, _ = load_toml(file, what="config file")
     except FileNotFoundError:
         return UserConfig()
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML ({exc})", where=where, fix="fix the syntax") from None
     cfg = UserConfig(file=where)
     run = doc.get("run", {})
     proj = doc.get("project", {})
@@ -617,19 +833,21 @@ def _lock(path: Path):
 
 def read_registry(path: Path | None = None) -> dict[str, Path]:
     """Registered projects, name → root. A missing registry is an empty one."""
+    from .safefile import read_text
+
     file = path or registry_path()
-    try:
-        raw = file.read_text()
-    except FileNotFoundError:
-        return {}
     where = str(file)
     fix = "restore it or delete it, then register the projects again with envman project add PATH"
     try:
+        raw = read_text(file, what="project registry", limit=16 * 1024 * 1024, fix=fix)
+    except FileNotFoundError:
+        return {}
+    try:
         doc = json.loads(raw)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UserError(f"not valid JSON ({exc})", where=where, fix=fix) from None
     projects = doc.get("projects") if isinstance(doc, dict) else None
-    if doc.get("schema") != 1 or not isinstance(projects, dict):
+    if not isinstance(doc, dict) or doc.get("schema") != 1 or not isinstance(projects, dict):
         raise UserError('expected {"schema": 1, "projects": {NAME: {"root": PATH}}}', where=where, fix=fix)
     out = {}
     for name, entry in projects.items():
@@ -756,8 +974,9 @@ def init_text(stack: str, name: str | None = None) -> str:
 # --------------------------------------------------------------------------- project image
 
 
-def project_repository(name: str) -> str:
-    return f"envman/project-{name}"
+def project_repository(project: ProjectConfig) -> str:
+    """``envman/project-<name>-<hash of the real root>`` (:attr:`ProjectConfig.identity`)."""
+    return f"envman/project-{project.identity}"
 
 
 def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str) -> str:
@@ -805,14 +1024,16 @@ def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: st
     packages and the requirements, so any change gives a new tag and an unchanged project reuses
     its image."""
     digest = project_image_hash(project_context(project, stack_name, base_image_id))
-    return f"{project_repository(project.name)}:{digest[:16]}"
+    return f"{project_repository(project)}:{digest[:16]}"
 
 
 def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
     from . import labels
     from .smokestore import current_user
 
-    return labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
+    out = labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
+    out["envman.project-id"] = project.identity  # the registered identity (name + real root)
+    return out
 
 
 def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,
@@ -870,7 +1091,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     files = project_context(project, stack_name, base_image_id)
     ref = project_image_ref(project, stack_name, base_image_id)
     locks_dir().mkdir(parents=True, exist_ok=True)
-    with FileLock(str(locks_dir() / f"project-{project.name}.lock"), timeout=3600):
+    with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
         if not nocache and engine.inspect_image(ref) is not None:
             return ref
         try:
@@ -886,6 +1107,28 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     return ref
 
 
-def home_dir(project_name: str) -> Path:
-    """The host directory mounted as the container's HOME for this project."""
-    return state_dir() / "homes" / project_name
+def home_dir(project: ProjectConfig) -> Path:
+    """The host directory mounted as the container's HOME for this project:
+    ``<state dir>/homes/<name>-<hash of the real root>`` (:attr:`ProjectConfig.identity`), never
+    a directory picked by the ``name`` a file claims."""
+    return state_dir() / "homes" / project.identity
+
+
+def prepare_home(project: ProjectConfig, registry: Mapping[str, Path] | None = None) -> Path:
+    """Create the project's HOME (0700). A registered project whose HOME still has the older
+    name-only key (``homes/<name>``) gets it moved to the new one once, so ``pip install
+    --user`` and dotfiles survive; only the project registered under that name at this root
+    may claim it."""
+    from .safefile import private_dir
+
+    home = home_dir(project)
+    if not os.path.lexists(home):
+        legacy = state_dir() / "homes" / project.name
+        if os.path.isdir(legacy) and not os.path.islink(legacy):
+            projects = read_registry() if registry is None else registry
+            reg = projects.get(project.name)
+            if reg is not None and os.path.realpath(reg) == os.path.realpath(project.root):
+                private_dir(home.parent)
+                os.rename(legacy, home)
+    private_dir(home.parent)
+    return private_dir(home)

@@ -21,8 +21,12 @@ same result without rendering anything.
 Never cached: runs that request GPUs (the driver and the GPUs are read on every run),
 ``--dry-run``, ``--rebuild``, ``--help``, engines reached other than through the local socket;
 builds with ``--no-cache`` or ``--pull``, or whose result was anything but a promoted no-op.
-``ENVMAN_RUN_CACHE=0`` turns the cache off. The cache file is private to the user (mode 0600):
-it holds the command lines, including ``-e NAME=VALUE`` values.
+``ENVMAN_RUN_CACHE=0`` turns the cache off. The cache file is private to the user (mode 0600)
+and holds no secret: entries are keyed by a hash of the invocation (whose ``-e NAME=VALUE``
+words may carry values), and a run's environment is kept as names and value hashes only. A
+cached run with an environment works its values out again from the same files and options
+(:func:`envman.runner.cached_run_environment`), checks them against the hashes and hands them
+to ``docker`` through :func:`exec_docker`'s in-memory env file, never on an argv.
 
 Standard library only, and only ``os``, ``sys`` and ``json`` at import: this module is on the
 hot path of every run. It also holds the pieces of a run the full path shares with it.
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
 
 from . import __version__
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 MAX_ENTRIES = 32
 DEFAULT_SOCKET = "/var/run/docker.sock"
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
@@ -168,17 +172,55 @@ def which(name: str) -> str | None:
     return None
 
 
-def exec_docker(argv: Sequence[str]) -> None:  # pragma: no cover - replaces the process
-    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's."""
+#: Where a run's argv names its env file; :func:`exec_docker` puts the real path there.
+ENV_FILE_SLOT = "{envman-env-file}"
+
+
+def env_file_text(environment: Sequence[tuple[str, str]]) -> bytes:
+    """``docker --env-file`` lines (values were checked to hold no line break or NUL)."""
+    for k, v in environment:
+        if any(c in v for c in "\0\n\r") or "=" in k or not k:
+            raise ValueError(f"environment variable {k!r} cannot be written to an env file")
+    return "".join(f"{k}={v}\n" for k, v in environment).encode("utf-8")
+
+
+def env_file_fd(environment: Sequence[tuple[str, str]]) -> int:
+    """An inheritable descriptor holding the env file: an anonymous in-memory file (Linux
+    ``memfd``), else a pipe. Nothing is written to disk and nothing is left to remove; only the
+    user's own processes can open it (``/proc/PID/fd`` is private)."""
+    data = env_file_text(environment)
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("envman-env", 0)  # no MFD_CLOEXEC: docker inherits it
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    r, w = os.pipe()  # pragma: no cover - non-Linux
+    if len(data) > 60000:
+        raise ValueError("the environment is too large to pass through a pipe")
+    os.write(w, data)
+    os.close(w)
+    os.set_inheritable(r, True)
+    return r
+
+
+def exec_docker(argv: Sequence[str], environment: Sequence[tuple[str, str]] = ()) -> None:  # pragma: no cover - replaces the process
+    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's.
+    ``environment`` reaches it through an in-memory env file whose path fills
+    :data:`ENV_FILE_SLOT` (the values are on no command line)."""
     from .errors import EngineError
 
     exe = which(argv[0])
     if exe is None:
         raise EngineError("the docker CLI is not installed (envman run hands the terminal to it)",
                           fix="install docker-ce-cli (or your distribution's docker.io / docker-cli package)")
+    argv = list(argv)
+    if ENV_FILE_SLOT in argv:
+        fd = env_file_fd(environment)
+        base = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
+        argv[argv.index(ENV_FILE_SLOT)] = f"{base}/{fd}"
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(exe, list(argv))
+    os.execv(exe, argv)
 
 
 # --------------------------------------------------------------------------- the cache
@@ -212,18 +254,23 @@ def cache_key(matrix: Sequence[str], args: Sequence[str], command: Sequence[str]
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         ram = 0
+    import hashlib
+
     picked = {k: v for k, v in env.items() if k in ENV_KEYS or k.startswith(("ENVMAN_", "XDG_"))}
-    return json.dumps([CACHE_FORMAT, __version__, list(matrix), list(args), list(command), os.getcwd(),
+    text = json.dumps([CACHE_FORMAT, __version__, list(matrix), list(args), list(command), os.getcwd(),
                        os.getuid(), os.getgid(), ram, local_socket(env), sorted(picked.items())])
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def signature(path: str) -> list[int] | None:
-    """What a dependency looked like: [size, mtime_ns], or ``None`` when it did not exist."""
+    """What a dependency looked like: [size, mtime_ns, ctime_ns, inode], or ``None`` when it did
+    not exist. The change time cannot be set back by ``touch``, so an edit that keeps the size
+    and mtime is still a change."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):
         return None
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def code_files() -> list[str]:
@@ -274,11 +321,18 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
         argv = with_terminal(entry["argv"], *terminal_flags())
         if which(argv[0]) is None:
             return  # the full path says what is missing
+        environment: list[tuple[str, str]] = []
+        if entry.get("env"):
+            from .runner import cached_run_environment
+
+            environment = list(cached_run_environment(entry["project_file"], args))
+            if [[k, value_hash(v)] for k, v in environment] != entry["env"]:
+                return
     except Exception:  # a cache never breaks a run: the full path decides
         return
     for line in entry.get("warnings", []):
         sys.stderr.write(f"envman: warning: {line}\n")
-    exec_docker(argv)
+    exec_docker(argv, environment)
 
 
 def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], **payload: Any) -> None:
@@ -305,10 +359,19 @@ def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], 
         pass  # a cache that cannot be written only costs time
 
 
+def value_hash(value: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(("envman-env\0" + value).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def record_run(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
-               home: str, warnings: Sequence[str] = ()) -> None:
-    """Keep the plan of a run that passed its preflight (the full path calls this before exec)."""
-    record(key, deps=deps, images=images, argv=list(argv), home=home, warnings=list(warnings))
+               home: str, environment: Sequence[tuple[str, str]] = (), project_file: str = "",
+               warnings: Sequence[str] = ()) -> None:
+    """Keep the plan of a run that passed its preflight (the full path calls this before exec).
+    The environment is kept as names and hashes (:func:`value_hash`), never values."""
+    record(key, deps=deps, images=images, argv=list(argv), home=home, project_file=project_file,
+           env=[[k, value_hash(v)] for k, v in environment], warnings=list(warnings))
 
 
 # --------------------------------------------------------------------------- envman build

@@ -44,7 +44,8 @@ from .project import (
     RunSettings,
 )
 from .runcache import (
-    NoAnswer, api_get, cache_key, exec_docker, image_path, local_socket, record_run, terminal_flags, with_terminal,
+    ENV_FILE_SLOT, NoAnswer, api_get, cache_key, exec_docker, image_path, local_socket, record_run, terminal_flags,
+    with_terminal,
 )
 from .stack import Stack
 
@@ -125,13 +126,40 @@ def _mount_flag(source: str, target: str, read_only: bool = False) -> str:
     return buf.getvalue()
 
 
-def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
+#: The NVIDIA container runtime reads these from a container's environment to pick devices and
+#: driver capabilities: only envman's own GPU request may set them.
+NVIDIA_PREFIX = "NVIDIA_"
+GPU_SELECTION_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                      "GPU_DEVICE_ORDINAL")
+
+
+def sanitize_environment(env: Iterable[tuple[str, str]], gpus: GpuRequest | None
+                         ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(the user environment a run may pass, the names dropped). ``NVIDIA_VISIBLE_DEVICES`` is
+    always envman's (the GPU request decides the devices); without a GPU request every
+    ``NVIDIA_*`` and GPU-selection variable is dropped, so a CPU run stays a CPU run."""
+    kept, dropped = [], []
+    for k, v in env:
+        if k == "NVIDIA_VISIBLE_DEVICES" or (gpus is None and (k.startswith(NVIDIA_PREFIX) or k in GPU_SELECTION_VARS)):
+            dropped.append(k)
+        else:
+            kept.append((k, v))
+    return tuple(kept), tuple(dropped)
+
+
+def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = None) -> list[str]:
     """The ``docker run`` command line for ``plan`` (pure; unit-tested flag by flag).
 
-    Never ``--privileged``, never the Docker socket, always ``no-new-privileges``; ports only on
+    Never ``--privileged``, never the Docker socket, ``--cap-drop ALL`` (the entrypoint runs as
+    the caller's uid and needs no capability), always ``no-new-privileges``; ports only on
     127.0.0.1; ``-t`` only when envman's own stdin and stdout are terminals (``plan.tty``).
     On Podman the ``podman`` CLI runs it through the selected service, and GPUs are always CDI
     devices (Podman's Docker API ignores ``--gpus`` requests without a word).
+
+    The user's environment values never appear here: with ``env_file`` (the slot
+    :func:`envman.runcache.exec_docker` fills with a private in-memory file) they are read from
+    that file, else (``--dry-run``) only their names are shown. A run without GPUs sets
+    ``NVIDIA_VISIBLE_DEVICES=void``, so an engine whose default runtime is NVIDIA's attaches none.
     """
     if plan.engine == "podman":
         argv = ["podman", *(["--remote", "--url", plan.engine_url] if plan.engine_url else []), "run", "--rm"]
@@ -144,6 +172,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
     argv += [
         "--pull", "never",  # an envman image that is missing must not be fetched from a registry
         "--init",  # PID 1 forwards signals (Ctrl-C) and reaps zombies whatever the command
+        "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges",
         "--user", f"{plan.uid}:{plan.gid}",
         *(a for k, v in run_labels(plan.project, plan.stack, plan.uid, plan.env_name).items() for a in ("--label", f"{k}={v}")),
@@ -157,8 +186,14 @@ def docker_argv(plan: RunPlan, docker: str = "docker") -> list[str]:
     ]
     for m in plan.mounts:
         argv += ["--mount", _mount_flag(m.source, m.target, m.read_only)]
-    for k, v in plan.environment:
-        argv += ["--env", f"{k}={v}"]
+    if plan.gpus is None:
+        argv += ["--env", "NVIDIA_VISIBLE_DEVICES=void"]
+    if plan.environment:
+        if env_file is not None:
+            argv += ["--env-file", env_file]
+        else:
+            for k, _ in plan.environment:
+                argv += ["--env", k]
     for k in plan.inherit_env:  # the docker CLI copies the value from its own environment
         argv += ["--env", k]
     for p in plan.ports:
@@ -693,7 +728,7 @@ def prepare_run(
     or an :class:`envman.engine.Engine`; ``build_image`` builds the project image when needed;
     ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first.
     The run stands on the image id the project is pinned to (see :mod:`envman.pins`)."""
-    from .project import home_dir
+    from .project import prepare_home
 
     gpus = settings.gpus
     host = detect_host() if gpus is not None else None
@@ -726,8 +761,11 @@ def prepare_run(
         image = str(found["Id"]) if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
     mech = gpu_mechanism(info) if info is not None else None
     engine_kind, engine_url = _engine_kind(engine)
-    home = home_dir(project.name)
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home = prepare_home(project)
+    environment, dropped = sanitize_environment(settings.environment, gpus)
+    if dropped:
+        problems.append(Problem(WARNING, "project", f"not passed to the container: {', '.join(dropped)} "
+                                "(GPU selection is envman's: use --gpus / --no-gpu)"))
     plan = RunPlan(
         image=image,
         project=project.name,
@@ -737,7 +775,7 @@ def prepare_run(
         uid=os.getuid() if uid is None else uid,
         gid=os.getgid() if gid is None else gid,
         command=settings.command,
-        environment=settings.environment,
+        environment=environment,
         mounts=settings.mounts,
         ports=settings.ports,
         gpus=gpus,
@@ -775,10 +813,22 @@ class PreflightError(EnvmanError):
         super().__init__(message)
 
 
-def parse_cli_mounts(values: Iterable[str]) -> tuple[Mount, ...]:
+def parse_cli_mounts(values: Iterable[str], *, allow_dangerous: bool = False) -> tuple[Mount, ...]:
     from .project import parse_mount
 
-    return tuple(parse_mount(v, base=Path.cwd(), where="--mount", key="--mount") for v in values)
+    return tuple(parse_mount(v, base=None, where="--mount", key="--mount", from_file=False,
+                             allow_dangerous=allow_dangerous) for v in _cli_paths(values))
+
+
+def _cli_paths(values: Iterable[str]) -> list[str]:
+    """Relative ``--mount`` sources are relative to the current directory (as for docker)."""
+    out = []
+    for v in values:
+        src, sep, rest = v.partition(":")
+        if sep and src and not src.startswith(("/", "~")):
+            src = os.path.join(os.getcwd(), src)
+        out.append(src + sep + rest)
+    return out
 
 
 def parse_cli_ports(values: Iterable[str]) -> tuple[Port, ...]:
@@ -787,14 +837,26 @@ def parse_cli_ports(values: Iterable[str]) -> tuple[Port, ...]:
     return tuple(parse_port(v, where="--port", key="--port") for v in values)
 
 
-def parse_cli_env(values: Iterable[str]) -> tuple[tuple[str, str], ...]:
+def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """``-e NAME=VALUE``, or ``-e NAME`` for the value of ``NAME`` in envman's own environment
+    (as docker does; it keeps a secret off every command line, envman's included)."""
+    import re
+
+    env = os.environ if environ is None else environ
     out = {}
     for v in values:
         k, sep, val = v.partition("=")
-        if not sep or not k:
-            raise UserError(f"{v!r}: expected NAME=VALUE", where="--env-var", fix="e.g. -e WANDB_MODE=offline")
-        if k not in out and not k.replace("_", "a").isalnum():
-            raise UserError(f"{k!r} is not a variable name", where="--env-var")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise UserError(f"{k[:100]!r} is not a variable name (letters, digits, _)", where="--env-var",
+                            fix="e.g. -e WANDB_MODE=offline, or -e HF_TOKEN to pass it from your environment")
+        if not sep:
+            if k not in env:
+                raise UserError(f"{k} is not set in your environment", where="--env-var",
+                                fix=f"export {k}=... first, or give -e {k}=VALUE")
+            val = env[k]
+        if "\0" in val or "\n" in val or "\r" in val:
+            raise UserError(f"the value of {k} contains a NUL byte or a line break, which cannot be passed to a container",
+                            where="--env-var", fix="put multi-line data in a file in the project and read it")
         out[k] = val
     return tuple(sorted(out.items()))
 
@@ -869,7 +931,11 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--port", action="append", default=[], help="publish PORT or HOST:CONTAINER on 127.0.0.1 "
                    "(the service must listen on 0.0.0.0 inside)")
     p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
-    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
+    p.add_argument("--allow-dangerous-mount", action="store_true",
+                   help="let --mount give the container a protected path (engine socket, system directory, home, "
+                        "credentials); never possible from a file")
+    p.add_argument("-e", "--env-var", action="append", default=[],
+                   help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
     p.add_argument("--name", help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
                    "envman stop NAME; envman submit's jobs name theirs after the job")
     p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
@@ -913,7 +979,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
 
     from .project import (
         CliOverrides, check_shm, check_stack_name, load_user_config, locate, merge_settings,
-        parse_gpus,
+        parse_gpus, require_trust,
     )
 
     parser = run_parser()
@@ -930,6 +996,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     if a.name is not None:
         check_container_name(a.name)
     proj = locate(a.project)
+    require_trust(proj)
     if a.gpus is not None and a.gpus.strip().lower() == "slurm":
         from .slurm import allocated_gpus
 
@@ -944,7 +1011,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         gpus_set=a.no_gpu or a.gpus is not None,
         shm_size=check_shm(a.shm_size, where="--shm-size", key="--shm-size") if a.shm_size is not None else None,
         environment=parse_cli_env(a.env_var),
-        mounts=parse_cli_mounts(a.mount),
+        mounts=parse_cli_mounts(a.mount, allow_dangerous=a.allow_dangerous_mount),
         ports=parse_cli_ports(a.port),
         command=tuple(command),
     )
@@ -972,8 +1039,9 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     for p in prepared.problems:
         if p.level == WARNING:
             _err(f"envman: warning: {p.message}")
-    argv = docker_argv(prepared.plan)
+    argv = docker_argv(prepared.plan, env_file=ENV_FILE_SLOT if prepared.plan.environment else None)
     if a.dry_run:
+        argv = docker_argv(prepared.plan)
         if a.as_json:
             out = {"plan": prepared.plan.to_json(), "argv": argv, "problems": [p.to_json() for p in prepared.problems]}
             sys.stdout.write(json.dumps(out, indent=2) + "\n")
@@ -985,7 +1053,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
         remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
-    exec_docker(argv)
+    exec_docker(argv, prepared.plan.environment)
 
 
 def print_step(ev: Any) -> None:
@@ -1047,8 +1115,9 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     from .paths import matrix_files as all_matrix_files
     from .pins import pins_file
     from .project import PROJECT_FILE, registry_path, user_config_path
+    from .trust import trust_path
 
-    deps = [project.file, registry_path(), user_config_path(), pins_file(), matrices_dir(),
+    deps = [project.file, registry_path(), user_config_path(), pins_file(), trust_path(), matrices_dir(),
             *all_matrix_files(matrix_files)]
     if found_from is not None:
         root = project.file.parent.absolute()
@@ -1084,8 +1153,22 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
     plan = replace(prepared.plan, tty=False, interactive=False)
     record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
                                           matrix_files=matrix_files),
-               images=images, argv=docker_argv(plan), home=plan.home,
+               images=images, argv=docker_argv(plan, env_file=ENV_FILE_SLOT if plan.environment else None),
+               home=plan.home, environment=plan.environment, project_file=str(project.file),
                warnings=[p.message for p in prepared.problems if p.level == WARNING])
+
+
+def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The environment values of a cached run, worked out again (the cache keeps only their
+    names and hashes): the user config, the project file, then ``-e`` options, as on the full
+    path, filtered the same way (cached runs never request GPUs)."""
+    from .project import load_project, load_user_config
+
+    a = run_parser().parse_args(list(args))
+    env: dict[str, str] = {}
+    for src in (load_user_config().environment, load_project(project_file).environment, parse_cli_env(a.env_var)):
+        env.update(src)
+    return sanitize_environment(sorted(env.items()), None)[0]
 
 
 def _err(line: str) -> None:

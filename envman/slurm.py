@@ -667,7 +667,7 @@ def default_image(runtime: str, ref: str) -> str:
 def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) -> JobSpec:
     """Locate the project, merge its settings like ``envman run`` does and make the job."""
     from .paths import config_dir, state_dir, user_matrix_paths
-    from .project import CliOverrides, home_dir, load_user_config, locate, merge_settings
+    from .project import CliOverrides, home_dir, load_user_config, locate, merge_settings, require_trust
     from .runner import stack_resolver
     from .state import stable_ref
 
@@ -675,6 +675,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     runtime = req.runtime or cfg.runtime
     image = check_image(req.image, runtime) if req.image is not None else None
     project = locate(req.target)
+    require_trust(project)
     resolve_name = stack_resolver(req.matrix_files)
     settings = merge_settings(project, load_user_config(), CliOverrides(command=req.command),
                               stack_is_cpu=lambda s: resolve_name(s).is_cpu)
@@ -694,7 +695,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
                                 f"runtime builds on the node", where="envman submit",
                                 fix="pass --image with the project image pushed to a registry")
         image = default_image(runtime, ref)
-    home = home_dir(project.name)
+    home = home_dir(project)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     return JobSpec(
         project=project.name, root=str(project.root.resolve()), stack=stack.name, image=image, runtime=runtime,

@@ -35,15 +35,17 @@ def stable_ref(stack_name: str) -> str:
 # --- state files (atomic writes) ---------------------------------------------------------------
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``path`` so that a reader (or a crash) never sees it half-written."""
+def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o600) -> None:
+    """Write ``path`` so that a reader (or a crash) never sees it half-written. ``mode``: the
+    file's permissions (0600, private, by default; project files others read are 0644)."""
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
+    how = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, mode) as fh:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, how) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

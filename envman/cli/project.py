@@ -49,7 +49,7 @@ def init(
     env: Annotated[Optional[str], typer.Option("--env", "--stack", help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
 ) -> None:
-    """Write envman.toml in the current directory and register the project."""
+    """Write envman.toml in the current directory, register the project and trust the file."""
     import os
 
     from ..state import atomic_write
@@ -57,33 +57,105 @@ def init(
     from ..project import (
         PROJECT_FILE, check_stack_name, init_text, load_project, load_user_config, parse_project, register, tomllib,
     )
+    from ..trust import trust
 
     cwd = Path(os.getcwd())
     file = cwd / PROJECT_FILE
-    if file.exists():
+    if os.path.lexists(file):
         raise UserError("already exists", where=str(file), fix="edit it, and register it with: envman project add .")
     stack = env or load_user_config().stack
     if stack is None:
         raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
     check_stack_name(stack, where="--env", key="stack")
+    _resolver()(stack)  # a stack that does not exist is refused here, with the closest names, as run would
+    if name is not None and ("\n" in name or "\0" in name or len(name) > 63):
+        raise UserError(f"{name[:80]!r} is not a project name", where="--name",
+                        fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
     text = init_text(stack, name)
     parse_project(tomllib.loads(text), file)  # validates --name before anything is written
-    atomic_write(file, text)
-    project = load_project(file)
-    register(project)
+    # 0644: colleagues who run the same project must be able to read it.
+    atomic_write(file, text, mode=0o644)
+    try:
+        project = load_project(file)
+        register(project)
+    except BaseException:
+        file.unlink(missing_ok=True)  # nothing half-done: no file without its registration
+        raise
+    trust(project.real_file, project.digest)
     console().print(f"wrote {file} and registered project {project.name} (stack {stack}); run it: envman run {project.name} -- CMD",
                     markup=False, highlight=False)
 
 
 @app.command("add")
 def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:
-    """Register an existing project so that `envman run NAME` works from anywhere."""
-    from ..project import load_project, register
+    """Register an existing project (and trust its file as it is now) so that `envman run NAME` works from anywhere."""
+    from ..project import load_project, register, trust_asks
+    from ..trust import trust
 
     project = load_project(path)
     new = register(project)
-    console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}",
+    trust(project.real_file, project.digest)
+    asks = trust_asks(project)
+    console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}"
+                    + (f" (trusted, it asks for {'; '.join(asks)})" if asks else " (trusted)"),
                     markup=False, highlight=False)
+
+
+@app.command("trust")
+def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or its directory).")] = Path(".")) -> None:
+    """Trust a project file as it is now (its real path and content hash); any edit needs trust again."""
+    from ..project import load_project, trust_asks, unsafe_reason
+    from ..trust import trust
+
+    project = load_project(path)
+    trust(project.real_file, project.digest)
+    asks = trust_asks(project)
+    foreign = unsafe_reason(project.file)
+    console().print(f"trusted {project.real_file} (sha256 {project.digest[:16]})"
+                    + (f"; it asks for {'; '.join(asks)}" if asks else "")
+                    + (f"; note: {foreign}, re-check it when it changes" if foreign else ""),
+                    markup=False, highlight=False)
+
+
+@app.command("untrust")
+def untrust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or its directory).")] = Path(".")) -> None:
+    """Forget the trust in a project file."""
+    import os
+
+    from ..project import _project_file_path
+    from ..trust import untrust
+
+    real = os.path.realpath(_project_file_path(path))
+    removed = untrust(real)
+    console().print(f"{'untrusted' if removed else 'was not trusted:'} {real}", markup=False, highlight=False)
+
+
+@app.command("trusted")
+def trusted_cmd(as_json: JsonOpt = False) -> None:
+    """List the project files you trust, and whether each is still the content you trusted."""
+    import hashlib
+
+    from ..errors import EnvmanError
+    from ..safefile import read_file
+    from ..trust import records
+
+    rows = []
+    for real, rec in records().items():
+        try:
+            state = "current" if hashlib.sha256(read_file(real, what="project file")).hexdigest() == rec["sha256"] else "changed"
+        except FileNotFoundError:
+            state = "missing"
+        except EnvmanError:
+            state = "unreadable"
+        rows.append({"file": real, "sha256": rec["sha256"], "trusted": rec.get("trusted"), "state": state})
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        console().print("no trusted project files (envman project trust PATH)")
+        return
+    for r in rows:
+        console().print(f"{r['state']:<10} {r['trusted'] or '':<20} {r['file']}", markup=False, highlight=False)
 
 
 @app.command("ls")
@@ -104,7 +176,6 @@ def project_ls(as_json: JsonOpt = False) -> None:
         emit_json(rows)
         return
     from rich.table import Table
-
     from rich.text import Text
 
     t = Table(box=None, pad_edge=False)
@@ -121,7 +192,8 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a project's file, its effective run settings and where each came from."""
-    from ..project import CliOverrides, load_user_config, locate, merge_settings, home_dir
+    from ..project import CliOverrides, load_user_config, locate, merge_settings, home_dir, trust_asks
+    from ..trust import is_trusted
 
     project = locate(name)
     resolve_name = _resolver()
@@ -131,7 +203,9 @@ def show(
         "project": project.to_json(),
         "stack": stack.name,
         "settings": settings.to_json(),
-        "home": str(home_dir(project.name)),
+        "home": str(home_dir(project)),
+        "trusted": is_trusted(project.real_file, project.digest),
+        "asks": trust_asks(project),
     }
     if as_json:
         emit_json(doc)
@@ -153,6 +227,12 @@ def show(
     else:
         c.print(f"  image       envman/{stack.name}:latest (no own image)", markup=False, highlight=False)
     c.print(f"  HOME        {doc['home']} → /home/envman", markup=False, highlight=False)
+    if doc["asks"]:
+        state = "trusted" if doc["trusted"] else f"NOT trusted (envman project trust {project.file})"
+        c.print(f"  trust       {state}; the file asks for {'; '.join(doc['asks'])}", markup=False, highlight=False)
+    else:
+        c.print(f"  trust       {'trusted' if doc['trusted'] else 'not needed'} (the file asks for nothing beyond a stack)",
+                markup=False, highlight=False)
 
 
 @app.command("rm")

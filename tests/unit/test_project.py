@@ -326,7 +326,7 @@ def test_project_tag_is_content_addressed(tmp_path):
     p = proj(tmp_path / "1", 'requirements = ["einops==0.8.0"]\n')
     base = "sha256:" + "b" * 64
     ref = project_image_ref(p, "stack", base)
-    assert ref.startswith("envman/project-demo:") and len(ref.rsplit(":", 1)[1]) == 16
+    assert ref.startswith(f"envman/project-{p.identity}:") and p.identity.startswith("demo-") and len(ref.rsplit(":", 1)[1]) == 16
     assert project_image_ref(p, "stack", base) == ref  # same inputs, same tag
     assert project_image_ref(p, "stack", "sha256:" + "c" * 64) != ref  # re-promoted stack
     q = proj(tmp_path / "2", 'requirements = ["einops==0.8.1"]\n')
@@ -338,7 +338,7 @@ def test_project_tag_is_content_addressed(tmp_path):
     assert {k: v for k, v in labels.items() if not k.startswith("envman.smoke.")} == {
         "envman.managed": "true", "envman.project": "demo", "envman.name": "torch-2.4.1-cuda12.4-py3.10",
         "envman.role": "project", "envman.project-hash": ref.rsplit(":", 1)[1],
-        "envman.built-by.uid": str(os.getuid()), "envman.built-by.user": pwd.getpwuid(os.getuid()).pw_name}
+        "envman.project-id": p.identity, "envman.built-by.uid": str(os.getuid()), "envman.built-by.user": pwd.getpwuid(os.getuid()).pw_name}
     assert {v for k, v in labels.items() if k.startswith("envman.smoke.")} == {""}  # the base's verdict is not inherited
 
 

@@ -95,8 +95,8 @@ def world(tmp_path, monkeypatch, engine):
     (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "docker").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(runcache, "exec_docker", lambda argv: (_ for _ in ()).throw(Exec(argv, "cached")))
-    monkeypatch.setattr(runner, "exec_docker", lambda argv: (_ for _ in ()).throw(Exec(argv, "full")))
+    monkeypatch.setattr(runcache, "exec_docker", lambda argv, env=(): (_ for _ in ()).throw(Exec(argv, "cached")))
+    monkeypatch.setattr(runner, "exec_docker", lambda argv, env=(): (_ for _ in ()).throw(Exec(argv, "full")))
 
     stack = resolve(load_matrix([f for f in MATRIX if f != "--matrix"]), "torch-2.4-cpu")
     engine.images[f"envman/{stack.name}:latest"] = "sha256:stable"
@@ -150,7 +150,7 @@ def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
     assert envman_run("--no-gpu", "--", "true")[0] == "cached"
     words = ["--no-gpu", "--", "true"]
     if change == "project file edited":
-        (world["root"] / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\nshm_size = "1g"\n')
+        (world["root"] / "envman.toml").write_text('name = "p2"\nstack = "torch-2.4-cpu"\n')
     elif change == "nearer envman.toml":
         (world["root"] / "sub" / "envman.toml").write_text('name = "q"\nstack = "torch-2.4-cpu"\n')
     elif change == "user config written":

@@ -13,7 +13,7 @@ import pytest
 from envman.doctor import doctor_report, project_rows
 from envman.errors import EngineError
 from envman.host import HostFacts, from_nvml
-from envman.project import CliOverrides, GpuRequest, Mount, Port, UserConfig, load_project, merge_settings, register
+from envman.project import CliOverrides, GpuRequest, Mount, Port, UserConfig, load_project, merge_settings, project_identity, register
 from envman.resolve import resolve
 from envman.runner import (
     DockerFacts, ImageState, PreflightError, RunPlan, cdi_devices, docker_argv, gpu_mechanism, preflight,
@@ -84,7 +84,11 @@ def test_shm_size_and_extra_mounts_and_env():
     argv = docker_argv(plan(shm_size="16g", mounts=(Mount("/data/set", "/data", True),), environment=(("A", "1 2"),)))
     assert argv[argv.index("--shm-size") + 1] == "16g"
     assert "type=bind,source=/data/set,target=/data,readonly" in argv
-    assert "A=1 2" in argv
+    # the value never reaches the argv: only the name (dry run) or the env file's slot (exec)
+    assert "A=1 2" not in argv and not any("1 2" in a for a in argv)
+    assert argv[argv.index("A") - 1] == "--env"
+    execd = docker_argv(plan(environment=(("A", "1 2"),)), env_file="{slot}")
+    assert execd[execd.index("--env-file") + 1] == "{slot}" and "A" not in execd
 
 
 def test_mount_paths_with_commas_cannot_inject_options():
@@ -325,7 +329,7 @@ def test_prepare_cpu_run_of_a_project_without_extras(tmp_path, mini):
     assert prep.plan.image == "sha256:stable" and built == [] and prep.plan.gpus is None  # pinned by id
     assert (prep.plan.uid, prep.plan.gid) == (1000, 1001)
     assert prep.plan.root == str((tmp_path / "p").resolve())
-    assert Path(prep.plan.home).is_dir() and prep.plan.home.endswith("/homes/p")
+    assert Path(prep.plan.home).is_dir() and prep.plan.home.endswith("/homes/p-" + project_identity("p", tmp_path / "p").rsplit("-", 1)[1])
 
 
 def test_prepare_builds_the_project_image_once(tmp_path, mini):

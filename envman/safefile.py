@@ -1,0 +1,166 @@
+"""Reading files that someone else may have prepared: project files, requirements, user config,
+matrices, registries, reports.
+
+Every read goes through :func:`read_file`: the file is opened with ``O_NONBLOCK`` (a FIFO opens at
+once instead of waiting for a writer) and checked with ``fstat`` on the opened descriptor, so a
+FIFO, a socket, a device such as ``/dev/zero`` or a directory is refused before a byte is read,
+and what is checked is what is read (no window between a check and the open). At most ``limit``
+bytes are read. With ``inside``, the opened file's real path (symlinks resolved, read back from
+the descriptor) must lie inside that directory's real path. :func:`read_text` adds the decoding
+rules of a text file: UTF-8 only (a UTF-16 file, NUL bytes or invalid UTF-8 are one clean error
+naming the file), an optional UTF-8 byte-order mark dropped.
+
+Every failure is one :class:`~envman.errors.UserError` line (exit 2) naming the file.
+Standard library only: the run path imports this module.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UserError
+
+#: Project files, user config, registries: small text files.
+SMALL_LIMIT = 1024 * 1024
+#: Requirements files, matrix files and reports may be larger.
+LARGE_LIMIT = 16 * 1024 * 1024
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def fd_real_path(fd: int, fallback: str) -> str:
+    """The real path of an open descriptor (``/proc/self/fd``), else of ``fallback``."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(fallback)
+
+
+def is_within(path: str, root: str) -> bool:
+    """Whether the real path ``path`` is ``root`` or inside it (both already real paths)."""
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/") or root == "/"
+
+
+def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them; ``FileNotFoundError`` passes
+    through (callers word it for their case), every other problem is a ``UserError``."""
+    where = str(path)
+    if "\0" in where:
+        raise UserError(f"{what} path contains a NUL byte", where=repr(where), fix=fix or "give a real path")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(where, flags)
+    except FileNotFoundError:
+        raise
+    except NotADirectoryError:
+        raise FileNotFoundError(where) from None
+    except PermissionError:
+        raise UserError(f"cannot read the {what}: permission denied", where=where,
+                        fix=fix or "make it readable (chmod a+r) or ask its owner") from None
+    except OSError as exc:  # ENXIO (a socket), ELOOP, ENAMETOOLONG, ...
+        raise UserError(f"cannot open the {what}: {exc.strerror or exc}", where=where,
+                        fix=fix or "give a regular file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"is {_kind(st.st_mode)}, expected a regular {what}", where=where,
+                            fix=fix or "give a regular file")
+        if inside is not None:
+            real = fd_real_path(fd, where)
+            root = os.path.realpath(inside)
+            if not is_within(real, root):
+                raise UserError(f"the {what} resolves to {real}, outside {root}", where=where,
+                                fix=fix or f"keep the file inside {root} (no symlinks or .. leading out)")
+        if st.st_size > limit:
+            raise UserError(f"the {what} is {st.st_size} bytes, more than the {limit} accepted", where=where,
+                            fix=fix or "give a smaller file")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            try:
+                data = os.read(fd, min(1 << 16, limit + 1 - total))
+            except BlockingIOError:  # pragma: no cover - regular files never block
+                break
+            except OSError as exc:
+                raise UserError(f"cannot read the {what}: {exc.strerror or exc}", where=where,
+                                fix=fix or "check the file") from None
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+        if total > limit:
+            raise UserError(f"the {what} is more than {limit} bytes", where=where, fix=fix or "give a smaller file")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, *, what: str, where: str, fix: str | None = None) -> str:
+    """UTF-8 text (a leading UTF-8 BOM dropped); anything else is one ``UserError`` line."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise UserError(f"the {what} is UTF-16, expected UTF-8 text", where=where,
+                        fix=fix or "save it as UTF-8 (iconv -f UTF-16 -t UTF-8)")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b"\0" in data:
+        raise UserError(f"the {what} contains NUL bytes (binary, or not UTF-8)", where=where,
+                        fix=fix or "give a UTF-8 text file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"the {what} is not UTF-8 (invalid byte at offset {exc.start})", where=where,
+                        fix=fix or "save it as UTF-8") from None
+
+
+def read_text(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None) -> str:
+    """:func:`read_file`, then :func:`decode_text`."""
+    return decode_text(read_file(path, what=what, limit=limit, inside=inside, fix=fix), what=what,
+                       where=str(path), fix=fix)
+
+
+def load_toml(path: str | os.PathLike[str], *, what: str, limit: int = SMALL_LIMIT,
+              error: type[UserError] = UserError) -> tuple[dict, bytes]:
+    """Parse a TOML file read with :func:`read_text`: (document, the exact bytes parsed), so a
+    caller can hash what it validated. ``FileNotFoundError`` passes through."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    data = read_file(path, what=what, limit=limit)
+    text = decode_text(data, what=what, where=str(path))
+    try:
+        return tomllib.loads(text), data
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"not valid TOML ({exc})", where=str(path), fix="fix the syntax (https://toml.io)") from None
+    except RecursionError:
+        raise error("not valid TOML (nested too deeply)", where=str(path), fix="fix the syntax") from None
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 for the last component; refuse one that is a
+    symlink or owned by someone else (a planted directory would see everything written there)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise UserError("is not a directory of yours", where=str(path),
+                        fix="remove it, or point ENVMAN_CONFIG_DIR / ENVMAN_STATE_DIR elsewhere")
+    if st.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
