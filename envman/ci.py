@@ -113,10 +113,10 @@ class Shard:
 
 def parse_shard(text: str) -> tuple[int, int]:
     """``"2/4"`` → ``(2, 4)``; anything else is a ``UserError``."""
-    try:
-        i, n = (int(p) for p in text.split("/"))
-    except ValueError:
-        i = n = 0
+    import re
+
+    m = re.fullmatch(r"([0-9]{1,4})/([0-9]{1,4})", text)
+    i, n = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
     if not (n >= 1 and 1 <= i <= n):
         raise UserError(f"--shard {text!r}: expected I/N with 1 <= I <= N", where="--shard", fix="e.g. --shard 2/4")
     return i, n
@@ -189,8 +189,21 @@ def _toplevel(directory: Path) -> Path | None:
     return Path(p.stdout.decode().strip()) if p.returncode == 0 else None
 
 
+def check_ref_text(ref: str) -> str:
+    """A git revision as a user may write one (``origin/main``, ``HEAD~3``, a sha): never an
+    option (``-...``), no whitespace, control characters or ``:`` (a path separator for
+    ``git show``). It is also passed after ``--end-of-options``, so git never reads it as one."""
+    import re
+
+    if not ref or len(ref) > 256 or ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/@{}~^+-]+", ref):
+        raise UserError(f"{ref[:80]!r} is not a git revision", where="--changed-since",
+                        fix="give a branch, tag or commit, e.g. --changed-since origin/main")
+    return ref
+
+
 def _check_ref(top: Path, ref: str) -> None:
-    p = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
+    check_ref_text(ref)
+    p = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], top)
     if p.returncode != 0:
         raise UserError(
             f"unknown git ref {ref!r} in {top}",
@@ -218,7 +231,7 @@ def matrix_files_at(files: Sequence[str | Path], ref: str, dest: Path) -> tuple[
             _check_ref(top, ref)
             checked.add(top)
         rel = path.relative_to(top).as_posix()
-        shown = _git(["show", f"{ref}:{rel}"], top)
+        shown = _git(["show", "--end-of-options", f"{ref}:{rel}"], top)
         if shown.returncode != 0:
             notes.append(f"{rel}: absent at {ref}, its rows are new")
             continue
@@ -253,7 +266,7 @@ def render_inputs_changed(ref: str) -> tuple[bool | None, str]:
     if top is None or not inputs or any(not p.resolve().is_relative_to(top) for p in inputs):
         return None, "envman is not a git checkout: template changes are not compared"
     rel = [p.resolve().relative_to(top).as_posix() for p in inputs]
-    p = _git(["diff", "--quiet", ref, "--", *rel], top)
+    p = _git(["diff", "--quiet", "--end-of-options", check_ref_text(ref), "--", *rel], top)
     if p.returncode == 0:
         return False, ""
     if p.returncode == 1:
@@ -298,6 +311,7 @@ def changed_rows(
     that stops resolving (or rendering) counts as changed."""
     from .matrix.load import load_matrix
 
+    check_ref_text(ref)
     render_fn = render_fn or default_fingerprint
     builds = list(matrix.builds if builds is None else builds)
     notes: list[str] = []

@@ -27,16 +27,11 @@ tables belong to other features and are left to them.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CONFIG_NAME = "config.toml"
 
@@ -187,13 +182,13 @@ def check_ca_bundle(value: Any) -> Path:
     path = _as_path(value, "CA bundle")
     if not path.is_file():
         raise Invalid(f"CA bundle {str(path)!r} is not a file", "give a PEM file, e.g. /etc/ssl/certs/ca-certificates.crt")
+    from .safefile import read_file
+
     try:
-        size = path.stat().st_size
-        if size > MAX_CA_BYTES:
-            raise Invalid(f"CA bundle {str(path)!r} is {size} bytes", f"a PEM bundle of at most {MAX_CA_BYTES} bytes")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Invalid(f"cannot read CA bundle {str(path)!r}: {exc.strerror}", "make it readable") from None
+        data = read_file(path, what="CA bundle", limit=MAX_CA_BYTES)
+    except (OSError, UserError) as exc:
+        raise Invalid(f"cannot read CA bundle {str(path)!r}: {getattr(exc, 'what', None) or exc}",
+                      "give a readable regular PEM file") from None
     if CA_MARKER not in data:
         raise Invalid(
             f"CA bundle {str(path)!r} is not PEM (no {CA_MARKER.decode()} line)",
@@ -266,19 +261,13 @@ def config_path() -> Path:
 
 def load_config(path: Path | None = None) -> dict[str, Any]:
     """The whole config file as a dict ({} when there is none); malformed TOML → UserError."""
+    from .safefile import load_toml
+
     path = Path(path) if path is not None else config_path()
     try:
-        raw = path.read_bytes()
+        return load_toml(path, what="config file")[0]
     except FileNotFoundError:
         return {}
-    except OSError as exc:
-        raise UserError(f"cannot read the config file: {exc.strerror}", where=str(path), fix="make it readable") from None
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UserError("the config file is not UTF-8", where=str(path), fix="save it as UTF-8 TOML") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML: {exc}", where=str(path), fix="fix the syntax (https://toml.io)") from None
 
 
 def load_network_config(path: Path | None = None) -> dict[str, Any]:

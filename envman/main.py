@@ -63,12 +63,28 @@ def guarded(fn: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         _err("envman: interrupted")
         return 130
+    except OSError as exc:  # a path given by the user: too long, a directory, no permission, ...
+        if exc.filename is None and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            return _internal(exc)
+        name = str(exc.filename if exc.filename is not None else "")[:200]
+        _err(f"envman: error: {name + ': ' if name else ''}{exc.strerror or exc} — check the path and try again")
+        return 2
+    except ValueError as exc:
+        if "null byte" in str(exc) or "null character" in str(exc):
+            _err("envman: error: an argument contains a NUL byte — remove it")
+            return 2
+        return _internal(exc)
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        if os.environ.get("ENVMAN_DEBUG"):
-            raise
-        _err(f"envman: internal error: {type(exc).__name__}: {exc} "
-             "(rerun with ENVMAN_DEBUG=1 for the traceback and report it)")
-        return 70
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("ENVMAN_DEBUG"):
+        raise exc
+    text = " ".join(str(exc).split())[:300]
+    _err(f"envman: internal error: {type(exc).__name__}: {text} "
+         "(rerun with ENVMAN_DEBUG=1 for the traceback and report it)")
+    return 70
 
 
 def main(argv: Sequence[str] | None = None) -> None:

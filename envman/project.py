@@ -53,7 +53,7 @@ DEFAULT_SHM_BYTES = 8 * 1024**3
 # Patterns as text: ``re`` compiles (and caches) one the first time it is used, so a run pays
 # only for the checks its project file needs.
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
-_ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
 _APT_RE = r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$"
 _SHM_RE = r"(?i)^\d+(?:[kmgt](?:i?b)?|b)?$"
 _GPU_DEVICE_RE = r"^[A-Za-z0-9:._-]+$"
@@ -913,9 +913,9 @@ def unregister(name: str, path: Path | None = None) -> Path:
 def unknown_project(name: str, projects: Mapping[str, Path]) -> UserError:
     import difflib
 
-    close = difflib.get_close_matches(name, list(projects), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name, list(projects), n=3, cutoff=0.5) if len(name) <= 100 else []
     hint = f"did you mean {', '.join(close)}? " if close else ""
-    return UserError(f"no project named {name!r}", where="project registry",
+    return UserError(f"no project named {name[:100]!r}", where="project registry",
                      fix=hint + "list them: envman project ls; register one: envman project add PATH")
 
 
@@ -930,6 +930,9 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
     """The project for ``envman run TARGET``: a registered name, a path, or (no TARGET) the
     nearest ``envman.toml`` above the current directory."""
     here = Path(cwd or os.getcwd())
+    if target is not None and (not target or any(c in target for c in "\0\n\r") or len(target) > 4096):
+        raise UserError(f"{target[:80]!r} is neither a project name nor a path", where="envman",
+                        fix="name a registered project (envman project ls) or give a path")
     if target is None:
         f = find_project_file(here)
         if f is None:
@@ -939,6 +942,9 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
     if "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE):
         return load_project(here / target)
     projects = read_registry(path)
+    if target not in projects and (len(target) > 255 or not re.match(NAME_RE, target)) and \
+            not os.path.lexists(here / target):
+        raise unknown_project(target, projects)
     if target in projects:
         root = projects[target]
         if not (root / PROJECT_FILE).is_file():

@@ -71,11 +71,13 @@ def load_results(paths: Sequence[str | Path]) -> Loaded:
     for p in paths:
         path = Path(p)
         file = path / RESULTS_FILE if path.is_dir() else path
+        from .safefile import LARGE_LIMIT, read_text
+
         try:
-            data = json.loads(file.read_text())
+            data = json.loads(read_text(file, what="results file", limit=LARGE_LIMIT))
         except FileNotFoundError:
             raise UserError("no results found", where=str(file), fix="run `envman ci run --report DIR` first, then pass DIR")
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise UserError(f"not valid JSON ({exc})", where=str(file))
         sources.append(str(file))
         for r in _rows_of(data, str(file)):

@@ -846,7 +846,7 @@ def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = Non
     out = {}
     for v in values:
         k, sep, val = v.partition("=")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,254}", k):
             raise UserError(f"{k[:100]!r} is not a variable name (letters, digits, _)", where="--env-var",
                             fix="e.g. -e WANDB_MODE=offline, or -e HF_TOKEN to pass it from your environment")
         if not sep:
@@ -1017,6 +1017,10 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     )
     resolve_name = stack_resolver(matrix_files)
     settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    for m in settings.mounts:
+        if not os.path.exists(m.source):
+            raise UserError(f"mount source {m.source} does not exist", where=f"mount {m.target}",
+                            fix="create it, or fix the path (docker would refuse the run)")
     stack = resolve_name(settings.stack)
 
     build_image = project_image_builder(a.rebuild)

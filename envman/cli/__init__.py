@@ -115,4 +115,29 @@ def main(argv: list[str] | None = None) -> None:
     """The typer CLI behind the one error boundary (:func:`envman.main.guarded`)."""
     from ..main import guarded
 
-    sys.exit(guarded(lambda: app(args=argv, prog_name="envman", standalone_mode=True)))
+    sys.exit(guarded(lambda: _invoke(argv)))
+
+
+def _invoke(argv: list[str] | None) -> int:
+    """Run the typer app; a usage error (unknown option, bad value, missing argument) becomes the
+    same one-line ``UserError`` as every other bad input, not click's framed block."""
+    from ..errors import UserError
+
+    try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
+        from typer._click.exceptions import ClickException, UsageError
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click.exceptions import ClickException, UsageError
+
+    try:
+        code = app(args=argv, prog_name="envman", standalone_mode=False)
+    except UsageError as exc:
+        ctx = exc.ctx
+        where = ctx.command_path if ctx is not None else "envman"
+        raise UserError(exc.format_message(), where=where, fix=f"see {where} --help") from None
+    except ClickException as exc:  # e.g. a file option click could not open
+        raise UserError(exc.format_message(), where="envman", fix="see envman --help") from None
+    except typer.Abort:
+        raise KeyboardInterrupt from None
+    except typer.Exit as exc:
+        return exc.exit_code
+    return code if isinstance(code, int) else 0

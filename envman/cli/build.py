@@ -35,7 +35,7 @@ def _stacks(names: list[str], all_: bool, platform: str | None = None):
 def build(
     names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build every matrix row.")] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel builds (they share layers).")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Parallel builds (they share layers).")] = 1,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,

@@ -29,7 +29,7 @@ def _selection(framework: str | None, rows: list[str] | None, changed_since: str
     m = get_matrix()
     builds = select_builds(m, framework=framework, rows=split_names(rows) or None)
     changes = None
-    if changed_since:
+    if changed_since is not None:
         changes = changed_rows(m, changed_since, builds=builds)
         keep = set(changes.changed)
         builds = [b for b in builds if b.name in keep]
@@ -41,7 +41,7 @@ def plan(
     framework: FrameworkOpt = None,
     rows: RowsOpt = None,
     changed_since: ChangedOpt = None,
-    shards: Annotated[int, typer.Option("--shards", "-n", min=1, help="Number of shards (CI jobs).")] = 1,
+    shards: Annotated[int, typer.Option("--shards", "-n", min=1, max=1000, help="Number of shards (CI jobs).")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="The full plan as JSON (the default).")] = False,
     github: Annotated[bool, typer.Option("--github", help="One line of strategy.matrix JSON for GitHub Actions.")] = False,
     fmt: Annotated[Optional[str], typer.Option("--format", hidden=True, help="Old spelling: --format json|github.")] = None,
@@ -107,7 +107,7 @@ def run(
 
     m, builds, _ = _selection(framework, rows, changed_since)
     label = None
-    if shard:
+    if shard is not None:
         i, n = parse_shard(shard)
         label = f"{i}/{n}"
         mine = plan_shards(plan_rows(m, builds), n)[i - 1]
@@ -199,7 +199,7 @@ def report(
 def check_tags(
     registry: Annotated[Optional[str], typer.Option("--registry", help="Ask this registry's v2 API (a mirror: https://HOST[:PORT]) instead of Docker Hub's API. Token: ENVMAN_REGISTRY_TOKEN, or ENVMAN_REGISTRY_USER/PASSWORD.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per request.")] = 5.0,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel requests.")] = 8,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Parallel requests.")] = 8,
     ca_bundle: CaBundle = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:

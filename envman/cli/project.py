@@ -68,7 +68,7 @@ def init(
         raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
     check_stack_name(stack, where="--env", key="stack")
     _resolver()(stack)  # a stack that does not exist is refused here, with the closest names, as run would
-    if name is not None and ("\n" in name or "\0" in name or len(name) > 63):
+    if name is not None and ("\n" in name or "\0" in name or not 1 <= len(name) <= 63):
         raise UserError(f"{name[:80]!r} is not a project name", where="--name",
                         fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
     text = init_text(stack, name)

@@ -57,7 +57,7 @@ def render(
     kind = builder_for_render(builder_preference(builder))
     m = get_matrix()
     if all_:
-        if flavour:
+        if flavour is not None:
             raise UserError("--flavour applies to one stack, not to --all", where="envman render", fix="render the rows, then the flavour you need by name")
         if output == "-":
             raise UserError("-o - prints one Dockerfile; --all writes directories", where="envman render", fix="give --all an output directory: -o DIR")
@@ -80,7 +80,7 @@ def render(
         return
 
     assert name is not None
-    if flavour:
+    if flavour is not None:
         from ..stack import FLAVOURS
 
         if flavour not in FLAVOURS:

@@ -6,7 +6,6 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -33,10 +32,6 @@ from .model import (
     PublishedTags,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 KINDS = ("cuda", "os", "images", "framework", "gpus", "tags")
 
@@ -398,15 +393,12 @@ _TOP_KEYS = {
 def parse_file(path: Path) -> tuple[str, Any]:
     """Parse one matrix file completely; returns (kind, parsed rows). Raises MatrixError."""
     file = str(path)
+    from ..safefile import LARGE_LIMIT, load_toml
+
     try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
+        doc, _ = load_toml(path, what="matrix file", limit=LARGE_LIMIT, error=MatrixError)
     except FileNotFoundError:
         raise MatrixError("matrix file not found", where=file, fix="check the --matrix / ENVMAN_MATRIX path")
-    except IsADirectoryError:
-        raise MatrixError("is a directory, expected a .toml matrix file", where=file)
-    except tomllib.TOMLDecodeError as exc:
-        raise MatrixError(f"not valid TOML ({exc})", where=file, fix="fix the syntax")
     if doc.get("schema") != 1:
         raise MatrixError(
             f"key schema: expected 1, got {doc.get('schema')!r}", where=file, fix="start the file with `schema = 1`"

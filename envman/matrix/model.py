@@ -45,10 +45,15 @@ class Arch:
                 if "." not in t and t.isdigit() and len(t) >= 2:
                     t = f"{t[:-1]}.{t[-1]}"
                 break
-        major, sep, minor = t.partition(".")
-        if not sep or not major.isdigit() or not minor.isdigit():
-            raise ValueError(f"not a compute capability: {text!r} (expected like '8.6' or 'sm_86')")
-        return cls(int(major), int(minor))
+        import re
+
+        # ASCII digits; a minor of one digit (8.10 is no compute capability: sm_810 would be 81.0),
+        # a major of 1-20 (GPUs so far: 1.0 to 12.x).
+        m = re.fullmatch(r"([0-9]{1,2})\.([0-9])", t)
+        if not m or not 1 <= int(m.group(1)) <= 20:
+            raise ValueError(f"not a compute capability: {str(text)[:40]!r} (expected like '8.6' or 'sm_86': "
+                             "major 1-20, one-digit minor)")
+        return cls(int(m.group(1)), int(m.group(2)))
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"
@@ -69,13 +74,14 @@ class DriverVersion:
 
     @classmethod
     def parse(cls, text: str) -> "DriverVersion":
+        import re
+
         t = str(text).strip()
-        try:
-            parts = tuple(int(p) for p in t.split("."))
-        except ValueError:
-            parts = ()
-        if not parts or len(parts) > 3:
-            raise ValueError(f"not a driver version: {text!r} (expected like '535.104.05')")
+        # ASCII digits only, 1-3 parts, a major version of 1-9999 (NVIDIA's are 3 digits today).
+        m = re.fullmatch(r"([0-9]{1,4})(\.[0-9]{1,6}){0,2}", t)
+        parts = tuple(int(p) for p in t.split(".")) if m else ()
+        if not parts or parts[0] < 1:
+            raise ValueError(f"not a driver version: {str(text)[:40]!r} (expected like '535.104.05')")
         return cls(parts)
 
     def _key(self) -> tuple[int, ...]:

@@ -97,7 +97,7 @@ def test_ca_bundle_that_is_not_pem_names_the_key(tmp_path):
 def test_not_utf8(tmp_path):
     p = tmp_path / "config.toml"
     p.write_bytes(b"\xff\xfe[network]")
-    with pytest.raises(UserError, match="not UTF-8"):
+    with pytest.raises(UserError, match="UTF-8"):
         load_config(p)
 
 
