@@ -116,6 +116,31 @@ def redact(value: str) -> str:
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/]*@", r"\1***@", value) if isinstance(value, str) else value
 
 
+#: Prefixes of well-known API tokens (GitHub, GitLab, Hugging Face, npm, PyPI, AWS, Slack, ...).
+_TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_", "pypi-", "akia", "xox", "sk-",
+                   "cs_", "jfrt", "akcp")
+
+
+def token_in_path(url: str) -> str | None:
+    """A path segment of ``url`` that looks like a secret (a known token prefix, or a long
+    random-looking mix of letters and digits), or ``None``. Such a segment would be baked into
+    the image with the URL, so it is refused; a user:token@ goes into a build secret instead."""
+    import math
+    import re
+
+    path = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", "", url)
+    for seg in path.split("/"):
+        low = seg.lower()
+        if len(seg) >= 20 and low.startswith(_TOKEN_PREFIXES):
+            return seg
+        if len(seg) >= 20 and re.search(r"[0-9]", seg) and re.search(r"[A-Za-z]", seg):
+            counts = {c: seg.count(c) for c in set(seg)}
+            entropy = -sum(n / len(seg) * math.log2(n / len(seg)) for n in counts.values())
+            if entropy >= 3.5:
+                return seg
+    return None
+
+
 def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> str:
     """An http(s) URL with a strict character set; returns it unchanged.
 
@@ -135,6 +160,13 @@ def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> st
             f"{what} {redact(value)!r}: its user[:password]@ has characters a URL does not carry as they are",
             "percent-escape them (e.g. @ as %40, : in a user name as %3A)",
         )
+    if isinstance(value, str) and token_in_path(value):
+        raise Invalid(
+            f"{what} seems to carry a token in its path ({redact(value).split('://', 1)[0]}://…): "
+            "an index URL is written into the image, so a token there would be kept in it",
+            "give the token as user:token@host (carried as a build secret, BuildKit), or download on the host "
+            "(pip download ... -d DIR) and pass --wheelhouse DIR",
+        )
     if _CREDENTIALS_RE.match(value):
         raise Invalid(
             f"{what} carries credentials (user[:password]@): {NO_CREDENTIALS}",
@@ -142,8 +174,9 @@ def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> st
             "(pip download ... -d DIR) and pass --wheelhouse DIR",
         )
     if not _URL_RE.fullmatch(value):
+        shown = redact(value).split("?", 1)[0].split("#", 1)[0]  # a query may hold a token: never echoed
         raise Invalid(
-            f"{what} {value!r} is not an accepted URL",
+            f"{what} {shown[:200]!r}{' (with a query string)' if '?' in value else ''} is not an accepted URL",
             "use http:// or https://, a host name, an optional :port and a path of letters, digits "
             "and . _ ~ % + = , : / - (no query string, spaces, quotes or shell characters)",
         )

@@ -23,7 +23,9 @@ from urllib.parse import quote
 from . import labels as L
 from .errors import EngineError, UserError
 from .project import CONTAINER_HOME, WORKSPACE
-from .runcache import NoAnswer, api_get, exec_docker, local_socket, terminal_flags, which, with_terminal
+from .runcache import (
+    ENV_FILE_SLOT, NoAnswer, api_get, exec_docker, local_socket, terminal_flags, which, with_terminal,
+)
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh.
@@ -163,11 +165,16 @@ def one(containers: Sequence[EnvContainer], target: str) -> EnvContainer:
 
 def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, workdir: str,
               environment: Sequence[tuple[str, str]] = (), tty: bool = False, interactive: bool = False,
-              docker: str = "docker") -> list[str]:
-    """The ``docker exec`` command line (pure): the caller's uid:gid, HOME, workdir, extra env."""
+              docker: str = "docker", env_file: str | None = None) -> list[str]:
+    """The ``docker exec`` command line (pure): the caller's uid:gid, HOME, workdir, extra env.
+    Environment values never appear on it: ``env_file`` (the slot
+    :func:`envman.runcache.exec_docker` fills) carries them, else only the names are shown."""
     argv = [docker, "exec", "--user", f"{uid}:{gid}", "--workdir", workdir, "--env", f"HOME={CONTAINER_HOME}"]
-    for k, v in environment:
-        argv += ["--env", f"{k}={v}"]
+    if environment and env_file is not None:
+        argv += ["--env-file", env_file]
+    elif environment:
+        for k, _ in environment:
+            argv += ["--env", k]
     argv += [c.id, *(command or SHELL_COMMAND)]
     return with_terminal(argv, tty, interactive)
 
@@ -188,7 +195,7 @@ def exec_parser():
                            "--name) as you, with HOME at /home/envman, starting in the directory under /workspace "
                            "that matches the current one.")
     p.add_argument("target", help="the environment's name, or its project's when it has one environment")
-    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE")
+    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
     p.add_argument("--dry-run", action="store_true", help="print the docker command instead of running it")
     return p
 
@@ -207,13 +214,14 @@ def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     c = one(list_containers(uid=os.getuid()), a.target)
     workdir = container_workdir(Path(c.root), Path.cwd()) if c.root else WORKSPACE
     tty, interactive = terminal_flags()
+    environment = parse_cli_env(a.env_var)
     argv = exec_argv(c, list(command) or bare, uid=os.getuid(), gid=os.getgid(), workdir=workdir,
-                     environment=parse_cli_env(a.env_var), tty=tty and not a.dry_run,
-                     interactive=interactive and not a.dry_run)
+                     environment=environment, tty=tty and not a.dry_run,
+                     interactive=interactive and not a.dry_run, env_file=None if a.dry_run else ENV_FILE_SLOT)
     if a.dry_run:
         sys.stdout.write(shlex.join(argv) + "\n")
         return
-    exec_docker(argv)
+    exec_docker(argv, environment)
 
 
 def stop(containers: Sequence[EnvContainer], timeout: int = 10) -> list[EnvContainer]:

@@ -44,7 +44,7 @@ for v in ("nosuch", "", LONG, NUL):
 # --- render / build options ---------------------------------------------------------------------
 for opt, vals in {
     "--registry-mirror": ("bad host", "http://x", "u:p@host:5000", "", LONG, NUL, "host:99999999", "-x"),
-    "--pip-index": ("ftp://x", "https://u:p@x/simple", "https://x/simple?token=abc", "", LONG, NUL, "https://x/$(id)"),
+    "--pip-index": ("ftp://x", "https://x.example/aB3kF9xQ2mZ7pL4wR8tYq/simple", "https://x/simple?token=abc", "", LONG, NUL, "https://x/$(id)"),
     "--apt-mirror": ("file:///etc", "", NUL, "http://x/ `id`"),
     "--framework-index": ("https://x/simple#frag", "javascript:alert(1)"),
     "--python-mirror": ("http://u@x/", "x"),

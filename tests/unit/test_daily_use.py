@@ -91,7 +91,9 @@ def test_exec_argv_and_inspect():
     argv = exec_argv(c, ["ls", "-l"], uid=5, gid=6, workdir="/workspace/s", environment=[("A", "1")], tty=True,
                      interactive=True)
     assert argv == ["docker", "exec", "--interactive", "--tty", "--user", "5:6", "--workdir", "/workspace/s", "--env",
-                    "HOME=/home/envman", "--env", "A=1", "abc", "ls", "-l"]
+                    "HOME=/home/envman", "--env", "A", "abc", "ls", "-l"]  # values never on an argv
+    argv = exec_argv(c, ["ls"], uid=5, gid=6, workdir="/w", environment=[("A", "secret")], env_file="{slot}")
+    assert argv[argv.index("--env-file") + 1] == "{slot}" and not any("secret" in w for w in argv)
     assert exec_argv(c, [], uid=5, gid=6, workdir="/workspace")[-3:] == list(SHELL_COMMAND)
 
 

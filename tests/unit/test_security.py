@@ -408,3 +408,21 @@ def test_project_init_writes_0644_and_trusts(home, tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as e:
         main([*mini, "project", "init", "--env", "torch-99.9-cuda12.4"])
     assert e.value.code == 2 and not (tmp_path / "newq" / "envman.toml").exists()
+
+
+@pytest.mark.parametrize("url, token", [
+    ("https://dl.cloudsmith.io/aB3kF9xQ2mZ7pL4wR8tYq/org/repo/python/simple/", True),
+    ("https://x.example/ghp_abcdefgh1234567890XYZ/simple", True),
+    ("https://x.example/pypi-AgEIcHlwaS5vcmcCJDEyMzQ1Njc4/simple", True),
+    ("https://download.pytorch.org/whl/cu124", False),
+    ("https://pypi.corp.example/repository/pypi-proxy-2023/simple", False),
+    ("https://pypi.org/simple", False),
+])
+def test_tokens_in_index_url_paths_are_refused(url, token):
+    from envman.config import Invalid, check_url, token_in_path
+
+    assert (token_in_path(url) is not None) == token
+    if token:
+        with pytest.raises(Invalid) as e:
+            check_url(url, what="pip index")
+        assert token_in_path(url) not in e.value.what + e.value.fix  # the token is never echoed
