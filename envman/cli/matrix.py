@@ -148,7 +148,7 @@ def explain(
     if (sm is None) == (gpu is None):
         raise UserError("give exactly one of --sm and --gpu", where="matrix explain", fix="e.g. --sm 8.6 or --gpu a100")
     try:
-        drv = DriverVersion.parse(driver)
+        drv = DriverVersion.parse_option(driver)
     except ValueError as exc:
         raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05")
     if sm is not None:

@@ -381,7 +381,7 @@ def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
 
     if driver is not None:
         try:
-            DriverVersion.parse(driver)
+            DriverVersion.parse_option(driver)
         except ValueError as exc:
             raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05") from None
     if gpu is not None and sm is not None:

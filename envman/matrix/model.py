@@ -80,9 +80,17 @@ class DriverVersion:
         # ASCII digits only, 1-3 parts, a major version of 1-9999 (NVIDIA's are 3 digits today).
         m = re.fullmatch(r"([0-9]{1,4})(\.[0-9]{1,6}){0,2}", t)
         parts = tuple(int(p) for p in t.split(".")) if m else ()
-        if not parts or parts[0] < 1:
+        if not parts:
             raise ValueError(f"not a driver version: {str(text)[:40]!r} (expected like '535.104.05')")
         return cls(parts)
+
+    @classmethod
+    def parse_option(cls, text: str) -> "DriverVersion":
+        """:meth:`parse` for a version a user typed (``--driver``): also no driver 0."""
+        v = cls.parse(text)
+        if v.parts[0] < 1:
+            raise ValueError(f"not a driver version: {str(text)[:40]!r} (expected like '535.104.05')")
+        return v
 
     def _key(self) -> tuple[int, ...]:
         return self.parts + (0,) * (3 - len(self.parts))
