@@ -1,0 +1,180 @@
+"""Two real users on one Docker engine: builds, verdicts, pins and prune do not break each other.
+
+The users are created here (``useradd``, in the docker group) and removed at the end; envman runs
+as each of them through ``runuser`` with an interpreter they can execute. The stack is a stand-in
+(see ``tests/support/multiuser.py``): its render is a tiny image with a stand-in probe, while the
+build, the smoke verdict on the image, promotion, ``envman run`` and ``envman prune`` are real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import in_ci
+from tests.support.multiuser import STANDIN_DRIVER, TestUser, create_user, delete_user, user_python
+
+pytestmark = [pytest.mark.docker, pytest.mark.multiuser, pytest.mark.slow]
+
+STACK_QUERY = "torch-0.0.9-cpu"
+MATRIX = """schema = 1
+kind = "framework"
+framework = "torch"
+
+[[build]]
+version = "0.0.9"
+variant = "cpu"
+python = ["3.11"]
+packages = ["torch==0.0.9"]
+source = ["test fixture: the shared-engine tests' stand-in stack, never installed"]
+status = "confirmed"
+"""
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
+        msg = "the multi-user tests create users: they need root, useradd and runuser"
+        if in_ci():
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def world(docker_engine, standin):
+    _need_root()
+    top = Path(tempfile.mkdtemp(prefix="envman-shared-"))
+    top.chmod(0o755)
+    users: list[TestUser] = []
+    try:
+        python = user_python(top / "py")
+        (top / "matrix.toml").write_text(MATRIX)
+        (top / "driver.py").write_text(STANDIN_DRIVER)
+        base = standin.rootfs("bookworm")
+        for name in ("envmanu-a", "envmanu-b"):
+            users.append(create_user(name, groups=("docker",)))
+        yield {"top": top, "python": str(python), "base": base, "a": users[0], "b": users[1]}
+    finally:
+        for u in users:
+            delete_user(u.name)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def stack_repo(world, docker_engine):
+    """The stand-in stack's repository; every image in it (and the project images) go at the end."""
+    from envman.matrix.load import load_matrix
+    from envman.resolve import resolve
+
+    name = resolve(load_matrix([str(world["top"] / "matrix.toml")]), STACK_QUERY).name
+    repo = f"envman/{name}"
+    yield repo
+    for c in docker_engine.list_containers({"envman.name": name}):
+        docker_engine.remove_container(c.id, force=True)
+    for img in docker_engine.list_images({"envman.name": name}):
+        for ref in img.tags or (img.id,):
+            docker_engine.remove_image(ref, force=True)
+
+
+def envman(world, user: TestUser, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return user.run([world["python"], "-m", "envman", "--matrix", str(world["top"] / "matrix.toml"), *args], cwd=cwd)
+
+
+def build(world, user: TestUser, variant: str) -> dict:
+    r = user.run([world["python"], str(world["top"] / "driver.py"), str(world["top"] / "matrix.toml"), STACK_QUERY,
+                  variant, world["base"]])
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def plan_image(world, user: TestUser, project: str) -> tuple[str, str]:
+    r = envman(world, user, "run", project, "--no-gpu", "--dry-run", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["plan"]["image"], r.stderr
+
+
+def run_ok(world, user: TestUser, project: str, *extra: str) -> subprocess.CompletedProcess:
+    r = envman(world, user, "run", project, "--no-gpu", *extra, "--", "sh", "-c", "echo ran as $(id -u)")
+    assert r.returncode == 0 and f"ran as {user.uid}" in r.stdout, (r.stdout, r.stderr)
+    return r
+
+
+def add_project(world, user: TestUser, name: str) -> None:
+    root = user.home / name
+    r = user.run(["mkdir", "-p", str(root)])
+    assert r.returncode == 0, r.stderr
+    r = user.run(["sh", "-c", f"printf 'name = \"{name}\"\\nstack = \"{STACK_QUERY}\"\\ngpus = \"none\"\\n' > {root}/envman.toml"])
+    assert r.returncode == 0, r.stderr
+    r = envman(world, user, "project", "add", str(root))
+    assert r.returncode == 0, r.stderr
+
+
+def prune_ids(world, user: TestUser, *flags: str) -> set[str]:
+    r = envman(world, user, "prune", "--json", *flags)
+    assert r.returncode == 0, r.stderr
+    return {row["image_id"] for row in json.loads(r.stdout)}
+
+
+def test_two_users_build_run_promote_and_prune_on_one_engine(world, stack_repo, docker_engine):
+    a, b = world["a"], world["b"]
+
+    # A builds and runs: the verdict goes on the image, with who took it.
+    first = build(world, a, "v1")
+    assert first["smoked"] and first["promoted"] and first["overall"] == "pass"
+    s1 = first["stable_id"]
+    labels = docker_engine.inspect_image(s1)["Config"]["Labels"]
+    assert labels["envman.smoke.status"] == "pass" and labels["envman.smoke.by-user"] == a.name
+    assert labels["envman.built-by.uid"] == str(a.uid)
+    add_project(world, a, "se-proj-a")
+    assert plan_image(world, a, "se-proj-a")[0] == s1  # pinned by id
+    run_ok(world, a, "se-proj-a")
+
+    # B builds the same stack: A's verdict is on the image, so no second probe; B runs on it.
+    same = build(world, b, "v1")
+    assert same["cached"] and not same["smoked"] and same["promoted"] and same["stable_id"] == s1
+    add_project(world, b, "se-proj-b")
+    run_ok(world, b, "se-proj-b")
+
+    # B promotes another build: A's run stays on its image and says, in one line, that a newer one exists.
+    second = build(world, b, "v2")
+    s2 = second["stable_id"]
+    assert second["smoked"] and s2 != s1
+    image, err = plan_image(world, a, "se-proj-a")
+    assert image == s1
+    notes = [ln for ln in err.splitlines() if "newer stable image" in ln]
+    assert len(notes) == 1 and b.name in notes[0] and "--update" in notes[0], err
+    run_ok(world, a, "se-proj-a")
+    assert plan_image(world, b, "se-proj-b")[0] == s2  # B's own promotion moves B's project
+
+    # B flips the stable tag to a third build and back: B's third build is B's alone to prune.
+    s3 = build(world, b, "v3")["stable_id"]
+    back = build(world, b, "v2")
+    assert back["cached"] and not back["smoked"] and back["stable_id"] == s2
+    assert plan_image(world, a, "se-proj-a")[0] == s1  # the flips did not move A
+
+    # A moves to the new stable; a stopped container (anyone's) keeps A's old image from prune.
+    run_ok(world, a, "se-proj-a", "--update")
+    assert plan_image(world, a, "se-proj-a")[0] == s2
+    holder = subprocess.run(["docker", "create", "--label", "envman.test-holder=1", s1, "true"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        would = prune_ids(world, a, "--dry-run")
+        assert s1 not in would and s3 not in would and s2 not in would  # in use / B's / stable
+        assert s3 in prune_ids(world, b, "--dry-run")  # B's own stale build is B's to prune
+        assert world["a"].uid != 0
+        r = envman(world, a, "prune", "--all-users")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "only root" in r.stderr
+    finally:
+        subprocess.run(["docker", "rm", "-f", holder], capture_output=True)
+    removed = prune_ids(world, a)
+    assert s1 in removed and docker_engine.inspect_image(s1) is None
+
+    # B still runs (on its pinned stable), and so does A.
+    run_ok(world, b, "se-proj-b")
+    run_ok(world, a, "se-proj-a")
+    assert docker_engine.inspect_image(s3) is not None  # A's prune never touched B's image
