@@ -10,6 +10,9 @@ GPUs Slurm allocated to it, after the same checks ``envman run`` makes there:
   promoted image and its smoke test) is ``envman run``'s own. ``scancel`` signals the job's
   processes, which kills the ``docker`` client but not the container: the script traps TERM and
   removes the container it named after the job.
+* ``podman``: the same ``envman run``, against a Podman service the job starts for itself
+  (``DOCKER_HOST`` names its socket): envman sees Podman and gives the container the allocated
+  GPUs as CDI devices (``--device nvidia.com/gpu=1``); the trap removes the container there.
 * ``pyxis``, ``apptainer``, ``charliecloud``: for nodes without Docker. The script first runs
   ``envman node-check`` (the driver and architecture verdict on the allocated GPUs), then
   ``srun --container-image`` / ``apptainer exec [--nv]`` / ``ch-convert`` + ``ch-run`` with the
@@ -38,7 +41,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .errors import EnvmanError, UserError
 from .project import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount
 
-RUNTIMES = ("docker", "pyxis", "apptainer", "charliecloud")
+RUNTIMES = ("docker", "podman", "pyxis", "apptainer", "charliecloud")
 DEFAULT_RUNTIME = "docker"
 SLURM_CONFIG_KEYS = {"runtime": "one of " + ", ".join(RUNTIMES), "partition": "a partition name"}
 #: How ``docker`` jobs name their container (the job id completes it inside the script).
@@ -282,6 +285,29 @@ def _docker_body(spec: JobSpec) -> list[str]:
     ]
 
 
+def _podman_body(spec: JobSpec) -> list[str]:
+    """``envman run`` against a Podman service the job starts for itself (nodes rarely run one):
+    envman sees a Podman engine there and gives the container the allocated GPUs as CDI devices."""
+    return [
+        "# A Podman service for this job only, in a private folder; envman run finds it through DOCKER_HOST.",
+        'sockdir=$(mktemp -d) || exit 1',
+        'podman system service --time=0 "unix://$sockdir/podman.sock" &',
+        'service=$!',
+        'export DOCKER_HOST="unix://$sockdir/podman.sock"',
+        'for _ in $(seq 100); do [ -S "$sockdir/podman.sock" ] && break; sleep 0.1; done',
+        f'container="{CONTAINER_PREFIX}${{SLURM_JOB_ID}}"',
+        'stop_service() { kill "$service" 2>/dev/null; wait "$service" 2>/dev/null; rm -rf "$sockdir"; }',
+        "# scancel signals every process of the job (the service too) and kills the podman client, not the",
+        "# container: remove it by name with the podman CLI itself (same storage), then end as cancelled.",
+        "trap 'podman rm -f \"$container\" >/dev/null 2>&1; stop_service; exit 143' TERM INT HUP",
+        f"envman run {shlex.quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
+        'wait "$!"',
+        "rc=$?",
+        "stop_service",
+        'exit "$rc"',
+    ]
+
+
 def _node_check(spec: JobSpec) -> str:
     return f"envman node-check {shlex.quote(spec.root)} {_gpu_flag(spec)} || exit $?"
 
@@ -379,7 +405,7 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
     return lines
 
 
-_BODIES = {"docker": _docker_body, "pyxis": _pyxis_body, "apptainer": _apptainer_body,
+_BODIES = {"docker": _docker_body, "podman": _podman_body, "pyxis": _pyxis_body, "apptainer": _apptainer_body,
            "charliecloud": _charliecloud_body}
 
 
@@ -504,7 +530,7 @@ def load_records() -> list[JobRecord]:
             out.append(JobRecord(**{k: doc[k] for k in JobRecord.__dataclass_fields__ if k in doc}))
         except (OSError, ValueError, TypeError):
             continue
-    return sorted(out, key=lambda r: int(r.id), reverse=True)
+    return sorted(out, key=lambda r: (r.submitted, int(r.id)), reverse=True)  # ids restart when a cluster is reset
 
 
 def record(job_id: str) -> JobRecord:
@@ -653,9 +679,9 @@ def check_image(value: str, runtime: str) -> str:
     if not value or len(value) > 512 or any(c.isspace() or not c.isprintable() for c in value) or value.startswith("-"):
         raise UserError(f"{value!r} is not an image reference", where="--image",
                         fix="a registry reference (host/repo:tag or @sha256:...), or a path the runtime reads")
-    if runtime == "docker":
+    if runtime in ("docker", "podman"):
         raise UserError("--image applies to the pyxis, apptainer and charliecloud runtimes", where="--image",
-                        fix="docker jobs run the project's promoted image (envman run on the node)")
+                        fix=f"{runtime} jobs run the project's promoted image (envman run on the node)")
     return value
 
 
@@ -690,10 +716,10 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     if image is None:
         ref = stable_ref(stack.name)
         if project.needs_image:
-            if runtime != "docker":
+            if runtime not in ("docker", "podman"):
                 raise UserError(f"project {project.name} has its own image (requirements/apt), which only the docker "
                                 f"runtime builds on the node", where="envman submit",
-                                fix="pass --image with the project image pushed to a registry")
+                                fix="pass --image with the project image pushed to a registry, or use docker/podman")
         image = default_image(runtime, ref)
     home = home_dir(project)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)

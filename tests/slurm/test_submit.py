@@ -234,3 +234,60 @@ def test_node_check_of_non_docker_runtimes_runs_on_the_node(site):
     out = log(site, job)
     assert (state["state"], state["exit_code"]) == ("FAILED", 1), out
     assert "GPUs requested (--gpus device=0) but " in out and "ch-convert" not in out and "input:" not in out
+
+
+@pytest.fixture(scope="module")
+def podman_site(site, tmp_path_factory):
+    """The stack image loaded into Podman's storage, and a containers.conf whose default ulimits
+    stay within this process's hard limits (Podman raises them for root containers otherwise,
+    which fails where the runner lacks CAP_SYS_RESOURCE)."""
+    import resource
+
+    if shutil.which("podman") is None:
+        if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}:
+            pytest.fail("CI needs podman for the podman runtime test (apt-get install podman)", pytrace=False)
+        pytest.skip("podman not installed")
+    conf = tmp_path_factory.mktemp("podman") / "containers.conf"
+    nofile, nproc = resource.getrlimit(resource.RLIMIT_NOFILE)[1], resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    limits = [f"nofile={min(nofile, 1 << 20)}:{min(nofile, 1 << 20)}", f"nproc={min(nproc, 32768)}:{min(nproc, 32768)}"]
+    conf.write_text("[containers]\ndefault_ulimits = [" + ", ".join(f'"{x}"' for x in limits) + "]\n")
+    env = {**site["env"], "CONTAINERS_CONF": str(conf)}
+    ref = f"envman/{STACK}:latest"
+    had = subprocess.run(["podman", "image", "exists", ref], env=env, timeout=60).returncode == 0
+    save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
+    subprocess.run(["podman", "load", "-q"], stdin=save.stdout, env=env, check=True, capture_output=True, timeout=300)
+    assert save.wait(timeout=60) == 0
+    try:
+        yield {**site, "env": env}
+    finally:
+        if not had:
+            subprocess.run(["podman", "rmi", "-f", ref], env=env, capture_output=True, timeout=120)
+
+
+def test_podman_runtime_output_exit_code_and_cancel(podman_site):
+    site = podman_site
+    job = submitted_id(envman(site, "submit", "--runtime", "podman", "--gpus", "0", "--",
+                              "sh", "-c", 'echo "podman $CUDA_VERSION $(pwd) note=$NOTE"; exit 5'))
+    state = wait_done(site, job)[job]
+    out = log(site, job)
+    assert (state["state"], state["exit_code"], state["runtime"]) == ("FAILED", 5, "podman"), out
+    assert f"podman {CUDA} /workspace note=$HOME; $(id) 'x'" in out
+
+    long = submitted_id(envman(site, "submit", "--runtime", "podman", "--gpus", "0", "--", "sleep", "300"))
+    name = f"envman-job-{long}"
+
+    def running() -> bool:
+        p = subprocess.run(["podman", "ps", "-q", "--filter", f"name=^{name}$"], env=site["env"], capture_output=True,
+                           text=True, timeout=60)
+        return bool(p.stdout.strip())
+
+    deadline = time.monotonic() + 60
+    while not running():
+        assert time.monotonic() < deadline, f"container {name} never started: {log(site, long)}"
+        time.sleep(0.3)
+    subprocess.run(["scancel", long], env=site["env"], check=True, timeout=30)
+    deadline = time.monotonic() + 20
+    while running():
+        assert time.monotonic() < deadline, f"container {name} survived scancel"
+        time.sleep(0.3)
+    assert wait_done(site, long)[long]["state"] == "CANCELLED"

@@ -139,7 +139,7 @@ def commands(text: str) -> list[list[str]]:
     return [shlex.split(ln) for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-@pytest.mark.parametrize("runtime", ["docker", "pyxis", "apptainer", "charliecloud"])
+@pytest.mark.parametrize("runtime", ["docker", "podman", "pyxis", "apptainer", "charliecloud"])
 def test_every_runtime_renders_valid_bash_with_the_resources(runtime):
     text = render_script(spec(runtime))
     bash_ok(text)
@@ -404,3 +404,38 @@ def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, monkeypatch):
     assert "#SBATCH --gres=gpu:2" in p.stdout and "--gpus slurm" in p.stdout and "-- echo '$HOME' &" in p.stdout
     assert "#SBATCH --job-name=envman-demo" in p.stdout
     assert load_records() == []
+
+
+def test_podman_script_runs_envman_run_on_a_private_service_and_cleans_up_on_cancel(tmp_path):
+    import re
+    import sys
+    import time
+
+    text = render_script(spec("podman"))
+    bash_ok(text)
+    run = next(w for w in commands(text) if w[:2] == ["envman", "run"])
+    assert run[3:7] == ["--gpus", "slurm", "--name", "$container"]
+    assert 'export DOCKER_HOST="unix://$sockdir/podman.sock"' in text
+    # Run it with a fake podman (its service binds the socket) and an envman that just waits.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {tmp_path}/podman.calls\n'
+        'if [ "$1" = system ]; then exec ' + sys.executable +
+        ' -c "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1][7:]); time.sleep(60)" "$4"; fi\n')
+    (bin_dir / "podman").chmod(0o755)
+    text = re.sub(r"(?m)^envman\(\) \{.*\}$", "envman() { sleep 30; }", text)
+    (tmp_path / "job.sh").write_text(text)
+    p = subprocess.Popen(["bash", str(tmp_path / "job.sh")], env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "78",
+                                                                    "TMPDIR": str(tmp_path)})
+    deadline = time.monotonic() + 10
+    while not list(tmp_path.glob("tmp.*/podman.sock")):
+        assert time.monotonic() < deadline, "the service never bound its socket"
+        time.sleep(0.1)
+    time.sleep(0.3)
+    p.terminate()
+    assert p.wait(timeout=10) == 143
+    calls = (tmp_path / "podman.calls").read_text().splitlines()
+    assert calls[0].startswith("system service --time=0 unix://") and calls[1] == "rm -f envman-job-78"
+    assert not list(tmp_path.glob("tmp.*"))  # the private folder is gone
