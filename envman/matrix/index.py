@@ -43,6 +43,8 @@ READ_AHEAD = 256 * 1024
 FULL_DOWNLOAD_LIMIT = 32 * 1024 * 1024
 MAX_PAGE_BYTES = 64 * 1024 * 1024
 MAX_METADATA_BYTES = 4 * 1024 * 1024
+#: Largest single read through a range-backed wheel (a zip directory claiming more is refused).
+MAX_RANGE_BYTES = 32 * 1024 * 1024
 
 
 class IndexUnreachable(EnvmanError):
@@ -100,7 +102,7 @@ class Http:
                 self.requests += 1
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout, context=self._ctx) as resp:
-                    body = resp.read(limit + 1)
+                    body = self._read(resp, limit, url)
                     self._count(len(body))
                     return Response(resp.geturl(), resp.status, {k.lower(): v for k, v in resp.headers.items()}, body)
             except urllib.error.HTTPError as exc:
@@ -123,6 +125,21 @@ class Http:
             f"cannot reach the index ({last})", where=url,
             fix="check the network, or point --pip-index / --torch-index at a reachable mirror; nothing was written",
         )
+
+    def _read(self, resp, limit: int, url: str) -> bytes:
+        """The body, at most ``limit + 1`` bytes, within a whole-request deadline: the socket
+        timeout bounds each read, the deadline a server that trickles bytes."""
+        deadline = time.monotonic() + self.timeout * 4
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = resp.read(min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the answer took longer than {self.timeout * 4:.0f} s")
+        return b"".join(chunks)
 
     def get_range(self, url: str, start: int | None, end: int | None) -> tuple[bytes, int | None, bool]:
         """Bytes ``start..end`` (inclusive; ``start=None``: the last ``end`` bytes).
@@ -343,6 +360,9 @@ class RangeFile(io.RawIOBase):
             return 0
         start, end = self._pos, self._pos + n
         data = self._cached(start, end)
+        if data is None and n > MAX_RANGE_BYTES:
+            raise IndexFileError(f"the wheel's zip asks for a {n}-byte read", where=self.url,
+                                 fix="not a wheel envman reads lazily; use an index that serves PEP 658 metadata")
         if data is None:
             if not self.ranged:
                 raise IndexFileError("range requests not honoured", where=self.url)

@@ -398,7 +398,7 @@ def parse_file(path: Path) -> tuple[str, Any]:
     try:
         doc, _ = load_toml(path, what="matrix file", limit=LARGE_LIMIT, error=MatrixError)
     except FileNotFoundError:
-        raise MatrixError("matrix file not found", where=file, fix="check the --matrix / ENVMAN_MATRIX path")
+        raise MatrixError("matrix file not found", where=file, fix="check the path (--matrix, ENVMAN_MATRIX or [matrix] files of config.toml)")
     if doc.get("schema") != 1:
         raise MatrixError(
             f"key schema: expected 1, got {doc.get('schema')!r}", where=file, fix="start the file with `schema = 1`"

@@ -371,3 +371,50 @@ def test_four_part_versions_resolve_exactly() -> None:
     assert resolve(m, "jax-0.9.0.1-cuda12").framework_version == "0.9.0.1"
     newest_09 = max((b.version for b in m.builds if b.framework == "jax" and b.version.release[:2] == (0, 9)))
     assert resolve(m, "jax-0.9-cuda12").framework_version == str(newest_09)
+
+
+def test_a_zip_directory_claiming_a_huge_read_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel, _ = make_wheel(WHEEL, REQS, padding=300_000)
+    monkeypatch.setattr(idx, "MAX_RANGE_BYTES", 1000)
+    monkeypatch.setattr(idx, "TAIL_BYTES", 100)  # the directory is not in the first answer
+    with IndexServer() as srv:
+        srv.add("/w/" + WHEEL, wheel)
+        rf = idx.RangeFile(Http(timeout=5, retries=0), srv.url + "/w/" + WHEEL)
+        assert rf.size == len(wheel) and rf.read(10) == wheel[:10]  # small reads are served
+        rf.seek(len(wheel) - 5000)  # not fetched yet: a read this large is refused
+        with pytest.raises(IndexFileError, match="byte read"):
+            rf.read(5000)
+
+
+def test_a_server_that_never_answers_is_bounded() -> None:
+    import threading
+    import time
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(4)
+    port = s.getsockname()[1]
+    stop = threading.Event()
+    conns = []
+
+    def accept() -> None:
+        s.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conns.append(s.accept()[0])  # accept, then say nothing
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(IndexUnreachable):
+            fetch_project(Http(timeout=1, retries=1, backoff=0.01), f"http://127.0.0.1:{port}/simple", "torch")
+        assert time.monotonic() - started < 10
+    finally:
+        stop.set()
+        t.join(timeout=5)
+        for c in conns:
+            c.close()
+        s.close()
