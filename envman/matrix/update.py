@@ -716,15 +716,16 @@ def plan_overlay(rows: list[NewRow], output: Path) -> dict[Path, str]:
 
 
 def plan_shipped(rows: list[NewRow], directory: Path) -> dict[Path, str]:
+    from ..safefile import LARGE_LIMIT, read_text
     from .write import build_toml
 
     out: dict[Path, str] = {}
     for fw in sorted({r.framework for r in rows}):
         path = directory / f"{fw}.toml"
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot read the shipped matrix file: {exc.strerror}", where=str(path),
+            text = read_text(path, what="shipped matrix file", limit=LARGE_LIMIT)
+        except FileNotFoundError:
+            raise UserError("the shipped matrix file is missing", where=str(path),
                             fix="run --write from a source checkout; nothing was written") from None
         if not text.endswith("\n"):
             text += "\n"

@@ -7,17 +7,11 @@ old files untouched.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import MatrixError, UserError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 _BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -82,13 +76,12 @@ OVERLAY_HEADER = (
 
 def read_overlay(path: Path) -> list[dict[str, Any]]:
     """Rows of an existing overlay (each with its ``framework``), [] when the file is absent."""
+    from ..safefile import LARGE_LIMIT, load_toml
+
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc, _ = load_toml(path, what="matrix overlay", limit=LARGE_LIMIT)
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UserError(f"cannot read the existing overlay ({exc})", where=str(path),
-                        fix="give -o a new file or fix this one; nothing was written") from None
     if doc.get("kind") != "framework":
         raise UserError("exists and is not a framework matrix file", where=str(path),
                         fix="give -o a new file or a file written by `envman matrix update`; nothing was written")
