@@ -418,3 +418,22 @@ def test_a_server_that_never_answers_is_bounded() -> None:
         for c in conns:
             c.close()
         s.close()
+
+
+def test_write_appends_to_the_shipped_file_and_keeps_it(tmp_path: Path) -> None:
+    from envman.matrix.load import parse_file
+    from envman.matrix.update import NewRow, plan_shipped
+    from envman.matrix.write import atomic_write_all
+    from envman.paths import matrices_dir
+
+    original = (matrices_dir() / "jax.toml").read_text()
+    (tmp_path / "jax.toml").write_text(original)
+    row = NewRow("jax", {"version": "9.9.9", "variant": "cuda13", "cuda": "13.0", "python": ["3.12"],
+                         "packages": ["jax[cuda13]==9.9.9"], "sass": ["9.0"], "ptx": [], "source": ["https://x.example/"],
+                         "status": "confirmed", "note": 'a "quoted" note', "derived": {"cuda": "pinned (https://x.example/)"}}, ())
+    atomic_write_all(plan_shipped([row], tmp_path))
+    text = (tmp_path / "jax.toml").read_text()
+    assert text.startswith(original) and not list(tmp_path.glob(".*.tmp"))
+    _, builds = parse_file(tmp_path / "jax.toml")
+    new = [b for b in builds if str(b.version) == "9.9.9"]
+    assert len(new) == 1 and new[0].note == 'a "quoted" note' and dict(new[0].derived)["cuda"].startswith("pinned")
