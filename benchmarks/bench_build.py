@@ -26,6 +26,30 @@ downloads the CPU wheel of torch 2.13.0 into a wheelhouse, and builds ``torch-2.
 
 envman's state (logs, reports) goes to a temporary directory; the images stay on the engine
 (the next run reuses them) except the benchmark's own ``docker build`` tag, which is removed.
+
+``--builders`` compares the two builders side by side on the stand-in ``torch-2.13.0-cpu``
+(same stack, same wheelhouse and CA bundle), through ``envman.build.build_stack``:
+
+    python benchmarks/bench_build.py --builders
+
+For the classic builder, then BuildKit:
+
+1. cold build: ``--no-cache`` (every layer rebuilt); before BuildKit's, envman's own BuildKit
+   cache mounts are removed (only those: ``cached mount /var/cache/envman/...`` and apt's lists
+   under envman's cache ids), so it starts with empty caches too;
+2. rebuild after a framework-layer change with warm caches: a second pin in the framework layer
+   (``networkx==<the version the cold build installed>``), everything else unchanged;
+3. rebuild after a project-requirements change: a project image on the result (``six``), then
+   the same project with one more requirement (``idna``); the layers of the stack image must be
+   the first layers of the new project image, unchanged;
+4. image size against the floor: the base image plus the bytes of the files the build added
+   (``du -sbx /`` inside the image minus the same in the base), i.e. a squashed ideal;
+5. wheel bytes in the layers: every layer's tar from ``docker save``, ``*.whl`` files outside
+   ``/usr/share/python-wheels`` (Debian's python3-venv ships ensurepip's wheels there).
+
+Targets (issue 13): (2) BuildKit <= 0.5x classic; (3) only the project layers rebuilt;
+(4) BuildKit <= 1.02x the floor; (5) zero. Exit 0 when every target holds. The images built are
+removed at the end.
 """
 
 from __future__ import annotations
@@ -86,6 +110,159 @@ def standin_setup(tmp: Path) -> tuple[list[str], str, list[str]]:
     return ["--matrix", str(STANDIN_MATRIX)], STANDIN_STACK, opts
 
 
+# --------------------------------------------------------------------------- --builders
+
+ENVMAN_CACHE_MOUNT_RE = r"^cached mount (/var/cache/envman/|/var/lib/apt/lists from exec /bin/sh -c set -eu;.*Dir::Cache::Archives=/var/cache/envman/)"
+DISTRO_WHEELS = "usr/share/python-wheels/"
+
+
+def prune_envman_cache_mounts() -> int:
+    """Remove envman's BuildKit cache mounts (and nothing else); how many went."""
+    import re
+
+    from envman.engine import Engine
+
+    with Engine.connect() as engine:
+        api = engine._api  # noqa: SLF001 - the SDK has no call for the build cache's records
+        records = api._result(api._get(api._url("/system/df"), params={"type": "build-cache"}), json=True)
+        ids = [r["ID"] for r in records.get("BuildCache") or []
+               if r.get("Type") == "exec.cachemount" and not r.get("InUse")
+               and re.match(ENVMAN_CACHE_MOUNT_RE, r.get("Description") or "", re.S)]
+        for i in ids:
+            api._result(api._post(api._url("/build/prune"), params={"filters": json.dumps({"id": [i]})}), json=True)
+    return len(ids)
+
+
+def pinned_matrix(tmp: Path, extra_pin: str) -> Path:
+    """The stand-in matrix with one more pin in the CPU row's framework layer."""
+    text = STANDIN_MATRIX.read_text().replace('packages = ["torch==2.13.0"]', f'packages = ["torch==2.13.0", "{extra_pin}"]', 1)
+    path = tmp / "pinned.toml"
+    path.write_text(text)
+    return path
+
+
+def image_du(engine, ref: str) -> int:
+    res = engine.run(ref, ["du", "-sbx", "/"], network="none", timeout=300, user="0")
+    if not res.ok:
+        raise SystemExit(f"du in {ref} failed: {res.stderr.strip()[-300:]}")
+    return int(res.stdout.split()[0])
+
+
+def wheel_bytes(ref: str) -> tuple[int, list[str]]:
+    import io
+    import tarfile
+
+    saved = subprocess.run(["docker", "save", ref], check=True, capture_output=True).stdout
+    total, names = 0, []
+    with tarfile.open(fileobj=io.BytesIO(saved)) as image:
+        manifest = json.loads(image.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        for layer in manifest[0]["Layers"]:
+            with tarfile.open(fileobj=image.extractfile(layer)) as lt:  # type: ignore[arg-type]
+                for m in lt:
+                    if m.isfile() and m.name.endswith(".whl") and not m.name.startswith(DISTRO_WHEELS):
+                        total += m.size
+                        names.append(m.name)
+    return total, names
+
+
+def freeze(engine, ref: str) -> dict[str, str]:
+    res = engine.run(ref, ["python", "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                     network="none", timeout=120)
+    return dict(line.strip().split("==", 1) for line in res.stdout.splitlines() if "==" in line)
+
+
+def compare_builders(tmp: Path) -> int:
+    from envman.build import build_stack
+    from envman.builder import ClassicBuilder, select_builder
+    from envman.engine import Engine
+    from envman.matrix.load import load_matrix
+    from envman.project import ProjectConfig, build_project_image
+    from envman.render import RenderOptions
+    from envman.resolve import resolve
+
+    _, stack_name, opts = standin_setup(tmp)
+    options = RenderOptions(wheelhouse=Path(opts[opts.index("--wheelhouse") + 1]),
+                            ca_bundle=Path(opts[opts.index("--ca-bundle") + 1]) if "--ca-bundle" in opts else None)
+    stack = resolve(load_matrix([STANDIN_MATRIX]), stack_name)
+    built: list[str] = []
+    rows: dict[str, dict[str, object]] = {}
+    with Engine.connect() as engine:
+        base_du = image_du(engine, stack.base_image)
+        base_size = int(engine.inspect_image(stack.base_image)["Size"])
+        try:
+            for kind in ("classic", "buildkit"):
+                builder = ClassicBuilder(engine) if kind == "classic" else select_builder(engine, "buildkit")
+                row: dict[str, object] = {}
+                if kind == "buildkit":
+                    row["pruned"] = prune_envman_cache_mounts()
+                t = time.perf_counter()
+                cold = build_stack(engine, stack, options, nocache=True, builder=builder)
+                row["cold"] = time.perf_counter() - t
+                built.append(cold.ref)
+                networkx = freeze(engine, cold.ref).get("networkx")
+                if not networkx:
+                    raise SystemExit(f"{cold.ref} has no networkx: cannot make the framework-pin change")
+                changed = resolve(load_matrix([pinned_matrix(tmp, f"networkx=={networkx}")]), stack_name)
+                t = time.perf_counter()
+                warm = build_stack(engine, changed, options, builder=builder)
+                row["pin"] = time.perf_counter() - t
+                built.append(warm.ref)
+                if warm.cached:
+                    raise SystemExit(f"{kind}: the pin change found an existing candidate {warm.ref}; remove it and rerun")
+                project = ProjectConfig(name=f"bench-{kind}", root=tmp, file=tmp / "envman.toml", requirements="six==1.17.0\n")
+                first = build_project_image(engine, project, stack_name, warm.image_id, builder=builder, nocache=True)
+                built.append(first)
+                more = ProjectConfig(name=f"bench-{kind}", root=tmp, file=tmp / "envman.toml",
+                                     requirements="six==1.17.0\nidna==3.10\n")
+                t = time.perf_counter()
+                second = build_project_image(engine, more, stack_name, warm.image_id, builder=builder)
+                row["project"] = time.perf_counter() - t
+                built.append(second)
+                stack_layers = engine.inspect_image(warm.image_id)["RootFS"]["Layers"]
+                project_layers = engine.inspect_image(second)["RootFS"]["Layers"]
+                row["project_only"] = project_layers[: len(stack_layers)] == stack_layers
+                row["project_new_layers"] = len(project_layers) - len(stack_layers)
+                size = int(engine.inspect_image(cold.ref)["Size"])
+                floor = base_size + image_du(engine, cold.ref) - base_du
+                row["size"], row["floor"] = size, floor
+                row["wheel_bytes"], row["wheels"] = wheel_bytes(cold.ref)
+                row["packages"] = freeze(engine, cold.ref)
+                rows[kind] = row
+        finally:
+            for ref in reversed(built):
+                subprocess.run(["docker", "rmi", ref], capture_output=True)
+    return report_builders(rows)
+
+
+def report_builders(rows: dict[str, dict[str, object]]) -> int:
+    c, b = rows["classic"], rows["buildkit"]
+    gb = 1e9
+    print(f"stack {STANDIN_STACK} (stand-in base, torch 2.13.0 CPU wheel from a wheelhouse, host CA bundle)")
+    print(f"BuildKit cache mounts of envman removed before its cold build: {b['pruned']}")
+    print(f"{'':44} {'classic':>10} {'BuildKit':>10} {'ratio':>7}")
+    for key, what in (("cold", "cold build (--no-cache) [s]"), ("pin", "framework-pin change, warm caches [s]"),
+                      ("project", "project-requirements change [s]")):
+        print(f"{what:44} {c[key]:10.1f} {b[key]:10.1f} {b[key] / c[key]:6.2f}x")  # type: ignore[operator]
+    print(f"{'image size [GB]':44} {c['size'] / gb:10.2f} {b['size'] / gb:10.2f} {b['size'] / c['size']:6.2f}x")  # type: ignore[operator]
+    print(f"{'floor: base + installed files [GB]':44} {c['floor'] / gb:10.2f} {b['floor'] / gb:10.2f}")  # type: ignore[operator]
+    print(f"{'size / floor':44} {c['size'] / c['floor']:9.3f}x {b['size'] / b['floor']:9.3f}x")  # type: ignore[operator]
+    print(f"{'wheel bytes in layers [MB]':44} {c['wheel_bytes'] / 1e6:10.1f} {b['wheel_bytes'] / 1e6:10.1f}")  # type: ignore[operator]
+    print(f"{'project change: stack layers reused, new':44} {str(c['project_only']) + ', ' + str(c['project_new_layers']):>10} "
+          f"{str(b['project_only']) + ', ' + str(b['project_new_layers']):>10}")
+    same = c["packages"] == b["packages"]
+    print(f"same installed packages in both images: {same}"
+          + ("" if same else f" (differ: {sorted(set(c['packages'].items()) ^ set(b['packages'].items()))})"))  # type: ignore[union-attr]
+    targets = {
+        "framework-pin rebuild <= 0.5x classic": b["pin"] / c["pin"] <= 0.5,  # type: ignore[operator]
+        "project change rebuilds only the project layers": bool(b["project_only"]),
+        "BuildKit image <= 1.02x the floor": b["size"] / b["floor"] <= 1.02,  # type: ignore[operator]
+        "zero wheel bytes in BuildKit's layers": b["wheel_bytes"] == 0,
+    }
+    for what, ok in targets.items():
+        print(f"  {'met ' if ok else 'MISSED'} {what}")
+    return 0 if all(targets.values()) else 1
+
+
 def main() -> int:
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -93,7 +270,15 @@ def main() -> int:
     ap.add_argument("stack", nargs="?", help="the stack to build (e.g. torch-2.4-cuda12)")
     ap.add_argument("--standin", action="store_true", help=f"build {STANDIN_STACK} on stand-in bases (no registry needed)")
     ap.add_argument("-n", type=int, default=9, help="runs of each command (default 9)")
+    ap.add_argument("--builders", action="store_true", help=f"classic vs BuildKit side by side on {STANDIN_STACK} (stand-in)")
     args = ap.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if args.builders:
+        tmp = Path(tempfile.mkdtemp(prefix="envman-bench-builders-"))
+        os.environ["ENVMAN_STATE_DIR"] = str(tmp / "state")
+        try:
+            return compare_builders(tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     if bool(args.stack) == bool(args.standin):
         ap.error("give a STACK or --standin")
 
