@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 from collections import deque
+from contextlib import contextmanager
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,6 +344,35 @@ def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli
         "no docker CLI here builds with BuildKit (no buildx plugin, and every docker CLI is 23.0 or newer)"
     raise UserError(f"--builder buildkit: {why}", where="--builder", fix=BUILDKIT_FIX if engine_ok else
                     "upgrade the engine to Docker 18.09 or newer, or pass --builder classic")
+
+
+#: Temporary tags that let BuildKit build ``FROM`` an image id (see :func:`from_image_id`).
+ID_TAG_REPOSITORY = "envman/by-id"
+
+
+@contextmanager
+def from_image_id(engine: Engine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
+    """The context ``files`` as ``builder`` can build them when the Dockerfile says ``FROM <image id>``.
+
+    The classic builder reads an image id there; BuildKit reads ``sha256:...`` as a registry name.
+    For BuildKit the id gets a tag named after itself (``envman/by-id:<64 hex>``, so it can name
+    no other image), the ``FROM`` line names that tag, and the tag is removed afterwards.
+    """
+    line = f"FROM {image_id}\n".encode()
+    if builder.kind != "buildkit" or line not in files.get("Dockerfile", b""):
+        yield dict(files)
+        return
+    hex_id = image_id.split(":", 1)[-1]
+    if not re.fullmatch(r"[0-9a-f]{64}", hex_id):
+        raise UserError(f"{image_id!r} is not an image id", where="FROM")
+    ref = f"{ID_TAG_REPOSITORY}:{hex_id}"
+    engine.tag(image_id, ref)
+    try:
+        out = dict(files)
+        out["Dockerfile"] = files["Dockerfile"].replace(line, f"FROM {ref}\n".encode(), 1)
+        yield out
+    finally:
+        engine.remove_image(ref)
 
 
 def builder_for_render(preference: str) -> BuilderKind:

@@ -1086,7 +1086,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref.
 
     ``builder`` (an ``envman.builder.Builder``) runs the build; by default the classic one."""
-    from .builder import ClassicBuilder
+    from .builder import ClassicBuilder, from_image_id
 
     from filelock import FileLock
 
@@ -1102,9 +1102,11 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
             return ref
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
-            for ev in run.build(deterministic_tar(files), ref, labels=project_labels(project, stack_name, ref), nocache=nocache):
-                if on_event:
-                    on_event(ev)
+            with from_image_id(engine, run, files, base_image_id) as buildable:
+                for ev in run.build(deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
+                                    nocache=nocache):
+                    if on_event:
+                        on_event(ev)
         except BuildError as exc:
             raise BuildError(
                 f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
