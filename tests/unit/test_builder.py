@@ -327,3 +327,37 @@ def test_tar_of_a_buildkit_context_holds_the_wheels_for_the_bind_mount(wheelhous
         names = tar.getnames()
         mode = stat.S_IMODE(tar.getmember("envman/entrypoint.sh").mode)
     assert "wheels/torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl" in names and mode == 0o755
+
+
+class TagEngine:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def tag(self, image: str, ref: str) -> None:
+        self.calls.append(("tag", image, ref))
+
+    def remove_image(self, ref: str) -> bool:
+        self.calls.append(("rm", ref))
+        return True
+
+
+def test_buildkit_builds_from_an_image_id_through_a_tag_named_after_it(tmp_path):
+    from envman.builder import from_image_id
+
+    image_id = "sha256:" + "c0" * 32
+    files = {"Dockerfile": f"# x\nFROM {image_id}\nRUN true\n".encode(), "requirements.txt": b"six==1.17.0\n"}
+    engine = TagEngine()
+    bk = BuildKitBuilder(BuildKitCli("/usr/bin/docker", False), "unix:///x")
+    with from_image_id(engine, bk, files, image_id) as buildable:  # type: ignore[arg-type]
+        assert buildable["Dockerfile"] == f"# x\nFROM envman/by-id:{'c0' * 32}\nRUN true\n".encode()
+        assert buildable["requirements.txt"] == files["requirements.txt"]
+        assert engine.calls == [("tag", image_id, f"envman/by-id:{'c0' * 32}")]
+    assert engine.calls[-1] == ("rm", f"envman/by-id:{'c0' * 32}")
+    with pytest.raises(RuntimeError), from_image_id(engine, bk, files, image_id):
+        raise RuntimeError("the build failed")
+    assert engine.calls[-1][0] == "rm"  # the tag goes even when the build fails
+    classic = TagEngine()
+    with from_image_id(classic, ClassicBuilder(classic), files, image_id) as same:  # type: ignore[arg-type]
+        assert same == files and classic.calls == []
+    with pytest.raises(UserError), from_image_id(engine, bk, {"Dockerfile": b"FROM sha256:zz\n"}, "sha256:zz"):
+        pass
