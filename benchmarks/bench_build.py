@@ -37,13 +37,16 @@ For the classic builder, then BuildKit:
 1. cold build: ``--no-cache`` (every layer rebuilt); before BuildKit's, envman's own BuildKit
    cache mounts are removed (only those: ``cached mount /var/cache/envman/...`` and apt's lists
    under envman's cache ids), so it starts with empty caches too;
-2. rebuild after a framework-layer change with warm caches: a second pin in the framework layer
-   (``networkx==<the version the cold build installed>``), everything else unchanged;
+2. rebuild after a framework-layer change with warm caches: more pins in the framework layer
+   (a random subset of torch's dependencies at the versions the cold build installed, the same
+   subset for both builders, so each run makes a layer no cache holds yet), everything else
+   unchanged; a run whose framework step came from a layer cache is refused, not reported;
 3. rebuild after a project-requirements change: a project image on the result (``six``), then
    the same project with one more requirement (``idna``); the layers of the stack image must be
    the first layers of the new project image, unchanged;
-4. image size against the floor: the base image plus the bytes of the files the build added
-   (``du -sbx /`` inside the image minus the same in the base), i.e. a squashed ideal;
+4. image size against the floor: the base image plus the bytes of the files the build installed
+   (``du -sbx /`` inside the image, less the wheelhouse copy the classic image carries, minus
+   the same in the base), i.e. a squashed ideal;
 5. wheel bytes in the layers: every layer's tar from ``docker save``, ``*.whl`` files outside
    ``/usr/share/python-wheels`` (Debian's python3-venv ships ensurepip's wheels there).
 
@@ -56,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import os
 import shutil
 import ssl
@@ -133,16 +137,17 @@ def prune_envman_cache_mounts() -> int:
     return len(ids)
 
 
-def pinned_matrix(tmp: Path, extra_pin: str) -> Path:
-    """The stand-in matrix with one more pin in the CPU row's framework layer."""
-    text = STANDIN_MATRIX.read_text().replace('packages = ["torch==2.13.0"]', f'packages = ["torch==2.13.0", "{extra_pin}"]', 1)
+def pinned_matrix(tmp: Path, pins: list[str]) -> Path:
+    """The stand-in matrix with more pins in the CPU row's framework layer."""
+    extra = "".join(f', "{p}"' for p in pins)
+    text = STANDIN_MATRIX.read_text().replace('packages = ["torch==2.13.0"]', f'packages = ["torch==2.13.0"{extra}]', 1)
     path = tmp / "pinned.toml"
     path.write_text(text)
     return path
 
 
 def image_du(engine, ref: str) -> int:
-    res = engine.run(ref, ["du", "-sbx", "/"], network="none", timeout=300, user="0")
+    res = engine.run(ref, ["du", "-sbx", "--exclude=/opt/envman/wheels", "/"], network="none", timeout=300, user="0")
     if not res.ok:
         raise SystemExit(f"du in {ref} failed: {res.stderr.strip()[-300:]}")
     return int(res.stdout.split()[0])
@@ -171,6 +176,16 @@ def freeze(engine, ref: str) -> dict[str, str]:
     return dict(line.strip().split("==", 1) for line in res.stdout.splitlines() if "==" in line)
 
 
+def note_step(steps: dict[str, str], ev) -> None:
+    """Remember whether the framework step (the RUN that installs the pins) ran or was cached."""
+    if ev.kind == "step":
+        steps["current"] = "framework" if "install" in ev.text and "torch==2.13.0" in ev.text else ""
+        if steps["current"]:
+            steps["framework"] = "ran"
+    elif steps.get("current") == "framework" and ev.text.strip().endswith(("CACHED", "Using cache")):
+        steps["framework"] = "cached"
+
+
 def compare_builders(tmp: Path) -> int:
     from envman.build import build_stack
     from envman.builder import ClassicBuilder, select_builder
@@ -184,6 +199,9 @@ def compare_builders(tmp: Path) -> int:
     options = RenderOptions(wheelhouse=Path(opts[opts.index("--wheelhouse") + 1]),
                             ca_bundle=Path(opts[opts.index("--ca-bundle") + 1]) if "--ca-bundle" in opts else None)
     stack = resolve(load_matrix([STANDIN_MATRIX]), stack_name)
+    deps = ("filelock", "fsspec", "jinja2", "markupsafe", "mpmath", "networkx", "sympy", "typing-extensions")
+    subset = sorted(random.sample(deps, random.randint(1, len(deps))))
+    print(f"framework-pin change: pins for {', '.join(subset)}", flush=True)
     built: list[str] = []
     rows: dict[str, dict[str, object]] = {}
     with Engine.connect() as engine:
@@ -199,13 +217,17 @@ def compare_builders(tmp: Path) -> int:
                 cold = build_stack(engine, stack, options, nocache=True, builder=builder)
                 row["cold"] = time.perf_counter() - t
                 built.append(cold.ref)
-                networkx = freeze(engine, cold.ref).get("networkx")
-                if not networkx:
-                    raise SystemExit(f"{cold.ref} has no networkx: cannot make the framework-pin change")
-                changed = resolve(load_matrix([pinned_matrix(tmp, f"networkx=={networkx}")]), stack_name)
+                installed = freeze(engine, cold.ref)
+                missing = [d for d in subset if d not in installed]
+                if missing:
+                    raise SystemExit(f"{cold.ref} lacks {missing}: cannot make the framework-pin change")
+                changed = resolve(load_matrix([pinned_matrix(tmp, [f"{d}=={installed[d]}" for d in subset])]), stack_name)
+                steps: dict[str, str] = {}
                 t = time.perf_counter()
-                warm = build_stack(engine, changed, options, builder=builder)
+                warm = build_stack(engine, changed, options, builder=builder, on_event=lambda ev: note_step(steps, ev))
                 row["pin"] = time.perf_counter() - t
+                if steps.get("framework") == "cached":
+                    raise SystemExit(f"{kind}: the framework step of the pin change came from a layer cache; rerun")
                 built.append(warm.ref)
                 if warm.cached:
                     raise SystemExit(f"{kind}: the pin change found an existing candidate {warm.ref}; remove it and rerun")
