@@ -136,6 +136,8 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
     from ..runcache import build_key, record, tree_files
     from ..state import report_path
 
+    if options.credentials():
+        return  # the cache key is the command line, and it would hold the index credentials
     split = entry.run_argv(entry.ARGV, "build") if entry.ARGV is not None else None
     if split is None:
         return
