@@ -78,7 +78,65 @@ def notebook(
                  matrix_files=STATE.matrix_files)
 
 
+def clean(
+    images: Annotated[bool, typer.Option("--images", help="Also remove the images you built (stacks, project images, notebook layers) that no container uses.")] = False,
+    config: Annotated[bool, typer.Option("--config", help="Also remove the project registry and config.toml (project files stay).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove envman's state for you: project homes, logs, reports, caches (and, asked, config and your images)."""
+    import sys
+
+    from ..clean import apply, plan
+    from ..errors import UserError
+
+    engine = None
+    if images:
+        from ..engine import Engine
+
+        engine = Engine.connect()
+    try:
+        p = plan(config=config, images=images, engine=engine)
+        doc = {"paths": [str(x) for x in p.paths], "bytes": sum(p.sizes) + sum(i[2] for i in p.images),
+               "images": [i[1] for i in p.images], "kept_in_use": list(p.kept_in_use), "removed": False}
+        if not as_json:
+            c = console()
+            for path, size in zip(p.paths, p.sizes):
+                c.print(f"{'would remove' if dry_run else 'remove'} {path} ({size / 1e6:.1f} MB)", markup=False, highlight=False)
+            for _id, what, size in p.images:
+                c.print(f"{'would remove' if dry_run else 'remove'} image {what} ({size / 1e6:.0f} MB)", markup=False, highlight=False)
+            for what in p.kept_in_use:
+                c.print(f"keep image {what}: a container uses it", markup=False, highlight=False)
+            if p.empty:
+                c.print("nothing to remove", markup=False)
+        if dry_run or p.empty:
+            if as_json:
+                emit_json(doc)
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UserError("not confirmed", where="envman clean", fix="pass --yes to remove without asking (or --dry-run to list)")
+            if not typer.confirm(f"remove {len(p.paths)} paths and {len(p.images)} images?", default=False):
+                raise typer.Exit(1)
+        failed = apply(p, engine)
+        doc["removed"], doc["failed"] = True, failed
+        if as_json:
+            emit_json(doc)
+        else:
+            for f in failed:
+                console(stderr=True).print(f"could not remove image {f}", markup=False, highlight=False)
+            console().print(f"removed {len(p.paths)} paths, {len(p.images) - len(failed)} images "
+                            f"({doc['bytes'] / 1e6:.0f} MB)", markup=False, highlight=False)
+        if failed:
+            raise typer.Exit(1)
+    finally:
+        if engine is not None:
+            engine.close()
+
+
 def register(root: typer.Typer) -> None:
+    root.command("clean")(clean)
     root.command("notebook")(notebook)
     root.command("ps")(ps)
     root.command("stop")(stop)

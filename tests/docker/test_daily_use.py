@@ -196,3 +196,54 @@ def test_notebook_serves_jupyterlab_on_localhost_with_a_token(docker_engine, mat
         for img in docker_engine.list_images({"envman.project": "envman-test-daily"}):
             for t in img.tags or (img.id,):
                 docker_engine.remove_image(t, force=True)
+
+
+def test_clean_removes_this_users_state_and_images_only(docker_engine, stacks, matrix_files, workdir):  # noqa: F811
+    from envman import labels as L
+    from envman.engine import deterministic_tar
+
+    me = os.getuid()
+    state, config = workdir / "state-clean", workdir / "config-clean"
+    (state / "homes" / "p").mkdir(parents=True)
+    (state / "homes" / "p" / "file").write_text("x")
+    (state / "logs").mkdir()
+    (state / "notes-of-mine.txt").write_text("not envman's")
+    config.mkdir()
+    tag = f"envman-test-clean-{os.getpid()}"
+    base = "envman/torch-0.0.2-cuda12.8-py3.13:latest"  # the fixture stack image
+    refs = {}
+    for who, uid in (("mine", me), ("theirs", me + 4242), ("used", me)):
+        labels = {L.MANAGED: L.TRUE, L.ROLE: L.ROLE_PROJECT, L.PROJECT: tag, L.NAME: STACK,
+                  L.BUILT_BY_UID: str(uid), "envman.test-clean": who}
+        refs[who] = f"envman/project-{tag}:{who}"
+        df = f"FROM {base}\nLABEL envman.test-clean-layer={who}\n"
+        for _ in docker_engine.build(deterministic_tar({"Dockerfile": df.encode()}), refs[who], labels=labels):
+            pass
+    holder = subprocess.run(["docker", "create", "--label", f"envman.test-clean={tag}", refs["used"], "true"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        def run(*args):
+            return envman(matrix_files, config, state, "clean", *args, cwd=workdir)
+
+        dry = run("--images", "--dry-run", "--json")
+        doc = json.loads(dry.stdout)
+        assert refs["mine"] in doc["images"] and refs["theirs"] not in doc["images"]
+        assert refs["used"] in doc["kept_in_use"] and docker_engine.inspect_image(refs["mine"]) is not None
+        assert (state / "homes").exists()  # a dry run removes nothing
+
+        r = run("--images")  # no terminal to ask on: refused, nothing removed
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--yes" in r.stderr
+
+        r = run("--images", "--yes")
+        assert r.returncode == 0, r.stderr
+        assert docker_engine.inspect_image(refs["mine"]) is None
+        assert docker_engine.inspect_image(refs["theirs"]) is not None  # another user's
+        assert docker_engine.inspect_image(refs["used"]) is not None  # a container uses it
+        assert docker_engine.inspect_image(base) is not None  # no builder recorded: never this user's
+        assert not (state / "homes").exists() and not (state / "logs").exists()
+        assert (state / "notes-of-mine.txt").read_text() == "not envman's"
+    finally:
+        subprocess.run(["docker", "rm", "-f", holder], capture_output=True)
+        for ref in refs.values():
+            if docker_engine.inspect_image(ref) is not None:
+                docker_engine.remove_image(ref, force=True)

@@ -231,3 +231,26 @@ def test_origins_record_only_user_files(tmp_path, monkeypatch):
     assert origins.missing_files_hint("other") is None
     (tmp_path / origins.ORIGINS_FILE).write_text("[not a dict")
     assert origins.missing_files_hint("x-1") is None  # a broken record is no hint, never an error
+
+
+def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
+    from envman.clean import apply, plan
+
+    state, config = tmp_path / "state", tmp_path / "config"
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(state))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(config))
+    (state / "homes" / "p" / "ro").mkdir(parents=True)
+    (state / "homes" / "p" / "ro" / "f").write_text("x")
+    (state / "homes" / "p" / "ro").chmod(0o500)  # a read-only folder in a home still goes
+    (state / "reports").mkdir()
+    (state / "mine.txt").write_text("keep")
+    config.mkdir()
+    (config / "config.toml").write_text("")
+    (config / "other").write_text("keep")
+    p = plan()
+    assert sorted(x.name for x in p.paths) == ["homes", "reports"] and not p.images
+    p = plan(config=True)
+    assert "config.toml" in {x.name for x in p.paths}
+    apply(p)
+    assert not (state / "homes").exists() and (state / "mine.txt").exists() and (config / "other").exists()
+    assert plan(config=True).empty
