@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..complete import complete_stack
+
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
@@ -33,7 +35,7 @@ def _stacks(names: list[str], all_: bool, platform: str | None = None):
 
 
 def build(
-    names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)")] = None,
+    names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)", autocompletion=complete_stack)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build every matrix row.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Parallel builds (they share layers).")] = 1,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
@@ -156,7 +158,7 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
 
 
 def smoke(
-    name: Annotated[str, typer.Argument(help="Stack name")],
+    name: Annotated[str, typer.Argument(help="Stack name", autocompletion=complete_stack)],
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Missing GPU is a failure, not a skip.")] = False,
     bench: Annotated[bool, typer.Option("--bench", help="Also measure bandwidths and matmul throughput.")] = False,
     as_json: JsonOpt = False,

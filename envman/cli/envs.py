@@ -6,6 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..complete import complete_stack, complete_project
+
 from ._out import console, emit_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
@@ -62,9 +64,9 @@ def stop(
 
 
 def notebook(
-    project: Annotated[Optional[str], typer.Argument(metavar="PROJECT", help="Registered name or path (default: the project of the current directory).", show_default=False)] = None,
+    project: Annotated[Optional[str], typer.Argument(metavar="PROJECT", help="Registered name or path (default: the project of the current directory).", show_default=False, autocompletion=complete_project)] = None,
     port: Annotated[Optional[int], typer.Option("--port", "-p", metavar="PORT", help="Port on 127.0.0.1 (default: a free one).", show_default=False)] = None,
-    stack: Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="Run on this stack instead of the project's.", show_default=False)] = None,
+    stack: Annotated[Optional[str], typer.Option("--stack", metavar="STACK", help="Run on this stack instead of the project's.", show_default=False, autocompletion=complete_stack)] = None,
     gpus: Annotated[Optional[str], typer.Option("--gpus", metavar="GPUS", help='"all", a count, or "device=0,2" (default: as envman run).', show_default=False)] = None,
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Run on the CPU only.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the project image and the notebook layer.")] = False,

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..complete import complete_stack, complete_gpu
+
 from rich.markup import escape
 
 from ._out import console, emit_json, plain, tagged
@@ -98,7 +100,7 @@ def _platforms_cell(d: dict) -> str:
 
 @app.command("show")
 def show(
-    name: Annotated[str, typer.Argument(help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
+    name: Annotated[str, typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
     as_json: JsonOpt = False,
     matrix: MatrixOpt = None,
@@ -129,10 +131,10 @@ def show(
 
 @app.command("explain")
 def explain(
-    name: Annotated[str, typer.Argument(help="Stack name")],
+    name: Annotated[str, typer.Argument(help="Stack name", autocompletion=complete_stack)],
     driver: Annotated[str, typer.Option("--driver", help="Host NVIDIA driver version, e.g. 535.104.05")],
     sm: Annotated[Optional[str], typer.Option("--sm", help="GPU compute capability, e.g. 8.6 or sm_86")] = None,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU name from the matrix, e.g. 'RTX 3090', a100")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU name from the matrix, e.g. 'RTX 3090', a100", autocompletion=complete_gpu)] = None,
     as_json: JsonOpt = False,
     matrix: MatrixOpt = None,
 ) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+
+from ..complete import complete_stack, complete_gpu, complete_project
 from typer.core import TyperCommand
 
 from ._out import console, emit_json, plain, tagged
@@ -46,7 +48,7 @@ def _detect_host():
 
 @app.command("init")
 def init(
-    env: Annotated[Optional[str], typer.Option("--env", "--stack", help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
+    env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
 ) -> None:
     """Write envman.toml in the current directory, register the project and trust the file."""
@@ -188,7 +190,7 @@ def project_ls(as_json: JsonOpt = False) -> None:
 
 @app.command("show")
 def show(
-    name: Annotated[Optional[str], typer.Argument(help="Registered name or path (default: the project of the current directory).")] = None,
+    name: Annotated[Optional[str], typer.Argument(help="Registered name or path (default: the project of the current directory).", autocompletion=complete_project)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a project's file, its effective run settings and where each came from."""
@@ -236,7 +238,7 @@ def show(
 
 
 @app.command("rm")
-def rm(name: Annotated[str, typer.Argument(help="Registered project name.")]) -> None:
+def rm(name: Annotated[str, typer.Argument(help="Registered project name.", autocompletion=complete_project)]) -> None:
     """Unregister a project (its files and images are left alone; `envman prune` ignores project images)."""
     from ..project import unregister
 
@@ -440,7 +442,7 @@ def _rows(host, engine, what_if: bool):
 
 def doctor(
     driver: Annotated[Optional[str], typer.Option("--driver", help="What if the driver were this version?")] = None,
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="What if the GPU were this one (matrix GPU name, e.g. 'RTX 3090')?")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", autocompletion=complete_gpu, help="What if the GPU were this one (matrix GPU name, e.g. 'RTX 3090')?")] = None,
     sm: Annotated[Optional[str], typer.Option("--sm", help="What if the GPU had this compute capability (e.g. 8.6)?")] = None,
     check_updates: Annotated[bool, typer.Option("--check-updates", help="Also ask the index (config's pip_index, else PyPI) which framework releases are newer than the matrix.")] = False,
     as_json: JsonOpt = False,

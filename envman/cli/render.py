@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..complete import complete_stack, complete_flavour
+
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
@@ -16,7 +18,7 @@ DEFAULT_OUT = Path("envman-context")
 
 
 def render(
-    name: Annotated[Optional[str], typer.Argument(help="Stack name, e.g. torch-2.4-cuda12 (or --all).", show_default=False)] = None,
+    name: Annotated[Optional[str], typer.Argument(help="Stack name, e.g. torch-2.4-cuda12 (or --all).", show_default=False, autocompletion=complete_stack)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Render every matrix row, one subdirectory each (for CI).")] = False,
     output: Annotated[
         Optional[str],
@@ -24,7 +26,7 @@ def render(
     ] = None,
     flavour: Annotated[
         Optional[str],
-        typer.Option("--flavour", help="nvidia/cuda flavour instead of the stack's: base, runtime, cudnn-runtime, devel, cudnn-devel.", show_default=False),
+        typer.Option("--flavour", autocompletion=complete_flavour, help="nvidia/cuda flavour instead of the stack's: base, runtime, cudnn-runtime, devel, cudnn-devel.", show_default=False),
     ] = None,
     platform: Platform = None,
     registry_mirror: RegistryMirror = None,
