@@ -422,3 +422,28 @@ def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allo
                         fix=f'envman build {stack.name}, or set [registry] default = "HOST[:PORT][/PREFIX]" and envman push it')
     pull_stack(engine, stack, reg, allow_http=settings.allow_http if allow_http is None else allow_http)
     return stable_ref(stack.name)
+
+
+def digest_ref(stack_name: str, *, registry: Registry | None = None, engine=None) -> str | None:
+    """``REPO@sha256:...`` of ``stack_name`` as pushed from here (newest push, or the push to
+    ``registry``), else as pulled here (the promoted image's repo digests); ``None`` if neither."""
+    from .state import stable_ref
+
+    pushes = []
+    for reg, stacks in read_pushed().items():
+        entry = stacks.get(stack_name) if isinstance(stacks, dict) else None
+        if isinstance(entry, dict) and (registry is None or reg == str(registry)):
+            ref = entry.get("ref")
+            if isinstance(ref, str) and "@" in ref and DIGEST_RE.fullmatch(ref.rsplit("@", 1)[1]):
+                pushes.append((int(entry.get("time", 0)), ref))
+    if pushes:
+        return max(pushes)[1]
+    if engine is None:
+        return None
+    info = engine.inspect_image(stable_ref(stack_name)) or {}
+    wanted = registry.repository(stack_name) if registry is not None else None
+    for ref in sorted(info.get("RepoDigests") or []):
+        repo = ref.rsplit("@", 1)[0]
+        if (wanted is None and repo.endswith("/" + stable_ref(stack_name).rsplit(":", 1)[0])) or repo == wanted:
+            return ref
+    return None

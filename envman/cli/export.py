@@ -1,0 +1,164 @@
+"""``envman export k8s|devcontainer|compose``: a project's run as files other tools read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Write a project's run as a Kubernetes Job, a Dev Container or a compose file.")
+
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Where to write ('-': stdout).", show_default=False)]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
+
+
+def _inputs(target: str, *, image: str | None = None, need_local_image: bool = True):
+    """The project, its effective settings and stack, as an ExportInput (image: given, or the
+    local run image when ``need_local_image``)."""
+    from ..export import ExportInput
+    from ..project import CliOverrides, load_user_config, locate, merge_settings
+    from ..runner import stack_resolver
+    from . import STATE
+
+    project = locate(target)
+    resolve_name = stack_resolver(STATE.matrix_files)
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+    if image is None and need_local_image:
+        image = _local_run_image(project, stack)
+    return project, ExportInput(
+        project=project.name, root=project.root.resolve(), stack=stack, image=image or "", command=settings.command,
+        environment=settings.environment, mounts=settings.mounts, ports=settings.ports, gpus=settings.gpus,
+        shm_size=settings.shm_size,
+    )
+
+
+def _local_run_image(project, stack) -> str:
+    """What ``envman run`` runs: the promoted stack image, or the project image (built if missing)."""
+    from ..errors import UserError
+    from ..state import stable_ref
+
+    if not project.needs_image:
+        return stable_ref(stack.name)
+    from ..engine import Engine
+    from ..project import build_project_image
+
+    with Engine.connect() as engine:
+        base = engine.inspect_image(stable_ref(stack.name))
+        if base is None:
+            raise UserError(f"no promoted image {stable_ref(stack.name)} for the project image of {project.name}",
+                            where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
+        return build_project_image(engine, project, stack.name, base["Id"])
+
+
+def _say(line: str) -> None:
+    typer.echo(line, err=True)  # plain text: paths and names are printed as they are
+
+
+@app.command("k8s")
+def k8s(
+    project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
+    gpus: Annotated[Optional[int], typer.Option("--gpus", min=0, help="GPUs per pod (default: the project's; 'all' counts as 1).", show_default=False)] = None,
+    image: Annotated[Optional[str], typer.Option("--image", help="REPO@sha256:... (default: what envman push printed for the stack).", show_default=False)] = None,
+    runtime_class: Annotated[Optional[str], typer.Option("--runtime-class", help="runtimeClassName, e.g. nvidia.", show_default=False)] = None,
+    registry: Annotated[Optional[str], typer.Option("--registry", help="Take the digest pushed to this registry.", show_default=False)] = None,
+    uid: Annotated[int, typer.Option("--uid", help="Non-root uid the pod runs as.")] = 1000,
+    gid: Annotated[int, typer.Option("--gid", help="Its gid (and fsGroup).")] = 1000,
+    output: Output = None,
+    force: Force = False,
+) -> None:
+    """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
+    from ..errors import UserError
+    from ..export import gpu_count, k8s_job, k8s_name, to_yaml, write_output
+    from ..registry import digest_ref, load_registry_settings, parse_registry
+
+    proj, x = _inputs(project, image=image, need_local_image=False)
+    if image is None:
+        if proj.needs_image:
+            raise UserError(f"project {proj.name} has its own packages, and envman pushes stack images only",
+                            where="envman export k8s",
+                            fix="push an image with them yourself and pass --image REPO@sha256:...")
+        reg = parse_registry(registry, where="--registry") if registry else load_registry_settings().default
+        ref = digest_ref(x.stack.name, registry=reg)
+        if ref is None:
+            try:
+                from ..engine import Engine
+
+                with Engine.connect() as engine:
+                    ref = digest_ref(x.stack.name, registry=reg, engine=engine)
+            except UserError:
+                raise
+            except Exception:  # no engine here: only the push record could have told
+                ref = None
+        if ref is None:
+            raise UserError(f"no pushed image of {x.stack.name}" + (f" in {reg}" if reg else ""), where="envman export k8s",
+                            fix=f"envman push {x.stack.name} --registry HOST[/PREFIX] first, or pass --image REPO@sha256:...")
+        from dataclasses import replace
+
+        x = replace(x, image=ref)
+    count = gpu_count(x.gpus) if gpus is None else gpus
+    if gpus is None and x.stack.cuda is None:
+        count = 0
+    job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid)
+    dest = output or f"{k8s_name(x.project)}.job.yaml"
+    write_output({Path(dest): to_yaml(job)}, dest, force=force)
+    if dest != "-":
+        _say(f"wrote {dest}: Job {job['metadata']['name']} on {x.image}, {count} GPU(s)")
+    if secret_keys:
+        _say(f"the Job reads {', '.join(secret_keys)} from the Secret {job['metadata']['name']}-env: create it with "
+             f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file=FILE")
+
+
+@app.command("devcontainer")
+def devcontainer_cmd(
+    project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Folder to write devcontainer.json and Dockerfile to ('-': print devcontainer.json).", show_default=False)] = None,
+    force: Force = False,
+) -> None:
+    """.devcontainer/devcontainer.json (+ Dockerfile) on the project's run image."""
+    import json
+
+    from ..export import devcontainer, write_output
+
+    proj, x = _inputs(project)
+    doc, dockerfile = devcontainer(x)
+    text = json.dumps(doc, indent=2) + "\n"
+    if output == "-":
+        write_output({Path("devcontainer.json"): text}, "-", force=force)
+        return
+    folder = Path(output) if output else proj.root / ".devcontainer"
+    written = write_output({folder / "devcontainer.json": text, folder / "Dockerfile": dockerfile}, str(folder), force=force)
+    _say(f"wrote {', '.join(str(p) for p in written)} (image {x.image})")
+
+
+@app.command("compose")
+def compose_cmd(
+    projects: Annotated[list[str], typer.Argument(help="Projects: registered names or paths (one service each).")],
+    output: Output = None,
+    force: Force = False,
+) -> None:
+    """compose.yaml: one service per project, GPUs as device reservations."""
+    import os
+
+    from ..errors import UserError
+    from ..export import compose, compose_service, k8s_name, to_yaml, write_output
+    from ..project import home_dir
+
+    services = {}
+    for target in projects:
+        _proj, x = _inputs(target)
+        name = k8s_name(x.project, what="compose service name")
+        if name in services:
+            raise UserError(f"project {x.project} is given twice (or two names make service {name})", where="envman export compose")
+        home = home_dir(x.project)
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        services[name] = compose_service(x, uid=os.getuid(), gid=os.getgid(), home=str(home.resolve()))
+    dest = output or "compose.yaml"
+    write_output({Path(dest): to_yaml(compose(services))}, dest, force=force)
+    if dest != "-":
+        _say(f"wrote {dest}: services {', '.join(services)}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="export", help="Write a project's run as a Kubernetes Job, a Dev Container or a compose file.")

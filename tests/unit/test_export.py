@@ -1,0 +1,279 @@
+"""``envman export``: the node affinity against the verdict, manifests against the Kubernetes
+schemas (kubernetes-validate, offline), the devcontainer and compose documents, and file writes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envman.errors import UserError
+from envman.export import (
+    GFD_COMPUTE_MAJOR, GFD_COMPUTE_MINOR, GFD_DRIVER_MAJOR, GFD_DRIVER_MINOR, GFD_DRIVER_REV, ExportInput, compose,
+    compose_service, devcontainer, gfd_node_terms, k8s_job, quantity, to_yaml, write_output,
+)
+from envman.matrix.load import load_matrix
+from envman.project import GpuRequest, Mount, Port
+from envman.resolve import resolve, resolve_row
+from envman.verdict import verdict
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+# --------------------------------------------------------------------------- a Kubernetes scheduler's view
+
+
+def _int(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64) as the scheduler applies it to Gt/Lt."""
+    t = text[1:] if text[:1] in "+-" else text
+    return int(text) if t.isdigit() else None
+
+
+def expr_matches(expr: dict, labels: dict[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], expr.get("values", [])
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt"):
+        assert len(values) == 1 and _int(values[0]) is not None, expr  # the API server rejects anything else
+        if not present or _int(labels[key]) is None:
+            return False
+        return _int(labels[key]) > _int(values[0]) if op == "Gt" else _int(labels[key]) < _int(values[0])
+    raise AssertionError(f"unknown operator {op}")
+
+
+def node_admitted(terms: list[list[dict]], labels: dict[str, str]) -> bool:
+    return any(term and all(expr_matches(e, labels) for e in term) for term in terms)
+
+
+def gfd_labels(driver: str, sm: str) -> dict[str, str]:
+    """The labels GPU Feature Discovery puts on a node: the driver's fields as printed."""
+    parts = driver.split(".")
+    major, minor = sm.split(".")
+    return {GFD_DRIVER_MAJOR: parts[0], GFD_DRIVER_MINOR: parts[1], GFD_DRIVER_REV: parts[2] if len(parts) > 2 else "",
+            GFD_COMPUTE_MAJOR: major, GFD_COMPUTE_MINOR: minor, "nvidia.com/gpu.family": "any"}
+
+
+DRIVERS = ["384.81", "396.26", "410.48", "418.39", "418.40.04", "440.33.01", "450.36.06", "450.80.01", "450.80.02",
+           "450.80.03", "455.23.05", "460.27.04", "470.57.02", "495.29.05", "510.39.01", "515.43.04", "520.61.05",
+           "525.60.12", "525.60.13", "525.60.14", "525.61.01", "525.85.12", "530.30.02", "535.104.05", "545.23.06",
+           "550.54.14", "550.54.15", "555.42.02", "560.28.03", "570.86.10", "575.51.03", "580.65.06", "590.44.01",
+           "600.10", "600.10.00"]
+ARCHS = ["3.0", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.1", "7.2", "7.5", "8.0", "8.6", "8.7",
+         "8.8", "8.9", "9.0", "9.1", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1", "13.0"]
+
+
+def _neighbours(version: str | None) -> list[str]:
+    """A driver floor and the versions just around it (each field one up and one down)."""
+    if not version:
+        return []
+    parts = [int(p) for p in version.split(".")] + [0] * (3 - len(version.split(".")))
+    out = {version}
+    for i in range(3):
+        for d in (-1, 1):
+            p = list(parts)
+            p[i] = max(0, p[i] + d)
+            out.add(f"{p[0]}.{p[1]}.{p[2]:02d}")
+    return sorted(out)
+
+
+@pytest.fixture(scope="module")
+def shipped_stacks():
+    m = load_matrix()
+    return [resolve_row(m, b) for b in m.builds if b.cuda is not None]
+
+
+def test_affinity_admits_exactly_the_nodes_the_verdict_accepts(shipped_stacks):
+    """Every CUDA row of the shipped matrix, on a grid of drivers (the stack's own floors and
+    their neighbours included, with zero-padded and missing revisions) and GPU architectures:
+    the scheduler's reading of the affinity equals ``verdict(...).runs``."""
+    assert len(shipped_stacks) > 100
+    checked = 0
+    for stack in shipped_stacks:
+        terms = [t["matchExpressions"] for t in
+                 [{"matchExpressions": e} for e in gfd_node_terms(stack)]]
+        drivers = DRIVERS + _neighbours(stack.min_driver) + _neighbours(stack.toolkit_driver)
+        archs = ARCHS + list(stack.sass_archs) + list(stack.ptx_archs)
+        for driver in drivers:
+            for sm in archs:
+                want = verdict(stack, driver, sm).runs
+                got = node_admitted(terms, gfd_labels(driver, sm))
+                assert got == want, (stack.name, driver, sm, verdict(stack, driver, sm))
+                checked += 1
+    assert checked > 100_000
+
+
+def test_affinity_of_a_ptx_stack_covers_newer_gpus_only_with_the_toolkit_driver():
+    """A stack with SASS 8.0/9.0 and PTX 9.0 on CUDA 12.4: an sm_120 GPU runs it by JIT, which
+    minor-version compatibility does not cover: the driver floor for that GPU is 12.4's own."""
+    m = load_matrix()
+    stack = replace(resolve(m, "torch-2.4-cuda12.4"), sass_archs=("8.0", "9.0"), ptx_archs=("9.0",))
+    terms = gfd_node_terms(stack)
+    assert node_admitted(terms, gfd_labels("535.104.05", "8.6"))  # SASS 8.0 runs on 8.6 via compat
+    assert not node_admitted(terms, gfd_labels("535.104.05", "12.0"))  # PTX JIT needs 550.54.14
+    assert node_admitted(terms, gfd_labels("550.54.14", "12.0"))
+    assert not node_admitted(terms, gfd_labels("550.54.14", "7.5"))  # older than every arch
+    assert not node_admitted(terms, gfd_labels("525.60.12", "9.0"))  # below the 12.x floor
+    ops = {e["operator"] for t in terms for e in t}
+    assert ops <= {"In", "Gt", "Lt"}
+    for t in terms:
+        for e in t:
+            if e["operator"] in ("Gt", "Lt"):
+                assert len(e["values"]) == 1 and int(e["values"][0]) >= -1
+
+
+def test_cpu_stack_needs_no_gpu_node():
+    m = load_matrix()
+    assert gfd_node_terms(resolve(m, "torch-2.4-cpu")) == []
+
+
+# --------------------------------------------------------------------------- the Job
+
+
+def _input(stack_name: str = "torch-2.4-cuda12.4", **kw) -> ExportInput:
+    stack = resolve(load_matrix(), stack_name)
+    base = dict(project="my_proj.v2", root=Path("/srv/p"), stack=stack, image=f"reg.example:5000/envman/x@{DIGEST}",
+                command=("python", "train.py", "--x", "$HOME"), environment=(("WANDB_MODE", "offline"), ("HF_TOKEN", "hf_x")),
+                mounts=(Mount("/data", "/data", True),), ports=(Port(8888, 8888),), gpus=GpuRequest("count", count=2),
+                shm_size="8g")
+    base.update(kw)
+    return ExportInput(**base)
+
+
+def _validate(doc: dict) -> None:
+    import kubernetes_validate
+
+    kubernetes_validate.validate(doc, "1.29.0", strict=True)
+
+
+def test_job_validates_against_the_kubernetes_schema_and_has_the_run_settings():
+    job, secrets = k8s_job(_input(), gpus=2, runtime_class="nvidia", uid=1234, gid=1234)
+    parsed = yaml.safe_load(to_yaml(job))
+    assert parsed == job
+    _validate(parsed)
+    pod = parsed["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    assert c["image"].endswith("@" + DIGEST)
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
+    assert pod["runtimeClassName"] == "nvidia"
+    assert c["args"] == ["python", "train.py", "--x", "$HOME"] and "command" not in c  # the entrypoint stays
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+    assert pod["securityContext"]["runAsUser"] == 1234 and pod["securityContext"]["runAsNonRoot"]
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["WANDB_MODE"]["value"] == "offline"
+    assert env["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "my-proj-v2-env", "key": "HF_TOKEN"}}}
+    assert "hf_x" not in to_yaml(job) and secrets == ["HF_TOKEN"]
+    assert parsed["metadata"]["name"] == "my-proj-v2"
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": t} for t in gfd_node_terms(_input().stack)]
+
+
+def test_job_without_gpus_and_on_a_cpu_stack_validates_and_asks_for_no_gpu_node():
+    for x, n in ((_input(), 0), (_input("torch-2.4-cpu", gpus=None), 0)):
+        job, _ = k8s_job(x, gpus=n)
+        _validate(yaml.safe_load(to_yaml(job)))
+        pod = job["spec"]["template"]["spec"]
+        assert "affinity" not in pod and "resources" not in pod["containers"][0] and "runtimeClassName" not in pod
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(image="reg.example/envman/x:latest"), "not pinned by digest"),
+    (dict(uid=0), "non-root"),
+    (dict(runtime_class="Nvidia Runtime"), "RuntimeClass"),
+    (dict(runtime_class="a;b"), "RuntimeClass"),
+])
+def test_job_refuses_bad_input(kw, match):
+    image = kw.pop("image", None)
+    x = _input(image=image) if image else _input()
+    with pytest.raises(UserError, match=match):
+        k8s_job(x, gpus=1, **kw)
+
+
+def test_job_refuses_gpus_on_a_cpu_stack():
+    with pytest.raises(UserError, match="CPU build"):
+        k8s_job(_input("torch-2.4-cpu", gpus=None), gpus=1)
+
+
+@pytest.mark.parametrize("size,q", [("8g", "8Gi"), ("512m", "512Mi"), ("1536m", "1536Mi"), ("100", "100"), ("2t", "2Ti")])
+def test_shm_quantities(size, q):
+    assert quantity(size) == q
+
+
+def test_hostile_values_stay_values_in_yaml():
+    x = _input(project="p", command=("sh", "-c", "echo 'a'\nkey: injected # x", "- item"),
+               environment=(("NOTE", 'x"\n  injected: true\\'),))
+    job, _ = k8s_job(x, gpus=1)
+    parsed = yaml.safe_load(to_yaml(job))
+    assert parsed == job
+    _validate(parsed)
+
+
+# --------------------------------------------------------------------------- devcontainer and compose
+
+
+def test_devcontainer_document():
+    doc, dockerfile = devcontainer(_input(image="envman/torch-2.4.1-cuda12.4-py3.10:latest", gpus=GpuRequest("all")))
+    assert doc["workspaceFolder"] == "/workspace" and "target=/workspace" in doc["workspaceMount"]
+    assert doc["remoteUser"] == "envman" and doc["updateRemoteUserUID"] is True
+    assert doc["hostRequirements"] == {"gpu": True}
+    assert doc["runArgs"][doc["runArgs"].index("--gpus") + 1] == "all"
+    assert "no-new-privileges" in doc["runArgs"] and "--privileged" not in doc["runArgs"]
+    assert doc["containerEnv"]["HF_TOKEN"] == "${localEnv:HF_TOKEN}" and doc["containerEnv"]["WANDB_MODE"] == "offline"
+    assert dockerfile.splitlines()[2] == "FROM envman/torch-2.4.1-cuda12.4-py3.10:latest"
+    cpu, _ = devcontainer(_input("torch-2.4-cpu", gpus=None))
+    assert cpu["hostRequirements"] == {"gpu": False} and "--gpus" not in cpu["runArgs"]
+
+
+def test_compose_services_escape_dollars_and_reserve_gpus():
+    a = compose_service(_input(project="a", environment=(("PRICE", "5$"), ("DB_PASSWORD", "pw"))), uid=1000, gid=1000,
+                        home="/h/a")
+    b = compose_service(_input("torch-2.4-cpu", project="b", gpus=None, command=()), uid=1000, gid=1000, home="/h/b")
+    doc = yaml.safe_load(to_yaml(compose({"a": a, "b": b})))
+    sa, sb = doc["services"]["a"], doc["services"]["b"]
+    assert sa["environment"]["PRICE"] == "5$$" and sa["environment"]["DB_PASSWORD"] == "${DB_PASSWORD}"
+    assert sa["command"] == ["python", "train.py", "--x", "$$HOME"]
+    assert sa["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "capabilities": ["gpu"], "count": 2}]
+    assert sa["ports"] == ["127.0.0.1:8888:8888"] and sa["user"] == "1000:1000"
+    assert "deploy" not in sb and "command" not in sb
+
+
+# --------------------------------------------------------------------------- writing files
+
+
+def test_write_refuses_to_overwrite_without_force(tmp_path, capsys):
+    f = tmp_path / "job.yaml"
+    write_output({f: "one\n"}, str(f), force=False)
+    with pytest.raises(UserError, match="exists.*--force"):
+        write_output({f: "two\n"}, str(f), force=False)
+    assert f.read_text() == "one\n"
+    write_output({f: "two\n"}, str(f), force=True)
+    assert f.read_text() == "two\n"
+    assert write_output({f: "three\n"}, "-", force=False) == [] and capsys.readouterr().out == "three\n"
+    assert f.read_text() == "two\n" and [p.name for p in tmp_path.iterdir()] == ["job.yaml"]  # no temp file left
+
+
+def test_write_is_all_or_nothing_when_one_file_exists(tmp_path):
+    d = tmp_path / ".devcontainer"
+    d.mkdir()
+    (d / "Dockerfile").write_text("mine\n")
+    with pytest.raises(UserError, match="Dockerfile exists"):
+        write_output({d / "devcontainer.json": "{}", d / "Dockerfile": "x"}, str(d), force=False)
+    assert sorted(p.name for p in d.iterdir()) == ["Dockerfile"]
+
+
+def test_yaml_round_trips_json_like_documents():
+    doc = {"a": [1, {"b": "x: y", "c": []}, ["p"]], "true": "yes", "e": {}, "s": "😀\u2028\\ud83d"}
+    assert yaml.safe_load(to_yaml(doc)) == doc
+    assert json.loads(json.dumps(doc)) == doc
