@@ -283,6 +283,10 @@ def devcontainer(x: ExportInput) -> tuple[dict[str, Any], str]:
         run_args += ["--label", f"{k}={v}"]
     if x.gpus is not None:
         run_args += ["--gpus", _docker_gpus(x.gpus)]
+    for k, v in x.environment:
+        if "${" in v and not looks_secret(k):  # devcontainer.json has no escape for its ${...}
+            raise UserError(f"environment variable {k}: its value contains '${{', which the Dev Containers tools would "
+                            "replace", where="envman export devcontainer", fix="set it in the container instead (postCreateCommand)")
     env = {k: ("${localEnv:%s}" % k if looks_secret(k) else v) for k, v in x.environment}
     env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
     doc: dict[str, Any] = {

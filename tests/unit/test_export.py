@@ -277,3 +277,8 @@ def test_yaml_round_trips_json_like_documents():
     doc = {"a": [1, {"b": "x: y", "c": []}, ["p"]], "true": "yes", "e": {}, "s": "😀\u2028\\ud83d"}
     assert yaml.safe_load(to_yaml(doc)) == doc
     assert json.loads(json.dumps(doc)) == doc
+
+
+def test_devcontainer_refuses_values_its_tools_would_substitute():
+    with pytest.raises(UserError, match=r"contains '\$\{'"):
+        devcontainer(_input(environment=(("A", "${localEnv:HOME}"),)))

@@ -1,0 +1,149 @@
+"""``envman export devcontainer`` and ``envman export compose`` read by the real tools: the Dev
+Containers CLI (``read-configuration``, then ``up`` on the local engine and ``exec`` in the
+container) and Debian's docker-compose 1.29 (``config``).
+
+The project's stack image is a fixture built here FROM the stand-in Debian root filesystem (see
+``tests/docker/test_registry.py``); the stack version is unique to the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import in_ci
+
+from .test_registry import MATRIX, STACK, build_fixture_image, stack_obj
+
+pytestmark = [pytest.mark.docker]
+
+
+def _need(tool: str, how: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        if in_ci():
+            pytest.fail(f"CI needs {tool}: {how}", pytrace=False)
+        pytest.skip(f"{tool} is not installed ({how})")
+    return path
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("matrix") / "torch.toml"
+    path.write_text(MATRIX)
+    return path
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    for d in ("state", "config"):
+        (tmp_path / "home" / d).mkdir(parents=True)
+    return tmp_path / "home"
+
+
+def envman(matrix: Path, home: Path, *args: str, cwd: Path | None = None):
+    env = {**os.environ, "ENVMAN_STATE_DIR": str(home / "state"), "ENVMAN_CONFIG_DIR": str(home / "config")}
+    env.pop("ENVMAN_MATRIX", None)
+    return subprocess.run([sys.executable, "-m", "envman", "--matrix", str(matrix), *args], capture_output=True,
+                          text=True, env=env, timeout=300, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def make_project(root: Path, name: str, extra: str = "") -> Path:
+    root.mkdir(parents=True)
+    (root / "envman.toml").write_text(f'stack = "{STACK}"\nname = "{name}"\ngpus = "none"\n{extra}')
+    return root
+
+
+@pytest.mark.compose
+def test_compose_file_is_read_by_docker_compose(matrix, home, tmp_path):
+    compose_bin = _need("docker-compose", "apt-get install docker-compose")
+    a = make_project(tmp_path / "a", "envman-test-a", 'command = ["sh", "-c", "echo $HOME"]\n'
+                     '[environment]\nPRICE = "5$ off"\nDB_PASSWORD = "never-written"\n')
+    b = make_project(tmp_path / "b", "envman-test-b", "ports = [8080]\n")
+    out = tmp_path / "compose.yaml"
+    r = envman(matrix, home, "export", "compose", str(a), str(b), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "never-written" not in out.read_text()
+    r = envman(matrix, home, "export", "compose", str(a), "-o", str(out))
+    assert r.returncode == 2 and "--force" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    p = subprocess.run([compose_bin, "-f", str(out), "config"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "DB_PASSWORD": "from-the-shell"})
+    assert p.returncode == 0, p.stderr
+    doc = yaml.safe_load(p.stdout)
+    sa, sb = doc["services"]["envman-test-a"], doc["services"]["envman-test-b"]
+    # compose re-escapes $ in its own output: "$$" there is one literal "$" in the container.
+    assert sa["environment"]["PRICE"] == "5$$ off" and sa["command"] == ["sh", "-c", "echo $$HOME"]
+    assert sa["environment"]["DB_PASSWORD"] == "from-the-shell"  # read when compose runs, not stored
+    assert sa["image"] == sb["image"] == f"envman/{STACK}:latest"
+    assert {"source": str(a.resolve()), "target": "/workspace", "type": "bind"} in sa["volumes"]
+    assert sb["ports"][0].startswith("127.0.0.1:8080:8080")
+    assert sa["security_opt"] == ["no-new-privileges"] and sa["init"] is True
+
+
+@pytest.mark.compose
+def test_compose_gpu_reservation_is_understood_by_docker_compose(matrix, home, tmp_path):
+    compose_bin = _need("docker-compose", "apt-get install docker-compose")
+    gpu_matrix = tmp_path / "gpu.toml"
+    gpu_matrix.write_text(MATRIX.replace('variant = "cpu"', 'variant = "cu124"\ncuda = "12.4"\nsass = ["8.0", "9.0"]'))
+    stack = STACK.replace("-cpu-", "-cuda12.4-")
+    root = tmp_path / "g"
+    root.mkdir()
+    (root / "envman.toml").write_text(f'stack = "{stack}"\nname = "envman-test-g"\ngpus = "device=0,1"\n')
+    out = tmp_path / "compose.yaml"
+    r = envman(gpu_matrix, home, "export", "compose", str(root), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    p = subprocess.run([compose_bin, "-f", str(out), "config"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    dev = yaml.safe_load(p.stdout)["services"]["envman-test-g"]["deploy"]["resources"]["reservations"]["devices"]
+    assert dev == [{"capabilities": ["gpu"], "device_ids": ["0", "1"], "driver": "nvidia"}]
+
+
+@pytest.mark.devcontainer
+def test_devcontainer_is_read_and_brought_up_by_the_dev_containers_cli(docker_engine, standin, matrix, home, tmp_path,
+                                                                       test_labels):
+    cli = _need("devcontainer", "npm install -g @devcontainers/cli")
+    stack = stack_obj(matrix)
+    local = f"envman/{stack.name}:latest"
+    root = make_project(tmp_path / "dc", "envman-test-dc", '[environment]\nGREETING = "hello $USER"\nAPI_TOKEN = "x"\n')
+    container = None
+    try:
+        build_fixture_image(docker_engine, standin, stack, test_labels)
+        r = envman(matrix, home, "export", "devcontainer", str(root))
+        assert r.returncode == 0, r.stderr
+        conf = json.loads((root / ".devcontainer" / "devcontainer.json").read_text())
+        assert conf["containerEnv"]["API_TOKEN"] == "${localEnv:API_TOKEN}"
+        p = subprocess.run([cli, "read-configuration", "--workspace-folder", str(root)], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        read = json.loads(p.stdout.strip().splitlines()[-1])["configuration"]
+        assert read["workspaceFolder"] == "/workspace" and read["remoteUser"] == "envman"
+        p = subprocess.run([cli, "up", "--workspace-folder", str(root), "--id-label", f"envman.test-dc={tmp_path.name}"],
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "API_TOKEN": "tok-from-env"})
+        result = json.loads(p.stdout.strip().splitlines()[-1])
+        container = result.get("containerId")
+        assert p.returncode == 0 and result["outcome"] == "success", (p.stdout[-2000:], p.stderr[-2000:])
+        probe = "id -un; pwd; echo \"$GREETING\"; echo \"$API_TOKEN\"; echo \"$ENVMAN_STACK\"; ls /workspace"
+        p = subprocess.run([cli, "exec", "--workspace-folder", str(root), "--id-label", f"envman.test-dc={tmp_path.name}",
+                            "sh", "-c", probe], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        lines = p.stdout.strip().splitlines()
+        assert lines[:5] == ["envman", "/workspace", "hello $USER", "tok-from-env", stack.name], lines
+        assert "envman.toml" in lines[5:]
+        info = docker_engine.inspect_image(local)
+        assert info is not None
+    finally:
+        if container:
+            docker_engine.remove_container(container, force=True)
+        for img in docker_engine.list_images(test_labels):  # the CLI's images inherit the fixture's labels
+            if any(t.startswith("vsc-") for t in img.tags):
+                for t in img.tags:
+                    docker_engine.remove_image(t, force=True)
+        if docker_engine.inspect_image(local) is not None:
+            docker_engine.remove_image(local, force=True)
