@@ -1,15 +1,15 @@
 """Promoted images through an OCI registry: ``envman push`` and ``envman pull``.
 
 * **Push** takes the stack's promoted image (``envman/<stack>:latest`` with a passing or
-  ``cpu-only`` smoke report), adds the smoke verdict as labels (``envman.smoke`` and friends,
-  in a config-only image ``FROM`` it: no new layer), tags it
-  ``HOST[/PREFIX]/envman/<stack>:latest`` and ``:<render hash>``, pushes, and records the
-  manifest digest the registry reported (the digest ref is what clusters should run).
+  ``cpu-only`` smoke verdict), which carries that verdict in its ``envman.smoke.*`` labels
+  (:mod:`envman.smokestore`; a verdict known only from this user's report is put on the image
+  first), tags it ``HOST[/PREFIX]/envman/<stack>:latest`` and ``:<render hash>``, pushes, and
+  records the manifest digest the registry reported (the digest ref is what clusters run).
 * **Pull** asks the registry for the tag's digest (or takes the one given), pulls by digest (the
   engine verifies the content against it), then refuses the image unless its labels say it is
   envman's image of exactly the stack this host resolves (``envman.stack`` equal to the resolved
-  stack) and carry a runnable smoke verdict. Only then is it tagged
-  ``envman/<stack>:latest`` with a smoke report, i.e. promoted here.
+  stack) and carry a runnable smoke verdict taken on exactly these layers
+  (``envman.smoke.rootfs``). Only then is it tagged ``envman/<stack>:latest``, i.e. promoted here.
 * **Transport**: the engine talks plain HTTP to the registries in its ``insecure-registries``
   (127.0.0.0/8 by default). envman allows that only for a loopback registry or when the user
   says so (``--allow-http`` or ``[registry] allow_http = true``).
@@ -44,11 +44,6 @@ REGISTRY_KEYS = {
     "allow_http": "true to allow a non-loopback registry the engine reaches over plain HTTP",
     "pull_on_run": "true to let envman run pull a missing promoted image from the default registry",
 }
-#: Labels a pushed image carries on top of the promoted image's own.
-SMOKE_LABEL = L.SMOKE
-SMOKE_REASON_LABEL = L.SMOKE_REASON
-SMOKE_GPU_LABEL = L.SMOKE_GPU
-SMOKE_IMAGE_LABEL = L.SMOKE_IMAGE
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -209,22 +204,10 @@ def check_transport(registry: Registry, cidrs: tuple[str, ...], names: tuple[str
 # --------------------------------------------------------------------------- labels
 
 
-def release_labels(report: Mapping[str, Any]) -> dict[str, str]:
-    """The smoke verdict as labels for the pushed image (from a smoke report)."""
-    reason = " ".join(str(report.get("reason", "")).split())
-    if len(reason) > _LABEL_MAX:
-        reason = reason[: _LABEL_MAX - 1] + "…"
-    return {
-        SMOKE_LABEL: str(report["overall"]),
-        SMOKE_REASON_LABEL: reason,
-        SMOKE_GPU_LABEL: "true" if report.get("gpus_requested") else "false",
-        SMOKE_IMAGE_LABEL: str(report.get("image_id", "")),
-        L.ROLE: L.ROLE_RELEASE,
-    }
-
-
-def label_problems(labels: Mapping[str, str], stack: Stack) -> list[str]:
-    """Why an image's labels do not make it a promoted envman image of ``stack`` (empty: fine)."""
+def label_problems(labels: Mapping[str, str], stack: Stack, rootfs: str | None) -> list[str]:
+    """Why an image's labels do not make it a promoted envman image of ``stack`` (empty: fine).
+    ``rootfs`` is the digest of the image's own layers (:func:`envman.smokestore.rootfs_digest`):
+    the smoke verdict must have been taken on them."""
     problems: list[str] = []
     got = L.parse(labels)
     if not got.managed:
@@ -248,11 +231,13 @@ def label_problems(labels: Mapping[str, str], stack: Stack) -> list[str]:
                             "(the matrices differ)")
     if not _HASH_RE.fullmatch(got.render_hash or ""):
         problems.append(f"it has no valid {L.RENDER_HASH} label")
-    smoke = labels.get(SMOKE_LABEL)
+    smoke = got.smoke
     if smoke is None:
-        problems.append(f"it has no {SMOKE_LABEL} label (push it with envman push, which adds the smoke verdict)")
-    elif smoke not in RUNNABLE_SMOKE:
-        problems.append(f"its smoke verdict is {smoke!r}, not one of {', '.join(RUNNABLE_SMOKE)}")
+        problems.append(f"it has no valid {L.SMOKE_STATUS} label (no smoke verdict on the image: push it with envman push)")
+    elif smoke.status not in RUNNABLE_SMOKE:
+        problems.append(f"its smoke verdict is {smoke.status!r}, not one of {', '.join(RUNNABLE_SMOKE)}")
+    elif smoke.rootfs is None or smoke.rootfs != rootfs:
+        problems.append(f"its smoke verdict was not taken on these layers ({L.SMOKE_ROOTFS} does not match them)")
     return problems
 
 
@@ -298,8 +283,10 @@ def _record_push(p: Pushed) -> None:
         atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def promoted_report(engine, stack: Stack) -> tuple[str, dict[str, Any]]:
-    """The promoted image id of ``stack`` and its runnable smoke report, or a one-line error."""
+def promoted_image(engine, stack: Stack) -> dict[str, Any]:
+    """The inspected promoted image of ``stack``, its smoke verdict on its labels (put there from
+    this user's report when only the report has it), or a one-line error."""
+    from .smokestore import image_verdict, record_verdict, rootfs_digest
     from .state import load_report, stable_ref
 
     ref = stable_ref(stack.name)
@@ -307,47 +294,37 @@ def promoted_report(engine, stack: Stack) -> tuple[str, dict[str, Any]]:
     if info is None:
         raise UserError(f"no promoted image {ref}", where=f"stack {stack.name}",
                         fix=f"build it first: envman build {stack.name} (or envman pull {stack.name})")
-    report = load_report(info["Id"]) or {}
-    if report.get("overall") not in RUNNABLE_SMOKE:
-        what = f"says {report['overall']}" if report.get("overall") else "is missing"
-        raise UserError(f"the smoke report of {ref} {what}", where=f"stack {stack.name}",
+    verdict = image_verdict(info)
+    if verdict is None or verdict.status not in RUNNABLE_SMOKE:
+        what = f"says {verdict.status}" if verdict else "is missing"
+        raise UserError(f"the smoke verdict of {ref} {what}", where=f"stack {stack.name}",
                         fix=f"envman smoke {stack.name}; only a passing or cpu-only image is pushed")
-    return info["Id"], report
+    on_image = L.parse_smoke((info.get("Config") or {}).get("Labels"))
+    if on_image is None or on_image.rootfs != rootfs_digest(info):
+        report = load_report(info["Id"])
+        if report is None:  # pragma: no cover - image_verdict found it a moment ago
+            raise UserError(f"the smoke report of {ref} vanished", where=f"stack {stack.name}")
+        record_verdict(engine, stack.name, {**report, "image_id": info["Id"]})
+        info = engine.inspect_image(ref) or info
+    return info
 
 
 def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False) -> Pushed:
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
-    from .build import SmokeReport, save_report
-    from .engine import deterministic_tar
-    from .errors import BuildError
-
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
-    image_id, report = promoted_report(engine, stack)
-    labels = release_labels({**report, "image_id": image_id})
+    info = promoted_image(engine, stack)
+    labels = (info.get("Config") or {}).get("Labels") or {}
     repo = registry.repository(stack.name)
-    info = engine.inspect_image(image_id)
-    render_hash = L.parse((info.get("Config") or {}).get("Labels")).render_hash or ""
+    render_hash = L.parse(labels).render_hash or ""
     tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
-    # The smoke verdict exists only after the build, so it is added by a build FROM the promoted
-    # image that changes nothing but the labels (no layer; the same content under a new config).
-    context = deterministic_tar({"Dockerfile": f"FROM {image_id}\n".encode()})
-    release_id = None
-    try:
-        for ev in engine.build(context, tags[0], labels=labels):
-            if ev.kind == "done":
-                release_id = ev.image_id
-    except BuildError as exc:
-        raise RegistryError(f"labelling {stack.name} for the registry failed: {exc.what}", where=repo) from None
-    release = engine.inspect_image(tags[0])
-    release_id = release["Id"] if release else release_id
-    for t in tags[1:]:
-        engine.tag(tags[0], t)
+    for t in tags:
+        engine.tag(info["Id"], t)
     digest = engine.push(tags[0])
     for t in tags[1:]:
         engine.push(t)
-    save_report(SmokeReport(**{**{k: v for k, v in report.items() if k in SmokeReport.__dataclass_fields__},
-                               "image": tags[0], "image_id": release_id, "promoted": False}))
-    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, str(release_id), labels[SMOKE_LABEL])
+    smoke = L.parse_smoke(labels)
+    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, str(info["Id"]),
+                    smoke.status if smoke else "")
     _record_push(pushed)
     return pushed
 
@@ -368,7 +345,7 @@ class Pulled:
 def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None = None,
                allow_http: bool = False) -> Pulled:
     """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here."""
-    from .build import SmokeReport, save_report
+    from .smokestore import rootfs_digest
     from .state import stable_ref
 
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
@@ -386,7 +363,7 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
     if ref not in (info.get("RepoDigests") or []):
         problems.append(f"the engine's digests of the pulled image are {info.get('RepoDigests')}, not {want}")
     labels = (info.get("Config") or {}).get("Labels") or {}
-    problems += label_problems(labels, stack)
+    problems += label_problems(labels, stack, rootfs_digest(info))
     if problems:
         if not had:
             engine.remove_image(ref, force=False)
@@ -395,24 +372,20 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
                             fix="push it again from a host whose matrix resolves the same stack: envman push " + stack.name)
     stable = engine.inspect_image(stable_ref(stack.name))
     already = bool(stable and stable["Id"] == info["Id"])
-    engine.tag(info["Id"], stable_ref(stack.name))
-    smoke = labels[SMOKE_LABEL]
-    save_report(SmokeReport(
-        stack=stack.name, image=stable_ref(stack.name), image_id=info["Id"], overall=smoke,
-        reason=f"pulled from {ref}; smoke test on the pushing host: {labels.get(SMOKE_REASON_LABEL, '')}".strip(),
-        gpus_requested=labels.get(SMOKE_GPU_LABEL) == "true", probe=None, exit_code=0, stderr_tail="", promoted=True,
-    ))
-    return Pulled(stack.name, ref, want, info["Id"], smoke, already)
+    engine.tag(info["Id"], stable_ref(stack.name))  # the verdict travels on the image's labels
+    smoke = L.parse_smoke(labels)
+    return Pulled(stack.name, ref, want, info["Id"], smoke.status if smoke else "", already)
 
 
 def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
     """The promoted image of ``stack`` on this engine: present with a runnable smoke report, or
     pulled from ``registry`` (default: the configured one). Returns ``envman/<stack>:latest``.
     For callers that must make sure a node has the image (a batch job's preflight)."""
-    from .state import load_report, stable_ref
+    from .smokestore import image_verdict
+    from .state import stable_ref
 
-    info = engine.inspect_image(stable_ref(stack.name))
-    if info is not None and (load_report(info["Id"]) or {}).get("overall") in RUNNABLE_SMOKE:
+    verdict = image_verdict(engine.inspect_image(stable_ref(stack.name)))
+    if verdict is not None and verdict.status in RUNNABLE_SMOKE:
         return stable_ref(stack.name)
     settings = load_registry_settings()
     reg = registry or settings.default

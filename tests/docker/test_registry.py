@@ -131,7 +131,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
 
         # Not promoted here yet (host b has no report): push refuses, one line, exit 2.
         r = envman(matrix, hosts["b"], "push", STACK, "--registry", reg)
-        assert r.returncode == 2 and "smoke report" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert r.returncode == 2 and "smoke verdict" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
         r = envman(matrix, hosts["a"], "push", STACK, "--registry", reg)
         assert r.returncode == 0, r.stderr
@@ -155,8 +155,9 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         assert r.stdout.strip() == ref
         here = docker_engine.inspect_image(f"{local}:latest")
         assert here is not None and ref in here["RepoDigests"]
-        report = json.loads(next((hosts["b"] / "state" / "reports").glob("*.json")).read_text())
-        assert report["image_id"] == here["Id"] and report["overall"] == "cpu-only" and report["promoted"]
+        # The verdict came with the image (its labels, bound to its layers): host b has no report.
+        assert not list((hosts["b"] / "state").rglob("reports/*.json"))
+        assert here["Config"]["Labels"]["envman.smoke.status"] == "cpu-only"
 
         # A project on that stack runs on host b...
         proj = tmp_path / "proj"
@@ -179,7 +180,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         drop_repo_images(docker_engine, repo, local)
 
 
-@pytest.mark.parametrize("case", ["tampered-stack", "no-smoke-label", "failed-smoke"])
+@pytest.mark.parametrize("case", ["tampered-stack", "no-smoke-label", "failed-smoke", "verdict-of-other-layers"])
 def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         case, docker_engine, standin, registry_server, matrix, hosts, test_labels, test_session_id):
     stack = stack_obj(matrix)
@@ -191,6 +192,7 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
                            "envman.stack": json.dumps({**stack.to_json(), "python": "3.12"}, sort_keys=True)},
         "no-smoke-label": {},
         "failed-smoke": {"envman.smoke.status": "fail"},
+        "verdict-of-other-layers": {"envman.smoke.status": "pass", "envman.smoke.rootfs": "sha256:" + "1" * 64},
     }[case]
     try:
         build_fixture_image(docker_engine, standin, stack, test_labels, labels=extra, tag=f"{repo}:latest")
@@ -200,7 +202,8 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         assert r.returncode == 1, (r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "refused" in r.stderr, r.stderr
         assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke.status",
-                "failed-smoke": "smoke verdict is 'fail'"}[case] in r.stderr
+                "failed-smoke": "smoke verdict is 'fail'",
+                "verdict-of-other-layers": "not taken on these layers"}[case] in r.stderr
         assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
         assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind
     finally:

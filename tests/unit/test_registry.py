@@ -11,7 +11,6 @@ from envman.errors import UserError
 from envman.matrix.load import load_matrix
 from envman.registry import (
     Registry, check_transport, engine_uses_http, is_loopback, label_problems, load_registry_settings, parse_registry,
-    release_labels,
 )
 from envman.render import stack_label_json
 from envman.resolve import resolve
@@ -75,26 +74,33 @@ def stack():
     return resolve(load_matrix(), "torch-2.4-cuda12.4")
 
 
+ROOTFS = "sha256:" + "1" * 64
+
+
 def _labels(stack, **over):
+    from envman.smokestore import verdict_of_report
+
+    verdict = verdict_of_report({"overall": "pass", "reason": "all checks\npassed", "gpus_requested": True,
+                                 "image_id": "sha256:x"}, rootfs=ROOTFS, uid=1000, user="u")
     base = {L.MANAGED: "true", L.NAME: stack.name, L.STACK: stack_label_json(stack), L.RENDER_HASH: "a" * 64,
-            **release_labels({"overall": "pass", "reason": "all checks\npassed", "gpus_requested": True, "image_id": "sha256:x"})}
+            **verdict.to_labels()}
     base.update(over)
     return {k: v for k, v in base.items() if v is not None}
 
 
-def test_release_labels_are_namespaced_one_line_and_runnable(stack):
+def test_a_promoted_image_with_its_verdict_passes(stack):
     labels = _labels(stack)
-    assert all(k.startswith(L.PREFIX) for k in labels)
-    assert labels[L.SMOKE_REASON] == "all checks passed" and labels[L.SMOKE_GPU] == "true"
-    assert labels[L.ROLE] == L.ROLE_RELEASE
-    assert label_problems(labels, stack) == []
+    assert label_problems(labels, stack, ROOTFS) == []
     assert json.loads(labels[L.STACK]) == json.loads(json.dumps(stack.to_json()))
+    problems = label_problems(labels, stack, "sha256:" + "2" * 64)  # the verdict is about other layers
+    assert len(problems) == 1 and "not taken on these layers" in problems[0]
 
 
 @pytest.mark.parametrize("over,match", [
-    ({L.SMOKE: None}, "no envman.smoke label"),
-    ({L.SMOKE: "fail"}, "smoke verdict is 'fail'"),
-    ({L.SMOKE: "untested"}, "smoke verdict"),
+    ({L.SMOKE_STATUS: None}, "no valid envman.smoke.status label"),
+    ({L.SMOKE_STATUS: "fail"}, "smoke verdict is 'fail'"),
+    ({L.SMOKE_STATUS: "untested"}, "no valid envman.smoke.status"),
+    ({L.SMOKE_ROOTFS: ""}, "not taken on these layers"),
     ({L.MANAGED: None}, "not an envman image"),
     ({L.NAME: "torch-9.9-cpu"}, "envman.name"),
     ({L.STACK: None}, "no envman.stack"),
@@ -102,13 +108,13 @@ def test_release_labels_are_namespaced_one_line_and_runnable(stack):
     ({L.RENDER_HASH: "xyz"}, "render-hash"),
 ])
 def test_label_problems(stack, over, match):
-    problems = label_problems(_labels(stack, **over), stack)
+    problems = label_problems(_labels(stack, **over), stack, ROOTFS)
     assert problems and any(match in p for p in problems), problems
 
 
 def test_a_stack_label_from_another_matrix_is_refused(stack):
     other = json.dumps({**json.loads(stack_label_json(stack)), "min_driver": "450.80.02"})
-    problems = label_problems(_labels(stack, **{L.STACK: other}), stack)
+    problems = label_problems(_labels(stack, **{L.STACK: other}), stack, ROOTFS)
     assert len(problems) == 1 and "min_driver" in problems[0]
 
 
