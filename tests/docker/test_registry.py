@@ -217,3 +217,62 @@ def test_pull_of_a_digest_the_registry_lacks_fails_in_one_line(docker_engine, re
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "pull" in r.stderr, r.stderr
     r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", "sha256:xyz")
     assert r.returncode == 2 and "--digest" in r.stderr, r.stderr
+
+
+def _fake_framework_wheel(dest: Path, version: str) -> Path:
+    """A pure-Python ``torch`` wheel of ``version`` (an empty package): the build's framework
+    step installs it offline; the base image is what this test is about."""
+    import zipfile
+
+    name = f"torch-{version}-py3-none-any.whl"
+    info = f"torch-{version}.dist-info"
+    files = {"torch/__init__.py": f"__version__ = '{version}'\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: envman-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    with zipfile.ZipFile(dest / name, "w") as z:
+        for n, text in files.items():
+            z.writestr(n, text)
+        z.writestr(f"{info}/RECORD", "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n")
+    return dest / name
+
+
+@pytest.mark.slow
+def test_registry_mirror_builds_from_bases_pushed_to_a_real_registry(docker_engine, standin, registry_server, matrix,
+                                                                     hosts, test_session_id, ca_bundle, tmp_path):
+    """``--registry-mirror HOST/PREFIX``: the stand-in base is pushed into the registry under
+    Docker Hub's name (``library/ubuntu``) and is NOT on the engine under the mirror's name;
+    the build's FROM names the mirror, and the engine fetches the base from the registry."""
+    stack = stack_obj(matrix)
+    prefix = f"envman-test-{test_session_id}-mirror"
+    mirror = f"{registry_server.host}/{prefix}"
+    assert stack.base_image == "ubuntu:22.04"
+    mirrored = f"{mirror}/library/ubuntu:22.04"
+    standin(stack.base_image)
+    docker_engine.tag(stack.base_image, mirrored)
+    docker_engine.push(mirrored)
+    docker_engine.remove_image(mirrored)
+    assert docker_engine.inspect_image(mirrored) is None
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _fake_framework_wheel(wheels, VERSION)
+    built = []
+    try:
+        r = envman(matrix, hosts["a"], "build", STACK, "--registry-mirror", mirror, "--offline", "--wheelhouse",
+                   str(wheels), "--ca-bundle", ca_bundle, "--accept-cpu-only", "--json", timeout=1500)
+        rows = json.loads(r.stdout or "[]")
+        assert rows and rows[0].get("image_id"), (r.stdout[-2000:], r.stderr[-2000:])
+        built.append(rows[0]["image_id"])
+        # The engine asked the registry for the mirrored base (its access log), and the image is on it.
+        assert f"/v2/{prefix}/library/ubuntu/manifests/22.04" in registry_server.access_log()
+        dockerfile = (hosts["a"] / "state").rglob("*.log")
+        assert any(f"FROM {mirrored}" in p.read_text(errors="replace") for p in dockerfile)
+        # The FROM follows the mirror given (render needs no engine).
+        r = envman(matrix, hosts["b"], "render", STACK, "--registry-mirror", f"{registry_server.host}/nowhere",
+                   "--offline", "--wheelhouse", str(wheels), "-o", "-")
+        assert r.returncode == 0 and f"FROM {registry_server.host}/nowhere/library/ubuntu:22.04" in r.stdout
+    finally:
+        for img in docker_engine.list_images({"envman.name": STACK}):
+            for ref in img.tags or (img.id,):
+                docker_engine.remove_image(ref, force=True)
+        if docker_engine.inspect_image(mirrored) is not None:
+            docker_engine.remove_image(mirrored, force=True)

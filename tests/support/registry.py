@@ -70,6 +70,13 @@ class LocalRegistry:
                 return None
             raise
 
+    def access_log(self) -> str:
+        """The server's log (its access lines name every request: ``"GET /v2/.../manifests/..."``)."""
+        try:
+            return (self.root / "registry.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
