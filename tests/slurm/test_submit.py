@@ -66,7 +66,10 @@ def site(docker_engine, standin, slurm_cluster):
         project.mkdir()
         (project / "envman.toml").write_text(f'stack = "{QUERY}"\nname = "slurm-demo"\n'
                                              '[environment]\nNOTE = "$HOME; $(id) \'x\'"\n')
-        yield {"dir": d, "matrix": matrix, "env": env, "project": project, "cluster": slurm_cluster}
+        site = {"dir": d, "matrix": matrix, "env": env, "project": project, "cluster": slurm_cluster}
+        trusted = envman(site, "project", "trust", str(project / "envman.toml"))  # it sets environment variables
+        assert trusted.returncode == 0, trusted.stderr
+        yield site
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
