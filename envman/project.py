@@ -630,17 +630,19 @@ def require_trust(project: ProjectConfig, *, explicit: bool = True) -> None:
     """Refuse ``project`` unless its file is trusted as it is now, or asks for nothing that needs
     trust and is the user's own (:func:`unsafe_reason`). One line lists every ask and the command
     that trusts the file."""
-    from .trust import is_trusted
+    from .trust import records
 
-    if is_trusted(project.real_file, project.digest):
+    record = records().get(project.real_file)
+    if record is not None and record.get("sha256") == project.digest:
         return
     asks = trust_asks(project)
     foreign = unsafe_reason(project.file)
     if not asks and not foreign:
         return
     what = "; ".join(asks) if asks else "nothing beyond a stack"
-    why = f"it is not trusted ({foreign}) and asks for {what}" if foreign else \
-        f"it is not trusted (new or changed since you trusted it) and asks for {what}"
+    state = "changed since you trusted it" if record is not None else "new to you"
+    why = f"it is not trusted ({state}; {foreign}) and asks for {what}" if foreign else \
+        f"it is not trusted ({state}) and asks for {what}"
     raise UserError(why, where=str(project.file),
                     fix=f"read it, then trust it: envman project trust {shlex.quote(str(project.file))}")
 

@@ -813,6 +813,17 @@ class PreflightError(EnvmanError):
         super().__init__(message)
 
 
+def check_project_root(project: ProjectConfig) -> None:
+    """The project root is mounted at /workspace: it may not be a protected path (a project file
+    in a home directory itself, or in /, would hand the container the home or the host)."""
+    from .policy import forbidden_reason
+
+    why = forbidden_reason(str(project.root))
+    if why:
+        raise UserError(f"the project root cannot be mounted at {WORKSPACE}: {why}", where=str(project.file),
+                        fix="keep envman.toml in a directory of its own (e.g. ~/code/PROJECT), not in a home or system directory")
+
+
 def parse_cli_mounts(values: Iterable[str], *, allow_dangerous: bool = False) -> tuple[Mount, ...]:
     from .project import parse_mount
 
@@ -997,6 +1008,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         check_container_name(a.name)
     proj = locate(a.project)
     require_trust(proj)
+    check_project_root(proj)
     if a.gpus is not None and a.gpus.strip().lower() == "slurm":
         from .slurm import allocated_gpus
 
