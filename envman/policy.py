@@ -78,7 +78,7 @@ def protected_paths(environ: Mapping[str, str] | None = None) -> list[Protected]
     out = [Protected(p, "a host system directory") for p in SYSTEM_PATHS]
     for h in _homes():
         out.append(Protected(h, "a home directory", contents=False))
-        out += [Protected(os.path.join(h, c), "credentials") for c in CREDENTIAL_NAMES]
+        out += [Protected(os.path.join(h, c), "a credentials file or folder") for c in CREDENTIAL_NAMES]
     for var in ("DOCKER_HOST", "CONTAINER_HOST"):
         v = env.get(var, "")
         if v.startswith("unix://"):

@@ -491,7 +491,7 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
             fix = ("no file may mount it, trusted or not; if you really mean it, pass it yourself: "
                    "envman run --mount SOURCE:TARGET --allow-dangerous-mount") if from_file else \
                 "add --allow-dangerous-mount if you really mean to give the container this path"
-            raise UserError(f"key {key}: {text!r} is refused: {why}", where=where, fix=fix)
+            raise UserError(f"{'' if key == where else f'key {key}: '}{text!r} is refused: {why}", where=where, fix=fix)
     return Mount(source, target, mode == "ro")
 
 
@@ -527,7 +527,7 @@ def find_project_file(start: str | os.PathLike[str] | None = None) -> Path | Non
         if os.path.lexists(f):
             why = unsafe_reason(f)
             if why:
-                raise UserError(f"found {f} walking up from {cur}, but {why}; it was not used", where="envman",
+                raise UserError(f"found walking up from {cur}, but {why}; it was not used", where=str(f),
                                 fix=f"read it, then name it explicitly and trust it (envman project trust {f}), "
                                     "or create your own envman.toml nearer")
             return f
@@ -592,7 +592,8 @@ def _user_name(uid: int) -> str:
 # --------------------------------------------------------------------------- trust
 
 #: Keys an untrusted project file may use: choosing and building the stack (inside a container,
-#: with no host path but the project, no port, no variable and no command of the file's).
+#: with no host path but the project, no port, no variable and no command of the file's), and
+#: asking for less than the defaults (``gpus = "none"``, a ``shm_size`` no larger than the default).
 UNTRUSTED_KEYS = ("name", "stack", "requirements", "apt")
 
 
@@ -613,10 +614,10 @@ def trust_asks(project: ProjectConfig) -> list[str]:
         asks.append("environment: " + ", ".join(k for k, _ in project.environment))
     if project.command:
         asks.append("command: " + shlex.join(project.command))
-    if project.gpus_set:
-        asks.append(f"gpus: {project.gpus or 'none'}")
-    if project.shm_size is not None:
-        asks.append(f"shm_size: {project.shm_size}")
+    if project.gpus is not None:  # "none" asks for less than the default: no trust needed
+        asks.append(f"gpus: {project.gpus}")
+    if project.shm_size is not None and shm_bytes(project.shm_size) > shm_bytes(default_shm_size()):
+        asks.append(f"shm_size: {project.shm_size} (more than the default {default_shm_size()})")
     return asks
 
 

@@ -85,7 +85,7 @@ def init(
         raise
     trust(project.real_file, project.digest)
     console().print(f"wrote {file} and registered project {project.name} (stack {stack}); run it: envman run {project.name} -- CMD",
-                    markup=False, highlight=False)
+                    markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("add")
@@ -100,7 +100,7 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
     asks = trust_asks(project)
     console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}"
                     + (f" (trusted, it asks for {'; '.join(asks)})" if asks else " (trusted)"),
-                    markup=False, highlight=False)
+                    markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("trust")
@@ -116,7 +116,7 @@ def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or it
     console().print(f"trusted {project.real_file} (sha256 {project.digest[:16]})"
                     + (f"; it asks for {'; '.join(asks)}" if asks else "")
                     + (f"; note: {foreign}, re-check it when it changes" if foreign else ""),
-                    markup=False, highlight=False)
+                    markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("untrust")

@@ -36,6 +36,7 @@ import pytest
 
 from envman.build import SmokeReport, save_report
 from envman.engine import deterministic_tar
+from envman.project import project_identity
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -404,7 +405,8 @@ def test_two_projects_two_cuda_versions_side_by_side(docker_engine, stacks, matr
         a_images = docker_engine.list_images({"envman.project": "envman-test-a"})
         assert len(a_images) == 1
         (a_ref,) = a_images[0].tags
-        assert a_ref.startswith("envman/project-envman-test-a:")
+        # keyed by the registered identity (name + a hash of the real root), not by the name alone
+        assert a_ref.startswith(f"envman/project-{project_identity('envman-test-a', roots['a'])}:")
         labels = a_images[0].labels
         assert labels["envman.managed"] == "true" and labels["envman.name"] == STACKS["torch-0.0.1-cuda11.8"][0]
         b_images = {t for i in docker_engine.list_images({"envman.project": "envman-test-b"}) for t in i.tags}
@@ -416,7 +418,7 @@ def test_two_projects_two_cuda_versions_side_by_side(docker_engine, stacks, matr
         assert r.returncode == 0, r.stderr
         r = run("b", "envman-test-b", "--", "python", "-c", "import envman_hello; print(envman_hello.GREETING)")
         assert r.returncode == 0 and r.stdout.strip() == "hello from the user site", r.stderr
-        home_b = states["other"] / "homes" / "envman-test-b"
+        home_b = states["other"] / "homes" / project_identity("envman-test-b", roots["b"])
         assert {p.stat().st_uid for p in home_b.rglob("*")} == {other}
 
         # Exit codes pass through; a second run of A reuses its image (no build output).

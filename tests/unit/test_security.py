@@ -160,16 +160,19 @@ def write(root: Path, text: str) -> Path:
 
 
 def test_a_file_asking_for_nothing_runs_untrusted(home, tmp_path):
-    f = write(tmp_path / "p", STACK + 'requirements = ["einops"]\napt = ["ffmpeg"]\nname = "x"\n')
+    f = write(tmp_path / "p", STACK + 'requirements = ["einops"]\napt = ["ffmpeg"]\nname = "x"\ngpus = "none"\nshm_size = "1g"\n')
     p = load_project(f)
     assert trust_asks(p) == []
     require_trust(p)  # no error
 
 
 def test_an_untrusted_file_gets_one_refusal_listing_every_ask(home, tmp_path):
+    from envman.project import default_shm_size, shm_bytes
+
+    BIG_SHM = f"{shm_bytes(default_shm_size()) // 1024**2 + 1}m"  # noqa: N806 - more than the default
     (tmp_path / "data").mkdir()
     f = write(tmp_path / "p", STACK + f'mounts = ["{tmp_path}/data:/d"]\nports = [8888]\ncommand = ["python", "x.py"]\n'
-              'gpus = "all"\nshm_size = "1g"\n[environment]\nHF_TOKEN = "hf_supersecretvalue"\nWANDB_MODE = "offline"\n')
+              f'gpus = "all"\nshm_size = "{BIG_SHM}"\n[environment]\nHF_TOKEN = "hf_supersecretvalue"\nWANDB_MODE = "offline"\n')
     p = load_project(f)
     with pytest.raises(UserError) as e:
         require_trust(p)
