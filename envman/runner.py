@@ -356,13 +356,13 @@ def docker_facts() -> DockerFacts:
     """The engine facts of the engine a run will use: ``DOCKER_HOST`` or a Docker context as the
     ``docker`` CLI reads them, else the ``[engine] host`` of config.toml, the Docker socket, or
     this user's rootless Podman socket (see :mod:`envman.engine_select`)."""
-    from .engine_select import DOCKER_SOCKET, config_engine_host, select_engine, socket_path
+    from .engine_select import config_engine_host, select_engine, socket_path
 
     sock = local_socket()
     if os.environ.get("DOCKER_HOST"):
         return DockerFacts(socket=sock, source="DOCKER_HOST")
-    if sock != DOCKER_SOCKET:
-        return DockerFacts(socket=sock, source="docker context")
+    if sock is None:  # a Docker context other than the default: only the CLI knows where it is
+        return DockerFacts(socket=None, source="docker context")
     addr = select_engine(config_host=config_engine_host())
     return DockerFacts(socket=socket_path(addr.url), source=addr.source)
 
