@@ -584,7 +584,9 @@ def job_states(ids: Sequence[str], run: SubmitRunner = _run, since: float | None
         return {}
     user = _user()
     q = run(["squeue", "--noheader", f"--user={user}", "--states=all", "--format=%i|%T|%r"])
-    live = parse_squeue(q.stdout) if q.returncode == 0 else {}
+    if q.returncode != 0:
+        raise EnvmanError(f"squeue failed: {_first_error(q)}", where="envman jobs", fix="check the cluster: scontrol ping")
+    live = parse_squeue(q.stdout)
     states = {i: live[i] for i in ids if i in live and live[i].state in ("PENDING", "RUNNING", "CONFIGURING",
                                                                          "COMPLETING", "SUSPENDED", "REQUEUED")}
     rest = [i for i in ids if i not in states]
@@ -750,7 +752,7 @@ def node_check(target: str, gpus_slurm: bool, matrix_files: Sequence[str] = ()) 
         return []
     gpus = allocated_gpus(os.environ)
 
-    def suggest(s, host, chosen):
+    def suggest(s: Any, host: Any, chosen: Any) -> str | None:
         from .matrix.load import get_matrix
 
         return suggest_stack(get_matrix(matrix_files), s, host, chosen)

@@ -439,3 +439,12 @@ def test_podman_script_runs_envman_run_on_a_private_service_and_cleans_up_on_can
     calls = (tmp_path / "podman.calls").read_text().splitlines()
     assert calls[0].startswith("system service --time=0 unix://") and calls[1] == "rm -f envman-job-78"
     assert not list(tmp_path.glob("tmp.*"))  # the private folder is gone
+
+
+def test_jobs_says_when_the_cluster_does_not_answer():
+    def down(argv):
+        return subprocess.CompletedProcess(argv, 1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")
+
+    with pytest.raises(EnvmanError) as e:
+        job_states(["5"], down)
+    assert e.value.exit_code == 1 and "Unable to contact slurm controller" in e.value.line()
