@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from .errors import EnvmanError, UserError
 from .matrix.model import FrameworkBuild, Matrix
 from .resolve import Stack, resolve_row
+from .stack import DEFAULT_PLATFORM
 
 #: Row results, best first. ``not-buildable`` means "could not be validated on this runner".
 PASS, CPU_ONLY, FAIL, NOT_BUILDABLE = "pass", "cpu-only", "fail", "not-buildable"
@@ -150,13 +151,13 @@ def plan_shards(rows: Sequence[PlanRow], n: int) -> list[Shard]:
 DELETED_BASE_WEIGHT = 0.25
 
 
-def plan_rows(matrix: Matrix, builds: Sequence[FrameworkBuild]) -> list[PlanRow]:
+def plan_rows(matrix: Matrix, builds: Sequence[FrameworkBuild], platform: str = DEFAULT_PLATFORM) -> list[PlanRow]:
     """Rows weighted by expected cost: 1 for a build (its framework install dominates, the shared
     base image is paid once per group), :data:`DELETED_BASE_WEIGHT` on a deleted base."""
     out = []
     for b in builds:
         try:
-            stack = resolve_row(matrix, b)
+            stack = resolve_row(matrix, b, platform)
         except EnvmanError:
             out.append(PlanRow(b.name, UNRESOLVED_GROUP, DELETED_BASE_WEIGHT))
             continue
@@ -398,6 +399,7 @@ class RunOptions:
     hadolint_config: str | None = None
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
     builder: Any = None  # an envman.builder.Builder; None: the engine's classic builder
+    platform: str = DEFAULT_PLATFORM  # the platform every row is resolved and built for
 
 
 def _now() -> str:
@@ -534,7 +536,7 @@ def run_row(
     # validate: the row resolves to a stack and matrix validate has nothing to say about it
     t0 = time.perf_counter()
     try:
-        stack = resolve_row(matrix, build)
+        stack = resolve_row(matrix, build, opts.platform)
     except EnvmanError as exc:
         record("validate", StepResult(FAIL, time.perf_counter() - t0, f"does not resolve: {exc.line()}"))
         _skip_rest(res, "validate", SKIP, "validate failed")

@@ -10,9 +10,10 @@ import typer
 
 from ._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    BuilderOpt, builder_preference, network_options,
+    BuilderOpt, builder_preference, network_options, platform_option,
 )
 from ._out import console, emit_json, plain, tagged
+from ..stack import DEFAULT_PLATFORM
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,13 +22,18 @@ RowsOpt = Annotated[Optional[list[str]], typer.Option("--rows", help="Only these
 ChangedOpt = Annotated[Optional[str], typer.Option("--changed-since", help="Only rows whose render changed since this git ref (new rows count as changed).")]
 
 
-def _selection(framework: str | None, rows: list[str] | None, changed_since: str | None):
+PlatformOpt = Annotated[Optional[str], typer.Option("--platform", help="Only the rows with wheels for this platform, resolved and built for it: linux/amd64 (default) or linux/arm64.", show_default=False)]
+
+
+def _selection(framework: str | None, rows: list[str] | None, changed_since: str | None, platform: str | None = None):
     """(matrix, builds, change set or None) for the selection options shared by plan and run."""
     from ..ci import changed_rows, select_builds, split_names
+    from ..stack import DEFAULT_PLATFORM
     from . import get_matrix
 
     m = get_matrix()
     builds = select_builds(m, framework=framework, rows=split_names(rows) or None)
+    builds = [b for b in builds if (platform or DEFAULT_PLATFORM) in b.platforms]
     changes = None
     if changed_since is not None:
         changes = changed_rows(m, changed_since, builds=builds)
@@ -41,6 +47,7 @@ def plan(
     framework: FrameworkOpt = None,
     rows: RowsOpt = None,
     changed_since: ChangedOpt = None,
+    platform: PlatformOpt = None,
     shards: Annotated[int, typer.Option("--shards", "-n", min=1, max=1000, help="Number of shards (CI jobs).")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="The full plan as JSON (the default).")] = False,
     github: Annotated[bool, typer.Option("--github", help="One line of strategy.matrix JSON for GitHub Actions.")] = False,
@@ -55,8 +62,9 @@ def plan(
     if as_json and (github or fmt == "github"):
         raise UserError("--json and --github contradict each other", where="envman ci plan", fix="give one of them")
     fmt = "github" if github or fmt == "github" else "json"
-    m, builds, changes = _selection(framework, rows, changed_since)
-    shard_list = plan_shards(plan_rows(m, builds), shards)
+    plat = platform_option(platform)
+    m, builds, changes = _selection(framework, rows, changed_since, plat)
+    shard_list = plan_shards(plan_rows(m, builds, plat or DEFAULT_PLATFORM), shards)
     if fmt == "github":
         import json
         import sys
@@ -68,6 +76,7 @@ def plan(
         "rows": len(builds),
         "framework": framework,
         "changed_since": changed_since,
+        "platform": plat or DEFAULT_PLATFORM,
         "changed": None if changes is None else {"rows": changes.changed, "new": changes.new, "notes": changes.notes},
         "include": [
             {"shard": s.label, "index": s.index, "rows": " ".join(s.rows), "count": len(s.rows),
@@ -83,6 +92,7 @@ def run(
     framework: FrameworkOpt = None,
     rows: RowsOpt = None,
     changed_since: ChangedOpt = None,
+    platform: PlatformOpt = None,
     report: Annotated[Path, typer.Option("--report", help="Directory for results.json, junit.xml, summary.md, Dockerfiles and build logs.")] = Path("envman-report"),
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="CUDA rows must pass their smoke test on a GPU; with no GPU here they are not-buildable.")] = False,
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="A cpu-only smoke result (no GPU here) does not fail the run; such images are promoted.")] = False,
@@ -105,12 +115,13 @@ def run(
     from ..ci import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
     from ..engine import Engine
 
-    m, builds, _ = _selection(framework, rows, changed_since)
+    plat = platform_option(platform) or DEFAULT_PLATFORM
+    m, builds, _ = _selection(framework, rows, changed_since, plat)
     label = None
     if shard is not None:
         i, n = parse_shard(shard)
         label = f"{i}/{n}"
-        mine = plan_shards(plan_rows(m, builds), n)[i - 1]
+        mine = plan_shards(plan_rows(m, builds, plat), n)[i - 1]
         order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
         builds = sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
     if not builds:  # an empty shard, or nothing changed: nothing needs an engine
@@ -127,7 +138,7 @@ def run(
     builder_pref = builder_preference(builder)
     opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
-                      smoke_timeout=smoke_timeout)
+                      smoke_timeout=smoke_timeout, platform=plat)
     err = console(stderr=True)
     err.print(f"envman ci run: {len(builds)} rows" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)

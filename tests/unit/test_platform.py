@@ -364,3 +364,29 @@ def test_shipped_matrix_has_arm64_stacks_that_resolve():
         assert "linux/arm64" in img.platforms
     with pytest.raises(ResolveError, match="has no linux/arm64 build"):
         resolve(m, "torch-1.0-cuda10-arm64")
+
+
+def test_ci_plan_platform_selects_and_resolves_only_rows_with_that_platform(tmp_path):
+    (tmp_path / "fw.toml").write_text(BUILDS)
+    (tmp_path / "img.toml").write_text(OVERLAY)
+    files = [tmp_path / "img.toml", tmp_path / "fw.toml"]
+    r = _cli(["ci", "plan", "--platform", "linux/arm64"], files)
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["platform"] == "linux/arm64"
+    rows = " ".join(s["rows"] for s in plan["include"]).split()
+    m = load_matrix(files)  # the CLI loads the shipped matrix plus ENVMAN_MATRIX files
+    arm_rows = {b.name for b in m.builds if "linux/arm64" in b.platforms}
+    assert set(rows) == arm_rows and "torch-2.4.1-cuda12.4" in rows and "torch-2.5.0-cuda12.4" not in rows
+    r = _cli(["ci", "plan"], files)
+    all_rows = " ".join(s["rows"] for s in json.loads(r.stdout)["include"]).split()
+    assert "torch-2.5.0-cuda12.4" in all_rows and len(all_rows) == len(m.builds)
+
+
+def test_ci_run_row_resolves_for_the_run_platform(arm):
+    from envman.ci import RunOptions, plan_rows
+
+    b = next(b for b in arm.builds if str(b.version) == "2.4.1" and b.variant == "cu124")
+    (row,) = plan_rows(arm, [b], "linux/arm64")
+    assert row.group == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert RunOptions(platform="linux/arm64").platform == "linux/arm64"
