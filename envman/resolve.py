@@ -137,6 +137,8 @@ def _pick_image(
                 fix="choose one of " + ", ".join(str(p) for p in build.python),
             )
         what = f"CUDA {build.cuda} {wanted[0]}" if build.cuda else "CPU"
+        if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
+            what += f" (cuDNN {build.cudnn.split('.')[0]})"
         on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
         raise ResolveError(
             f"no {what} base image{on} in the matrix for {build.name}",
