@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import EnvmanError, UserError
 from .index import (
-    Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, project_url,
+    Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, normalize, project_url,
     read_wheel_metadata,
 )
 from .model import FrameworkBuild, Matrix
@@ -107,7 +107,10 @@ class _Ctx:
         if key not in self._pages:
             self.progress(f"reading {project_url(index, project)}")
             page = fetch_project(self.http, index, project)
-            self._pages[key] = [f for f in page.files if f.filename.endswith(".whl") and not f.yanked]
+            # Only this project's wheels: a page listing another project's file must not turn its
+            # version into a release of this one.
+            self._pages[key] = [f for f in page.files if f.filename.endswith(".whl") and not f.yanked
+                                and normalize(f.filename.split("-", 1)[0]) == normalize(project)]
         return self._pages[key]
 
     def page_url(self, project: str, index: str | None = None) -> str:

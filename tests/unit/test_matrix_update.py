@@ -197,6 +197,10 @@ def _torch_index(srv: IndexServer, *, variants: bool = False) -> None:
             w, _ = make_wheel(name, reqs, requires_python=">=3.11")
             srv.add("/f/" + name, w)
             files.append({"filename": name, "url": "../../f/" + name, "hashes": {}, "upload-time": "2026-11-01T10:00:00Z"})
+    # a foreign wheel on the page must not become a torch release
+    w, _ = make_wheel("evil-9.9.9-cp312-cp312-manylinux_2_28_x86_64.whl", ["cuda-toolkit==13.0.2"])
+    srv.add("/f/evil.whl", w)
+    files.append({"filename": "evil-9.9.9-cp312-cp312-manylinux_2_28_x86_64.whl", "url": "/f/evil.whl", "hashes": {}})
     srv.add("/simple/torch/", json.dumps({"files": files}), "application/vnd.pypi.simple.v1+json")
     tv = f"torchvision-{TV_V}-py3-none-manylinux_2_28_x86_64.whl"
     w, meta = make_wheel(tv, ["numpy", f"torch (>={TORCH_V})"], requires_python=">=3.12")
