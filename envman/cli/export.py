@@ -52,6 +52,14 @@ def _local_run_image(project, stack) -> str:
         return build_project_image(engine, project, stack.name, base["Id"])
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the current directory when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _say(line: str) -> None:
     typer.echo(line, err=True)  # plain text: paths and names are printed as they are
 
@@ -129,7 +137,7 @@ def devcontainer_cmd(
         return
     folder = Path(output) if output else proj.root / ".devcontainer"
     written = write_output({folder / "devcontainer.json": text, folder / "Dockerfile": dockerfile}, str(folder), force=force)
-    _say(f"wrote {', '.join(str(p) for p in written)} (image {x.image})")
+    _say(f"wrote {', '.join(_shown(p) for p in written)} (image {x.image})")
 
 
 @app.command("compose")
@@ -143,16 +151,15 @@ def compose_cmd(
 
     from ..errors import UserError
     from ..export import compose, compose_service, k8s_name, to_yaml, write_output
-    from ..project import home_dir
+    from ..project import prepare_home
 
     services = {}
     for target in projects:
-        _proj, x = _inputs(target)
+        proj, x = _inputs(target)
         name = k8s_name(x.project, what="compose service name")
         if name in services:
             raise UserError(f"project {x.project} is given twice (or two names make service {name})", where="envman export compose")
-        home = home_dir(x.project)
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        home = prepare_home(proj)  # the HOME envman run mounts for this project
         services[name] = compose_service(x, uid=os.getuid(), gid=os.getgid(), home=str(home.resolve()))
     dest = output or "compose.yaml"
     write_output({Path(dest): to_yaml(compose(services))}, dest, force=force)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._out import console, emit_json
+from ._out import emit_json
 
 Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.")]
 RegistryOpt = Annotated[Optional[str], typer.Option("--registry", help="HOST[:PORT][/PREFIX] (default: [registry] default in config.toml).", show_default=False)]
@@ -60,9 +60,7 @@ def push(
     if as_json:
         emit_json(pushed.__dict__)
         return
-    from rich.markup import escape
-
-    console(stderr=True).print(f"pushed {escape(stack.name)} (smoke: {escape(pushed.smoke)}) to {escape(str(reg))}")
+    typer.echo(f"pushed {stack.name} (smoke: {pushed.smoke}) to {reg}", err=True)
     typer.echo(pushed.ref)
 
 
@@ -85,10 +83,7 @@ def pull(
     if as_json:
         emit_json(pulled.__dict__)
         return
-    from rich.markup import escape
-
-    console(stderr=True).print(f"pulled {escape(pulled.ref)} (smoke: {escape(pulled.smoke)}); "
-                               f"promoted as envman/{escape(stack.name)}:latest")
+    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}); promoted as envman/{stack.name}:latest", err=True)
     typer.echo(pulled.ref)
 
 

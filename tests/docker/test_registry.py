@@ -162,8 +162,8 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         # A project on that stack runs on host b...
         proj = tmp_path / "proj"
         proj.mkdir()
-        (proj / "envman.toml").write_text(f'stack = "{STACK}"\nname = "envman-test-pull"\ngpus = "none"\n')
-        hello = ["run", str(proj), "--", "sh", "-c", "echo hello-from-the-pulled-image"]
+        (proj / "envman.toml").write_text(f'stack = "{STACK}"\nname = "envman-test-pull"\n')
+        hello = ["run", str(proj), "--no-gpu", "--", "sh", "-c", "echo hello-from-the-pulled-image"]
         r = envman(matrix, hosts["b"], *hello)
         assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
 
