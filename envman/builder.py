@@ -335,11 +335,15 @@ def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli
     if preference == "classic":
         return ClassicBuilder(engine)
     found = find_buildkit_cli() if cli is False else cli
-    engine_ok = engine_has_buildkit(engine.info())
+    podman = bool(getattr(engine, "is_podman", False))  # its Docker API has no BuildKit sessions
+    engine_ok = not podman and engine_has_buildkit(engine.info())
     if found is not None and engine_ok:
         return BuildKitBuilder(found, engine.url)
     if preference == "auto":
         return ClassicBuilder(engine)
+    if podman:
+        raise UserError("--builder buildkit: the engine is Podman, whose Docker API builds with its own (classic) builder",
+                        where="--builder", fix="pass --builder classic (or auto) with Podman")
     why = "the engine does not serve BuildKit (Engine API 1.39+ on Linux)" if not engine_ok else \
         "no docker CLI here builds with BuildKit (no buildx plugin, and every docker CLI is 23.0 or newer)"
     raise UserError(f"--builder buildkit: {why}", where="--builder", fix=BUILDKIT_FIX if engine_ok else

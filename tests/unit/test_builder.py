@@ -180,6 +180,11 @@ def test_select_builder_auto_buildkit_classic():
         assert "\n" not in info.value.line() and "--builder" in info.value.line()
     with pytest.raises(UserError, match="unknown builder"):
         select_builder(InfoEngine(), "kaniko", cli=cli)
+    podman = InfoEngine()
+    podman.is_podman = True  # type: ignore[attr-defined]
+    assert select_builder(podman, "auto", cli=cli).kind == "classic"
+    with pytest.raises(UserError, match="Podman"):
+        select_builder(podman, "buildkit", cli=cli)
     assert not engine_has_buildkit({"api_version": "1.41", "os": "Windows Server 2022"})
     assert not engine_has_buildkit({"api_version": "garbage"})
 
