@@ -37,7 +37,7 @@ kind = "framework"
 framework = "torch"
 
 [[build]]
-version = "2.13.0"
+version = "13.0.13"
 variant = "cpu"
 python = ["3.11"]
 packages = [{packages}]
@@ -45,6 +45,9 @@ source = ["test fixture: a small stack for the builder tests"]
 status = "confirmed"
 """
 PACKAGES = ('"six==1.17.0"', '"requests==2.32.3"')
+#: A version no other test builds: the docker tests of whole stacks remove every test image of
+#: their stack names when they start and end, and may run at the same time as these.
+STACK = "torch-13.0.13-cpu"
 #: Debian's python3-venv ships ensurepip's wheels here (package python3-pip-whl): OS files that
 #: `python -m venv` needs, in every image with a distribution Python, whatever the builder.
 DISTRO_WHEELS = "usr/share/python-wheels/"
@@ -85,7 +88,7 @@ def env(tmp_path_factory, docker_engine, standin):
     user, scheme_rest = "envman-test", pip_index_url().split("://", 1)
     index = f"{scheme_rest[0]}://{user}:{token}@{scheme_rest[1]}"
     matrix = write_matrix(tmp / "m.toml", *PACKAGES)
-    stack = resolve(load_matrix([matrix]), "torch-2.13.0-cpu")
+    stack = resolve(load_matrix([matrix]), STACK)
     standin(stack.base_image)
     built: list[str] = []
     state = tmp / "state"
@@ -178,7 +181,7 @@ def test_a_rebuild_after_a_pin_change_succeeds_from_the_caches_with_no_network(b
     bk, _ = both
     idna = next(p for p in pip_freeze(docker_engine, bk.ref) if p.startswith("idna=="))
     matrix = write_matrix(env["tmp"] / "pin.toml", '"six==1.17.0"', f'"{idna}"')
-    stack = resolve(load_matrix([matrix]), "torch-2.13.0-cpu")
+    stack = resolve(load_matrix([matrix]), STACK)
     chosen = select_builder(docker_engine, "buildkit")
     assert isinstance(chosen, BuildKitBuilder)
     offline = BuildKitBuilder(chosen.cli, chosen.host, network="none")
