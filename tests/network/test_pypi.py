@@ -57,3 +57,13 @@ def test_update_dry_run_against_pypi_agrees_with_the_wheels(tmp_path) -> None:
     assert rows, f"onnxruntime {v} is neither shipped nor written ({summary})"
     assert rows[0]["cuda"].split(".")[0] == str(pins.cuda_major)
     assert pins.cudnn is None or rows[0]["cudnn"].split(".")[0] == pins.cudnn.value.split(".")[0]
+
+
+def test_check_runs_against_pypi(tmp_path) -> None:
+    env = {**os.environ, "ENVMAN_CONFIG_DIR": str(tmp_path)}
+    env.pop("ENVMAN_MATRIX", None)
+    p = subprocess.run([sys.executable, "-m", "envman", "matrix", "update", "--check", "--json", "--no-torch-index"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode in (0, 1), p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["behind"] == (p.returncode == 1) and summary["requests"] >= 4
