@@ -500,7 +500,9 @@ def _print_doctor(report: dict) -> None:
     h, e = report["host"], report["engine"]
     c.print(f"host    {h['summary']}", markup=False, highlight=False, soft_wrap=True)
     if e["reachable"]:
-        mech = {"runtime": "GPUs through the NVIDIA runtime", "cdi": "GPUs through CDI"}.get(e.get("gpu_mechanism") or "", "no NVIDIA runtime or CDI: no GPUs in containers")
+        none = ("no nvidia.com/gpu CDI spec in /etc/cdi or /var/run/cdi: no GPUs in containers"
+                if e.get("engine") == "podman" else "no NVIDIA runtime or CDI: no GPUs in containers")
+        mech = {"runtime": "GPUs through the NVIDIA runtime", "cdi": "GPUs through CDI"}.get(e.get("gpu_mechanism") or "", none)
         name = "Podman" if e.get("engine") == "podman" else "Docker"
         mode = "rootless" if e.get("rootless") else "rootful"
         where = f" at {e['url']}" if e.get("url") else ""
