@@ -282,3 +282,34 @@ def test_yaml_round_trips_json_like_documents():
 def test_devcontainer_refuses_values_its_tools_would_substitute():
     with pytest.raises(UserError, match=r"contains '\$\{'"):
         devcontainer(_input(environment=(("A", "${localEnv:HOME}"),)))
+
+
+def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "envman.toml").write_text('stack = "torch-2.4-cuda12.4"\nname = "p"\ncommand = ["python", "t.py"]\n'
+                                      '[environment]\nGH_TOKEN = "ghp_secret"\n')
+    env = {**os.environ, "ENVMAN_CONFIG_DIR": str(tmp_path / "cfg"), "ENVMAN_STATE_DIR": str(tmp_path / "state")}
+    image = f"reg.example:5000/envman/x@{DIGEST}"
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "envman", "export", "k8s", str(proj), *args], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120)
+
+    r = run("--image", image, "--gpus", "1", "--runtime-class", "nvidia", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    job = yaml.safe_load(r.stdout)
+    _validate(job)
+    assert "ghp_secret" not in r.stdout and "GH_TOKEN" in r.stderr
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    for args, match in ((("--image", "reg.example/x:latest"), "not pinned by digest"),
+                        (("--image", image, "--runtime-class", "Bad Name"), "RuntimeClass"),
+                        (("--image", image, "--uid", "0"), "non-root")):
+        r = run(*args)
+        assert r.returncode == 2 and match in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = run()  # nothing pushed, no registry: says how to get a digest
+    assert r.returncode == 2 and "envman push" in r.stderr, r.stderr
