@@ -132,7 +132,7 @@ def show(
 @app.command("explain")
 def explain(
     name: Annotated[str, typer.Argument(help="Stack name", autocompletion=complete_stack)],
-    driver: Annotated[str, typer.Option("--driver", help="Host NVIDIA driver version, e.g. 535.104.05")],
+    driver: Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version, e.g. 535.104.05 (default: this host's).", show_default=False)] = None,
     sm: Annotated[Optional[str], typer.Option("--sm", help="GPU compute capability, e.g. 8.6 or sm_86")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU name from the matrix, e.g. 'RTX 3090', a100", autocompletion=complete_gpu)] = None,
     as_json: JsonOpt = False,
@@ -149,6 +149,8 @@ def explain(
     m = get_matrix()
     if (sm is None) == (gpu is None):
         raise UserError("give exactly one of --sm and --gpu", where="matrix explain", fix="e.g. --sm 8.6 or --gpu a100")
+    if driver is None:
+        driver = _host_driver()
     try:
         drv = DriverVersion.parse_option(driver)
     except ValueError as exc:
@@ -169,15 +171,40 @@ def explain(
         arch = g.cc
     stack = resolve(m, name)
     v = verdict(stack, drv, arch)
+    alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
     if as_json:
-        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch)})
+        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative})
     else:
         c = console()
         colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
         c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
         for r in v.reasons:
             c.print(f"  - {r}", markup=False)
+        if not v.runs:
+            c.print(f"  compatible: {alternative}" if alternative else
+                    f"  no {stack.framework} build in the matrix runs there", markup=False)
     raise typer.Exit(0 if v.runs else 1)
+
+
+def _host_driver() -> str:
+    """This host's NVIDIA driver version, for ``explain`` without ``--driver``."""
+    from ..errors import UserError
+    from ..host import detect
+
+    host = detect()
+    if not host.driver:
+        raise UserError(f"no NVIDIA driver on this host to read ({host.note or 'none found'})", where="matrix explain",
+                        fix="give --driver VERSION, e.g. --driver 535.104.05")
+    return host.driver
+
+
+def _compatible_build(m, stack, driver: str, cc: str) -> str | None:
+    """A build of the same framework that runs with ``driver`` on a GPU of capability ``cc``."""
+    from ..host import what_if
+    from ..runner import suggest_stack
+
+    host = what_if(driver, cc)
+    return suggest_stack(m, stack, host, host.gpus)
 
 
 @app.command("validate")
