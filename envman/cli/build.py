@@ -196,18 +196,32 @@ def images(as_json: JsonOpt = False) -> None:
     from ..engine import Engine
 
     with Engine.connect() as engine:
-        rows = list_envman_images(engine)
+        rows = [own_tags(r) for r in list_envman_images(engine)]
+    rows.sort(key=lambda r: (r.project or r.stack, -r.created))
     if as_json:
         emit_json([{**r.__dict__, "tags": list(r.tags)} for r in rows])
         return
     from rich.table import Table
 
-    t = Table("stack", "tag", "size", "smoke", "stable", "created", box=None, pad_edge=False)
+    t = Table("name", "tag", "size", "smoke", "stable", "created", box=None, pad_edge=False)
     for r in rows:
         when = datetime.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
-        t.add_row(*map(plain, (r.stack, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",
-                               f"{r.size / 1e6:.0f} MB", r.smoke, "yes" if r.stable else "", when)))
+        name = f"{r.project} (project, on {r.stack})" if r.project else r.stack
+        smoke = "-" if r.project else r.smoke  # a project image is not smoke-tested itself
+        t.add_row(*map(plain, (name, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",
+                               f"{r.size / 1e6:.0f} MB", smoke, "yes" if r.stable else "", when)))
     console().print(t)
+
+
+def own_tags(row):
+    """``row`` with only envman's own tags (``envman/...``): another tag someone put on the same
+    image is not envman's to list, nor what makes it stable."""
+    from dataclasses import replace
+
+    from ..state import REPO_PREFIX, STABLE_TAG
+
+    tags = tuple(t for t in row.tags if t.startswith(REPO_PREFIX))
+    return replace(row, tags=tags, stable=any(t.endswith(":" + STABLE_TAG) for t in tags) and not row.project)
 
 
 def prune(

@@ -328,3 +328,16 @@ def test_explain_names_a_compatible_build_and_reads_the_host_driver(tmp_path):
         assert host.returncode == 2 and host.stderr.count("\n") == 1 and "--driver" in host.stderr
     else:
         assert host.returncode in (0, 1) and "on driver" in host.stdout
+
+
+def test_images_lists_own_tags_and_project_names():
+    from envman.build import ImageRow
+    from envman.cli.build import own_tags
+
+    r = own_tags(ImageRow("torch-2.4.1-cuda12.4-py3.10", ("envman/torch-2.4.1-cuda12.4-py3.10:latest", "me/x:latest"),
+                          "sha256:1", 1, 0, True, "pass"))
+    assert r.tags == ("envman/torch-2.4.1-cuda12.4-py3.10:latest",) and r.stable
+    foreign = own_tags(ImageRow("s", ("envman/s:abc", "someone/s:latest"), "sha256:2", 1, 0, True, "pass"))
+    assert foreign.tags == ("envman/s:abc",) and not foreign.stable  # a foreign :latest is not the stable tag
+    proj = own_tags(ImageRow("s", ("envman/project-alpha:0123",), "sha256:3", 1, 0, False, "untested", project="alpha"))
+    assert proj.project == "alpha" and proj.tags == ("envman/project-alpha:0123",)
