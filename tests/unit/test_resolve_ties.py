@@ -490,3 +490,44 @@ def test_suggestions_are_at_most_five(mini):
         resolve(m, "torch-9.9")
     names = e.value.fix.removeprefix("closest valid names: ").removesuffix(" (all: envman matrix ls)").split(", ")
     assert names == ["torch-2.4.5-cpu", "torch-2.4.4-cpu", "torch-2.4.3-cpu", "torch-2.4.2-cpu", "torch-2.4.1-cpu"]
+
+
+# --- images skipped for one reason must not hide later candidates ---------------------------------
+
+def test_an_image_without_the_platform_does_not_hide_a_later_one(mini):
+    amd = replace(img("12.4.1-base-ubuntu22.04", os_name="ubuntu22.04"), repository="nvidia/cuda")
+    both = replace(img("12.4.1-base-ubuntu22.04", repository="nvidia/cudb"), platforms=("linux/amd64", "linux/arm64"),
+                   platform_source=("t",))
+    m = only_images(mini, amd, both)
+    m = replace(m, builds=tuple(replace(b, platforms=("linux/amd64", "linux/arm64"), platform_source=("t",))
+                                if b.name == "torch-2.4.1-cuda12.4" else b for b in m.builds))
+    assert resolve(m, "torch-2.4-cuda12", platform="linux/arm64").base_image == both.ref
+
+
+def _system_cudnn(mini, needed: str, *images):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", system_cudnn=True, cudnn=needed)
+    return only_images(m, *images)
+
+
+def test_system_cudnn_takes_the_image_whose_major_fits(mini):
+    # c8 would win every tie-break (its reference sorts last): only the cuDNN major rules it out
+    c8 = img("12.4.1-cudnn-runtime-ubuntu22.04", flavour="cudnn-runtime", cudnn="8", repository="nvidia/cudz")
+    c9 = img("12.4.1-cudnn-runtime-ubuntu22.04", flavour="cudnn-runtime", cudnn="9")
+    for order in ((c8, c9), (c9, c8)):
+        s = resolve(_system_cudnn(mini, "9.1.0", *order), "torch-2.4-cuda12")
+        assert s.base_image == c9.ref and s.cudnn == "9.1.0"
+
+
+def test_system_cudnn_refuses_an_image_of_another_major(mini):
+    c8 = img("12.4.1-cudnn-runtime-ubuntu22.04", flavour="cudnn-runtime", cudnn="8")
+    with pytest.raises(ResolveError, match="no CUDA 12.4 cudnn-runtime base image"):
+        resolve(_system_cudnn(mini, "9.1.0", c8), "torch-2.4-cuda12")
+    # an image of the right major is fine, whatever the minor the build names
+    assert resolve(_system_cudnn(mini, "8.9.7", c8), "torch-2.4-cuda12").base_image == c8.ref
+
+
+def test_without_system_cudnn_the_image_cudnn_does_not_matter(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", cudnn="9.1.0")
+    c8 = img("12.4.1-cudnn-devel-ubuntu22.04", flavour="cudnn-devel", cudnn="8")
+    m = replace(m, images=m.images + (c8,))
+    assert resolve(m, "torch-2.4-cuda12-cudnn-devel").base_image == c8.ref
