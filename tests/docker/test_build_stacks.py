@@ -74,8 +74,11 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     assert probe["python"].startswith("3.11")  # not Ubuntu 22.04's default 3.10: provisioned by envman
     fw = next(c for c in probe["checks"] if c["name"] == "framework")
     assert fw["status"] == "pass", fw
-    # the stable tag points at the smoke-tested image
-    assert docker_engine.inspect_image("envman/torch-2.13.0-cpu-py3.11:latest")["Id"] == first["image_id"]
+    # the stable tag points at the image that carries the verdict of the smoke-tested candidate
+    stable = "envman/torch-2.13.0-cpu-py3.11:latest"
+    labels = docker_engine.inspect_image(stable)["Config"]["Labels"]
+    assert labels["envman.smoke.image"] == first["image_id"] and labels["envman.smoke.status"] == "pass"
+    promoted_id = docker_engine.inspect_image(stable)["Id"]
 
     second = json.loads(envman(state, *args, check=0).stdout)[0]
     assert second["cached"] and second["image_id"] == first["image_id"]
@@ -84,10 +87,11 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     assert {k: v for k, v in third.items() if k != "build_seconds"} == {
         k: v for k, v in second.items() if k != "build_seconds"}
     # ... until something it stood on changes: without the stable tag, the full path promotes again.
-    stable = "envman/torch-2.13.0-cpu-py3.11:latest"
     docker_engine.remove_image(stable)
     fourth = json.loads(envman(state, *args, check=0).stdout)[0]
-    assert fourth["cached"] and fourth["promoted"] and docker_engine.inspect_image(stable)["Id"] == first["image_id"]
+    assert fourth["cached"] and fourth["promoted"]
+    assert docker_engine.inspect_image(stable)["Config"]["Labels"]["envman.smoke.image"] == first["image_id"]
+    assert promoted_id
 
 
 def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, wheelhouse, ca_bundle, state):
