@@ -17,11 +17,14 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     """The project, its effective settings and stack, as an ExportInput (image: given, or the
     local run image when ``need_local_image``)."""
     from ..export import ExportInput
-    from ..project import CliOverrides, load_user_config, locate, merge_settings
+    from ..project import CliOverrides, load_user_config, locate, merge_settings, require_trust
     from ..runner import stack_resolver
     from . import STATE
 
     project = locate(target)
+    # An export carries the file's mounts, ports, variables and command to another tool: the
+    # same trust as a run.
+    require_trust(project)
     resolve_name = stack_resolver(STATE.matrix_files)
     settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
     stack = resolve_name(settings.stack)

@@ -301,6 +301,13 @@ def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
                               text=True, env=env, cwd=tmp_path, timeout=120)
 
     r = run("--image", image, "--gpus", "1", "--runtime-class", "nvidia", "-o", "-")
+    # a file new to this user, asking for a command and variables, is refused until trusted
+    assert r.returncode == 2 and "not trusted" in r.stderr and "envman project trust" in r.stderr, r.stderr
+    assert r.stdout == ""
+    t = subprocess.run([sys.executable, "-m", "envman", "project", "trust", str(proj / "envman.toml")],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert t.returncode == 0, t.stderr
+    r = run("--image", image, "--gpus", "1", "--runtime-class", "nvidia", "-o", "-")
     assert r.returncode == 0, r.stderr
     job = yaml.safe_load(r.stdout)
     _validate(job)
