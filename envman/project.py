@@ -988,9 +988,14 @@ def project_repository(project: ProjectConfig) -> str:
     return f"envman/project-{project.identity}"
 
 
-def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str) -> str:
+def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Any = None) -> str:
     """apt layer, then requirements layer, on the stack's promoted image (pinned by id, so the
-    tag moving during a build cannot mix two bases)."""
+    tag moving during a build cannot mix two bases). With ``lock`` (an
+    ``envman.lockfile.Lock`` that matches), the requirements layer installs exactly its pins
+    with ``--require-hashes`` and checks that it names nothing the requirements do not need;
+    without, it resolves and leaves pip's install report for the next lock."""
+    from .lockfile import REPORT_PATH
+
     lines = [
         f"# envman project image for {project.name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",
         f"FROM {base_image_id}",
@@ -1003,19 +1008,44 @@ def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: s
             + " ".join(project.apt)
             + " \\\n && rm -rf /var/lib/apt/lists/*"
         )
-    if project.requirements.strip():
+    pip = f"{VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check"
+    if project.requirements.strip() and lock is not None:
+        lines += [
+            "COPY requirements.txt envman.lock.txt lockcheck.py /opt/envman/project/",
+            f"RUN {pip} --require-hashes -r /opt/envman/project/envman.lock.txt \\\n"
+            f" && {VENV_PYTHON} /opt/envman/project/lockcheck.py /opt/envman/project/requirements.txt"
+            " /opt/envman/project/envman.lock.txt",
+        ]
+    elif project.requirements.strip():
         lines += [
             "COPY requirements.txt /opt/envman/project/requirements.txt",
-            f"RUN {VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check "
-            "-r /opt/envman/project/requirements.txt",
+            f"RUN {pip} --report {REPORT_PATH} -r /opt/envman/project/requirements.txt",
         ]
     return "\n".join(lines) + "\n"
 
 
-def project_context(project: ProjectConfig, stack_name: str, base_image_id: str) -> dict[str, bytes]:
-    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id).encode()}
+def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Any:
+    """The project's ``envman.lock`` when it matches its requirements and this stack image, else
+    None (the build re-resolves and rewrites it)."""
+    from .lockfile import read_lock, usable
+
+    if not project.requirements.strip():
+        return None
+    lock = read_lock(project.root)
+    return lock if usable(lock, project.requirements, stack_name, base_image_id) else None
+
+
+def project_context(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> dict[str, bytes]:
+    """The build context; ``relock`` ignores the project's lock (``envman lock --upgrade``)."""
+    from .lockfile import CLOSURE_CHECK
+
+    lock = None if relock else project_lock(project, stack_name, base_image_id)
+    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock).encode()}
     if project.requirements.strip():
         files["requirements.txt"] = project.requirements.encode()
+    if lock is not None:
+        files["envman.lock.txt"] = lock.requirements_text().encode()
+        files["lockcheck.py"] = CLOSURE_CHECK.encode()
     return files
 
 
@@ -1028,11 +1058,11 @@ def project_image_hash(files: Mapping[str, bytes]) -> str:
     return h.hexdigest()
 
 
-def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: str) -> str:
+def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> str:
     """``envman/project-<name>:<hash>``: the hash covers the recipe, the base image id, the apt
-    packages and the requirements, so any change gives a new tag and an unchanged project reuses
-    its image."""
-    digest = project_image_hash(project_context(project, stack_name, base_image_id))
+    packages, the requirements and the lock in use, so any change gives a new tag and an
+    unchanged project reuses its image."""
+    digest = project_image_hash(project_context(project, stack_name, base_image_id, relock=relock))
     return f"{project_repository(project)}:{digest[:16]}"
 
 
@@ -1085,10 +1115,14 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
 
 
 def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
-                        on_event: Callable[[Any], None] | None = None, nocache: bool = False, builder=None) -> str:
+                        on_event: Callable[[Any], None] | None = None, nocache: bool = False, builder=None,
+                        relock: bool = False) -> str:
     """Build (or reuse) the project image on ``engine`` (an ``envman.engine.Engine``); its ref.
 
-    ``builder`` (an ``envman.builder.Builder``) runs the build; by default the classic one."""
+    A build that resolved the requirements (no matching lock, or ``relock``) writes
+    ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
+    next run reuses it. ``builder`` (an ``envman.builder.Builder``) runs the build; by default
+    the classic one."""
     from .builder import ClassicBuilder, from_image_id
 
     from filelock import FileLock
@@ -1097,25 +1131,53 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     from .engine import deterministic_tar
     from .errors import BuildError
 
-    files = project_context(project, stack_name, base_image_id)
-    ref = project_image_ref(project, stack_name, base_image_id)
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
-        if not nocache and engine.inspect_image(ref) is not None:
+        files = project_context(project, stack_name, base_image_id, relock=relock)
+        ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
+        if not nocache and not relock and engine.inspect_image(ref) is not None:
             return ref
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
             with from_image_id(engine, run, files, base_image_id) as buildable:
                 for ev in run.build(deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
-                                    nocache=nocache):
+                                    nocache=nocache or relock):
                     if on_event:
                         on_event(ev)
         except BuildError as exc:
             raise BuildError(
                 f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
-                where=str(project.file), fix="check the apt packages and requirements in the file (log tail above)",
+                where=str(project.file), fix="check the apt packages, requirements and envman.lock (log tail above)",
             ) from None
+        if project.requirements.strip() and "envman.lock.txt" not in files:
+            ref = record_lock(engine, project, stack_name, base_image_id, ref)
     return ref
+
+
+def record_lock(engine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:
+    """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
+    image under the ref the lock gives; that ref."""
+    from .errors import BuildError
+    from .lockfile import REPORT_PATH, make_lock, pins_from_report, write_lock
+
+    res = engine.run(ref, ["cat", REPORT_PATH], network="none", timeout=120)
+    try:
+        report = json.loads(res.stdout) if res.exit_code == 0 else None
+    except ValueError:
+        report = None
+    if report is None:
+        raise BuildError(f"cannot read pip's install report from {ref}", where=str(project.file),
+                         fix="use a stack image whose venv has pip >= 22.2")
+    lock = make_lock(stack_name, base_image_id, project.requirements, pins_from_report(report, where=ref))
+    try:
+        write_lock(project.root, lock)
+    except OSError as exc:  # a read-only checkout still builds and runs, without a lock
+        print(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
+              " (the next build resolves the requirements again)", file=sys.stderr)
+        return ref
+    locked = project_image_ref(project, stack_name, base_image_id)
+    engine.tag(ref, locked)
+    return locked
 
 
 def home_dir(project: ProjectConfig) -> Path:

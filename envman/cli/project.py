@@ -569,6 +569,45 @@ def ls(as_json: JsonOpt = False) -> None:
                                 highlight=False, soft_wrap=True)
 
 
+def lock(
+    project: Annotated[Optional[str], typer.Argument(help="Project: registered name or path (default: the one here).",
+                                                     autocompletion=complete_project, show_default=False)] = None,
+    upgrade: Annotated[bool, typer.Option("--upgrade", help="Re-resolve the requirements, ignoring the current lock.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write envman.lock: the exact versions and sha256 hashes of the project image's packages."""
+    from ..engine import Engine
+    from ..errors import UserError
+    from ..lockfile import lock_path, read_lock
+    from ..project import CliOverrides, build_project_image, load_user_config, locate, merge_settings, project_lock
+    from ..runner import print_step, stack_resolver
+    from ..state import stable_ref
+    from . import STATE
+
+    p = locate(project)
+    if not p.requirements.strip():
+        raise UserError(f"project {p.name} has no requirements to lock", where=str(p.file),
+                        fix='add requirements = "requirements.txt" (or a list) to the project file')
+    resolve_name = stack_resolver(STATE.matrix_files)
+    settings = merge_settings(p, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+    with Engine.connect() as engine:
+        base = engine.inspect_image(stable_ref(stack.name))
+        if base is None:
+            raise UserError(f"no promoted image {stable_ref(stack.name)} to lock {p.name} on", where=str(p.file),
+                            fix=f"envman build {stack.name} (or envman pull {stack.name})")
+        kept = not upgrade and project_lock(p, stack.name, base["Id"]) is not None
+        ref = build_project_image(engine, p, stack.name, base["Id"], on_event=print_step, relock=upgrade)
+    current = read_lock(p.root)
+    packages = [pin.line() for pin in current.packages] if current is not None else []
+    if as_json:
+        emit_json({"project": p.name, "lock": str(lock_path(p.root)), "image": ref, "stack": stack.name,
+                   "changed": not kept, "packages": packages})
+        return
+    state = "up to date" if kept else "written"
+    typer.echo(f"{lock_path(p.root)}: {state}, {len(packages)} packages on {stack.name} ({ref})")
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="project", help="Projects: a directory bound to a stack (envman.toml) and the registry of them.")
     _pass_through(root, "run", run, _run_help)
@@ -576,3 +615,4 @@ def register(root: typer.Typer) -> None:
     _pass_through(root, "shell", shell, _shell_help)
     root.command("doctor")(doctor)
     root.command("ls")(ls)
+    root.command("lock")(lock)
