@@ -588,6 +588,8 @@ def lock(
     if not p.requirements.strip():
         raise UserError(f"project {p.name} has no requirements to lock", where=str(p.file),
                         fix='add requirements = "requirements.txt" (or a list) to the project file')
+    if not upgrade:
+        read_lock(p.root)  # a malformed lock is refused before any build; --upgrade replaces it
     resolve_name = stack_resolver(STATE.matrix_files)
     settings = merge_settings(p, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
     stack = resolve_name(settings.stack)

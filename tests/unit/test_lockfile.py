@@ -180,3 +180,19 @@ def test_in_build_check_refuses_a_lock_that_adds_packages(tmp_path):
     assert bad.returncode != 0 and "do not need: evil, ipywidgets" in bad.stderr
     extra = _closure(tmp_path, "rich[jupyter]\n", ["rich", "markdown-it-py", "mdurl", "pygments", "ipywidgets"])
     assert extra.returncode == 0, extra.stderr  # the extra asks for it
+
+
+def test_cli_lock_errors_are_one_line_exit_2(tmp_path):
+    env = {**os.environ, "ENVMAN_CONFIG_DIR": str(tmp_path / "c"), "ENVMAN_STATE_DIR": str(tmp_path / "s")}
+    env.pop("ENVMAN_MATRIX", None)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "envman.toml").write_text('stack = "torch-2.3-cuda12.1"\n')
+    p = subprocess.run([sys.executable, "-m", "envman", "lock", str(bare)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 2 and "has no requirements to lock" in p.stderr and "Traceback" not in p.stderr
+    p = project(tmp_path)
+    _write(p.root, "packages = [\n")
+    r = subprocess.run([sys.executable, "-m", "envman", "lock", str(p.root)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 2 and "not valid TOML" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
