@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from . import __version__
@@ -65,6 +66,7 @@ from . import labels as L
 from .errors import RenderError, UserError
 from .stack import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX
 from .stack import Stack
+from .wheelselect import Target, Wheel as _Wheel, select_wheels
 
 # --- where things go in the image ------------------------------------------------------------
 
@@ -630,13 +632,6 @@ def _static(name: str) -> bytes:
 # --- the plan: everything the template prints, computed here ----------------------------------
 
 
-@dataclass(frozen=True)
-class _Wheel:
-    filename: str
-    project: str
-    version: Version
-
-
 def _wheelhouse(options: RenderOptions) -> list[_Wheel]:
     if options.wheelhouse is None:
         return []
@@ -654,7 +649,7 @@ def _wheelhouse(options: RenderOptions) -> list[_Wheel]:
             project, version, _, _ = parse_wheel_filename(p.name)
         except InvalidWheelFilename as exc:
             raise RenderError(f"{p.name!r} is not a wheel file name: {exc}", where=f"--wheelhouse {options.wheelhouse}") from None
-        found.append(_Wheel(p.name, str(project), version))
+        found.append(_Wheel(p.name, canonicalize_name(project), version))
     if not found:
         raise RenderError(
             "the wheelhouse holds no *.whl files",
@@ -662,6 +657,42 @@ def _wheelhouse(options: RenderOptions) -> list[_Wheel]:
             fix="pip download PACKAGE==VERSION --no-deps -d DIR",
         )
     return found
+
+
+def _python_layer_wants(stack: Stack) -> list[str]:
+    """Requirements of the pip and uv wheels the Python layer installs from a wheelhouse."""
+    wants = [pip_requirement(stack.python), f"uv=={UV_VERSION}"]
+    quirks = OS_QUIRKS.get(stack.os, OsQuirks())
+    if stack.python_strategy == "standalone" and quirks.bootstrap_pip:
+        wants.append(quirks.bootstrap_pip)
+    return wants
+
+
+def _selected_wheels(stack: Stack, options: RenderOptions) -> list[_Wheel]:
+    """The wheelhouse's wheels this stack's pins select (see :mod:`envman.wheelselect`)."""
+    found = _wheelhouse(options)
+    if not found:
+        return []
+    target = Target(python=stack.python, platform=stack.platform)
+    directory: Path = options.wheelhouse  # type: ignore[assignment]
+    # The pins together (one environment); each pip/uv install of the Python layer on its own.
+    picked = {w.filename for roots in [list(stack.packages), *([t] for t in _python_layer_wants(stack))]
+              for w in select_wheels(found, directory, roots, target)}
+    chosen = [w for w in found if w.filename in picked]
+    if options.offline:
+        have = {w.project for w in chosen}
+        for pin in stack.packages:
+            try:
+                name = canonicalize_name(Requirement(pin).name)
+            except InvalidRequirement:
+                continue
+            if name not in have:
+                raise RenderError(
+                    f"--offline and the wheelhouse has no wheel of {pin} for Python {stack.python} on {stack.platform}",
+                    where=f"--wheelhouse {options.wheelhouse}",
+                    fix=f"pip download {shlex.quote(pin)} --python-version {stack.python} --only-binary=:all: -d WHEELHOUSE",
+                )
+    return chosen
 
 
 def _has_wheel(wheels: list[_Wheel], project: str, spec: str) -> bool:
@@ -978,7 +1009,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
         raise RenderError(f"unknown builder {builder!r}", fix="use " + " or ".join(BUILDER_KINDS))
     check_stack(stack)
     options, secrets = index_secrets(options, builder)
-    wheels = _wheelhouse(options)
+    wheels = _selected_wheels(stack, options)
     plan = _plan(stack, options, wheels, builder, bool(secrets))
     body = _jinja_env().get_template("Dockerfile.j2").render(**plan)
     files: dict[str, bytes] = {

@@ -25,6 +25,8 @@ from envman.config import load_builder_config
 from envman.errors import BuildError, RenderError, UserError
 from envman.render import NETRC_SECRET, RenderOptions, render_hash, render_stack
 
+from tests.support.index_server import make_wheel
+
 from .test_render import make_stack as stack
 
 # Real output of `DOCKER_BUILDKIT=1 docker build --progress=plain` (docker.io 20.10), shortened.
@@ -253,7 +255,8 @@ def test_builder_config_key_and_render_default(tmp_path, monkeypatch):
 def wheelhouse(tmp_path) -> Path:
     d = tmp_path / "wheels"
     d.mkdir()
-    (d / "torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl").write_bytes(b"WHEEL-BYTES")
+    name = "torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl"
+    (d / name).write_bytes(make_wheel(name, [])[0])
     return d
 
 
@@ -319,8 +322,9 @@ def test_two_logins_for_one_host_are_refused_and_odd_credentials_too():
 def test_offline_buildkit_binds_the_wheelhouse_for_the_python_step_too(tmp_path):
     d = tmp_path / "w"
     d.mkdir()
-    for name in ("torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl", "pip-24.0-py3-none-any.whl"):
-        (d / name).write_bytes(b"w")
+    for name in ("torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl", "torchvision-0.19.1+cu124-cp310-cp310-linux_x86_64.whl",
+                 "pip-24.0-py3-none-any.whl"):
+        (d / name).write_bytes(make_wheel(name, [])[0])
     text = render_stack(stack(), RenderOptions(wheelhouse=d, offline=True), builder="buildkit").dockerfile
     python_step = text.split("# 2. Python")[1].split("# 3.")[0]
     assert "--mount=type=bind,source=wheels" in python_step and "--no-index --find-links /opt/envman/wheels" in python_step

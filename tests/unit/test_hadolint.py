@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.index_server import make_wheel
+
 from envman.render import RenderOptions, mirror_image, render_stack
 
 from .test_render import PROBE, cpu_stack, instructions, make_stack
@@ -37,9 +39,9 @@ def _variants(tmp_path: Path) -> list[tuple[str, str, str]]:
     ca.write_text("-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n")
     wh = tmp_path / "wheels"
     wh.mkdir()
-    for n in ("torch-2.4.1-cp312-cp312-manylinux1_x86_64.whl", "uv-0.13.8-py3-none-manylinux_2_17_x86_64.whl", "pip-24.0-py3-none-any.whl",
+    for n in ("torch-2.4.1-py3-none-any.whl", "torchvision-0.19.1-py3-none-any.whl", "uv-0.13.8-py3-none-manylinux_2_17_x86_64.whl", "pip-24.0-py3-none-any.whl",
               "pip-21.3.1-py3-none-any.whl"):
-        (wh / n).write_bytes(b"x")
+        (wh / n).write_bytes(make_wheel(n, [])[0])
     everything = dict(
         registry_mirror="registry.corp.example:5000/hub", ca_bundle=ca, pip_index="https://pypi.corp.example/simple",
         pip_extra_index="https://extra.corp.example/simple", framework_index="https://torch.corp.example/whl",

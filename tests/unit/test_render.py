@@ -31,6 +31,7 @@ from envman.render import (
     verify_context,
 )
 from envman.resolve import Stack
+from tests.support.index_server import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = (ROOT / "matrices" / "torch.toml").exists()
@@ -119,8 +120,8 @@ def wheelhouse(tmp_path: Path) -> Path:
     d = tmp_path / "wheels"
     d.mkdir()
     for name in ("torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl", "numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64.whl",
-                 "pip-24.0-py3-none-any.whl"):
-        (d / name).write_bytes(b"wheel " + name.encode())
+                 "pip-24.0-py3-none-any.whl", "torchvision-0.19.1-py3-none-any.whl"):
+        (d / name).write_bytes(make_wheel(name, ["numpy>=1.22"] if name.startswith("torch") else [])[0])
     (d / "README.txt").write_text("not a wheel")
     return d
 
@@ -470,10 +471,11 @@ def test_labels_carry_the_stack_not_the_network_options(wheelhouse, ca_file):
 def test_wheelhouse_is_copied_sorted_and_installed_first(wheelhouse):
     ctx = render(make_stack(), RenderOptions(wheelhouse=wheelhouse))
     wheels = [n for n in ctx.files if n.startswith("wheels/")]
-    assert wheels == sorted(wheels) and len(wheels) == 3  # README.txt is not a wheel
+    assert wheels == sorted(wheels) and len(wheels) == 4  # README.txt is not a wheel
     d = ctx.dockerfile
     assert ("--no-index --no-deps /opt/envman/wheels/numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64.whl "
-            "/opt/envman/wheels/torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl;") in d  # pip's wheel serves the pip step
+            "/opt/envman/wheels/torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl "
+            "/opt/envman/wheels/torchvision-0.19.1-py3-none-any.whl;") in d  # pip's wheel serves the pip step
     assert "--index-url https://download.pytorch.org/whl/cu124 --find-links /opt/envman/wheels torch==2.4.1" in d
     ins = instructions(d)
     # online: the wheels come after the Python layer, so new wheels do not rebuild it
@@ -490,7 +492,8 @@ def test_offline_installs_only_from_the_wheelhouse(wheelhouse):
 
 
 def test_offline_without_a_pip_wheel_keeps_the_bundled_pip(tmp_path):
-    (tmp_path / "torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl").write_bytes(b"x")
+    for name in ("torch-2.4.1-cp310-cp310-manylinux1_x86_64.whl", "torchvision-0.19.1-cp310-cp310-manylinux1_x86_64.whl"):
+        (tmp_path / name).write_bytes(make_wheel(name, [])[0])
     d = render(make_stack(), RenderOptions(wheelhouse=tmp_path, offline=True)).dockerfile
     assert "bundled pip stays" in d and "--upgrade pip" not in d
 
@@ -502,9 +505,11 @@ def test_offline_needs_a_wheelhouse():
 
 def test_offline_standalone_needs_uv_and_a_python_mirror(wheelhouse):
     s = make_stack(python="3.12", python_strategy="standalone")
+    (wheelhouse / "torch-2.4.1-py3-none-any.whl").write_bytes(make_wheel("torch-2.4.1-py3-none-any.whl", [])[0])
     with pytest.raises(RenderError, match=f"uv=={UV_VERSION}"):
         render(s, RenderOptions(wheelhouse=wheelhouse, offline=True))
-    (wheelhouse / f"uv-{UV_VERSION}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl").write_bytes(b"x")
+    uv = f"uv-{UV_VERSION}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    (wheelhouse / uv).write_bytes(make_wheel(uv, [])[0])
     with pytest.raises(RenderError, match="python-build-standalone mirror"):
         render(s, RenderOptions(wheelhouse=wheelhouse, offline=True))
     d = render(s, RenderOptions(wheelhouse=wheelhouse, offline=True, python_install_mirror="http://pbs.corp.example/dl")).dockerfile

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from envman.errors import RenderError, UserError
 from envman.render import RenderOptions, dockerfile_quote, render_stack, stack_label_json
+from tests.support.index_server import make_wheel
 
 from .test_render import PROBE, cpu_stack, instructions, make_stack, parse
 
@@ -295,7 +296,7 @@ def test_fuzz_wheel_file_names(tmp_path_factory, name):
     except (RenderError, UserError):
         return
     good = Path(tmp_path_factory.mktemp("good"))
-    (good / "torch-2.4.1-cp312-cp312-manylinux1_x86_64.whl").write_bytes(b"x")
+    (good / "torch-2.4.1-cp312-cp312-manylinux1_x86_64.whl").write_bytes(make_wheel("torch-2.4.1-cp312-cp312-manylinux1_x86_64.whl", [])[0])
     clean = render_stack(stack, RenderOptions(wheelhouse=good), probe=PROBE).dockerfile
     _check(ctx.dockerfile, clean, stack, RenderOptions())
     assert all(n.count("/") == 1 for n in ctx.files if n.startswith("wheels/"))
