@@ -1110,7 +1110,10 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
         if not base_ids:
             unsure.add(name)
             continue
-        refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
+        try:
+            refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
+        except EnvmanError:  # a malformed envman.lock: keep its images until it is fixed
+            unsure.add(name)
     return refs, unsure
 
 

@@ -196,3 +196,22 @@ def test_cli_lock_errors_are_one_line_exit_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "envman", "lock", str(p.root)], capture_output=True, text=True, env=env,
                        timeout=60)
     assert r.returncode == 2 and "not valid TOML" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_prune_keeps_the_images_of_a_project_with_a_malformed_lock(tmp_path):
+    from envman.project import project_images_in_use
+
+    class Engine:
+        def inspect_image(self, ref):
+            return {"Id": BASE}
+
+    class Stack:
+        name, is_cpu = "torch-2.3-cuda12.1", False
+
+    p = project(tmp_path)
+    _write(p.root, "packages = [\n")
+    refs, unsure = project_images_in_use(Engine(), lambda s: Stack(), registry={p.name: p.root})
+    assert refs == set() and unsure == {p.name}
+    write_lock(p.root, sample_lock(base=BASE))
+    refs, unsure = project_images_in_use(Engine(), lambda s: Stack(), registry={p.name: p.root})
+    assert unsure == set() and refs == {project_image_ref(p, "torch-2.3-cuda12.1", BASE)}
