@@ -81,7 +81,8 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     promoted_id = docker_engine.inspect_image(stable)["Id"]
 
     second = json.loads(envman(state, *args, check=0).stdout)[0]
-    assert second["cached"] and second["image_id"] == first["image_id"]
+    # the candidate tag now names the image that carries the verdict: a no-op build finds that one
+    assert second["cached"] and second["image_id"] == promoted_id
     # The second was a no-op, so the third is that result again (envman.runcache), ...
     third = json.loads(envman(state, *args, check=0).stdout)[0]
     assert {k: v for k, v in third.items() if k != "build_seconds"} == {
