@@ -531,3 +531,12 @@ def test_without_system_cudnn_the_image_cudnn_does_not_matter(mini):
     c8 = img("12.4.1-cudnn-devel-ubuntu22.04", flavour="cudnn-devel", cudnn="8")
     m = replace(m, images=m.images + (c8,))
     assert resolve(m, "torch-2.4-cuda12-cudnn-devel").base_image == c8.ref
+
+
+def test_an_exact_release_wins_over_a_longer_one_it_prefixes(mini):
+    b = next(b for b in mini.builds if b.name == "torch-2.4.1-cuda12.4")
+    four = replace(b, version=V("2.4.1.1"))
+    m = replace(mini, builds=tuple(x for x in mini.builds if x.name != b.name) + (b, four))
+    assert resolve(m, "torch-2.4.1-cuda12").framework_version == "2.4.1"
+    assert resolve(m, "torch-2.4.1.1-cuda12").framework_version == "2.4.1.1"
+    assert resolve(m, "torch-2.4-cuda12").framework_version == "2.4.1.1"  # a prefix takes the newest

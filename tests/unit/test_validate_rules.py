@@ -310,3 +310,92 @@ def test_a_flavour_image_of_another_cuda_does_not_count(clean):
         "torch 2.4.1 cu124: no runtime base image for CUDA 12.4 in the image matrix"]
     own = cudnn_image("12.4.1-runtime-ubuntu22.04", "12.4.1", None, "runtime")
     assert validate(replace(m, images=m.images + (own,))) == []
+
+
+# --- the newer rules' helpers, where a looser version would still pass the rule tests -------------
+
+from envman.matrix.validate import _check_cudnn, _check_wheel_python, _published_hint  # noqa: E402
+
+
+def test_published_hint_lists_only_the_same_release_flavour_and_os_in_version_order():
+    img = cudnn_image("12.4.2-cudnn-runtime-ubuntu22.04", "12.4.2", "9")
+    published = frozenset({
+        "12.4.10-cudnn-runtime-ubuntu22.04", "12.4.9-cudnn-runtime-ubuntu22.04",  # numeric, not text order
+        "12.40.0-cudnn-runtime-ubuntu22.04",  # another release that only shares the text prefix
+        "12.4.1-cudnn-devel-ubuntu22.04", "12.4.1-runtime-ubuntu22.04",  # other flavours
+        "12.4.1-cudnn-runtime-ubuntu20.04", "13.4.1-cudnn-runtime-ubuntu22.04",  # other OS, release
+    })
+    assert _published_hint(img, published) == (
+        " (published for this release, flavour and OS: 12.4.9-cudnn-runtime-ubuntu22.04, "
+        "12.4.10-cudnn-runtime-ubuntu22.04)")
+    assert _published_hint(img, frozenset({"12.3.2-cudnn-runtime-ubuntu22.04"})) == ""
+    nopatch = replace(img, cuda_patch=None)
+    assert _published_hint(nopatch, frozenset({"12.4.1-cudnn-runtime-ubuntu22.04"})) == ""
+
+
+def _cudnn_problems(m: Matrix, needed: str, release_cudnn: tuple[str, ...], *images: BaseImage) -> list[str]:
+    b = replace(next(b for b in m.builds if b.name == B12), system_cudnn=True, cudnn=needed)
+    rel = replace(next(r for r in m.cuda if r.key == "12.4"), cudnn=release_cudnn)
+    m = replace(m, images=m.images + images)
+    out: list[str] = []
+    _check_cudnn(m, b, rel, lambda where, what: out.append(what))
+    return out
+
+
+C9 = cudnn_image("12.4.1-cudnn-runtime-ubuntu22.04", "12.4.1", "9")
+
+
+def test_cudnn_major_is_the_first_part_of_a_three_part_version(clean):
+    assert _cudnn_problems(clean, "9.1.0", ("9.1.0.70",), C9) == []
+    assert _cudnn_problems(clean, "8.9.7", ("9.1.0.70",), C9) == [
+        "needs system cuDNN 8.9.7, but the cudnn images of CUDA 12.4 ship cuDNN 9"]
+
+
+def test_cudnn_minor_against_the_newest_shipped_release_numerically(clean):
+    # 9.10 is newer than 9.2: text order would call 9.2 the newest and refuse 9.3
+    assert _cudnn_problems(clean, "9.3", ("9.2.1.18", "9.10.2.21"), C9) == []
+    assert _cudnn_problems(clean, "9.11.0", ("9.2.1.18", "9.10.2.21"), C9) == [
+        "needs system cuDNN 9.11.0, but the images of CUDA 12.4 ship cuDNN 9.10.2.21"]
+    assert _cudnn_problems(clean, "9.10", ("9.10.2.21",), C9) == []  # exactly the shipped minor
+    assert _cudnn_problems(clean, "9", ("9.10.2.21",), C9) == []  # a major alone names no minor
+
+
+def test_pinned_base_without_cudnn_is_named(clean):
+    b = replace(next(b for b in clean.builds if b.name == B12), system_cudnn=True, cudnn="9.1.0", base_image=IMG12)
+    out: list[str] = []
+    _check_cudnn(clean, b, next(r for r in clean.cuda if r.key == "12.4"), lambda w, x: out.append(x))
+    assert out == [f"needs system cuDNN 9.1.0, but its base image {IMG12} ships no cuDNN"]
+
+
+def _wheel_problems(row, **kw) -> list[str]:
+    base = dict(packages=("torch==2.4.1", "torchvision==0.19.1"), python=(V("3.10"), V("3.11")),
+                wheel_python_source=("pypi",))
+    base.update(kw)
+    out: list[str] = []
+    _check_wheel_python(replace(row, **base), lambda where, what: out.append(what))
+    return out
+
+
+@pytest.fixture
+def row(clean):
+    return next(b for b in clean.builds if b.name == B12)
+
+
+def test_wheel_python_checks_every_package_after_one_without_data(row):
+    wp = (("torchvision", (V("3.10"),)),)  # no entry for torch, then a gap for torchvision
+    assert _wheel_problems(row, wheel_python=wp) == [
+        "wheel_python has no entry for torch, which the row installs",
+        "claims Python 3.11, but torchvision==0.19.1 has no wheel for it (wheels: 3.10)"]
+
+
+def test_wheel_python_pure_python_package_then_a_gap(row):
+    wp = (("torch", ()), ("torchvision", (V("3.10"),)))  # torch pure-Python: every Python
+    assert _wheel_problems(row, wheel_python=wp) == [
+        "claims Python 3.11, but torchvision==0.19.1 has no wheel for it (wheels: 3.10)"]
+
+
+def test_wheel_python_lists_every_missing_python_and_every_extra(row):
+    wp = (("torch", (V("3.9"),)), ("torchvision", (V("3.10"), V("3.11"))), ("numpy", ()), ("pillow", ()))
+    assert _wheel_problems(row, wheel_python=wp) == [
+        "claims Python 3.10, 3.11, but torch==2.4.1 has no wheel for it (wheels: 3.9)",
+        "wheel_python lists numpy, pillow, which the row does not install"]
