@@ -61,6 +61,14 @@ def make_project(root: Path, name: str, extra: str = "") -> Path:
     return root
 
 
+def trust(matrix: Path, home: Path, *roots: Path) -> None:
+    """An export carries a file's mounts, variables and command to another tool: as for a run,
+    the user trusts the file first."""
+    for root in roots:
+        r = envman(matrix, home, "project", "trust", str(root / "envman.toml"))
+        assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.compose
 def test_compose_file_is_read_by_docker_compose(matrix, home, tmp_path):
     compose_bin = _need("docker-compose", "apt-get install docker-compose")
@@ -68,6 +76,9 @@ def test_compose_file_is_read_by_docker_compose(matrix, home, tmp_path):
                      '[environment]\nPRICE = "5$ off"\nDB_PASSWORD = "never-written"\n')
     b = make_project(tmp_path / "b", "envman-test-b", "ports = [8080]\n")
     out = tmp_path / "compose.yaml"
+    r = envman(matrix, home, "export", "compose", str(a), str(b), "-o", str(out))
+    assert r.returncode == 2 and "not trusted" in r.stderr and not out.exists(), r.stderr
+    trust(matrix, home, a, b)
     r = envman(matrix, home, "export", "compose", str(a), str(b), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert "never-written" not in out.read_text()
@@ -97,6 +108,7 @@ def test_compose_gpu_reservation_is_understood_by_docker_compose(matrix, home, t
     root.mkdir()
     (root / "envman.toml").write_text(f'stack = "{stack}"\nname = "envman-test-g"\ngpus = "device=0,1"\n')
     out = tmp_path / "compose.yaml"
+    trust(gpu_matrix, home, root)
     r = envman(gpu_matrix, home, "export", "compose", str(root), "-o", str(out))
     assert r.returncode == 0, r.stderr
     p = subprocess.run([compose_bin, "-f", str(out), "config"], capture_output=True, text=True, timeout=120)
@@ -115,6 +127,7 @@ def test_devcontainer_is_read_and_brought_up_by_the_dev_containers_cli(docker_en
     container = None
     try:
         build_fixture_image(docker_engine, standin, stack, test_labels)
+        trust(matrix, home, root)
         r = envman(matrix, home, "export", "devcontainer", str(root))
         assert r.returncode == 0, r.stderr
         conf = json.loads((root / ".devcontainer" / "devcontainer.json").read_text())
