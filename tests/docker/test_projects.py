@@ -368,6 +368,10 @@ def test_two_projects_two_cuda_versions_side_by_side(docker_engine, stacks, matr
             assert r.returncode == 1, (r.stdout, r.stderr)
             assert "--no-gpu" in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
+        # A's project image is built by its first run; the runs below then start at once.
+        r = run("a", "envman-test-a", "--no-gpu", "--", "true")
+        assert r.returncode == 0, r.stderr
+
         # Both at once: each sees its own CUDA and Python, and writes into its own mount.
         script = (
             'echo "start $(date +%s.%N)"; echo "cuda $CUDA_VERSION"; '
