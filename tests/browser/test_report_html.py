@@ -150,3 +150,27 @@ def test_screenshot(chromium, page, tmp_path):
     if keep:  # how examples/report/screenshot.png was made
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, keep)
+
+
+def test_full_matrix_grids_stay_clear_of_the_details_panel(chromium, tmp_path):
+    """With --full-matrix the grids are wide: none may run under the details panel beside it
+    (which hid its CUDA columns); a wide grid scrolls inside its own column instead."""
+    from envman.matrix.load import load_matrix
+
+    loaded = load_results(sorted(p for p in RECORDED.iterdir() if p.is_dir()))
+    html = render_html(loaded.results, matrix=load_matrix(), full_matrix=True, generated="2024-05-01T12:00:00+00:00")
+    probe = ("<script>window.addEventListener('load', function () {"
+             "var aside = document.getElementById('details').getBoundingClientRect();"
+             "var bad = [], wide = 0;"
+             "document.querySelectorAll('table.grid').forEach(function (t) {"
+             "  var right = t.getBoundingClientRect().right, box = t.parentElement;"
+             "  if (getComputedStyle(box).overflowX !== 'visible') { right = Math.min(right, box.getBoundingClientRect().right); }"
+             "  if (right > aside.left + 0.5) { bad.push(t.dataset.framework); }"
+             "  if (box.scrollWidth > box.clientWidth + 0.5) { wide += 1; } });"
+             "document.body.setAttribute('data-overlap', bad.join(',') || 'none');"
+             "document.body.setAttribute('data-scrolling', String(wide)); });</script></body>")
+    out = tmp_path / "full.html"
+    out.write_text(html.replace("</body>", probe))
+    p = run_chromium(chromium, tmp_path, "--dump-dom", "--window-size=1280,900", url=out.as_uri())
+    assert 'data-overlap="none"' in p.stdout
+    assert 'data-scrolling="0"' not in p.stdout  # the full matrix is wider than the column: it scrolls

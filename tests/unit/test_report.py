@@ -196,3 +196,18 @@ def test_cli_report_writes_html_and_markdown(tmp_path):
     p = subprocess.run([sys.executable, "-m", "envman", "report", str(tmp_path / "nowhere")],
                        capture_output=True, text=True, env=env, cwd=ROOT)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
+
+
+def test_full_matrix_grids_scroll_in_their_column_and_the_details_keep_cuda(tmp_path, mini):
+    """A wide --full-matrix grid must not run under the details panel (which hid its CUDA
+    columns): every grid sits in a horizontally scrolling box, and an untested row's details
+    carry its CUDA, cuDNN and driver facts."""
+    rs = [result("torch-2.4.1-cpu", "pass")]
+    page = R.render_html(rs, matrix=mini, full_matrix=True)
+    grids = re.findall(r'<div class="grid-scroll">\s*<table class="grid"', page)
+    assert grids and len(grids) == page.count('<table class="grid"')
+    assert re.search(r"\.grid-scroll \{[^}]*overflow-x: auto", page)
+    assert "minmax(0, 1fr) 440px" in page  # the grid column may shrink below its table's width
+    data = json.loads(re.search(r'(\{"rows".*?)</script>', page, re.S).group(1))
+    untested = data["untested"]["torch-2.4.1-cuda12.4"]["stack"]
+    assert untested["cuda"] == "12.4" and untested["min_driver"]
