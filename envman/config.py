@@ -18,7 +18,7 @@ Index URLs (``pip_index``, ``pip_extra_index``, ``framework_index``) may carry
 ``user:password@``: BuildKit builds pass them as a build secret; the classic builder refuses
 them. ``[build] builder = "auto" | "buildkit" | "classic"`` picks the builder (``--builder``).
 
-Precedence: CLI option > project file (a later feature) > this file. Every value is validated
+Precedence: CLI option > this file (project files carry no network settings). Every value is validated
 where it enters (a malformed file fails whole with one line naming the file and the key), and
 the validators here are the same ones ``RenderOptions`` applies to CLI values. Other top-level
 tables belong to other features and are left to them.

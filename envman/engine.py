@@ -1,4 +1,4 @@
-"""The one module that talks to the container engine (STYLE point 7).
+"""The one module that talks to the container engine through the Docker SDK.
 
 Everything else in envman speaks to :class:`Engine` and the plain dataclasses below, never to
 ``docker`` itself. The SDK is imported lazily (inside :meth:`Engine.connect`, :meth:`Engine.__init__`
@@ -14,7 +14,8 @@ Contract, in short:
   :data:`LOG_TAIL_LINES` lines of the log.
 * :meth:`Engine.run` is for non-interactive commands: detached container, wait, stdout and
   stderr read separately, container removed in ``finally``. Asking for a GPU the engine cannot
-  give is an error with the fix, never a silent CPU run (STYLE point 11).
+  give is an error with the fix, never a silent CPU run: a GPU run that quietly fell back to
+  the CPU would pass checks it never made.
 * Everything envman creates carries labels in the ``envman.`` namespace (names in ``envman.labels``):
   callers pass theirs (keys outside ``envman.`` are refused) and :meth:`Engine.run` always adds
   :data:`envman.labels.MANAGED_LABELS`. Builds do not add it: image labels are inherited by every image built
@@ -125,7 +126,7 @@ def deterministic_tar(files: Mapping[str, ContextFile]) -> bytes:
 
     Names are sorted, parents get explicit directory entries (0755), owners are 0:0 with empty
     user/group names and every mtime is 0, so identical inputs give identical bytes and the
-    engine's cache keys stay stable (STYLE point 9). Names must be relative and must not
+    engine's cache keys stay stable. Names must be relative and must not
     climb out of the context.
     """
     entries: dict[str, tuple[bytes, int]] = {}

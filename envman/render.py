@@ -429,7 +429,7 @@ class RenderOptions:
         config_file: Path | None = None,
         project: Mapping[str, Any] | None = None,
     ) -> "RenderOptions":
-        """CLI values > project values (a later feature) > the user config file.
+        """CLI values > ``project`` values (none of today's callers pass any) > the user config file.
 
         ``cli_overrides`` uses the ``[network]`` key names (``pip_index``, ``ca_bundle``...);
         ``None`` means "not given".
@@ -470,7 +470,7 @@ class BuildContext:
     secrets: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def tar(self) -> bytes:
-        """Uncompressed tar, byte-identical for identical contexts (STYLE point 9)."""
+        """Uncompressed tar, byte-identical for identical contexts (so cache keys and hashes are stable)."""
         return deterministic_tar({name: (data, self.modes[name]) for name, data in self.files.items()})
 
     def write(self, dest: str | os.PathLike[str]) -> Path:

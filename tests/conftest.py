@@ -2,7 +2,7 @@
 
 * ``docker_engine`` (session): an :class:`envman.engine.Engine` that answered a ping. When none
   answers, tests that need it FAIL in CI (``CI`` set to a true value) and SKIP elsewhere, with
-  the reason (STYLE point 14). Every test marked ``docker`` (all of ``tests/docker/`` is, by
+  the reason. Every test marked ``docker`` (all of ``tests/docker/`` is, by
   folder) gets it requested automatically.
 * ``test_session_id`` / ``test_labels``: ``{"envman.test": <session id>}``; put these labels on
   every container and image a test creates. At the end of the session, containers and images

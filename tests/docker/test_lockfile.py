@@ -46,8 +46,8 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
     wheels = {n: wheel(ctx / "wheels", n, r) for n, r in
               (("lkt_app", ("lkt-dep>=1",)), ("lkt_dep", ()), ("lkt_evil", ()))}
     sha = {n: hashlib.sha256(p.read_bytes()).hexdigest() for n, p in wheels.items()}
-    files = {"Dockerfile": (f"FROM {ids[STACK]}\nCOPY wheels /opt/wheels\n"
-                            "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/opt/wheels\n").encode()}
+    files = {"Dockerfile": (f"FROM {ids[STACK]}\nCOPY wheels /srv/wheelhouse\n"
+                            "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/srv/wheelhouse\n").encode()}
     files.update({f"wheels/{p.name}": p.read_bytes() for p in wheels.values()})
     from envman.engine import deterministic_tar
 
