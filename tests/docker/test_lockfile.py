@@ -94,3 +94,46 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
             for tag in image.tags or (image.id,):
                 docker_engine.remove_image(tag, force=True)
         docker_engine.remove_image(base_ref, force=True)
+
+
+def test_envman_lock_command_writes_keeps_and_upgrades(docker_engine, stacks, matrix_files, workdir):
+    """`envman lock` from the command line, on a promoted stand-in stack: writes the lock, then
+    says it is up to date, then re-resolves with --upgrade; a project without requirements is one
+    line, exit 2."""
+    import json
+
+    from tests.docker.test_projects import envman
+
+    _, states = stacks
+    root = workdir / "lockcli"
+    root.mkdir()
+    (root / "envman.toml").write_text('stack = "torch-0.0.1-cuda11.8"\nname = "envman-test-lockcli"\n'
+                                      'requirements = ["six==1.16.0"]\n')
+    config = workdir / "config-lockcli"
+    config.mkdir()
+    state = states["root"]
+
+    def lock(*args):
+        return envman(matrix_files, config, state, "lock", str(root), *args, cwd=workdir)
+
+    project = load_project(root)
+    try:
+        r = lock("--json")
+        assert r.returncode == 0, r.stderr
+        first = json.loads(r.stdout)
+        assert first["changed"] is True and first["stack"] == STACK
+        assert len(first["packages"]) == 1 and first["packages"][0].startswith("six==1.16.0 --hash=sha256:")
+        assert read_lock(root).packages[0].line() == first["packages"][0]
+        r = lock()
+        assert r.returncode == 0 and ": up to date, 1 packages on " in r.stdout, (r.stdout, r.stderr)
+        r = lock("--upgrade", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["packages"] == first["packages"], r.stderr
+        bare = workdir / "lockbare"
+        bare.mkdir()
+        (bare / "envman.toml").write_text('stack = "torch-0.0.1-cuda11.8"\n')
+        r = envman(matrix_files, config, state, "lock", str(bare), cwd=workdir)
+        assert r.returncode == 2 and "has no requirements to lock" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    finally:
+        for image in docker_engine.list_images({"envman.project-id": project.identity}):
+            for tag in image.tags or (image.id,):
+                docker_engine.remove_image(tag, force=True)
