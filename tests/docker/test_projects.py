@@ -408,9 +408,12 @@ def test_two_projects_two_cuda_versions_side_by_side(docker_engine, stacks, matr
         # A got a content-addressed project image FROM its stack; B none at all.
         a_images = docker_engine.list_images({"envman.project": "envman-test-a"})
         assert len(a_images) == 1
-        (a_ref,) = a_images[0].tags
+        # one image, tagged under its recipe and (it wrote envman.lock) under the locked recipe too;
         # keyed by the registered identity (name + a hash of the real root), not by the name alone
-        assert a_ref.startswith(f"envman/project-{project_identity('envman-test-a', roots['a'])}:")
+        a_tags = a_images[0].tags
+        assert 1 <= len(a_tags) <= 2 and (roots["a"] / "envman.lock").is_file()
+        prefix = f"envman/project-{project_identity('envman-test-a', roots['a'])}:"
+        assert all(t.startswith(prefix) for t in a_tags), a_tags
         labels = a_images[0].labels
         assert labels["envman.managed"] == "true" and labels["envman.name"] == STACKS["torch-0.0.1-cuda11.8"][0]
         b_images = {t for i in docker_engine.list_images({"envman.project": "envman-test-b"}) for t in i.tags}
