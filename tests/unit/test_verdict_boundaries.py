@@ -24,48 +24,25 @@ from envman.verdict import (
 )
 from envman.stack import Stack
 
+from .test_render import make_stack
 
-def make_stack(**kw) -> Stack:
-    """A CUDA 12.4 stack with minor-version compatibility (floor 525.60.13, toolkit 550.54.14),
-    SASS for sm_70/sm_80/sm_86/sm_90 and PTX for compute_90, unless overridden."""
-    base = dict(
-        name="torch-2.4.1-cuda12.4-py3.10",
-        row="torch-2.4.1-cuda12.4",
-        framework="torch",
-        framework_version="2.4.1",
-        variant="cu124",
-        cuda="12.4",
-        cudnn=None,
-        python="3.10",
-        python_strategy="apt",
-        os="ubuntu22.04",
-        base_image="nvidia/cuda:12.4.1-base-ubuntu22.04",
-        base_image_status="published",
-        base_image_custom=False,
-        flavour="base",
-        min_driver="525.60.13",
-        toolkit_driver="550.54.14",
-        minor_compat=True,
-        minor_compat_status="confirmed",
-        sass_archs=("7.0", "8.0", "8.6", "9.0"),
-        ptx_archs=("9.0",),
-        arch_status="confirmed",
-        packages=("torch==2.4.1",),
-        index_url=None,
-        extra_index_url=None,
-        find_links=None,
-        sources=("test",),
-        status="confirmed",
-    )
+
+def stack(**kw) -> Stack:
+    """The render tests' CUDA 12.4 stack (minor-version compatibility, floor 525.60.13, toolkit
+    driver 550.54.14) with SASS for sm_70/sm_80/sm_86/sm_90 and PTX for compute_90, unless
+    overridden: every field a verdict reads is stated here."""
+    base = dict(cuda="12.4", min_driver="525.60.13", toolkit_driver="550.54.14", minor_compat=True,
+                minor_compat_status="confirmed", sass_archs=("7.0", "8.0", "8.6", "9.0"), ptx_archs=("9.0",),
+                arch_status="confirmed")
     base.update(kw)
-    return Stack(**base)
+    return make_stack(**base)
 
 
-S12 = make_stack()
+S12 = stack()
 #: CUDA 10.0: no minor-version compatibility, the floor is the toolkit's own driver.
-S10 = make_stack(cuda="10.0", min_driver="410.48", toolkit_driver="410.48", minor_compat=False,
+S10 = stack(cuda="10.0", min_driver="410.48", toolkit_driver="410.48", minor_compat=False,
                  minor_compat_status=None, sass_archs=("6.0", "6.1", "7.0", "7.5"), ptx_archs=("7.5",))
-CPU = make_stack(cuda=None, min_driver=None, toolkit_driver=None, minor_compat=False,
+CPU = stack(cuda=None, min_driver=None, toolkit_driver=None, minor_compat=False,
                  minor_compat_status=None, sass_archs=(), ptx_archs=(), variant="cpu")
 
 
