@@ -9,7 +9,7 @@ minutes. ``envman render`` then writes the very context that build used, and one
 of it (not timed) warms that command. Timed, interleaved, ``-n`` times each:
 
 * ``envman build STACK``: the result of the last identical no-op, served by the cache of
-  ``envman.runcache`` after checking that nothing it depends on changed (code, templates,
+  ``envman.run.cache`` after checking that nothing it depends on changed (code, templates,
   matrices, config, wheelhouse, reports, the candidate and stable image ids);
 * the same with ``ENVMAN_RUN_CACHE=0``: it renders the stack, finds its content-addressed
   candidate and the smoke report kept for it, and does no Docker build either;
@@ -28,7 +28,7 @@ envman's state (logs, reports) goes to a temporary directory; the images stay on
 (the next run reuses them) except the benchmark's own ``docker build`` tag, which is removed.
 
 ``--builders`` compares the two builders side by side on the stand-in ``torch-2.13.0-cpu``
-(same stack, same wheelhouse and CA bundle), through ``envman.build.build_stack``:
+(same stack, same wheelhouse and CA bundle), through ``envman.images.build.build_stack``:
 
     python benchmarks/bench_build.py --builders
 
@@ -97,9 +97,9 @@ def timed(cmd: list[str], env: dict[str, str], what: str) -> float:
 def standin_setup(tmp: Path) -> tuple[list[str], str, list[str]]:
     """(matrix options, stack, build options) for the stand-in build."""
     sys.path.insert(0, str(ROOT))
-    from envman.engine import Engine
+    from envman.engine.docker import Engine
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
     from tests.support.standin import ensure_standin
 
     with Engine.connect() as engine:
@@ -124,7 +124,7 @@ def prune_envman_cache_mounts() -> int:
     """Remove envman's BuildKit cache mounts (and nothing else); how many went."""
     import re
 
-    from envman.engine import Engine
+    from envman.engine.docker import Engine
 
     with Engine.connect() as engine:
         api = engine._api  # noqa: SLF001 - the SDK has no call for the build cache's records
@@ -190,20 +190,21 @@ def note_step(steps: dict[str, str], ev) -> None:
 
 
 def candidate(stack, options, kind: str) -> str:
-    from envman.render import render_stack
+    from envman.render.dockerfile import render_stack
     from envman.state import candidate_ref
 
     return candidate_ref(stack.name, render_stack(stack, options, builder=kind).render_hash)
 
 
 def compare_builders(tmp: Path) -> int:
-    from envman.build import build_stack
-    from envman.builder import ClassicBuilder, select_builder
-    from envman.engine import Engine
+    from envman.images.build import build_stack
+    from envman.engine.builder import ClassicBuilder, select_builder
+    from envman.engine.docker import Engine
     from envman.matrix.load import load_matrix
-    from envman.project import ProjectConfig, build_project_image
-    from envman.render import RenderOptions
-    from envman.resolve import resolve
+    from envman.project.file import ProjectConfig
+    from envman.project.image import build_project_image
+    from envman.render.dockerfile import RenderOptions
+    from envman.stack.resolve import resolve
 
     _, stack_name, opts = standin_setup(tmp)
     options = RenderOptions(wheelhouse=Path(opts[opts.index("--wheelhouse") + 1]),

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from envman.matrix.load import load_matrix
-from envman.render import RenderOptions, render_stack
-from envman.resolve import resolve_row
+from envman.render.dockerfile import RenderOptions, render_stack
+from envman.stack.resolve import resolve_row
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from envman.matrix.load import load_matrix
-from envman.resolve import resolve, resolve_row
+from envman.stack.resolve import resolve, resolve_row
 
 
 def main() -> int:

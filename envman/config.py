@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .errors import UserError
+from envman.errors import UserError
 
 
 CONFIG_NAME = "config.toml"
@@ -76,7 +76,7 @@ class Invalid(ValueError):
         self.fix = fix
 
 
-# --- validators (shared with envman.render) --------------------------------------------------
+# --- validators (shared with envman.render.dockerfile) --------------------------------------------------
 
 # Strict on purpose: these strings end up in RUN lines, sed expressions and ENV values. No
 # whitespace, quotes, `$`, backticks, backslashes, `;|&`, `#`, `?` or `@` can get through.
@@ -215,7 +215,7 @@ def check_ca_bundle(value: Any) -> Path:
     path = _as_path(value, "CA bundle")
     if not path.is_file():
         raise Invalid(f"CA bundle {str(path)!r} is not a file", "give a PEM file, e.g. /etc/ssl/certs/ca-certificates.crt")
-    from .safefile import read_file
+    from envman.safefile import read_file
 
     try:
         data = read_file(path, what="CA bundle", limit=MAX_CA_BYTES)
@@ -287,14 +287,14 @@ def validate_network(values: Mapping[str, Any], *, where: Callable[[str], str]) 
 
 
 def config_path() -> Path:
-    from .paths import config_dir
+    from envman.paths import config_dir
 
     return config_dir() / CONFIG_NAME
 
 
 def load_config(path: Path | None = None) -> dict[str, Any]:
     """The whole config file as a dict ({} when there is none); malformed TOML → UserError."""
-    from .safefile import load_toml
+    from envman.safefile import load_toml
 
     path = Path(path) if path is not None else config_path()
     try:

@@ -4,8 +4,8 @@ Read through NVML (``pynvml`` from nvidia-ml-py) first, and ``nvidia-smi`` as th
 NVML cannot be loaded. Both readers are plain functions of what NVML / nvidia-smi return, so they
 are tested against recorded outputs (``tests/data/host/``) on machines with no GPU.
 
-Facts, not verdicts: whether a stack runs here is ``envman.verdict`` applied to these facts
-(``envman.runner.preflight``). A host with no driver is a normal answer (``source == "none"``)
+Facts, not verdicts: whether a stack runs here is ``envman.stack.verdict`` applied to these facts
+(``envman.run.preflight.preflight``). A host with no driver is a normal answer (``source == "none"``)
 with the reason, never an exception.
 """
 

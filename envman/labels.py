@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import UserError
+from envman.errors import UserError
 
 PREFIX = "envman."
 
@@ -32,7 +32,7 @@ PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag
 BUILT_BY_UID = "envman.built-by.uid"  # who built the image: numeric uid on the engine's host
 BUILT_BY_USER = "envman.built-by.user"  # ... and that uid's login name (informative only)
 
-# The smoke verdict, carried by the image it is about (see envman.smokestore): every user of the
+# The smoke verdict, carried by the image it is about (see envman.images.store): every user of the
 # engine reads it, whoever ran the smoke test.
 SMOKE_STATUS = "envman.smoke.status"  # pass | cpu-only | fail
 SMOKE_REASON = "envman.smoke.reason"  # one line, at most SMOKE_REASON_MAX characters
@@ -46,7 +46,7 @@ SMOKE_AT = "envman.smoke.at"  # when, Unix seconds
 SMOKE_ROOTFS = "envman.smoke.rootfs"  # sha256 over the tested image's layer digests: what was tested
 SMOKE_LABELS = (SMOKE_STATUS, SMOKE_REASON, SMOKE_REPORT_DIGEST, SMOKE_CHECKS, SMOKE_GPU, SMOKE_IMAGE,
                 SMOKE_BY_UID, SMOKE_BY_USER, SMOKE_AT, SMOKE_ROOTFS)
-SMOKE = SMOKE_STATUS  # the name envman.registry knows it by
+SMOKE = SMOKE_STATUS  # the name envman.cluster.registry knows it by
 SMOKE_REASON_MAX = 300
 SMOKE_CHECKS_MAX = 2000
 UID = "envman.uid"  # the uid an `envman run` container runs as (whose it is)

@@ -2,10 +2,10 @@
 
 ``envman [--matrix F]... run ...`` goes straight to the run path: a run sits on the user's hot
 path (``envman run P -- python train.py`` many times a day), and the typer CLI costs about
-100 ms to start. First :func:`envman.runcache.try_cached_run` (the last identical run's plan,
-if nothing it was made from changed), else :func:`envman.runner.run_cli`. Likewise an
+100 ms to start. First :func:`envman.run.cache.try_cached_run` (the last identical run's plan,
+if nothing it was made from changed), else :func:`envman.run.command.run_cli`. Likewise an
 ``envman build`` that the last identical one recorded as a no-op prints that result
-(:func:`envman.runcache.try_cached_build`). Everything else, ``envman --help`` (which lists
+(:func:`envman.run.cache.try_cached_build`). Everything else, ``envman --help`` (which lists
 ``run``) included, goes to the typer CLI in :mod:`envman.cli`. Both paths share
 :func:`guarded`: an ``EnvmanError`` becomes one line on stderr and its exit code; anything else
 is reported in one line as an internal error unless ``ENVMAN_DEBUG=1`` asks for the traceback.
@@ -53,7 +53,7 @@ def _err(line: str) -> None:
 
 def guarded(fn: Callable[[], int | None]) -> int:
     """Run ``fn`` inside the CLI's error contract; its exit code (``None`` is 0)."""
-    from .errors import EnvmanError
+    from envman.errors import EnvmanError
 
     try:
         return fn() or 0
@@ -92,17 +92,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     build = run_argv(args, "build")
     if build is not None:  # a no-op build the last identical one recorded: print its result
-        from .runcache import try_cached_build
+        from envman.run.cache import try_cached_build
 
         try_cached_build(*build)
     split = run_argv(args)
     if split is not None and not _asks_help(split[1]):
         matrix, words = split
         options, command = _split_command(words)
-        from .runcache import try_cached_run
+        from envman.run.cache import try_cached_run
 
         try_cached_run(matrix, options, command)  # execs docker when the last identical run's plan holds
-        from .runner import run_cli
+        from envman.run.command import run_cli
 
         sys.exit(guarded(lambda: run_cli(options, command, matrix)))
     for name in ("exec", "shell"):  # the other commands that hand the terminal to docker
@@ -110,14 +110,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         if split is not None and not _asks_help(split[1]):
             matrix, words = split
             options, command = _split_command(words)
-            from . import envs
+            from envman.run import envs
 
             if name == "exec":
                 sys.exit(guarded(lambda: envs.exec_cli(options, command)))
             sys.exit(guarded(lambda: envs.shell_cli(options, command, matrix)))
     global ARGV
     ARGV = args  # the words as given, for commands that key a cache on them
-    from .cli import main as cli_main
+    from envman.cli import main as cli_main
 
     cli_main(args)
 
@@ -131,7 +131,7 @@ def _asks_help(words: Sequence[str]) -> bool:
     options = words[:words.index("--")] if "--" in words else words
     if not any(w in ("-h", "--help") for w in options):
         return False
-    from .runner import run_parser, split_bare_command  # a --help after PROJECT CMD is the command's
+    from envman.run.command import run_parser, split_bare_command
 
     options, _ = split_bare_command(run_parser(), options)
     return any(w in ("-h", "--help") for w in options)

@@ -31,7 +31,7 @@ MATRIX_ENV = "ENVMAN_MATRIX"
 def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
     """User files: ``[matrix] files`` of the user config first, then ENVMAN_MATRIX
     (os.pathsep-separated), then --matrix options (a file named twice is loaded once, last)."""
-    from .config import load_matrix_config
+    from envman.config import load_matrix_config
 
     paths = list(load_matrix_config()["files"])
     paths += [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]

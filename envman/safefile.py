@@ -18,9 +18,15 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 
-from .errors import UserError
+from envman.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 #: Project files, user config, registries: small text files.
 SMALL_LIMIT = 1024 * 1024
@@ -137,12 +143,6 @@ def load_toml(path: str | os.PathLike[str], *, what: str, limit: int = SMALL_LIM
               error: type[UserError] = UserError) -> tuple[dict, bytes]:
     """Parse a TOML file read with :func:`read_text`: (document, the exact bytes parsed), so a
     caller can hash what it validated. ``FileNotFoundError`` passes through."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     data = read_file(path, what=what, limit=limit)
     text = decode_text(data, what=what, where=str(path))
     try:

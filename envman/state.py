@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from .paths import state_dir
+from envman.paths import state_dir
 
 REPO_PREFIX = "envman/"
 STABLE_TAG = "latest"

@@ -7,7 +7,7 @@ examples/golden/<stack name>.buildkit/Dockerfile (BuildKit, for specs with build
 
 Which stacks and which network options: examples/golden/goldens.toml. The renders use the
 shipped matrix only (ENVMAN_MATRIX is ignored), no user config, and a fixed placeholder in place
-of envman/probe/probe.py, so a golden changes only when rendering (templates, envman/render.py),
+of envman/probe/probe.py, so a golden changes only when rendering (templates, envman/render/dockerfile.py),
 the shipped rows it shows, or envman's version change. Because of that placeholder, the
 render-hash label in a golden differs from the one a real render of the same stack carries.
 """
@@ -63,8 +63,8 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
     builder, ``<stack>.buildkit`` for BuildKit)."""
     from envman.config import validate_network
     from envman.matrix.load import load_matrix
-    from envman.render import RenderOptions, render_stack
-    from envman.resolve import resolve
+    from envman.render.dockerfile import RenderOptions, render_stack
+    from envman.stack.resolve import resolve
 
     saved = os.environ.pop("ENVMAN_MATRIX", None)
     try:

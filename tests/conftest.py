@@ -1,6 +1,6 @@
 """Shared fixtures: the Docker engine, per-session labels and cleanup, stand-in base images.
 
-* ``docker_engine`` (session): an :class:`envman.engine.Engine` that answered a ping. When none
+* ``docker_engine`` (session): an :class:`envman.engine.docker.Engine` that answered a ping. When none
   answers, tests that need it FAIL in CI (``CI`` set to a true value) and SKIP elsewhere, with
   the reason. Every test marked ``docker`` (all of ``tests/docker/`` is, by
   folder) gets it requested automatically.
@@ -32,7 +32,7 @@ import pytest
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 if TYPE_CHECKING:
-    from envman.engine import Engine
+    from envman.engine.docker import Engine
 
 SESSION_ID = uuid.uuid4().hex[:12]
 TEST_LABEL = "envman.test"
@@ -121,7 +121,7 @@ def unique_tag() -> Callable[[str], str]:
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[Engine]:
-    from envman.engine import Engine
+    from envman.engine.docker import Engine
     from envman.errors import EngineError
 
     try:

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import __version__
+from envman import __version__
 
 def _type_column(self, ctx) -> str | None:
     """The help's type column: nothing for a flag or an argument (its name is shown), else the
@@ -77,7 +77,7 @@ def root(
 
 def get_matrix():
     """The matrix for this invocation: shipped files + ENVMAN_MATRIX + --matrix."""
-    from ..matrix.load import get_matrix as _get
+    from envman.matrix.load import get_matrix as _get
 
     return _get(STATE.matrix_files)
 
@@ -85,7 +85,7 @@ def get_matrix():
 def _register() -> None:
     # Sub-apps are small modules of typer declarations; the heavy domain modules they call are
     # imported inside the command functions.
-    from . import matrix as matrix_cli
+    from envman.cli import matrix as matrix_cli
 
     app.add_typer(matrix_cli.app, name="matrix", help="The compatibility matrix: list, show, explain, validate.")
     for mod in _optional_modules():
@@ -113,7 +113,7 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     """The typer CLI behind the one error boundary (:func:`envman.main.guarded`)."""
-    from ..main import guarded
+    from envman.main import guarded
 
     sys.exit(guarded(lambda: _invoke(argv)))
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
 def _invoke(argv: list[str] | None) -> int:
     """Run the typer app; a usage error (unknown option, bad value, missing argument) becomes the
     same one-line ``UserError`` as every other bad input, not click's framed block."""
-    from ..errors import UserError
+    from envman.errors import UserError
 
     try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
         from typer._click.exceptions import ClickException, UsageError

@@ -1,5 +1,5 @@
 """Network options shared by ``envman render``, ``envman build`` and ``envman ci run``: the same
-names, the same help, and one conversion to :class:`envman.render.RenderOptions`.
+names, the same help, and one conversion to :class:`envman.render.dockerfile.RenderOptions`.
 
 Each option is ``None`` when not given, so the user config (``[network]`` in ``config.toml``)
 fills it; ``--offline/--online`` is three-valued for the same reason.
@@ -38,7 +38,7 @@ def network_options(
     python_mirror: str | None,
 ):
     """RenderOptions from the command line (``None``: not given) over the user config."""
-    from ..render import RenderOptions
+    from envman.render.dockerfile import RenderOptions
 
     return RenderOptions.from_config({
         "registry_mirror": registry_mirror,
@@ -55,15 +55,15 @@ def network_options(
 
 def platform_option(value: str | None) -> str | None:
     """``--platform`` as an OCI platform (``linux/arm64``), ``None`` when not given."""
-    from ..stack import parse_platform
+    from envman.stack.names import parse_platform
 
     return parse_platform(value) if value is not None else None
 
 
 def builder_preference(value: str | None) -> str:
     """``--builder`` when given, else ``[build] builder`` of the user config, else ``auto``."""
-    from ..config import BUILDERS, load_builder_config
-    from ..errors import UserError
+    from envman.config import BUILDERS, load_builder_config
+    from envman.errors import UserError
 
     if value is None:
         return load_builder_config()

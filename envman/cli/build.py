@@ -8,22 +8,22 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..complete import complete_stack
+from envman.cli.complete import complete_stack
 
-from ._options import (
+from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
 )
-from ._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, plain, tagged
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _stacks(names: list[str], all_: bool, platform: str | None = None):
-    from ..build import require_names
-    from ..resolve import resolve, resolve_row
-    from ..stack import DEFAULT_PLATFORM
-    from . import get_matrix
+    from envman.images.build import require_names
+    from envman.stack.resolve import resolve, resolve_row
+    from envman.stack.names import DEFAULT_PLATFORM
+    from envman.cli import get_matrix
 
     require_names(names, all_)
     plat = platform_option(platform)
@@ -58,9 +58,9 @@ def build(
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..build import FAIL, build_smoke_promote
-    from ..engine import Engine
-    from ..errors import EnvmanError
+    from envman.images.build import FAIL, build_smoke_promote
+    from envman.engine.docker import Engine
+    from envman.errors import EnvmanError
 
     stacks = _stacks(list(names or []), all_, platform)
     options = network_options(
@@ -69,11 +69,11 @@ def build(
         python_mirror=python_mirror,
     )
     preference = builder_preference(builder)
-    from ..builder import select_builder
+    from envman.engine.builder import select_builder
 
     with Engine.connect() as first:  # fail fast, one line, before any work
         chosen = select_builder(first, preference)
-    from .progress import BuildProgress
+    from envman.cli.progress import BuildProgress
 
     err = console(stderr=True)
     progress = BuildProgress([s.name for s in stacks], err, live=err.is_terminal, quiet=as_json)
@@ -115,7 +115,7 @@ def build(
     if as_json:
         emit_json(rows)
     else:
-        from ..runcache import build_line
+        from envman.run.cache import build_line
 
         c = console()
         for r in rows:
@@ -131,12 +131,12 @@ def build(
 
 def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
     """Record a build in which every stack was already built, smoke-tested and promoted, so the
-    next identical ``envman build`` prints this result without rendering (envman.runcache)."""
-    from .. import main as entry
-    from ..config import config_path
-    from ..paths import matrices_dir, templates_dir, user_matrix_paths
-    from ..runcache import build_key, record, tree_files
-    from ..state import report_path
+    next identical ``envman build`` prints this result without rendering (envman.run.cache)."""
+    from envman import main as entry
+    from envman.config import config_path
+    from envman.paths import matrices_dir, templates_dir, user_matrix_paths
+    from envman.run.cache import build_key, record, tree_files
+    from envman.state import report_path
 
     if options.credentials():
         return  # the cache key is the command line, and it would hold the index credentials
@@ -164,12 +164,12 @@ def smoke(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the smoke test (the GPU kernel check) in the stack's stable image."""
-    from ..build import smoke_image
-    from ..state import stable_ref
-    from ..engine import Engine
-    from ..errors import UserError
-    from ..resolve import resolve
-    from . import get_matrix
+    from envman.images.build import smoke_image
+    from envman.state import stable_ref
+    from envman.engine.docker import Engine
+    from envman.errors import UserError
+    from envman.stack.resolve import resolve
+    from envman.cli import get_matrix
 
     stack = resolve(get_matrix(), name)
     with Engine.connect() as engine:
@@ -192,8 +192,8 @@ def images(as_json: JsonOpt = False) -> None:
     """List envman's images with stack, size, smoke status and date."""
     import datetime
 
-    from ..build import list_envman_images
-    from ..engine import Engine
+    from envman.images.build import list_envman_images
+    from envman.engine.docker import Engine
 
     with Engine.connect() as engine:
         rows = [own_tags(r) for r in list_envman_images(engine)]
@@ -218,7 +218,7 @@ def own_tags(row):
     image is not envman's to list, nor what makes it stable."""
     from dataclasses import replace
 
-    from ..state import REPO_PREFIX, STABLE_TAG
+    from envman.state import REPO_PREFIX, STABLE_TAG
 
     tags = tuple(t for t in row.tags if t.startswith(REPO_PREFIX))
     return replace(row, tags=tags, stable=any(t.endswith(":" + STABLE_TAG) for t in tags) and not row.project)
@@ -230,13 +230,13 @@ def prune(
     as_json: JsonOpt = False,
 ) -> None:
     """Remove envman images you built that nothing uses: no container (anyone's), stable tag or project of yours."""
-    from ..errors import UserError
-    from ..build import PruneScope, prune as _prune
-    from ..engine import Engine
-    from ..pins import pinned_ids
-    from ..project import project_images_in_use
-    from ..runner import stack_resolver
-    from . import STATE
+    from envman.errors import UserError
+    from envman.images.build import PruneScope, prune as _prune
+    from envman.engine.docker import Engine
+    from envman.run.pins import pinned_ids
+    from envman.project.image import project_images_in_use
+    from envman.run.command import stack_resolver
+    from envman.cli import STATE
 
     if all_users and os.geteuid() != 0:
         raise UserError("--all-users removes other users' images: only root may ask for it",

@@ -8,12 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._options import (
+from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
     BuilderOpt, builder_preference, network_options, platform_option,
 )
-from ._out import console, emit_json, plain, tagged
-from ..stack import DEFAULT_PLATFORM
+from envman.cli._out import console, emit_json, plain, tagged
+from envman.stack.names import DEFAULT_PLATFORM
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -27,9 +27,9 @@ PlatformOpt = Annotated[Optional[str], typer.Option("--platform", help="Only the
 
 def _selection(framework: str | None, rows: list[str] | None, changed_since: str | None, platform: str | None = None):
     """(matrix, builds, change set or None) for the selection options shared by plan and run."""
-    from ..ci import changed_rows, select_builds, split_names
-    from ..stack import DEFAULT_PLATFORM
-    from . import get_matrix
+    from envman.ci.run import changed_rows, select_builds, split_names
+    from envman.stack.names import DEFAULT_PLATFORM
+    from envman.cli import get_matrix
 
     m = get_matrix()
     builds = select_builds(m, framework=framework, rows=split_names(rows) or None)
@@ -54,8 +54,8 @@ def plan(
     fmt: Annotated[Optional[str], typer.Option("--format", hidden=True, help="Old spelling: --format json|github.")] = None,
 ) -> None:
     """Which rows to validate, as a job matrix: shards that keep rows of one base image together."""
-    from ..ci import github_matrix, plan_rows, plan_shards
-    from ..errors import UserError
+    from envman.ci.run import github_matrix, plan_rows, plan_shards
+    from envman.errors import UserError
 
     if fmt is not None and fmt not in ("github", "json"):
         raise UserError(f"--format {fmt!r}: expected github or json", where="--format", fix="use --json or --github")
@@ -112,8 +112,8 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
     """Validate, render, lint, build and smoke-test each selected row; write JUnit, JSON and Markdown. Exit 1 if a row failed."""
-    from ..ci import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
-    from ..engine import Engine
+    from envman.ci.run import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
+    from envman.engine.docker import Engine
 
     plat = platform_option(platform) or DEFAULT_PLATFORM
     m, builds, _ = _selection(framework, rows, changed_since, plat)
@@ -125,7 +125,7 @@ def run(
         order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
         builds = sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
     if not builds:  # an empty shard, or nothing changed: nothing needs an engine
-        from ..ci import write_report
+        from envman.ci.run import write_report
 
         write_report([], report, m)
         console().print("no rows to validate", highlight=False)
@@ -149,7 +149,7 @@ def run(
         err.print(plain(f"{row} {step}: ") + tagged(sr.status, c, f" {sr.message[:160]}"), highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
-        from ..builder import select_builder
+        from envman.engine.builder import select_builder
 
         opts.builder = select_builder(engine, builder_pref)
         results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
@@ -180,9 +180,9 @@ def report(
     """Merge CI results into a support-matrix page (framework versions x CUDA versions) and a summary."""
     import json
 
-    from ..state import atomic_write
-    from ..report import load_results, markdown_summary, render_html
-    from . import get_matrix
+    from envman.state import atomic_write
+    from envman.ci.report import load_results, markdown_summary, render_html
+    from envman.cli import get_matrix
 
     loaded = load_results(list(paths or [Path("envman-report")]))
     if merged:
@@ -216,8 +216,8 @@ def check_tags(
 ) -> None:
     """Ask the registry whether each base image tag still exists; flag rows whose tag disappeared.
     Exit 0: all agree; 1: a published tag disappeared; 3: the registry did not answer (nothing judged)."""
-    from ..tags import RegistryUnreachable, check_tags as _check, make_client
-    from . import get_matrix
+    from envman.matrix.tags import RegistryUnreachable, check_tags as _check, make_client
+    from envman.cli import get_matrix
 
     client = make_client(registry, timeout=timeout, ca_bundle=str(ca_bundle) if ca_bundle else None)
     rep = _check(get_matrix(), client, jobs=jobs)

@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..complete import complete_stack, complete_project
+from envman.cli.complete import complete_stack, complete_project
 
-from ._out import console, emit_json
+from envman.cli._out import console, emit_json
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -20,7 +20,7 @@ def ps(
     """List your running envman environments and runs (name, project, stack, state, started, image)."""
     import os
 
-    from ..envs import list_containers
+    from envman.run.envs import list_containers
 
     rows = [c.to_json() for c in list_containers(uid=None if all_users else os.getuid())]
     if as_json:
@@ -56,7 +56,7 @@ def stop(
     """Stop your environments called NAME, or all of PROJECT's (their containers are removed)."""
     import os
 
-    from ..envs import list_containers, select, stop as stop_containers
+    from envman.run.envs import list_containers, select, stop as stop_containers
 
     stopped = stop_containers(select(list_containers(uid=os.getuid()), target, action="stop"), timeout)
     for c in stopped:
@@ -73,8 +73,8 @@ def notebook(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Build what is missing, then print the docker command.")] = False,
 ) -> None:
     """JupyterLab in a project's stack on 127.0.0.1 with a random token: prints the URL; Ctrl-C stops it."""
-    from ..notebook import notebook_cli
-    from . import STATE
+    from envman.run.notebook import notebook_cli
+    from envman.cli import STATE
 
     notebook_cli(project, port=port, stack=stack, gpus=gpus, no_gpu=no_gpu, rebuild=rebuild, dry_run=dry_run,
                  matrix_files=STATE.matrix_files)
@@ -90,12 +90,12 @@ def clean(
     """Remove envman's state for you: project homes, logs, reports, caches (and, asked, config and your images)."""
     import sys
 
-    from ..clean import apply, plan
-    from ..errors import UserError
+    from envman.images.clean import apply, plan
+    from envman.errors import UserError
 
     engine = None
     if images:
-        from ..engine import Engine
+        from envman.engine.docker import Engine
 
         engine = Engine.connect()
     try:

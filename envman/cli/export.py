@@ -16,10 +16,12 @@ Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files."
 def _inputs(target: str, *, image: str | None = None, need_local_image: bool = True):
     """The project, its effective settings and stack, as an ExportInput (image: given, or the
     local run image when ``need_local_image``)."""
-    from ..export import ExportInput
-    from ..project import CliOverrides, load_user_config, locate, merge_settings, require_trust
-    from ..runner import stack_resolver
-    from . import STATE
+    from envman.cluster.export import ExportInput
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.registry import locate
+    from envman.project.trust import require_trust
+    from envman.run.command import stack_resolver
+    from envman.cli import STATE
 
     project = locate(target)
     # An export carries the file's mounts, ports, variables and command to another tool: the
@@ -39,13 +41,13 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
 
 def _local_run_image(project, stack) -> str:
     """What ``envman run`` runs: the promoted stack image, or the project image (built if missing)."""
-    from ..errors import UserError
-    from ..state import stable_ref
+    from envman.errors import UserError
+    from envman.state import stable_ref
 
     if not project.needs_image:
         return stable_ref(stack.name)
-    from ..engine import Engine
-    from ..project import build_project_image
+    from envman.engine.docker import Engine
+    from envman.project.image import build_project_image
 
     with Engine.connect() as engine:
         base = engine.inspect_image(stable_ref(stack.name))
@@ -80,9 +82,9 @@ def k8s(
     force: Force = False,
 ) -> None:
     """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
-    from ..errors import UserError
-    from ..export import gpu_count, k8s_job, k8s_name, to_yaml, write_output
-    from ..registry import digest_ref, load_registry_settings, parse_registry
+    from envman.errors import UserError
+    from envman.cluster.export import gpu_count, k8s_job, k8s_name, to_yaml, write_output
+    from envman.cluster.registry import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
     if image is None:
@@ -94,7 +96,7 @@ def k8s(
         ref = digest_ref(x.stack.name, registry=reg)
         if ref is None:
             try:
-                from ..engine import Engine
+                from envman.engine.docker import Engine
 
                 with Engine.connect() as engine:
                     ref = digest_ref(x.stack.name, registry=reg, engine=engine)
@@ -130,7 +132,7 @@ def devcontainer_cmd(
     """.devcontainer/devcontainer.json (+ Dockerfile) on the project's run image."""
     import json
 
-    from ..export import devcontainer, write_output
+    from envman.cluster.export import devcontainer, write_output
 
     proj, x = _inputs(project)
     doc, dockerfile = devcontainer(x)
@@ -152,9 +154,9 @@ def compose_cmd(
     """compose.yaml: one service per project, GPUs as device reservations."""
     import os
 
-    from ..errors import UserError
-    from ..export import compose, compose_service, k8s_name, to_yaml, write_output
-    from ..project import prepare_home
+    from envman.errors import UserError
+    from envman.cluster.export import compose, compose_service, k8s_name, to_yaml, write_output
+    from envman.project.image import prepare_home
 
     services = {}
     for target in projects:

@@ -7,11 +7,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..complete import complete_stack, complete_gpu
+from envman.cli.complete import complete_stack, complete_gpu
 
 from rich.markup import escape
 
-from ._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, plain, tagged
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,7 +21,7 @@ MatrixOpt = Annotated[Optional[list[Path]], typer.Option("--matrix", "-m", help=
 
 def _extra_matrix(files: list[Path] | None) -> None:
     """``--matrix`` given after the sub-command adds to the root option's files."""
-    from . import STATE
+    from envman.cli import STATE
 
     if files:
         STATE.matrix_files = [*STATE.matrix_files, *files]
@@ -36,12 +36,12 @@ def ls(
     matrix: MatrixOpt = None,
 ) -> None:
     """List the matrix rows (one per framework build)."""
-    from ._options import platform_option
+    from envman.cli._options import platform_option
     _extra_matrix(matrix)
-    from ..errors import UserError
-    from ..resolve import version_matches
-    from ..stack import ALIASES
-    from . import get_matrix
+    from envman.errors import UserError
+    from envman.stack.resolve import version_matches
+    from envman.stack.names import ALIASES
+    from envman.cli import get_matrix
 
     m = get_matrix()
     rows = list(m.builds)
@@ -107,9 +107,9 @@ def show(
 ) -> None:
     """Resolve a stack name and show the full stack."""
     _extra_matrix(matrix)
-    from ..resolve import resolve
-    from ._options import platform_option
-    from . import get_matrix
+    from envman.stack.resolve import resolve
+    from envman.cli._options import platform_option
+    from envman.cli import get_matrix
 
     m = get_matrix()
     stack = resolve(m, name, platform_option(platform))
@@ -140,11 +140,11 @@ def explain(
 ) -> None:
     """Will NAME run on a host with this driver and GPU?  Exit 0: ok/jit_only, 1: no, 2: bad input."""
     _extra_matrix(matrix)
-    from ..errors import UserError
-    from ..matrix.model import Arch, DriverVersion
-    from ..resolve import resolve
-    from ..verdict import verdict
-    from . import get_matrix
+    from envman.errors import UserError
+    from envman.matrix.model import Arch, DriverVersion
+    from envman.stack.resolve import resolve
+    from envman.stack.verdict import verdict
+    from envman.cli import get_matrix
 
     m = get_matrix()
     if (sm is None) == (gpu is None):
@@ -188,8 +188,8 @@ def explain(
 
 def _host_driver() -> str:
     """This host's NVIDIA driver version, for ``explain`` without ``--driver``."""
-    from ..errors import UserError
-    from ..host import detect
+    from envman.errors import UserError
+    from envman.host import detect
 
     host = detect()
     if not host.driver:
@@ -200,8 +200,8 @@ def _host_driver() -> str:
 
 def _compatible_build(m, stack, driver: str, cc: str) -> str | None:
     """A build of the same framework that runs with ``driver`` on a GPU of capability ``cc``."""
-    from ..host import what_if
-    from ..runner import suggest_stack
+    from envman.host import what_if
+    from envman.run.preflight import suggest_stack
 
     host = what_if(driver, cc)
     return suggest_stack(m, stack, host, host.gpus)
@@ -215,11 +215,11 @@ def validate_cmd(
 ) -> None:
     """Check schema and cross-consistency of the matrix (shipped files plus PATHs). Exit 1 on problems."""
     _extra_matrix(matrix)
-    from ..matrix.load import load_matrix
-    from ..matrix.validate import validate
-    from ..resolve import resolve_row
-    from ..errors import ResolveError
-    from . import STATE
+    from envman.matrix.load import load_matrix
+    from envman.matrix.validate import validate
+    from envman.stack.resolve import resolve_row
+    from envman.errors import ResolveError
+    from envman.cli import STATE
 
     m = load_matrix(list(STATE.matrix_files) + list(paths or []))
     problems = [str(p) for p in validate(m)]
@@ -269,15 +269,15 @@ def update(
 
     from rich.markup import escape
 
-    from ..config import check_url, load_matrix_config, Invalid
-    from ..errors import UserError
-    from ..matrix.index import PYPI_SIMPLE, Http
-    from ..matrix.load import load_files
-    from ..matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
-    from ..matrix.write import atomic_write_all
-    from ..paths import matrix_files, matrices_dir
-    from ..render import RenderOptions
-    from ..stack import ALIASES
+    from envman.config import check_url, load_matrix_config, Invalid
+    from envman.errors import UserError
+    from envman.matrix.index import PYPI_SIMPLE, Http
+    from envman.matrix.load import load_files
+    from envman.matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
+    from envman.matrix.write import atomic_write_all
+    from envman.paths import matrix_files, matrices_dir
+    from envman.render.dockerfile import RenderOptions
+    from envman.stack.names import ALIASES
 
     _extra_matrix(matrix)
     if output is not None and write:
@@ -306,7 +306,7 @@ def update(
     http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
     # What the new rows are compared with and checked against: the shipped matrix for --check
     # and --write; everything the user loads (and the overlay itself) for -o and a dry run.
-    from . import STATE
+    from envman.cli import STATE
 
     if check or write:
         files = matrix_files((), shipped=True)[: len(list(matrices_dir().glob("*.toml")))]
@@ -355,7 +355,7 @@ def update(
     elif output is not None:
         plan = lambda rows: plan_overlay(rows, output)  # noqa: E731
     else:
-        from ..matrix.write import overlay_text
+        from envman.matrix.write import overlay_text
 
         dry = Path("(dry run).toml")
         plan = lambda rows: {dry: overlay_text((r.framework, r.data) for r in rows)}  # noqa: E731

@@ -70,7 +70,7 @@ class BuildProgress:
     # -- events ------------------------------------------------------------------------------
 
     def event(self, name: str, ev: Any) -> None:
-        """A :class:`envman.engine.BuildEvent` of ``name``'s build."""
+        """A :class:`envman.engine.docker.BuildEvent` of ``name``'s build."""
         with self._lock:
             row = self._rows[name]
             row.lines += 1

@@ -7,10 +7,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..complete import complete_stack, complete_gpu, complete_project
+from envman.cli.complete import complete_stack, complete_gpu, complete_project
 from typer.core import TyperCommand
 
-from ._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, plain, tagged
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -23,22 +23,22 @@ _META_ARGS = "envman.run.args"
 
 
 def _resolver():
-    from ..runner import stack_resolver
-    from . import STATE
+    from envman.run.command import stack_resolver
+    from envman.cli import STATE
 
     return stack_resolver(STATE.matrix_files)
 
 
 def _suggest(stack, host, gpus):
-    from ..runner import suggest_stack
-    from . import get_matrix
+    from envman.run.preflight import suggest_stack
+    from envman.cli import get_matrix
 
     return suggest_stack(get_matrix(), stack, host, gpus)
 
 
 def _detect_host():
-    from ..runner import detect_host
-    from . import STATE
+    from envman.run.command import detect_host
+    from envman.cli import STATE
 
     return detect_host(STATE.matrix_files)
 
@@ -54,12 +54,13 @@ def init(
     """Write envman.toml in the current directory, register the project and trust the file."""
     import os
 
-    from ..state import atomic_write
-    from ..errors import UserError
-    from ..project import (
-        PROJECT_FILE, check_stack_name, init_text, load_project, load_user_config, parse_project, register, tomllib,
-    )
-    from ..trust import trust
+    from envman.state import atomic_write
+    from envman.errors import UserError
+    from envman.project.file import PROJECT_FILE, check_stack_name, load_project, parse_project
+    from envman.safefile import tomllib
+    from envman.project.registry import init_text, register
+    from envman.project.settings import load_user_config
+    from envman.project.trust import trust
 
     cwd = Path(os.getcwd())
     file = cwd / PROJECT_FILE
@@ -91,8 +92,10 @@ def init(
 @app.command("add")
 def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:
     """Register an existing project (and trust its file as it is now) so that `envman run NAME` works from anywhere."""
-    from ..project import load_project, register, trust_asks
-    from ..trust import trust
+    from envman.project.file import load_project
+    from envman.project.registry import register
+    from envman.project.trust import trust_asks
+    from envman.project.trust import trust
 
     project = load_project(path)
     new = register(project)
@@ -106,8 +109,9 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
 @app.command("trust")
 def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or its directory).")] = Path(".")) -> None:
     """Trust a project file as it is now (its real path and content hash); any edit needs trust again."""
-    from ..project import load_project, trust_asks, unsafe_reason
-    from ..trust import trust
+    from envman.project.file import load_project, unsafe_reason
+    from envman.project.trust import trust_asks
+    from envman.project.trust import trust
 
     project = load_project(path)
     trust(project.real_file, project.digest)
@@ -124,8 +128,8 @@ def untrust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or 
     """Forget the trust in a project file."""
     import os
 
-    from ..project import _project_file_path
-    from ..trust import untrust
+    from envman.project.file import _project_file_path
+    from envman.project.trust import untrust
 
     real = os.path.realpath(_project_file_path(path))
     removed = untrust(real)
@@ -137,9 +141,9 @@ def trusted_cmd(as_json: JsonOpt = False) -> None:
     """List the project files you trust, and whether each is still the content you trusted."""
     import hashlib
 
-    from ..errors import EnvmanError
-    from ..safefile import read_file
-    from ..trust import records
+    from envman.errors import EnvmanError
+    from envman.safefile import read_file
+    from envman.project.trust import records
 
     rows = []
     for real, rec in records().items():
@@ -163,8 +167,9 @@ def trusted_cmd(as_json: JsonOpt = False) -> None:
 @app.command("ls")
 def project_ls(as_json: JsonOpt = False) -> None:
     """List registered projects (name, root, stack as written in the project file)."""
-    from ..errors import EnvmanError
-    from ..project import load_project, read_registry
+    from envman.errors import EnvmanError
+    from envman.project.file import load_project
+    from envman.project.registry import read_registry
 
     rows = []
     for name, root in read_registry().items():
@@ -194,8 +199,11 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a project's file, its effective run settings and where each came from."""
-    from ..project import CliOverrides, load_user_config, locate, merge_settings, home_dir, trust_asks
-    from ..trust import is_trusted
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.registry import locate
+    from envman.project.image import home_dir
+    from envman.project.trust import trust_asks
+    from envman.project.trust import is_trusted
 
     project = locate(name)
     resolve_name = _resolver()
@@ -240,7 +248,7 @@ def show(
 @app.command("rm")
 def rm(name: Annotated[str, typer.Argument(help="Registered project name.", autocompletion=complete_project)]) -> None:
     """Unregister a project (its files and images are left alone; `envman prune` ignores project images)."""
-    from ..project import unregister
+    from envman.project.registry import unregister
 
     root = unregister(name)
     console().print(f"unregistered {name} ({root})", markup=False, highlight=False)
@@ -250,14 +258,14 @@ def rm(name: Annotated[str, typer.Argument(help="Registered project name.", auto
 #
 # `envman run` is the one command whose start-up is the product: it should cost about what
 # `docker run` costs. typer coerces every declared parameter through pydantic (about 100 ms for
-# the first one in a process), so `run` declares none to typer: envman.runner parses its options
+# the first one in a process), so `run` declares none to typer: envman.run.command parses its options
 # with argparse (same one-line errors with exit 2, its own --help). The console script
 # (envman.main) serves `envman [--matrix F]... run ...` without typer at all; this command is
 # reached only by other forms, such as `python -m envman.cli`-style calls of cli.main().
 
 class _PassThroughCommand(TyperCommand):
-    """Hands every argument to the command's argparse parser (``envman.runner.run_parser``,
-    ``envman.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
+    """Hands every argument to the command's argparse parser (``envman.run.command.run_parser``,
+    ``envman.run.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
     made from that parser by :func:`_help_signature`, only draw ``--help``."""
 
     #: () -> (the argparse parser, the help of the command words or None); set by _pass_through
@@ -266,7 +274,7 @@ class _PassThroughCommand(TyperCommand):
     def parse_args(self, ctx, args):
         before = args[:args.index("--")] if "--" in args else args
         if any(w in ("-h", "--help") for w in before):
-            from ..runner import run_parser, split_bare_command
+            from envman.run.command import run_parser, split_bare_command
 
             if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
                 self.params = _help_params(*self.help_source())  # only now: envman --help stays fast
@@ -323,23 +331,23 @@ def _help_params(parser, command_help: str | None) -> list:
 
 def run(ctx: typer.Context) -> None:
     """Run a command in a project's stack: envman run [OPTIONS] [PROJECT] [CMD ARGS...] (or ... -- CMD ARGS...)."""
-    from ..runner import run_cli
-    from . import STATE
+    from envman.run.command import run_cli
+    from envman.cli import STATE
 
     run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
 
 
 def exec_(ctx: typer.Context) -> None:
     """Run a command (default: a shell) in a running named environment, as you, in the matching directory."""
-    from ..envs import exec_cli
+    from envman.run.envs import exec_cli
 
     exec_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []))
 
 
 def shell(ctx: typer.Context) -> None:
     """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
-    from ..envs import shell_cli
-    from . import STATE
+    from envman.run.envs import shell_cli
+    from envman.cli import STATE
 
     shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
 
@@ -353,19 +361,19 @@ def _pass_through(root: typer.Typer, name: str, fn, help_source) -> None:
 
 
 def _run_help():
-    from ..runner import run_parser
+    from envman.run.command import run_parser
 
     return run_parser(), "The command and its arguments (or after --); default: the project's command, else the image's."
 
 
 def _exec_help():
-    from ..envs import exec_parser
+    from envman.run.envs import exec_parser
 
     return exec_parser(), "The command and its arguments (or after --); default: a shell."
 
 
 def _shell_help():
-    from ..runner import run_parser
+    from envman.run.command import run_parser
 
     parser = run_parser()
     parser.prog = "envman shell"
@@ -376,10 +384,10 @@ def _shell_help():
 
 
 def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
-    from ..errors import UserError
-    from ..host import what_if
-    from ..matrix.model import Arch, DriverVersion
-    from . import get_matrix
+    from envman.errors import UserError
+    from envman.host import what_if
+    from envman.matrix.model import Arch, DriverVersion
+    from envman.cli import get_matrix
 
     if driver is not None:
         try:
@@ -419,8 +427,8 @@ def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
 
 
 def _engine_or_error():
-    from ..errors import EnvmanError
-    from ..runner import docker_facts
+    from envman.errors import EnvmanError
+    from envman.engine.facts import docker_facts
 
     engine = docker_facts()
     try:
@@ -431,10 +439,11 @@ def _engine_or_error():
 
 
 def _rows(host, engine, what_if: bool):
-    from ..project import load_user_config, read_registry
-    from ..doctor import project_rows
+    from envman.project.settings import load_user_config
+    from envman.project.registry import read_registry
+    from envman.run.doctor import project_rows
 
-    from . import STATE
+    from envman.cli import STATE
 
     return project_rows(read_registry(), engine=engine, host=host, resolve_name=_resolver(), user=load_user_config(),
                         suggest_for=_suggest, what_if=what_if, matrix_files=STATE.matrix_files)
@@ -448,7 +457,7 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check the host (driver, GPUs, Docker, NVIDIA runtime) and every registered project on it. Exit 1 on a problem."""
-    from ..doctor import doctor_report
+    from envman.run.doctor import doctor_report
 
     real = _detect_host()
     asked = any(x is not None for x in (driver, gpu, sm))
@@ -468,16 +477,16 @@ def _matrix_freshness(check_updates: bool) -> dict:
     """``doctor``'s matrix section; an index that cannot be read is a warning, not a failure."""
     import datetime
 
-    from ..doctor import matrix_freshness
-    from ..errors import EnvmanError
-    from . import get_matrix
+    from envman.run.doctor import matrix_freshness
+    from envman.errors import EnvmanError
+    from envman.cli import get_matrix
 
     m = get_matrix()
     updates, error = None, None
     if check_updates:
-        from ..matrix.index import PYPI_SIMPLE, Http
-        from ..matrix.update import Settings, check_only
-        from ..render import RenderOptions
+        from envman.matrix.index import PYPI_SIMPLE, Http
+        from envman.matrix.update import Settings, check_only
+        from envman.render.dockerfile import RenderOptions
 
         try:
             net = RenderOptions.from_config({})
@@ -576,13 +585,15 @@ def lock(
     as_json: JsonOpt = False,
 ) -> None:
     """Write envman.lock: the exact versions and sha256 hashes of the project image's packages."""
-    from ..engine import Engine
-    from ..errors import UserError
-    from ..lockfile import lock_path, read_lock
-    from ..project import CliOverrides, build_project_image, load_user_config, locate, merge_settings, project_lock
-    from ..runner import print_step, stack_resolver
-    from ..state import stable_ref
-    from . import STATE
+    from envman.engine.docker import Engine
+    from envman.errors import UserError
+    from envman.project.lock import lock_path, read_lock
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.image import build_project_image, project_lock
+    from envman.project.registry import locate
+    from envman.run.command import print_step, stack_resolver
+    from envman.state import stable_ref
+    from envman.cli import STATE
 
     p = locate(project)
     if not p.requirements.strip():

@@ -1,4 +1,4 @@
-"""``envman push`` and ``envman pull``: promoted images through a registry (envman.registry)."""
+"""``envman push`` and ``envman pull``: promoted images through a registry (envman.cluster.registry)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._out import emit_json
+from envman.cli._out import emit_json
 
 Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.")]
 RegistryOpt = Annotated[Optional[str], typer.Option("--registry", help="HOST[:PORT][/PREFIX] (default: [registry] default in config.toml).", show_default=False)]
@@ -19,13 +19,13 @@ def target_stack(target: str):
 
     A path (``./x``, ``/x``, ``.``) or a registered project name is a project (its effective
     stack); anything else must be a stack name."""
-    from ..errors import ResolveError, UserError
-    from ..project import (
-        CliOverrides, PROJECT_FILE, load_user_config, locate, merge_settings, read_registry,
-    )
-    from ..runner import stack_resolver
-    from ..stack import parse_name
-    from . import STATE
+    from envman.errors import ResolveError, UserError
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.file import PROJECT_FILE
+    from envman.project.registry import locate, read_registry
+    from envman.run.command import stack_resolver
+    from envman.stack.names import parse_name
+    from envman.cli import STATE
 
     resolve_name = stack_resolver(STATE.matrix_files)
     is_path = "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE)
@@ -49,8 +49,8 @@ def push(
     as_json: JsonOpt = False,
 ) -> None:
     """Push a stack's promoted image with its smoke verdict; prints the digest reference."""
-    from ..engine import Engine
-    from ..registry import choose_registry, load_registry_settings, push_stack
+    from envman.engine.docker import Engine
+    from envman.cluster.registry import choose_registry, load_registry_settings, push_stack
 
     settings = load_registry_settings()
     reg = choose_registry(registry, settings)
@@ -72,8 +72,8 @@ def pull(
     as_json: JsonOpt = False,
 ) -> None:
     """Pull a stack's image by digest, check its digest and labels, and promote it here."""
-    from ..engine import Engine
-    from ..registry import choose_registry, load_registry_settings, pull_stack
+    from envman.engine.docker import Engine
+    from envman.cluster.registry import choose_registry, load_registry_settings, pull_stack
 
     settings = load_registry_settings()
     reg = choose_registry(registry, settings)

@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..complete import complete_stack, complete_flavour
+from envman.cli.complete import complete_stack, complete_flavour
 
-from ._options import (
+from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
 )
@@ -41,12 +41,12 @@ def render(
     builder: BuilderOpt = None,
 ) -> None:
     """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
-    from ..builder import builder_for_render
-    from ..errors import UserError
-    from ..render import render_stack
-    from ..resolve import resolve, resolve_row
-    from ..stack import DEFAULT_PLATFORM, parse_name
-    from . import get_matrix
+    from envman.engine.builder import builder_for_render
+    from envman.errors import UserError
+    from envman.render.dockerfile import render_stack
+    from envman.stack.resolve import resolve, resolve_row
+    from envman.stack.names import DEFAULT_PLATFORM, parse_name
+    from envman.cli import get_matrix
 
     if bool(name) == bool(all_):
         raise UserError("give a stack NAME or --all, not both and not neither", where="envman render", fix="e.g. envman render torch-2.4-cuda12")
@@ -83,7 +83,7 @@ def render(
 
     assert name is not None
     if flavour is not None:
-        from ..stack import FLAVOURS
+        from envman.stack.names import FLAVOURS
 
         if flavour not in FLAVOURS:
             raise UserError(f"unknown flavour {flavour!r}", where="--flavour", fix="use one of " + ", ".join(FLAVOURS))

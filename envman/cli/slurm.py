@@ -1,4 +1,4 @@
-"""``envman submit``, ``envman jobs``, ``envman logs``: projects as Slurm batch jobs (see envman.slurm)."""
+"""``envman submit``, ``envman jobs``, ``envman logs``: projects as Slurm batch jobs (see envman.cluster.slurm)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperCommand
 
-from ._out import console, emit_json
+from envman.cli._out import console, emit_json
 
 _META_CMD = "envman.submit.command"
 
@@ -26,8 +26,8 @@ class _SubmitCommand(TyperCommand):
 
 
 def _int(value: str | None, where: str, minimum: int) -> int | None:
-    from ..errors import UserError
-    from ..slurm import check_count
+    from envman.errors import UserError
+    from envman.cluster.slurm import check_count
 
     if value is None:
         return None
@@ -50,11 +50,11 @@ def submit(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the batch script instead of submitting it.")] = False,
 ) -> None:
     """Submit a project's command as a Slurm batch job: envman submit [PROJECT] [OPTIONS] [-- CMD ARGS...]."""
-    from ..slurm import (
+    from envman.cluster.slurm import (
         Resources, SubmitRequest, build_spec, check_mem, check_partition, check_runtime, check_time, render_script,
         submit as do_submit,
     )
-    from . import STATE
+    from envman.cli import STATE
 
     n_gpus = _int(gpus, "--gpus", 0)
     res = Resources(
@@ -84,7 +84,7 @@ def jobs(
     """Your envman Slurm jobs: id, project, runtime, GPUs, state and exit code (squeue, then sacct; --json adds the stack)."""
     import datetime
 
-    from ..slurm import jobs as list_jobs
+    from envman.cluster.slurm import jobs as list_jobs
 
     rows = list_jobs(limit=_int(limit, "--limit", 1))
     if as_json:
@@ -116,7 +116,7 @@ def logs(
     """Print the log of one of your envman jobs."""
     import sys
 
-    from ..slurm import follow_log, read_log
+    from envman.cluster.slurm import follow_log, read_log
 
     if follow:
         def write(text: str) -> None:
@@ -141,9 +141,9 @@ def node_check(
     """On a Slurm node: the driver and architecture checks envman run makes (used by non-docker job scripts)."""
     import sys
 
-    from ..errors import UserError
-    from ..slurm import node_check as check
-    from . import STATE
+    from envman.errors import UserError
+    from envman.cluster.slurm import node_check as check
+    from envman.cli import STATE
 
     if no_gpu == (gpus is not None) or (gpus is not None and gpus != "slurm"):
         raise UserError("give --gpus slurm or --no-gpu", where="envman node-check")

@@ -27,8 +27,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Mapping
 
-from .. import __version__
-from ..errors import EnvmanError
+from envman import __version__
+from envman.errors import EnvmanError
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 SIMPLE_ACCEPT = (

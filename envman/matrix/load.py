@@ -12,10 +12,10 @@ from typing import Any, Callable, Iterable
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ..errors import MatrixError
-from ..paths import MATRIX_ENV, matrix_files, user_matrix_paths
-from ..stack import FLAVOURS
-from .model import (
+from envman.errors import MatrixError
+from envman.paths import MATRIX_ENV, matrix_files, user_matrix_paths
+from envman.stack.names import FLAVOURS
+from envman.matrix.model import (
     DEFAULT_PLATFORMS,
     FRAMEWORKS,
     IMAGE_STATUSES,
@@ -393,7 +393,7 @@ _TOP_KEYS = {
 def parse_file(path: Path) -> tuple[str, Any]:
     """Parse one matrix file completely; returns (kind, parsed rows). Raises MatrixError."""
     file = str(path)
-    from ..safefile import LARGE_LIMIT, load_toml
+    from envman.safefile import LARGE_LIMIT, load_toml
 
     try:
         doc, _ = load_toml(path, what="matrix file", limit=LARGE_LIMIT, error=MatrixError)

@@ -19,13 +19,13 @@ from typing import Any, Callable, Iterable, Mapping
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..errors import EnvmanError, UserError
-from .index import (
+from envman.errors import EnvmanError, UserError
+from envman.matrix.index import (
     Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, normalize, project_url,
     read_wheel_metadata,
 )
-from .model import FrameworkBuild, Matrix
-from .wheels import CudaPins, Pin, WheelTags, cuda_pins, pinned_version, wheel_tags
+from envman.matrix.model import FrameworkBuild, Matrix
+from envman.matrix.wheels import CudaPins, Pin, WheelTags, cuda_pins, pinned_version, wheel_tags
 
 TORCH_INDEX = "https://download.pytorch.org/whl"
 
@@ -673,11 +673,11 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
     target set-up, where ``candidates`` replace or add files); the others with why."""
     import tempfile
 
-    from ..errors import EnvmanError as _E
-    from ..render import render_stack
-    from ..resolve import resolve_row
-    from .load import load_files
-    from .validate import validate
+    from envman.errors import EnvmanError as _E
+    from envman.render.dockerfile import render_stack
+    from envman.stack.resolve import resolve_row
+    from envman.matrix.load import load_files
+    from envman.matrix.validate import validate
 
     with tempfile.TemporaryDirectory(prefix="envman-update-") as tmp:
         paths = []
@@ -709,7 +709,7 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
 
 
 def plan_overlay(rows: list[NewRow], output: Path) -> dict[Path, str]:
-    from .write import overlay_text, read_overlay
+    from envman.matrix.write import overlay_text, read_overlay
 
     existing = read_overlay(output)
     new_keys = {r.key for r in rows}
@@ -719,8 +719,8 @@ def plan_overlay(rows: list[NewRow], output: Path) -> dict[Path, str]:
 
 
 def plan_shipped(rows: list[NewRow], directory: Path) -> dict[Path, str]:
-    from ..safefile import LARGE_LIMIT, read_text
-    from .write import build_toml
+    from envman.safefile import LARGE_LIMIT, read_text
+    from envman.matrix.write import build_toml
 
     out: dict[Path, str] = {}
     for fw in sorted({r.framework for r in rows}):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from .model import DEFAULT_PLATFORMS, BaseImage, cudnn_fits, CudaRelease, FrameworkBuild, Matrix
+from envman.matrix.model import DEFAULT_PLATFORMS, BaseImage, cudnn_fits, CudaRelease, FrameworkBuild, Matrix
 
 _PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
 

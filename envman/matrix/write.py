@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..errors import MatrixError, UserError
+from envman.errors import MatrixError, UserError
 
 _BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -76,7 +76,7 @@ OVERLAY_HEADER = (
 
 def read_overlay(path: Path) -> list[dict[str, Any]]:
     """Rows of an existing overlay (each with its ``framework``), [] when the file is absent."""
-    from ..safefile import LARGE_LIMIT, load_toml
+    from envman.safefile import LARGE_LIMIT, load_toml
 
     try:
         doc, _ = load_toml(path, what="matrix overlay", limit=LARGE_LIMIT)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.report import load_results, render_html
+from envman.ci.report import load_results, render_html
 
 pytestmark = [pytest.mark.browser]
 

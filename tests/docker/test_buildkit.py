@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from envman.build import build_stack
-from envman.builder import BuildKitBuilder, ClassicBuilder, find_buildkit_cli, select_builder
+from envman.images.build import build_stack
+from envman.engine.builder import BuildKitBuilder, ClassicBuilder, find_buildkit_cli, select_builder
 from envman.matrix.load import load_matrix
-from envman.render import RenderOptions
-from envman.resolve import resolve
+from envman.render.dockerfile import RenderOptions
+from envman.stack.resolve import resolve
 
 from ..conftest import in_ci
 from .conftest import host_ca_bundle

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envman.matrix.load import load_matrix
-from envman.resolve import resolve_row
+from envman.stack.resolve import resolve_row
 
 from .conftest import STANDIN_MATRIX
 

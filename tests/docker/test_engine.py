@@ -1,4 +1,4 @@
-"""envman.engine against a real Docker engine, on locally built stand-in bases."""
+"""envman.engine.docker against a real Docker engine, on locally built stand-in bases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from envman.engine import BuildEvent, Engine, deterministic_tar
+from envman.engine.docker import BuildEvent, Engine, deterministic_tar
 from envman.errors import BuildError, EngineError
 
 pytestmark = pytest.mark.docker

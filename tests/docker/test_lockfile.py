@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from envman.errors import BuildError
-from envman.lockfile import LOCK_NAME, read_lock
-from envman.project import build_project_image, load_project, project_repository
+from envman.project.lock import LOCK_NAME, read_lock
+from envman.project.image import build_project_image, project_repository
+from envman.project.file import load_project
 from tests.docker.test_projects import STACKS, matrix_files, stacks, workdir  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.docker]
@@ -49,7 +50,7 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
     files = {"Dockerfile": (f"FROM {ids[STACK]}\nCOPY wheels /srv/wheelhouse\n"
                             "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/srv/wheelhouse\n").encode()}
     files.update({f"wheels/{p.name}": p.read_bytes() for p in wheels.values()})
-    from envman.engine import deterministic_tar
+    from envman.engine.docker import deterministic_tar
 
     base_ref = unique_tag("lockbase")
     root = workdir / "lockproj"

@@ -42,7 +42,7 @@ CDI_FILE = Path("/etc/cdi/envman-test-fake-nvidia.yaml")
 
 GPU_CHECK = r'''
 import json, sys
-from envman.engine import Engine
+from envman.engine.docker import Engine
 from envman.errors import EnvmanError
 with Engine.connect() as e:
     try:

@@ -13,7 +13,7 @@ What is a fixture (no framework is downloaded and no real ``nvidia/cuda`` image 
 * the promoted stack images ``envman/<stack>:latest``: built here FROM those stand-ins with a
   venv at /opt/venv, HOME=/home/envman (1777) and an entrypoint — what ``envman build`` would
   make, minus the framework — and cached between sessions (``envman.test-fixture=true``);
-* their smoke reports: written here with ``envman.build.save_report`` (no probe was run).
+* their smoke reports: written here with ``envman.images.build.save_report`` (no probe was run).
 
 Ownership is proven with a user that is not the test's: as root, the second project belongs to
 uid 1234, and its ``envman`` runs as 1234 (setuid in the child, plus the docker socket's group).
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from envman.build import SmokeReport, save_report
-from envman.engine import deterministic_tar
-from envman.project import project_identity
+from envman.images.build import SmokeReport, save_report
+from envman.engine.docker import deterministic_tar
+from envman.project.file import project_identity
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

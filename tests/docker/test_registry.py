@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.engine import deterministic_tar
+from envman.engine.docker import deterministic_tar
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
 
@@ -58,7 +58,7 @@ def envman(matrix: Path, home: Path, *args: str, cwd: Path | None = None, timeou
 
 def stack_obj(matrix: Path):
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
 
     return resolve(load_matrix([matrix]), STACK)
 
@@ -66,7 +66,7 @@ def stack_obj(matrix: Path):
 def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str, str] | None = None,
                         tag: str | None = None) -> str:
     """An image labelled like a promoted envman image of ``stack`` (FROM the stand-in rootfs)."""
-    from envman.render import stack_label_json
+    from envman.render.dockerfile import stack_label_json
 
     base = standin.rootfs("bookworm")
     stack_json = stack_label_json(stack)
@@ -82,7 +82,7 @@ def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str
 
 
 def write_report(home: Path, stack_name: str, image_id: str, overall: str = "cpu-only") -> None:
-    from envman.build import SmokeReport, save_report
+    from envman.images.build import SmokeReport, save_report
 
     old = os.environ.get("ENVMAN_STATE_DIR")
     os.environ["ENVMAN_STATE_DIR"] = str(home / "state")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.build import SmokeReport, save_report
+from envman.images.build import SmokeReport, save_report
 
 from .test_projects import STACKS, _child_pythonpath, _fixture_stack_image, matrix_files, python_for, workdir  # noqa: F401
 

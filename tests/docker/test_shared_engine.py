@@ -69,7 +69,7 @@ def world(docker_engine, standin):
 def stack_repo(world, docker_engine):
     """The stand-in stack's repository; every image in it (and the project images) go at the end."""
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
 
     name = resolve(load_matrix([str(world["top"] / "matrix.toml")]), STACK_QUERY).name
     repo = f"envman/{name}"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.build import SmokeReport, save_report
+from envman.images.build import SmokeReport, save_report
 from tests.docker.test_projects import MATRIX_FRAMEWORK, MATRIX_IMAGES, MATRIX_OS, STACKS, _fixture_stack_image
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.slow]

@@ -6,7 +6,7 @@
   checkout and its ``.venv`` may live where only root can read, e.g. under ``/root``).
 * :class:`TestUser` is a ``useradd``-created account (removed with ``userdel -r`` on teardown);
   :meth:`TestUser.run` runs a command as it with ``runuser``, in a clean environment.
-* :data:`STANDIN_DRIVER` builds, smoke-tests and promotes a stack through ``envman.build`` with a
+* :data:`STANDIN_DRIVER` builds, smoke-tests and promotes a stack through ``envman.images.build`` with a
   stand-in render: a tiny image whose ``python`` prints a passing probe document (so no framework
   is downloaded); everything after the render (content-addressed tags, the verdict image, the
   stable tag, the labels) is envman's real code on the real engine.
@@ -121,9 +121,9 @@ def delete_user(name: str) -> None:
 #: ``python DRIVER MATRIX STACK VARIANT BASE``: build, smoke, promote a stand-in build of STACK.
 STANDIN_DRIVER = r'''
 import hashlib, json, sys
-from envman import build as B
-from envman.engine import Engine, deterministic_tar
-from envman.runner import stack_resolver
+from envman.images import build as B
+from envman.engine.docker import Engine, deterministic_tar
+from envman.run.command import stack_resolver
 
 matrix, query, variant, base = sys.argv[1:5]
 stack = stack_resolver([matrix])(query)

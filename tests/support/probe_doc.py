@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from envman.stack import parse_name
+from envman.stack.names import parse_name
 
 
 def expectations(stack_name: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from envman.engine import Engine, deterministic_tar
+from envman.engine.docker import Engine, deterministic_tar
 from envman.errors import EngineError
 
 FIXTURE_LABEL = {"envman.test-fixture": "true"}

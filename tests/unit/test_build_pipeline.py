@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.probe_doc import probe_doc
 
-from envman import build as B
-from envman.engine import BuildEvent, RunResult
+from envman.images import build as B
+from envman.engine.docker import BuildEvent, RunResult
 from envman.errors import BuildError
 
 
@@ -56,7 +56,7 @@ class FakeEngine:
         return self.inspect_image(ref) is not None
 
     def list_images(self, label_filter):
-        from envman.engine import ImageInfo
+        from envman.engine.docker import ImageInfo
 
         by_id = {v["Id"]: v for v in self.images.values()}
         return [ImageInfo(i, tuple(self.inspect_image(i)["RepoTags"]), v["Config"]["Labels"], 1, 0)
@@ -98,7 +98,7 @@ def isolated(tmp_path, monkeypatch):
 
 @pytest.fixture
 def stack(mini):
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
 
     return resolve(mini, "torch-2.4-cuda12")
 
@@ -223,7 +223,7 @@ class ImageStore:
         return {"Id": self.tags[ref][0]} if ref in self.tags else None
 
     def list_images(self, label_filter):
-        from envman.engine import ImageInfo
+        from envman.engine.docker import ImageInfo
 
         by_id = {}
         for tag, (image_id, labels) in self.tags.items():
@@ -237,8 +237,10 @@ class ImageStore:
 
 
 def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path, monkeypatch, mini):
-    from envman.project import load_project, project_image_ref, project_images_in_use, register
-    from envman.resolve import resolve
+    from envman.project.file import load_project
+    from envman.project.image import project_image_ref, project_images_in_use
+    from envman.project.registry import register
+    from envman.stack.resolve import resolve
 
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
     stack = resolve(mini, "torch-2.4-cuda12")

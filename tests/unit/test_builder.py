@@ -1,4 +1,4 @@
-"""The builders (envman.builder) and the BuildKit dialect of the render, without a daemon.
+"""The builders (envman.engine.builder) and the BuildKit dialect of the render, without a daemon.
 
 A fake ``docker`` executable (a Python script on a private PATH) stands in for the CLI: it
 records its argv, the stdin it was given and what it saw of the secret files, and prints
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from envman.builder import (
+from envman.engine.builder import (
     BuildKitBuilder, BuildKitCli, ClassicBuilder, PlainProgressParser, builder_for_render, engine_has_buildkit,
     find_buildkit_cli, select_builder,
 )
 from envman.config import load_builder_config
 from envman.errors import BuildError, RenderError, UserError
-from envman.render import NETRC_SECRET, RenderOptions, render_hash, render_stack
+from envman.render.dockerfile import NETRC_SECRET, RenderOptions, render_hash, render_stack
 
 from tests.support.index_server import make_wheel
 
@@ -351,7 +351,7 @@ class TagEngine:
 
 
 def test_buildkit_builds_from_an_image_id_through_a_tag_named_after_it(tmp_path):
-    from envman.builder import from_image_id
+    from envman.engine.builder import from_image_id
 
     image_id = "sha256:" + "c0" * 32
     files = {"Dockerfile": f"# x\nFROM {image_id}\nRUN true\n".encode(), "requirements.txt": b"six==1.17.0\n"}

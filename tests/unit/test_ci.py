@@ -15,9 +15,9 @@ import pytest
 
 from tests.support.probe_doc import probe_doc
 
-from envman import build as B
-from envman import ci
-from envman.engine import BuildEvent, RunResult
+from envman.images import build as B
+from envman.ci import run as ci
+from envman.engine.docker import BuildEvent, RunResult
 from envman.errors import UserError
 from envman.matrix.load import load_matrix
 
@@ -211,7 +211,7 @@ def test_changed_since_ignores_envman_matrix_env(matrix_repo, monkeypatch):
 
 
 def test_changed_since_with_the_real_renderer(matrix_repo):
-    pytest.importorskip("envman.render")
+    pytest.importorskip("envman.render.dockerfile")
     base = git(matrix_repo, "rev-parse", "HEAD")
     rest = matrix_repo / "matrices" / "mini-rest.toml"
     rest.write_text(rest.read_text().replace('"torch==2.4.1+cpu"', '"torch==2.4.1+cpu", "numpy==1.26.4"'))

@@ -8,7 +8,7 @@ import pytest
 
 from envman.config import NETWORK_KEYS, config_path, load_config, load_network_config
 from envman.errors import UserError
-from envman.render import RenderOptions
+from envman.render.dockerfile import RenderOptions
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from envman.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect, one, select
+from envman.run.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect, one, select
 from envman.errors import UserError
-from envman.runner import (
-    KEEP_ALIVE, RunPlan, check_container_name, container_workdir, docker_argv, run_parser, split_bare_command,
-)
+from envman.run.plan import KEEP_ALIVE, RunPlan, container_workdir, docker_argv
+from envman.run.command import check_container_name, run_parser, split_bare_command
 
 
 def plan(**kw) -> RunPlan:
@@ -128,7 +127,7 @@ def test_two_commands_and_shell_arguments_are_one_line_errors(tmp_path):
 
 
 def test_notebook_layer_and_command():
-    from envman.notebook import JUPYTERLAB, notebook_command, notebook_dockerfile, notebook_image_ref, notebook_url
+    from envman.run.notebook import JUPYTERLAB, notebook_command, notebook_dockerfile, notebook_image_ref, notebook_url
 
     df = notebook_dockerfile("sha256:" + "a" * 64)
     assert df.splitlines()[1] == "FROM sha256:" + "a" * 64 and JUPYTERLAB in df and "# syntax" not in df
@@ -149,7 +148,7 @@ def test_notebook_token_is_passed_by_name_only():
 def test_notebook_port_checks():
     import socket
 
-    from envman.notebook import check_port, free_port
+    from envman.run.notebook import check_port, free_port
 
     with pytest.raises(UserError, match="outside"):
         check_port(80)
@@ -217,7 +216,7 @@ def test_ls_says_why_a_stack_from_a_user_matrix_file_is_unknown(tmp_path):
 
 
 def test_origins_record_only_user_files(tmp_path, monkeypatch):
-    from envman import origins
+    from envman.stack import origins
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "c"))
@@ -234,7 +233,7 @@ def test_origins_record_only_user_files(tmp_path, monkeypatch):
 
 
 def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
-    from envman.clean import apply, plan
+    from envman.images.clean import apply, plan
 
     state, config = tmp_path / "state", tmp_path / "config"
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(state))
@@ -257,7 +256,7 @@ def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
 
 
 def test_completion_callbacks(tmp_path, monkeypatch):
-    from envman import complete
+    from envman.cli import complete
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "s"))
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "c"))
@@ -274,7 +273,8 @@ def test_completion_callbacks(tmp_path, monkeypatch):
     assert complete.complete_flavour("cudnn") == ["cudnn-runtime", "cudnn-devel"]
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "envman.toml").write_text('stack = "torch-2.4-cuda12"\nname = "alpha"\n')
-    from envman.project import load_project, register
+    from envman.project.file import load_project
+    from envman.project.registry import register
 
     register(load_project(tmp_path / "p"))
     assert complete.complete_project("al") == ["alpha"] and complete.complete_project("zz") == []
@@ -331,7 +331,7 @@ def test_explain_names_a_compatible_build_and_reads_the_host_driver(tmp_path):
 
 
 def test_images_lists_own_tags_and_project_names():
-    from envman.build import ImageRow
+    from envman.images.build import ImageRow
     from envman.cli.build import own_tags
 
     r = own_tags(ImageRow("torch-2.4.1-cuda12.4-py3.10", ("envman/torch-2.4.1-cuda12.4-py3.10:latest", "me/x:latest"),

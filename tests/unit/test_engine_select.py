@@ -7,12 +7,14 @@ import socket
 
 import pytest
 
-from envman import engine_select as ES
+from envman.engine import select as ES
 from envman.errors import UserError
-from envman.engine import podman_cdi_names
-from envman.project import GpuRequest
-from envman.resolve import resolve
-from envman.runner import DockerFacts, docker_argv, gpu_mechanism, preflight, with_engine_kind
+from envman.engine.docker import podman_cdi_names
+from envman.project.file import GpuRequest
+from envman.stack.resolve import resolve
+from envman.engine.facts import DockerFacts, gpu_mechanism, with_engine_kind
+from envman.run.plan import docker_argv
+from envman.run.preflight import preflight
 
 from .test_runner import GOOD_IMAGE, errors, host, plan
 
@@ -90,7 +92,7 @@ def test_kind_from_the_engines_own_answers():
 
 
 def test_docker_facts_say_podman_from_the_socket(monkeypatch):
-    import envman.runner as R
+    import envman.engine.facts as R
 
     answers = {"/version": PODMAN_VERSION, "/v4.0.0/libpod/info": {"host": {"security": {"rootless": True}}},
                "/info": {"ServerVersion": "4.3.1", "Runtimes": {"runc": {}, "nvidia": {}}}}

@@ -1,4 +1,4 @@
-"""envman.engine without a daemon: tar determinism, build-stream parsing, GPU requests, errors."""
+"""envman.engine.docker without a daemon: tar determinism, build-stream parsing, GPU requests, errors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.engine import (
+from envman.engine.docker import (
     LOG_TAIL_LINES,
     BuildEvent,
     Engine,
@@ -237,7 +237,7 @@ def test_unreachable_engine_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_importing_engine_does_not_import_docker() -> None:
-    code = "import sys, envman.engine; sys.exit(1 if 'docker' in sys.modules else 0)"
+    code = "import sys, envman.engine.docker; sys.exit(1 if 'docker' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

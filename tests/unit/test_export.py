@@ -11,14 +11,14 @@ import pytest
 import yaml
 
 from envman.errors import UserError
-from envman.export import (
+from envman.cluster.export import (
     GFD_COMPUTE_MAJOR, GFD_COMPUTE_MINOR, GFD_DRIVER_MAJOR, GFD_DRIVER_MINOR, GFD_DRIVER_REV, ExportInput, compose,
     compose_service, devcontainer, gfd_node_terms, k8s_job, quantity, to_yaml, write_output,
 )
 from envman.matrix.load import load_matrix
-from envman.project import GpuRequest, Mount, Port
-from envman.resolve import resolve, resolve_row
-from envman.verdict import verdict
+from envman.project.file import GpuRequest, Mount, Port
+from envman.stack.resolve import resolve, resolve_row
+from envman.stack.verdict import verdict
 
 DIGEST = "sha256:" + "ab" * 32
 

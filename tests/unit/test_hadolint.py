@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.index_server import make_wheel
 
-from envman.render import RenderOptions, mirror_image, render_stack
+from envman.render.dockerfile import RenderOptions, mirror_image, render_stack
 
 from .test_render import PROBE, cpu_stack, instructions, make_stack
 
@@ -74,7 +74,7 @@ def _rows() -> list[tuple[str, str, str]]:
         golden = sorted((ROOT / "examples" / "golden").glob("*/Dockerfile"))
         return [(p.parent.name, p.read_text(), instructions(p.read_text())[0][1]) for p in golden]
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve, resolve_row
+    from envman.stack.resolve import resolve, resolve_row
 
     saved = os.environ.pop("ENVMAN_MATRIX", None)
     try:

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from envman.errors import UserError
-from envman.lockfile import (
+from envman.project.lock import (
     CLOSURE_CHECK, LOCK_NAME, Pin, lock_text, make_lock, parse_pin, pins_from_report, read_lock, usable, write_lock,
 )
-from envman.project import load_project, project_context, project_image_ref
+from envman.project.file import load_project
+from envman.project.image import project_context, project_image_ref
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 BASE = "sha256:" + "c" * 64
@@ -199,7 +200,7 @@ def test_cli_lock_errors_are_one_line_exit_2(tmp_path):
 
 
 def test_prune_keeps_the_images_of_a_project_with_a_malformed_lock(tmp_path):
-    from envman.project import project_images_in_use
+    from envman.project.image import project_images_in_use
 
     class Engine:
         def inspect_image(self, ref):

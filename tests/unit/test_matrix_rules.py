@@ -10,7 +10,7 @@ import pytest
 from envman.errors import MatrixError
 from envman.matrix.load import load_matrix
 from envman.matrix.validate import validate
-from envman.resolve import resolve
+from envman.stack.resolve import resolve
 
 CUDA = """
 schema = 1
@@ -299,7 +299,7 @@ def test_shipped_rows_record_wheel_pythons_and_system_cudnn_rows_fit_their_image
     assert torch_rows and all(b.wheel_python for b in torch_rows)
     for b in m.builds:
         if b.system_cudnn:
-            from envman.resolve import resolve_row
+            from envman.stack.resolve import resolve_row
 
             s = resolve_row(m, b)
             img = next(i for i in m.images if i.ref == s.base_image)

@@ -6,7 +6,7 @@ from packaging.version import Version
 from envman.matrix.load import load_matrix
 from envman.matrix.model import Arch
 from envman.matrix.validate import validate
-from envman.resolve import resolve, resolve_row
+from envman.stack.resolve import resolve, resolve_row
 
 SHOW_KEYS = ("name", "framework", "framework_version", "cuda", "cudnn", "python", "os", "base_image",
              "base_image_status", "min_driver", "toolkit_driver", "sass_archs", "ptx_archs", "sources")

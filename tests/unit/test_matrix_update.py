@@ -352,7 +352,7 @@ def test_example_workflows_are_valid_github_workflows() -> None:
 def test_doctor_matrix_freshness_and_update_warnings() -> None:
     import datetime
 
-    from envman.doctor import _matrix_problems, matrix_freshness
+    from envman.run.doctor import _matrix_problems, matrix_freshness
     from envman.matrix.load import load_matrix
 
     m = load_matrix(shipped=True)
@@ -370,7 +370,7 @@ def test_doctor_matrix_freshness_and_update_warnings() -> None:
 
 def test_four_part_versions_resolve_exactly() -> None:
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
 
     m = load_matrix(shipped=True)
     versions = {str(b.version) for b in m.builds if b.framework == "jax"}

@@ -9,9 +9,9 @@ import pytest
 
 from envman.errors import MatrixError, ResolveError, UserError
 from envman.matrix.load import load_matrix
-from envman.render import render_stack
-from envman.resolve import resolve, resolve_row
-from envman.stack import Stack, parse_name, parse_platform
+from envman.render.dockerfile import render_stack
+from envman.stack.resolve import resolve, resolve_row
+from envman.stack.names import Stack, parse_name, parse_platform
 
 from .conftest import MINI
 from .test_render import PROBE, make_stack
@@ -254,14 +254,14 @@ class _FakeEngine:
         return None
 
     def build(self, tar, ref, **kw):
-        from envman.engine import BuildEvent
+        from envman.engine.docker import BuildEvent
 
         self.calls.append(kw)
         yield BuildEvent("done", "built", image_id="sha256:x")
 
 
 def test_build_passes_the_platform_to_the_engine_only_for_arm64(tmp_path, monkeypatch):
-    from envman.build import build_stack
+    from envman.images.build import build_stack
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
@@ -384,7 +384,7 @@ def test_ci_plan_platform_selects_and_resolves_only_rows_with_that_platform(tmp_
 
 
 def test_ci_run_row_resolves_for_the_run_platform(arm):
-    from envman.ci import RunOptions, plan_rows
+    from envman.ci.run import RunOptions, plan_rows
 
     b = next(b for b in arm.builds if str(b.version) == "2.4.1" and b.variant == "cu124")
     (row,) = plan_rows(arm, [b], "linux/arm64")

@@ -12,8 +12,8 @@ from packaging.version import Version
 from envman.errors import ResolveError, UserError
 from envman.matrix.model import Arch, Matrix
 from envman.matrix.validate import validate
-from envman.resolve import resolve, resolve_row
-from envman.stack import DEFAULT_PLATFORM, Stack, parse_platform
+from envman.stack.resolve import resolve, resolve_row
+from envman.stack.names import DEFAULT_PLATFORM, Stack, parse_platform
 
 V = Version
 ARM = "linux/arm64"

@@ -6,7 +6,7 @@ import threading
 from rich.console import Console
 
 from envman.cli.progress import BuildProgress
-from envman.engine import BuildEvent
+from envman.engine.docker import BuildEvent
 
 
 def step(n, text):

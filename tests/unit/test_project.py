@@ -12,11 +12,27 @@ from pathlib import Path
 import pytest
 
 from envman.errors import UserError
-from envman.project import (
-    CliOverrides, GpuRequest, Mount, Port, ProjectConfig, UserConfig, default_shm_size, find_project_file,
-    init_text, load_project, load_user_config, locate, lookup, merge_settings, parse_gpus, project_context,
-    project_dockerfile, project_image_ref, project_labels, read_registry, register, unregister, update_registry,
+from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
+from envman.project.file import (
+    GpuRequest,
+    Mount,
+    Port,
+    ProjectConfig,
+    default_shm_size,
+    find_project_file,
+    load_project,
+    parse_gpus,
 )
+from envman.project.registry import (
+    init_text,
+    locate,
+    lookup,
+    read_registry,
+    register,
+    unregister,
+    update_registry,
+)
+from envman.project.image import project_context, project_dockerfile, project_image_ref, project_labels
 
 FULL = """
 name = "proj-a"
@@ -269,7 +285,7 @@ def test_crash_during_write_leaves_the_old_registry(tmp_path, monkeypatch):
 WRITER = r"""
 import sys
 from pathlib import Path
-from envman.project import update_registry
+from envman.project.registry import update_registry
 i = 0
 while True:
     i += 1
@@ -343,7 +359,7 @@ def test_project_tag_is_content_addressed(tmp_path):
 
 
 def test_build_project_image_reuses_an_existing_tag(tmp_path):
-    from envman.project import build_project_image
+    from envman.project.image import build_project_image
 
     p = proj(tmp_path, 'apt = ["ffmpeg"]\n')
 
@@ -372,7 +388,7 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "projects"
 @pytest.mark.parametrize("file", EXAMPLES, ids=[f.parent.name for f in EXAMPLES])
 def test_examples_are_valid_and_resolve(file):
     from envman.matrix.load import load_matrix
-    from envman.resolve import resolve
+    from envman.stack.resolve import resolve
 
     p = load_project(file)
     assert p.name == file.parent.name and p.stack

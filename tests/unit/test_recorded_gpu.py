@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 import envman.probe.probe as P
-from envman.build import CPU_ONLY, FAIL, PASS, judge_probe
+from envman.images.build import CPU_ONLY, FAIL, PASS, judge_probe
 from envman.matrix.load import load_matrix
 from envman.probe import parse_output
-from envman.resolve import resolve
+from envman.stack.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "tests" / "gpu" / "recorded" / "h100_probe.json"

@@ -1,4 +1,4 @@
-"""envman.registry without an engine: names, the plain-HTTP rule, the label checks, the config."""
+"""envman.cluster.registry without an engine: names, the plain-HTTP rule, the label checks, the config."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.load import load_matrix
-from envman.registry import (
+from envman.cluster.registry import (
     Registry, check_transport, engine_uses_http, is_loopback, label_problems, load_registry_settings, parse_registry,
 )
-from envman.render import stack_label_json
-from envman.resolve import resolve
+from envman.render.dockerfile import stack_label_json
+from envman.stack.resolve import resolve
 
 
 @pytest.mark.parametrize("text,host,prefix", [
@@ -78,7 +78,7 @@ ROOTFS = "sha256:" + "1" * 64
 
 
 def _labels(stack, **over):
-    from envman.smokestore import verdict_of_report
+    from envman.images.store import verdict_of_report
 
     verdict = verdict_of_report({"overall": "pass", "reason": "all checks\npassed", "gpus_requested": True,
                                  "image_id": "sha256:x"}, rootfs=ROOTFS, uid=1000, user="u")

@@ -18,7 +18,7 @@ from dockerfile_parse import DockerfileParser
 
 from envman import __version__
 from envman.errors import RenderError, UserError
-from envman.render import (
+from envman.render.dockerfile import (
     CA_DEST,
     UV_VERSION,
     BuildContext,
@@ -30,7 +30,7 @@ from envman.render import (
     render_stack,
     verify_context,
 )
-from envman.resolve import Stack
+from envman.stack.resolve import Stack
 from tests.support.index_server import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_two_renders_are_byte_identical():
 
 def test_renders_agree_across_processes_and_hash_seeds():
     code = (
-        "from tests.unit.test_render import make_stack, render; from envman.render import RenderOptions;"
+        "from tests.unit.test_render import make_stack, render; from envman.render.dockerfile import RenderOptions;"
         "print(render(make_stack(python='3.12', python_strategy='standalone'), RenderOptions(registry_mirror='r.example',"
         " pip_index='https://p.example/simple', apt_mirror='http://a.example/u')).render_hash)"
     )
@@ -181,7 +181,7 @@ def test_tar_is_normalised():
 def test_jinja_environment_is_strict():
     import jinja2
 
-    from envman.render import _jinja_env
+    from envman.render.dockerfile import _jinja_env
 
     env = _jinja_env()
     assert env.undefined is jinja2.StrictUndefined and not env.autoescape
@@ -363,7 +363,7 @@ def test_write_failure_leaves_nothing(tmp_path, monkeypatch):
 def test_missing_probe_is_a_clear_error(monkeypatch, tmp_path):
     import importlib.resources
 
-    from envman.render import probe_source
+    from envman.render.dockerfile import probe_source
 
     monkeypatch.setattr(importlib.resources, "files", lambda pkg: tmp_path)
     with pytest.raises(RenderError, match="probe.py is missing"):

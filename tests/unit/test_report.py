@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envman import report as R
+from envman.ci import report as R
 from envman.errors import UserError
 
 from .conftest import DATA

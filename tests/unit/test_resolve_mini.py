@@ -6,8 +6,8 @@ from packaging.version import Version
 
 from envman.errors import ResolveError
 from envman.matrix.model import Arch, DriverVersion
-from envman.resolve import parse_name, resolve, version_matches
-from envman.verdict import verdict
+from envman.stack.resolve import parse_name, resolve, version_matches
+from envman.stack.verdict import verdict
 
 
 def test_partial_version_picks_newest_patch_and_cuda(mini):
@@ -44,7 +44,7 @@ def test_flavour_override_and_canonical_name(mini):
 
 def test_canonical_name_resolves_to_itself(mini):
     for b in mini.builds:
-        from envman.resolve import resolve_row
+        from envman.stack.resolve import resolve_row
 
         s = resolve_row(mini, b)
         assert resolve(mini, s.name) == s

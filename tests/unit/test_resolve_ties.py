@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from envman.errors import ResolveError
 from envman.matrix.model import BaseImage, Matrix, OsInfo
-from envman.resolve import resolve, resolve_row, version_matches
+from envman.stack.resolve import resolve, resolve_row, version_matches
 
 V = Version
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import envman.runcache as runcache
-import envman.runner as runner
+import envman.run.cache as runcache
+import envman.run.command as runner
 from envman.main import main
 from envman.matrix.load import load_matrix
-from envman.resolve import resolve
+from envman.stack.resolve import resolve
 
 from .test_host import FakeNvml, recorded
 
@@ -83,7 +83,7 @@ def engine(tmp_path, monkeypatch):
 def world(tmp_path, monkeypatch, engine):
     """A registered CPU project on a promoted stack with a passing smoke report, a fake docker
     CLI on PATH, and exec replaced by :class:`Exec`."""
-    from envman.build import SmokeReport, save_report
+    from envman.images.build import SmokeReport, save_report
 
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
@@ -144,7 +144,7 @@ def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world,
     "registry changed",
 ])
 def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
-    from envman.build import SmokeReport, save_report
+    from envman.images.build import SmokeReport, save_report
 
     assert envman_run("--no-gpu", "--", "true")[0] == "full"
     assert envman_run("--no-gpu", "--", "true")[0] == "cached"
@@ -168,7 +168,8 @@ def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
     elif change == "cache turned off":
         monkeypatch.setenv("ENVMAN_RUN_CACHE", "0")
     elif change == "registry changed":
-        from envman.project import load_project, register
+        from envman.project.file import load_project
+        from envman.project.registry import register
 
         register(load_project(world["root"]))
     result = envman_run(*words)
@@ -232,7 +233,7 @@ def test_local_socket_follows_docker_host_and_contexts(tmp_path):
 def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):
     import subprocess
 
-    from envman.runner import DockerFacts
+    from envman.engine.facts import DockerFacts
 
     engine.images["envman/x:latest"] = "sha256:abc"
     calls = []
@@ -307,3 +308,13 @@ def test_human_build_lines_match_the_full_path():
         "cpu-only", "yellow",
         "s (cached) envman/s:01 — not promoted (cpu-only: add --accept-cpu-only to promote without a GPU): no GPU")
     assert runcache.build_line({"result": "build-failed", "name": "s", "error": "x"}) == ("build failed", "red", "s: x")
+
+
+def test_every_code_file_of_the_run_cache_exists():
+    """An edited module on the run path invalidates the cache only if it is in the list."""
+    from envman.run.cache import code_files
+
+    files = code_files()
+    assert len(files) >= 10
+    missing = [f for f in files if not os.path.isfile(f)]
+    assert missing == []

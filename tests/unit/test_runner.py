@@ -10,15 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from envman.doctor import doctor_report, project_rows
+from envman.run.doctor import doctor_report, project_rows
 from envman.errors import EngineError
 from envman.host import HostFacts, from_nvml
-from envman.project import CliOverrides, GpuRequest, Mount, Port, UserConfig, load_project, merge_settings, project_identity, register
-from envman.resolve import resolve
-from envman.runner import (
-    DockerFacts, ImageState, PreflightError, RunPlan, cdi_devices, docker_argv, gpu_mechanism, preflight,
-    prepare_run, resolve_stack, suggest_stack, terminal_flags,
-)
+from envman.project.settings import CliOverrides, UserConfig, merge_settings
+from envman.project.file import GpuRequest, Mount, Port, load_project, project_identity
+from envman.project.registry import register
+from envman.stack.resolve import resolve
+from envman.engine.facts import DockerFacts, gpu_mechanism
+from envman.run.preflight import ImageState, preflight, suggest_stack
+from envman.run.prepare import PreflightError, prepare_run
+from envman.run.plan import RunPlan, cdi_devices, docker_argv
+from envman.run.stacks import resolve_stack
+from envman.run.cache import terminal_flags
 
 from .test_host import FakeNvml, recorded
 
@@ -298,7 +302,7 @@ class FakeEngine:
 
 
 def write_report(image_id, overall="pass"):
-    from envman.build import SmokeReport, save_report
+    from envman.images.build import SmokeReport, save_report
 
     save_report(SmokeReport(stack="s", image="i", image_id=image_id, overall=overall, reason="", gpus_requested=False,
                             probe=None, exit_code=0, stderr_tail=""))
@@ -333,7 +337,7 @@ def test_prepare_cpu_run_of_a_project_without_extras(tmp_path, mini):
 
 
 def test_prepare_builds_the_project_image_once(tmp_path, mini):
-    from envman.project import project_image_ref
+    from envman.project.image import project_image_ref
 
     stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
     write_report("sha256:stable")
@@ -386,7 +390,7 @@ def test_doctor_json_shape(tmp_path, mini):
     write_report("sha256:stable")
     engine = FakeEngine({stable: "sha256:stable"}, info=NVIDIA)
     h = host("rtx3090-470")
-    from envman.project import read_registry
+    from envman.project.registry import read_registry
 
     resolve_name = lambda n: resolve(mini, n)  # noqa: E731
     rows = project_rows(read_registry(), engine=engine, host=h, resolve_name=resolve_name, user=UserConfig(),
@@ -426,7 +430,7 @@ def test_doctor_with_unreachable_engine():
 
 
 def test_cli_run_dry_run_splits_at_double_dash(tmp_path, monkeypatch, capsys):
-    import envman.runner as runner
+    import envman.run.command as runner
     from envman.cli import main
 
     class AnyStable(FakeEngine):  # the stack's canonical name depends on the shipped matrix too

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from envman.errors import UserError
-from envman.policy import forbidden_reason
-from envman.project import (
-    find_project_file, home_dir, load_project, parse_mount, prepare_home, project_repository, require_trust, trust_asks,
-    unsafe_reason,
-)
-from envman.runner import RunPlan, docker_argv, parse_cli_env, sanitize_environment
-from envman.runcache import env_file_fd, env_file_text
+from envman.project.policy import forbidden_reason
+from envman.project.file import find_project_file, load_project, parse_mount, unsafe_reason
+from envman.project.image import home_dir, prepare_home, project_repository
+from envman.project.trust import require_trust, trust_asks
+from envman.run.plan import RunPlan, docker_argv, sanitize_environment
+from envman.run.prepare import parse_cli_env
+from envman.run.cache import env_file_fd, env_file_text
 from envman.safefile import read_text
-from envman import trust
+from envman.project import trust
 
 STACK = 'stack = "torch-2.4-cuda12.4"\n'
 
@@ -167,7 +167,7 @@ def test_a_file_asking_for_nothing_runs_untrusted(home, tmp_path):
 
 
 def test_an_untrusted_file_gets_one_refusal_listing_every_ask(home, tmp_path):
-    from envman.project import default_shm_size, shm_bytes
+    from envman.project.file import default_shm_size, shm_bytes
 
     BIG_SHM = f"{shm_bytes(default_shm_size()) // 1024**2 + 1}m"  # noqa: N806 - more than the default
     (tmp_path / "data").mkdir()
@@ -260,7 +260,7 @@ def test_home_and_image_repository_are_keyed_by_identity_not_name(home, tmp_path
 
 def test_a_registered_projects_old_home_moves_to_its_identity(home, tmp_path):
     from envman.paths import state_dir
-    from envman.project import register
+    from envman.project.registry import register
 
     p = load_project(write(tmp_path / "old", STACK + 'name = "old"\n'))
     register(p)
@@ -376,14 +376,14 @@ def test_hardening_flags_and_gpu_variables():
     user = (("NVIDIA_VISIBLE_DEVICES", "all"), ("NVIDIA_DRIVER_CAPABILITIES", "all"), ("CUDA_VISIBLE_DEVICES", "0"), ("A", "1"))
     kept, dropped = sanitize_environment(user, None)
     assert kept == (("A", "1"),) and set(dropped) == {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES"}
-    from envman.project import GpuRequest
+    from envman.project.file import GpuRequest
 
     kept, dropped = sanitize_environment(user, GpuRequest("all"))
     assert dropped == ("NVIDIA_VISIBLE_DEVICES",) and ("CUDA_VISIBLE_DEVICES", "0") in kept
 
 
 def test_changed_since_is_never_an_option(tmp_path):
-    from envman.ci import check_ref_text
+    from envman.ci.run import check_ref_text
 
     for bad in ("--output=/tmp/x", "-x", "a b", "HEAD:path", "", "x\n", "a;b"):
         with pytest.raises(UserError):

@@ -6,10 +6,11 @@ import os
 
 import pytest
 
-from envman import build as B
+from envman.images import build as B
 from envman import labels as L
-from envman import pins, smokestore
-from envman.build import ImageRow, PruneScope, prune_selection
+from envman.run import pins
+from envman.images import store as smokestore
+from envman.images.build import ImageRow, PruneScope, prune_selection
 
 # The pipeline's fake engine and fixtures (a private state directory, a fake render, a stack).
 from .test_build_pipeline import FakeEngine, isolated, stack  # noqa: F401
@@ -99,7 +100,7 @@ def test_prune_keeps_stables_project_refs_pins_and_unsure_projects():
 
 
 def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(stack):
-    from envman.engine import ContainerInfo
+    from envman.engine.docker import ContainerInfo
 
     from .test_build_pipeline import ImageStore
 

@@ -1,4 +1,4 @@
-"""envman.slurm without a cluster: validation, GPU mapping, the batch scripts, squeue/sacct parsing,
+"""envman.cluster.slurm without a cluster: validation, GPU mapping, the batch scripts, squeue/sacct parsing,
 submission and job records with a fake ``sbatch``."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from envman.errors import EnvmanError, UserError
-from envman.project import GpuRequest, Mount
-from envman.runner import RunPlan, check_container_name, docker_argv
-from envman.slurm import (
+from envman.project.file import GpuRequest, Mount
+from envman.run.plan import RunPlan, docker_argv
+from envman.run.command import check_container_name
+from envman.cluster.slurm import (
     JobSpec, Resources, allocated_gpus, check_job_id, check_mem, check_partition, check_runtime, check_time,
     default_gpu_count, job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
     render_script, submit,
@@ -279,7 +280,7 @@ def test_submit_records_the_job_and_reads_its_state(tmp_path):
     assert (states["40"].state, states["40"].exit_code) == ("FAILED", 3)  # from sacct -c (no slurmdbd)
     assert states["39"].state == "UNKNOWN"
     assert not any(a.startswith("--starttime") for c in fake.calls for a in c)
-    from envman.slurm import jobs
+    from envman.cluster.slurm import jobs
 
     fake.calls.clear()
     assert [(r.id, s.state) for r, s in jobs(fake)] == [("41", "RUNNING")]
@@ -314,7 +315,7 @@ def test_sbatch_refusal():
 
 
 def tmp_scripts() -> Path:
-    from envman.slurm import slurm_dir
+    from envman.cluster.slurm import slurm_dir
 
     return slurm_dir() / "scripts"
 
@@ -333,7 +334,7 @@ def test_slurm_config(tmp_path):
 
 
 def test_records_ignore_garbage(tmp_path):
-    from envman.slurm import slurm_dir
+    from envman.cluster.slurm import slurm_dir
 
     d = slurm_dir() / "jobs"
     d.mkdir(parents=True)
@@ -343,7 +344,7 @@ def test_records_ignore_garbage(tmp_path):
 
 
 def test_follow_log_prints_as_the_log_grows_until_the_job_ends():
-    from envman.slurm import follow_log
+    from envman.cluster.slurm import follow_log
 
     rec = submit(spec("docker", resources=Resources()), FakeSlurm())
     log = Path(rec.log)

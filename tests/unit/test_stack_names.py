@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from envman.errors import ResolveError
-from envman.stack import ALIASES, FLAVOURS, PLATFORM_WORDS, parse_name
+from envman.stack.names import ALIASES, FLAVOURS, PLATFORM_WORDS, parse_name
 
 ALIAS_NAMES = sorted(ALIASES)
 
@@ -164,8 +164,8 @@ def test_the_refusal_states_the_grammar():
 def test_stack_json_round_trip(mini):
     import json
 
-    from envman.resolve import resolve
-    from envman.stack import Stack
+    from envman.stack.resolve import resolve
+    from envman.stack.names import Stack
 
     s = resolve(mini, "torch-2.4-cuda12")
     d = s.to_json()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from envman import tags as T
+from envman.matrix import tags as T
 from envman.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]

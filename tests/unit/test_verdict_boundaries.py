@@ -1,4 +1,4 @@
-"""Every threshold of ``envman.verdict`` tested at, just below and just above its edge.
+"""Every threshold of ``envman.stack.verdict`` tested at, just below and just above its edge.
 
 The stacks are built by hand (no matrix), so each case states exactly the driver floors and
 architecture lists it depends on; each case asserts the verdict *and* the reason that decided it.
@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from envman.matrix.model import Arch, DriverVersion
-from envman.verdict import (
+from envman.stack.verdict import (
     ARCH_UNSUPPORTED,
     DRIVER_TOO_OLD,
     JIT_ONLY,
@@ -22,7 +22,7 @@ from envman.verdict import (
     sass_match,
     verdict,
 )
-from envman.stack import Stack
+from envman.stack.names import Stack
 
 from .test_render import make_stack
 

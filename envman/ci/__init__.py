@@ -1,0 +1,1 @@
+"""Validating the matrix in CI: the plan of rows, the run, and the support-matrix report."""

@@ -1,0 +1,1 @@
+"""Beyond one host: a registry, Slurm, and exports for Kubernetes, devcontainers and compose."""

@@ -1,0 +1,460 @@
+"""Files other tools read: a Kubernetes Job, a Dev Container, a compose file (``envman export``).
+
+Everything here is pure (data in, a dict out) except :func:`write_output`. The formats:
+
+* **Kubernetes** (:func:`k8s_job`): a ``batch/v1`` Job on the pushed image *by digest*, the
+  project's command as ``args`` (the image's entrypoint stays: it makes any uid a user), GPUs as
+  ``nvidia.com/gpu`` limits, ``/dev/shm`` as an in-memory ``emptyDir`` with the run's size, a
+  non-root uid, no privilege escalation, every capability dropped, and a required node affinity
+  on NVIDIA GPU Feature Discovery labels computed from the matrix (:func:`gfd_node_terms`).
+* **Dev Containers** (:func:`devcontainer`): ``.devcontainer/devcontainer.json`` plus a two-line
+  ``Dockerfile`` ``FROM`` the project's run image that gives it a named user (``envman``), so
+  that ``remoteUser`` / ``updateRemoteUserUID`` map it to the host user as ``envman run``'s
+  ``--user`` does; the project is mounted at ``/workspace``; GPUs via ``hostRequirements.gpu``
+  and ``runArgs``.
+* **Compose** (:func:`compose`): one service per project, GPUs as
+  ``deploy.resources.reservations.devices``.
+
+Environment values: those from the project file and the user config are written, except values
+whose *name* looks secret (:func:`looks_secret`): Kubernetes gets a ``secretKeyRef`` to a Secret
+named after the Job, a devcontainer ``${localEnv:NAME}``, compose ``${NAME}`` — all read when the
+tool runs, never stored in the file. Nothing is ever taken from envman's own environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envman import labels as L
+from envman.errors import UserError
+from envman.matrix.model import Arch, DriverVersion
+from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount, Port, shm_bytes
+from envman.stack.names import Stack
+
+# NVIDIA GPU Feature Discovery node labels (string values; the numeric ones hold decimal integers).
+GFD_DRIVER_MAJOR = "nvidia.com/cuda.driver.major"
+GFD_DRIVER_MINOR = "nvidia.com/cuda.driver.minor"
+GFD_DRIVER_REV = "nvidia.com/cuda.driver.rev"
+GFD_COMPUTE_MAJOR = "nvidia.com/gpu.compute.major"
+GFD_COMPUTE_MINOR = "nvidia.com/gpu.compute.minor"
+GPU_RESOURCE = "nvidia.com/gpu"
+K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")
+_SECRET_NAME_RE = re.compile(r"(?i)(secret|token|passw(or)?d|passwd|api_?key|access_?key|private_?key|credential|auth|cookie|session)")
+DEVCONTAINER_USER = "envman"
+
+Expr = dict[str, Any]
+Term = list[Expr]
+
+
+# --------------------------------------------------------------------------- node affinity
+
+
+def _gt(key: str, value: int) -> Expr:
+    return {"key": key, "operator": "Gt", "values": [str(value)]}
+
+
+def _lt(key: str, value: int) -> Expr:
+    return {"key": key, "operator": "Lt", "values": [str(value)]}
+
+
+def _in(key: str, values: Sequence[int]) -> Expr:
+    return {"key": key, "operator": "In", "values": [str(v) for v in sorted(set(values))]}
+
+
+def _equals_int(key: str, value: int) -> Term:
+    """``label == value`` compared as integers (``Gt v-1`` and ``Lt v+1``): GFD copies the
+    driver's minor and revision as the version string prints them, so they may carry a leading
+    zero ("05") that a string ``In`` would miss."""
+    return [_gt(key, value - 1), _lt(key, value + 1)]
+
+
+def driver_at_least(version: DriverVersion) -> list[Term]:
+    """Terms (OR-ed) that hold exactly on nodes whose driver is ``>= version``.
+
+    ``major > M``, or ``major == M and minor > m``, or ``major == M and minor == m and rev >= r``
+    (no rev condition when r is 0: every revision of M.m qualifies, as ``DriverVersion``
+    compares a missing revision as 0; an empty rev label then still matches)."""
+    major, minor, rev = version.parts + (0,) * (3 - len(version.parts))
+    same_major = _in(GFD_DRIVER_MAJOR, [major])  # a driver's major is never zero-padded
+    terms: list[Term] = [[_gt(GFD_DRIVER_MAJOR, major)], [same_major, _gt(GFD_DRIVER_MINOR, minor)]]
+    last = [same_major, *_equals_int(GFD_DRIVER_MINOR, minor)]
+    if rev > 0:
+        last.append(_gt(GFD_DRIVER_REV, rev - 1))
+    terms.append(last)
+    return terms
+
+
+def sass_archs_terms(sass: Sequence[Arch]) -> list[Term]:
+    """Terms for GPUs that can run one of ``sass`` natively: same major, minor at least the
+    smallest built for that major (majors sharing that smallest minor share one term)."""
+    lowest: dict[int, int] = {}
+    for a in sass:
+        lowest[a.major] = min(a.minor, lowest.get(a.major, a.minor))
+    by_minor: dict[int, list[int]] = {}
+    for major, minor in lowest.items():
+        by_minor.setdefault(minor, []).append(major)
+    terms = []
+    for minor, majors in sorted(by_minor.items()):
+        term = [_in(GFD_COMPUTE_MAJOR, majors)]
+        if minor > 0:
+            term.append(_gt(GFD_COMPUTE_MINOR, minor - 1))
+        terms.append(term)
+    return terms
+
+
+def arch_at_least_terms(arch: Arch) -> list[Term]:
+    """Terms for GPUs of compute capability ``>= arch`` (what PTX for ``arch`` can be JIT-ed for)."""
+    same = [_in(GFD_COMPUTE_MAJOR, [arch.major])]
+    if arch.minor > 0:
+        same.append(_gt(GFD_COMPUTE_MINOR, arch.minor - 1))
+    return [[_gt(GFD_COMPUTE_MAJOR, arch.major)], same]
+
+
+def _product(a: list[Term], b: list[Term]) -> list[Term]:
+    return [x + y for x in a for y in b]
+
+
+def gfd_node_terms(stack: Stack) -> list[Term]:
+    """``nodeSelectorTerms`` (OR of ANDs) admitting exactly the nodes on which
+    :func:`envman.stack.verdict.verdict` says ``ok`` or ``jit_only`` for ``stack``, as far as GFD's
+    labels tell (driver version, and the compute capability of the node's GPUs):
+
+    * ``ok``: driver ``>=`` the stack's floor (minor-version compatibility, or the toolkit's own
+      driver without it) and native code (SASS) for the GPU's major with a minor ``<=`` the GPU's;
+    * ``jit_only``: driver ``>=`` the floor and ``>=`` the toolkit's own driver (minor-version
+      compatibility does not cover PTX JIT), and a GPU at least as new as the oldest PTX.
+
+    A CPU stack needs no GPU node: no terms."""
+    if stack.cuda is None:
+        return []
+    floor = DriverVersion.parse(stack.min_driver)
+    toolkit = DriverVersion.parse(stack.toolkit_driver or stack.min_driver)
+    terms: list[Term] = []
+    sass = [Arch.parse(a) for a in stack.sass_archs]
+    if sass:
+        terms += _product(driver_at_least(floor), sass_archs_terms(sass))
+    ptx = [Arch.parse(a) for a in stack.ptx_archs]
+    if ptx:
+        terms += _product(driver_at_least(max(floor, toolkit)), arch_at_least_terms(min(ptx)))
+    if not terms:
+        raise UserError(f"{stack.name} lists no GPU architecture (no SASS, no PTX): no node could run it",
+                        where="matrix", fix="fix the row's sass/ptx lists, or use a CPU stack")
+    return terms
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def looks_secret(name: str) -> bool:
+    """Whether an environment variable's name suggests its value is a secret."""
+    return bool(_SECRET_NAME_RE.search(name))
+
+
+def k8s_name(text: str, *, what: str = "name") -> str:
+    """``text`` as a DNS-1123 label (lowercase, digits, ``-``; 1-63 characters)."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")
+    if not name or not K8S_NAME_RE.fullmatch(name):
+        raise UserError(f"{text!r} makes no Kubernetes {what}", fix="use letters, digits and -")
+    return name
+
+
+def quantity(size: str) -> str:
+    """A Docker size (``8g``, ``512m``, bytes) as a Kubernetes quantity (``8Gi``, ``512Mi``)."""
+    n = shm_bytes(size)
+    for unit, factor in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def gpu_count(request: GpuRequest | None) -> int:
+    """A run's GPU request as a count (``all`` → 1: a cluster has no "every GPU of the node")."""
+    if request is None:
+        return 0
+    if request.kind == "count":
+        return request.count or 0
+    if request.kind == "devices":
+        return len(request.devices)
+    return 1
+
+
+@dataclass(frozen=True)
+class ExportInput:
+    """What every export needs about one project (its effective run settings)."""
+
+    project: str
+    root: Path
+    stack: Stack
+    image: str
+    command: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...]
+    mounts: tuple[Mount, ...]
+    ports: tuple[Port, ...]
+    gpus: GpuRequest | None
+    shm_size: str
+
+
+# --------------------------------------------------------------------------- Kubernetes
+
+
+def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid: int = 1000,
+            gid: int = 1000) -> tuple[dict[str, Any], list[str]]:
+    """The Job, and the names of the variables it reads from the Secret ``<job>-env``."""
+    if not DIGEST_REF_RE.fullmatch(x.image):
+        raise UserError(f"image {x.image!r} is not pinned by digest", where="envman export k8s",
+                        fix="push it (envman push STACK prints REPO@sha256:...) or pass --image REPO@sha256:...")
+    if uid < 1 or gid < 0:
+        raise UserError(f"uid {uid} / gid {gid}: the Job runs as a non-root uid", fix="give --uid 1000 or another uid > 0")
+    if gpus < 0:
+        raise UserError(f"--gpus {gpus}: expected a count >= 0")
+    if gpus and x.stack.cuda is None:
+        raise UserError(f"{x.stack.name} is a CPU build: it uses no GPU", where="--gpus", fix="drop --gpus, or use a CUDA stack")
+    name = k8s_name(x.project, what="Job name")
+    secret = f"{name}-env"
+    meta_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "envman"}
+    env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": x.project},
+                                 {"name": "ENVMAN_STACK", "value": x.stack.name}]
+    secret_keys = []
+    for key, value in x.environment:
+        if looks_secret(key):
+            secret_keys.append(key)
+            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
+        else:
+            env.append({"name": key, "value": value})
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": x.image,
+        "workingDir": WORKSPACE,
+        "env": env,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+        },
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "workspace", "mountPath": WORKSPACE}],
+    }
+    if x.command:
+        container["args"] = list(x.command)
+    if gpus:
+        container["resources"] = {"limits": {GPU_RESOURCE: gpus}}
+    pod: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid, "fsGroup": gid,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+        "volumes": [
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": quantity(x.shm_size)}},
+            {"name": "workspace", "emptyDir": {}},
+        ],
+    }
+    if runtime_class is not None:
+        if len(runtime_class) > 253 or not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", runtime_class):
+            raise UserError(f"{runtime_class!r} is not a RuntimeClass name", where="--runtime-class",
+                            fix="lowercase letters, digits, - and . (e.g. nvidia)")
+        pod["runtimeClassName"] = runtime_class
+    if gpus:
+        pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": t} for t in gfd_node_terms(x.stack)]}}}
+        pod["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": meta_labels,
+                     "annotations": {"envman/stack": x.stack.name, "envman/image": x.image}},
+        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta_labels}, "spec": pod}},
+    }
+    return job, secret_keys
+
+
+# --------------------------------------------------------------------------- Dev Containers
+
+
+def devcontainer(x: ExportInput) -> tuple[dict[str, Any], str]:
+    """``devcontainer.json`` and its ``Dockerfile`` (FROM the run image, plus a named user)."""
+    run_args = ["--init", "--security-opt", "no-new-privileges", "--shm-size", x.shm_size]
+    for k, v in L.run_labels(x.project, x.stack.name).items():
+        run_args += ["--label", f"{k}={v}"]
+    if x.gpus is not None:
+        run_args += ["--gpus", _docker_gpus(x.gpus)]
+    for k, v in x.environment:
+        if "${" in v and not looks_secret(k):  # devcontainer.json has no escape for its ${...}
+            raise UserError(f"environment variable {k}: its value contains '${{', which the Dev Containers tools would "
+                            "replace", where="envman export devcontainer", fix="set it in the container instead (postCreateCommand)")
+    env = {k: ("${localEnv:%s}" % k if looks_secret(k) else v) for k, v in x.environment}
+    env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
+    doc: dict[str, Any] = {
+        "name": f"{x.project} ({x.stack.name})",
+        "build": {"dockerfile": "Dockerfile"},
+        "workspaceMount": f"source=${{localWorkspaceFolder}},target={WORKSPACE},type=bind",
+        "workspaceFolder": WORKSPACE,
+        "containerUser": DEVCONTAINER_USER,
+        "remoteUser": DEVCONTAINER_USER,
+        "updateRemoteUserUID": True,
+        "containerEnv": env,
+        "runArgs": run_args,
+        "mounts": [{"type": "bind", "source": m.source, "target": m.target} for m in x.mounts if not m.read_only]
+                  + [f"type=bind,source={m.source},target={m.target},readonly" for m in x.mounts if m.read_only],
+        "hostRequirements": {"gpu": bool(x.gpus is not None and x.stack.cuda)},
+    }
+    if x.ports:
+        doc["forwardPorts"] = [p.container for p in x.ports]
+    dockerfile = (
+        f"# envman devcontainer image for {x.project}: the run image plus a named user that\n"
+        "# updateRemoteUserUID maps to your uid (envman run uses --user for the same). Generated.\n"
+        f"FROM {x.image}\n"
+        "USER root\n"
+        "RUN getent passwd envman >/dev/null || { uid=1000; while getent passwd \"$uid\" >/dev/null; do uid=$((uid + 1)); done; \\\n"
+        "      getent group \"$uid\" >/dev/null || echo \"envman:x:$uid:\" >>/etc/group; \\\n"
+        "      echo \"envman:x:$uid:$uid:envman user:/home/envman:/bin/sh\" >>/etc/passwd; }\n"
+    )
+    return doc, dockerfile
+
+
+def _docker_gpus(g: GpuRequest) -> str:
+    if g.kind == "devices":
+        return '"device=' + ",".join(g.devices) + '"'
+    return "all" if g.kind == "all" else str(g.count)
+
+
+# --------------------------------------------------------------------------- compose
+
+
+def _compose_escape(value: str) -> str:
+    """Compose interpolates ``$VAR``; a literal ``$`` is written ``$$``."""
+    return value.replace("$", "$$")
+
+
+def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[str, Any]:
+    env = {k: ("${%s}" % k if looks_secret(k) else _compose_escape(v)) for k, v in x.environment}
+    env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
+    volumes = [{"type": "bind", "source": _compose_escape(str(x.root)), "target": WORKSPACE},
+               {"type": "bind", "source": _compose_escape(home), "target": CONTAINER_HOME}]
+    volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": m.target, "read_only": m.read_only}
+                for m in x.mounts]
+    svc: dict[str, Any] = {
+        "image": x.image,
+        "user": f"{uid}:{gid}",
+        "init": True,
+        "security_opt": ["no-new-privileges"],
+        "working_dir": WORKSPACE,
+        "shm_size": x.shm_size,
+        "environment": env,
+        "volumes": volumes,
+        "labels": L.run_labels(x.project, x.stack.name),
+    }
+    if x.command:
+        svc["command"] = [_compose_escape(c) for c in x.command]
+    if x.ports:
+        svc["ports"] = [f"127.0.0.1:{p.host}:{p.container}" for p in x.ports]
+    if x.gpus is not None:
+        device: dict[str, Any] = {"driver": "nvidia", "capabilities": ["gpu"]}
+        if x.gpus.kind == "devices":
+            device["device_ids"] = list(x.gpus.devices)
+        else:
+            device["count"] = "all" if x.gpus.kind == "all" else x.gpus.count
+        svc["deploy"] = {"resources": {"reservations": {"devices": [device]}}}
+    return svc
+
+
+def compose(services: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    names = list(services)
+    if len(set(names)) != len(names):  # pragma: no cover - a mapping cannot repeat keys
+        raise UserError("a project is given twice")
+    return {"services": {k8s_name(n, what="compose service name"): s for n, s in services.items()}}
+
+
+# --------------------------------------------------------------------------- YAML and files
+
+
+_PLAIN_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+
+
+def to_yaml(value: Any, indent: int = 0) -> str:
+    """Block YAML for dicts, lists, strings, numbers and booleans. Every string is written as a
+    JSON string (a valid YAML double-quoted scalar), so no value can change the structure."""
+    return _yaml(value, indent).lstrip("\n") + "\n"
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return _yaml_string(v)
+    raise TypeError(f"cannot write {type(v).__name__} as YAML")
+
+
+# A surrogate-pair escape that is not itself escaped (preceded by an even run of backslashes).
+_SURROGATES_RE = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
+
+
+def _yaml_string(v: str) -> str:
+    """A double-quoted scalar: JSON's escaping (ASCII only, so no character YAML folds as a line
+    break survives), with characters beyond U+FFFF as YAML's ``\\U`` escape instead of JSON's
+    surrogate pairs."""
+    def astral(m: re.Match[str]) -> str:
+        hi, lo = int(m.group(2), 16), int(m.group(3), 16)
+        return m.group(1) + "\\U%08x" % (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+
+    return _SURROGATES_RE.sub(astral, json.dumps(v, ensure_ascii=True))
+
+
+def _key(k: str) -> str:
+    plain = _PLAIN_KEY_RE.fullmatch(k) and k.lower() not in ("true", "false", "null", "yes", "no", "on", "off", "y", "n", "~")
+    return k if plain else _yaml_string(k)
+
+
+def _yaml(v: Any, indent: int) -> str:
+    pad = "  " * indent
+    if isinstance(v, dict):
+        if not v:
+            return " {}"
+        out = ""
+        for k, item in v.items():
+            if isinstance(item, (dict, list)) and item:
+                out += f"\n{pad}{_key(str(k))}:" + _yaml(item, indent + 1)
+            else:
+                out += f"\n{pad}{_key(str(k))}:" + (_yaml(item, indent + 1) if isinstance(item, (dict, list)) else f" {_scalar(item)}")
+        return out
+    if isinstance(v, list):
+        if not v:
+            return " []"
+        out = ""
+        for item in v:
+            if isinstance(item, dict) and item:
+                body = _yaml(item, indent + 1).lstrip("\n")
+                out += f"\n{pad}- " + body[len("  " * (indent + 1)):]
+            elif isinstance(item, list) and item:
+                out += f"\n{pad}-" + _yaml(item, indent + 1)
+            else:
+                out += f"\n{pad}-" + (_yaml(item, indent + 1) if isinstance(item, (dict, list)) else f" {_scalar(item)}")
+        return out
+    return f" {_scalar(v)}"
+
+
+def write_output(files: Mapping[Path, str], dest: str, *, force: bool) -> list[Path]:
+    """Write ``files`` (all or none): ``dest`` ``-`` prints them to stdout instead. An existing
+    file is kept unless ``force``; each write is atomic (temp file, fsync, rename)."""
+    from envman.state import atomic_write
+
+    if dest == "-":
+        for text in files.values():
+            sys.stdout.write(text)
+        return []
+    existing = [p for p in files if p.exists()]
+    if existing and not force:
+        raise UserError(f"{existing[0]} exists", where="envman export", fix="pass --force to overwrite it, or -o another path")
+    for p in files:
+        if p.is_dir() or (p.parent.exists() and not p.parent.is_dir()):
+            raise UserError(f"cannot write {p}: a directory is in the way", where="envman export", fix="choose another -o")
+    for p, text in files.items():
+        atomic_write(p, text)
+    return list(files)

@@ -1,0 +1,422 @@
+"""Promoted images through an OCI registry: ``envman push`` and ``envman pull``.
+
+* **Push** takes the stack's promoted image (``envman/<stack>:latest`` with a passing or
+  ``cpu-only`` smoke verdict), which carries that verdict in its ``envman.smoke.*`` labels
+  (:mod:`envman.images.store`; a verdict known only from this user's report is put on the image
+  first), tags it ``HOST[/PREFIX]/envman/<stack>:latest`` and ``:<render hash>``, pushes, and
+  records the manifest digest the registry reported (the digest ref is what clusters run).
+* **Pull** asks the registry for the tag's digest (or takes the one given), pulls by digest (the
+  engine verifies the content against it), then refuses the image unless its labels say it is
+  envman's image of exactly the stack this host resolves (``envman.stack`` equal to the resolved
+  stack) and carry a runnable smoke verdict taken on exactly these layers
+  (``envman.smoke.rootfs``). Only then is it tagged ``envman/<stack>:latest``, i.e. promoted here.
+* **Transport**: the engine talks plain HTTP to the registries in its ``insecure-registries``
+  (127.0.0.0/8 by default). envman allows that only for a loopback registry or when the user
+  says so (``--allow-http`` or ``[registry] allow_http = true``).
+* **Credentials** are the engine's and Docker's own (``docker login``, credential helpers):
+  envman never reads, stores or passes any.
+
+Config (``config.toml``)::
+
+    [registry]
+    default = "registry.lab.example:5000/team"   # --registry
+    allow_http = false                             # --allow-http
+    pull_on_run = false                            # envman run pulls a missing promoted image
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from envman import labels as L
+from envman.errors import EnvmanError, UserError
+from envman.stack.names import Stack
+
+REGISTRY_KEYS = {
+    "default": "the registry to push to and pull from: HOST[:PORT][/PREFIX]",
+    "allow_http": "true to allow a non-loopback registry the engine reaches over plain HTTP",
+    "pull_on_run": "true to let envman run pull a missing promoted image from the default registry",
+}
+RUNNABLE_SMOKE = ("pass", "cpu-only")
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+_LABEL_MAX = 300
+
+
+class RegistryError(EnvmanError):
+    """A push or pull that ran and was refused or failed (exit 1)."""
+
+
+# --------------------------------------------------------------------------- registry names
+
+
+@dataclass(frozen=True)
+class Registry:
+    """``HOST[:PORT]`` and an optional repository prefix (``team/ml``)."""
+
+    host: str
+    prefix: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.host}/{self.prefix}" if self.prefix else self.host
+
+    def repository(self, stack_name: str) -> str:
+        from envman.state import repository
+
+        return f"{self}/{repository(stack_name)}"
+
+    @property
+    def hostname(self) -> str:
+        """The host without the port (an IPv6 literal without its brackets)."""
+        h = self.host
+        if h.startswith("["):
+            return h[1:h.index("]")]
+        return h.rsplit(":", 1)[0] if ":" in h else h
+
+
+def parse_registry(value: Any, *, where: str) -> Registry:
+    """``HOST[:PORT][/PREFIX]`` checked strictly (the same rules as ``--registry-mirror``: a
+    host Docker reads as a registry, lowercase path components, no scheme, no credentials)."""
+    from envman.config import Invalid, check_registry_mirror
+
+    if isinstance(value, str) and "@" in value:
+        raise UserError("the registry carries credentials (user@host)", where=where,
+                        fix="give HOST[:PORT][/PREFIX] and log in with `docker login HOST`: envman uses Docker's own credentials")
+    try:
+        text = check_registry_mirror(value)
+    except Invalid as exc:
+        raise UserError(exc.what.replace("registry mirror", "registry"), where=where, fix=exc.fix) from None
+    m = re.fullmatch(r"(?P<host>\[[^\]]+\](?::(?P<p6>[0-9]+))?|[^/:]+(?::(?P<p>[0-9]+))?)(?:/(?P<prefix>.*))?", text)
+    if m is None:  # pragma: no cover - check_registry_mirror accepted it
+        raise UserError(f"registry {text!r} is not HOST[:PORT][/PREFIX]", where=where)
+    port = m.group("p6") or m.group("p")
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise UserError(f"registry {text!r}: port {port} is out of range", where=where, fix="use a port 1-65535")
+    if len(text) > 200:
+        raise UserError(f"registry {text[:40]!r}...: longer than 200 characters", where=where)
+    return Registry(m.group("host"), m.group("prefix") or "")
+
+
+# --------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    default: Registry | None = None
+    allow_http: bool = False
+    pull_on_run: bool = False
+
+
+def load_registry_settings(path: Path | None = None) -> RegistrySettings:
+    """The ``[registry]`` table of the user config, validated (one line per problem)."""
+    from envman.config import config_path, load_config
+
+    file = Path(path) if path is not None else config_path()
+    table = load_config(file).get("registry", {})
+    where = f"{file}: [registry]"
+    if not isinstance(table, dict):
+        raise UserError("[registry] must be a table", where=where, fix='e.g. [registry] then default = "HOST:PORT"')
+    unknown = sorted(set(table) - set(REGISTRY_KEYS))
+    if unknown:
+        raise UserError(f"unknown key {unknown[0]!r}", where=where, fix="known keys: " + ", ".join(REGISTRY_KEYS))
+    for key in ("allow_http", "pull_on_run"):
+        if key in table and not isinstance(table[key], bool):
+            raise UserError(f"{key} must be true or false, got {table[key]!r}", where=where)
+    default = parse_registry(table["default"], where=f"{where}.default") if "default" in table else None
+    return RegistrySettings(default, bool(table.get("allow_http", False)), bool(table.get("pull_on_run", False)))
+
+
+def choose_registry(given: str | None, settings: RegistrySettings) -> Registry:
+    if given is not None:
+        return parse_registry(given, where="--registry")
+    if settings.default is None:
+        raise UserError("no registry given and none configured", where="envman push/pull",
+                        fix='pass --registry HOST[:PORT][/PREFIX], or set [registry] default = "..." in config.toml')
+    return settings.default
+
+
+# --------------------------------------------------------------------------- plain HTTP
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (no port) is this machine: ``localhost``, 127.0.0.0/8, ``::1``, or a
+    name that resolves only to those."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    addrs = _resolve(host)
+    return bool(addrs) and all(a.is_loopback for a in addrs)
+
+
+def _resolve(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []
+    out = []
+    for info in infos:
+        try:
+            out.append(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]))
+        except ValueError:
+            continue
+    return out
+
+
+def engine_uses_http(registry: Registry, cidrs: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    """Whether the engine would fall back to plain HTTP for ``registry`` (its insecure list)."""
+    if registry.host in names or registry.hostname in names:
+        return True
+    try:
+        addrs = [ipaddress.ip_address(registry.hostname)]
+    except ValueError:
+        addrs = _resolve(registry.hostname)
+    nets = []
+    for c in cidrs:
+        try:
+            nets.append(ipaddress.ip_network(c, strict=False))
+        except ValueError:
+            continue
+    return any(a in n for a in addrs for n in nets if a.version == n.version)
+
+
+def check_transport(registry: Registry, cidrs: tuple[str, ...], names: tuple[str, ...], *, allow_http: bool) -> None:
+    """Refuse a registry the engine reaches over plain HTTP unless it is loopback or allowed."""
+    if allow_http or not engine_uses_http(registry, cidrs, names) or is_loopback(registry.hostname):
+        return
+    raise UserError(
+        f"the Docker engine would talk plain HTTP to {registry.host} (it is in the engine's insecure-registries), "
+        "so images and any credentials would cross the network unencrypted",
+        where=f"registry {registry}",
+        fix="serve the registry over HTTPS, or say so explicitly: --allow-http (or [registry] allow_http = true)",
+    )
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_problems(labels: Mapping[str, str], stack: Stack, rootfs: str | None) -> list[str]:
+    """Why an image's labels do not make it a promoted envman image of ``stack`` (empty: fine).
+    ``rootfs`` is the digest of the image's own layers (:func:`envman.images.store.rootfs_digest`):
+    the smoke verdict must have been taken on them."""
+    problems: list[str] = []
+    got = L.parse(labels)
+    if not got.managed:
+        problems.append(f"it carries no {L.MANAGED}={L.TRUE} label (not an envman image)")
+    if got.name != stack.name:
+        problems.append(f"its {L.NAME} label is {got.name!r}, expected {stack.name!r}")
+    raw = got.stack_json
+    if raw is None:
+        problems.append(f"it has no {L.STACK} label")
+    else:
+        try:
+            label_stack = json.loads(raw)
+        except json.JSONDecodeError:
+            label_stack = None
+        expected = json.loads(json.dumps(stack.to_json()))
+        if not isinstance(label_stack, dict):
+            problems.append(f"its {L.STACK} label is not a JSON object")
+        elif label_stack != expected:
+            keys = sorted(k for k in set(label_stack) | set(expected) if label_stack.get(k) != expected.get(k))
+            problems.append(f"its {L.STACK} label differs from the stack this host resolves in {', '.join(keys[:5])} "
+                            "(the matrices differ)")
+    if not _HASH_RE.fullmatch(got.render_hash or ""):
+        problems.append(f"it has no valid {L.RENDER_HASH} label")
+    smoke = got.smoke
+    if smoke is None:
+        problems.append(f"it has no valid {L.SMOKE_STATUS} label (no smoke verdict on the image: push it with envman push)")
+    elif smoke.status not in RUNNABLE_SMOKE:
+        problems.append(f"its smoke verdict is {smoke.status!r}, not one of {', '.join(RUNNABLE_SMOKE)}")
+    elif smoke.rootfs is None or smoke.rootfs != rootfs:
+        problems.append(f"its smoke verdict was not taken on these layers ({L.SMOKE_ROOTFS} does not match them)")
+    return problems
+
+
+# --------------------------------------------------------------------------- push
+
+
+@dataclass(frozen=True)
+class Pushed:
+    registry: str
+    stack: str
+    ref: str  # REPO@sha256:...
+    digest: str
+    image_id: str  # the local id of the pushed (labelled) image
+    smoke: str
+
+
+def pushed_path() -> Path:
+    from envman.paths import state_dir
+
+    return state_dir() / "registry" / "pushed.json"
+
+
+def read_pushed() -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(pushed_path().read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record_push(p: Pushed) -> None:
+    from filelock import FileLock
+
+    from envman.state import atomic_write
+
+    path = pushed_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=60):
+        data = read_pushed()
+        data.setdefault(p.registry, {})[p.stack] = {
+            "ref": p.ref, "digest": p.digest, "image_id": p.image_id, "smoke": p.smoke, "time": int(time.time()),
+        }
+        atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def promoted_image(engine, stack: Stack) -> dict[str, Any]:
+    """The inspected promoted image of ``stack``, its smoke verdict on its labels (put there from
+    this user's report when only the report has it), or a one-line error."""
+    from envman.images.store import image_verdict, record_verdict, rootfs_digest
+    from envman.state import load_report, stable_ref
+
+    ref = stable_ref(stack.name)
+    info = engine.inspect_image(ref)
+    if info is None:
+        raise UserError(f"no promoted image {ref}", where=f"stack {stack.name}",
+                        fix=f"build it first: envman build {stack.name} (or envman pull {stack.name})")
+    verdict = image_verdict(info)
+    if verdict is None or verdict.status not in RUNNABLE_SMOKE:
+        what = f"says {verdict.status}" if verdict else "is missing"
+        raise UserError(f"the smoke verdict of {ref} {what}", where=f"stack {stack.name}",
+                        fix=f"envman smoke {stack.name}; only a passing or cpu-only image is pushed")
+    on_image = L.parse_smoke((info.get("Config") or {}).get("Labels"))
+    if on_image is None or on_image.rootfs != rootfs_digest(info):
+        report = load_report(info["Id"])
+        if report is None:  # pragma: no cover - image_verdict found it a moment ago
+            raise UserError(f"the smoke report of {ref} vanished", where=f"stack {stack.name}")
+        record_verdict(engine, stack.name, {**report, "image_id": info["Id"]})
+        info = engine.inspect_image(ref) or info
+    return info
+
+
+def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False) -> Pushed:
+    """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
+    check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
+    info = promoted_image(engine, stack)
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    repo = registry.repository(stack.name)
+    render_hash = L.parse(labels).render_hash or ""
+    tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
+    for t in tags:
+        engine.tag(info["Id"], t)
+    digest = engine.push(tags[0])
+    for t in tags[1:]:
+        engine.push(t)
+    smoke = L.parse_smoke(labels)
+    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, str(info["Id"]),
+                    smoke.status if smoke else "")
+    _record_push(pushed)
+    return pushed
+
+
+# --------------------------------------------------------------------------- pull
+
+
+@dataclass(frozen=True)
+class Pulled:
+    stack: str
+    ref: str  # REPO@sha256:...
+    digest: str
+    image_id: str
+    smoke: str
+    already_promoted: bool = False
+
+
+def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None = None,
+               allow_http: bool = False) -> Pulled:
+    """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here."""
+    from envman.images.store import rootfs_digest
+    from envman.state import stable_ref
+
+    check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
+    repo = registry.repository(stack.name)
+    if digest is not None and not DIGEST_RE.fullmatch(digest):
+        raise UserError(f"digest {digest!r} is not sha256:<64 hex digits>", where="--digest")
+    want = digest or engine.registry_digest(f"{repo}:latest")
+    ref = f"{repo}@{want}"
+    had = engine.inspect_image(ref) is not None
+    engine.pull(ref)
+    info = engine.inspect_image(ref)
+    if info is None:
+        raise RegistryError(f"pulled {ref} but the engine has no such image", where=str(registry))
+    problems = []
+    if ref not in (info.get("RepoDigests") or []):
+        problems.append(f"the engine's digests of the pulled image are {info.get('RepoDigests')}, not {want}")
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    problems += label_problems(labels, stack, rootfs_digest(info))
+    if problems:
+        if not had:
+            engine.remove_image(ref, force=False)
+        raise RegistryError(f"refused {ref}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+                            where=f"envman pull {stack.name}",
+                            fix="push it again from a host whose matrix resolves the same stack: envman push " + stack.name)
+    stable = engine.inspect_image(stable_ref(stack.name))
+    already = bool(stable and stable["Id"] == info["Id"])
+    engine.tag(info["Id"], stable_ref(stack.name))  # the verdict travels on the image's labels
+    smoke = L.parse_smoke(labels)
+    return Pulled(stack.name, ref, want, info["Id"], smoke.status if smoke else "", already)
+
+
+def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
+    """The promoted image of ``stack`` on this engine: present with a runnable smoke report, or
+    pulled from ``registry`` (default: the configured one). Returns ``envman/<stack>:latest``.
+    For callers that must make sure a node has the image (a batch job's preflight)."""
+    from envman.images.store import image_verdict
+    from envman.state import stable_ref
+
+    verdict = image_verdict(engine.inspect_image(stable_ref(stack.name)))
+    if verdict is not None and verdict.status in RUNNABLE_SMOKE:
+        return stable_ref(stack.name)
+    settings = load_registry_settings()
+    reg = registry or settings.default
+    if reg is None:
+        raise UserError(f"no promoted image {stable_ref(stack.name)} here and no registry configured to pull it from",
+                        where=f"stack {stack.name}",
+                        fix=f'envman build {stack.name}, or set [registry] default = "HOST[:PORT][/PREFIX]" and envman push it')
+    pull_stack(engine, stack, reg, allow_http=settings.allow_http if allow_http is None else allow_http)
+    return stable_ref(stack.name)
+
+
+def digest_ref(stack_name: str, *, registry: Registry | None = None, engine=None) -> str | None:
+    """``REPO@sha256:...`` of ``stack_name`` as pushed from here (newest push, or the push to
+    ``registry``), else as pulled here (the promoted image's repo digests); ``None`` if neither."""
+    from envman.state import stable_ref
+
+    pushes = []
+    for reg, stacks in read_pushed().items():
+        entry = stacks.get(stack_name) if isinstance(stacks, dict) else None
+        if isinstance(entry, dict) and (registry is None or reg == str(registry)):
+            ref = entry.get("ref")
+            if isinstance(ref, str) and "@" in ref and DIGEST_RE.fullmatch(ref.rsplit("@", 1)[1]):
+                pushes.append((int(entry.get("time", 0)), ref))
+    if pushes:
+        return max(pushes)[1]
+    if engine is None:
+        return None
+    info = engine.inspect_image(stable_ref(stack_name)) or {}
+    wanted = registry.repository(stack_name) if registry is not None else None
+    for ref in sorted(info.get("RepoDigests") or []):
+        repo = ref.rsplit("@", 1)[0]
+        if (wanted is None and repo.endswith("/" + stable_ref(stack_name).rsplit(":", 1)[0])) or repo == wanted:
+            return ref
+    return None

@@ -1,0 +1,772 @@
+"""``envman submit`` / ``envman jobs`` / ``envman logs``: a project's command as a Slurm batch job.
+
+The job runs the project's command in its image on the node Slurm allocates, with exactly the
+GPUs Slurm allocated to it, after the same checks ``envman run`` makes there:
+
+* ``docker`` (the default runtime): the batch script runs ``envman run ROOT --gpus slurm --name
+  envman-job-<id>`` on the node. ``--gpus slurm`` (:func:`allocated_gpus`) turns the job's
+  ``SLURM_JOB_GPUS`` (or ``SLURM_STEP_GPUS`` / ``CUDA_VISIBLE_DEVICES``) into ``--gpus
+  '"device=0,1"'``; the run's preflight (driver, architecture verdict per allocated GPU, the
+  promoted image and its smoke test) is ``envman run``'s own. ``scancel`` signals the job's
+  processes, which kills the ``docker`` client but not the container: the script traps TERM and
+  removes the container it named after the job.
+* ``podman``: the same ``envman run``, against a Podman service the job starts for itself
+  (``DOCKER_HOST`` names its socket): envman sees Podman and gives the container the allocated
+  GPUs as CDI devices (``--device nvidia.com/gpu=1``); the trap removes the container there.
+* ``pyxis``, ``apptainer``, ``charliecloud``: for nodes without Docker. The script first runs
+  ``envman node-check`` (the driver and architecture verdict on the allocated GPUs), then
+  ``srun --container-image`` / ``apptainer exec [--nv]`` / ``ch-convert`` + ``ch-run`` with the
+  project mounted at ``/workspace`` and its HOME at ``/home/envman``; those runtimes see the
+  node's GPUs themselves and honour the ``CUDA_VISIBLE_DEVICES`` Slurm set.
+
+Every value that reaches the script is validated here or quoted with :func:`shlex.quote`;
+``sbatch`` gets an argv list. The job's output goes to ``<state dir>/slurm/logs/job-<id>.log``,
+and a record of each job to ``<state dir>/slurm/jobs/<id>.json``: ``envman jobs`` and
+``envman logs`` only ever show jobs recorded there (the user's own envman jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from envman.errors import EnvmanError, UserError
+from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount
+
+RUNTIMES = ("docker", "podman", "pyxis", "apptainer", "charliecloud")
+DEFAULT_RUNTIME = "docker"
+SLURM_CONFIG_KEYS = {"runtime": "one of " + ", ".join(RUNTIMES), "partition": "a partition name"}
+#: How ``docker`` jobs name their container (the job id completes it inside the script).
+CONTAINER_PREFIX = "envman-job-"
+
+_PARTITION_RE = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}"
+_MEM_RE = r"(?i)([1-9][0-9]{0,8})([KMGT]?)"
+_JOB_ID_RE = r"[1-9][0-9]{0,9}"
+_ENV_KEY_RE = r"[A-Za-z_][A-Za-z0-9_]*"
+_MAX_COUNT = 100_000
+SubmitRunner = Callable[[list[str]], "subprocess.CompletedProcess[str]"]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_partition(value: str, *, where: str = "--partition") -> str:
+    """A partition name, or a comma-separated list of them (Slurm takes the first that fits)."""
+    parts = value.split(",")
+    if not value or not all(re.fullmatch(_PARTITION_RE, p) for p in parts):
+        raise UserError(f"{value!r} is not a partition name", where=where,
+                        fix="letters, digits and _.- (several: p1,p2); list them with sinfo -s")
+    return value
+
+
+def check_time(value: str, *, where: str = "--time") -> str:
+    """A Slurm time limit: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S`` (fields in
+    range, not zero), or ``UNLIMITED``. Returned as given (upper-cased keyword)."""
+    bad = UserError(f"{value!r} is not a time limit", where=where,
+                    fix="minutes (90), H:MM:SS (1:30:00), D-HH[:MM[:SS]] (2-12) or UNLIMITED")
+    v = value.strip()
+    if v.upper() in ("UNLIMITED", "INFINITE"):
+        return v.upper()
+    m = re.fullmatch(r"(?:(\d{1,4})-)?(\d{1,7})(?::(\d{1,2}))?(?::(\d{1,2}))?", v)
+    if not m or v != value:
+        raise bad
+    days, first, second, third = m.groups()
+    nums = [int(x) for x in (first, second, third) if x is not None]
+    if days is not None:
+        hours, minutes, seconds = (nums + [0, 0])[:3]
+        if hours > 23 or minutes > 59 or seconds > 59 or len(first) > 2:
+            raise bad
+        total = ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
+    elif third is not None:  # H:M:S
+        hours, minutes, seconds = nums
+        if minutes > 59 or seconds > 59:
+            raise bad
+        total = (hours * 60 + minutes) * 60 + seconds
+    else:  # M or M:S
+        minutes, seconds = (nums + [0])[:2]
+        if second is not None and seconds > 59:
+            raise bad
+        total = minutes * 60 + seconds
+    if total == 0:
+        raise UserError(f"{value!r} is a time limit of zero", where=where, fix="give a positive limit, or UNLIMITED")
+    return v
+
+
+def check_mem(value: str, *, where: str = "--mem") -> str:
+    """Memory per node as Slurm's ``--mem`` takes it: a positive number with K, M (default), G or T."""
+    m = re.fullmatch(_MEM_RE, value.strip())
+    if not m or value.strip() != value:
+        raise UserError(f"{value!r} is not a memory size", where=where, fix="e.g. 16G, 512M or 2048 (megabytes)")
+    return m.group(1) + m.group(2).upper()
+
+
+def check_count(value: int, *, where: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_COUNT:
+        raise UserError(f"{value!r} is not a count of at least {minimum}", where=where,
+                        fix=f"give a whole number from {minimum} to {_MAX_COUNT}")
+    return value
+
+
+def check_runtime(value: str, *, where: str = "--runtime") -> str:
+    v = value.strip().lower()
+    if v not in RUNTIMES:
+        raise UserError(f"unknown runtime {value!r}", where=where, fix="one of " + ", ".join(RUNTIMES))
+    return v
+
+
+def check_job_id(value: str, *, where: str = "envman logs") -> str:
+    if not re.fullmatch(_JOB_ID_RE, value.strip()):
+        raise UserError(f"{value!r} is not a Slurm job id", where=where, fix="a job number, as envman jobs lists them")
+    return value.strip()
+
+
+# --------------------------------------------------------------------------- GPUs on the node
+
+
+def allocated_gpus(env: Mapping[str, str]) -> GpuRequest:
+    """The GPUs Slurm allocated to the job (or step) this process runs in, as host device indexes.
+
+    ``SLURM_STEP_GPUS`` (inside an ``srun`` step), else ``SLURM_JOB_GPUS`` (the batch script),
+    else ``CUDA_VISIBLE_DEVICES``. Never "all": a job without allocated GPUs is an error.
+    """
+    for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"):
+        raw = env.get(var, "").strip()
+        if not raw:
+            continue
+        ids = tuple(x.strip() for x in raw.split(","))
+        if not all(re.fullmatch(r"[0-9]{1,4}", x) for x in ids):
+            raise UserError(f"{var}={raw!r} is not a list of GPU indexes", where="--gpus slurm",
+                            fix="the node's gres.conf must give GPUs device files (File=/dev/nvidia[0-3])")
+        return GpuRequest("devices", devices=tuple(dict.fromkeys(ids)))
+    raise UserError("Slurm allocated no GPUs to this job (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset)",
+                    where="--gpus slurm", fix="submit with --gpus N (envman submit --gpus 1), or run with --no-gpu")
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """``[slurm]`` in the user config: defaults for ``envman submit``."""
+
+    runtime: str = DEFAULT_RUNTIME
+    partition: str | None = None
+
+
+def load_slurm_config(path: Path | None = None) -> SlurmConfig:
+    from envman.safefile import tomllib
+    from envman.project.settings import user_config_path
+
+    file = path or user_config_path()
+    try:
+        with open(file, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        return SlurmConfig()
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"not valid TOML ({exc})", where=str(file), fix="fix the syntax") from None
+    table = doc.get("slurm", {})
+    if not isinstance(table, dict):
+        raise UserError("slurm: expected a table", where=str(file), fix="[slurm] runtime = \"docker\"")
+    unknown = sorted(set(table) - set(SLURM_CONFIG_KEYS))
+    if unknown:
+        raise UserError(f"unknown key slurm.{unknown[0]}", where=str(file),
+                        fix="known keys in [slurm]: " + ", ".join(SLURM_CONFIG_KEYS))
+    cfg = SlurmConfig()
+    for key in SLURM_CONFIG_KEYS:
+        if key in table and not isinstance(table[key], str):
+            raise UserError(f"key slurm.{key}: expected {SLURM_CONFIG_KEYS[key]}", where=str(file))
+    if "runtime" in table:
+        cfg = replace(cfg, runtime=check_runtime(table["runtime"], where=f"{file}: slurm.runtime"))
+    if "partition" in table:
+        cfg = replace(cfg, partition=check_partition(table["partition"], where=f"{file}: slurm.partition"))
+    return cfg
+
+
+# --------------------------------------------------------------------------- the job
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the job asks Slurm for (validated)."""
+
+    partition: str | None = None
+    gpus: int = 0
+    time: str | None = None
+    cpus: int | None = None
+    mem: str | None = None
+
+    def directives(self, job_name: str) -> list[str]:
+        out = [f"--job-name={job_name}"]
+        if self.partition:
+            out.append(f"--partition={self.partition}")
+        if self.gpus:
+            out.append(f"--gres=gpu:{self.gpus}")
+        if self.time:
+            out.append(f"--time={self.time}")
+        if self.cpus:
+            out.append(f"--cpus-per-task={self.cpus}")
+        if self.mem:
+            out.append(f"--mem={self.mem}")
+        return out
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """Everything a batch script is made from (pure data; :func:`render_script` renders it)."""
+
+    project: str
+    root: str  # absolute project root (the node reaches it through the shared filesystem)
+    stack: str
+    image: str  # the image the job runs (for runtimes other than docker; docker's run finds its own)
+    runtime: str
+    resources: Resources
+    envman: tuple[str, ...]  # how the node starts this envman: (python, "-m", "envman")
+    command: tuple[str, ...] = ()
+    matrix_files: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()  # the project's variables (non-docker runtimes)
+    mounts: tuple[Mount, ...] = ()  # the project's extra mounts (non-docker runtimes)
+    home: str = ""  # host directory mounted at the container's HOME (non-docker runtimes)
+    state_dir: str = ""
+    config_dir: str = ""
+    matrix_env: str = ""  # ENVMAN_MATRIX as the submitter had it (absolute paths)
+
+    @property
+    def job_name(self) -> str:
+        return f"envman-{self.project}"
+
+
+def _q(words: Iterable[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _header(spec: JobSpec) -> list[str]:
+    lines = ["#!/bin/bash"]
+    lines += [f"#SBATCH {d}" for d in spec.resources.directives(spec.job_name)]
+    gpus = f"{spec.resources.gpus} GPU(s)" if spec.resources.gpus else "no GPU"
+    lines += [
+        f"# envman submit: project {spec.project}, stack {spec.stack}, runtime {spec.runtime}, {gpus}.",
+        "# The job's exit code is envman's (the command's, or 1/2 when a check fails on the node).",
+        "set -uo pipefail",
+        f"export ENVMAN_STATE_DIR={shlex.quote(spec.state_dir)} ENVMAN_CONFIG_DIR={shlex.quote(spec.config_dir)}",
+    ]
+    if spec.matrix_env:
+        lines.append(f"export ENVMAN_MATRIX={shlex.quote(spec.matrix_env)}")
+    matrix = [w for f in spec.matrix_files for w in ("--matrix", f)]
+    lines.append(f"envman() {{ {_q(spec.envman + tuple(matrix))} \"$@\"; }}")
+    return lines
+
+
+def _gpu_flag(spec: JobSpec) -> str:
+    return "--gpus slurm" if spec.resources.gpus else "--no-gpu"
+
+
+def _command_tail(spec: JobSpec) -> str:
+    return (" -- " + _q(spec.command)) if spec.command else ""
+
+
+def _docker_body(spec: JobSpec) -> list[str]:
+    return [
+        f'container="{CONTAINER_PREFIX}${{SLURM_JOB_ID}}"',
+        "# scancel signals the job's processes: that kills the docker client, not the container.",
+        "# Remove the container named after the job, then end as cancelled.",
+        "trap 'docker rm -f \"$container\" >/dev/null 2>&1; exit 143' TERM INT HUP",
+        "# envman run: the same preflight as on a workstation (driver, verdict on each allocated GPU,",
+        "# promoted image and its smoke test), then docker run with exactly the GPUs Slurm allocated.",
+        f"envman run {shlex.quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
+        'wait "$!"',
+    ]
+
+
+def _podman_body(spec: JobSpec) -> list[str]:
+    """``envman run`` against a Podman service the job starts for itself (nodes rarely run one):
+    envman sees a Podman engine there and gives the container the allocated GPUs as CDI devices."""
+    return [
+        "# A Podman service for this job only, in a private folder; envman run finds it through DOCKER_HOST.",
+        'sockdir=$(mktemp -d) || exit 1',
+        'podman system service --time=0 "unix://$sockdir/podman.sock" &',
+        'service=$!',
+        'export DOCKER_HOST="unix://$sockdir/podman.sock"',
+        'for _ in $(seq 100); do [ -S "$sockdir/podman.sock" ] && break; sleep 0.1; done',
+        f'container="{CONTAINER_PREFIX}${{SLURM_JOB_ID}}"',
+        'stop_service() { kill "$service" 2>/dev/null; wait "$service" 2>/dev/null; rm -rf "$sockdir"; }',
+        "# scancel signals every process of the job (the service too) and kills the podman client, not the",
+        "# container: remove it by name with the podman CLI itself (same storage), then end as cancelled.",
+        "trap 'podman rm -f \"$container\" >/dev/null 2>&1; stop_service; exit 143' TERM INT HUP",
+        f"envman run {shlex.quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
+        'wait "$!"',
+        "rc=$?",
+        "stop_service",
+        'exit "$rc"',
+    ]
+
+
+def _node_check(spec: JobSpec) -> str:
+    return f"envman node-check {shlex.quote(spec.root)} {_gpu_flag(spec)} || exit $?"
+
+
+def _needs_command(spec: JobSpec) -> None:
+    if not spec.command:
+        raise UserError(f"runtime {spec.runtime} needs a command", where="envman submit",
+                        fix='give one after --, or set command = [...] in envman.toml')
+
+
+def _check_bind_path(path: str, runtime: str) -> str:
+    if any(c in path for c in ",:\n"):
+        raise UserError(f"path {path!r} contains ',' or ':', which {runtime} bind specifications cannot carry",
+                        where="envman submit", fix="move the project or mount to a path without them")
+    return path
+
+
+def _binds(spec: JobSpec) -> list[Mount]:
+    return [Mount(spec.root, WORKSPACE), Mount(spec.home, CONTAINER_HOME), *spec.mounts]
+
+
+def _environment(spec: JobSpec) -> list[tuple[str, str]]:
+    return [("HOME", CONTAINER_HOME), ("ENVMAN_PROJECT", spec.project), ("ENVMAN_STACK", spec.stack),
+            *spec.environment]
+
+
+def _pyxis_body(spec: JobSpec) -> list[str]:
+    _needs_command(spec)
+    mounts = ",".join(f"{_check_bind_path(m.source, 'pyxis')}:{_check_bind_path(m.target, 'pyxis')}"
+                      + (":ro" if m.read_only else "") for m in _binds(spec))
+    # HOME stays the host's on this side (enroot keeps its cache under it); inside, the image's
+    # HOME (/home/envman in envman's images) holds the project's home directory.
+    env = [(k, v) for k, v in _environment(spec) if k != "HOME"]
+    lines = [_node_check(spec)]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env]
+    srun = ["srun", "--ntasks=1", f"--container-image={spec.image}", f"--container-mounts={mounts}",
+            f"--container-workdir={WORKSPACE}", "--no-container-mount-home",
+            "--container-env=" + ",".join(k for k, _ in env)]
+    lines.append(_q(srun) + " " + _q(spec.command))
+    return lines
+
+
+def _apptainer_body(spec: JobSpec) -> list[str]:
+    _needs_command(spec)
+    lines = [_node_check(spec)]
+    # APPTAINERENV_X sets X in the container whatever its value holds (no comma splitting).
+    lines += [f"export APPTAINERENV_{k}={shlex.quote(v)}" for k, v in _environment(spec)]
+    argv = ["apptainer", "exec"]
+    if spec.resources.gpus:
+        argv.append("--nv")  # the node's driver libraries and devices; CUDA_VISIBLE_DEVICES selects Slurm's GPUs
+    argv += ["--no-home", "--pwd", WORKSPACE]
+    for m in _binds(spec):
+        argv += ["--bind", f"{_check_bind_path(m.source, 'apptainer')}:{_check_bind_path(m.target, 'apptainer')}"
+                 + (":ro" if m.read_only else "")]
+    if spec.resources.gpus:
+        lines.append('export APPTAINERENV_CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-}"')
+    lines.append(_q([*argv, spec.image, *spec.command]))
+    return lines
+
+
+def charliecloud_image_dir(state_dir: str, image: str) -> str:
+    """Where a job keeps the Charliecloud copy of a Docker image (a directory image: ch-run can
+    create the bind targets in it, which a read-only squashfs image cannot)."""
+    from envman.state import safe_name
+
+    return str(Path(state_dir) / "charliecloud" / safe_name(image))
+
+
+def _charliecloud_body(spec: JobSpec) -> list[str]:
+    _needs_command(spec)
+    if any(m.read_only for m in spec.mounts):
+        raise UserError("charliecloud cannot bind a mount read-only", where="envman submit",
+                        fix="drop :ro from the project's mounts, or use --runtime apptainer")
+    img = charliecloud_image_dir(spec.state_dir, spec.image)
+    lines = [
+        _node_check(spec),
+        'export USER="${USER:-$(id -un)}"  # the ch-* tools need it',
+        f"img={shlex.quote(img)}",
+        "# Convert the image from the node's Docker engine once; jobs after it reuse the copy.",
+        'if [ ! -d "$img" ]; then',
+        '  mkdir -p "${img%/*}" || exit 1',
+        f'  ch-convert -i docker {shlex.quote(spec.image)} "$img.$SLURM_JOB_ID" || exit 1',
+        f'  mkdir -p "$img.$SLURM_JOB_ID"{WORKSPACE} "$img.$SLURM_JOB_ID"{CONTAINER_HOME}',
+        '  mv -T "$img.$SLURM_JOB_ID" "$img" 2>/dev/null || rm -rf "$img.$SLURM_JOB_ID"',
+        "fi",
+    ]
+    argv = ["ch-run"]
+    for m in _binds(spec):
+        argv.append(f"--bind={_check_bind_path(m.source, 'charliecloud')}:{_check_bind_path(m.target, 'charliecloud')}")
+    # A bare --set-env loads the image's own ENV (kept by ch-convert, already expanded), then the
+    # project's, taken literally (ch-run would otherwise expand "$X" in the values).
+    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--env-no-expand", "--set-env"]
+    argv += [f"--set-env={k}={v}" for k, v in _environment(spec)]
+    lines.append(_q(argv) + ' "$img" -- ' + _q(spec.command))
+    return lines
+
+
+_BODIES = {"docker": _docker_body, "podman": _podman_body, "pyxis": _pyxis_body, "apptainer": _apptainer_body,
+           "charliecloud": _charliecloud_body}
+
+
+def render_script(spec: JobSpec) -> str:
+    """The batch script for ``spec`` (pure: unit-tested for every runtime)."""
+    return "\n".join(_header(spec) + _BODIES[spec.runtime](spec)) + "\n"
+
+
+def sbatch_argv(script: Path, log: str) -> list[str]:
+    """``sbatch`` as an argv list: the script carries the resources, the argv the log path."""
+    return ["sbatch", "--parsable", f"--output={log}", f"--error={log}", str(script)]
+
+
+# --------------------------------------------------------------------------- submitting
+
+
+def slurm_dir() -> Path:
+    from envman.paths import state_dir
+
+    return state_dir() / "slurm"
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    import shutil
+
+    if shutil.which(argv[0]) is None:
+        raise EnvmanError(f"{argv[0]} is not installed here", where="envman",
+                          fix="run envman submit/jobs/logs on a Slurm login node (Slurm's client commands on PATH)")
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise EnvmanError(f"{argv[0]} did not answer within 60 s", where="envman",
+                          fix="check the cluster: scontrol ping") from None
+
+
+def _first_error(p: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()]
+    # sbatch says "error: <specific>" then "Batch job submission failed: <generic>": keep the last.
+    return (lines[-1] if lines else f"exit {p.returncode}").removeprefix("sbatch: error: ")
+
+
+def check_partition_exists(partition: str, run: SubmitRunner = _run) -> None:
+    """A clean error before submitting to a partition the cluster does not have."""
+    p = run(["sinfo", "--noheader", "--format=%P"])
+    if p.returncode != 0:
+        raise EnvmanError(f"sinfo failed: {_first_error(p)}", where="envman submit", fix="check the cluster: scontrol ping")
+    have = [ln.strip().rstrip("*") for ln in p.stdout.splitlines() if ln.strip()]
+    for name in partition.split(","):
+        if name not in have:
+            raise UserError(f"partition {name!r} does not exist on this cluster", where="--partition",
+                            fix="partitions here: " + (", ".join(have) or "none"))
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What envman remembers of a job it submitted (``<state dir>/slurm/jobs/<id>.json``)."""
+
+    id: str
+    project: str
+    stack: str
+    runtime: str
+    log: str
+    script: str
+    submitted: float
+    gpus: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _jobs_dir() -> Path:
+    return slurm_dir() / "jobs"
+
+
+def submit(spec: JobSpec, run: SubmitRunner = _run, *, now: Callable[[], float] = time.time) -> JobRecord:
+    """Write the script, check the partition, ``sbatch`` it and record the job."""
+    from envman.state import atomic_write
+
+    script_text = render_script(spec)  # raises on what the runtime cannot express, before anything is written
+    if spec.resources.partition:
+        check_partition_exists(spec.resources.partition, run)
+    base = slurm_dir()
+    logs = str(base.absolute() / "logs")
+    if "\\" in logs:  # sbatch would then take the whole path literally, "%j" included
+        raise UserError(f"envman's state directory {logs} contains a backslash, which sbatch's --output cannot carry",
+                        where="envman submit", fix="set ENVMAN_STATE_DIR to a path without one")
+    log_pattern = logs.replace("%", "%%") + "/job-%j.log"  # "%%" is sbatch's literal "%"
+    (base / "logs").mkdir(parents=True, exist_ok=True, mode=0o700)
+    scripts = base / "scripts"
+    stamp = f"{spec.project}-{int(now() * 1000)}-{os.getpid()}"
+    script = scripts / f"{stamp}.sh"
+    atomic_write(script, script_text)
+    p = run(sbatch_argv(script, log_pattern))
+    if p.returncode != 0:
+        script.unlink(missing_ok=True)
+        why = _first_error(p)
+        bad_request = any(w in why.lower() for w in ("invalid", "not available", "requested", "time limit"))
+        cls = UserError if bad_request else EnvmanError
+        raise cls(f"sbatch refused the job: {why}", where="envman submit",
+                  fix="check --partition/--gpus/--time/--cpus/--mem against sinfo -s and scontrol show partition")
+    job_id = p.stdout.strip().split(";")[0]
+    if not re.fullmatch(_JOB_ID_RE, job_id):
+        raise EnvmanError(f"sbatch printed no job id ({p.stdout.strip()[:80]!r})", where="envman submit")
+    final = scripts / f"job-{job_id}.sh"
+    os.replace(script, final)
+    record = JobRecord(job_id, spec.project, spec.stack, spec.runtime, f"{logs}/job-{job_id}.log", str(final),
+                       now(), spec.resources.gpus)
+    atomic_write(_jobs_dir() / f"{job_id}.json", json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
+    return record
+
+
+# --------------------------------------------------------------------------- jobs and logs
+
+
+def load_records() -> list[JobRecord]:
+    """The user's envman jobs, newest first (unreadable records are skipped)."""
+    out = []
+    d = _jobs_dir()
+    for f in d.glob("*.json") if d.is_dir() else ():
+        try:
+            doc = json.loads(f.read_text())
+            out.append(JobRecord(**{k: doc[k] for k in JobRecord.__dataclass_fields__ if k in doc}))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(out, key=lambda r: (r.submitted, int(r.id)), reverse=True)  # ids restart when a cluster is reset
+
+
+def record(job_id: str) -> JobRecord:
+    job_id = check_job_id(job_id)
+    for r in load_records():
+        if r.id == job_id:
+            return r
+    raise UserError(f"job {job_id} is not one of your envman jobs", where="envman logs",
+                    fix="list them with envman jobs (other jobs: scontrol show job)")
+
+
+@dataclass(frozen=True)
+class JobState:
+    id: str
+    state: str  # PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, ... or UNKNOWN
+    exit_code: int | None = None  # the job's exit status once it ended
+    signal: int | None = None
+    reason: str = ""
+
+
+def parse_squeue(text: str) -> dict[str, JobState]:
+    """``squeue --noheader --format=%i|%T|%r`` lines."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) >= 2 and re.fullmatch(_JOB_ID_RE, parts[0]):
+            out[parts[0]] = JobState(parts[0], parts[1], reason=parts[2] if len(parts) > 2 and parts[2] != "None" else "")
+    return out
+
+
+def parse_sacct(text: str) -> dict[str, JobState]:
+    """``sacct --noheader --parsable2 --format=JobID,State,ExitCode`` lines (job lines only; the
+    last record of an id wins)."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) < 3 or not re.fullmatch(_JOB_ID_RE, parts[0]):
+            continue  # steps (123.batch) and blank lines
+        state = parts[1].split()[0] if parts[1].strip() else "UNKNOWN"  # "CANCELLED by 0"
+        code = re.fullmatch(r"(\d+):(\d+)", parts[2].strip())
+        out[parts[0]] = JobState(parts[0], state, int(code.group(1)) if code else None,
+                                 int(code.group(2)) if code and int(code.group(2)) else None)
+    return out
+
+
+def job_states(ids: Sequence[str], run: SubmitRunner = _run, since: float | None = None) -> dict[str, JobState]:
+    """Live states from ``squeue``, finished ones from ``sacct`` (accounting), or from the
+    job completion log (``sacct -c``) where the cluster has no accounting database. ``since``
+    (a timestamp: the oldest submission) widens sacct's window, which is "today" by default."""
+    if not ids:
+        return {}
+    user = _user()
+    q = run(["squeue", "--noheader", f"--user={user}", "--states=all", "--format=%i|%T|%r"])
+    if q.returncode != 0:
+        raise EnvmanError(f"squeue failed: {_first_error(q)}", where="envman jobs", fix="check the cluster: scontrol ping")
+    live = parse_squeue(q.stdout)
+    states = {i: live[i] for i in ids if i in live and live[i].state in ("PENDING", "RUNNING", "CONFIGURING",
+                                                                         "COMPLETING", "SUSPENDED", "REQUEUED")}
+    rest = [i for i in ids if i not in states]
+    if rest:
+        fields = ["--noheader", "--parsable2", "--format=JobID,State,ExitCode", f"--jobs={','.join(rest)}"]
+        if since is not None:
+            fields.append("--starttime=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 86400)))
+        acct = run(["sacct", "-X", f"--user={user}", *fields])
+        if acct.returncode != 0:  # no slurmdbd: read the job completion log
+            acct = run(["sacct", "--completion", *fields])
+        done = parse_sacct(acct.stdout) if acct.returncode == 0 else {}
+        for i in rest:
+            states[i] = done.get(i) or live.get(i) or JobState(i, "UNKNOWN")
+    return states
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def jobs(run: SubmitRunner = _run, limit: int | None = None) -> list[tuple[JobRecord, JobState]]:
+    records = load_records()[:limit] if limit else load_records()
+    states = job_states([r.id for r in records], run, since=min((r.submitted for r in records), default=None))
+    return [(r, states.get(r.id, JobState(r.id, "UNKNOWN"))) for r in records]
+
+
+def read_log(job_id: str) -> tuple[JobRecord, str]:
+    """The log of one of the user's envman jobs (empty while the job has not started)."""
+    rec = record(job_id)
+    try:
+        return rec, Path(rec.log).read_text(errors="replace")
+    except FileNotFoundError:
+        return rec, ""
+
+
+ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+                   "DEADLINE", "PREEMPTED", "UNKNOWN"})
+
+
+def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _run, *, interval: float = 1.0,
+               sleep: Callable[[float], None] = time.sleep) -> JobState:
+    """Print a job's log as it grows until the job has ended; its final state."""
+    rec = record(job_id)
+    offset = 0
+    while True:
+        state = job_states([rec.id], run, since=rec.submitted)[rec.id]
+        try:
+            with open(rec.log, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except FileNotFoundError:
+            chunk = b""
+        if chunk:
+            offset += len(chunk)
+            write(chunk.decode(errors="replace"))
+        elif state.state in ENDED:
+            return state
+        else:
+            sleep(interval)
+
+
+# --------------------------------------------------------------------------- building a spec
+
+
+@dataclass(frozen=True)
+class SubmitRequest:
+    """``envman submit``'s command line, validated."""
+
+    target: str | None
+    resources: Resources
+    runtime: str | None = None
+    image: str | None = None
+    command: tuple[str, ...] = ()
+    matrix_files: tuple[str, ...] = field(default=())
+
+
+def default_gpu_count(gpus: GpuRequest | None) -> int:
+    """GPUs to ask Slurm for when ``--gpus`` is not given: the project's count, as many as its
+    device list names, one for "all" (a cluster has no "all"), none for a CPU run."""
+    if gpus is None:
+        return 0
+    if gpus.kind == "count":
+        return gpus.count or 0
+    if gpus.kind == "devices":
+        return len(gpus.devices)
+    return 1
+
+
+def check_image(value: str, runtime: str) -> str:
+    if not value or len(value) > 512 or any(c.isspace() or not c.isprintable() for c in value) or value.startswith("-"):
+        raise UserError(f"{value!r} is not an image reference", where="--image",
+                        fix="a registry reference (host/repo:tag or @sha256:...), or a path the runtime reads")
+    if runtime in ("docker", "podman"):
+        raise UserError("--image applies to the pyxis, apptainer and charliecloud runtimes", where="--image",
+                        fix=f"{runtime} jobs run the project's promoted image (envman run on the node)")
+    return value
+
+
+def default_image(runtime: str, ref: str) -> str:
+    """The project's image as each runtime reads it from the node's Docker engine."""
+    return {"apptainer": f"docker-daemon:{ref}", "pyxis": f"dockerd://{ref}"}.get(runtime, ref)
+
+
+def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) -> JobSpec:
+    """Locate the project, merge its settings like ``envman run`` does and make the job."""
+    from envman.paths import config_dir, state_dir, user_matrix_paths
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.image import home_dir
+    from envman.project.registry import locate
+    from envman.project.trust import require_trust
+    from envman.run.command import stack_resolver
+    from envman.state import stable_ref
+
+    cfg = load_slurm_config()
+    runtime = req.runtime or cfg.runtime
+    image = check_image(req.image, runtime) if req.image is not None else None
+    project = locate(req.target)
+    require_trust(project)
+    resolve_name = stack_resolver(req.matrix_files)
+    settings = merge_settings(project, load_user_config(), CliOverrides(command=req.command),
+                              stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+    res = req.resources
+    if res.partition is None and cfg.partition:
+        res = replace(res, partition=cfg.partition)
+    if res.gpus < 0:
+        res = replace(res, gpus=default_gpu_count(settings.gpus))
+    if res.gpus and stack.is_cpu:
+        raise UserError(f"{stack.name} is a CPU stack: it cannot use GPUs", where="--gpus", fix="submit with --gpus 0")
+    if image is None:
+        ref = stable_ref(stack.name)
+        if project.needs_image:
+            if runtime not in ("docker", "podman"):
+                raise UserError(f"project {project.name} has its own image (requirements/apt), which only the docker "
+                                f"runtime builds on the node", where="envman submit",
+                                fix="pass --image with the project image pushed to a registry, or use docker/podman")
+        image = default_image(runtime, ref)
+    home = home_dir(project)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return JobSpec(
+        project=project.name, root=str(project.root.resolve()), stack=stack.name, image=image, runtime=runtime,
+        resources=res, envman=tuple(envman_argv or (sys.executable, "-m", "envman")), command=settings.command,
+        matrix_files=tuple(os.path.abspath(f) for f in req.matrix_files), environment=settings.environment,
+        mounts=settings.mounts, home=str(home.resolve()), state_dir=str(state_dir().absolute()),
+        config_dir=str(config_dir().absolute()),
+        matrix_env=os.pathsep.join(str(p.absolute()) for p in user_matrix_paths()),
+    )
+
+
+# --------------------------------------------------------------------------- node check (non-docker runtimes)
+
+
+def node_check(target: str, gpus_slurm: bool, matrix_files: Sequence[str] = ()) -> list[str]:
+    """The driver and architecture checks of ``envman run`` on this node, for the runtimes that
+    do not run through ``envman run``: raises the first error, returns the warnings."""
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.registry import locate
+    from envman.run.plan import ERROR
+    from envman.run.prepare import PreflightError
+    from envman.run.command import detect_host, stack_resolver
+    from envman.run.preflight import gpu_problems, suggest_stack
+
+    project = locate(target)
+    resolve_name = stack_resolver(matrix_files)
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    stack = resolve_name(settings.stack)
+    if not gpus_slurm:
+        return []
+    gpus = allocated_gpus(os.environ)
+
+    def suggest(s: Any, host: Any, chosen: Any) -> str | None:
+        from envman.matrix.load import get_matrix
+
+        return suggest_stack(get_matrix(matrix_files), s, host, chosen)
+
+    problems = gpu_problems(stack, gpus, detect_host(matrix_files), suggest)
+    errors = [p for p in problems if p.level == ERROR]
+    if errors:
+        raise PreflightError(errors[0].message, problems)
+    return [p.message for p in problems]

@@ -1,0 +1,404 @@
+"""The image builders behind one small interface: the engine's classic builder and BuildKit.
+
+:class:`Builder` is what the rest of envman sees: ``build(context_tar, tag, labels=...)`` streams
+:class:`envman.engine.docker.BuildEvent` objects whichever builder runs, and raises
+:class:`envman.errors.BuildError` with the log tail on failure.
+
+* :class:`ClassicBuilder` drives the engine's classic builder through the Docker SDK
+  (:meth:`envman.engine.docker.Engine.build`). It cannot mount caches, bind mounts or secrets.
+* :class:`BuildKitBuilder` runs the engine's BuildKit through a docker CLI: ``docker buildx build
+  --load`` where the buildx plugin exists, otherwise ``docker build`` with ``DOCKER_BUILDKIT=1``
+  (the CLIs before 23.0 carry BuildKit's client themselves). The context goes in on stdin as a
+  tar; secrets are written to 0600 files in a private 0700 directory removed afterwards; the
+  image id comes back through ``--iidfile`` in that directory. ``--progress=plain`` is parsed by
+  :class:`PlainProgressParser` into the same events as the classic builder's stream.
+
+:func:`select_builder` picks one for an engine: ``auto`` takes BuildKit when the engine and a CLI
+support it, ``buildkit`` insists (one line with the fix when it cannot), ``classic`` never tries.
+A builder for Podman (buildah also mounts caches and secrets) fits the same interface.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections import deque
+from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from envman.config import BUILDERS as BUILDER_CHOICES
+from envman.engine.docker import LOG_TAIL_LINES, BuildEvent, Engine
+from envman.labels import namespaced as _namespaced
+from envman.errors import BuildError, EngineError, UserError
+
+BuilderKind = Literal["classic", "buildkit"]
+#: The engine's BuildKit came with 18.09 (Engine API 1.39).
+MIN_BUILDKIT_API = (1, 39)
+#: CLIs from 23.0 on need the buildx plugin for BuildKit; older ones carry it themselves.
+LEGACY_CLI_MAX_MAJOR = 22
+_SECRET_ID_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+BUILDKIT_FIX = ("install the buildx plugin (Debian: apt-get install docker-buildx), or use a docker CLI "
+                "before 23.0, or pass --builder classic")
+
+
+class Builder(Protocol):
+    """Builds a context into a tagged image, streaming :class:`BuildEvent` objects."""
+
+    kind: BuilderKind
+
+    def build(
+        self,
+        context_tar: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        nocache: bool = False,
+        pull: bool = False,
+        secrets: Mapping[str, bytes] | None = None,
+        platform: str | None = None,
+    ) -> Iterator[BuildEvent]: ...
+
+
+@dataclass(frozen=True)
+class ClassicBuilder:
+    """The engine's classic builder (Docker SDK). It has no secrets: asking for one is an error."""
+
+    engine: Engine
+    kind: BuilderKind = "classic"
+
+    def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False,
+              pull: bool = False, secrets: Mapping[str, bytes] | None = None,
+              platform: str | None = None) -> Iterator[BuildEvent]:
+        if secrets:
+            raise UserError("the classic builder cannot pass build secrets", where=f"build {tag}",
+                            fix="build with --builder buildkit")
+        extra = {"platform": platform} if platform else {}
+        return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull, **extra)
+
+
+# --------------------------------------------------------------------------- the docker CLI
+
+
+@dataclass(frozen=True)
+class BuildKitCli:
+    """How to run BuildKit: the docker CLI's path and whether it goes through buildx."""
+
+    docker: str
+    buildx: bool
+
+    def argv(self) -> list[str]:
+        return [self.docker, "buildx", "build", "--load"] if self.buildx else [self.docker, "build"]
+
+    def describe(self) -> str:
+        return f"{self.docker} buildx build" if self.buildx else f"DOCKER_BUILDKIT=1 {self.docker} build"
+
+
+def _docker_clis(path: str | None = None) -> list[str]:
+    """Every ``docker`` executable on ``PATH``, first first, each real file once."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for d in (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep):
+        cand = shutil.which("docker", path=d) if d else None
+        if cand and os.path.realpath(cand) not in seen:
+            seen.add(os.path.realpath(cand))
+            out.append(cand)
+    return out
+
+
+def _quiet(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "DOCKER_CLI_HINTS": "false"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def cli_major(version_line: str) -> int | None:
+    """``Docker version 20.10.24+dfsg1, build 297e128`` → 20."""
+    m = re.search(r"version (\d+)\.", version_line)
+    return int(m.group(1)) if m else None
+
+
+def find_buildkit_cli(path: str | None = None) -> BuildKitCli | None:
+    """The first docker CLI on ``PATH`` with the buildx plugin, else the first one old enough to
+    build with BuildKit by itself (``DOCKER_BUILDKIT=1``); ``None`` when neither exists. The
+    answer is kept per ``PATH`` for the life of the process."""
+    return _find_buildkit_cli(path if path is not None else os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _find_buildkit_cli(path: str) -> BuildKitCli | None:
+    clis = _docker_clis(path)
+    for cli in clis:
+        p = _quiet([cli, "buildx", "version"])
+        if p is not None and p.returncode == 0:
+            return BuildKitCli(cli, True)
+    for cli in clis:
+        p = _quiet([cli, "--version"])
+        major = cli_major(p.stdout) if p is not None and p.returncode == 0 else None
+        if major is not None and 18 <= major <= LEGACY_CLI_MAX_MAJOR:
+            return BuildKitCli(cli, False)
+    return None
+
+
+def engine_has_buildkit(info: Mapping[str, Any]) -> bool:
+    """Whether the engine (``Engine.info()``) serves BuildKit sessions: Engine API 1.39+ on Linux."""
+    try:
+        api = tuple(int(x) for x in str(info.get("api_version", "0.0")).split(".")[:2])
+    except ValueError:
+        return False
+    return api >= MIN_BUILDKIT_API and "windows" not in str(info.get("os", "")).lower()
+
+
+# --------------------------------------------------------------------------- progress parsing
+
+_VERTEX_RE = re.compile(r"^#(\d+) (.*)$")
+_STEP_RE = re.compile(r"^\[(?:(?P<stage>[^\]\s]+) )?(?P<n>\d+)/(?P<total>\d+)\] (?P<text>.*)$")
+_DONE_RE = re.compile(r"^(DONE [0-9.]+s|CACHED)$")
+_ERROR_RE = re.compile(r"^ERROR:? (.*)$")
+_OUTPUT_RE = re.compile(r"^\d+\.\d+ (.*)$")
+_BYTES_RE = re.compile(r"(\d+(?:\.\d+)?\s?[kKMGT]?i?B)(?: / (\d+(?:\.\d+)?\s?[kKMGT]?i?B))?(?: [0-9.]+s)?(?: done)?$")
+_IMAGE_RE = re.compile(r"writing image (sha256:[0-9a-f]{64})")
+_SHA_LINE_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_CLI_ERROR_RE = re.compile(r"^(?:error|ERROR|failed to solve)[: ](.*)$")
+
+
+class PlainProgressParser:
+    """Turns ``--progress=plain`` lines into :class:`BuildEvent` objects.
+
+    BuildKit numbers each vertex (``#5``): ``#5 [stage-0 2/7] RUN ...`` starts Dockerfile step
+    2/7 (a ``step`` event, like the classic ``Step 2/7 : RUN ...``); ``#5 12.3 text`` is that
+    step's output at 12.3 s (``log``); lines with byte counts (``transferring context: 2.1GB``,
+    ``sha256:... 10MB / 30MB``) become ``progress`` events, so the live view moves inside a long
+    step; ``#5 DONE 4.2s`` and ``#5 CACHED`` close a vertex; ``#5 ERROR: ...`` and the CLI's own
+    ``error: ...`` / ``failed to solve: ...`` become the error of :meth:`finish`.
+    """
+
+    def __init__(self, *, tag: str | None = None) -> None:
+        self.tag = tag
+        self.image_id: str | None = None
+        self.error: str | None = None
+        self._tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self._steps: dict[str, str] = {}  # vertex number -> "2/7"
+
+    @property
+    def log_tail(self) -> str:
+        return "\n".join(self._tail)
+
+    def feed(self, raw: str) -> list[BuildEvent]:
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            return []
+        self._tail.append(line)
+        image = _IMAGE_RE.search(line)
+        if image:
+            self.image_id = image.group(1)
+        m = _VERTEX_RE.match(line)
+        if not m:
+            cli_error = _CLI_ERROR_RE.match(line)
+            if cli_error and self.error is None:
+                self.error = line
+            return [BuildEvent("log", line)]
+        vertex, rest = m.group(1), m.group(2)
+        step_id = self._steps.get(vertex)
+        step = _STEP_RE.match(rest)
+        if step:
+            sid = f"{step.group('n')}/{step.group('total')}"
+            self._steps[vertex] = sid
+            return [BuildEvent("step", f"Step {sid} : {step.group('text')}", step=sid)]
+        if _DONE_RE.match(rest) or _SHA_LINE_RE.match(rest):
+            return [BuildEvent("log", line, step=step_id)]
+        err = _ERROR_RE.match(rest)
+        if err:
+            if self.error is None:
+                self.error = err.group(1)
+            return [BuildEvent("log", line, step=step_id)]
+        out = _OUTPUT_RE.match(rest)
+        if out:
+            return [BuildEvent("log", out.group(1), step=step_id)]
+        if _BYTES_RE.search(rest):
+            return [BuildEvent("progress", rest, step=step_id)]
+        return [BuildEvent("log", rest, step=step_id)]
+
+    def finish(self, returncode: int) -> list[BuildEvent]:
+        if returncode != 0 or not self.image_id:
+            message = self.error or (f"the BuildKit build exited with status {returncode}" if returncode
+                                     else "the BuildKit build ended without an image id")
+            raise BuildError(" ".join(message.split())[:300], log_tail=self.log_tail,
+                             where=f"build {self.tag}" if self.tag else None,
+                             fix="see the log tail above; rerun with --no-cache if a cached layer is stale")
+        return [BuildEvent("done", f"built {self.image_id}", image_id=self.image_id)]
+
+
+# --------------------------------------------------------------------------- BuildKit
+
+
+@dataclass(frozen=True)
+class BuildKitBuilder:
+    """BuildKit through a docker CLI (see the module docstring), on the engine at ``host``."""
+
+    cli: BuildKitCli
+    host: str
+    network: str | None = None  # ``--network`` of RUN steps (``none`` in tests of offline rebuilds)
+    kind: BuilderKind = "buildkit"
+
+    def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False,
+              pull: bool = False, secrets: Mapping[str, bytes] | None = None,
+              platform: str | None = None) -> Iterator[BuildEvent]:
+        with tempfile.TemporaryDirectory(prefix="envman-build-") as private:
+            os.chmod(private, 0o700)
+            argv = self._argv(Path(private), tag, _namespaced(labels), nocache, pull, secrets or {})
+            if platform:
+                argv[-3:-3] = ["--platform", platform]
+            env = {**os.environ, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": self.host, "DOCKER_CLI_HINTS": "false",
+                   "BUILDKIT_PROGRESS": "plain"}
+            yield from self._run(argv, env, context_tar, tag, Path(private) / "iid")
+
+    def _argv(self, private: Path, tag: str, labels: Mapping[str, str], nocache: bool, pull: bool,
+              secrets: Mapping[str, bytes]) -> list[str]:
+        argv = [*self.cli.argv(), "--progress=plain", "--iidfile", str(private / "iid"), "-t", tag]
+        for key, value in sorted(labels.items()):
+            argv += ["--label", f"{key}={value}"]
+        for sid, data in sorted(secrets.items()):
+            if not _SECRET_ID_RE.fullmatch(sid):
+                raise UserError(f"build secret id {sid!r} is not a-z, 0-9 and -", where=f"build {tag}")
+            path = private / f"secret-{sid}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            argv += ["--secret", f"id={sid},src={path}"]
+        if nocache:
+            argv.append("--no-cache")
+        if pull:
+            argv.append("--pull")
+        if self.network:
+            argv += ["--network", self.network]
+        return [*argv, "-f", "Dockerfile", "-"]
+
+    def _run(self, argv: list[str], env: dict[str, str], context_tar: bytes, tag: str, iidfile: Path) -> Iterator[BuildEvent]:
+        parser = PlainProgressParser(tag=tag)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    env=env, text=True, encoding="utf-8", errors="replace", bufsize=1)
+        except OSError as exc:
+            raise EngineError(f"build {tag}: cannot run {self.cli.docker}: {exc.strerror}", fix=BUILDKIT_FIX) from exc
+        feeder = threading.Thread(target=_feed, args=(proc, context_tar), daemon=True)
+        feeder.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                yield from parser.feed(line)
+            rc = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            feeder.join(timeout=5)
+        if rc == 0 and not parser.image_id and iidfile.is_file():
+            parser.image_id = iidfile.read_text().strip() or None
+        try:
+            yield from parser.finish(rc)
+        except BuildError as err:
+            yield BuildEvent("error", err.what)
+            raise
+
+
+def _feed(proc: subprocess.Popen[str], data: bytes) -> None:
+    """Write the context tar to the CLI's stdin (binary, under the text wrapper) and close it."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.buffer.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # the CLI died early; its output says why
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli | None | Literal[False] = False) -> Builder:
+    """The builder for ``engine``: ``auto``, ``buildkit`` or ``classic`` (see the module docstring).
+
+    ``cli`` overrides the search for a docker CLI (``None``: there is none), for tests.
+    """
+    if preference not in BUILDER_CHOICES:
+        raise UserError(f"unknown builder {preference!r}", where="--builder", fix="use auto, buildkit or classic")
+    if preference == "classic":
+        return ClassicBuilder(engine)
+    found = find_buildkit_cli() if cli is False else cli
+    podman = bool(getattr(engine, "is_podman", False))  # its Docker API has no BuildKit sessions
+    engine_ok = not podman and engine_has_buildkit(engine.info())
+    if found is not None and engine_ok:
+        return BuildKitBuilder(found, engine.url)
+    if preference == "auto":
+        return ClassicBuilder(engine)
+    if podman:
+        raise UserError("--builder buildkit: the engine is Podman, whose Docker API builds with its own (classic) builder",
+                        where="--builder", fix="pass --builder classic (or auto) with Podman")
+    why = "the engine does not serve BuildKit (Engine API 1.39+ on Linux)" if not engine_ok else \
+        "no docker CLI here builds with BuildKit (no buildx plugin, and every docker CLI is 23.0 or newer)"
+    raise UserError(f"--builder buildkit: {why}", where="--builder", fix=BUILDKIT_FIX if engine_ok else
+                    "upgrade the engine to Docker 18.09 or newer, or pass --builder classic")
+
+
+#: Temporary tags that let BuildKit build ``FROM`` an image id (see :func:`from_image_id`).
+ID_TAG_REPOSITORY = "envman/by-id"
+
+
+@contextmanager
+def from_image_id(engine: Engine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
+    """The context ``files`` as ``builder`` can build them when the Dockerfile says ``FROM <image id>``.
+
+    The classic builder reads an image id there; BuildKit reads ``sha256:...`` as a registry name.
+    For BuildKit the id gets a tag named after itself (``envman/by-id:<64 hex>``, so it can name
+    no other image), the ``FROM`` line names that tag, and the tag is removed afterwards.
+    """
+    line = f"FROM {image_id}\n".encode()
+    if builder.kind != "buildkit" or line not in files.get("Dockerfile", b""):
+        yield dict(files)
+        return
+    hex_id = image_id.split(":", 1)[-1]
+    if not re.fullmatch(r"[0-9a-f]{64}", hex_id):
+        raise UserError(f"{image_id!r} is not an image id", where="FROM")
+    ref = f"{ID_TAG_REPOSITORY}:{hex_id}"
+    engine.tag(image_id, ref)
+    try:
+        out = dict(files)
+        out["Dockerfile"] = files["Dockerfile"].replace(line, f"FROM {ref}\n".encode(), 1)
+        yield out
+    finally:
+        engine.remove_image(ref)
+
+
+def builder_for_render(preference: str) -> BuilderKind:
+    """The Dockerfile dialect ``envman render`` writes for ``preference``, without an engine:
+    ``auto`` means BuildKit when a docker CLI here can drive it."""
+    if preference == "auto":
+        return "buildkit" if find_buildkit_cli() is not None else "classic"
+    if preference not in ("buildkit", "classic"):
+        raise UserError(f"unknown builder {preference!r}", where="--builder", fix="use auto, buildkit or classic")
+    return preference  # type: ignore[return-value]
+
+
+__all__ = [
+    "BUILDER_CHOICES",
+    "BuildKitBuilder",
+    "BuildKitCli",
+    "Builder",
+    "BuilderKind",
+    "ClassicBuilder",
+    "PlainProgressParser",
+    "builder_for_render",
+    "engine_has_buildkit",
+    "find_buildkit_cli",
+    "select_builder",
+]

@@ -1,0 +1,815 @@
+"""The one module that talks to the container engine through the Docker SDK.
+
+Everything else in envman speaks to :class:`Engine` and the plain dataclasses below, never to
+``docker`` itself. The SDK is imported lazily (inside :meth:`Engine.connect`, :meth:`Engine.__init__`
+and the few helpers that need its types) so ``envman --help`` and every daemon-free code path
+stay fast and work where the SDK cannot reach an engine.
+
+Contract, in short:
+
+* :meth:`Engine.connect` pings the engine; an unreachable one is one :class:`EngineError` line
+  with the fix.
+* :meth:`Engine.build` streams :class:`BuildEvent` objects from the classic builder (the
+  low-level SDK speaks no BuildKit); a failed build raises :class:`BuildError` carrying the last
+  :data:`LOG_TAIL_LINES` lines of the log.
+* :meth:`Engine.run` is for non-interactive commands: detached container, wait, stdout and
+  stderr read separately, container removed in ``finally``. Asking for a GPU the engine cannot
+  give is an error with the fix, never a silent CPU run: a GPU run that quietly fell back to
+  the CPU would pass checks it never made.
+* Everything envman creates carries labels in the ``envman.`` namespace (names in ``envman.labels``):
+  callers pass theirs (keys outside ``envman.`` are refused) and :meth:`Engine.run` always adds
+  :data:`envman.labels.MANAGED_LABELS`. Builds do not add it: image labels are inherited by every image built
+  ``FROM`` them, so the caller decides what an image says about itself.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import re
+import stat
+import tarfile
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+from envman import labels as labels_mod
+from envman.errors import BuildError, EngineError, UserError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
+    from docker import APIClient
+
+LOG_TAIL_LINES = 40
+DEFAULT_TIMEOUT_S = 60
+
+DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+UNREACHABLE_FIX = "start dockerd / check DOCKER_HOST / add your user to the docker group"
+NVIDIA_TOOLKIT_FIX = (
+    "install the NVIDIA Container Toolkit: "
+    "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html, "
+    "then `nvidia-ctk runtime configure --runtime=docker` and restart dockerd"
+)
+
+# A build context file: its bytes (mode 0644) or its bytes and a mode.
+ContextFile = Union[bytes, tuple[bytes, int]]
+# A bind mount: (host path, container path, mode such as "ro" or "rw").
+Mount = tuple[str, str, str]
+# What `run(gpus=...)` accepts: "all", a count, or explicit device ids / UUIDs.
+GpuRequest = Union[Literal["all"], int, Sequence[Union[int, str]]]
+
+BuildEventKind = Literal["step", "log", "progress", "done", "error"]
+
+
+# --------------------------------------------------------------------------- plain data
+
+
+@dataclass(frozen=True)
+class BuildEvent:
+    """One line of progress from a build.
+
+    ``kind`` is ``"step"`` for a Dockerfile instruction starting (``step`` is then ``"3/12"``),
+    ``"log"`` for any other output line, ``"progress"`` for a byte count inside a step (BuildKit's
+    transfers), ``"done"`` once at the end (``image_id`` set) and ``"error"`` just before
+    :class:`BuildError` is raised. On BuildKit, ``log`` and ``progress`` events carry the ``step``
+    they belong to when it is known.
+    """
+
+    kind: BuildEventKind
+    text: str
+    step: str | None = None
+    image_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    id: str
+    tags: tuple[str, ...]
+    labels: Mapping[str, str]
+    size: int  # bytes
+    created: int  # Unix seconds
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    id: str
+    name: str
+    image: str
+    status: str
+    labels: Mapping[str, str]
+    image_id: str = ""  # the id of the image it was created from ("" when the engine does not say)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of :meth:`Engine.run`. ``timed_out`` runs were killed; their ``exit_code`` is 124."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+# --------------------------------------------------------------------------- build context
+
+
+def deterministic_tar(files: Mapping[str, ContextFile]) -> bytes:
+    """An uncompressed tar of ``files`` whose bytes depend on names, contents and modes only.
+
+    Names are sorted, parents get explicit directory entries (0755), owners are 0:0 with empty
+    user/group names and every mtime is 0, so identical inputs give identical bytes and the
+    engine's cache keys stay stable. Names must be relative and must not
+    climb out of the context.
+    """
+    entries: dict[str, tuple[bytes, int]] = {}
+    for raw_name, value in files.items():
+        name = _context_name(raw_name)
+        data, mode = (value, 0o644) if isinstance(value, (bytes, bytearray)) else value
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"build context file {raw_name!r}: expected bytes, got {type(data).__name__}")
+        if name in entries:
+            raise UserError(f"build context: {raw_name!r} given twice")
+        entries[name] = (bytes(data), stat.S_IMODE(mode))
+
+    dirs: set[str] = set()
+    for name in entries:
+        parent = posixpath.dirname(name)
+        while parent:
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    clash = dirs & entries.keys()
+    if clash:
+        raise UserError(f"build context: {sorted(clash)[0]!r} is both a file and a directory")
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(dirs | entries.keys()):
+            info = tarfile.TarInfo(name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            if name in dirs:
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                tar.addfile(info)
+            else:
+                data, mode = entries[name]
+                info.mode = mode
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def files_from_dir(root: str | os.PathLike[str]) -> dict[str, tuple[bytes, int]]:
+    """Read a folder into :func:`deterministic_tar` input.
+
+    Only content and the executable bit survive (0755 or 0644): mtimes, owners and other mode
+    bits of the checkout do not leak into the context. Symlinks are refused rather than
+    followed out of the folder.
+    """
+    base = Path(root)
+    out: dict[str, tuple[bytes, int]] = {}
+    for path in sorted(base.rglob("*")):
+        rel = path.relative_to(base).as_posix()
+        if path.is_symlink():
+            raise UserError(f"build context: {rel} is a symlink", where=str(base))
+        if path.is_file():
+            executable = path.stat().st_mode & 0o111
+            out[rel] = (path.read_bytes(), 0o755 if executable else 0o644)
+    return out
+
+
+def _context_name(name: str) -> str:
+    norm = posixpath.normpath(name.replace("\\", "/"))
+    if not name or norm.startswith("/") or norm == "." or norm == ".." or norm.startswith("../"):
+        raise UserError(f"build context: {name!r} is not a relative path inside the context")
+    return norm
+
+
+# --------------------------------------------------------------------------- build stream parsing
+
+_STEP_RE = re.compile(r"^Step (\d+/\d+) : ")
+_BUILT_RE = re.compile(r"^Successfully built ([0-9a-f]{12,64})\s*$")
+
+
+class BuildStreamParser:
+    """Turns the classic builder's decoded JSON chunks into :class:`BuildEvent` objects.
+
+    Chunks look like ``{"stream": "Step 1/3 : FROM x\\n"}``, ``{"aux": {"ID": "sha256:..."}}``,
+    ``{"status": "Pulling ...", "id": "..."}`` or ``{"error": "...", "errorDetail": {...}}``.
+    ``stream`` text can split a line across chunks; partial lines are held until their newline.
+    """
+
+    def __init__(self, *, tag: str | None = None) -> None:
+        self.tag = tag
+        self.image_id: str | None = None
+        self._tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self._partial = ""
+
+    @property
+    def log_tail(self) -> str:
+        return "\n".join(self._tail)
+
+    def feed(self, chunk: Mapping[str, Any]) -> list[BuildEvent]:
+        """Events for one chunk; raises :class:`BuildError` on an error chunk."""
+        events: list[BuildEvent] = []
+        if "error" in chunk or "errorDetail" in chunk:
+            events.extend(self._flush())
+            detail = chunk.get("errorDetail") or {}
+            message = str(detail.get("message") or chunk.get("error") or "unknown build error")
+            self._tail.append(message.rstrip("\n"))
+            raise self._error(message)
+        aux = chunk.get("aux")
+        if isinstance(aux, Mapping) and isinstance(aux.get("ID"), str):
+            self.image_id = aux["ID"]
+        text = chunk.get("stream")
+        if isinstance(text, str):
+            self._partial += text
+            *lines, self._partial = self._partial.split("\n")
+            events.extend(self._line(line) for line in lines)
+        status = chunk.get("status")
+        if isinstance(status, str):  # pull progress from a FROM that is not local
+            line = f"{chunk['id']}: {status}" if chunk.get("id") else status
+            events.append(self._line(line))
+        return [e for e in events if e.text]
+
+    def finish(self) -> list[BuildEvent]:
+        """The closing events: a ``done`` event, or :class:`BuildError` when no image was made."""
+        events = self._flush()
+        if not self.image_id:
+            raise self._error("the build stream ended without an image id")
+        events.append(BuildEvent("done", f"built {self.image_id}", image_id=self.image_id))
+        return events
+
+    def _line(self, raw: str) -> BuildEvent:
+        line = raw.rstrip("\r")
+        if not line.strip():
+            return BuildEvent("log", "")
+        self._tail.append(line)
+        built = _BUILT_RE.match(line)
+        if built and not self.image_id:
+            self.image_id = built.group(1)
+        step = _STEP_RE.match(line)
+        if step:
+            return BuildEvent("step", line, step=step.group(1))
+        return BuildEvent("log", line)
+
+    def _flush(self) -> list[BuildEvent]:
+        if not self._partial:
+            return []
+        line, self._partial = self._partial, ""
+        event = self._line(line)
+        return [event] if event.text else []
+
+    def _error(self, message: str) -> BuildError:
+        first = message.strip().splitlines()[0] if message.strip() else "unknown build error"
+        where = f"build {self.tag}" if self.tag else None
+        return BuildError(first, log_tail=self.log_tail, where=where,
+                          fix="see the log tail above; rerun with --no-cache if a cached layer is stale")
+
+
+def parse_build_stream(chunks: Iterable[Mapping[str, Any]], *, tag: str | None = None) -> Iterator[BuildEvent]:
+    """Events for a whole decoded build stream; see :class:`BuildStreamParser`.
+
+    On an error chunk an ``error`` event is yielded, then :class:`BuildError` is raised.
+    """
+    parser = BuildStreamParser(tag=tag)
+    try:
+        for chunk in chunks:
+            yield from parser.feed(chunk)
+        yield from parser.finish()
+    except BuildError as err:
+        yield BuildEvent("error", err.what)
+        raise
+
+
+# --------------------------------------------------------------------------- run helpers
+
+
+def gpu_device_requests(gpus: GpuRequest | None) -> list[dict[str, Any]]:
+    """What ``docker run --gpus`` sends, as keyword dicts for ``docker.types.DeviceRequest``.
+
+    ``"all"`` → every GPU (count -1); ``n`` → n GPUs; a list → those device indexes or UUIDs.
+    The driver stays empty, like the CLI's, so the engine picks the NVIDIA runtime hook or CDI.
+    """
+    if gpus is None:
+        return []
+    base: dict[str, Any] = {"driver": "", "capabilities": [["gpu"]]}
+    if isinstance(gpus, str):
+        if gpus != "all":
+            raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
+        return [{**base, "count": -1}]
+    if isinstance(gpus, bool) or not isinstance(gpus, (int, Sequence)):
+        raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
+    if isinstance(gpus, int):
+        if gpus < 1:
+            raise UserError(f"gpus={gpus}: a GPU count must be at least 1 (ask for CPU-only explicitly instead)")
+        return [{**base, "count": gpus}]
+    ids = [str(g) for g in gpus]
+    if not ids or any(not re.fullmatch(r"[A-Za-z0-9:._-]+", i) for i in ids):
+        raise UserError(f"gpus={list(gpus)!r}: expected a non-empty list of device indexes or UUIDs")
+    return [{**base, "device_ids": ids}]
+
+
+def podman_cdi_names(gpus: GpuRequest | None) -> list[str]:
+    """CDI device names for a GPU request (a count takes indexes 0..N-1, as on the run path)."""
+    if gpus is None:
+        return []
+    if gpus == "all":
+        return ["all"]
+    if isinstance(gpus, int) and not isinstance(gpus, bool):
+        return [str(i) for i in range(gpus)]
+    return [str(g) for g in gpus]
+
+
+def _label_filters(labels: Mapping[str, str] | Iterable[str]) -> list[str]:
+    if isinstance(labels, Mapping):
+        return [f"{k}={v}" for k, v in sorted(labels.items())]
+    return sorted(labels)
+
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+class Engine:
+    """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""
+
+    def __init__(self, api: APIClient, *, url: str = DEFAULT_DOCKER_URL, source: str = "") -> None:
+        import docker.errors  # noqa: F401  - lazily, and so that _errors() can rely on it
+
+        self._api = api
+        self.url = url
+        self.source = source  # how it was selected (envman.engine.select)
+        self._kind: Any = None
+
+    # -- connection -------------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, base_url: str | None = None, timeout: int = DEFAULT_TIMEOUT_S) -> Engine:
+        """Connect like ``docker.from_env`` (``DOCKER_HOST``, TLS variables, the current
+        context) or to ``base_url``, and ping. Without ``DOCKER_HOST`` or a context, the engine is
+        the one :func:`envman.engine.select.select_engine` picks (config, Docker socket, this
+        user's rootless Podman socket). ``timeout`` bounds ordinary API calls; builds and
+        container waits have their own."""
+        import docker
+        import requests
+
+        from envman.engine.select import config_engine_host, select_engine
+
+        source = "argument" if base_url else ""
+        if not base_url and not os.environ.get("DOCKER_HOST") and not os.environ.get("DOCKER_CONTEXT"):
+            addr = select_engine(config_host=config_engine_host())
+            if addr.source not in ("docker socket", "default"):
+                base_url = addr.url
+            source = addr.source
+        url = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_URL
+        source = source or ("DOCKER_HOST" if os.environ.get("DOCKER_HOST") else "docker context")
+        try:
+            if base_url:
+                api = docker.APIClient(base_url=base_url, version="auto", timeout=timeout)
+            else:
+                api = docker.DockerClient.from_env(version="auto", timeout=timeout).api
+            api.ping()
+        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+            raise EngineError(f"Docker engine not reachable at {url}", fix=UNREACHABLE_FIX) from exc
+        return cls(api, url=url, source=source)
+
+    def close(self) -> None:
+        self._api.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def info(self) -> dict[str, Any]:
+        """The facts envman needs from ``docker info``."""
+        with self._errors("docker info"):
+            raw = self._api.info()
+        runtimes = sorted((raw.get("Runtimes") or {}).keys())
+        out: dict[str, Any] = {
+            "server_version": raw.get("ServerVersion", ""),
+            "api_version": self._api.api_version,
+            "runtimes": runtimes,
+            "default_runtime": raw.get("DefaultRuntime", ""),
+            "nvidia_runtime": "nvidia" in runtimes,
+            "os": raw.get("OperatingSystem", ""),
+            "architecture": raw.get("Architecture", ""),
+            "storage_driver": raw.get("Driver", ""),
+            "cgroup_version": raw.get("CgroupVersion", ""),
+        }
+        if raw.get("CDISpecDirs") is not None:
+            out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
+        from envman.engine.facts import with_engine_kind
+
+        return with_engine_kind(out, self.kind(), url=self.url, source=self.source,
+                                local=self.url.startswith("unix://"))
+
+    def kind(self) -> Any:
+        """The engine's :class:`envman.engine.select.EngineKind`: Docker or Podman, rootless or not."""
+        from envman.engine.select import kind_from
+
+        if self._kind is None:
+            with self._errors("docker version"):
+                version = self._api.version()
+            podman = any(c.get("Name") == "Podman Engine" for c in version.get("Components") or ()
+                         if isinstance(c, Mapping))
+            libpod = self._libpod_get("/info") if podman else None
+            with self._errors("docker info"):
+                info = None if podman else self._api.info()
+            self._kind = kind_from(version, info, libpod)
+        return self._kind
+
+    @property
+    def is_podman(self) -> bool:
+        return self.kind().kind == "podman"
+
+    def _libpod_url(self, path: str) -> str:
+        return f"{self._api.base_url}/v4.0.0/libpod{path}"
+
+    def _libpod_get(self, path: str) -> dict[str, Any] | None:
+        with self._errors(f"podman {path}"):
+            res = self._api._get(self._libpod_url(path))
+            return res.json() if res.status_code == 200 else None
+
+    # -- build ------------------------------------------------------------------------------
+
+    def build(
+        self,
+        context_tar: bytes,
+        tag: str,
+        *,
+        labels: Mapping[str, str],
+        buildargs: Mapping[str, str] | None = None,
+        nocache: bool = False,
+        pull: bool = False,
+        dockerfile: str = "Dockerfile",
+        platform: str | None = None,
+    ) -> Iterator[BuildEvent]:
+        """Build ``context_tar`` (see :func:`deterministic_tar`) as ``tag``, streaming events.
+
+        ``platform`` (``linux/arm64``) asks the engine for that platform; ``None``: the engine's own.
+
+        Intermediate containers are always removed. Raises :class:`BuildError` with the log
+        tail on failure, after yielding an ``error`` event.
+        """
+        import docker.errors
+        import requests
+
+        try:
+            chunks = self._api.build(
+                fileobj=io.BytesIO(context_tar),
+                custom_context=True,
+                encoding=None,
+                tag=tag,
+                labels=labels_mod.namespaced(labels),
+                buildargs=dict(buildargs or {}),
+                nocache=nocache,
+                pull=pull,
+                dockerfile=dockerfile,
+                platform=platform,
+                rm=True,
+                forcerm=True,
+                decode=True,
+                timeout=None,  # a silent RUN step (a big pip install) can take many minutes
+            )
+            yield from parse_build_stream(chunks, tag=tag)
+        except requests.RequestException as exc:
+            raise EngineError(f"build {tag}: lost the engine: {_one_line(str(exc))}", fix=UNREACHABLE_FIX) from exc
+        except docker.errors.APIError as exc:
+            yield BuildEvent("error", _one_line(exc.explanation or str(exc)))
+            raise BuildError(_one_line(exc.explanation or str(exc)), where=f"build {tag}") from exc
+
+    # -- images -----------------------------------------------------------------------------
+
+    def inspect_image(self, ref: str) -> dict[str, Any] | None:
+        import docker.errors
+
+        try:
+            with self._errors(f"inspect image {ref}"):
+                return self._api.inspect_image(ref)
+        except EngineError as err:
+            if isinstance(err.__cause__, docker.errors.NotFound):
+                return None
+            raise
+
+    def image_exists(self, ref: str) -> bool:
+        return self.inspect_image(ref) is not None
+
+    def tag(self, image: str, ref: str) -> None:
+        """Point ``ref`` (``repo:tag``) at ``image`` (an id or another ref)."""
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        with self._errors(f"tag {image} as {ref}"):
+            self._api.tag(image, repository, tag or "latest")
+
+    def remove_image(self, ref: str, force: bool = False) -> bool:
+        """Remove ``ref``; ``False`` when it was already gone."""
+        return self._remove(lambda: self._api.remove_image(ref, force=force), f"remove image {ref}")
+
+    def list_images(self, label_filter: Mapping[str, str] | Iterable[str]) -> list[ImageInfo]:
+        """Images matching every label filter (``{"k": "v"}`` or ``["k", "k=v"]``)."""
+        with self._errors("list images"):
+            raw = self._api.images(filters={"label": _label_filters(label_filter)})
+        return [
+            ImageInfo(
+                id=img["Id"],
+                tags=tuple(sorted(t for t in (img.get("RepoTags") or []) if t != "<none>:<none>")),
+                labels=dict(img.get("Labels") or {}),
+                size=int(img.get("Size") or 0),
+                created=int(img.get("Created") or 0),
+            )
+            for img in raw
+        ]
+
+    def import_image(self, tar_path: str | os.PathLike[str], ref: str, *, changes: Sequence[str] = ()) -> str:
+        """``docker import`` a root filesystem tarball as ``ref``; returns the image id.
+
+        ``changes`` are Dockerfile instructions applied on import (``LABEL``, ``ENV``, ``CMD``...).
+        """
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        with self._errors(f"import {tar_path} as {ref}"):
+            self._api.import_image_from_file(os.fspath(tar_path), repository=repository,
+                                             tag=tag or "latest", changes=list(changes))
+        info = self.inspect_image(ref)
+        if info is None:
+            raise EngineError(f"import of {tar_path} as {ref} left no image")
+        return str(info["Id"])
+
+    # -- registries -------------------------------------------------------------------------
+    #
+    # Credentials: the SDK reads them from Docker's own config (``~/.docker/config.json``,
+    # ``DOCKER_CONFIG``) and its credential helpers / store, exactly as the docker CLI does;
+    # envman passes none and stores none.
+
+    def push(self, ref: str) -> str:
+        """Push ``ref`` (``REGISTRY/REPO:TAG``); returns the manifest digest the registry
+        reported. The push stream carries errors as items, never as exceptions: every item
+        is checked."""
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        digest = None
+        with self._errors(f"push {ref}"):
+            for item in self._api.push(repository, tag=tag or "latest", stream=True, decode=True):
+                self._stream_error(item, f"push {ref}")
+                aux = item.get("aux") if isinstance(item, Mapping) else None
+                if isinstance(aux, Mapping) and isinstance(aux.get("Digest"), str):
+                    digest = aux["Digest"]
+        if not digest or not _DIGEST_RE.fullmatch(digest):
+            raise EngineError(f"push {ref}: the registry reported no manifest digest")
+        return digest
+
+    def pull(self, ref: str) -> None:
+        """Pull ``ref`` (a tag or ``REPO@sha256:...``; the engine verifies a digest's content)."""
+        from docker.utils import parse_repository_tag
+
+        repository, tag = parse_repository_tag(ref)
+        with self._errors(f"pull {ref}"):
+            for item in self._api.pull(repository, tag=tag, stream=True, decode=True):
+                self._stream_error(item, f"pull {ref}")
+
+    def registry_digest(self, ref: str) -> str:
+        """The manifest digest ``ref`` has in its registry now (``docker manifest inspect``'s,
+        through the engine, so the engine's registry settings and Docker's credentials apply)."""
+        with self._errors(f"ask the registry about {ref}"):
+            data = self._api.inspect_distribution(ref)
+        digest = ((data or {}).get("Descriptor") or {}).get("digest", "")
+        if not _DIGEST_RE.fullmatch(str(digest)):
+            raise EngineError(f"ask the registry about {ref}: no manifest digest in its answer")
+        return str(digest)
+
+    def insecure_registries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(CIDRs, host[:port] names)`` this engine talks to over plain HTTP when HTTPS fails
+        (``insecure-registries`` in daemon.json; 127.0.0.0/8 by default)."""
+        with self._errors("docker info"):
+            raw = self._api.info()
+        reg = raw.get("RegistryConfig") or {}
+        cidrs = tuple(str(c) for c in (reg.get("InsecureRegistryCIDRs") or ()))
+        names = tuple(sorted(str(n) for n, c in (reg.get("IndexConfigs") or {}).items()
+                             if isinstance(c, Mapping) and c.get("Secure") is False))
+        return cidrs, names
+
+    @staticmethod
+    def _stream_error(item: Any, what: str) -> None:
+        if isinstance(item, Mapping) and ("error" in item or "errorDetail" in item):
+            detail = item.get("errorDetail") or {}
+            raise EngineError(f"{what}: {_one_line(str(detail.get('message') or item.get('error')))}")
+
+    # -- containers -------------------------------------------------------------------------
+
+    def list_containers(self, labels: Mapping[str, str] | Iterable[str]) -> list[ContainerInfo]:
+        """All containers (running or not) matching every label filter."""
+        with self._errors("list containers"):
+            raw = self._api.containers(all=True, filters={"label": _label_filters(labels)})
+        return [
+            ContainerInfo(
+                id=c["Id"],
+                name=(c.get("Names") or ["?"])[0].lstrip("/"),
+                image=c.get("Image", ""),
+                image_id=c.get("ImageID", ""),
+                status=c.get("State") or c.get("Status", ""),
+                labels=dict(c.get("Labels") or {}),
+            )
+            for c in raw
+        ]
+
+    def remove_container(self, container: str, force: bool = True) -> bool:
+        """Remove a container (killing it when ``force``); ``False`` when it was already gone."""
+        return self._remove(lambda: self._api.remove_container(container, force=force, v=True),
+                            f"remove container {container}")
+
+    def run(
+        self,
+        image: str,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        mounts: Sequence[Mount] | None = None,
+        workdir: str | None = None,
+        gpus: GpuRequest | None = None,
+        shm_size: str | int | None = None,
+        ports: Mapping[int, int] | None = None,
+        labels: Mapping[str, str] | None = None,
+        remove: bool = True,
+        tty: bool = False,
+        stdin: bool = False,
+        security_opt: Sequence[str] | None = ("no-new-privileges",),
+        network: str | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Run ``command`` in a new container and wait for it (non-interactive).
+
+        ``ports`` maps container ports to host ports published on 127.0.0.1 only. A run that
+        outlives ``timeout`` seconds is killed and reported with ``timed_out=True``. Asking for
+        ``gpus`` on an engine without the NVIDIA runtime or CDI raises :class:`EngineError`
+        with the install fix.
+        """
+        import docker.errors
+        import requests
+
+        device_requests = gpu_device_requests(gpus)
+        all_labels = labels_mod.with_managed(labels)
+        port_map = {int(c): int(h) for c, h in (ports or {}).items()}
+        if device_requests and self.is_podman:
+            # Podman's Docker API accepts GPU requests and ignores them (the container runs, no
+            # GPU): create it through the libpod API with CDI devices instead, or fail.
+            cid = self._podman_create_with_cdi(image, command, gpus, env=env, user=user, mounts=mounts,
+                                               workdir=workdir, shm_size=shm_size, ports=port_map, labels=all_labels,
+                                               security_opt=security_opt, network=network)
+            return self._start_wait(cid, image, gpus, device_requests, remove=remove, tty=tty, timeout=timeout)
+        with self._errors(f"create container from {image}"):
+            host_config = self._api.create_host_config(
+                binds=[f"{host}:{ctr}:{mode}" for host, ctr, mode in (mounts or [])] or None,
+                device_requests=device_requests or None,
+                shm_size=shm_size,
+                port_bindings={c: ("127.0.0.1", h) for c, h in port_map.items()} or None,
+                security_opt=list(security_opt) if security_opt else None,
+                network_mode=network,
+            )
+            created = self._api.create_container(
+                image,
+                command=list(command),
+                environment=dict(env) if env else None,
+                user=user,
+                working_dir=workdir,
+                labels=all_labels,
+                host_config=host_config,
+                ports=list(port_map) or None,
+                tty=tty,
+                stdin_open=stdin,
+                detach=True,
+            )
+        return self._start_wait(created["Id"], image, gpus, device_requests, remove=remove, tty=tty, timeout=timeout)
+
+    def _start_wait(self, cid: str, image: str, gpus: GpuRequest | None, device_requests: list[dict[str, Any]], *,
+                    remove: bool, tty: bool, timeout: float | None) -> RunResult:
+        import docker.errors
+        import requests
+
+        try:
+            try:
+                self._api.start(cid)
+            except docker.errors.APIError as exc:
+                if device_requests and "could not select device driver" in str(exc):
+                    runtimes = ", ".join(self.info()["runtimes"]) or "none"
+                    raise EngineError(
+                        f"GPU requested (gpus={gpus!r}) but the engine has no NVIDIA runtime or CDI "
+                        f"device (runtimes: {runtimes})",
+                        fix=NVIDIA_TOOLKIT_FIX,
+                    ) from exc
+                if device_requests and "cdi device" in str(exc).lower():
+                    raise EngineError(
+                        f"GPU requested (gpus={gpus!r}) but Podman cannot attach it: "
+                        f"{_one_line(exc.explanation or str(exc))}",
+                        fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+                    ) from exc
+                raise EngineError(f"start container from {image}: {_one_line(exc.explanation or str(exc))}") from exc
+            timed_out = False
+            try:
+                status = self._api.wait(cid, timeout=timeout)
+                exit_code = int(status.get("StatusCode", -1))
+            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                timed_out = True
+                exit_code = 124
+                try:
+                    self._api.kill(cid)
+                except docker.errors.APIError:
+                    pass  # it exited between the timeout and the kill
+            with self._errors(f"read logs of container {cid[:12]}"):
+                stdout = self._api.logs(cid, stdout=True, stderr=False)
+                stderr = b"" if tty else self._api.logs(cid, stdout=False, stderr=True)
+            return RunResult(exit_code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"),
+                             timed_out=timed_out)
+        finally:
+            if remove:
+                self.remove_container(cid, force=True)
+
+    def _podman_create_with_cdi(self, image: str, command: Sequence[str], gpus: GpuRequest | None, *,
+                                env: Mapping[str, str] | None, user: str | None, mounts: Sequence[Mount] | None,
+                                workdir: str | None, shm_size: str | int | None, ports: Mapping[int, int],
+                                labels: Mapping[str, str], security_opt: Sequence[str] | None,
+                                network: str | None) -> str:
+        """``POST /libpod/containers/create`` with ``nvidia.com/gpu=...`` CDI devices; the id."""
+        import json
+
+        from docker.utils import parse_bytes
+
+        names = podman_cdi_names(gpus)
+        spec: dict[str, Any] = {
+            "image": image, "command": list(command), "labels": dict(labels),
+            "devices": [{"path": f"nvidia.com/gpu={n}"} for n in names],
+            "env": dict(env or {}),
+            "mounts": [{"destination": ctr, "source": host, "type": "bind", "options": ["rbind", mode]}
+                       for host, ctr, mode in (mounts or [])],
+            "portmappings": [{"host_ip": "127.0.0.1", "host_port": h, "container_port": c} for c, h in ports.items()],
+            "no_new_privileges": "no-new-privileges" in (security_opt or ()),
+        }
+        if user:
+            spec["user"] = user
+        if workdir:
+            spec["work_dir"] = workdir
+        if shm_size is not None:
+            spec["shm_size"] = parse_bytes(shm_size) if isinstance(shm_size, str) else int(shm_size)
+        if network == "none":
+            spec["netns"] = {"nsmode": "none"}
+        with self._errors(f"create container from {image}"):
+            res = self._api._post(self._libpod_url("/containers/create"), data=json.dumps(spec),
+                                  headers={"Content-Type": "application/json"})
+        body = res.json() if res.headers.get("Content-Type", "").startswith("application/json") else {}
+        if res.status_code >= 400 or not body.get("Id"):
+            msg = _one_line(str(body.get("message") or body.get("cause") or res.text))
+            if "cdi" in msg.lower() or "unresolvable" in msg.lower():
+                raise EngineError(
+                    f"GPU requested (gpus={gpus!r}) but Podman cannot attach nvidia.com/gpu={','.join(names)}: {msg}",
+                    fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+            raise EngineError(f"create container from {image}: {msg}")
+        return str(body["Id"])
+
+    # -- internals --------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """SDK and transport errors become one-line :class:`EngineError` (cause chained)."""
+        import docker.errors
+        import requests
+
+        try:
+            yield
+        except docker.errors.APIError as exc:
+            raise EngineError(f"{what}: {_one_line(exc.explanation or str(exc))}") from exc
+        except (docker.errors.DockerException, requests.RequestException) as exc:
+            raise EngineError(f"{what}: {_one_line(str(exc))}", fix=UNREACHABLE_FIX) from exc
+
+    def _remove(self, action: Any, what: str) -> bool:
+        import docker.errors
+
+        try:
+            action()
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as exc:
+            # 409 "removal already in progress" (auto-remove racing us) counts as gone.
+            if exc.status_code == 409 and "already in progress" in str(exc):
+                return False
+            raise EngineError(f"{what}: {_one_line(exc.explanation or str(exc))}") from exc
+        return True

@@ -1,0 +1,1 @@
+"""Stack images: build, smoke test, promote, the verdict store in labels, and cleaning up."""

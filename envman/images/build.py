@@ -1,0 +1,458 @@
+"""Build → smoke → promote.
+
+* **Content-addressed**: a stack's candidate image is tagged ``envman/<stack>:<render hash>``.
+  If that image exists, ``build`` does no Docker build at all.
+* **One build per stack at a time**: a file lock per stack (``filelock``) makes a second
+  ``envman build`` of the same stack wait, then reuse the image the first one built.
+* **Promotion**: the stable tag ``envman/<stack>:latest`` moves only when the smoke test passes
+  (or is ``cpu-only`` and the caller accepted that). A failing smoke leaves the previous stable
+  image untouched; its report is kept.
+
+Everything here talks to Docker through ``envman.engine.docker`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from envman import labels as L
+from envman.errors import BuildError, EnvmanError, UserError
+from envman.state import (
+    STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
+)
+from envman.probe import parse_output
+from envman.stack.names import Stack
+
+PROBE_PATH = "/opt/envman/probe.py"
+STACK_PATH = "/opt/envman/stack.json"
+
+#: Smoke outcomes, from the probe's ``overall``.
+PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
+
+
+# --- build -----------------------------------------------------------------------------------
+
+
+@dataclass
+class BuildResult:
+    stack: Stack
+    ref: str  # candidate tag
+    image_id: str
+    render_hash: str
+    cached: bool
+    seconds: float
+    log_path: str | None = None
+
+
+def _render(stack: Stack, options, builder: str = "classic"):
+    from envman.render.dockerfile import RenderOptions, render_stack
+
+    return render_stack(stack, options or RenderOptions(), builder=builder)
+
+
+def _builder(engine, builder):
+    """``builder`` (an ``envman.engine.builder.Builder``), or the engine's classic builder."""
+    from envman.engine.builder import ClassicBuilder
+
+    return builder if builder is not None else ClassicBuilder(engine)
+
+
+def build_stack(
+    engine,
+    stack: Stack,
+    options=None,
+    *,
+    nocache: bool = False,
+    pull: bool = False,
+    on_event: Callable[[Any], None] | None = None,
+    lock_timeout: float = 3600,
+    builder=None,
+) -> BuildResult:
+    """Render and build ``stack`` unless its content-addressed candidate already exists.
+
+    ``builder`` (``envman.engine.builder.select_builder``) picks the Dockerfile dialect and runs the
+    build; by default the engine's classic builder. Its secrets (index credentials) go to the
+    builder only, never to the log or the context."""
+    from filelock import FileLock, Timeout
+
+    t0 = time.perf_counter()
+    builder = _builder(engine, builder)
+    ctx = _render(stack, options, builder.kind)
+    ref = candidate_ref(stack.name, ctx.render_hash)
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks_dir() / f"{safe_name(stack.name)}.lock"))
+    try:
+        lock.acquire(timeout=lock_timeout)
+    except Timeout:
+        raise EnvmanError(
+            f"another envman build of {stack.name} has held its lock for {lock_timeout:.0f} s",
+            where=str(lock.lock_file),
+            fix="wait for it to finish, or remove the lock file if no envman process is running",
+        )
+    try:
+        existing = engine.inspect_image(ref)
+        if existing and not nocache and L.parse(existing.get("Config", {}).get("Labels")).render_hash == ctx.render_hash:
+            return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
+        logs_dir().mkdir(parents=True, exist_ok=True)
+        log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
+        from envman.images.store import current_user
+
+        labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
+        image_id = None
+        with open(log_path, "w") as log:
+            try:
+                for ev in builder.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
+                                         **_platform_kw(stack)):
+                    log.write(ev.text.rstrip("\n") + "\n")
+                    if on_event:
+                        on_event(ev)
+                    if ev.kind == "done":
+                        image_id = ev.image_id
+            except BuildError as exc:
+                log.write(f"\nenvman: build failed: {exc.what}\n")
+                raise BuildError(
+                    f"build of {stack.name} failed: {exc.what}",
+                    log_tail=exc.log_tail,
+                    where=str(log_path),
+                    fix="read the log tail above / the full log; fix the matrix row or network options and rerun",
+                ) from None
+        if image_id is None:
+            info = engine.inspect_image(ref)
+            image_id = info["Id"] if info else ref
+        return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path))
+    finally:
+        lock.release()
+
+
+def _platform_kw(stack: Stack) -> dict[str, str]:
+    """``platform=`` for the engine's build, only for a stack of a non-default platform (an amd64
+    build asks nothing of the engine, as before stacks had platforms)."""
+    from envman.stack.names import DEFAULT_PLATFORM
+
+    return {} if stack.platform == DEFAULT_PLATFORM else {"platform": stack.platform}
+
+
+# --- smoke -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SmokeReport:
+    stack: str
+    image: str
+    image_id: str
+    overall: str  # pass | cpu-only | fail
+    reason: str
+    gpus_requested: bool
+    probe: dict | None
+    exit_code: int
+    stderr_tail: str
+    created: float = field(default_factory=time.time)
+    promoted: bool = False
+    verdict_image_id: str | None = None  # the image that carries this verdict in its labels
+
+    @property
+    def promotable_id(self) -> str:
+        return self.verdict_image_id or self.image_id
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _gpu_mode(engine, require_gpu: bool) -> bool:
+    """Whether to request GPUs: when the engine can provide them, or when the user insists
+    (then the engine's own error says how to install the NVIDIA runtime)."""
+    if require_gpu:
+        return True
+    info = engine.info()
+    return bool(info.get("nvidia_runtime") or info.get("cdi_spec_dirs") and _cdi_has_nvidia(info["cdi_spec_dirs"]))
+
+
+def _cdi_has_nvidia(dirs: Iterable[str]) -> bool:
+    for d in dirs:
+        p = Path(d)
+        if p.is_dir() and any("nvidia" in f.name for f in p.iterdir()):
+            return True
+    return False
+
+
+def smoke_image(
+    engine,
+    stack: Stack,
+    image: str,
+    image_id: str | None = None,
+    *,
+    require_gpu: bool = False,
+    bench: bool = False,
+    timeout: float = 900,
+) -> SmokeReport:
+    """Run the probe inside ``image``; the verdict goes on the engine (a verdict image that the
+    image's stack tags move to, see :mod:`envman.images.store`) and the report into this user's cache."""
+    gpus = _gpu_mode(engine, require_gpu)
+    cmd = ["python", PROBE_PATH, "--expect", STACK_PATH]
+    if require_gpu:
+        cmd.append("--require-gpu")
+    if bench:
+        cmd.append("--bench")
+    res = engine.run(
+        image,
+        cmd,
+        gpus="all" if gpus else None,
+        labels=L.smoke_labels(stack.name),
+        timeout=timeout,
+        network="none",
+    )
+    overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
+                                         timed_out=res.timed_out, timeout=timeout)
+    if image_id is None:
+        info = engine.inspect_image(image)
+        image_id = info["Id"] if info else image
+    report = SmokeReport(
+        stack=stack.name,
+        image=image,
+        image_id=image_id,
+        overall=overall,
+        reason=reason,
+        gpus_requested=gpus,
+        probe=probe,
+        exit_code=res.exit_code,
+        stderr_tail="\n".join(res.stderr.strip().splitlines()[-20:]),
+    )
+    from envman.images.store import record_verdict
+
+    verdict_id = record_verdict(engine, stack.name, report.to_json())
+    report.verdict_image_id = verdict_id if verdict_id != image_id else None
+    save_report(report)
+    return report
+
+
+#: The stack fields the probe's expectations must agree on with the stack being smoke-tested.
+EXPECT_KEYS = ("framework", "framework_version", "cuda")
+
+
+def judge_probe(stack: Stack, stdout: str, stderr: str, exit_code: int, *, timed_out: bool = False,
+                timeout: float = 0) -> tuple[str, str, dict | None]:
+    """``(overall, reason, document)`` of one probe run in ``stack``'s image.
+
+    The probe's own verdict counts only when it ran against this stack's expectations: a
+    document that says they were not found, or found for another stack, is a failure, since
+    then the runtime and framework checks compared against nothing.
+    """
+    if timed_out:
+        return FAIL, f"probe timed out after {timeout:.0f} s", None
+    try:
+        probe = parse_output(stdout)
+    except ValueError as exc:
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return FAIL, f"probe printed no result (exit {exit_code}): {exc}; stderr: {tail}", None
+    overall, reason = probe["overall"], str(probe.get("reason", ""))
+    expect = probe.get("expect") if isinstance(probe.get("expect"), dict) else {}
+    if not expect.get("found"):
+        return FAIL, (f"the probe ran without the stack's expectations ({expect.get('path') or 'none given'}): "
+                      "nothing was checked against the stack; rebuild the image"), probe
+    found = expect.get("stack") if isinstance(expect.get("stack"), dict) else {}
+    want = stack.to_json()
+    differ = [k for k in EXPECT_KEYS if found.get(k) != want[k]]
+    if differ:
+        what = ", ".join(f"{k} {found.get(k)!r} (not {want[k]!r})" for k in differ)
+        return FAIL, f"the probe's expectations are for another stack: {what}; rebuild the image", probe
+    return overall, reason, probe
+
+
+def save_report(report: SmokeReport) -> Path:
+    """This user's cached copy of a report, under the tested image's id and the verdict image's."""
+    if report.verdict_image_id:
+        save_report_json(report.verdict_image_id, report.to_json())
+    return save_report_json(report.image_id, report.to_json())
+
+
+def report_from_json(data: dict) -> SmokeReport:
+    return SmokeReport(**{k: v for k, v in data.items() if k in SmokeReport.__dataclass_fields__})
+
+
+# --- promote -----------------------------------------------------------------------------------
+
+
+def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
+    """Move the stable tag to the smoke-tested image when its result allows it."""
+    ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
+    if not ok:
+        return False
+    if (engine.inspect_image(stable_ref(report.stack)) or {}).get("Id") == report.promotable_id:
+        if not report.promoted:
+            report.promoted = True
+            save_report(report)
+        return True  # already there: a no-op build writes nothing
+    engine.tag(report.promotable_id, stable_ref(report.stack))
+    report.promoted = True
+    save_report(report)
+    return True
+
+
+def stable_image(engine, stack_name: str) -> dict | None:
+    return engine.inspect_image(stable_ref(stack_name))
+
+
+@dataclass
+class PipelineResult:
+    build: BuildResult
+    smoke: SmokeReport | None
+    promoted: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.smoke is not None and self.smoke.overall != FAIL
+
+
+def build_smoke_promote(
+    engine,
+    stack: Stack,
+    options=None,
+    *,
+    nocache: bool = False,
+    pull: bool = False,
+    require_gpu: bool = False,
+    accept_cpu_only: bool = False,
+    on_event=None,
+    on_phase: Callable[[str], None] | None = None,
+    builder=None,
+) -> PipelineResult:
+    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
+    when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
+    starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
+    phase = on_phase or (lambda _p: None)
+    phase("build")
+    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder)
+    phase("cached" if b.cached else "built")
+    rep = kept_report(engine, b) if b.cached else None
+    if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
+        phase("smoke")
+        rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
+    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
+    return PipelineResult(b, rep, promoted)
+
+
+def kept_report(engine, b: BuildResult) -> SmokeReport | None:
+    """The verdict a cached candidate already carries (its labels, whoever ran the smoke test;
+    else this user's cached report), as a report; ``None`` when it has none."""
+    from envman.images.store import image_verdict
+
+    info = engine.inspect_image(b.image_id)
+    verdict = image_verdict(info)
+    if verdict is None:
+        return None
+    cached = load_report(b.image_id)
+    if cached and cached.get("overall") == verdict.status:
+        rep = report_from_json(cached)
+    else:
+        rep = SmokeReport(stack=b.stack.name, image=b.ref, image_id=verdict.image_id or b.image_id,
+                          overall=verdict.status, reason=verdict.reason, gpus_requested=verdict.gpus_requested,
+                          probe=None, exit_code=0 if verdict.status != FAIL else 1, stderr_tail="")
+    if verdict.image_id and verdict.image_id != b.image_id:
+        rep.verdict_image_id = b.image_id
+    return rep
+
+
+# --- listing and pruning ---------------------------------------------------------------------
+
+
+@dataclass
+class ImageRow:
+    stack: str
+    tags: tuple[str, ...]
+    image_id: str
+    size: int
+    created: int
+    stable: bool
+    smoke: str  # pass | cpu-only | fail | untested
+    project: str | None = None
+    built_by_uid: int | None = None  # None: an image from before envman recorded its builder
+    built_by_user: str | None = None
+
+
+def list_envman_images(engine) -> list[ImageRow]:
+    """envman's images; the smoke column is the image's own verdict label, else this user's cache."""
+    from envman.images.store import labels_verdict
+
+    rows = []
+    for img in engine.list_images(L.MANAGED_LABELS):
+        labels = L.parse(img.labels)
+        verdict = labels_verdict(img.labels, img.id) if labels.role != L.ROLE_PROJECT else None
+        rows.append(
+            ImageRow(
+                stack=labels.name or "?",
+                tags=tuple(img.tags),
+                image_id=img.id,
+                size=img.size,
+                created=img.created,
+                stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
+                smoke=verdict.status if verdict else "untested",
+                project=labels.project,
+                built_by_uid=labels.built_by_uid,
+                built_by_user=labels.built_by_user,
+            )
+        )
+    rows.sort(key=lambda r: (r.stack, -r.created))
+    return rows
+
+
+@dataclass(frozen=True)
+class PruneScope:
+    """Whose images ``prune`` may remove and what it must keep."""
+
+    uid: int  # the invoking user
+    all_users: bool = False  # root's --all-users: every user's images are candidates
+    keep: frozenset[str] = frozenset()  # refs the user's registered projects run on
+    keep_projects: frozenset[str] = frozenset()  # projects whose images cannot be worked out: keep all
+    keep_ids: frozenset[str] = frozenset()  # image ids the user's projects are pinned to
+    in_use: frozenset[str] = frozenset()  # image ids and refs any container (any user, any state) uses
+
+
+def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRow]:
+    """The images ``prune`` removes: built by the invoking user (any user's with ``all_users``),
+    not stable, not used by any container, not what a registered project of the user runs on or
+    is pinned to. An image that records no builder is never the invoking user's."""
+    out = []
+    for row in rows:
+        if row.stable or row.image_id in scope.in_use or any(t in scope.in_use for t in row.tags):
+            continue
+        if not scope.all_users and row.built_by_uid != scope.uid:
+            continue
+        if row.image_id in scope.keep_ids or any(t in scope.keep for t in row.tags):
+            continue
+        if row.project and row.project in scope.keep_projects:
+            continue
+        out.append(row)
+    return out
+
+
+def images_in_use(engine) -> frozenset[str]:
+    """Image ids (and refs) of every container on the engine, running or stopped, whoever made it."""
+    used: set[str] = set()
+    for c in engine.list_containers(()):
+        used.update(x for x in (c.image, c.image_id) if x)
+    return frozenset(used)
+
+
+def prune(engine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
+    """Remove what :func:`prune_selection` selects (``dry_run``: only say so)."""
+    from dataclasses import replace
+
+    scope = replace(scope, in_use=scope.in_use | images_in_use(engine))
+    removed = []
+    for row in prune_selection(list_envman_images(engine), scope):
+        if not dry_run:
+            for t in row.tags or (row.image_id,):
+                engine.remove_image(t)  # never forced: the engine refuses an image a container uses
+            report = report_path(row.image_id)
+            report.unlink(missing_ok=True)
+        removed.append(row)
+    return removed
+
+
+def require_names(names: list[str], all_: bool) -> None:
+    if bool(names) == bool(all_):
+        raise UserError("give stack names or --all, not both and not neither", where="envman build", fix="e.g. envman build torch-2.4-cuda12")

@@ -1,0 +1,117 @@
+"""``envman clean``: remove what envman keeps for the invoking user.
+
+What goes (each only where it exists):
+
+* state (``$ENVMAN_STATE_DIR``, else the user's state directory): the project homes mounted as
+  HOME, build logs, smoke reports, locks, caches, pins, run records — only the entries envman
+  names there (:data:`STATE_ENTRIES`), never anything else a user keeps in that directory;
+* the run-plan cache (``envman.run.cache.cache_file``'s folder);
+* with ``--config``: the project registry and ``config.toml`` (the project files themselves,
+  ``envman.toml`` in each project, are the user's and stay);
+* with ``--images``: the images the invoking user built (label ``envman.built-by.uid``: stack
+  candidates and promoted stacks, project images, notebook layers) that no container uses.
+  Another user's images, images that record no builder and anything not envman's are never touched.
+
+:func:`plan` works out the list (``--dry-run`` prints it); :func:`apply` removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: What envman writes under its state directory (files and folders).
+STATE_ENTRIES = ("homes", "logs", "reports", "locks", "cache", "registry", "slurm", "pins.json",
+                 "matrix-origins.json")
+#: What envman writes under its config directory.
+CONFIG_ENTRIES = ("projects.json", "projects.json.lock", "config.toml")
+
+
+@dataclass(frozen=True)
+class CleanPlan:
+    paths: tuple[Path, ...] = ()
+    sizes: tuple[int, ...] = ()
+    images: tuple[tuple[str, str, int], ...] = ()  # (image id, what: tags or id, size)
+    kept_in_use: tuple[str, ...] = ()  # images of the user that a container uses: left alone
+    dirs: tuple[Path, ...] = field(default=())  # envman's own folders, removed when empty afterwards
+
+    @property
+    def empty(self) -> bool:
+        return not self.paths and not self.images
+
+
+def _size(p: Path) -> int:
+    try:
+        if p.is_symlink() or p.is_file():
+            return p.lstat().st_size
+        return sum(f.lstat().st_size for f in p.rglob("*") if not f.is_dir() or f.is_symlink())
+    except OSError:
+        return 0
+
+
+def _entries(base: Path, names: tuple[str, ...]) -> list[Path]:
+    return [base / n for n in names if (base / n).exists() or (base / n).is_symlink()]
+
+
+def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | None = None) -> CleanPlan:
+    """What ``envman clean`` would remove for this user (``engine``: for ``images``)."""
+    from envman.paths import config_dir, state_dir
+    from envman.run.cache import cache_file
+
+    state = state_dir()
+    paths = _entries(state, STATE_ENTRIES)
+    cache = Path(cache_file()).parent
+    dirs = [state]
+    if cache.exists() and cache.resolve() != (state / "cache").resolve():
+        paths += _entries(cache, ("runs.json",))
+        dirs.append(cache)
+    if config:
+        paths += _entries(config_dir(), CONFIG_ENTRIES)
+        dirs.append(config_dir())
+    found: list[tuple[str, str, int]] = []
+    kept: list[str] = []
+    if images:
+        from envman.images.build import images_in_use, list_envman_images
+
+        me = os.getuid() if uid is None else uid
+        used = images_in_use(engine)
+        for row in list_envman_images(engine):
+            if row.built_by_uid != me:
+                continue
+            what = ", ".join(row.tags) or row.image_id[:19]
+            if row.image_id in used or any(t in used for t in row.tags):
+                kept.append(what)
+            else:
+                found.append((row.image_id, what, row.size))
+    return CleanPlan(tuple(paths), tuple(_size(p) for p in paths), tuple(found), tuple(kept), tuple(dirs))
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        def writable(func, path, _exc):  # a read-only folder in a home (e.g. pip's caches)
+            os.chmod(os.path.dirname(path), 0o700)
+            func(path)
+
+        shutil.rmtree(p, onerror=writable)
+    else:
+        p.unlink(missing_ok=True)
+
+
+def apply(p: CleanPlan, engine=None) -> list[str]:
+    """Remove what ``p`` lists; the images that could not be removed (with the engine's reason)."""
+    for path in p.paths:
+        _remove(path)
+    for d in p.dirs:
+        try:
+            d.rmdir()  # only when nothing else is left in it
+        except OSError:
+            pass
+    failed = []
+    for image_id, what, _size in p.images:
+        try:
+            engine.remove_image(image_id, force=True)  # force: untag every tag of this user's image
+        except Exception as exc:  # noqa: BLE001 - an image in use since the plan: say so, go on
+            failed.append(f"{what}: {exc}")
+    return failed

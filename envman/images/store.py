@@ -1,0 +1,158 @@
+"""The smoke verdict of an image, kept on the image itself so every user of the engine reads it.
+
+Image tags are engine-wide, but ``~/.local/state/envman`` is one user's: a verdict kept only
+there is invisible to a colleague who runs the image another user promoted. So after a smoke test
+envman builds a *verdict image*: ``FROM <tested image id>`` plus the ``envman.smoke.*`` labels
+(status, reason, the report's digest, a summary of the checks, who ran it and when, and the digest
+of the tested layers). Labels add no layer, so it costs no disk; the tags that pointed at the
+tested image (the content-addressed candidate tag, the stable tag) move to it. The full report
+stays in the user's state directory as a cache, keyed by both image ids.
+
+A verdict is believed only for the layers it was taken on: :func:`image_verdict` checks
+``envman.smoke.rootfs`` against the image's own layers, so an image built ``FROM`` a tested one
+does not inherit its verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from envman import labels as L
+from envman.state import load_report, repository, save_report_json
+
+#: The Dockerfile of a verdict image: nothing but the base (labels come with the build request).
+_VERDICT_DOCKERFILE = "FROM {image_id}\n"
+
+
+def current_user() -> tuple[int, str]:
+    """(uid, login name) of the invoking user; the name is the uid when it has no passwd entry."""
+    import pwd
+
+    uid = os.getuid()
+    try:
+        return uid, pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return uid, str(uid)
+
+
+def builder_labels() -> dict[str, str]:
+    """``envman.built-by.*`` for the invoking user."""
+    return L.builder_labels(*current_user())
+
+
+#: A report's bookkeeping, which changes after the smoke test: not part of its digest.
+_BOOKKEEPING = frozenset({"promoted", "verdict_image_id"})
+
+
+def report_digest(report: Mapping[str, Any]) -> str:
+    """``sha256:`` over the report (its smoke result, not its bookkeeping) as canonical JSON."""
+    body = {k: v for k, v in report.items() if k not in _BOOKKEEPING}
+    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+
+
+def rootfs_digest(info: Mapping[str, Any] | None) -> str | None:
+    """``sha256:`` over an inspected image's layer digests, or ``None`` when the engine gave none."""
+    layers = ((info or {}).get("RootFS") or {}).get("Layers")
+    if not isinstance(layers, list) or not layers:
+        return None
+    return "sha256:" + hashlib.sha256("\n".join(map(str, layers)).encode()).hexdigest()
+
+
+def checks_summary(probe: Mapping[str, Any] | None) -> str:
+    """``name=status`` for each probe check, space-separated."""
+    checks = (probe or {}).get("checks")
+    if not isinstance(checks, list):
+        return ""
+    return " ".join(f"{c.get('name')}={c.get('status')}" for c in checks if isinstance(c, Mapping))
+
+
+def verdict_of_report(report: Mapping[str, Any], *, rootfs: str | None, uid: int, user: str,
+                      at: int | None = None) -> L.SmokeVerdict:
+    """The verdict labels a smoke report (``SmokeReport.to_json()``) gives its image."""
+    return L.SmokeVerdict(
+        status=str(report.get("overall")),
+        reason=str(report.get("reason") or ""),
+        report_digest=report_digest(report),
+        checks=checks_summary(report.get("probe")),
+        gpus_requested=bool(report.get("gpus_requested")),
+        image_id=str(report.get("image_id") or "") or None,
+        by_uid=uid,
+        by_user=user,
+        at=int(time.time()) if at is None else at,
+        rootfs=rootfs,
+    )
+
+
+def image_verdict(info: Mapping[str, Any] | None) -> L.SmokeVerdict | None:
+    """The smoke verdict of an inspected image: its labels first (when they are about these very
+    layers), else this user's cached report for its id; ``None`` when neither has one."""
+    if not info:
+        return None
+    labels = (info.get("Config") or {}).get("Labels") or {}
+    verdict = L.parse_smoke(labels)
+    if verdict is not None and (verdict.rootfs is None or verdict.rootfs == rootfs_digest(info)):
+        return verdict
+    return cached_verdict(str(info.get("Id") or ""))
+
+
+def cached_verdict(image_id: str) -> L.SmokeVerdict | None:
+    """This user's cached report for ``image_id`` as a verdict."""
+    rep = load_report(image_id) if image_id else None
+    if not rep or rep.get("overall") not in L.SMOKE_STATUSES:
+        return None
+    return L.SmokeVerdict(status=rep["overall"], reason=str(rep.get("reason") or ""),
+                          report_digest=report_digest(rep), checks=checks_summary(rep.get("probe")),
+                          gpus_requested=bool(rep.get("gpus_requested")), image_id=image_id)
+
+
+def labels_verdict(labels: Mapping[str, str] | None, image_id: str) -> L.SmokeVerdict | None:
+    """A verdict from a listed image's labels (no layers to check against), else the cache."""
+    return L.parse_smoke(labels) or cached_verdict(image_id)
+
+
+def same_repository(tag: str, repo: str) -> bool:
+    """Whether ``tag`` is in ``repo`` (Podman may show ``localhost/`` or ``docker.io/library/``)."""
+    for prefix in ("", "localhost/", "docker.io/library/", "docker.io/"):
+        if tag.startswith(prefix + repo + ":"):
+            return True
+    return False
+
+
+def record_verdict(engine, stack_name: str, report: Mapping[str, Any]) -> str:
+    """Put ``report``'s verdict on the engine: build the verdict image on the tested image and
+    move the stack's tags that pointed at the tested image to it. Returns the verdict image's id;
+    the report is cached under both ids."""
+    from envman.engine.docker import deterministic_tar
+
+    tested = str(report["image_id"])
+    info = engine.inspect_image(tested)
+    if info is None:
+        return tested
+    uid, user = current_user()
+    verdict = verdict_of_report(report, rootfs=rootfs_digest(info), uid=uid, user=user)
+    labels = {**L.builder_labels(uid, user), **verdict.to_labels()}
+    for k, v in ((info.get("Config") or {}).get("Labels") or {}).items():
+        if k in (L.BUILT_BY_UID, L.BUILT_BY_USER) and v:
+            labels[k] = v  # who built the layers stays who built them
+    repo = repository(stack_name)
+    moving = [t for t in (info.get("RepoTags") or []) if same_repository(t, repo)]
+    files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info["Id"]).encode()}
+    target = moving[0] if moving else f"{repo}:verdict-{verdict.report_digest[7:23]}"
+    new_id = None
+    for ev in engine.build(deterministic_tar(files), target, labels=labels):
+        if ev.kind == "done":
+            new_id = ev.image_id
+    if new_id is None:
+        new_id = str((engine.inspect_image(target) or {}).get("Id") or tested)
+    for tag in moving[1:]:
+        if (engine.inspect_image(tag) or {}).get("Id") == info["Id"]:  # not moved by someone meanwhile
+            engine.tag(new_id, tag)
+    save_report_json(tested, report)
+    save_report_json(new_id, report)
+    return new_id

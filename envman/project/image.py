@@ -1,0 +1,254 @@
+"""A project's own image, and the HOME it runs with.
+
+A project with apt packages or Python requirements gets its own image, built ``FROM`` the stack's
+promoted image and tagged by content (:func:`project_image_ref`); a project without them runs the
+stack's image itself and adds no image at all. HOME is a per-project directory in the user's
+state, keyed by the project's name and a hash of its real root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from envman.paths import state_dir
+from envman.project.file import PROJECT_RECIPE, ProjectConfig, VENV_PYTHON, load_project
+from envman.project.registry import read_registry
+from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
+
+if sys.version_info >= (3, 11):
+    pass
+else:  # pragma: no cover
+    pass
+
+# --------------------------------------------------------------------------- project image
+
+
+def project_repository(project: ProjectConfig) -> str:
+    """``envman/project-<name>-<hash of the real root>`` (:attr:`ProjectConfig.identity`)."""
+    return f"envman/project-{project.identity}"
+
+
+def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Any = None) -> str:
+    """apt layer, then requirements layer, on the stack's promoted image (pinned by id, so the
+    tag moving during a build cannot mix two bases). With ``lock`` (an
+    ``envman.project.lock.Lock`` that matches), the requirements layer installs exactly its pins
+    with ``--require-hashes`` and checks that it names nothing the requirements do not need;
+    without, it resolves and leaves pip's install report for the next lock."""
+    from envman.project.lock import REPORT_PATH
+
+    lines = [
+        f"# envman project image for {project.name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",
+        f"FROM {base_image_id}",
+        "USER root",
+    ]
+    if project.apt:
+        lines.append(
+            "RUN apt-get update \\\n"
+            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
+            + " ".join(project.apt)
+            + " \\\n && rm -rf /var/lib/apt/lists/*"
+        )
+    pip = f"{VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check"
+    if project.requirements.strip() and lock is not None:
+        lines += [
+            "COPY requirements.txt envman.lock.txt lockcheck.py /opt/envman/project/",
+            f"RUN {pip} --require-hashes -r /opt/envman/project/envman.lock.txt \\\n"
+            f" && {VENV_PYTHON} /opt/envman/project/lockcheck.py /opt/envman/project/requirements.txt"
+            " /opt/envman/project/envman.lock.txt",
+        ]
+    elif project.requirements.strip():
+        lines += [
+            "COPY requirements.txt /opt/envman/project/requirements.txt",
+            f"RUN {pip} --report {REPORT_PATH} -r /opt/envman/project/requirements.txt",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Any:
+    """The project's ``envman.lock`` when it matches its requirements and this stack image, else
+    None (the build re-resolves and rewrites it)."""
+    from envman.project.lock import read_lock, usable
+
+    if not project.requirements.strip():
+        return None
+    lock = read_lock(project.root)
+    return lock if usable(lock, project.requirements, stack_name, base_image_id) else None
+
+
+def project_context(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> dict[str, bytes]:
+    """The build context; ``relock`` ignores the project's lock (``envman lock --upgrade``)."""
+    from envman.project.lock import CLOSURE_CHECK
+
+    lock = None if relock else project_lock(project, stack_name, base_image_id)
+    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock).encode()}
+    if project.requirements.strip():
+        files["requirements.txt"] = project.requirements.encode()
+    if lock is not None:
+        files["envman.lock.txt"] = lock.requirements_text().encode()
+        files["lockcheck.py"] = CLOSURE_CHECK.encode()
+    return files
+
+
+def project_image_hash(files: Mapping[str, bytes]) -> str:
+    import hashlib  # not at module level: `envman run` imports this module on its hot path
+
+    h = hashlib.sha256(f"envman-project-recipe:{PROJECT_RECIPE}\0".encode())
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).hexdigest().encode() + b"\0")
+    return h.hexdigest()
+
+
+def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> str:
+    """``envman/project-<name>:<hash>``: the hash covers the recipe, the base image id, the apt
+    packages, the requirements and the lock in use, so any change gives a new tag and an
+    unchanged project reuses its image."""
+    digest = project_image_hash(project_context(project, stack_name, base_image_id, relock=relock))
+    return f"{project_repository(project)}:{digest[:16]}"
+
+
+def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
+    from envman import labels
+    from envman.images.store import current_user
+
+    out = labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
+    out["envman.project-id"] = project.identity  # the registered identity (name + real root)
+    return out
+
+
+def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,
+                          user: UserConfig | None = None) -> tuple[set[str], set[str]]:
+    """What ``envman prune`` must keep for the registered projects: (the refs of the project images
+    they run on now, the names of projects whose image cannot be worked out).
+
+    A project's image is the one its current file, stack and promoted stack image give; older ones
+    (other requirements, a re-promoted stack) are no longer used. A project whose file does not
+    load, whose stack does not resolve or whose stack image is missing keeps every image it has:
+    the user may be halfway through a fix.
+    """
+    from envman.errors import EnvmanError
+    from envman.run.pins import load_pin, project_key
+    from envman.state import stable_ref
+
+    refs: set[str] = set()
+    unsure: set[str] = set()
+    user = user if user is not None else load_user_config()
+    for name, root in (read_registry() if registry is None else registry).items():
+        try:
+            project = load_project(root)
+            settings = merge_settings(project, user, CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+            stack = resolve_name(settings.stack)
+        except EnvmanError:
+            unsure.add(name)
+            continue
+        if not project.needs_image:
+            continue
+        pin = load_pin(project_key(project.name, str(project.root.resolve())))
+        base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
+        base = engine.inspect_image(stable_ref(stack.name))
+        if base is not None:
+            base_ids.add(str(base["Id"]))
+        if not base_ids:
+            unsure.add(name)
+            continue
+        try:
+            refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
+        except EnvmanError:  # a malformed envman.lock: keep its images until it is fixed
+            unsure.add(name)
+    return refs, unsure
+
+
+def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
+                        on_event: Callable[[Any], None] | None = None, nocache: bool = False, builder=None,
+                        relock: bool = False) -> str:
+    """Build (or reuse) the project image on ``engine`` (an ``envman.engine.docker.Engine``); its ref.
+
+    A build that resolved the requirements (no matching lock, or ``relock``) writes
+    ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
+    next run reuses it. ``builder`` (an ``envman.engine.builder.Builder``) runs the build; by default
+    the classic one."""
+    from envman.engine.builder import ClassicBuilder, from_image_id
+
+    from filelock import FileLock
+
+    from envman.state import locks_dir
+    from envman.engine.docker import deterministic_tar
+    from envman.errors import BuildError
+
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
+        files = project_context(project, stack_name, base_image_id, relock=relock)
+        ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
+        if not nocache and not relock and engine.inspect_image(ref) is not None:
+            return ref
+        try:
+            run = builder if builder is not None else ClassicBuilder(engine)
+            with from_image_id(engine, run, files, base_image_id) as buildable:
+                for ev in run.build(deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
+                                    nocache=nocache or relock):
+                    if on_event:
+                        on_event(ev)
+        except BuildError as exc:
+            raise BuildError(
+                f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
+                where=str(project.file), fix="check the apt packages, requirements and envman.lock (log tail above)",
+            ) from None
+        if project.requirements.strip() and "envman.lock.txt" not in files:
+            ref = record_lock(engine, project, stack_name, base_image_id, ref)
+    return ref
+
+
+def record_lock(engine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:
+    """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
+    image under the ref the lock gives; that ref."""
+    from envman.errors import BuildError
+    from envman.project.lock import REPORT_PATH, make_lock, pins_from_report, write_lock
+
+    res = engine.run(ref, ["cat", REPORT_PATH], network="none", timeout=120)
+    try:
+        report = json.loads(res.stdout) if res.exit_code == 0 else None
+    except ValueError:
+        report = None
+    if report is None:
+        raise BuildError(f"cannot read pip's install report from {ref}", where=str(project.file),
+                         fix="use a stack image whose venv has pip >= 22.2")
+    lock = make_lock(stack_name, base_image_id, project.requirements, pins_from_report(report, where=ref))
+    try:
+        write_lock(project.root, lock)
+    except OSError as exc:  # a read-only checkout still builds and runs, without a lock
+        print(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
+              " (the next build resolves the requirements again)", file=sys.stderr)
+        return ref
+    locked = project_image_ref(project, stack_name, base_image_id)
+    engine.tag(ref, locked)
+    return locked
+
+
+def home_dir(project: ProjectConfig) -> Path:
+    """The host directory mounted as the container's HOME for this project:
+    ``<state dir>/homes/<name>-<hash of the real root>`` (:attr:`ProjectConfig.identity`), never
+    a directory picked by the ``name`` a file claims."""
+    return state_dir() / "homes" / project.identity
+
+
+def prepare_home(project: ProjectConfig, registry: Mapping[str, Path] | None = None) -> Path:
+    """Create the project's HOME (0700). A registered project whose HOME still has the older
+    name-only key (``homes/<name>``) gets it moved to the new one once, so ``pip install
+    --user`` and dotfiles survive; only the project registered under that name at this root
+    may claim it."""
+    from envman.safefile import private_dir
+
+    home = home_dir(project)
+    if not os.path.lexists(home):
+        legacy = state_dir() / "homes" / project.name
+        if os.path.isdir(legacy) and not os.path.islink(legacy):
+            projects = read_registry() if registry is None else registry
+            reg = projects.get(project.name)
+            if reg is not None and os.path.realpath(reg) == os.path.realpath(project.root):
+                private_dir(home.parent)
+                os.rename(legacy, home)
+    private_dir(home.parent)
+    return private_dir(home)

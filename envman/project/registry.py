@@ -1,0 +1,185 @@
+"""The user's registry of projects: ``<config dir>/projects.json`` maps names to roots.
+
+``envman run NAME`` works from anywhere through it. Every change is a read-modify-write under a
+file lock, written with :func:`envman.state.atomic_write` (temp file, fsync, rename): a reader, or
+an envman killed at any moment, sees the old registry or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Mapping
+
+from envman.errors import UserError
+from envman.paths import config_dir
+from envman.project.file import NAME_RE, PROJECT_FILE, ProjectConfig, REGISTRY_FILE, find_project_file, load_project
+
+if sys.version_info >= (3, 11):
+    pass
+else:  # pragma: no cover
+    pass
+
+# --------------------------------------------------------------------------- registry
+
+
+def registry_path() -> Path:
+    return config_dir() / REGISTRY_FILE
+
+
+def _lock(path: Path):
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path.with_name(path.name + ".lock")), timeout=60)
+
+
+def read_registry(path: Path | None = None) -> dict[str, Path]:
+    """Registered projects, name → root. A missing registry is an empty one."""
+    from envman.safefile import read_text
+
+    file = path or registry_path()
+    where = str(file)
+    fix = "restore it or delete it, then register the projects again with envman project add PATH"
+    try:
+        raw = read_text(file, what="project registry", limit=16 * 1024 * 1024, fix=fix)
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise UserError(f"not valid JSON ({exc})", where=where, fix=fix) from None
+    projects = doc.get("projects") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("schema") != 1 or not isinstance(projects, dict):
+        raise UserError('expected {"schema": 1, "projects": {NAME: {"root": PATH}}}', where=where, fix=fix)
+    out = {}
+    for name, entry in projects.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("root"), str):
+            raise UserError(f"project {name!r}: expected {{\"root\": PATH}}", where=where, fix=fix)
+        out[name] = Path(entry["root"])
+    return dict(sorted(out.items()))
+
+
+def _write_registry(path: Path, projects: Mapping[str, Path]) -> None:
+    from envman.state import atomic_write
+
+    doc = {"schema": 1, "projects": {n: {"root": str(r)} for n, r in sorted(projects.items())}}
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def update_registry(change: Callable[[dict[str, Path]], None], path: Path | None = None) -> dict[str, Path]:
+    """Read-modify-write under the registry lock; the write is atomic."""
+    file = path or registry_path()
+    with _lock(file):
+        projects = read_registry(file)
+        change(projects)
+        _write_registry(file, projects)
+        return projects
+
+
+def register(project: ProjectConfig, path: Path | None = None) -> bool:
+    """Register ``project`` under its name; ``False`` when it already was. A name taken by
+    another root is an error; a root registered under an older name is renamed."""
+    root = project.root.resolve()
+    added = []
+
+    def change(projects: dict[str, Path]) -> None:
+        other = projects.get(project.name)
+        if other is not None and other.resolve() != root:
+            raise UserError(
+                f"project name {project.name!r} is already registered for {other}",
+                where=str(project.file),
+                fix=f'set another name = "..." in the file, or remove the old one: envman project rm {project.name}',
+            )
+        for n in [n for n, r in projects.items() if r.resolve() == root and n != project.name]:
+            del projects[n]
+        if other is None:
+            added.append(project.name)
+        projects[project.name] = root
+
+    update_registry(change, path)
+    return bool(added)
+
+
+def unregister(name: str, path: Path | None = None) -> Path:
+    removed: list[Path] = []
+
+    def change(projects: dict[str, Path]) -> None:
+        if name not in projects:
+            raise unknown_project(name, projects)
+        removed.append(projects.pop(name))
+
+    update_registry(change, path)
+    return removed[0]
+
+
+def unknown_project(name: str, projects: Mapping[str, Path]) -> UserError:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(projects), n=3, cutoff=0.5) if len(name) <= 100 else []
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return UserError(f"no project named {name[:100]!r}", where="project registry",
+                     fix=hint + "list them: envman project ls; register one: envman project add PATH")
+
+
+def lookup(name: str, path: Path | None = None) -> Path:
+    projects = read_registry(path)
+    if name not in projects:
+        raise unknown_project(name, projects)
+    return projects[name]
+
+
+def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = None) -> ProjectConfig:
+    """The project for ``envman run TARGET``: a registered name, a path, or (no TARGET) the
+    nearest ``envman.toml`` above the current directory."""
+    here = Path(cwd or os.getcwd())
+    if target is not None and (not target or any(c in target for c in "\0\n\r") or len(target) > 4096):
+        raise UserError(f"{target[:80]!r} is neither a project name nor a path", where="envman",
+                        fix="name a registered project (envman project ls) or give a path")
+    if target is None:
+        f = find_project_file(here)
+        if f is None:
+            raise UserError(f"no {PROJECT_FILE} in {here} or any parent directory", where="envman run",
+                            fix="name a registered project (envman project ls), or create one: envman project init --env STACK")
+        return load_project(f)
+    if "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE):
+        return load_project(here / target)
+    projects = read_registry(path)
+    if target not in projects and (len(target) > 255 or not re.match(NAME_RE, target)) and \
+            not os.path.lexists(here / target):
+        raise unknown_project(target, projects)
+    if target in projects:
+        root = projects[target]
+        if not (root / PROJECT_FILE).is_file():
+            raise UserError(f"project {target!r} is registered at {root}, but {root / PROJECT_FILE} is gone",
+                            where="project registry", fix=f"move it back, or envman project rm {target}")
+        return load_project(root)
+    if (here / target / PROJECT_FILE).is_file():
+        return load_project(here / target)
+    raise unknown_project(target, projects)
+
+
+def init_text(stack: str, name: str | None = None) -> str:
+    lines = [
+        "# envman project file (format: README, Projects); `envman project show` prints the effective settings",
+        f'stack = "{stack}"',
+    ]
+    if name:
+        lines.append(f'name = "{name}"')
+    lines += [
+        "# requirements = \"requirements.txt\"    # or a list: [\"einops==0.8.0\"]; builds a project image",
+        "# apt = [\"ffmpeg\"]                     # extra Debian/Ubuntu packages (project image)",
+        "# command = [\"python\", \"train.py\"]     # default for `envman run NAME`",
+        "# gpus = \"all\"                         # \"all\", \"none\", 2, \"device=0,2\"",
+        "# shm_size = \"8g\"",
+        "# ports = [8888]                       # published on 127.0.0.1; listen on 0.0.0.0 inside",
+        "# mounts = [\"~/datasets:/data:ro\"]",
+        "# [environment]",
+        "# WANDB_MODE = \"offline\"",
+    ]
+    return "\n".join(lines) + "\n"
+
+

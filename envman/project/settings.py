@@ -1,0 +1,194 @@
+"""The user config's ``[run]`` and ``[project]`` tables and the precedence of settings.
+
+Settings come from, in order of precedence: the command line, the project file, the user config
+(``<config dir>/config.toml``), then envman's defaults (:func:`merge_settings`, a pure function).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from envman.errors import UserError
+from envman.paths import config_dir
+from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, USER_CONFIG_FILE, USER_PROJECT_KEYS, USER_RUN_KEYS, _type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
+
+if sys.version_info >= (3, 11):
+    pass
+else:  # pragma: no cover
+    pass
+
+# --------------------------------------------------------------------------- user config
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """The ``[run]`` and ``[project]`` tables of ``<config dir>/config.toml`` (other tables belong
+    to other commands and are left alone)."""
+
+    stack: str | None = None
+    gpus: GpuRequest | None = None
+    gpus_set: bool = False
+    shm_size: str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    file: str | None = None
+
+
+def user_config_path() -> Path:
+    return config_dir() / USER_CONFIG_FILE
+
+
+def load_user_config(path: Path | None = None) -> UserConfig:
+    from envman.safefile import load_toml
+
+    file = path or user_config_path()
+    where = str(file)
+    try:
+        doc, _ = load_toml(file, what="config file")
+    except FileNotFoundError:
+        return UserConfig()
+    cfg = UserConfig(file=where)
+    run = doc.get("run", {})
+    proj = doc.get("project", {})
+    for table, value, keys in (("run", run, USER_RUN_KEYS), ("project", proj, USER_PROJECT_KEYS)):
+        if not isinstance(value, dict):
+            raise _type_error(table, "a table", value, where)
+        unknown = sorted(set(value) - set(keys))
+        if unknown:
+            raise UserError(f"unknown key {table}.{unknown[0]}", where=where, fix=f"known keys in [{table}]: " + ", ".join(keys))
+    if "stack" in proj:
+        if not isinstance(proj["stack"], str):
+            raise _type_error("project.stack", "a stack name", proj["stack"], where)
+        check_stack_name(proj["stack"], where=where, key="project.stack")
+        cfg = replace(cfg, stack=proj["stack"])
+    if "gpus" in run:
+        cfg = replace(cfg, gpus=parse_gpus(run["gpus"], where=where, key="run.gpus"), gpus_set=True)
+    if "shm_size" in run:
+        cfg = replace(cfg, shm_size=check_shm(run["shm_size"], where=where, key="run.shm_size"))
+    if "environment" in run:
+        cfg = replace(cfg, environment=parse_environment(run["environment"], where=where, key="run.environment"))
+    if "mounts" in run:
+        mounts = run["mounts"]
+        if not isinstance(mounts, list):
+            raise _type_error("run.mounts", "a list of strings", mounts, where)
+        cfg = replace(cfg, mounts=tuple(parse_mount(m, base=None, where=where, key="run.mounts") for m in mounts))
+    return cfg
+
+
+# --------------------------------------------------------------------------- precedence
+
+
+@dataclass(frozen=True)
+class CliOverrides:
+    """What the command line said; ``None`` / empty means "not given"."""
+
+    stack: str | None = None
+    gpus: GpuRequest | None = None
+    gpus_set: bool = False  # --gpus given (or --no-gpu, which sets gpus=None)
+    shm_size: str | None = None
+    environment: tuple[tuple[str, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[Port, ...] = ()
+    command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The effective settings of one run, each with where it came from (for ``project show``)."""
+
+    stack: str
+    gpus: GpuRequest | None
+    shm_size: str
+    environment: tuple[tuple[str, str], ...]
+    mounts: tuple[Mount, ...]
+    ports: tuple[Port, ...]
+    command: tuple[str, ...]
+    origin: tuple[tuple[str, str], ...] = field(default=())  # (setting, "cli" | "project" | "user" | "default")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "gpus": str(self.gpus) if self.gpus else "none",
+            "shm_size": self.shm_size,
+            "environment": dict(self.environment),
+            "mounts": [mount_text(m) for m in self.mounts],
+            "ports": [f"127.0.0.1:{p.host}:{p.container}" for p in self.ports],
+            "command": list(self.command),
+            "origin": dict(self.origin),
+        }
+
+
+def merge_settings(
+    project: ProjectConfig,
+    user: UserConfig,
+    cli: CliOverrides,
+    *,
+    stack_is_cpu: Callable[[str], bool] | None = None,
+    total_ram: int | None = None,
+) -> RunSettings:
+    """CLI > project file > user config > defaults, setting by setting.
+
+    Tables and lists add up in the same order (a later source wins per variable / per mount
+    target). The GPU default is every GPU for a CUDA stack and none for a CPU stack
+    (``stack_is_cpu``); a CPU run of a CUDA stack is always asked for (``--no-gpu``).
+    """
+    origin: dict[str, str] = {}
+
+    def pick(setting: str, *candidates: tuple[bool, Any, str]) -> Any:
+        for present, value, src in candidates:
+            if present:
+                origin[setting] = src
+                return value
+        raise AssertionError("the last candidate is always present")  # pragma: no cover
+
+    stack = pick(
+        "stack",
+        (cli.stack is not None, cli.stack, "cli"),
+        (project.stack is not None, project.stack, "project"),
+        (user.stack is not None, user.stack, "user"),
+        (True, None, "default"),
+    )
+    if stack is None:
+        raise UserError("no stack for this project", where=str(project.file),
+                        fix='add stack = "torch-2.4-cuda12" (list them: envman matrix ls), or pass --stack')
+    cpu = bool(stack_is_cpu and stack_is_cpu(stack))
+    gpus = pick(
+        "gpus",
+        (cli.gpus_set, cli.gpus, "cli"),
+        (project.gpus_set, project.gpus, "project"),
+        (user.gpus_set, user.gpus, "user"),
+        (True, None if cpu else GpuRequest("all"), "default"),
+    )
+    shm = pick(
+        "shm_size",
+        (cli.shm_size is not None, cli.shm_size, "cli"),
+        (project.shm_size is not None, project.shm_size, "project"),
+        (user.shm_size is not None, user.shm_size, "user"),
+        (True, default_shm_size(total_ram), "default"),
+    )
+    command = pick(
+        "command",
+        (bool(cli.command), cli.command, "cli"),
+        (bool(project.command), project.command, "project"),
+        (True, (), "default"),
+    )
+    env: dict[str, str] = {}
+    for src in (user.environment, project.environment, cli.environment):
+        env.update(src)
+    mounts: dict[str, Mount] = {}
+    for src in (user.mounts, project.mounts, cli.mounts):
+        mounts.update((m.target, m) for m in src)
+    ports: dict[int, Port] = {}
+    for src in (project.ports, cli.ports):
+        ports.update((p.host, p) for p in src)
+    return RunSettings(
+        stack=stack, gpus=gpus, shm_size=shm, environment=tuple(sorted(env.items())),
+        mounts=tuple(sorted(mounts.values(), key=lambda m: m.target)),
+        ports=tuple(sorted(ports.values(), key=lambda p: p.host)), command=tuple(command),
+        origin=tuple(sorted(origin.items())),
+    )
+
+

@@ -1,0 +1,170 @@
+"""Trust in project files, per user: ``envman project trust|untrust|trusted``.
+
+Modelled on direnv's ``allow`` (a record of the file's path and the hash of its content, kept
+in the user's own directory: any edit needs a new ``allow``), git's ``safe.directory`` (a file
+found by walking up must be yours, in a directory only you can change) and VS Code's Workspace
+Trust (an untrusted folder still opens, in a restricted mode).
+
+The record is ``trust.json`` in envman's config directory: ``{"schema": 1, "files": {REAL PATH:
+{"sha256": HEX, "trusted": ISO TIME}}}``, mode 0600 in a 0700 directory, written atomically
+under a lock. A record that is not the user's own file, or that others can write, is ignored
+(everything is then untrusted) rather than believed.
+
+What a file asks for and whether that needs trust is decided below (:func:`trust_asks`,
+:func:`require_trust`), from the parsed file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from envman.errors import UserError
+from envman.paths import config_dir
+import shlex
+from envman.project.file import ProjectConfig, default_shm_size, mount_text, shm_bytes, unsafe_reason
+
+TRUST_FILE = "trust.json"
+
+
+def trust_path() -> Path:
+    return config_dir() / TRUST_FILE
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read(path: Path) -> dict[str, dict[str, Any]]:
+    from envman.safefile import read_file
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {}
+    except OSError:
+        return {}
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return {}  # not ours, or writable by others: believe nothing in it
+    try:
+        doc = json.loads(read_file(path, what="trust record").decode("utf-8"))
+    except (FileNotFoundError, UnicodeDecodeError, ValueError, UserError):
+        return {}
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("schema") == 1 else None
+    if not isinstance(files, dict):
+        return {}
+    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)}
+
+
+def records(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every trusted file: real path → {"sha256", "trusted"}."""
+    return dict(sorted(_read(path or trust_path()).items()))
+
+
+def is_trusted(real_path: str, sha256: str, path: Path | None = None) -> bool:
+    entry = _read(path or trust_path()).get(real_path)
+    return entry is not None and entry.get("sha256") == sha256
+
+
+def _update(change, path: Path | None = None) -> None:
+    from filelock import FileLock
+
+    from envman.safefile import private_dir
+    from envman.state import atomic_write
+
+    file = path or trust_path()
+    private_dir(file.parent)
+    with FileLock(str(file.with_name(file.name + ".lock")), timeout=60):
+        files = _read(file)
+        change(files)
+        doc = {"schema": 1, "files": dict(sorted(files.items()))}
+        atomic_write(file, json.dumps(doc, indent=2) + "\n", mode=0o600)
+
+
+def trust(real_path: str, sha256: str, path: Path | None = None) -> None:
+    """Record the file at ``real_path`` with content hash ``sha256`` as trusted."""
+    import datetime as _dt
+
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def change(files: dict[str, dict[str, Any]]) -> None:
+        files[real_path] = {"sha256": sha256, "trusted": now}
+
+    _update(change, path)
+
+
+def untrust(real_path: str, path: Path | None = None) -> bool:
+    """Forget a file; ``False`` when it was not trusted."""
+    removed: list[str] = []
+
+    def change(files: dict[str, dict[str, Any]]) -> None:
+        if files.pop(real_path, None) is not None:
+            removed.append(real_path)
+
+    _update(change, path)
+    return bool(removed)
+
+
+# --------------------------------------------------------------------------- what needs trust
+
+#: Keys an untrusted project file may use: choosing and building the stack (inside a container,
+#: with no host path but the project, no port, no variable and no command of the file's), and
+#: asking for less than the defaults (``gpus = "none"``, a ``shm_size`` no larger than the default).
+UNTRUSTED_KEYS = ("name", "stack", "requirements", "apt")
+
+
+def trust_asks(project: ProjectConfig) -> list[str]:
+    """What ``project``'s file asks for beyond :data:`UNTRUSTED_KEYS`, one phrase per kind (the
+    environment by names only, never values); empty when the file needs no trust."""
+    asks = []
+    root = os.path.realpath(project.root)
+    outside = [m for m in project.mounts if not _inside(m.source, root)]
+    inside = [m for m in project.mounts if _inside(m.source, root)]
+    if outside:
+        asks.append("mounts outside the project: " + ", ".join(mount_text(m) for m in outside))
+    if inside:
+        asks.append("mounts: " + ", ".join(mount_text(m) for m in inside))
+    if project.ports:
+        asks.append("ports (127.0.0.1): " + ", ".join(f"{p.host}:{p.container}" for p in project.ports))
+    if project.environment:
+        asks.append("environment: " + ", ".join(k for k, _ in project.environment))
+    if project.command:
+        asks.append("command: " + shlex.join(project.command))
+    if project.gpus is not None:  # "none" asks for less than the default: no trust needed
+        asks.append(f"gpus: {project.gpus}")
+    if project.shm_size is not None and shm_bytes(project.shm_size) > shm_bytes(default_shm_size()):
+        asks.append(f"shm_size: {project.shm_size} (more than the default {default_shm_size()})")
+    return asks
+
+
+def _inside(path: str, root: str) -> bool:
+    from envman.safefile import is_within
+
+    return is_within(os.path.realpath(path), root)
+
+
+def require_trust(project: ProjectConfig, *, explicit: bool = True) -> None:
+    """Refuse ``project`` unless its file is trusted as it is now, or asks for nothing that needs
+    trust and is the user's own (:func:`unsafe_reason`). One line lists every ask and the command
+    that trusts the file."""
+    from envman.project.trust import records
+
+    record = records().get(project.real_file)
+    if record is not None and record.get("sha256") == project.digest:
+        return
+    asks = trust_asks(project)
+    foreign = unsafe_reason(project.file)
+    if not asks and not foreign:
+        return
+    what = "; ".join(asks) if asks else "nothing beyond a stack"
+    state = "changed since you trusted it" if record is not None else "new to you"
+    why = f"it is not trusted ({state}; {foreign}) and asks for {what}" if foreign else \
+        f"it is not trusted ({state}) and asks for {what}"
+    raise UserError(why, where=str(project.file),
+                    fix=f"read it, then trust it: envman project trust {shlex.quote(str(project.file))}")
+
+

@@ -1,0 +1,361 @@
+"""``envman run``: preflight, then hand the terminal to ``docker run``.
+
+The run itself is the ``docker`` CLI, ``exec``-ed with an argv built by the pure function
+:func:`envman.run.plan.docker_argv`: the CLI already does what an interactive run needs exactly
+like ``docker run`` (TTY and raw mode, Ctrl-C forwarding, exit codes, removal of the container),
+and envman adds no process in between, so a run costs what ``docker run`` costs plus envman's
+own start-up.
+
+The hot path imports no Docker SDK: the few facts a preflight needs come from
+:class:`envman.engine.facts.DockerFacts`. Only a project image build goes through
+:mod:`envman.engine.docker`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from envman.errors import UserError
+from envman.project.file import ProjectConfig
+from envman.run.cache import (
+    ENV_FILE_SLOT, cache_key, exec_docker, record_run, terminal_flags,
+)
+from envman.stack.names import Stack
+from envman.engine.facts import DockerFacts, docker_facts
+from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
+from envman.run.preflight import suggest_stack
+from envman.run.prepare import Prepared, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports, prepare_run
+from envman.run.stacks import resolve_stack
+
+if TYPE_CHECKING:
+
+    from envman.host import HostFacts, HostGpu
+
+
+# --------------------------------------------------------------------------- the `envman run` command
+
+
+def stack_resolver(matrix_files: Sequence[str | os.PathLike[str]]) -> Callable[[str], Stack]:
+    """name → Stack for one invocation (matrix: shipped + ENVMAN_MATRIX + ``matrix_files``)."""
+    memo: dict[str, Stack] = {}
+
+    def load() -> Any:  # only when the stack cache misses
+        from envman.matrix.load import get_matrix
+
+        return get_matrix(matrix_files)
+
+    def resolve_name(name: str) -> Stack:
+        if name not in memo:
+            memo[name] = resolve_stack(name, matrix_files, load)
+            from envman.stack.origins import record
+
+            record(name, memo[name].name, matrix_files)  # for a later "unknown stack" to say why
+        return memo[name]
+
+    return resolve_name
+
+
+def detect_host(matrix_files: Sequence[str | os.PathLike[str]] = ()) -> HostFacts:
+    from envman.host import detect, matrix_gpu_table
+    from envman.matrix.load import get_matrix
+
+    # The matrix (its GPU table) is loaded only for a GPU whose compute capability the driver
+    # could not report (nvidia-smi before driver 510).
+    return detect(gpu_table=lambda name: matrix_gpu_table(get_matrix(matrix_files))(name))
+
+
+_CONTAINER_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+
+
+def check_container_name(name: str) -> str:
+    """A container name Docker accepts (its own rule), else a one-line error."""
+    import re
+
+    if not re.fullmatch(_CONTAINER_NAME_RE, name):
+        raise UserError(f"{name!r} is not a container name", where="--name",
+                        fix="use letters, digits and _.- (starting with a letter or digit, at most 128)")
+    return name
+
+
+RUN_USAGE = "envman run [OPTIONS] [PROJECT] [CMD ARGS...]"
+
+
+class _RunArgumentParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, like every other bad input
+        raise UserError(message, where="envman run", fix="see envman run --help")
+
+
+def run_parser() -> argparse.ArgumentParser:
+    p = _RunArgumentParser(
+        prog="envman run", usage=RUN_USAGE,
+        description="Run a command in a project's stack. PROJECT is a registered name or a path; without it, the "
+                    "envman.toml in the current directory or a parent. Everything after PROJECT (or after --) is "
+                    "the command (default: the project's command, else the image's). The command starts in the "
+                    "directory under /workspace that matches the current one when that is inside the project.",
+    )
+    p.add_argument("project", nargs="?", help="registered project name or path")
+    p.add_argument("--stack", help="run on this stack instead of the project's")
+    p.add_argument("--gpus", help='"all", a count, "device=0,2", or "slurm" (exactly the GPUs Slurm allocated to the '
+                   'job this runs in) (default: all for a CUDA stack, none for a CPU stack)')
+    p.add_argument("--no-gpu", action="store_true", help="run on the CPU only (skips the GPU preflight)")
+    p.add_argument("--shm-size", help="size of /dev/shm (default: 8g, at most half the RAM)")
+    p.add_argument("-p", "--port", action="append", default=[], help="publish PORT or HOST:CONTAINER on 127.0.0.1 "
+                   "(the service must listen on 0.0.0.0 inside)")
+    p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
+    p.add_argument("--allow-dangerous-mount", action="store_true",
+                   help="let --mount give the container a protected path (engine socket, system directory, home, "
+                        "credentials); never possible from a file")
+    p.add_argument("-e", "--env-var", action="append", default=[],
+                   help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
+    p.add_argument("--name", help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
+                   "envman stop NAME; envman submit's jobs name theirs after the job")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
+    p.add_argument("--update", action="store_true", help="move the project to the stack's current stable image "
+                   "(runs stay on the image id they were pinned to when another user promotes a newer one)")
+    p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
+    p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
+    p.add_argument("-d", "--detach", action="store_true", help="start in the background (named after the project "
+                   "unless --name) and print the container's id; without a command it waits for envman exec")
+    return p
+
+
+def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``envman run [OPTIONS] PROJECT CMD ARGS...``: (the options and PROJECT, the command).
+
+    The command starts at the second word that is neither an option nor an option's value;
+    options that take a value are known from ``parser``. Words that do not fit are left with the
+    options, for the parser to reject.
+    """
+    words = list(words)
+    i, positionals = 0, 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-") and w != "-":
+            name = w.split("=", 1)[0] if w.startswith("--") else w[:2]
+            action = parser._option_string_actions.get(name)
+            attached = "=" in w if w.startswith("--") else len(w) > 2
+            i += 1 if action is None or action.nargs == 0 or attached else 2
+            continue
+        positionals += 1
+        if positionals == 2:
+            return words[:i], words[i:]
+        i += 1
+    return words, []
+
+
+def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
+    Execs ``docker run`` (does not return) unless ``--dry-run``."""
+    import shlex
+
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.file import check_shm, check_stack_name, parse_gpus
+    from envman.project.registry import locate
+    from envman.project.trust import require_trust
+
+    parser = run_parser()
+    args, bare = split_bare_command(parser, args)
+    if bare and command:
+        raise UserError(f"two commands given: {shlex.join(bare)!r} and {shlex.join(command)!r} after --",
+                        where="envman run", fix="give the command once, after the project name or after --")
+    command = list(command) or bare
+    a = parser.parse_args(list(args))
+    if a.no_gpu and a.gpus is not None:
+        raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
+    if a.stack is not None:
+        check_stack_name(a.stack, where="--stack", key="--stack")
+    if a.name is not None:
+        check_container_name(a.name)
+    proj = locate(a.project)
+    require_trust(proj)
+    check_project_root(proj)
+    if a.gpus is not None and a.gpus.strip().lower() == "slurm":
+        from envman.cluster.slurm import allocated_gpus
+
+        asked = allocated_gpus(os.environ)
+    else:
+        asked = parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None
+    env_name = a.name if a.name is not None else (proj.name if a.detach else None)
+    cname = a.name if a.name is not None else (container_name(os.getuid(), proj.name) if a.detach else None)
+    cli = CliOverrides(
+        stack=a.stack,
+        gpus=None if a.no_gpu else asked,
+        gpus_set=a.no_gpu or a.gpus is not None,
+        shm_size=check_shm(a.shm_size, where="--shm-size", key="--shm-size") if a.shm_size is not None else None,
+        environment=parse_cli_env(a.env_var),
+        mounts=parse_cli_mounts(a.mount, allow_dangerous=a.allow_dangerous_mount),
+        ports=parse_cli_ports(a.port),
+        command=tuple(command),
+    )
+    resolve_name = stack_resolver(matrix_files)
+    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    for m in settings.mounts:
+        if not os.path.exists(m.source):
+            raise UserError(f"mount source {m.source} does not exist", where=f"mount {m.target}",
+                            fix="create it, or fix the path (docker would refuse the run)")
+    stack = resolve_name(settings.stack)
+
+    build_image = project_image_builder(a.rebuild)
+
+    def suggest(s: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
+        from envman.matrix.load import get_matrix
+
+        return suggest_stack(get_matrix(matrix_files), s, host, gpus)
+
+    tty, interactive = terminal_flags()
+    engine = docker_facts()
+    prepared = prepare_run(
+        proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+        build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, update=a.update,
+        remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+        env_name=env_name, detach=a.detach,
+    )
+    if cname is not None:
+        prepared.plan = replace(prepared.plan, container_name=cname)
+    for p in prepared.problems:
+        if p.level == WARNING:
+            _err(f"envman: warning: {p.message}")
+    argv = docker_argv(prepared.plan, env_file=ENV_FILE_SLOT if prepared.plan.environment else None)
+    if a.dry_run:
+        argv = docker_argv(prepared.plan)
+        if a.as_json:
+            out = {"plan": prepared.plan.to_json(), "argv": argv, "problems": [p.to_json() for p in prepared.problems]}
+            sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        else:
+            sys.stdout.write(shlex.join(argv) + "\n")
+        return
+    if cname is not None:
+        check_name_free(prepared.plan)
+    if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
+        remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
+                     found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
+    exec_docker(argv, prepared.plan.environment)
+
+
+def print_step(ev: Any) -> None:
+    """A build's steps on stderr, one short line each (what a run shows while it builds)."""
+    if ev.kind == "step":
+        _err(f"  {ev.text[:120]}")
+
+
+def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Stack, str], str]:
+    """``build_image`` for :func:`prepare_run`: builds the project image, its steps on stderr."""
+    def build_image(p: ProjectConfig, s: Stack, base_id: str) -> str:
+        from envman.engine.docker import Engine
+        from envman.project.image import build_project_image
+
+        _err(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
+        with Engine.connect() as engine:
+            return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild)
+
+    return build_image
+
+
+def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
+    """With ``[registry] pull_on_run = true`` and a default registry: a function that pulls a
+    stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
+    from envman.cluster.registry import load_registry_settings
+
+    settings = load_registry_settings()
+    if not settings.pull_on_run or settings.default is None:
+        return None
+
+    def fetch(stack: Stack) -> None:
+        from envman.engine.docker import Engine
+        from envman.cluster.registry import pull_stack
+
+        _err(f"envman: no promoted image of {stack.name} here: pulling it from {settings.default}")
+        with Engine.connect() as engine:
+            pulled = pull_stack(engine, stack, settings.default, allow_http=settings.allow_http)
+        _err(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
+
+    return fetch
+
+
+def check_name_free(plan: RunPlan) -> None:
+    """Refuse a named run whose name this user already has running (one line, not the engine's)."""
+    from envman.run.envs import find_container
+
+    if plan.container_name is not None and find_container(plan.container_name) is not None:
+        raise UserError(f"environment {plan.env_name!r} already exists", where="envman run --name",
+                        fix=f"use it: envman exec {plan.env_name} -- CMD; or stop it: envman stop {plan.env_name}")
+
+
+def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,
+                     matrix_files: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Every file a run's plan was made from (see :mod:`envman.run.cache`): the project file, the
+    ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
+    there would be found first), the registry, the user config, the requirements file, the matrix
+    files and their folder (a new file there), and the smoke report."""
+    from envman.paths import matrices_dir
+    from envman.paths import matrix_files as all_matrix_files
+    from envman.run.pins import pins_file
+    from envman.project.file import PROJECT_FILE
+    from envman.project.registry import registry_path
+    from envman.project.settings import user_config_path
+    from envman.project.trust import trust_path
+
+    deps = [project.file, registry_path(), user_config_path(), pins_file(), trust_path(), matrices_dir(),
+            *all_matrix_files(matrix_files)]
+    if found_from is not None:
+        root = project.file.parent.absolute()
+        for d in (found_from.absolute(), *found_from.absolute().parents):
+            if d == root:
+                break
+            deps.append(d / PROJECT_FILE)
+    if project.requirements_source:
+        deps.append(project.root / project.requirements_source)
+    if report is not None:
+        deps.append(report)
+    return [os.path.abspath(p) for p in deps]
+
+
+def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
+                 found_from: Path | None, matrix_files: Sequence[str | os.PathLike[str]]) -> None:
+    """Record a CPU run that passed its preflight, for :func:`envman.run.cache.try_cached_run`."""
+    from dataclasses import replace
+
+    from envman.state import report_path, stable_ref
+
+    base_id = prepared.base_image_id
+    if base_id is None:
+        return
+    stable = engine.inspect_image(stable_ref(prepared.stack.name))
+    if stable is None:
+        return
+    # The stable tag as it is now (a move is a miss: the full path says a newer one exists), the
+    # pinned base and the project image by id (gone is a miss).
+    images = [(stable_ref(prepared.stack.name), str(stable["Id"])), (base_id, base_id)]
+    if prepared.plan.image != base_id:
+        images.append((prepared.plan.image, prepared.plan.image))
+    plan = replace(prepared.plan, tty=False, interactive=False)
+    record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
+                                          matrix_files=matrix_files),
+               images=images, argv=docker_argv(plan, env_file=ENV_FILE_SLOT if plan.environment else None),
+               home=plan.home, environment=plan.environment, project_file=str(project.file),
+               warnings=[p.message for p in prepared.problems if p.level == WARNING])
+
+
+def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The environment values of a cached run, worked out again (the cache keeps only their
+    names and hashes): the user config, the project file, then ``-e`` options, as on the full
+    path, filtered the same way (cached runs never request GPUs)."""
+    from envman.project.file import load_project
+    from envman.project.settings import load_user_config
+
+    a = run_parser().parse_args(list(args))
+    env: dict[str, str] = {}
+    for src in (load_user_config().environment, load_project(project_file).environment, parse_cli_env(a.env_var)):
+        env.update(src)
+    return sanitize_environment(sorted(env.items()), None)[0]
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,249 @@
+"""Named, long-lived environments: ``envman run --detach/--name``, ``exec``, ``ps``, ``stop``, ``shell``.
+
+A named environment is an ``envman run`` container labelled ``envman.env=<name>`` and
+``envman.uid=<uid>`` (every run container carries ``envman.role=run``, ``envman.project`` and
+``envman.name``, the stack) and called ``<name>`` (``--name``) or ``envman-<uid>-<project>``
+(``--detach`` alone, so two users' detached runs of a project do not collide). Lookups are by
+label among the caller's own containers. ``envman exec`` enters one with the rules of a run (the caller's uid and gid, HOME at
+/home/envman, the directory under /workspace that matches the caller's), through ``docker exec``
+exec-ed like ``docker run`` is. The facts come from the engine the ``docker`` CLI talks to: its
+Unix socket when that is the local engine, else the CLI itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import quote
+
+from envman import labels as L
+from envman.errors import EngineError, UserError
+from envman.project.file import CONTAINER_HOME, WORKSPACE
+from envman.run.cache import (
+    ENV_FILE_SLOT, NoAnswer, api_get, exec_docker, local_socket, terminal_flags, which, with_terminal,
+)
+
+RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
+#: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh.
+SHELL_COMMAND = ("/bin/sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi')
+
+
+@dataclass(frozen=True)
+class EnvContainer:
+    """One run container of envman, as the engine reports it."""
+
+    id: str
+    name: str  # the container's name (without the leading /)
+    env: str | None  # envman.env: the environment's name, if it was given one
+    project: str
+    stack: str
+    uid: int | None
+    state: str  # running, exited, ...
+    created: str
+    image: str
+    root: str | None  # the host directory mounted at /workspace
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id[:12], "name": self.env, "container": self.name, "project": self.project,
+                "stack": self.stack, "uid": self.uid, "state": self.state, "created": self.created,
+                "image": self.image, "root": self.root}
+
+
+def from_inspect(doc: dict[str, Any]) -> EnvContainer:
+    """An :class:`EnvContainer` from ``docker inspect``'s JSON of a container."""
+    labels = (doc.get("Config") or {}).get("Labels") or {}
+    uid = labels.get(L.UID, "")
+    root = next((m.get("Source") for m in doc.get("Mounts") or [] if m.get("Destination") == WORKSPACE), None)
+    return EnvContainer(
+        id=str(doc.get("Id", "")), name=str(doc.get("Name", "")).lstrip("/"), env=labels.get(L.ENV),
+        project=labels.get(L.PROJECT, ""), stack=labels.get(L.NAME, ""),
+        uid=int(uid) if uid.isdigit() else None, state=str((doc.get("State") or {}).get("Status", "")),
+        created=str(doc.get("Created", ""))[:19].replace("T", " "), image=str((doc.get("Config") or {}).get("Image", "")),
+        root=root,
+    )
+
+
+def _docker(args: Sequence[str]):
+    import subprocess
+
+    exe = which("docker")
+    if exe is None:
+        raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+
+
+def _cli_error(p) -> EngineError:
+    from envman.engine.docker import UNREACHABLE_FIX
+
+    line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")
+    return EngineError(f"docker: {line}", fix=UNREACHABLE_FIX)
+
+
+def _inspect_cli(ids: Sequence[str]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    p = _docker(["container", "inspect", *ids])
+    if p.returncode != 0:
+        if "no such" in p.stderr.lower():
+            return []
+        raise _cli_error(p)
+    return json.loads(p.stdout or "[]")
+
+
+def list_containers(*, uid: int | None = None, include_stopped: bool = False) -> list[EnvContainer]:
+    """envman's run containers (``uid``: only that user's), oldest first."""
+    labels = [RUN_ROLE] + ([f"{L.UID}={uid}"] if uid is not None else [])
+    filters = json.dumps({"label": labels})
+    sock = local_socket()
+    docs: list[dict[str, Any]] | None = None
+    try:
+        status, body = api_get(sock, f"/containers/json?all={int(include_stopped)}&filters={quote(filters)}")
+        if status == 200 and isinstance(body, list):
+            docs = []
+            for c in body:
+                st, doc = api_get(sock, f"/containers/{c['Id']}/json")
+                if st == 200 and isinstance(doc, dict):
+                    docs.append(doc)
+    except (NoAnswer, KeyError, TypeError):
+        docs = None
+    if docs is None:
+        args = ["ps", "-q", "--no-trunc", *(["-a"] if include_stopped else [])]
+        for label in labels:
+            args += ["--filter", f"label={label}"]
+        p = _docker(args)
+        if p.returncode != 0:
+            raise _cli_error(p)
+        docs = _inspect_cli(p.stdout.split())
+    out = [from_inspect(d) for d in docs]
+    return sorted(out, key=lambda c: (c.created, c.name))
+
+
+def find_container(name: str) -> EnvContainer | None:
+    """The container called ``name`` if it exists (any state), else ``None``."""
+    try:
+        status, doc = api_get(local_socket(), f"/containers/{quote(name, safe='')}/json")
+        if status == 404:
+            return None
+        if status == 200 and isinstance(doc, dict):
+            return from_inspect(doc)
+    except NoAnswer:
+        pass
+    docs = _inspect_cli([name])
+    return from_inspect(docs[0]) if docs else None
+
+
+def select(containers: Sequence[EnvContainer], target: str, *, action: str) -> list[EnvContainer]:
+    """The containers ``target`` names: the environment called so, else every one of that project."""
+    named = [c for c in containers if c.env == target]
+    if named:
+        return named
+    of_project = [c for c in containers if c.project == target]
+    if of_project:
+        return of_project
+    running = sorted({c.env or c.project for c in containers})
+    raise UserError(f"no running environment or project named {target!r}", where=f"envman {action}",
+                    fix=("running: " + ", ".join(running) + "; " if running else "")
+                    + "start one: envman run --detach PROJECT")
+
+
+def one(containers: Sequence[EnvContainer], target: str) -> EnvContainer:
+    """The one container ``envman exec TARGET`` enters."""
+    found = [c for c in select(containers, target, action="exec") if c.state == "running"]
+    if len(found) > 1:
+        names = ", ".join(c.env or c.name for c in found)
+        raise UserError(f"project {target!r} has {len(found)} running environments ({names})", where="envman exec",
+                        fix="name one: envman exec NAME -- CMD")
+    if not found:
+        raise UserError(f"environment {target!r} is not running", where="envman exec",
+                        fix=f"start it: envman run --detach --name {target} PROJECT")
+    return found[0]
+
+
+def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, workdir: str,
+              environment: Sequence[tuple[str, str]] = (), tty: bool = False, interactive: bool = False,
+              docker: str = "docker", env_file: str | None = None) -> list[str]:
+    """The ``docker exec`` command line (pure): the caller's uid:gid, HOME, workdir, extra env.
+    Environment values never appear on it: ``env_file`` (the slot
+    :func:`envman.run.cache.exec_docker` fills) carries them, else only the names are shown."""
+    argv = [docker, "exec", "--user", f"{uid}:{gid}", "--workdir", workdir, "--env", f"HOME={CONTAINER_HOME}"]
+    if environment and env_file is not None:
+        argv += ["--env-file", env_file]
+    elif environment:
+        for k, _ in environment:
+            argv += ["--env", k]
+    argv += [c.id, *(command or SHELL_COMMAND)]
+    return with_terminal(argv, tty, interactive)
+
+
+EXEC_USAGE = "envman exec [OPTIONS] NAME|PROJECT [CMD ARGS...]"
+
+
+def exec_parser():
+    """``envman exec``'s options (argparse, like ``envman run``'s: no typer on this path)."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str):  # one line and exit 2
+            raise UserError(message, where="envman exec", fix="see envman exec --help")
+
+    p = Parser(prog="envman exec", usage=EXEC_USAGE,
+               description="Run a command (default: a shell) in a running environment (envman run --detach or "
+                           "--name) as you, with HOME at /home/envman, starting in the directory under /workspace "
+                           "that matches the current one.")
+    p.add_argument("target", help="the environment's name, or its project's when it has one environment")
+    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
+    p.add_argument("--dry-run", action="store_true", help="print the docker command instead of running it")
+    return p
+
+
+def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
+    """``envman exec``: run a command (default: a shell) in a running environment of this user."""
+    import shlex
+
+    from envman.run.plan import container_workdir
+    from envman.run.prepare import parse_cli_env
+    from envman.run.command import split_bare_command
+
+    p = exec_parser()
+    opts, bare = split_bare_command(p, args)
+    if bare and command:
+        raise UserError("two commands given", where="envman exec", fix="give the command once, after NAME or after --")
+    a = p.parse_args(opts)
+    c = one(list_containers(uid=os.getuid()), a.target)
+    workdir = container_workdir(Path(c.root), Path.cwd()) if c.root else WORKSPACE
+    tty, interactive = terminal_flags()
+    environment = parse_cli_env(a.env_var)
+    argv = exec_argv(c, list(command) or bare, uid=os.getuid(), gid=os.getgid(), workdir=workdir,
+                     environment=environment, tty=tty and not a.dry_run,
+                     interactive=interactive and not a.dry_run, env_file=None if a.dry_run else ENV_FILE_SLOT)
+    if a.dry_run:
+        sys.stdout.write(shlex.join(argv) + "\n")
+        return
+    exec_docker(argv, environment)
+
+
+def stop(containers: Sequence[EnvContainer], timeout: int = 10) -> list[EnvContainer]:
+    """Stop (and so remove: runs are ``--rm``) these containers; the ones stopped."""
+    if not containers:
+        return []
+    p = _docker(["stop", "--time", str(timeout), *[c.id for c in containers]])
+    if p.returncode != 0 and "no such container" not in p.stderr.lower():
+        raise _cli_error(p)
+    return list(containers)
+
+
+def shell_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
+    """``envman shell [OPTIONS] [PROJECT]``: an interactive shell (bash, else sh) in the project's stack,
+    with every option of ``envman run``."""
+    from envman.run.command import run_cli, run_parser, split_bare_command
+
+    _, bare = split_bare_command(run_parser(), args)
+    if bare or command:
+        extra = " ".join([*bare, *command])
+        raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
+                        fix="run a command with: envman run PROJECT CMD ARGS...")
+    run_cli(args, SHELL_COMMAND, matrix_files)

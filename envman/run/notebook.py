@@ -1,0 +1,170 @@
+"""``envman notebook``: JupyterLab in a project's stack, on 127.0.0.1 only, with a random token.
+
+JupyterLab is never part of a stack image: it is installed in a small layer of its own,
+``envman/notebook-<project>:<hash>``, built FROM the image the project runs on (its project image
+when it has one, else the promoted stack image, pinned by id) and reused while that image and the
+recipe are unchanged. The server is an ``envman run`` of that image (same preflight, uid, HOME,
+mounts and environment as a run) that binds 0.0.0.0 inside the container; the container port is
+published on a free port of 127.0.0.1 only. The token is 32 random bytes; it reaches the container
+as ``JUPYTER_TOKEN`` by name (``docker run --env JUPYTER_TOKEN``, the value from the environment
+of the ``docker`` CLI), so it is on no command line. Nothing opens a browser; Ctrl-C stops the
+server and the container is removed (``--rm``; no TTY, so Jupyter does not ask to confirm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import socket
+import sys
+from dataclasses import replace
+from typing import Sequence
+
+from envman.errors import UserError
+
+#: What is installed (pip requirement; JupyterLab 4 needs Python >= 3.8).
+JUPYTERLAB = "jupyterlab>=4.2,<5"
+CONTAINER_PORT = 8888
+TOKEN_ENV = "JUPYTER_TOKEN"
+NOTEBOOK_RECIPE = "1"
+VENV_PYTHON = "/opt/venv/bin/python"
+
+
+def notebook_dockerfile(base_image_id: str) -> str:
+    """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``."""
+    return (
+        "# envman notebook layer: JupyterLab on top of the project's image. Generated.\n"
+        f"FROM {base_image_id}\n"
+        "USER root\n"
+        f'RUN {VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check "{JUPYTERLAB}"\n'
+    )
+
+
+def notebook_image_ref(project_name: str, base_image_id: str) -> str:
+    h = hashlib.sha256(f"envman-notebook:{NOTEBOOK_RECIPE}\0{notebook_dockerfile(base_image_id)}".encode())
+    return f"envman/notebook-{project_name}:{h.hexdigest()[:16]}"
+
+
+def notebook_command(uid: int, port: int = CONTAINER_PORT) -> tuple[str, ...]:
+    """Jupyter's command line (no secret on it: the token comes from ``JUPYTER_TOKEN``). The
+    server runs as the invoking user; Jupyter refuses uid 0 unless told that it is meant."""
+    return (
+        "jupyter", "lab", "--ip=0.0.0.0", f"--port={port}", "--no-browser",
+        "--ServerApp.root_dir=/workspace", "--ServerApp.allow_remote_access=True",
+        *(("--allow-root",) if uid == 0 else ()),
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now on ``host`` (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def check_port(port: int) -> int:
+    if not 1024 <= port <= 65535:
+        raise UserError(f"port {port} is outside 1024-65535", where="--port", fix="pick another, or leave it out")
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise UserError(f"port {port} on 127.0.0.1 is in use", where="--port",
+                            fix="pick another, or leave --port out for a free one") from None
+    return port
+
+
+def notebook_url(port: int, token: str) -> str:
+    return f"http://127.0.0.1:{port}/lab?token={token}"
+
+
+def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
+    """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
+    from filelock import FileLock
+
+    from envman.engine.docker import deterministic_tar
+    from envman.errors import BuildError
+    from envman.labels import MANAGED, NAME, PROJECT, ROLE, ROLE_PROJECT, TRUE
+    from envman.run.command import _err, print_step
+    from envman.state import locks_dir
+
+    ref = notebook_image_ref(project_name, base_image_id)
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks_dir() / f"notebook-{project_name}.lock"), timeout=3600):
+        if not rebuild and engine.inspect_image(ref) is not None:
+            return ref
+        _err(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
+        files = {"Dockerfile": notebook_dockerfile(base_image_id).encode()}
+        labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
+        try:
+            for ev in engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild):
+                print_step(ev)
+        except BuildError as exc:
+            raise BuildError(f"the notebook layer of {project_name} failed to build: {exc.what}", log_tail=exc.log_tail,
+                             fix="check that pip reaches its index from containers (log tail above)") from None
+    return ref
+
+
+def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
+                 rebuild: bool, dry_run: bool, matrix_files: Sequence[str | os.PathLike[str]]) -> None:
+    """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
+    import shlex
+
+    from envman.engine.docker import Engine
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.project.file import Port, check_stack_name, parse_gpus
+    from envman.project.registry import locate
+    from envman.run.cache import exec_docker
+    from envman.run.plan import WARNING, docker_argv
+    from envman.run.command import _err, detect_host, project_image_builder, stack_resolver
+    from envman.engine.facts import docker_facts
+    from envman.run.prepare import prepare_run
+    from envman.run.preflight import suggest_stack
+
+    if no_gpu and gpus is not None:
+        raise UserError("--gpus and --no-gpu contradict each other", where="envman notebook", fix="give one of them")
+    if stack is not None:
+        check_stack_name(stack, where="--stack", key="--stack")
+    host_port = check_port(port) if port is not None else free_port()
+    proj = locate(project)
+    cli = CliOverrides(
+        stack=stack,
+        gpus=None if no_gpu else (parse_gpus(gpus, where="--gpus", key="--gpus") if gpus is not None else None),
+        gpus_set=no_gpu or gpus is not None,
+        ports=(Port(host_port, CONTAINER_PORT),),
+        command=notebook_command(os.getuid()),
+    )
+    resolve_name = stack_resolver(matrix_files)
+    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    resolved = resolve_name(settings.stack)
+
+    def suggest(s, host, host_gpus):
+        from envman.matrix.load import get_matrix
+
+        return suggest_stack(get_matrix(matrix_files), s, host, host_gpus)
+
+    engine = docker_facts()
+    prepared = prepare_run(proj, replace(settings, ports=cli.ports), resolved, engine=engine,
+                           detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+                           build_image=project_image_builder(rebuild), rebuild=rebuild)
+    for p in prepared.problems:
+        if p.level == WARNING:
+            _err(f"envman: warning: {p.message}")
+    base = engine.inspect_image(prepared.plan.image)
+    if base is None:  # pragma: no cover - prepare_run checked or built it a moment ago
+        raise UserError(f"image {prepared.plan.image} disappeared", where="envman notebook", fix="run it again")
+    with Engine.connect() as eng:
+        image = build_notebook_image(eng, proj.name, base["Id"], rebuild=rebuild)
+    plan = replace(prepared.plan, image=image, tty=False, interactive=False, inherit_env=(TOKEN_ENV,))
+    token = secrets.token_hex(32)
+    argv = docker_argv(plan)
+    if dry_run:
+        sys.stdout.write(shlex.join(argv) + "\n")
+        return
+    os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
+    sys.stdout.write(f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
+                     "(on 127.0.0.1 only: from another machine, ssh -L "
+                     f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")
+    sys.stdout.flush()
+    exec_docker(argv)

@@ -1,0 +1,240 @@
+"""Putting a run together: preflight, the base image (stack or project image), and the plan.
+
+:func:`prepare_run` raises on the first preflight error and otherwise returns the plan; the
+command-line values of ``run`` (mounts, ports, environment) are parsed and checked here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from envman.errors import EnvmanError, UserError
+from envman.project.file import WORKSPACE, Mount, Port, ProjectConfig
+from envman.project.settings import RunSettings
+from envman.stack.names import Stack
+from envman.engine.facts import gpu_mechanism
+from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, cdi_devices, container_workdir, sanitize_environment
+from envman.run.preflight import ImageState, Problem, preflight
+
+if TYPE_CHECKING:
+
+    from envman.host import HostFacts, HostGpu
+
+
+# --------------------------------------------------------------------------- putting a run together
+
+
+@dataclass
+class Prepared:
+    plan: RunPlan
+    stack: Stack
+    problems: list[Problem] = field(default_factory=list)
+    built: str | None = None  # the project image built for this run, if any
+    base_image_id: str | None = None  # the stack's promoted image the run stands on
+
+
+def image_state(engine, ref: str) -> ImageState:
+    return image_state_of(ref, engine.inspect_image(ref))
+
+
+def image_state_of(ref: str, info: Mapping[str, Any] | None) -> ImageState:
+    """An inspected image and its smoke verdict (its labels first, else this user's cache)."""
+    from envman.images.store import image_verdict
+
+    if info is None:
+        return ImageState(ref, None)
+    v = image_verdict(info)
+    return ImageState(ref, info["Id"], v.status if v else None, v.reason if v else "")
+
+
+def choose_base(engine, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
+    """The stack image this run stands on: the project's pin or the current stable image (see
+    :mod:`envman.run.pins`); with the :class:`envman.run.pins.Choice` that says why."""
+    from envman.run.pins import choose, load_pin, project_key
+    from envman.images.store import current_user, image_verdict, rootfs_digest
+    from envman.state import stable_ref
+
+    ref = stable_ref(stack.name)
+    stable = engine.inspect_image(ref)
+    pin = load_pin(project_key(project.name, str(project.root.resolve())))
+    pinned = None
+    if pin is not None and pin.stack == stack.name and not update:
+        pinned = stable if stable is not None and stable.get("Id") == pin.image_id else engine.inspect_image(pin.image_id)
+    choice = choose(stack.name, stable, pinned, pin, uid=current_user()[0], verdict=image_verdict,
+                    rootfs=rootfs_digest, update=update)
+    shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {str(choice.info['Id'])[:19]})"
+    return image_state_of(shown, choice.info), choice
+
+
+def prepare_run(
+    project: ProjectConfig,
+    settings: RunSettings,
+    stack: Stack,
+    *,
+    engine,
+    detect_host: Callable[[], HostFacts],
+    suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
+    build_image: Callable[[ProjectConfig, Stack, str], str],
+    fetch_image: Callable[[Stack], None] | None = None,
+    rebuild: bool = False,
+    update: bool = False,
+    remember_pin: bool = True,
+    uid: int | None = None,
+    gid: int | None = None,
+    tty: bool = False,
+    interactive: bool = False,
+    cwd: Path | None = None,
+    env_name: str | None = None,
+    detach: bool = False,
+) -> Prepared:
+    """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
+    or an :class:`envman.engine.docker.Engine`; ``build_image`` builds the project image when needed;
+    ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first.
+    The run stands on the image id the project is pinned to (see :mod:`envman.run.pins`)."""
+    from envman.project.image import prepare_home
+
+    gpus = settings.gpus
+    host = detect_host() if gpus is not None else None
+    info = engine.info() if gpus is not None else None
+    img, choice = choose_base(engine, project, stack, update=update)
+    if img.image_id is None and fetch_image is not None:
+        fetch_image(stack)
+        img, choice = choose_base(engine, project, stack, update=update)
+    problems = preflight(stack, gpus, host=host, engine_info=info, image=img, suggest=suggest)
+    if choice.note:
+        problems.append(Problem(WARNING, "image", choice.note))
+    errors = [p for p in problems if p.level == ERROR]
+    if errors:
+        more = f" (and {len(errors) - 1} more: envman doctor)" if len(errors) > 1 else ""
+        raise PreflightError(errors[0].message + more, problems)
+    assert img.image_id is not None  # preflight refused a missing image
+    if choice.repin and remember_pin:
+        from envman.run.pins import project_key, save_pin
+
+        save_pin(project_key(project.name, str(project.root.resolve())), stack.name, img.image_id)
+    image, built = img.image_id, None
+    if project.needs_image:
+        from envman.project.image import project_image_ref
+
+        ref = project_image_ref(project, stack.name, img.image_id)
+        found = None if rebuild else engine.inspect_image(ref)
+        if found is None:
+            built = build_image(project, stack, img.image_id)
+            found = engine.inspect_image(built)
+        image = str(found["Id"]) if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
+    mech = gpu_mechanism(info) if info is not None else None
+    engine_kind, engine_url = _engine_kind(engine)
+    home = prepare_home(project)
+    environment, dropped = sanitize_environment(settings.environment, gpus)
+    if dropped:
+        problems.append(Problem(WARNING, "project", f"not passed to the container: {', '.join(dropped)} "
+                                "(GPU selection is envman's: use --gpus / --no-gpu)"))
+    plan = RunPlan(
+        image=image,
+        project=project.name,
+        stack=stack.name,
+        root=str(project.root.resolve()),
+        home=str(home.resolve()),
+        uid=os.getuid() if uid is None else uid,
+        gid=os.getgid() if gid is None else gid,
+        command=settings.command,
+        environment=environment,
+        mounts=settings.mounts,
+        ports=settings.ports,
+        gpus=gpus,
+        gpu_mechanism=mech or "runtime",
+        cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
+        engine=str((info or {}).get("engine") or engine_kind.kind),
+        engine_url=engine_url,
+        rootless=bool(engine_kind.rootless),
+        shm_size=settings.shm_size,
+        tty=tty and not detach,
+        interactive=interactive and not detach,
+        workdir=container_workdir(project.root, cwd if cwd is not None else Path.cwd()),
+        env_name=env_name,
+        detach=detach,
+    )
+    if detach and not plan.command:  # a named environment waits for `envman exec` until `envman stop`
+        plan = replace(plan, command=KEEP_ALIVE)
+    return Prepared(plan, stack, problems, built, img.image_id)
+
+
+def _engine_kind(engine) -> tuple[Any, str | None]:
+    """(EngineKind, the URL the podman CLI must use) of the engine a run goes to."""
+    from envman.engine.select import EngineKind
+
+    kind = engine.kind() if hasattr(engine, "kind") else EngineKind("docker", "", False)
+    sock = getattr(engine, "socket", None)
+    return kind, (f"unix://{sock}" if kind.kind == "podman" and sock else None)
+
+
+class PreflightError(EnvmanError):
+    """A run that would fail: the first problem as the message, all of them attached."""
+
+    def __init__(self, message: str, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__(message)
+
+
+def check_project_root(project: ProjectConfig) -> None:
+    """The project root is mounted at /workspace: it may not be a protected path (a project file
+    in a home directory itself, or in /, would hand the container the home or the host)."""
+    from envman.project.policy import forbidden_reason
+
+    why = forbidden_reason(str(project.root))
+    if why:
+        raise UserError(f"the project root cannot be mounted at {WORKSPACE}: {why}", where=str(project.file),
+                        fix="keep envman.toml in a directory of its own (e.g. ~/code/PROJECT), not in a home or system directory")
+
+
+def parse_cli_mounts(values: Iterable[str], *, allow_dangerous: bool = False) -> tuple[Mount, ...]:
+    from envman.project.file import parse_mount
+
+    return tuple(parse_mount(v, base=None, where="--mount", key="--mount", from_file=False,
+                             allow_dangerous=allow_dangerous) for v in _cli_paths(values))
+
+
+def _cli_paths(values: Iterable[str]) -> list[str]:
+    """Relative ``--mount`` sources are relative to the current directory (as for docker)."""
+    out = []
+    for v in values:
+        src, sep, rest = v.partition(":")
+        if sep and src and not src.startswith(("/", "~")):
+            src = os.path.join(os.getcwd(), src)
+        out.append(src + sep + rest)
+    return out
+
+
+def parse_cli_ports(values: Iterable[str]) -> tuple[Port, ...]:
+    from envman.project.file import parse_port
+
+    return tuple(parse_port(v, where="--port", key="--port") for v in values)
+
+
+def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """``-e NAME=VALUE``, or ``-e NAME`` for the value of ``NAME`` in envman's own environment
+    (as docker does; it keeps a secret off every command line, envman's included)."""
+    import re
+
+    env = os.environ if environ is None else environ
+    out = {}
+    for v in values:
+        k, sep, val = v.partition("=")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,254}", k):
+            raise UserError(f"{k[:100]!r} is not a variable name (letters, digits, _)", where="--env-var",
+                            fix="e.g. -e WANDB_MODE=offline, or -e HF_TOKEN to pass it from your environment")
+        if not sep:
+            if k not in env:
+                raise UserError(f"{k} is not set in your environment", where="--env-var",
+                                fix=f"export {k}=... first, or give -e {k}=VALUE")
+            val = env[k]
+        if "\0" in val or "\n" in val or "\r" in val:
+            raise UserError(f"the value of {k} contains a NUL byte or a line break, which cannot be passed to a container",
+                            where="--env-var", fix="put multi-line data in a file in the project and read it")
+        out[k] = val
+    return tuple(sorted(out.items()))
+
+

@@ -1,0 +1,162 @@
+"""Stack names and ``Stack``, one resolved, fully pinned environment.
+
+The name grammar (:func:`parse_name`) and the plain record :func:`envman.stack.resolve.resolve` returns,
+with its JSON form. A module of its own, standard library only, so that code which only checks a
+name or carries a stack (``envman run`` reads it back from its cache) loads neither the matrix
+model nor the resolver.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from envman.errors import ResolveError, UserError
+
+#: nvidia/cuda image flavours, smallest first.
+FLAVOURS = ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel")
+
+ALIASES = {
+    "torch": "torch",
+    "pytorch": "torch",
+    "tensorflow": "tensorflow",
+    "tf": "tensorflow",
+    "jax": "jax",
+    "onnxruntime-gpu": "onnxruntime",
+    "onnxruntime": "onnxruntime",
+    "ort": "onnxruntime",
+}
+
+#: Platform part of a stack name → OCI platform. ``linux/amd64`` is the default and is never
+#: written in a canonical name; ``linux/arm64`` is written ``-arm64``.
+PLATFORM_WORDS = {
+    "amd64": "linux/amd64",
+    "x86_64": "linux/amd64",
+    "arm64": "linux/arm64",
+    "aarch64": "linux/arm64",
+}
+DEFAULT_PLATFORM = "linux/amd64"
+PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
+
+# Framework releases have up to four parts (JAX 0.9.0.1 is a re-release of 0.9.0).
+_VERSION = r"\d+(?:\.\d+){0,3}"
+_NAME_RE = re.compile(
+    r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
+    r"-(?P<ver>" + _VERSION + r")"
+    r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>\d+(?:\.\d+)?)|cu(?P<cu>\d{2,3})))?"
+    r"(?:-py(?P<py>\d\.\d{1,2}))?"
+    r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?"
+    r"(?:-(?P<platform>" + "|".join(sorted(PLATFORM_WORDS, key=len, reverse=True)) + r"))?$"
+)
+
+
+def parse_platform(text: str) -> str:
+    """``linux/arm64``, ``arm64`` or ``aarch64`` → ``linux/arm64`` (likewise amd64); ``UserError`` otherwise."""
+    t = text.strip().lower()
+    word = t[len("linux/"):] if t.startswith("linux/") else t
+    if word not in PLATFORM_WORDS:
+        raise UserError(
+            f"unknown platform {text!r}",
+            where="--platform",
+            fix="use linux/amd64 or linux/arm64",
+        )
+    return PLATFORM_WORDS[word]
+
+
+@dataclass(frozen=True)
+class StackQuery:
+    """A parsed stack name; ``None`` fields were left open by the user."""
+
+    text: str
+    framework: str
+    version: str
+    cpu: bool = False
+    cuda: str | None = None
+    python: str | None = None
+    flavour: str | None = None
+    platform: str | None = None  # "linux/arm64"...; None: not named (the default, linux/amd64)
+
+
+def parse_name(text: str) -> StackQuery:
+    """Parse a stack name; raises ``ResolveError`` (exit 2) with the grammar on failure."""
+    raw = text
+    t = text.strip().lower()
+    m = _NAME_RE.match(t)
+    if not m:
+        raise ResolveError(
+            f"cannot parse stack name {raw!r}",
+            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>][-arm64|-amd64], "
+            "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)",
+        )
+    cuda = m.group("cuda")
+    if m.group("cu"):
+        digits = m.group("cu")
+        cuda = f"{digits[:-1]}.{digits[-1]}"
+    return StackQuery(
+        text=raw,
+        framework=ALIASES[m.group("fw")],
+        version=m.group("ver"),
+        cpu=bool(m.group("cpu")),
+        cuda=cuda,
+        python=m.group("py"),
+        flavour=m.group("flavour"),
+        platform=PLATFORM_WORDS[m.group("platform")] if m.group("platform") else None,
+    )
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One resolved, fully pinned environment. Everything downstream takes a Stack."""
+
+    name: str  # canonical: resolves to itself
+    row: str  # the matrix row (framework build) name
+    framework: str
+    framework_version: str
+    variant: str
+    cuda: str | None
+    cudnn: str | None
+    python: str
+    python_strategy: str  # "apt" (distro python3.X) or "standalone" (python-build-standalone via uv)
+    os: str
+    base_image: str
+    base_image_status: str
+    base_image_custom: bool
+    flavour: str
+    min_driver: str | None
+    toolkit_driver: str | None
+    minor_compat: bool
+    minor_compat_status: str | None
+    sass_archs: tuple[str, ...]
+    ptx_archs: tuple[str, ...]
+    arch_status: str
+    packages: tuple[str, ...]
+    index_url: str | None
+    extra_index_url: str | None
+    find_links: str | None
+    sources: tuple[str, ...]
+    status: str
+    notes: tuple[str, ...] = field(default=())
+    platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
+        image's label and ``stack.json``) and therefore its render hash are what they were before
+        stacks had platforms: images built earlier stay current."""
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, tuple):
+                d[k] = list(v)
+        if d["platform"] == DEFAULT_PLATFORM:
+            del d["platform"]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Stack":
+        fields = {f for f in cls.__dataclass_fields__}
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in fields}
+        return cls(**kw)
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.cuda is None

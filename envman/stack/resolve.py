@@ -1,0 +1,322 @@
+"""Stack names and the resolver: ``torch-1.0-cuda10`` → one fully pinned ``Stack``.
+
+Grammar (case-insensitive)::
+
+    NAME      := FRAMEWORK "-" VERSION [ "-" TARGET ] [ "-py" X.Y ] [ "-" FLAVOUR ] [ "-" PLATFORM ]
+    TARGET    := "cuda" V | "cu" NNN | "cpu"            (cuda12, cuda12.4, cu118, cpu)
+    FLAVOUR   := base | runtime | cudnn-runtime | devel | cudnn-devel
+    PLATFORM  := arm64 | aarch64 | amd64 | x86_64       (default: linux/amd64, never written)
+    FRAMEWORK := torch | pytorch | tensorflow | tf | jax | onnxruntime | ort | onnxruntime-gpu
+
+Partial versions resolve to the newest match: the newest framework release whose version starts
+with VERSION, then (without TARGET) the variant ``pip install`` gives by default, else the newest
+CUDA matching TARGET. A PLATFORM (or ``--platform``) keeps only the rows with wheels for it and
+the base images published for it; the newest such release wins.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from packaging.version import Version
+
+from envman.errors import ResolveError
+from envman.matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo, cudnn_fits
+from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name
+
+#: What each flavour contains; a stack may use any flavour that contains what it needs.
+_FLAVOUR_CONTENT = {
+    "base": {"driver-api"},
+    "runtime": {"driver-api", "cuda"},
+    "cudnn-runtime": {"driver-api", "cuda", "cudnn"},
+    "devel": {"driver-api", "cuda", "nvcc"},
+    "cudnn-devel": {"driver-api", "cuda", "cudnn", "nvcc"},
+}
+
+
+def version_matches(partial: str, version: Version) -> bool:
+    """``"1.0"`` matches 1.0.0 and 1.0.1; ``"2"`` matches every 2.x; ``"12.4"`` matches 12.4."""
+    want = tuple(int(p) for p in partial.split("."))
+    return tuple(version.release[: len(want)]) == want or (
+        # "1.0.0" asked for, "1.0" stored (zero-padded equality)
+        len(want) > len(version.release)
+        and tuple(version.release) + (0,) * (len(want) - len(version.release)) == want
+    )
+
+
+# --- resolution ------------------------------------------------------------------------------
+
+
+def _flavours_for(needed: str) -> list[str]:
+    need = _FLAVOUR_CONTENT[needed]
+    return [f for f in FLAVOURS if need <= _FLAVOUR_CONTENT[f]]
+
+
+def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None):
+    """(python, strategy) for a build on an OS, or None if the build can't have ``want``."""
+    apt = set(os_info.python_apt) if os_info else set()
+    if want is not None:
+        if want not in build.python:
+            return None
+        return want, ("apt" if want in apt else "standalone")
+    if os_info and os_info.python_default in build.python:
+        return os_info.python_default, "apt"
+    on_apt = sorted(apt & set(build.python))
+    if on_apt:
+        return on_apt[-1], "apt"
+    return max(build.python), "standalone"
+
+
+_STATUS_RANK = {"published": 2, "unknown": 1, "deleted": 0}
+
+
+def _os_rank(name: str) -> tuple:
+    m = re.search(r"(\d+(?:\.\d+)*)$", name)
+    return (Version(m.group(1)),) if m else (Version("0"),)
+
+
+def _pick_image(
+    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
+):
+    """Choose (image, python, strategy) for a build; ranking documented in README (Design)."""
+    needed = build.flavour_needed
+    if flavour is not None:
+        allowed = _flavours_for(needed)
+        if flavour not in allowed:
+            raise ResolveError(
+                f"flavour {flavour!r} is too small for {build.name}: it needs {needed}",
+                fix=f"use one of {', '.join(allowed)}",
+            )
+        wanted = [flavour]
+    else:
+        wanted = [needed]
+    candidates: list[BaseImage] = []
+    if build.base_image:
+        candidates = [i for i in matrix.images if i.ref == build.base_image]
+        if not candidates:
+            raise ResolveError(
+                f"{build.name} pins base image {build.base_image!r}, which no [[image]] row describes",
+                fix="add an [[image]] row for it to your matrix file (custom = true for a private base)",
+            )
+        candidates = [i for i in candidates if platform in i.platforms]
+    else:
+        for img in matrix.images:
+            if img.custom:
+                continue
+            if build.cuda is None:
+                if img.cuda is not None:
+                    continue
+            elif img.cuda != build.cuda or img.flavour not in wanted:
+                continue
+            if build.os and img.os not in build.os:
+                continue
+            if platform not in img.platforms:
+                continue
+            if build.system_cudnn and img.flavour.startswith("cudnn") and not cudnn_fits(img.cudnn, build.cudnn):
+                continue  # the build loads cuDNN from the image: the majors must agree
+            candidates.append(img)
+    best = None
+    for img in candidates:
+        choice = _python_choice(build, matrix.os_info(img.os), python)
+        if choice is None:
+            continue
+        py, strategy = choice
+        key = (
+            _STATUS_RANK.get(img.status, 0),
+            strategy == "apt",
+            _os_rank(img.os),
+            img.cuda_patch or Version("0"),
+            img.ref,
+        )
+        if best is None or key > best[0]:
+            best = (key, img, py, strategy)
+    if best is None:
+        if python is not None and python not in build.python:
+            raise ResolveError(
+                f"{build.name} does not support Python {python}",
+                fix="choose one of " + ", ".join(str(p) for p in build.python),
+            )
+        what = f"CUDA {build.cuda} {wanted[0]}" if build.cuda else "CPU"
+        if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
+            what += f" (cuDNN {build.cudnn.split('.')[0]})"
+        on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
+        raise ResolveError(
+            f"no {what} base image{on} in the matrix for {build.name}",
+            fix="add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant",
+        )
+    _, img, py, strategy = best
+    return img, py, strategy
+
+
+def _select_builds(matrix: Matrix, q: StackQuery) -> list[FrameworkBuild]:
+    rows = [b for b in matrix.builds if b.framework == q.framework and version_matches(q.version, b.version)]
+    # An exact release wins over longer ones it is a prefix of: "0.9.0" is 0.9.0, not 0.9.0.1.
+    asked = tuple(int(p) for p in q.version.split("."))
+    exact = [b for b in rows if b.version.release == asked]
+    rows = exact or rows
+    if q.cpu:
+        rows = [b for b in rows if b.cuda is None]
+    elif q.cuda is not None:
+        rows = [b for b in rows if b.cuda is not None and version_matches(q.cuda, b.cuda)]
+    return rows
+
+
+def _platform(q: StackQuery, platform: str | None) -> str:
+    """The platform a query asks for: its name's part, ``--platform``, else linux/amd64."""
+    if q.platform and platform and q.platform != platform:
+        raise ResolveError(
+            f"stack name {q.text!r} names platform {q.platform}, --platform says {platform}",
+            fix="give the platform once (in the name or with --platform)",
+        )
+    return q.platform or platform or DEFAULT_PLATFORM
+
+
+def _on_platform(rows: list[FrameworkBuild], platform: str, q: StackQuery) -> list[FrameworkBuild]:
+    """The rows that have wheels for ``platform``; a one-line error naming what they have if none."""
+    kept = [b for b in rows if platform in b.platforms]
+    if kept:
+        return kept
+    newest = max(b.version for b in rows)
+    have = sorted({p for b in rows for p in b.platforms})
+    target = "CPU" if q.cpu else f"CUDA {q.cuda}" if q.cuda else "any"
+    raise ResolveError(
+        f"{q.framework} {q.version} has no {platform} build in the matrix ({target} builds up to {newest} "
+        f"exist for {', '.join(have)} only)",
+        fix=f"build it for {' or '.join(have)}, or pick a release with {platform} wheels (envman matrix ls --platform {platform})",
+    )
+
+
+def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
+    """Resolve a stack name to a Stack; ``ResolveError`` lists the closest valid names.
+
+    ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
+    must agree with it."""
+    q = parse_name(name)
+    rows = _select_builds(matrix, q)
+    if not rows:
+        raise ResolveError(_no_match(matrix, q), fix=_suggest(matrix, q))
+    plat = _platform(q, platform)
+    rows = _on_platform(rows, plat, q)
+    newest = max(b.version for b in rows)
+    rows = [b for b in rows if b.version == newest]
+    if q.cuda is None and not q.cpu:
+        defaults = [b for b in rows if b.default]
+        gpu_rows = [b for b in rows if b.cuda is not None]
+        rows = defaults or gpu_rows or rows
+    rows.sort(key=lambda b: (b.cuda or Version("0"), b.variant))
+    build = rows[-1]
+    py = Version(q.python) if q.python else None
+    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat)
+    return make_stack(matrix, build, img, python, strategy, plat)
+
+
+def make_stack(
+    matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Version, strategy: str,
+    platform: str = DEFAULT_PLATFORM,
+) -> Stack:
+    cuda_rel = matrix.cuda_release(build.cuda) if build.cuda else None
+    notes = []
+    if build.note:
+        notes.append(build.note)
+    if img.status == "deleted":
+        notes.append(
+            f"base image {img.ref} was deleted from Docker Hub (end of life): build it with "
+            "--registry-mirror pointing at a registry that still has it, or a custom base row"
+        )
+    if build.arch_status != "confirmed":
+        notes.append(f"architecture list is {build.arch_status} (see the row's note and sources)")
+    if platform != DEFAULT_PLATFORM:
+        if build.platform_note:
+            notes.append(build.platform_note)
+        for what, st in ((f"{build.name} wheels", build.platform_status), (f"base image {img.ref}", img.platform_status)):
+            if st != "confirmed":
+                notes.append(f"{platform} support of {what} is {st}")
+    if cuda_rel and cuda_rel.minor_compat_driver and cuda_rel.minor_compat_status != "confirmed":
+        notes.append(f"minor-version-compatibility floor {cuda_rel.minor_compat_driver} is {cuda_rel.minor_compat_status}")
+    cuda = f"{build.cuda.major}.{build.cuda.minor}" if build.cuda else None
+    flavour_default = build.flavour_needed
+    tail = f"cuda{cuda}" if cuda else "cpu"
+    name = f"{build.framework}-{build.version}-{tail}-py{python}"
+    if img.flavour != flavour_default and cuda:
+        name += f"-{img.flavour}"
+    name += PLATFORM_SUFFIX[platform]
+    sources = build.source + img.source + (cuda_rel.source if cuda_rel else ())
+    if platform != DEFAULT_PLATFORM:  # amd64 stacks (their labels, render hashes) stay as before platforms
+        sources += build.platform_source + img.platform_source
+    sources = tuple(dict.fromkeys(sources))
+    status = "confirmed" if all(s == "confirmed" for s in (build.status, cuda_rel.status if cuda_rel else "confirmed")) else "partially confirmed"
+    return Stack(
+        name=name,
+        row=build.name,
+        framework=build.framework,
+        framework_version=str(build.version),
+        variant=build.variant,
+        cuda=cuda,
+        cudnn=build.cudnn or (img.cudnn if img.cudnn else None),
+        python=str(python),
+        python_strategy=strategy,
+        os=img.os,
+        base_image=img.ref,
+        base_image_status=img.status,
+        base_image_custom=img.custom,
+        flavour=img.flavour,
+        min_driver=str(cuda_rel.min_driver) if cuda_rel else None,
+        toolkit_driver=str(cuda_rel.toolkit_driver) if cuda_rel else None,
+        minor_compat=bool(cuda_rel and cuda_rel.minor_compat_driver),
+        minor_compat_status=(cuda_rel.minor_compat_status if cuda_rel and cuda_rel.minor_compat_driver else None),
+        sass_archs=tuple(str(a) for a in build.archs(platform)[0]),
+        ptx_archs=tuple(str(a) for a in build.archs(platform)[1]),
+        arch_status=build.arch_status,
+        packages=build.packages,
+        index_url=build.index_url,
+        extra_index_url=build.extra_index_url,
+        find_links=build.find_links,
+        sources=sources,
+        status=status,
+        notes=tuple(notes),
+        platform=platform,
+    )
+
+
+def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> Stack:
+    """The default stack of one matrix row on ``platform`` (used by ``--all`` commands and tests)."""
+    if platform not in build.platforms:
+        raise ResolveError(
+            f"{build.name} has no {platform} build (it has {', '.join(build.platforms)})",
+            fix="choose a row with wheels for that platform (envman matrix ls --platform ...)",
+        )
+    img, python, strategy = _pick_image(matrix, build, None, None, platform)
+    return make_stack(matrix, build, img, python, strategy, platform)
+
+
+# --- errors that help ------------------------------------------------------------------------
+
+
+def _no_match(matrix: Matrix, q: StackQuery) -> str:
+    if q.cuda:
+        for v, why in matrix.never_released:
+            if version_matches(v, Version(q.cuda)) and Version(q.cuda).release[:2] == Version(v).release[:2]:
+                return f"CUDA {v} was never released: {why}"
+    fw_rows = [b for b in matrix.builds if b.framework == q.framework]
+    if not any(version_matches(q.version, b.version) for b in fw_rows):
+        known = sorted({b.version for b in fw_rows})
+        span = f" (the matrix has {known[0]} to {known[-1]})" if known else ""
+        return f"no {q.framework} release matches {q.version!r}{span}"
+    target = "CPU build" if q.cpu else f"CUDA {q.cuda} build"
+    return f"{q.framework} {q.version} has no {target} in the matrix"
+
+
+def _suggest(matrix: Matrix, q: StackQuery, n: int = 5) -> str:
+    names = sorted({b.name for b in matrix.builds})
+    same = [b for b in matrix.builds if b.framework == q.framework and version_matches(q.version, b.version)]
+    if same:
+        newest = max(b.version for b in same)
+        close = sorted({b.name for b in same if b.version == newest})
+    else:
+        cpu = "cpu" if q.cpu else f"cuda{q.cuda}" if q.cuda else ""
+        close = difflib.get_close_matches(f"{q.framework}-{q.version}-{cpu}".rstrip("-"), names, n=n, cutoff=0.5)
+    if not close:
+        close = [n_ for n_ in names if n_.startswith(q.framework + "-")][-n:]
+    if not close:
+        return f"the matrix has no {q.framework} builds (all: envman matrix ls; add rows with --matrix FILE)"
+    return "closest valid names: " + ", ".join(close[:n]) + " (all: envman matrix ls)"
