@@ -7,7 +7,7 @@ examples/golden/<stack name>.buildkit/Dockerfile (BuildKit, for specs with build
 
 Which stacks and which network options: examples/golden/goldens.toml. The renders use the
 shipped matrix only (ENVMAN_MATRIX is ignored), no user config, and a fixed placeholder in place
-of envman/probe/probe.py, so a golden changes only when rendering (templates, envman/render/dockerfile.py),
+of the probe (probe.pyz), so a golden changes only when rendering (templates, envman/render/dockerfile.py),
 the shipped rows it shows, or envman's version change. Because of that placeholder, the
 render-hash label in a golden differs from the one a real render of the same stack carries.
 """
@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = ROOT / "examples" / "golden"
 SPEC_FILE = GOLDEN_DIR / "goldens.toml"
-PROBE_PLACEHOLDER = b"# envman golden renders: placeholder for envman/probe/probe.py (see scripts/regen-golden.py)\n"
+PROBE_PLACEHOLDER = b"# envman golden renders: placeholder for probe.pyz (see scripts/regen-golden.py)\n"
 
 if sys.version_info >= (3, 11):
     import tomllib

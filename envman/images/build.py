@@ -24,11 +24,8 @@ from envman.errors import BuildError, EnvmanError, UserError
 from envman.state import (
     STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
-from envman.probe import parse_output
+from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
-
-PROBE_PATH = "/opt/envman/probe.py"
-STACK_PATH = "/opt/envman/stack.json"
 
 #: Smoke outcomes, from the probe's ``overall``.
 PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
@@ -192,7 +189,7 @@ def smoke_image(
     """Run the probe inside ``image``; the verdict goes on the engine (a verdict image that the
     image's stack tags move to, see :mod:`envman.images.store`) and the report into this user's cache."""
     gpus = _gpu_mode(engine, require_gpu)
-    cmd = ["python", PROBE_PATH, "--expect", STACK_PATH]
+    cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")
     if bench:

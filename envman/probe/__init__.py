@@ -1,36 +1,36 @@
-"""The in-container smoke-test probe.
+"""The in-container smoke-test probe, seen from the host.
 
-``probe.py`` beside this file is a self-contained, standard-library-only script (Python 3.6+)
-that envman copies into every image as ``/opt/envman/probe.py`` and runs there; it prints
-one JSON document as the last line of stdout. This package gives the host side its path and
-a parser for its output; the script itself is documented in its module docstring.
+The probe is the package ``envman.probe.app``: small standard-library-only modules that run
+on Python 3.6+ (documented in its ``__init__``). ``envman.probe.pyz`` packs them into one
+deterministic zipapp, ``probe.pyz``, which render puts in every build context and the image
+carries at ``IN_IMAGE_PROBE``; the probe prints one JSON document as the last line of
+stdout. This module gives the host that archive, the in-image paths, and the one parser of
+the probe's output.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
-#: The script on the host (inside the installed package or the source checkout).
-PROBE_PATH = Path(__file__).resolve().with_name("probe.py")
+from envman.probe.app.contract import (CHECK_ORDER, EXIT_FAIL, EXIT_OK, EXIT_USAGE, IMAGE_DIR, IN_IMAGE_PROBE,
+                           IN_IMAGE_STACK, OVERALL, PROBE_FILE, PROBE_VERSION, STACK_FILE, STATUSES)
+from envman.probe.pyz import ProbeSourceMissing, build_pyz
 
-#: Where the script and the resolved stack live inside a built image.
-IN_IMAGE_PROBE = "/opt/envman/probe.py"
-IN_IMAGE_STACK = "/opt/envman/stack.json"
-
-PROBE_VERSION = 1
-CHECKS = ("driver", "runtime", "kernel", "framework", "bench")
-OVERALL = ("pass", "cpu-only", "fail")
-STATUSES = ("pass", "fail", "skip")
-
-#: Exit statuses of the script.
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+#: The probe package on the host (inside the installed package or the source checkout).
+APP_DIR = Path(__file__).resolve().with_name("app")
+CHECKS = CHECK_ORDER
 
 
-def probe_source() -> str:
-    """The script's text (to copy into a build context)."""
-    return PROBE_PATH.read_text(encoding="utf-8")
+@functools.lru_cache(maxsize=1)
+def probe_archive() -> bytes:
+    """``probe.pyz`` built from this installation's probe package (once per process).
+
+    Raises ``ProbeSourceMissing`` when the package or one of its required modules is missing.
+    """
+    return build_pyz(APP_DIR)
 
 
 def parse_output(stdout: str) -> dict[str, Any]:
@@ -51,3 +51,8 @@ def parse_output(stdout: str) -> dict[str, Any]:
     if doc["overall"] not in OVERALL:
         raise ValueError(f"probe result has an unknown overall status {doc['overall']!r}")
     return doc
+
+
+__all__ = ["APP_DIR", "CHECKS", "EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "IMAGE_DIR", "IN_IMAGE_PROBE",
+           "IN_IMAGE_STACK", "PROBE_FILE", "PROBE_VERSION", "STACK_FILE", "STATUSES", "OVERALL",
+           "ProbeSourceMissing", "parse_output", "probe_archive"]

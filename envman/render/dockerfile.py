@@ -15,7 +15,7 @@ The build context (``BuildContext``)::
 
     Dockerfile
     envman/entrypoint.sh      -> /opt/envman/entrypoint.sh (templates/dockerfiles/entrypoint.sh)
-    envman/probe.py           -> /opt/envman/probe.py      (envman/probe/probe.py)
+    envman/probe.pyz          -> /opt/envman/probe.pyz     (envman/probe/app, see envman.probe.pyz)
     envman/stack.json         -> /opt/envman/stack.json    (Stack.to_json())
     envman/ca-bundle.crt      -> /usr/local/share/ca-certificates/envman-ca.crt  (--ca-bundle)
     wheels/*.whl              -> /opt/envman/wheels/       (--wheelhouse)
@@ -64,6 +64,7 @@ from envman.config import (
 )
 from envman import labels as L
 from envman.errors import RenderError, UserError
+from envman.probe import IMAGE_DIR, PROBE_FILE, ProbeSourceMissing, probe_archive
 from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX
 from envman.stack.names import Stack
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
@@ -71,7 +72,7 @@ from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
 # --- where things go in the image ------------------------------------------------------------
 
 VENV = "/opt/venv"
-ENVMAN_DIR = "/opt/envman"
+ENVMAN_DIR = IMAGE_DIR
 WHEELS_DIR = f"{ENVMAN_DIR}/wheels"
 PYTHON_DIR = f"{ENVMAN_DIR}/python"  # python-build-standalone installs (strategy "standalone")
 HOME = "/home/envman"
@@ -105,7 +106,8 @@ NETRC_TARGET = "/root/.netrc"
 MIN_UV_PYTHON = Version("3.8")
 
 RENDER_HASH_LABEL = L.RENDER_HASH
-CONTEXT_FILES = ("Dockerfile", "envman/entrypoint.sh", "envman/probe.py", "envman/stack.json")
+PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"
+CONTEXT_FILES = ("Dockerfile", "envman/entrypoint.sh", PROBE_CONTEXT_FILE, "envman/stack.json")
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
 
@@ -591,14 +593,12 @@ def verify_context(path: str | os.PathLike[str]) -> str:
 
 
 def probe_source() -> bytes:
-    """envman's smoke-test probe (``envman/probe/probe.py``), copied into every image."""
-    from importlib import resources
-
+    """envman's smoke-test probe, ``probe.pyz`` built from ``envman/probe/app``, copied into every image."""
     try:
-        return resources.files("envman").joinpath("probe").joinpath("probe.py").read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
+        return probe_archive()
+    except ProbeSourceMissing as exc:
         raise RenderError(
-            "envman/probe/probe.py is missing from this installation, and every image carries it",
+            f"the probe is missing from this installation ({exc}), and every image carries it",
             fix="reinstall envman (pip install -e . in a checkout)",
         ) from None
 
@@ -999,7 +999,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
                  builder: str = "classic") -> BuildContext:
     """Render ``stack`` with ``options`` into a ``BuildContext`` (no Docker needed).
 
-    ``probe`` replaces the probe file's content (the golden files use a fixed one so they change
+    ``probe`` replaces the probe archive's content (the golden files use a fixed one so they change
     only when rendering changes); by default it is read from the envman package. ``builder``
     (``classic`` or ``buildkit``) picks the Dockerfile dialect; index credentials are possible on
     BuildKit only and travel in ``BuildContext.secrets``, outside the context and its hash.
@@ -1015,7 +1015,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     files: dict[str, bytes] = {
         "Dockerfile": body.encode(),
         "envman/entrypoint.sh": _static("entrypoint.sh"),
-        "envman/probe.py": probe if probe is not None else probe_source(),
+        PROBE_CONTEXT_FILE: probe if probe is not None else probe_source(),
         "envman/stack.json": (json.dumps(stack.to_json(), indent=2, sort_keys=True) + "\n").encode(),
     }
     if options.ca_bundle is not None:

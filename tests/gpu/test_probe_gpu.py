@@ -20,7 +20,8 @@ import sys
 
 import pytest
 
-from envman.probe import PROBE_PATH, parse_output
+from envman.probe import parse_output
+from tests.support.probe_doc import probe_pyz
 
 pytestmark = pytest.mark.gpu
 
@@ -55,7 +56,7 @@ def gpu():
 
 
 def _run(args, timeout=600):
-    r = subprocess.run([sys.executable, str(PROBE_PATH), *args], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, str(probe_pyz()), *args], capture_output=True, text=True,
                        timeout=timeout)
     return r.returncode, parse_output(r.stdout), r.stderr
 

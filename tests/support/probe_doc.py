@@ -1,7 +1,13 @@
-"""Probe result documents for fake engines, shaped like the real probe's (``envman/probe/probe.py``)."""
+"""Probe result documents for fake engines, shaped like the real probe's (``envman/probe/app``), and
+the real probe as it ships (``probe_pyz``)."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from envman.stack.names import parse_name
@@ -20,3 +26,16 @@ def probe_doc(stack_name: str, overall: str, reason: str = "", checks: list | No
            "expect": {"path": "/opt/envman/stack.json", "found": True, "stack": expectations(stack_name)}}
     doc.update(extra)
     return doc
+
+
+@functools.lru_cache(maxsize=1)
+def probe_pyz() -> Path:
+    """The probe as it ships (``probe.pyz`` built from this checkout), written once per test
+    process into a temporary directory that is removed when the process exits."""
+    from envman.probe import PROBE_FILE, probe_archive
+
+    d = Path(tempfile.mkdtemp(prefix="envman-probe-"))
+    atexit.register(shutil.rmtree, d, True)
+    path = d / PROBE_FILE
+    path.write_bytes(probe_archive())
+    return path

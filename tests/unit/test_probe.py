@@ -1,33 +1,46 @@
-"""Unit tests of the in-container probe (``envman/probe/probe.py``), all without a GPU.
+"""Unit tests of the in-container probe (the package ``envman/probe/app``), all without a GPU.
 
 The driver API is replaced by ``FakeLib`` (a pure-Python libcuda that even runs the saxpy
 kernel), frameworks by ``FakeAdapter`` or a fake ``torch`` package on PYTHONPATH, and the
-script is also run for real as a subprocess on this (GPU-less) machine.
+probe is also run for real, as the ``probe.pyz`` images carry, in a subprocess on this
+(GPU-less) machine. Its Python 3.6 grammar, imports and archive: ``test_probe_pyz.py``.
 """
 
 from __future__ import annotations
 
-import ast
 import ctypes
-import glob
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
 import threading
 import time
-import tokenize
 from pathlib import Path
 
 import pytest
 
-from envman.probe import EXIT_FAIL, EXIT_OK, EXIT_USAGE, PROBE_PATH, parse_output
-from envman.probe import probe as P
-
-SOURCE = PROBE_PATH.read_text(encoding="utf-8")
+from envman.probe import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_output
+from envman.probe.app import arch as arch_mod
+from envman.probe.app import bench as bench_mod
+from envman.probe.app import check as check_mod
+from envman.probe.app import cli as cli_mod
+from envman.probe.app import context as context_mod
+from envman.probe.app import contract as contract_mod
+from envman.probe.app import cuda as cuda_mod
+from envman.probe.app import document as document_mod
+from envman.probe.app import expect as expect_mod
+from envman.probe.app import frameworks as frameworks_mod
+from envman.probe.app import kernel as kernel_mod
+from envman.probe.app import numeric as numeric_mod
+from envman.probe.app import run as run_mod
+from envman.probe.app import runtime as runtime_mod
+from envman.probe.app import verdict as verdict_mod
+from envman.probe.app import versions as versions_mod
+from envman.probe.app.frameworks import base as base_mod
+from envman.probe.app.frameworks import onnx_proto as onnx_proto_mod
+from tests.support.probe_doc import probe_pyz
 
 
 # ------------------------------------------------------------------------------------------
@@ -119,14 +132,14 @@ class FakeLib:
         if version in self.reject_ptx or "*" in self.reject_ptx:
             if self.jit_log:
                 for i in range(nopts):
-                    if opts[i] == P.CU_JIT_ERROR_LOG_BUFFER:
+                    if opts[i] == cuda_mod.CU_JIT_ERROR_LOG_BUFFER:
                         ctypes.memmove(vals[i], self.jit_log + b"\0", len(self.jit_log) + 1)
             return 222
         pmod._obj.value = 0xD0
         return 0
 
     def cuModuleGetFunction(self, pf, mod, name):
-        assert name == P.KERNEL_NAME.encode()
+        assert name == kernel_mod.KERNEL_NAME.encode()
         pf._obj.value = 0xF0
         return 0
 
@@ -208,16 +221,16 @@ class FakeLib:
 
 def fake_loader(lib):
     def load():
-        return P.Cuda(lib, path="/fake/libcuda.so.1")
+        return cuda_mod.Cuda(lib, path="/fake/libcuda.so.1")
 
     return load
 
 
 def no_libcuda():
-    raise P.CudaUnavailable(P.NO_LIBCUDA_REASON, ["libcuda.so.1: cannot open shared object file"])
+    raise cuda_mod.CudaUnavailable(cuda_mod.NO_LIBCUDA_REASON, ["libcuda.so.1: cannot open shared object file"])
 
 
-class FakeAdapter(P._Adapter):
+class FakeAdapter(base_mod.Adapter):
     """A framework whose answers the test chooses."""
 
     def __init__(self, name="torch", version="2.7.1+cu128", cuda="12.8", cudnn="9.7.1",
@@ -255,32 +268,32 @@ class FakeAdapter(P._Adapter):
 
     def arch_list(self):
         if self._arch is None:
-            raise P.NotReported("not reported")
+            raise base_mod.NotReported("not reported")
         return self._arch
 
     def cpu_matmul(self, a, b):
-        return P.py_matmul(a, b)
+        return numeric_mod.py_matmul(a, b)
 
     def gpu_matmul(self, n, rtol):
         ref = [float(i % 13) for i in range(64)]
         got = [v + (5.0 if self._bad and i == 3 else 0.0) for i, v in enumerate(ref)]
-        return P.compare_values(got, ref, rtol)
+        return numeric_mod.compare_values(got, ref, rtol)
 
     def gpu_conv(self, rtol):
-        raise P.NotReported("no cuDNN in this fake")
+        raise base_mod.NotReported("no cuDNN in this fake")
 
 
 def make_ctx(lib=None, expect=None, adapter=None, **kw):
     kw.setdefault("cudart_patterns", [])
     kw.setdefault("cudart_query", False)
     kw.setdefault("kernel_n", 4096)
-    return P.Context(expect=expect or {}, cuda_loader=fake_loader(lib) if lib else no_libcuda,
-                     adapter_factory=(lambda name: adapter) if adapter else P.make_adapter, **kw)
+    return context_mod.Context(expect=expect or {}, cuda_loader=fake_loader(lib) if lib else no_libcuda,
+                     adapter_factory=(lambda name: adapter) if adapter else frameworks_mod.make_adapter, **kw)
 
 
 def opts(**kw):
     kw.setdefault("expect_path", None)
-    return P.Options(**kw)
+    return cli_mod.Options(**kw)
 
 
 def check(doc, name):
@@ -294,7 +307,7 @@ def run_script(args, env=None, timeout=120, python=None):
     e = dict(os.environ)
     if env:
         e.update(env)
-    return subprocess.run([python or sys.executable, str(PROBE_PATH), *args], capture_output=True,
+    return subprocess.run([python or sys.executable, str(probe_pyz()), *args], capture_output=True,
                           text=True, env=e, timeout=timeout)
 
 
@@ -305,96 +318,6 @@ def host_has_gpu():
         return False
     n = ctypes.c_int(0)
     return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
-
-
-# ------------------------------------------------------------------------------------------
-# Python 3.6 compatibility and self-containment
-# ------------------------------------------------------------------------------------------
-
-
-def test_source_parses_with_python36_grammar():
-    ast.parse(SOURCE, feature_version=(3, 6))
-
-
-def test_no_fstrings_no_postponed_annotations_no_dataclasses():
-    # ast's feature_version does not catch everything on every host Python (3.12+ accepts
-    # f"{x=}" under (3, 6)), so the script simply uses no f-strings at all.
-    fstring_start = getattr(tokenize, "FSTRING_START", None)
-    with open(PROBE_PATH, "rb") as f:
-        for tok in tokenize.tokenize(f.readline):
-            assert tok.type != fstring_start, "f-string at line %d" % tok.start[0]
-            if tok.type == tokenize.STRING:
-                prefix = re.match(r"^[A-Za-z]*", tok.string).group(0).lower()
-                assert "f" not in prefix, "f-string at line %d" % tok.start[0]
-    tree = ast.parse(SOURCE)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            assert not (node.module == "__future__" and
-                        any(a.name == "annotations" for a in node.names))
-            assert node.module != "dataclasses"
-        if isinstance(node, ast.Import):
-            assert all(a.name != "dataclasses" for a in node.names)
-        assert not isinstance(node, ast.NamedExpr)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            assert node.returns is None, "return annotation on %s" % node.name
-            for a in node.args.args + node.args.kwonlyargs:
-                assert a.annotation is None, "annotation in %s" % node.name
-            assert not node.args.posonlyargs, "positional-only parameters in %s" % node.name
-
-
-FRAMEWORK_IMPORTS = {"torch", "tensorflow", "jax", "jaxlib", "onnxruntime", "numpy",
-                     "jax_cuda12_plugin", "jax_cuda13_plugin"}
-
-
-def test_imports_standard_library_only_at_module_level():
-    tree = ast.parse(SOURCE)
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            names = [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            names = [(node.module or "").split(".")[0]]
-        else:
-            continue
-        for n in names:
-            assert n in sys.stdlib_module_names, "module-level import of non-stdlib %r" % n
-    # frameworks are imported only inside functions
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = ([a.name.split(".")[0] for a in node.names] if isinstance(node, ast.Import)
-                     else [(node.module or "").split(".")[0]])
-            for n in names:
-                assert n in sys.stdlib_module_names or n in FRAMEWORK_IMPORTS, n
-
-
-def _python36():
-    cands = [shutil.which("python3.6")] + sorted(
-        glob.glob(os.path.expanduser("~/.pyenv/versions/3.6*/bin/python3.6")) +
-        glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6") +
-        glob.glob("/usr/bin/python3.6"))
-    for c in cands:
-        if not c:
-            continue
-        try:
-            r = subprocess.run([c, "-c", "import sys; print(sys.version_info[:2])"],
-                               capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if r.returncode == 0 and r.stdout.strip() == "(3, 6)":
-            return c
-    return None
-
-
-def test_runs_under_a_real_python36_when_one_is_installed(tmp_path):
-    py36 = _python36()
-    if not py36:
-        pytest.skip("no Python 3.6 interpreter on this machine (grammar checked by ast above)")
-    r = subprocess.run([py36, "-m", "py_compile", str(PROBE_PATH)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = run_script(["--no-expect"], python=py36)
-    doc = parse_output(r.stdout)
-    assert doc["python"].startswith("3.6.")
-    if not host_has_gpu():
-        assert doc["overall"] == "cpu-only" and r.returncode == EXIT_OK, r.stderr
 
 
 # ------------------------------------------------------------------------------------------
@@ -418,12 +341,12 @@ def test_runs_under_a_real_python36_when_one_is_installed(tmp_path):
     ],
 )
 def test_arch_supported(cc, archs, ok, via):
-    got_ok, got_via, reason = P.arch_supported(cc, archs)
+    got_ok, got_via, reason = arch_mod.arch_supported(cc, archs)
     assert (got_ok, got_via) == (ok, via), reason
 
 
 def test_arch_missing_reason_names_the_gpu_and_the_list():
-    ok, via, reason = P.arch_supported("9.0", ["sm_86"])
+    ok, via, reason = arch_mod.arch_supported("9.0", ["sm_86"])
     assert not ok
     assert reason == "no kernel image for sm_90 in this build: arch list is [sm_86]"
 
@@ -435,12 +358,12 @@ def test_arch_missing_reason_names_the_gpu_and_the_list():
      ("sm_120", ("sm", 12, 0, "")), ("12.1", ("sm", 12, 1, ""))],
 )
 def test_parse_arch(text, parsed):
-    assert P.parse_arch(text) == parsed
+    assert arch_mod.parse_arch(text) == parsed
 
 
 def test_parse_arch_rejects_garbage():
     with pytest.raises(ValueError):
-        P.parse_arch("gfx90a")
+        arch_mod.parse_arch("gfx90a")
 
 
 @pytest.mark.parametrize(
@@ -451,39 +374,39 @@ def test_parse_arch_rejects_garbage():
      ("2.8.0rc1", "2.8.0", None, True), (None, "1.0", None, False), ("1.0", "", None, False)],
 )
 def test_versions_match(found, expected, depth, ok):
-    assert P.versions_match(found, expected, depth) is ok
+    assert versions_mod.versions_match(found, expected, depth) is ok
 
 
 def test_version_formatting():
-    assert P.format_cuda_int(12040) == "12.4"
-    assert P.format_cuda_int(13000) == "13.0"
-    assert P.format_cudnn_int(8902) == "8.9.2"
-    assert P.format_cudnn_int(90701) == "9.7.1"
-    assert P.short_version("12.8.1") == "12.8"
+    assert versions_mod.format_cuda_int(12040) == "12.4"
+    assert versions_mod.format_cuda_int(13000) == "13.0"
+    assert versions_mod.format_cudnn_int(8902) == "8.9.2"
+    assert versions_mod.format_cudnn_int(90701) == "9.7.1"
+    assert versions_mod.short_version("12.8.1") == "12.8"
 
 
 def test_compare_values_tolerance():
     ref = [100.0, -50.0, 0.0, 1.0]
-    assert P.compare_values([100.05, -50.0, 0.02, 1.0], ref, rtol=1e-3)["ok"]  # atol = 0.1
-    bad = P.compare_values([100.0, -50.0, 0.5, 1.0], ref, rtol=1e-3)
+    assert numeric_mod.compare_values([100.05, -50.0, 0.02, 1.0], ref, rtol=1e-3)["ok"]  # atol = 0.1
+    bad = numeric_mod.compare_values([100.0, -50.0, 0.5, 1.0], ref, rtol=1e-3)
     assert not bad["ok"] and bad["mismatches"] == 1
     assert bad["max_abs_error"] == pytest.approx(0.5)
     assert bad["max_rel_error"] == pytest.approx(0.005)
-    assert not P.compare_values([float("nan")] * 4, ref)["ok"]
-    assert not P.compare_values([1.0], ref)["ok"]
+    assert not numeric_mod.compare_values([float("nan")] * 4, ref)["ok"]
+    assert not numeric_mod.compare_values([1.0], ref)["ok"]
 
 
 def test_pure_python_matmul_reference():
     a = [[1.0, 2.0], [3.0, 4.0]]
     b = [[5.0, 6.0], [7.0, 8.0]]
-    assert P.py_matmul(a, b) == [[19.0, 22.0], [43.0, 50.0]]
-    m = P.det_matrix(32, 32, 1)
+    assert numeric_mod.py_matmul(a, b) == [[19.0, 22.0], [43.0, 50.0]]
+    m = numeric_mod.det_matrix(32, 32, 1)
     assert len(m) == 32 and all(len(r) == 32 for r in m)
     assert all(abs(v) <= 1 and (v * 8) == int(v * 8) for r in m for v in r)
 
 
 def test_to_json_line_is_one_strict_line():
-    line = P.to_json_line({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x\ny\u00e9"})
+    line = document_mod.to_json_line({"a": float("nan"), "b": [float("inf"), 1.5], "c": "x\ny\u00e9"})
     assert "\n" not in line
     assert json.loads(line) == {"a": None, "b": [None, 1.5], "c": "x\ny\u00e9"}
 
@@ -494,40 +417,40 @@ def test_to_json_line_is_one_strict_line():
 
 
 def mk(name, status, **data):
-    return P.make_check(name, status, "r-" + name, 0.0, data)
+    return check_mod.make_check(name, status, "r-" + name, 0.0, data)
 
 
 def test_aggregate_pass_only_when_gpu_checks_ran():
     checks = [mk("driver", "pass"), mk("kernel", "pass"), mk("framework", "skip")]
-    assert P.aggregate(checks, gpu_present=True)[0] == "pass"
+    assert verdict_mod.aggregate(checks, gpu_present=True)[0] == "pass"
 
 
 def test_aggregate_never_pass_when_gpu_checks_skipped():
     checks = [mk("driver", "skip", gpu_skipped=True), mk("runtime", "pass"),
               mk("kernel", "skip", gpu_skipped=True), mk("framework", "pass", gpu_skipped=True)]
-    overall, reason = P.aggregate(checks, gpu_present=False, no_gpu_reason="no driver")
+    overall, reason = verdict_mod.aggregate(checks, gpu_present=False, no_gpu_reason="no driver")
     assert overall == "cpu-only"
     assert "no driver" in reason
     # even with a GPU, a framework whose GPU part was skipped keeps it from "pass"
     checks = [mk("driver", "pass"), mk("kernel", "pass"),
               mk("framework", "pass", gpu_skipped=True, gpu_reason="CPU build")]
-    assert P.aggregate(checks, gpu_present=True)[0] == "cpu-only"
+    assert verdict_mod.aggregate(checks, gpu_present=True)[0] == "cpu-only"
     # all checks passing but no GPU seen at all (e.g. --only runtime) is not a pass either
-    assert P.aggregate([mk("runtime", "pass")], gpu_present=False)[0] == "cpu-only"
+    assert verdict_mod.aggregate([mk("runtime", "pass")], gpu_present=False)[0] == "cpu-only"
 
 
 def test_aggregate_fail_dominates_and_require_gpu_fails():
     checks = [mk("driver", "pass"), mk("kernel", "fail")]
-    overall, reason = P.aggregate(checks, gpu_present=True)
+    overall, reason = verdict_mod.aggregate(checks, gpu_present=True)
     assert overall == "fail" and "kernel: r-kernel" in reason
-    overall, reason = P.aggregate([mk("runtime", "pass")], gpu_present=False, require_gpu=True,
+    overall, reason = verdict_mod.aggregate([mk("runtime", "pass")], gpu_present=False, require_gpu=True,
                                   no_gpu_reason="no libcuda")
     assert overall == "fail" and "no libcuda" in reason
 
 
 def test_exit_codes():
-    assert P.exit_code_for("pass") == P.exit_code_for("cpu-only") == EXIT_OK == 0
-    assert P.exit_code_for("fail") == EXIT_FAIL == 1
+    assert verdict_mod.exit_code_for("pass") == verdict_mod.exit_code_for("cpu-only") == EXIT_OK == 0
+    assert verdict_mod.exit_code_for("fail") == EXIT_FAIL == 1
     assert EXIT_USAGE == 2
 
 
@@ -540,7 +463,7 @@ def test_hung_check_fails_with_timeout():
     release = threading.Event()
     ctx = make_ctx()
     t0 = time.time()
-    res = P.run_check("kernel", lambda c: release.wait(30), ctx, 0.2)
+    res = check_mod.run_check("kernel", lambda c: release.wait(30), ctx, 0.2)
     release.set()
     assert time.time() - t0 < 5
     assert res["status"] == "fail"
@@ -554,10 +477,10 @@ def test_hung_check_makes_overall_fail():
 
     def hang(ctx):
         release.wait(30)
-        return P.PASS, "late", {}
+        return contract_mod.PASS, "late", {}
 
     try:
-        doc = P.run_probe(opts(timeout=0.3), ctx=make_ctx(lib=FakeLib()), expect={},
+        doc = run_mod.run_probe(opts(timeout=0.3), ctx=make_ctx(lib=FakeLib()), expect={},
                           checks={"runtime": hang})
     finally:
         release.set()
@@ -570,7 +493,7 @@ def test_exception_in_a_check_is_a_failure_not_a_crash():
     def boom(ctx):
         raise ValueError("kaput")
 
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib()), expect={}, checks={"kernel": boom})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=FakeLib()), expect={}, checks={"kernel": boom})
     c = check(doc, "kernel")
     assert c["status"] == "fail" and "ValueError: kaput" in c["reason"]
     assert doc["overall"] == "fail"
@@ -582,10 +505,10 @@ def test_exception_in_a_check_is_a_failure_not_a_crash():
 
 
 def test_no_libcuda_is_a_skip_with_the_reason():
-    doc = P.run_probe(opts(), ctx=make_ctx(), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(), expect={})
     drv = check(doc, "driver")
     assert drv["status"] == "skip"
-    assert drv["reason"] == P.NO_LIBCUDA_REASON
+    assert drv["reason"] == cuda_mod.NO_LIBCUDA_REASON
     assert drv["reason"].startswith("libcuda.so.1 not found")
     assert check(doc, "kernel")["status"] == "skip"
     assert doc["overall"] == "cpu-only"
@@ -593,23 +516,23 @@ def test_no_libcuda_is_a_skip_with_the_reason():
 
 
 def test_no_libcuda_with_require_gpu_fails():
-    doc = P.run_probe(opts(require_gpu=True), ctx=make_ctx(), expect={})
+    doc = run_mod.run_probe(opts(require_gpu=True), ctx=make_ctx(), expect={})
     assert check(doc, "driver")["status"] == "fail"
     assert check(doc, "kernel")["status"] == "fail"
     assert "--require-gpu" in check(doc, "driver")["reason"]
     assert doc["overall"] == "fail"
-    assert P.exit_code_for(doc["overall"]) == 1
+    assert verdict_mod.exit_code_for(doc["overall"]) == 1
 
 
 def test_cuinit_no_device_is_a_skip_naming_the_error():
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=100)), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=100)), expect={})
     drv = check(doc, "driver")
     assert drv["status"] == "skip" and "CUDA_ERROR_NO_DEVICE" in drv["reason"]
     assert doc["overall"] == "cpu-only"
 
 
 def test_cuinit_other_error_is_a_failure_with_its_name():
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=999)), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=FakeLib(init_rc=999)), expect={})
     drv = check(doc, "driver")
     assert drv["status"] == "fail"
     assert "CUDA_ERROR_UNKNOWN (999)" in drv["reason"]
@@ -617,7 +540,7 @@ def test_cuinit_other_error_is_a_failure_with_its_name():
 
 
 def test_zero_devices_is_a_skip():
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=FakeLib(devices=())), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=FakeLib(devices=())), expect={})
     assert check(doc, "driver")["status"] == "skip"
     assert doc["overall"] == "cpu-only"
 
@@ -625,7 +548,7 @@ def test_zero_devices_is_a_skip():
 def test_driver_reports_devices():
     lib = FakeLib(version=12040, devices=[("NVIDIA Fake A10", (8, 6), 24 << 30),
                                           ("NVIDIA Fake H100", (9, 0), 80 << 30)])
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
     drv = check(doc, "driver")
     assert drv["status"] == "pass", drv
     assert doc["driver_version"] == "12.4"
@@ -643,7 +566,7 @@ def test_driver_reports_devices():
 
 def test_kernel_check_runs_saxpy_and_checks_exactly():
     lib = FakeLib()
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=lib), expect={})
     k = check(doc, "kernel")
     assert k["status"] == "pass", k
     d = k["data"]["devices"][0]
@@ -654,7 +577,7 @@ def test_kernel_check_runs_saxpy_and_checks_exactly():
 
 def test_kernel_check_falls_back_to_a_newer_ptx_isa():
     lib = FakeLib(reject_ptx={"6.0", "6.3"})
-    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    k = check(run_mod.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
     assert k["status"] == "pass"
     assert k["data"]["devices"][0]["ptx"]["ptx_version"] == "7.0"
     assert lib.loaded_ptx == ["6.0", "6.3", "7.0"]  # sm_86: sm_90 variant not tried
@@ -662,7 +585,7 @@ def test_kernel_check_falls_back_to_a_newer_ptx_isa():
 
 def test_kernel_jit_failure_reports_the_jit_log():
     lib = FakeLib(reject_ptx={"*"}, jit_log=b"ptxas fatal: Unsupported .version 6.0")
-    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    k = check(run_mod.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
     assert k["status"] == "fail"
     assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in k["reason"]
     assert "ptxas fatal: Unsupported .version 6.0" in k["reason"]
@@ -670,14 +593,14 @@ def test_kernel_jit_failure_reports_the_jit_log():
 
 def test_kernel_wrong_result_fails():
     lib = FakeLib(corrupt=True)
-    k = check(P.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
+    k = check(run_mod.run_probe(opts(), ctx=make_ctx(lib=lib), expect={}), "kernel")
     assert k["status"] == "fail"
     assert "1 of 4096 results wrong" in k["reason"]
     assert k["data"]["devices"][0]["first_mismatch"]["index"] == 7
 
 
 def test_saxpy_ptx_text():
-    ptx = P.saxpy_ptx("6.0", "sm_50")
+    ptx = kernel_mod.saxpy_ptx("6.0", "sm_50")
     assert ".version 6.0" in ptx and ".target sm_50" in ptx and ".entry envman_saxpy(" in ptx
     assert "{{" not in ptx
 
@@ -697,7 +620,7 @@ def fake_cudart(tmp_path, name):
 def test_runtime_mismatch_fails(tmp_path):
     pats = fake_cudart(tmp_path, "libcudart.so.12.4.127")
     ctx = make_ctx(cudart_patterns=pats, cudart_query=True)  # the query fails: file name used
-    doc = P.run_probe(opts(only=["runtime"]), ctx=ctx, expect={"cuda": "12.8"})
+    doc = run_mod.run_probe(opts(only=["runtime"]), ctx=ctx, expect={"cuda": "12.8"})
     rt = check(doc, "runtime")
     assert rt["status"] == "fail"
     assert "expected 12.8" in rt["reason"] and "12.4" in rt["reason"]
@@ -707,7 +630,7 @@ def test_runtime_mismatch_fails(tmp_path):
 
 def test_runtime_match_passes(tmp_path):
     pats = fake_cudart(tmp_path, "libcudart.so.12.8.90")
-    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(cudart_patterns=pats),
+    doc = run_mod.run_probe(opts(only=["runtime"]), ctx=make_ctx(cudart_patterns=pats),
                       expect={"cuda": "12.8.1"})
     assert check(doc, "runtime")["status"] == "pass"
     assert doc["overall"] == "cpu-only"  # no GPU was seen
@@ -719,21 +642,21 @@ def test_runtime_version_from_wheel_dist_info(tmp_path):
     lib.mkdir(parents=True)
     (lib / "libcudart.so.12").write_bytes(b"x")
     (site / "nvidia_cuda_runtime_cu12-12.6.77.dist-info").mkdir()
-    assert P.version_from_path(str(lib / "libcudart.so.12")) == "12.6"
-    assert P.version_from_path("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12") == "12.4"
-    assert P.version_from_path("/x/libcudart.so.13") == "13"
+    assert runtime_mod.version_from_path(str(lib / "libcudart.so.12")) == "12.6"
+    assert runtime_mod.version_from_path("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12") == "12.4"
+    assert runtime_mod.version_from_path("/x/libcudart.so.13") == "13"
 
 
 def test_runtime_nothing_found():
-    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": None})
+    doc = run_mod.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": None})
     assert check(doc, "runtime")["status"] == "skip"
-    doc = P.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": "12.8"})
+    doc = run_mod.run_probe(opts(only=["runtime"]), ctx=make_ctx(), expect={"cuda": "12.8"})
     rt = check(doc, "runtime")
     assert rt["status"] == "fail" and "no libcudart found" in rt["reason"]
 
 
 def test_runtime_query_of_a_missing_library_reports_the_error(tmp_path):
-    q = P.query_cudart(str(tmp_path / "libcudart.so.99"))
+    q = runtime_mod.query_cudart(str(tmp_path / "libcudart.so.99"))
     assert "dlopen failed" in q["error"]
 
 
@@ -747,14 +670,14 @@ STACK = {"framework": "torch", "framework_version": "2.7.1", "cuda": "12.8", "cu
 
 
 def test_no_framework_is_a_skip():
-    doc = P.run_probe(opts(only=["framework"]), ctx=make_ctx(lib=FakeLib()), expect={})
+    doc = run_mod.run_probe(opts(only=["framework"]), ctx=make_ctx(lib=FakeLib()), expect={})
     fw = check(doc, "framework")
     assert fw["status"] == "skip" and fw["reason"] == "no framework in this stack"
 
 
 def test_framework_without_gpu_passes_on_cpu_but_overall_is_cpu_only():
     ad = FakeAdapter()
-    doc = P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(adapter=ad), expect=STACK)
+    doc = run_mod.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(adapter=ad), expect=STACK)
     fw = check(doc, "framework")
     assert fw["status"] == "pass", fw
     assert fw["data"]["device"] == "cpu" and fw["data"]["gpu_skipped"] is True
@@ -766,7 +689,7 @@ def test_framework_without_gpu_passes_on_cpu_but_overall_is_cpu_only():
 
 
 def test_framework_without_gpu_and_require_gpu_fails():
-    doc = P.run_probe(opts(require_gpu=True, only=["framework"]),
+    doc = run_mod.run_probe(opts(require_gpu=True, only=["framework"]),
                       ctx=make_ctx(adapter=FakeAdapter()), expect=STACK)
     assert check(doc, "framework")["status"] == "fail"
     assert doc["overall"] == "fail"
@@ -774,7 +697,7 @@ def test_framework_without_gpu_and_require_gpu_fails():
 
 def test_framework_on_gpu_passes():
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
-    doc = P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter()),
+    doc = run_mod.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter()),
                       expect=STACK)
     fw = check(doc, "framework")
     assert fw["status"] == "pass", fw
@@ -787,7 +710,7 @@ def test_framework_on_gpu_passes():
 def test_framework_missing_arch_fails_with_the_reason():
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     ad = FakeAdapter(arch=["sm_86"])
-    fw = check(P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
+    fw = check(run_mod.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
     assert fw["status"] == "fail"
     assert "no kernel image for sm_90 in this build: arch list is [sm_86]" in fw["reason"]
 
@@ -795,14 +718,14 @@ def test_framework_missing_arch_fails_with_the_reason():
 def test_framework_arch_ok_only_via_ptx_is_recorded():
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     ad = FakeAdapter(arch=["sm_80", "compute_80"])
-    fw = check(P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
+    fw = check(run_mod.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad), expect=STACK), "framework")
     arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
     assert arch["status"] == "pass" and arch["via_ptx"] is True
 
 
 def test_expected_arch_list():
-    assert P.expected_arch_list({}) is None
-    assert P.expected_arch_list({"sass_archs": ["8.0", "9.0a"], "ptx_archs": ["9.0"]}) == [
+    assert arch_mod.expected_arch_list({}) is None
+    assert arch_mod.expected_arch_list({"sass_archs": ["8.0", "9.0a"], "ptx_archs": ["9.0"]}) == [
         "sm_80", "sm_90a", "compute_90"]
 
 
@@ -817,7 +740,7 @@ def test_arch_falls_back_to_the_stacks_lists_when_the_framework_reports_none(fw_
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     ad = FakeAdapter(name=fw_name, arch=None)
     stack = dict(STACK, framework=fw_name, sass_archs=sass, ptx_archs=ptx)
-    fw = check(P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=ad),
+    fw = check(run_mod.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=ad),
                            expect=stack), "framework")
     arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
     assert arch["status"] == arch_status
@@ -830,7 +753,7 @@ def test_arch_falls_back_to_the_stacks_lists_when_the_framework_reports_none(fw_
 
 def test_arch_not_reported_and_no_stack_lists_is_a_skip():
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
-    fw = check(P.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter(arch=None)),
+    fw = check(run_mod.run_probe(opts(only=GPU_AND_FW), ctx=make_ctx(lib=lib, adapter=FakeAdapter(arch=None)),
                            expect=STACK), "framework")
     arch = [s for s in fw["data"]["subchecks"] if s["name"] == "arch"][0]
     assert arch["status"] == "skip" and fw["status"] == "pass"
@@ -852,7 +775,7 @@ def test_arch_not_reported_and_no_stack_lists_is_a_skip():
 def test_framework_mismatches_fail(adapter_kw, expect_kw, needle):
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     stack = dict(STACK, **expect_kw)
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=FakeAdapter(**adapter_kw)), expect=stack)
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=FakeAdapter(**adapter_kw)), expect=stack)
     fw = check(doc, "framework")
     assert fw["status"] == "fail", fw
     assert needle in fw["reason"]
@@ -862,7 +785,7 @@ def test_framework_mismatches_fail(adapter_kw, expect_kw, needle):
 def test_cpu_stack_on_a_gpu_host_is_cpu_only():
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     ad = FakeAdapter(version="2.7.1+cpu", cuda=None, cudnn=None)
-    doc = P.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad),
+    doc = run_mod.run_probe(opts(), ctx=make_ctx(lib=lib, adapter=ad),
                       expect={"framework": "torch", "framework_version": "2.7.1", "cuda": None})
     fw = check(doc, "framework")
     assert fw["status"] == "pass" and fw["data"]["device"] == "cpu"
@@ -871,14 +794,14 @@ def test_cpu_stack_on_a_gpu_host_is_cpu_only():
 
 def test_onnx_model_encoding_is_valid_protobuf():
     onnx = pytest.importorskip("onnx")
-    m = onnx.load_from_string(P.onnx_model("MatMul", [("A", [2, 3]), ("B", [3, 4])], ("C", [2, 4])))
+    m = onnx.load_from_string(onnx_proto_mod.onnx_model("MatMul", [("A", [2, 3]), ("B", [3, 4])], ("C", [2, 4])))
     onnx.checker.check_model(m)
     assert m.graph.node[0].op_type == "MatMul"
 
 
 def test_pb_varint():
-    assert P._pb_varint(0) == b"\x00"
-    assert P._pb_varint(300) == b"\xac\x02"
+    assert onnx_proto_mod._pb_varint(0) == b"\x00"
+    assert onnx_proto_mod._pb_varint(300) == b"\xac\x02"
 
 
 # ------------------------------------------------------------------------------------------
@@ -891,11 +814,11 @@ def test_bench_with_fake_gpu_measures_and_compares_with_the_datasheet(monkeypatc
         return {"fp32": {"tflops": 33.5, "ms": 1.0}, "fp16": {"tflops": 494.5, "ms": 1.0},
                 "torch": "2.7.1"}
 
-    monkeypatch.setattr(P, "bench_torch_matmul", fake_matmul)
+    monkeypatch.setattr(bench_mod, "bench_torch_matmul", fake_matmul)
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
     ctx = make_ctx(lib=lib, bench_bytes=1 << 20, bench_reps=3)
     stack = {"datasheet": {"bandwidth_gb_s": 2.097152, "fp32_tflops": 67, "fp16_tflops": 989}}
-    doc = P.run_probe(opts(bench=True, only=["bench"]), ctx=ctx, expect=stack)
+    doc = run_mod.run_probe(opts(bench=True, only=["bench"]), ctx=ctx, expect=stack)
     b = check(doc, "bench")
     assert b["status"] == "pass", b
     bench = doc["bench"]
@@ -910,11 +833,11 @@ def test_bench_with_fake_gpu_measures_and_compares_with_the_datasheet(monkeypatc
 
 def test_bench_matmul_without_a_framework_is_skipped_with_the_reason(monkeypatch):
     def no_torch(n, iters):
-        raise P.NeedsFramework("torch is not importable here: No module named 'torch'")
+        raise bench_mod.NeedsFramework("torch is not importable here: No module named 'torch'")
 
-    monkeypatch.setattr(P, "bench_torch_matmul", no_torch)
+    monkeypatch.setattr(bench_mod, "bench_torch_matmul", no_torch)
     lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)])
-    doc = P.run_probe(opts(only=["bench"]), ctx=make_ctx(lib=lib, bench_bytes=4096), expect={})
+    doc = run_mod.run_probe(opts(only=["bench"]), ctx=make_ctx(lib=lib, bench_bytes=4096), expect={})
     b = check(doc, "bench")
     assert b["status"] == "pass"
     assert doc["bench"]["fp32_tflops"] is None
@@ -923,7 +846,7 @@ def test_bench_matmul_without_a_framework_is_skipped_with_the_reason(monkeypatch
 
 
 def test_bench_without_gpu_is_skipped_and_never_pass():
-    doc = P.run_probe(opts(bench=True), ctx=make_ctx(), expect={})
+    doc = run_mod.run_probe(opts(bench=True), ctx=make_ctx(), expect={})
     b = check(doc, "bench")
     assert b["status"] == "skip" and b["data"]["gpu_skipped"]
     assert doc["bench"] is None and doc["overall"] == "cpu-only"
@@ -935,29 +858,29 @@ def test_bench_without_gpu_is_skipped_and_never_pass():
 
 
 def test_parse_args():
-    o = P.parse_args(["--require-gpu", "--timeout", "5", "--only", "kernel,driver"])
+    o = cli_mod.parse_args(["--require-gpu", "--timeout", "5", "--only", "kernel,driver"])
     assert o.require_gpu and o.timeout == 5.0 and o.only == ["kernel", "driver"] and not o.bench
-    assert P.parse_args(["--only", "bench"]).bench
-    assert P.parse_args([]).expect_path == "/opt/envman/stack.json"
+    assert cli_mod.parse_args(["--only", "bench"]).bench
+    assert cli_mod.parse_args([]).expect_path == "/opt/envman/stack.json"
     for bad in (["--bogus"], ["--only", "kernel,nope"], ["--timeout", "-1"], ["--timeout", "x"],
                 ["--only", ""]):
-        with pytest.raises(P.UsageError):
-            P.parse_args(bad)
+        with pytest.raises(expect_mod.UsageError):
+            cli_mod.parse_args(bad)
 
 
 def test_load_expect(tmp_path):
-    assert P.load_expect(None) == ({}, False)
+    assert expect_mod.load_expect(None) == ({}, False)
     for missing in (tmp_path / "missing.json", tmp_path):  # absent, or a directory
-        with pytest.raises(P.UsageError, match="expectations are missing"):
-            P.load_expect(str(missing))
+        with pytest.raises(expect_mod.UsageError, match="expectations are missing"):
+            expect_mod.load_expect(str(missing))
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"framework": "torch", "framework_version": "2.7.1", "cuda": "12.8",
                              "sass_archs": ["8.0"], "ptx_archs": ["9.0"]}))
-    assert P.load_expect(str(f))[0]["cuda"] == "12.8"
+    assert expect_mod.load_expect(str(f))[0]["cuda"] == "12.8"
     for bad in ("{not json", "[]", '{"framework": "mxnet"}', '{"sass_archs": "8.0"}'):
         f.write_text(bad)
-        with pytest.raises(P.UsageError):
-            P.load_expect(str(f))
+        with pytest.raises(expect_mod.UsageError):
+            expect_mod.load_expect(str(f))
 
 
 DOC_KEYS = {"probe_version", "overall", "reason", "python", "host", "gpus", "driver_version",
@@ -968,7 +891,7 @@ def test_document_contract_in_process(tmp_path):
     import io
 
     buf = io.StringIO()
-    code = P.main(["--no-expect"], out=buf, ctx=make_ctx())
+    code = cli_mod.main(["--no-expect"], out=buf, ctx=make_ctx())
     doc = parse_output(buf.getvalue())
     assert code == 0
     assert set(doc) == DOC_KEYS
@@ -1124,7 +1047,7 @@ def test_missing_expectations_file_fails_the_probe(tmp_path):
 
 
 def test_default_expectations_path_is_required(tmp_path):
-    if os.path.exists(P.DEFAULT_EXPECT):
+    if os.path.exists(contract_mod.DEFAULT_EXPECT):
         pytest.skip("this machine has an envman stack file at the default path")
     r = run_script([])
     assert r.returncode == EXIT_USAGE
@@ -1156,14 +1079,58 @@ def test_a_cpu_stack_passes_on_the_cpu_without_gpu_advice():
     skipped = {"name": "kernel", "status": "skip", "reason": "libcuda.so.1 not found (run with --gpus)"}
     fw = {"name": "framework", "status": "pass", "reason": "ok",
           "data": {"gpu_skipped": True, "gpu_reason": "cuInit failed (run with --gpus)"}}
-    checks = [P.cpu_stack_check(c) for c in (skipped, fw)]
+    checks = [verdict_mod.cpu_stack_check(c) for c in (skipped, fw)]
     assert all("--gpus" not in c["reason"] and "--gpus" not in c.get("data", {}).get("gpu_reason", "") for c in checks)
-    overall, reason = P.aggregate(checks, gpu_present=False, cpu_stack=True)
+    overall, reason = verdict_mod.aggregate(checks, gpu_present=False, cpu_stack=True)
     assert overall == "pass" and "CPU stack" in reason and "--gpus" not in reason
     # a failure still fails, and --require-gpu still demands a GPU
-    assert P.aggregate(checks + [{"name": "x", "status": "fail", "reason": "r"}], False, cpu_stack=True)[0] == "fail"
-    assert P.aggregate(checks, False, require_gpu=True, cpu_stack=True)[0] == "fail"
+    assert verdict_mod.aggregate(checks + [{"name": "x", "status": "fail", "reason": "r"}], False, cpu_stack=True)[0] == "fail"
+    assert verdict_mod.aggregate(checks, False, require_gpu=True, cpu_stack=True)[0] == "fail"
     # a CUDA stack without a GPU stays cpu-only
-    assert P.aggregate(checks, gpu_present=False)[0] == "cpu-only"
-    assert P.is_cpu_stack({"cuda": None}, True) and not P.is_cpu_stack({"cuda": "12.4"}, True)
-    assert not P.is_cpu_stack({}, False) and not P.is_cpu_stack({"cuda": None}, False)
+    assert verdict_mod.aggregate(checks, gpu_present=False)[0] == "cpu-only"
+    assert verdict_mod.is_cpu_stack({"cuda": None}, True) and not verdict_mod.is_cpu_stack({"cuda": "12.4"}, True)
+    assert not verdict_mod.is_cpu_stack({}, False) and not verdict_mod.is_cpu_stack({"cuda": None}, False)
+
+
+def test_framework_operands_are_seeded_and_shaped_per_layout():
+    class FakeArray:
+        def __init__(self, seed, shape):
+            self.seed, self.shape, self.dtype = seed, shape, None
+
+        def astype(self, dtype):
+            self.dtype = dtype
+            return self
+
+    class FakeState:
+        def __init__(self, seed):
+            self.seed, self.draws = seed, 0
+
+        def standard_normal(self, shape):
+            self.draws += 1
+            return FakeArray((self.seed, self.draws), shape)
+
+    class FakeNp:
+        float32 = "float32"
+
+        class random:
+            RandomState = FakeState
+
+    a, b = base_mod.matmul_operands(FakeNp, 512)
+    assert (a.seed, a.shape, b.seed, b.shape) == ((0, 1), (512, 512), (0, 2), (512, 512))
+    x, w = base_mod.conv_operands(FakeNp)
+    assert (x.seed, x.shape, w.seed, w.shape) == ((1, 1), (8, 16, 32, 32), (1, 2), (32, 16, 3, 3))
+    x, w = base_mod.conv_operands(FakeNp, channels_last=True)
+    assert (x.shape, w.shape) == ((8, 32, 32, 16), (3, 3, 16, 32)) and x.dtype == w.dtype == "float32"
+
+
+def test_cuda_release_frees_what_was_allocated_and_ignores_errors():
+    class Lib(FakeLib):
+        def cuMemFree_v2(self, h):
+            return 1 if h not in self.mem else FakeLib.cuMemFree_v2(self, h)  # CUDA_ERROR_INVALID_VALUE
+
+    lib = Lib()
+    cuda = cuda_mod.Cuda(lib)
+    a, b = cuda.mem_alloc(64), cuda.mem_alloc(64)
+    cuda.release(a, None, 0, b, a)  # a second free of ``a`` fails in the driver: ignored
+    assert lib.mem == {}
+    assert cuda.error_name(100) == "CUDA_ERROR_NO_DEVICE" and cuda.error_string(100) is None

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import envman.probe.probe as P
 from envman.images.build import CPU_ONLY, FAIL, PASS, judge_probe
 from envman.matrix.load import load_matrix
 from envman.probe import parse_output
+from envman.probe.app import bench as bench_mod
+from envman.probe.app import verdict as verdict_mod
 from envman.stack.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,30 +87,30 @@ def test_the_host_reports_broken_output(stack, line):
 
 
 def test_aggregation_over_the_recorded_checks_gives_the_recorded_verdict(doc):
-    assert P.aggregate(doc["checks"], gpu_present=True) == (doc["overall"], doc["reason"])
-    assert P.aggregate(doc["checks"], gpu_present=True, require_gpu=True) == (doc["overall"], doc["reason"])
+    assert verdict_mod.aggregate(doc["checks"], gpu_present=True) == (doc["overall"], doc["reason"])
+    assert verdict_mod.aggregate(doc["checks"], gpu_present=True, require_gpu=True) == (doc["overall"], doc["reason"])
 
 
 def test_one_failed_recorded_check_fails_the_run(stack, doc):
     for i, c in enumerate(doc["checks"]):
         bad = json.loads(json.dumps(doc))
         bad["checks"][i]["status"] = "fail"
-        overall, reason = P.aggregate(bad["checks"], gpu_present=True)
+        overall, reason = verdict_mod.aggregate(bad["checks"], gpu_present=True)
         assert overall == FAIL and reason.startswith(c["name"] + ": ")
         bad["overall"], bad["reason"] = overall, reason
         assert judge_probe(stack, json.dumps(bad), "", 1)[0] == FAIL
 
 
 def test_without_the_gpu_the_recorded_checks_are_cpu_only(doc):
-    assert P.aggregate(doc["checks"], gpu_present=False)[0] == CPU_ONLY
-    assert P.aggregate(doc["checks"], gpu_present=False, require_gpu=True)[0] == FAIL
+    assert verdict_mod.aggregate(doc["checks"], gpu_present=False)[0] == CPU_ONLY
+    assert verdict_mod.aggregate(doc["checks"], gpu_present=False, require_gpu=True)[0] == FAIL
 
 
 def test_bench_arithmetic_over_the_recording(doc):
     bench = doc["bench"]
     check = next(c for c in doc["checks"] if c["name"] == "bench")
-    assert P.bench_reason(bench) == check["reason"]
-    assert P.datasheet_fractions(bench, bench["datasheet"]) == bench["fraction_of_datasheet"]
+    assert bench_mod.bench_reason(bench) == check["reason"]
+    assert bench_mod.datasheet_fractions(bench, bench["datasheet"]) == bench["fraction_of_datasheet"]
 
 
 def test_kernel_result_of_the_recording_is_exact(doc):

@@ -158,9 +158,9 @@ def test_renders_agree_across_processes_and_hash_seeds():
 
 def test_context_layout_and_modes():
     ctx = render()
-    assert list(ctx.files) == sorted(ctx.files) == ["Dockerfile", "envman/entrypoint.sh", "envman/probe.py", "envman/stack.json"]
+    assert list(ctx.files) == sorted(ctx.files) == ["Dockerfile", "envman/entrypoint.sh", "envman/probe.pyz", "envman/stack.json"]
     assert ctx.files["Dockerfile"] == ctx.dockerfile.encode()
-    assert ctx.files["envman/probe.py"] == PROBE
+    assert ctx.files["envman/probe.pyz"] == PROBE
     assert json.loads(ctx.files["envman/stack.json"]) == ctx.stack.to_json()
     assert ctx.files["envman/entrypoint.sh"] == (ROOT / "templates" / "dockerfiles" / "entrypoint.sh").read_bytes()
     assert ctx.modes["envman/entrypoint.sh"] == 0o755 and ctx.modes["Dockerfile"] == 0o644
@@ -197,7 +197,7 @@ def test_layer_order_serves_the_cache():
     apt = first_index(ins, lambda i: i[0] == "RUN" and "apt-get" in i[1] and " install " in i[1])
     py = first_index(ins, lambda i: i[0] == "RUN" and "-m venv --system-site-packages /opt/venv" in i[1])
     fw = first_index(ins, lambda i: i[0] == "RUN" and "torch==2.4.1" in i[1])
-    copy_envman = first_index(ins, lambda i: i[0] == "COPY" and "envman/probe.py" in i[1])
+    copy_envman = first_index(ins, lambda i: i[0] == "COPY" and "envman/probe.pyz" in i[1])
     labels = [k for k, (name, _) in enumerate(ins) if name == "LABEL"]
     assert apt < py < fw < copy_envman < labels[0]
     assert ins[-1][0] == "LABEL" and ins[-1][1].startswith("envman.render-hash=")
@@ -361,20 +361,28 @@ def test_write_failure_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_missing_probe_is_a_clear_error(monkeypatch, tmp_path):
-    import importlib.resources
-
+    import envman.probe as probe_pkg
     from envman.render.dockerfile import probe_source
 
-    monkeypatch.setattr(importlib.resources, "files", lambda pkg: tmp_path)
-    with pytest.raises(RenderError, match="probe.py is missing"):
-        probe_source()
+    monkeypatch.setattr(probe_pkg, "APP_DIR", tmp_path / "app")
+    probe_pkg.probe_archive.cache_clear()
+    try:
+        with pytest.raises(RenderError, match="the probe is missing from this installation"):
+            probe_source()
+    finally:
+        monkeypatch.undo()
+        probe_pkg.probe_archive.cache_clear()
 
 
-def test_real_probe_is_copied_when_present():
-    if not (ROOT / "envman" / "probe" / "probe.py").exists():
-        pytest.skip("envman/probe/probe.py is not in this checkout yet")
+def test_real_probe_is_the_zipapp_copied_to_the_image():
+    from envman.probe import APP_DIR, IN_IMAGE_PROBE
+    from envman.probe.pyz import build_pyz
+
     ctx = render_stack(make_stack())
-    assert ctx.files["envman/probe.py"] == (ROOT / "envman" / "probe" / "probe.py").read_bytes()
+    assert ctx.files["envman/probe.pyz"] == build_pyz(APP_DIR)
+    assert ctx.modes["envman/probe.pyz"] == 0o644
+    copy = [args for name, args in instructions(ctx.dockerfile) if name == "COPY" and "envman/probe.pyz" in args]
+    assert len(copy) == 1 and copy[0].split()[-1] == IN_IMAGE_PROBE.rsplit("/", 1)[0] + "/"
 
 
 # --- network options -----------------------------------------------------------------------------
