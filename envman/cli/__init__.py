@@ -2,7 +2,7 @@
 
 One sub-app per noun, each in its own module, imported only when its command runs, so
 ``envman --help`` stays fast. The console script is :func:`envman.main.main`, which sends a plain
-``envman run`` past this module; errors go through its one boundary, :func:`envman.main.guarded`.
+``envman run`` past this module; errors go through its one boundary, :func:`envman.boundary.guarded`.
 """
 
 from __future__ import annotations
@@ -111,14 +111,16 @@ def _optional_modules():
 _register()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """The typer CLI behind the one error boundary (:func:`envman.main.guarded`)."""
-    from envman.main import guarded
+def main(argv: list[str] | None = None, *, invocation: tuple[str, ...] | None = None) -> None:
+    """The typer CLI behind the one error boundary (:func:`envman.boundary.guarded`).
+    ``invocation`` is the console script's words as given, for commands that key a cache on
+    them (handed to the commands as the click context's ``obj``)."""
+    from envman.boundary import guarded
 
-    sys.exit(guarded(lambda: _invoke(argv)))
+    sys.exit(guarded(lambda: _invoke(argv, invocation)))
 
 
-def _invoke(argv: list[str] | None) -> int:
+def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -> int:
     """Run the typer app; a usage error (unknown option, bad value, missing argument) becomes the
     same one-line ``UserError`` as every other bad input, not click's framed block."""
     from envman.errors import UserError
@@ -129,7 +131,7 @@ def _invoke(argv: list[str] | None) -> int:
         from click.exceptions import ClickException, UsageError
 
     try:
-        code = app(args=argv, prog_name="envman", standalone_mode=False)
+        code = app(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
     except UsageError as exc:
         ctx = exc.ctx
         where = ctx.command_path if ctx is not None else "envman"

@@ -35,6 +35,7 @@ def _stacks(names: list[str], all_: bool, platform: str | None = None):
 
 
 def build(
+    ctx: typer.Context,
     names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)", autocompletion=complete_stack)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build every matrix row.")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Parallel builds (they share layers).")] = 1,
@@ -126,13 +127,16 @@ def build(
     if failed:
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
-        _remember_noop(rows, options, as_json=as_json)
+        _remember_noop(rows, options, as_json=as_json, argv=ctx.obj)
 
 
-def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
+def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str, ...] | None) -> None:
     """Record a build in which every stack was already built, smoke-tested and promoted, so the
-    next identical ``envman build`` prints this result without rendering (envman.run.cache)."""
-    from envman import main as entry
+    next identical ``envman build`` prints this result without rendering (envman.run.cache).
+    ``argv`` is the console script's words as given (``None`` when the CLI was called otherwise:
+    nothing is recorded then)."""
+    import envman
+    from envman.boundary import run_argv
     from envman.config import config_path
     from envman.paths import matrices_dir, templates_dir, user_matrix_paths
     from envman.run.cache import build_key, record, tree_files
@@ -140,11 +144,11 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool) -> None:
 
     if options.credentials():
         return  # the cache key is the command line, and it would hold the index credentials
-    split = entry.run_argv(entry.ARGV, "build") if entry.ARGV is not None else None
+    split = run_argv(argv, "build") if argv is not None else None
     if split is None:
         return
     matrix, words = split
-    package = Path(entry.__file__).resolve().parent
+    package = Path(envman.__file__).resolve().parent
     deps = tree_files(str(package), str(templates_dir()), str(matrices_dir()))
     deps += [str(config_path()), *map(str, user_matrix_paths(matrix))]
     if options.ca_bundle is not None:
@@ -233,7 +237,7 @@ def prune(
     from envman.errors import UserError
     from envman.images.build import PruneScope, prune as _prune
     from envman.engine.docker import Engine
-    from envman.run.pins import pinned_ids
+    from envman.images.pins import pinned_ids
     from envman.project.image import project_images_in_use
     from envman.run.command import stack_resolver
     from envman.cli import STATE

@@ -90,7 +90,7 @@ def clean(
     """Remove envman's state for you: project homes, logs, reports, caches (and, asked, config and your images)."""
     import sys
 
-    from envman.images.clean import apply, plan
+    from envman.run.clean import apply, plan
     from envman.errors import UserError
 
     engine = None

@@ -84,7 +84,7 @@ def k8s(
     """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
     from envman.errors import UserError
     from envman.cluster.export import gpu_count, k8s_job, k8s_name, to_yaml, write_output
-    from envman.cluster.registry import digest_ref, load_registry_settings, parse_registry
+    from envman.images.registry import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
     if image is None:

@@ -359,7 +359,9 @@ def update(
 
         dry = Path("(dry run).toml")
         plan = lambda rows: {dry: overlay_text((r.framework, r.data) for r in rows)}  # noqa: E731
-    rows, skipped, planned = settle(result.rows, files, plan)
+    from envman.render.dockerfile import render_stack
+
+    rows, skipped, planned = settle(result.rows, files, plan, render_stack)
     result.rows = rows
     result.skipped += skipped
     if planned and (write or output is not None):

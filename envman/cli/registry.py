@@ -1,4 +1,4 @@
-"""``envman push`` and ``envman pull``: promoted images through a registry (envman.cluster.registry)."""
+"""``envman push`` and ``envman pull``: promoted images through a registry (envman.images.registry)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def push(
 ) -> None:
     """Push a stack's promoted image with its smoke verdict; prints the digest reference."""
     from envman.engine.docker import Engine
-    from envman.cluster.registry import choose_registry, load_registry_settings, push_stack
+    from envman.images.registry import choose_registry, load_registry_settings, push_stack
 
     settings = load_registry_settings()
     reg = choose_registry(registry, settings)
@@ -73,7 +73,7 @@ def pull(
 ) -> None:
     """Pull a stack's image by digest, check its digest and labels, and promote it here."""
     from envman.engine.docker import Engine
-    from envman.cluster.registry import choose_registry, load_registry_settings, pull_stack
+    from envman.images.registry import choose_registry, load_registry_settings, pull_stack
 
     settings = load_registry_settings()
     reg = choose_registry(registry, settings)

@@ -4,7 +4,7 @@ The job runs the project's command in its image on the node Slurm allocates, wit
 GPUs Slurm allocated to it, after the same checks ``envman run`` makes there:
 
 * ``docker`` (the default runtime): the batch script runs ``envman run ROOT --gpus slurm --name
-  envman-job-<id>`` on the node. ``--gpus slurm`` (:func:`allocated_gpus`) turns the job's
+  envman-job-<id>`` on the node. ``--gpus slurm`` (:func:`envman.run.prepare.allocated_gpus`) turns the job's
   ``SLURM_JOB_GPUS`` (or ``SLURM_STEP_GPUS`` / ``CUDA_VISIBLE_DEVICES``) into ``--gpus
   '"device=0,1"'``; the run's preflight (driver, architecture verdict per allocated GPU, the
   promoted image and its smoke test) is ``envman run``'s own. ``scancel`` signals the job's
@@ -36,7 +36,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from envman.errors import EnvmanError, UserError
 from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount
@@ -129,25 +129,6 @@ def check_job_id(value: str, *, where: str = "envman logs") -> str:
 
 
 # --------------------------------------------------------------------------- GPUs on the node
-
-
-def allocated_gpus(env: Mapping[str, str]) -> GpuRequest:
-    """The GPUs Slurm allocated to the job (or step) this process runs in, as host device indexes.
-
-    ``SLURM_STEP_GPUS`` (inside an ``srun`` step), else ``SLURM_JOB_GPUS`` (the batch script),
-    else ``CUDA_VISIBLE_DEVICES``. Never "all": a job without allocated GPUs is an error.
-    """
-    for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"):
-        raw = env.get(var, "").strip()
-        if not raw:
-            continue
-        ids = tuple(x.strip() for x in raw.split(","))
-        if not all(re.fullmatch(r"[0-9]{1,4}", x) for x in ids):
-            raise UserError(f"{var}={raw!r} is not a list of GPU indexes", where="--gpus slurm",
-                            fix="the node's gres.conf must give GPUs device files (File=/dev/nvidia[0-3])")
-        return GpuRequest("devices", devices=tuple(dict.fromkeys(ids)))
-    raise UserError("Slurm allocated no GPUs to this job (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset)",
-                    where="--gpus slurm", fix="submit with --gpus N (envman submit --gpus 1), or run with --no-gpu")
 
 
 # --------------------------------------------------------------------------- configuration
@@ -748,7 +729,7 @@ def node_check(target: str, gpus_slurm: bool, matrix_files: Sequence[str] = ()) 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.registry import locate
     from envman.run.plan import ERROR
-    from envman.run.prepare import PreflightError
+    from envman.run.prepare import PreflightError, allocated_gpus
     from envman.run.command import detect_host, stack_resolver
     from envman.run.preflight import gpu_problems, suggest_stack
 

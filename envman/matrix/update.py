@@ -668,13 +668,14 @@ def _row_wheres(row: NewRow) -> set[str]:
     return {f"{fw} {version} {variant}", f"{fw} {version}"}
 
 
-def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, str]) -> tuple[list[NewRow], list[str]]:
+def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, str],
+               render: Callable[[Any], object]) -> tuple[list[NewRow], list[str]]:
     """The rows that load, validate, resolve and render with ``files`` (the matrix files of the
-    target set-up, where ``candidates`` replace or add files); the others with why."""
+    target set-up, where ``candidates`` replace or add files); the others with why. ``render``
+    renders a resolved stack (the caller passes envman's renderer: the matrix sits below it)."""
     import tempfile
 
     from envman.errors import EnvmanError as _E
-    from envman.render.dockerfile import render_stack
     from envman.stack.resolve import resolve_row
     from envman.matrix.load import load_files
     from envman.matrix.validate import validate
@@ -702,7 +703,7 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
             bad[row.key] = "not loaded"
             continue
         try:
-            render_stack(resolve_row(m, b))
+            render(resolve_row(m, b))
         except _E as exc:
             bad[row.key] = exc.line()
     return [r for r in rows if r.key not in bad], [f"{r.name} ({r.data['variant']}): {bad[r.key]}" for r in rows if r.key in bad]
@@ -736,14 +737,15 @@ def plan_shipped(rows: list[NewRow], directory: Path) -> dict[Path, str]:
     return out
 
 
-def settle(rows: list[NewRow], files: list[Path], plan: Callable[[list[NewRow]], dict[Path, str]]) -> tuple[list[NewRow], list[str], dict[Path, str]]:
+def settle(rows: list[NewRow], files: list[Path], plan: Callable[[list[NewRow]], dict[Path, str]],
+           render: Callable[[Any], object]) -> tuple[list[NewRow], list[str], dict[Path, str]]:
     """Drop rows that fail the checks until the rest pass together; returns (rows, skipped, files)."""
     skipped: list[str] = []
     for _ in range(4):
         candidates = plan(rows) if rows else {}
         if not rows:
             return rows, skipped, {}
-        ok, bad = check_rows(rows, files, candidates)
+        ok, bad = check_rows(rows, files, candidates, render)
         skipped += bad
         if len(ok) == len(rows):
             return rows, skipped, candidates

@@ -130,7 +130,7 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
     the user may be halfway through a fix.
     """
     from envman.errors import EnvmanError
-    from envman.run.pins import load_pin, project_key
+    from envman.images.pins import load_pin, project_key
     from envman.state import stable_ref
 
     refs: set[str] = set()

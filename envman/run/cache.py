@@ -53,8 +53,8 @@ UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json"
 #: envman's modules that decide a plan: an edited (editable) install is a miss.
 #: Paths relative to the ``envman`` package.
 CODE_FILES = ("run/cache.py", "run/command.py", "run/plan.py", "run/preflight.py", "run/prepare.py", "run/stacks.py",
-              "run/pins.py", "engine/facts.py", "project/file.py", "project/settings.py", "project/registry.py",
-              "project/image.py", "project/trust.py", "stack/names.py", "state.py", "paths.py", "main.py",
+              "images/pins.py", "engine/facts.py", "project/file.py", "project/settings.py", "project/registry.py",
+              "project/image.py", "project/trust.py", "stack/names.py", "state.py", "paths.py", "main.py", "boundary.py",
               "images/store.py", "labels.py")
 
 # --------------------------------------------------------------------------- the local engine

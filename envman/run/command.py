@@ -30,7 +30,7 @@ from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
 from envman.run.preflight import suggest_stack
-from envman.run.prepare import Prepared, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports, prepare_run
+from envman.run.prepare import Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports, prepare_run
 from envman.run.stacks import resolve_stack
 
 if TYPE_CHECKING:
@@ -176,8 +176,6 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     require_trust(proj)
     check_project_root(proj)
     if a.gpus is not None and a.gpus.strip().lower() == "slurm":
-        from envman.cluster.slurm import allocated_gpus
-
         asked = allocated_gpus(os.environ)
     else:
         asked = parse_gpus(a.gpus, where="--gpus", key="--gpus") if a.gpus is not None else None
@@ -260,7 +258,7 @@ def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Sta
 def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
     """With ``[registry] pull_on_run = true`` and a default registry: a function that pulls a
     stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
-    from envman.cluster.registry import load_registry_settings
+    from envman.images.registry import load_registry_settings
 
     settings = load_registry_settings()
     if not settings.pull_on_run or settings.default is None:
@@ -268,7 +266,7 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
 
     def fetch(stack: Stack) -> None:
         from envman.engine.docker import Engine
-        from envman.cluster.registry import pull_stack
+        from envman.images.registry import pull_stack
 
         _err(f"envman: no promoted image of {stack.name} here: pulling it from {settings.default}")
         with Engine.connect() as engine:
@@ -295,7 +293,7 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     files and their folder (a new file there), and the smoke report."""
     from envman.paths import matrices_dir
     from envman.paths import matrix_files as all_matrix_files
-    from envman.run.pins import pins_file
+    from envman.images.pins import pins_file
     from envman.project.file import PROJECT_FILE
     from envman.project.registry import registry_path
     from envman.project.settings import user_config_path

@@ -7,12 +7,13 @@ command-line values of ``run`` (mounts, ports, environment) are parsed and check
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from envman.errors import EnvmanError, UserError
-from envman.project.file import WORKSPACE, Mount, Port, ProjectConfig
+from envman.project.file import WORKSPACE, GpuRequest, Mount, Port, ProjectConfig
 from envman.project.settings import RunSettings
 from envman.stack.names import Stack
 from envman.engine.facts import gpu_mechanism
@@ -52,8 +53,8 @@ def image_state_of(ref: str, info: Mapping[str, Any] | None) -> ImageState:
 
 def choose_base(engine, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
     """The stack image this run stands on: the project's pin or the current stable image (see
-    :mod:`envman.run.pins`); with the :class:`envman.run.pins.Choice` that says why."""
-    from envman.run.pins import choose, load_pin, project_key
+    :mod:`envman.images.pins`); with the :class:`envman.images.pins.Choice` that says why."""
+    from envman.images.pins import choose, load_pin, project_key
     from envman.images.store import current_user, image_verdict, rootfs_digest
     from envman.state import stable_ref
 
@@ -93,7 +94,7 @@ def prepare_run(
     """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
     or an :class:`envman.engine.docker.Engine`; ``build_image`` builds the project image when needed;
     ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first.
-    The run stands on the image id the project is pinned to (see :mod:`envman.run.pins`)."""
+    The run stands on the image id the project is pinned to (see :mod:`envman.images.pins`)."""
     from envman.project.image import prepare_home
 
     gpus = settings.gpus
@@ -112,7 +113,7 @@ def prepare_run(
         raise PreflightError(errors[0].message + more, problems)
     assert img.image_id is not None  # preflight refused a missing image
     if choice.repin and remember_pin:
-        from envman.run.pins import project_key, save_pin
+        from envman.images.pins import project_key, save_pin
 
         save_pin(project_key(project.name, str(project.root.resolve())), stack.name, img.image_id)
     image, built = img.image_id, None
@@ -238,3 +239,20 @@ def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = Non
     return tuple(sorted(out.items()))
 
 
+def allocated_gpus(env: Mapping[str, str]) -> GpuRequest:
+    """The GPUs Slurm allocated to the job (or step) this process runs in, as host device indexes.
+
+    ``SLURM_STEP_GPUS`` (inside an ``srun`` step), else ``SLURM_JOB_GPUS`` (the batch script),
+    else ``CUDA_VISIBLE_DEVICES``. Never "all": a job without allocated GPUs is an error.
+    """
+    for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"):
+        raw = env.get(var, "").strip()
+        if not raw:
+            continue
+        ids = tuple(x.strip() for x in raw.split(","))
+        if not all(re.fullmatch(r"[0-9]{1,4}", x) for x in ids):
+            raise UserError(f"{var}={raw!r} is not a list of GPU indexes", where="--gpus slurm",
+                            fix="the node's gres.conf must give GPUs device files (File=/dev/nvidia[0-3])")
+        return GpuRequest("devices", devices=tuple(dict.fromkeys(ids)))
+    raise UserError("Slurm allocated no GPUs to this job (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset)",
+                    where="--gpus slurm", fix="submit with --gpus N (envman submit --gpus 1), or run with --no-gpu")

@@ -233,7 +233,7 @@ def test_origins_record_only_user_files(tmp_path, monkeypatch):
 
 
 def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
-    from envman.images.clean import apply, plan
+    from envman.run.clean import apply, plan
 
     state, config = tmp_path / "state", tmp_path / "config"
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(state))

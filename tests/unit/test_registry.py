@@ -1,4 +1,4 @@
-"""envman.cluster.registry without an engine: names, the plain-HTTP rule, the label checks, the config."""
+"""envman.images.registry without an engine: names, the plain-HTTP rule, the label checks, the config."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.load import load_matrix
-from envman.cluster.registry import (
+from envman.images.registry import (
     Registry, check_transport, engine_uses_http, is_loopback, label_problems, load_registry_settings, parse_registry,
 )
 from envman.render.dockerfile import stack_label_json

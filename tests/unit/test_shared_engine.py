@@ -8,7 +8,7 @@ import pytest
 
 from envman.images import build as B
 from envman import labels as L
-from envman.run import pins
+from envman.images import pins
 from envman.images import store as smokestore
 from envman.images.build import ImageRow, PruneScope, prune_selection
 

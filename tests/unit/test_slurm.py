@@ -14,8 +14,9 @@ from envman.errors import EnvmanError, UserError
 from envman.project.file import GpuRequest, Mount
 from envman.run.plan import RunPlan, docker_argv
 from envman.run.command import check_container_name
+from envman.run.prepare import allocated_gpus
 from envman.cluster.slurm import (
-    JobSpec, Resources, allocated_gpus, check_job_id, check_mem, check_partition, check_runtime, check_time,
+    JobSpec, Resources, check_job_id, check_mem, check_partition, check_runtime, check_time,
     default_gpu_count, job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
     render_script, submit,
 )
