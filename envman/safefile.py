@@ -144,13 +144,19 @@ def load_toml(path: str | os.PathLike[str], *, what: str, limit: int = SMALL_LIM
     """Parse a TOML file read with :func:`read_text`: (document, the exact bytes parsed), so a
     caller can hash what it validated. ``FileNotFoundError`` passes through."""
     data = read_file(path, what=what, limit=limit)
-    text = decode_text(data, what=what, where=str(path))
+    return parse_toml(data, what=what, where=str(path), error=error), data
+
+
+def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = UserError) -> dict:
+    """The TOML document in ``data`` (read from ``where``, with :func:`read_file`); a decoding or
+    syntax problem is one ``error`` line naming ``where``."""
+    text = decode_text(data, what=what, where=where)
     try:
-        return tomllib.loads(text), data
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise error(f"not valid TOML ({exc})", where=str(path), fix="fix the syntax (https://toml.io)") from None
+        raise error(f"not valid TOML ({exc})", where=where, fix="fix the syntax (https://toml.io)") from None
     except RecursionError:
-        raise error("not valid TOML (nested too deeply)", where=str(path), fix="fix the syntax") from None
+        raise error("not valid TOML (nested too deeply)", where=where, fix="fix the syntax") from None
 
 
 def private_dir(path: Path) -> Path:

@@ -7,6 +7,7 @@ One sub-app per noun, each in its own module, imported only when its command run
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -120,6 +121,13 @@ def main(argv: list[str] | None = None, *, invocation: tuple[str, ...] | None = 
     sys.exit(guarded(lambda: _invoke(argv, invocation)))
 
 
+@functools.cache
+def _command() -> typer.core.TyperGroup:
+    """The click command typer builds from :data:`app`, built once per process (a click command
+    keeps no state between invocations; every call gets its own context)."""
+    return typer.main.get_command(app)  # type: ignore[return-value]
+
+
 def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -> int:
     """Run the typer app; a usage error (unknown option, bad value, missing argument) becomes the
     same one-line ``UserError`` as every other bad input, not click's framed block."""
@@ -131,7 +139,7 @@ def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -
         from click.exceptions import ClickException, UsageError
 
     try:
-        code = app(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
+        code = _command()(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
     except UsageError as exc:
         ctx = exc.ctx
         where = ctx.command_path if ctx is not None else "envman"

@@ -6,6 +6,7 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -391,14 +392,27 @@ _TOP_KEYS = {
 
 
 def parse_file(path: Path) -> tuple[str, Any]:
-    """Parse one matrix file completely; returns (kind, parsed rows). Raises MatrixError."""
+    """Parse one matrix file completely; returns (kind, parsed rows). Raises MatrixError.
+
+    The file is read every time; bytes already parsed under the same path in this process give
+    the same (immutable) rows again without a second parse."""
     file = str(path)
-    from envman.safefile import LARGE_LIMIT, load_toml
+    from envman.safefile import LARGE_LIMIT, read_file
 
     try:
-        doc, _ = load_toml(path, what="matrix file", limit=LARGE_LIMIT, error=MatrixError)
+        data = read_file(path, what="matrix file", limit=LARGE_LIMIT)
     except FileNotFoundError:
         raise MatrixError("matrix file not found", where=file, fix="check the path (--matrix, ENVMAN_MATRIX or [matrix] files of config.toml)")
+    return _parse_bytes(file, data)
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_bytes(file: str, data: bytes) -> tuple[str, Any]:
+    """:func:`parse_file` of ``data`` read from ``file``; rows come back as tuples (shared by
+    every caller that read the same bytes)."""
+    from envman.safefile import parse_toml
+
+    doc = parse_toml(data, what="matrix file", where=file, error=MatrixError)
     if doc.get("schema") != 1:
         raise MatrixError(
             f"key schema: expected 1, got {doc.get('schema')!r}", where=file, fix="start the file with `schema = 1`"
@@ -421,7 +435,10 @@ def parse_file(path: Path) -> tuple[str, Any]:
         "gpus": _parse_gpus,
         "tags": _parse_tags,
     }[kind]
-    return kind, parser(doc, file)
+    rows = parser(doc, file)
+    if kind == "cuda":
+        return kind, (tuple(rows[0]), tuple(rows[1]))
+    return kind, tuple(rows)
 
 
 def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Matrix:

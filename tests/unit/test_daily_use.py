@@ -286,8 +286,10 @@ def test_completion_through_bash_zsh_and_fish_protocols(tmp_path):
     env = {"ENVMAN_STATE_DIR": str(tmp_path / "s"), "ENVMAN_CONFIG_DIR": str(tmp_path / "c")}
     e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
     e.update(env)
+    # typer picks the shell --show-completion prints for from the parent processes (no shell above
+    # pytest: "Shell  not supported."); its switch makes the shell the option's value instead.
     script = subprocess.run([sys.executable, "-m", "envman", "--show-completion", "bash"], capture_output=True,
-                            text=True, env=e).stdout
+                            text=True, env={**e, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}).stdout
     assert "complete" in script and "_ENVMAN_COMPLETE=complete_bash" in script
     if shutil.which("bash"):  # the generated script in a real bash, calling envman as installed here
         (tmp_path / "bin").mkdir()

@@ -72,7 +72,8 @@ class _Handler(socketserver.StreamRequestHandler):
 def engine(tmp_path, monkeypatch):
     path = str(tmp_path / "docker.sock")
     srv = EngineAPI(path)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    # serve_forever polls for shutdown(); its default half-second poll would be each test's teardown
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
     yield srv
     srv.shutdown()

@@ -168,7 +168,7 @@ class Registry(BaseHTTPRequestHandler):
 @pytest.fixture
 def local_registry():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     t.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
