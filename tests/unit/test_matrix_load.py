@@ -108,3 +108,19 @@ def test_tag_naming_rules_of_each_era(mini):
     assert expected_tag(img("12.3.2", "cudnn-runtime", "9")) == "12.3.2-cudnn9-runtime-ubuntu22.04"
     assert expected_tag(img("12.4.1", "cudnn-runtime", "9")) == "12.4.1-cudnn-runtime-ubuntu22.04"
     assert expected_tag(img("12.4.1", "base", None)) == "12.4.1-base-ubuntu22.04"
+
+
+def test_a_file_rewritten_between_two_loads_in_one_process_is_read_again(tmp_path):
+    """Parsed files are reused within a process only for the same bytes under the same path."""
+    gpu = "[[gpu]]\nid='x'\nname='{name}'\ncc='8.0'\nsource=['s']\nstatus='confirmed'\n"
+    p = write(tmp_path, "schema = 1\nkind='gpus'\n" + gpu.format(name="First"))
+    first = load_matrix([*MINI, p], shipped=False)
+    p.write_text("schema = 1\nkind='gpus'\n" + gpu.format(name="Second"))
+    second = load_matrix([*MINI, p], shipped=False)
+    assert [g.name for g in first.gpus if g.id == "x"] == ["First"]
+    assert [g.name for g in second.gpus if g.id == "x"] == ["Second"]
+    p.write_text("schema = 1\nkind='gpus'\n" + gpu.format(name="First") + "cc='8.6'\n")
+    with pytest.raises(MatrixError):  # a broken rewrite is an error again, not the earlier rows
+        load_matrix([*MINI, p], shipped=False)
+    other = write(tmp_path, "schema = 1\nkind='gpus'\n" + gpu.format(name="First"), name="other.toml")
+    assert load_matrix([*MINI, other], shipped=False).files[-1] == str(other)
