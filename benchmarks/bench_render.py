@@ -2,7 +2,7 @@
 
     python benchmarks/bench_render.py
 
-Renders are in memory (no writing) with default options and the real probe file, the way
+Renders are in memory (no writing) with default options and the real probe (probe.pyz, built once per process), the way
 ``envman render --all`` and ``envman ci`` render; a second pass shows the warm figure (Jinja's
 template cache and the matrix are loaded once per process). Writing every context to disk is
 timed separately.
