@@ -63,24 +63,17 @@ def arch_supported(cc, arch_list):
             parsed.append((a, parse_arch(a)))
         except ValueError:
             continue
-    for text, (kind, major, minor, suffix) in parsed:
-        if kind != "sm":
-            continue
-        if suffix == "a":
-            ok = (major, minor) == (g_major, g_minor)
-        else:
-            ok = major == g_major and minor <= g_minor
-        if ok:
-            return True, "sass", "%s cubin runs on %s" % (text, gpu)
-    for text, (kind, major, minor, suffix) in parsed:
-        if kind != "compute":
-            continue
-        if suffix == "a":
-            ok = (major, minor) == (g_major, g_minor)
-        else:
-            ok = (major, minor) <= (g_major, g_minor)
-        if ok:
-            return True, "ptx", "%s PTX is JIT-compiled for %s" % (text, gpu)
+    rules = (  # every cubin first, then PTX: (kind, via, what it does, whether a plain one suits)
+        ("sm", "sass", "cubin runs on", lambda major, minor: major == g_major and minor <= g_minor),
+        ("compute", "ptx", "PTX is JIT-compiled for", lambda major, minor: (major, minor) <= (g_major, g_minor)),
+    )
+    for wanted, via, does, suits in rules:
+        for text, (kind, major, minor, suffix) in parsed:
+            if kind != wanted:
+                continue
+            ok = (major, minor) == (g_major, g_minor) if suffix == "a" else suits(major, minor)
+            if ok:
+                return True, via, "%s %s %s" % (text, does, gpu)
     return (
         False,
         None,

@@ -186,20 +186,20 @@ class Cuda(object):
     def init(self):
         self.call("cuInit", 0)
 
+    def _out(self, ctype, names, *args):
+        """Call ``names`` with a pointer to a fresh ``ctype`` and then ``args``: its value after."""
+        out = ctype()
+        self.call(names, ctypes.byref(out), *args)
+        return out.value
+
     def driver_version(self):
-        v = ctypes.c_int(0)
-        self.call("cuDriverGetVersion", ctypes.byref(v))
-        return v.value
+        return self._out(ctypes.c_int, "cuDriverGetVersion")
 
     def device_count(self):
-        n = ctypes.c_int(0)
-        self.call("cuDeviceGetCount", ctypes.byref(n))
-        return n.value
+        return self._out(ctypes.c_int, "cuDeviceGetCount")
 
     def device(self, ordinal):
-        d = ctypes.c_int(0)
-        self.call("cuDeviceGet", ctypes.byref(d), ordinal)
-        return d.value
+        return self._out(ctypes.c_int, "cuDeviceGet", ordinal)
 
     def device_name(self, dev):
         buf = ctypes.create_string_buffer(256)
@@ -207,18 +207,14 @@ class Cuda(object):
         return buf.value.decode("utf-8", "replace")
 
     def attribute(self, attr, dev):
-        v = ctypes.c_int(0)
-        self.call("cuDeviceGetAttribute", ctypes.byref(v), attr, dev)
-        return v.value
+        return self._out(ctypes.c_int, "cuDeviceGetAttribute", attr, dev)
 
     def compute_capability(self, dev):
         return (self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
                 self.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
 
     def total_mem(self, dev):
-        v = ctypes.c_size_t(0)
-        self.call("cuDeviceTotalMem_v2", ctypes.byref(v), dev)
-        return v.value
+        return self._out(ctypes.c_size_t, "cuDeviceTotalMem_v2", dev)
 
     def uuid(self, dev):
         buf = ctypes.create_string_buffer(16)
@@ -255,19 +251,15 @@ class Cuda(object):
         return mod.value, info.value.decode("utf-8", "replace").strip()
 
     def module_function(self, module, name):
-        f = ctypes.c_void_p()
         if not isinstance(name, bytes):
             name = name.encode("ascii")
-        self.call("cuModuleGetFunction", ctypes.byref(f), module, name)
-        return f.value
+        return self._out(ctypes.c_void_p, "cuModuleGetFunction", module, name)
 
     def module_unload(self, module):
         self.call("cuModuleUnload", module)
 
     def mem_alloc(self, nbytes):
-        p = ctypes.c_uint64(0)
-        self.call("cuMemAlloc_v2", ctypes.byref(p), nbytes)
-        return p.value
+        return self._out(ctypes.c_uint64, "cuMemAlloc_v2", nbytes)
 
     def mem_free(self, dptr):
         self.call("cuMemFree_v2", dptr)
@@ -294,9 +286,7 @@ class Cuda(object):
         self.call("cuMemsetD8_v2", dptr, value, nbytes)
 
     def mem_alloc_host(self, nbytes):
-        p = ctypes.c_void_p()
-        self.call("cuMemAllocHost_v2", ctypes.byref(p), nbytes)
-        return p.value
+        return self._out(ctypes.c_void_p, "cuMemAllocHost_v2", nbytes)
 
     def mem_free_host(self, addr):
         self.call("cuMemFreeHost", addr)
@@ -308,9 +298,7 @@ class Cuda(object):
                   block[2], shared, stream, ptrs, None)
 
     def event_create(self):
-        e = ctypes.c_void_p()
-        self.call("cuEventCreate", ctypes.byref(e), 0)
-        return e.value
+        return self._out(ctypes.c_void_p, "cuEventCreate", 0)
 
     def event_record(self, ev, stream=None):
         self.call("cuEventRecord", ev, stream)
@@ -319,9 +307,7 @@ class Cuda(object):
         self.call("cuEventSynchronize", ev)
 
     def event_elapsed_ms(self, start, end):
-        ms = ctypes.c_float(0.0)
-        self.call(("cuEventElapsedTime_v2", "cuEventElapsedTime"), ctypes.byref(ms), start, end)
-        return ms.value
+        return self._out(ctypes.c_float, ("cuEventElapsedTime_v2", "cuEventElapsedTime"), start, end)
 
     def event_destroy(self, ev):
         self.call("cuEventDestroy_v2", ev)

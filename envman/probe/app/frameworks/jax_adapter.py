@@ -46,25 +46,22 @@ class JaxAdapter(Adapter):
                 continue
         return []
 
-    def cuda_version(self):
+    def _build_version(self, what, query, fmt):
+        """``fmt`` of what jaxlib's ``query`` answers; None for a jax without GPUs, else NotReported."""
         if self._versions is not None:
             try:
-                return format_cuda_int(self._versions.cuda_runtime_get_version())
+                return fmt(getattr(self._versions, query)())
             except Exception:  # noqa: BLE001
                 pass
         if not self._gpu_devices():
             return None
-        raise NotReported("jax does not report its CUDA version")
+        raise NotReported("jax does not report its %s version" % what)
+
+    def cuda_version(self):
+        return self._build_version("CUDA", "cuda_runtime_get_version", format_cuda_int)
 
     def cudnn_version(self):
-        if self._versions is not None:
-            try:
-                return format_cudnn_int(self._versions.cudnn_get_version())
-            except Exception:  # noqa: BLE001
-                pass
-        if not self._gpu_devices():
-            return None
-        raise NotReported("jax does not report its cuDNN version")
+        return self._build_version("cuDNN", "cudnn_get_version", format_cudnn_int)
 
     def gpus(self):
         devs = self._gpu_devices()

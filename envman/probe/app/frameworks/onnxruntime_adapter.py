@@ -23,21 +23,20 @@ class OnnxruntimeAdapter(Adapter):
         return {"providers": list(self.module.get_available_providers()),
                 "package": getattr(self.bpi, "package_name", None)}
 
-    def cuda_version(self):
-        v = getattr(self.bpi, "cuda_version", None)
+    def _build_version(self, what, key):
+        """The build info's ``key``; None for a build without CUDA, else NotReported."""
+        v = getattr(self.bpi, key, None)
         if v:
             return str(v)
         if "CUDAExecutionProvider" not in self.module.get_available_providers():
             return None
-        raise NotReported("onnxruntime does not report its CUDA version")
+        raise NotReported("onnxruntime does not report its %s version" % what)
+
+    def cuda_version(self):
+        return self._build_version("CUDA", "cuda_version")
 
     def cudnn_version(self):
-        v = getattr(self.bpi, "cudnn_version", None)
-        if v:
-            return str(v)
-        if "CUDAExecutionProvider" not in self.module.get_available_providers():
-            return None
-        raise NotReported("onnxruntime does not report its cuDNN version")
+        return self._build_version("cuDNN", "cudnn_version")
 
     def gpus(self):
         prov = self.module.get_available_providers()
