@@ -12,17 +12,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from envman.paths import state_dir
-from envman.project.file import PROJECT_RECIPE, ProjectConfig, VENV_PYTHON, load_project
+from envman.project.file import PROJECT_RECIPE, ProjectConfig, load_project
 from envman.project.registry import read_registry
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
 
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
+if TYPE_CHECKING:
+    from envman.project.lock import Lock
 
 # --------------------------------------------------------------------------- project image
 
@@ -32,43 +30,19 @@ def project_repository(project: ProjectConfig) -> str:
     return f"envman/project-{project.identity}"
 
 
-def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Any = None) -> str:
-    """apt layer, then requirements layer, on the stack's promoted image (pinned by id, so the
-    tag moving during a build cannot mix two bases). With ``lock`` (an
-    ``envman.project.lock.Lock`` that matches), the requirements layer installs exactly its pins
-    with ``--require-hashes`` and checks that it names nothing the requirements do not need;
-    without, it resolves and leaves pip's install report for the next lock."""
-    from envman.project.lock import REPORT_PATH
+def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None) -> str:
+    """The project image's Dockerfile (see :func:`envman.render.plan.project_plan`): apt layer,
+    then requirements layer, on the stack's promoted image pinned by id. With ``lock`` (an
+    ``envman.lock`` that matches), the requirements layer installs exactly its pins with
+    ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
+    it resolves and leaves pip's install report for the next lock."""
+    from envman.render.plan import project_plan
+    from envman.render.template import render_dockerfile
 
-    lines = [
-        f"# envman project image for {project.name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",
-        f"FROM {base_image_id}",
-        "USER root",
-    ]
-    if project.apt:
-        lines.append(
-            "RUN apt-get update \\\n"
-            " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
-            + " ".join(project.apt)
-            + " \\\n && rm -rf /var/lib/apt/lists/*"
-        )
-    pip = f"{VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check"
-    if project.requirements.strip() and lock is not None:
-        lines += [
-            "COPY requirements.txt envman.lock.txt lockcheck.py /opt/envman/project/",
-            f"RUN {pip} --require-hashes -r /opt/envman/project/envman.lock.txt \\\n"
-            f" && {VENV_PYTHON} /opt/envman/project/lockcheck.py /opt/envman/project/requirements.txt"
-            " /opt/envman/project/envman.lock.txt",
-        ]
-    elif project.requirements.strip():
-        lines += [
-            "COPY requirements.txt /opt/envman/project/requirements.txt",
-            f"RUN {pip} --report {REPORT_PATH} -r /opt/envman/project/requirements.txt",
-        ]
-    return "\n".join(lines) + "\n"
+    return render_dockerfile(project_plan(project, stack_name, base_image_id, lock))
 
 
-def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Any:
+def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Lock | None:
     """The project's ``envman.lock`` when it matches its requirements and this stack image, else
     None (the build re-resolves and rewrites it)."""
     from envman.project.lock import read_lock, usable

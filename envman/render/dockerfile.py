@@ -1,9 +1,11 @@
 """Render a resolved ``Stack`` into a Docker build context: a Dockerfile plus the files it copies.
 
-Rendering never needs a Docker engine. The split follows repo2docker: this module answers small
-questions with plain data (which packages, which pins, which pip flags, which quoted LABEL
-values), and one strict Jinja template (``templates/dockerfiles/Dockerfile.j2``) lays them out.
-Two renders of the same inputs are byte-identical.
+Rendering never needs a Docker engine. The split follows repo2docker: :mod:`envman.render.plan`
+answers small questions with typed data (a frozen ``DockerfilePlan`` with one section per layer:
+which packages, which pins, which pip flags, which quoted LABEL values), and one strict template
+set (``templates/dockerfiles``, through :mod:`envman.render.template`) lays it out. This module
+checks the stack, picks the wheelhouse's wheels, turns index credentials into a build secret,
+and assembles the context and its hash. Two renders of the same inputs are byte-identical.
 
 Safety: every value that reaches the template is validated against a strict pattern first
 (``check_stack`` and the validators of ``envman.config``); values that land in LABEL/ENV are
@@ -32,7 +34,6 @@ recomputes it for a written context; so does this shell line (coreutils)::
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 import json
@@ -46,12 +47,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from packaging.specifiers import SpecifierSet
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from envman import __version__
 from envman.config import (
     CREDENTIAL_KEYS,
     NETWORK_KEYS,
@@ -64,50 +63,29 @@ from envman.config import (
 )
 from envman import labels as L
 from envman.errors import RenderError, UserError
-from envman.probe import IMAGE_DIR, PROBE_FILE, ProbeSourceMissing, probe_archive
-from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX
+from envman.probe import ProbeSourceMissing, probe_archive
+from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX
 from envman.stack.names import Stack
+from envman.render.plan import (
+    BUILDER_KINDS,
+    CA_DEST,
+    ENVMAN_FILES,
+    MIN_PYTHON,
+    PROBE_CONTEXT_FILE,
+    NETRC_SECRET,
+    OS_QUIRKS,
+    UV_VERSION,
+    OsQuirks,
+    nvidia_require_cuda,
+    pip_requirement,
+    stack_plan,
+)
+from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref, stack_label_json
+from envman.render.template import render_dockerfile
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
 
-# --- where things go in the image ------------------------------------------------------------
-
-VENV = "/opt/venv"
-ENVMAN_DIR = IMAGE_DIR
-WHEELS_DIR = f"{ENVMAN_DIR}/wheels"
-PYTHON_DIR = f"{ENVMAN_DIR}/python"  # python-build-standalone installs (strategy "standalone")
-HOME = "/home/envman"
-CA_DEST = "/usr/local/share/ca-certificates/envman-ca.crt"
-SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"  # what update-ca-certificates writes (Debian/Ubuntu)
-BOOTSTRAP = "/tmp/envman-uv"
-
-#: uv, pinned: it installs python-build-standalone for Pythons the distribution lacks.
-UV_VERSION = "0.13.8"
-
-#: Wheels of these projects in a wheelhouse serve the Python layer (the venv's pip upgrade, the
-#: uv bootstrap); they are not force-installed into the venv with the others.
-TOOL_WHEELS = frozenset({"pip", "uv"})
-
-#: The two Dockerfile dialects: the classic builder's, and BuildKit's (RUN --mount).
-BUILDER_KINDS = ("classic", "buildkit")
-
-# BuildKit only: where the cache mounts, the bind-mounted CA bundle and uv live during a RUN.
-CACHE_ROOT = "/var/cache/envman"
-PIP_CACHE = f"{CACHE_ROOT}/pip"
-UV_CACHE = f"{CACHE_ROOT}/uv"
-APT_ARCHIVES = f"{CACHE_ROOT}/apt"
-CA_MOUNT = "/run/envman/ca-bundle.crt"
-CA_MERGED = "/tmp/envman-ca.pem"
-TOOLS_CACHE = f"{CACHE_ROOT}/tools"
-UV_TOOL = f"{TOOLS_CACHE}/uv-{UV_VERSION}"
-#: The build secret that carries index credentials: a netrc file, mounted where pip and uv read it.
-NETRC_SECRET = "envman-netrc"
-NETRC_TARGET = "/root/.netrc"
-#: uv installs packages into Pythons from this one up; older ones get pip.
-MIN_UV_PYTHON = Version("3.8")
-
 RENDER_HASH_LABEL = L.RENDER_HASH
-PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"
-CONTEXT_FILES = ("Dockerfile", "envman/entrypoint.sh", PROBE_CONTEXT_FILE, "envman/stack.json")
+CONTEXT_FILES = ("Dockerfile", *ENVMAN_FILES)
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
 
@@ -119,219 +97,7 @@ _CUDA_RE = re.compile(r"^\d{1,2}\.\d{1,2}$")
 _DRIVER_RE = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,2}$")
 _OS_RE = re.compile(r"^[a-z][a-z0-9]*\d+(?:\.\d+)?$")
 REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_REPO_PATH_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
-_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-_REGISTRY_HOST_RE = re.compile(r"^(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$")
 _WHEEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$")
-DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
-
-# --- distribution facts the render needs, per OS name ----------------------------------------
-
-
-@dataclass(frozen=True)
-class OsQuirks:
-    """What provisioning Python needs to know about one distribution release."""
-
-    #: apt package that carries distutils for every python3.X of the release. Debian and Ubuntu
-    #: split distutils out of the standard library; pip < 22.2 and ensurepip's bundled pip import
-    #: it on 3.6-3.9 ("No module named 'distutils.util'"). On 18.04 and 20.04 the one real
-    #: package, python3-distutils, ships it for the release's secondary Pythons too; the
-    #: python3.X-distutils names are virtual there or exist only in the deadsnakes PPA
-    #: (https://github.com/deadsnakes/issues/issues/88, https://github.com/deadsnakes/issues/issues/109,
-    #: https://github.com/pypa/pipenv/issues/5060). 16.04's python3.5 still has it built in;
-    #: 22.04+ pips no longer need it.
-    distutils: str | None = None
-    #: pip requirement the distribution's own python3 can run, for the uv bootstrap venv, when
-    #: ensurepip's bundled pip is too old to install a manylinux2014 wheel (pip < 19.3).
-    bootstrap_pip: str | None = None
-    #: Whether apt can fetch https:// sources without apt-transport-https (apt >= 1.5).
-    apt_https: bool = True
-
-
-OS_QUIRKS: dict[str, OsQuirks] = {
-    "ubuntu16.04": OsQuirks(bootstrap_pip="pip<21", apt_https=False),
-    "ubuntu18.04": OsQuirks(distutils="python3-distutils", bootstrap_pip="pip<22"),
-    "ubuntu20.04": OsQuirks(distutils="python3-distutils"),
-}
-
-#: Newest pip per Python that still runs on it. The venv's pip is upgraded to this cap (no cap:
-#: newest). Old ensurepip pips (8.x on 16.04) do not read Requires-Python, hence explicit caps.
-_PIP_CAPS = ((Version("3.5"), "pip<21"), (Version("3.6"), "pip<22"), (Version("3.7"), "pip<24.1"))
-MIN_PYTHON = Version("3.5")
-MIN_STANDALONE_PYTHON = Version("3.8")
-
-
-def pip_requirement(python: str) -> str:
-    """The pip requirement the venv's pip is upgraded to for interpreter ``python`` (X.Y)."""
-    v = Version(python)
-    for cap_python, req in _PIP_CAPS:
-        if (v.major, v.minor) == (cap_python.major, cap_python.minor):
-            return req
-    return "pip"
-
-
-def nvidia_require_cuda(stack: Stack) -> tuple[str, str]:
-    """(``NVIDIA_REQUIRE_CUDA`` value, why) for a GPU stack.
-
-    The NVIDIA container runtime refuses to start a container whose constraint the host
-    driver does not meet. ``cuda>=X.Y`` compares against the CUDA version the driver supports.
-    With minor-version compatibility (CUDA 11+), an application built with X.Y runs on any
-    driver of the X family from its floor up, even one that reports an older X.Z: ``cuda>=X.Y``
-    would refuse drivers that work, so the constraint is on the driver itself
-    (``driver>=min_driver``, a key of the runtime's NVIDIA_REQUIRE_* constraint syntax:
-    https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
-    The base image's own value (``cuda>=X.Y brand=...``) is replaced, so the image states one rule.
-    """
-    if stack.cuda is None:
-        raise RenderError("a CPU stack has no NVIDIA_REQUIRE_CUDA", where=stack.name)
-    if stack.minor_compat:
-        if not stack.min_driver:
-            raise RenderError(
-                "stack has minor-version compatibility but no min_driver",
-                where=f"{stack.name}: min_driver",
-                fix="set the CUDA release's minor_compat_driver in the matrix",
-            )
-        return (
-            f"driver>={stack.min_driver}",
-            f"driver>={stack.min_driver}: CUDA {stack.cuda} runs on drivers down to the minor-version-"
-            f"compatibility floor {stack.min_driver}, which cuda>={stack.cuda} would refuse.",
-        )
-    return (
-        f"cuda>={stack.cuda}",
-        f"cuda>={stack.cuda}: no minor-version compatibility for CUDA {stack.cuda}, so the driver must support it.",
-    )
-
-
-# --- quoting ---------------------------------------------------------------------------------
-
-
-def dockerfile_quote(value: str, *, what: str = "value") -> str:
-    """``value`` as a double-quoted word for a Dockerfile LABEL or ENV instruction.
-
-    Inside double quotes Docker's lexer unescapes ``\\"``, ``\\$`` and ``\\\\`` and leaves any
-    other backslash as it is; ``$`` would expand a variable. So ``"`` and ``$`` are escaped, and
-    a backslash is escaped only where the lexer would otherwise consume it (before ``"``, ``$``,
-    ``\\`` or at the end): a backslash before an ordinary character is written as it is, which
-    every Docker version (old lexers did not unescape ``\\\\``) and dockerfile-parse read alike.
-    A newline cannot be carried at all (it ends the instruction), nor can any other control
-    character: those are a ``RenderError``. ``shlex.quote`` is the wrong tool here: the
-    Dockerfile lexer does not know single quotes inside LABEL/ENV values the way sh does.
-    """
-    if not isinstance(value, str):
-        raise RenderError(f"{what} must be a string, got {type(value).__name__}")
-    for ch in value:
-        if not (" " <= ch <= "~"):
-            raise RenderError(
-                f"{what} contains {ch!r}, which a Dockerfile LABEL/ENV value cannot carry",
-                fix="use printable ASCII only (no newlines or control characters)",
-            )
-    out = []
-    n = len(value)
-    for i, ch in enumerate(value):
-        if ch in '"$':
-            out.append("\\" + ch)
-        elif ch == "\\":
-            nxt = value[i + 1] if i + 1 < n else ""
-            out.append("\\\\" if nxt in ('"', "$", "\\", "") else "\\")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _sh(word: str) -> str:
-    """A word for /bin/sh in a RUN line (values are validated first; this is belt and braces)."""
-    return shlex.quote(word)
-
-
-_JSON_ESCAPE_RE = re.compile(r"\\(.)")
-
-
-def stack_label_json(stack: Stack) -> str:
-    """Compact, sorted-keys JSON of the stack, for the ``envman.stack`` label.
-
-    Plain ``json.dumps`` except that a quote or backslash inside a string is written as
-    ``\\u0022`` / ``\\u005c`` and ``$`` as ``\\u0024`` (equally valid JSON): then the only
-    backslashes left precede ordinary letters, which every Dockerfile lexer keeps as they are,
-    and the label reads back exactly, whatever text a matrix note holds.
-    """
-    text = json.dumps(stack.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-    def sub(m: re.Match[str]) -> str:
-        c = m.group(1)
-        return {"\\": "\\u005c", '"': "\\u0022"}.get(c, m.group(0))
-
-    return _JSON_ESCAPE_RE.sub(sub, text).replace("$", "\\u0024")
-
-
-# --- image references ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ImageRef:
-    registry: str | None  # None: Docker Hub
-    path: str  # "nvidia/cuda", "ubuntu"
-    tag: str | None
-    digest: str | None
-
-    def __str__(self) -> str:
-        s = f"{self.registry}/{self.path}" if self.registry else self.path
-        if self.tag:
-            s += f":{self.tag}"
-        if self.digest:
-            s += f"@{self.digest}"
-        return s
-
-
-def parse_image_ref(ref: str) -> ImageRef:
-    """Parse a Docker image reference strictly; it must carry a tag or a digest."""
-    if not isinstance(ref, str) or not ref or len(ref) > 255:
-        raise RenderError(f"base image reference {ref!r} is not valid", fix="e.g. nvidia/cuda:12.4.1-base-ubuntu22.04")
-    rest, _, digest = ref.partition("@")
-    registry = None
-    first, slash, remainder = rest.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost"):
-        registry, rest = first, remainder
-    tag = None
-    last = rest.rsplit("/", 1)[-1]
-    if ":" in last:
-        rest, tag = rest.rsplit(":", 1)
-    bad = (
-        (registry is not None and not _REGISTRY_HOST_RE.fullmatch(registry))
-        or not _REPO_PATH_RE.fullmatch(rest)
-        or (tag is not None and not _TAG_RE.fullmatch(tag))
-        or (digest and not _DIGEST_RE.fullmatch(digest))
-    )
-    if bad:
-        raise RenderError(
-            f"base image reference {ref!r} is not valid",
-            fix="use [REGISTRY/]REPOSITORY:TAG[@sha256:DIGEST] with lowercase repository components",
-        )
-    if tag is None and not digest:
-        raise RenderError(
-            f"base image reference {ref!r} has no tag",
-            fix="pin a tag (e.g. ubuntu:22.04); an untagged base means :latest, which changes under you",
-        )
-    return ImageRef(registry, rest, tag, digest or None)
-
-
-def mirror_image(ref: str, mirror: str | None) -> str:
-    """The ``FROM`` reference for ``ref`` through a Docker Hub mirror.
-
-    ``nvidia/cuda:12.4.1-base-ubuntu22.04`` -> ``MIRROR/nvidia/cuda:12.4.1-base-ubuntu22.04``;
-    an official library image ``ubuntu:22.04`` -> ``MIRROR/library/ubuntu:22.04`` (Docker Hub's
-    real repository name: pull-through caches such as registry:2 proxies, Harbor and Artifactory
-    need the ``library/`` the Docker client adds only for docker.io). A reference that names
-    another registry (``nvcr.io/...``, a private base) is left alone: the mirror stands in for
-    Docker Hub only.
-    """
-    parsed = parse_image_ref(ref)
-    if mirror is None or (parsed.registry is not None and parsed.registry not in DOCKER_HUB):
-        return str(parsed)
-    path = parsed.path if "/" in parsed.path else f"library/{parsed.path}"
-    return str(ImageRef(mirror, path, parsed.tag, parsed.digest))
-
 
 # --- validation of a Stack --------------------------------------------------------------------
 
@@ -603,22 +369,6 @@ def probe_source() -> bytes:
         ) from None
 
 
-@functools.lru_cache(maxsize=1)
-def _jinja_env():
-    import jinja2
-
-    from envman.paths import templates_dir
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # HTML escaping would turn && into &amp;&amp;
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
 def _static(name: str) -> bytes:
     from envman.paths import templates_dir
 
@@ -629,7 +379,7 @@ def _static(name: str) -> bytes:
         raise RenderError(f"template file {name} is missing", where=str(path), fix="reinstall envman") from None
 
 
-# --- the plan: everything the template prints, computed here ----------------------------------
+# --- the wheelhouse and index credentials -----------------------------------------------------
 
 
 def _wheelhouse(options: RenderOptions) -> list[_Wheel]:
@@ -695,53 +445,6 @@ def _selected_wheels(stack: Stack, options: RenderOptions) -> list[_Wheel]:
     return chosen
 
 
-def _has_wheel(wheels: list[_Wheel], project: str, spec: str) -> bool:
-    ss = SpecifierSet(spec)
-    return any(w.project == project and ss.contains(w.version, prereleases=True) for w in wheels)
-
-
-def _framework_sources(stack: Stack, options: RenderOptions) -> tuple[str | None, str | None, str | None]:
-    """(index_url, extra_index_url, find_links) of the framework, after --framework-index."""
-    index, extra, links = stack.index_url, stack.extra_index_url, stack.find_links
-    if options.framework_index:
-        if index:
-            index = options.framework_index
-        elif extra:
-            extra = options.framework_index
-        elif links:
-            links = options.framework_index
-    return index, extra, links
-
-
-def _pip_flags(stack: Stack, options: RenderOptions, wheels: list[_Wheel]) -> list[str]:
-    if options.offline:
-        return ["--no-index", "--find-links", WHEELS_DIR]
-    index, extra, links = _framework_sources(stack, options)
-    flags: list[str] = []
-    extras: list[str] = []
-    if index:
-        flags += ["--index-url", index]
-        # The framework index replaces PyPI (its own instructions say so); dependencies it lacks
-        # still come from your PyPI replacement when you gave one.
-        if options.pip_index:
-            extras.append(options.pip_index)
-    elif options.pip_index:
-        flags += ["--index-url", options.pip_index]
-    if extra:
-        extras.append(extra)
-    if options.pip_extra_index:
-        extras.append(options.pip_extra_index)
-    for x in dict.fromkeys(extras):
-        flags += ["--extra-index-url", x]
-    for fl in ([links] if links else []) + ([WHEELS_DIR] if wheels else []):
-        flags += ["--find-links", fl]
-    return flags
-
-
-def _title(stack: Stack) -> str:
-    return f"{stack.framework} {stack.framework_version} ({stack.variant})"
-
-
 def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, dict[str, bytes]]:
     """(``options`` with every index URL stripped of ``user[:password]@``, the build secrets).
 
@@ -784,214 +487,6 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
     return replace(options, **bare), {NETRC_SECRET: "".join(lines).encode()}
 
 
-def _mount_flags(stack: Stack, options: RenderOptions, *, cache: bool, wheels: bool, secret: bool) -> str:
-    """``RUN --mount=...`` flags of one BuildKit step (the text after ``RUN``, with a trailing
-    continuation when there are any)."""
-    flags = []
-    if cache:
-        flags += [f"--mount=type=cache,id=envman-pip,target={PIP_CACHE}",
-                  f"--mount=type=cache,id=envman-uv,target={UV_CACHE}",
-                  f"--mount=type=cache,id=envman-tools,target={TOOLS_CACHE}"]
-    if wheels:
-        flags.append(f"--mount=type=bind,source=wheels,target={WHEELS_DIR}")
-    if options.ca_bundle is not None:
-        flags.append(f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT}")
-    if secret:
-        flags.append(f"--mount=type=secret,id={NETRC_SECRET},target={NETRC_TARGET},mode=0400")
-    return "".join(f"{f} \\\n    " for f in flags)
-
-
-def _buildkit_plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel], secret: bool) -> dict[str, Any]:
-    """The template values that differ on BuildKit: mounts, caches, the CA bundle and uv."""
-    apt_caches = (f"--mount=type=cache,id=envman-apt-lists-{stack.os},target=/var/lib/apt/lists,sharing=locked \\\n    "
-                  f"--mount=type=cache,id=envman-apt-archives-{stack.os},target={APT_ARCHIVES},sharing=locked \\\n    ")
-    apt_ca = (f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT} \\\n    "
-              if options.ca_bundle is not None else "")
-    apt_get = f"apt-get -o Dir::Cache::Archives={APT_ARCHIVES}/ -o APT::Keep-Downloaded-Packages=true"
-    if options.ca_bundle is not None:
-        apt_get += f" -o Acquire::https::CAInfo={CA_MOUNT}"
-    uses_index = not options.offline
-    installer = "uv" if Version(stack.python) >= MIN_UV_PYTHON else "pip"
-    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
-    ca = options.ca_bundle is not None
-    return {
-        "buildkit": True,
-        "run_apt": "RUN " + apt_caches + apt_ca,
-        "run_python": "RUN " + _mount_flags(stack, options, cache=True, wheels=bool(wheels) and options.offline,
-                                             secret=secret and uses_index),
-        "run_framework": "RUN " + _mount_flags(stack, options, cache=True, wheels=bool(wheels), secret=secret and uses_index),
-        "apt_get": apt_get,
-        "pip_cache": f"--cache-dir {PIP_CACHE}",
-        "ca_env": [],
-        "ca_prelude": (f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}; "
-                       f"export PIP_CERT={CA_MERGED} REQUESTS_CA_BUNDLE={CA_MERGED} SSL_CERT_FILE={CA_MERGED}"
-                       if ca else ""),
-        "ca_cleanup": f"; \\\n    rm -f {CA_MERGED}" if ca else "",
-        "installer": installer,
-        "uv_version": UV_VERSION,
-        "uv_tool": UV_TOOL,
-        "uv_cache": UV_CACHE,
-        "uv_fetch_flags": offline_flags or (f"--find-links {WHEELS_DIR} " if any(w.project == "uv" for w in wheels) else ""),
-        "uv_flags": "--index-strategy unsafe-best-match " + "".join(_sh(f) + " " for f in _pip_flags(stack, options, wheels)),
-    }
-
-
-def _plan(stack: Stack, options: RenderOptions, wheels: list[_Wheel], builder: str = "classic",
-          secret: bool = False) -> dict[str, Any]:
-    quirks = OS_QUIRKS.get(stack.os, OsQuirks())
-    python = stack.python
-    standalone = stack.python_strategy == "standalone"
-
-    if options.apt_mirror and options.apt_mirror.startswith("https:") and not quirks.apt_https:
-        raise RenderError(
-            f"apt on {stack.os} cannot fetch https:// sources without apt-transport-https",
-            where="--apt-mirror",
-            fix="give the mirror's http:// URL (apt verifies packages by signature either way)",
-        )
-
-    packages = {"ca-certificates"}
-    if standalone:
-        if Version(python) < MIN_STANDALONE_PYTHON:
-            raise RenderError(
-                f"{stack.os} has no Python {python} and python-build-standalone starts at {MIN_STANDALONE_PYTHON}",
-                where=f"stack {stack.row!r}",
-                fix="choose a Python the OS packages, or a base image whose OS has it",
-            )
-        packages |= {"python3", "python3-venv"}
-    else:
-        packages |= {f"python{python}", f"python{python}-venv"}
-    if quirks.distutils:  # for the venv's pip, or for the uv bootstrap venv's
-        packages.add(quirks.distutils)
-
-    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
-    pip_req = pip_requirement(python)
-    pip_upgrade: str | None = f"--upgrade {_sh(pip_req)}"
-    pip_note = ""
-    if options.offline:
-        spec = pip_req[3:] or ">=0"
-        if _has_wheel(wheels, "pip", spec):
-            pip_upgrade = offline_flags + pip_upgrade
-        else:
-            pip_upgrade = None
-            pip_note = f"offline and no {pip_req} wheel in the wheelhouse: the interpreter's bundled pip stays"
-
-    bootstrap_pip = None
-    uv_env = ""
-    if standalone:
-        bootstrap_pip = _sh(quirks.bootstrap_pip) if quirks.bootstrap_pip else None
-        if options.offline:
-            missing = []
-            if not _has_wheel(wheels, "uv", f"=={UV_VERSION}"):
-                missing.append(f"uv=={UV_VERSION}")
-            if quirks.bootstrap_pip and not _has_wheel(wheels, "pip", quirks.bootstrap_pip[3:]):
-                missing.append(quirks.bootstrap_pip)
-            if missing:
-                raise RenderError(
-                    f"--offline with a standalone Python needs {' and '.join(missing)} in the wheelhouse",
-                    where="--wheelhouse",
-                    fix="pip download " + " ".join(shlex.quote(m) for m in missing) + " --no-deps --only-binary=:all: -d WHEELHOUSE",
-                )
-            if not options.python_install_mirror:
-                raise RenderError(
-                    f"--offline with a standalone Python {python} needs a python-build-standalone mirror",
-                    where="--python-mirror",
-                    fix="mirror the python-build-standalone release assets on your network and pass --python-mirror URL",
-                )
-        uv_cache = UV_CACHE if builder == "buildkit" else "/tmp/envman-uv-cache"
-        assigns = [f"UV_PYTHON_INSTALL_DIR={PYTHON_DIR}", f"UV_CACHE_DIR={uv_cache}"]
-        if options.python_install_mirror:
-            assigns.append(f"UV_PYTHON_INSTALL_MIRROR={_sh(options.python_install_mirror)}")
-        uv_env = " ".join(assigns)
-
-    apt_get = "apt-get"
-    ca_env: list[str] = []
-    if options.ca_bundle:
-        apt_get = f"apt-get -o Acquire::https::CAInfo={CA_DEST}"
-        quoted = dockerfile_quote(SYSTEM_CA)
-        ca_env = [f"{k}={quoted}" for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")]
-        ca_env.append(f"UV_NATIVE_TLS={dockerfile_quote('1')}")
-
-    pip_env = []
-    if options.pip_index:
-        pip_env.append(f"PIP_INDEX_URL={dockerfile_quote(options.pip_index, what='--pip-index')}")
-    if options.pip_extra_index:
-        pip_env.append(f"PIP_EXTRA_INDEX_URL={dockerfile_quote(options.pip_extra_index, what='--pip-extra-index')}")
-
-    nvidia_env: list[str] = []
-    nvidia_note = ""
-    if stack.cuda is not None:
-        require, nvidia_note = nvidia_require_cuda(stack)
-        nvidia_env = [
-            f"NVIDIA_VISIBLE_DEVICES={dockerfile_quote('all')}",
-            f"NVIDIA_DRIVER_CAPABILITIES={dockerfile_quote('compute,utility')}",
-            f"NVIDIA_REQUIRE_CUDA={dockerfile_quote(require)}",
-        ]
-
-    labels = [
-        f"{L.MANAGED}={dockerfile_quote(L.TRUE)}",
-        f"{L.NAME}={dockerfile_quote(stack.name, what='stack name')}",
-        f"{L.STACK}={dockerfile_quote(stack_label_json(stack), what='stack JSON')}",
-        f"{L.VERSION}={dockerfile_quote(__version__, what='envman version')}",
-    ]
-
-    target = f"CUDA {stack.cuda}" if stack.cuda else "CPU"
-    summary = (
-        f"{_title(stack)}, {target}, Python {python} ({stack.python_strategy}), {stack.os}, "
-        f"{stack.flavour} flavour; matrix row {stack.row}"
-    )
-    plan: dict[str, Any] = {
-        "envman_version": __version__,
-        "name": stack.name,
-        "summary": summary,
-        "base_image": stack.base_image,
-        "from_image": mirror_image(stack.base_image, options.registry_mirror),
-        "from_platform": None if stack.platform == DEFAULT_PLATFORM else stack.platform,
-        "ca_bundle": options.ca_bundle is not None,
-        "ca_dest": CA_DEST,
-        "apt_get": apt_get,
-        "hide_nvidia_apt": stack.cuda is not None,
-        "apt_mirror": options.apt_mirror,
-        "apt_packages": sorted(packages),
-        "home": HOME,
-        "ca_env": ca_env,
-        "pip_env": pip_env,
-        "wheels": [w.filename for w in wheels],
-        "wheels_early": options.offline,
-        "wheels_dir": WHEELS_DIR,
-        "python_strategy": stack.python_strategy,
-        "python": python,
-        "python_exe": f"python{python}",
-        "os": stack.os,
-        "venv": VENV,
-        "bootstrap": BOOTSTRAP,
-        "bootstrap_pip": bootstrap_pip,
-        "bootstrap_flags": offline_flags,
-        "uv_requirement": _sh(f"uv=={UV_VERSION}"),
-        "uv_env": uv_env,
-        "pip_upgrade": pip_upgrade,
-        "pip_note": pip_note,
-        "framework_title": _title(stack),
-        "wheel_paths": " ".join(_sh(f"{WHEELS_DIR}/{w.filename}") for w in wheels if w.project not in TOOL_WHEELS),
-        "fw_flags": "".join(_sh(f) + " " for f in _pip_flags(stack, options, wheels)),
-        "packages": " ".join(_sh(p) for p in stack.packages),
-        "nvidia_env": nvidia_env,
-        "nvidia_require_note": nvidia_note,
-        "envman_dir": ENVMAN_DIR,
-        "labels": labels,
-        "buildkit": False,
-        "run_apt": "RUN ",
-        "run_python": "RUN ",
-        "run_framework": "RUN ",
-        "pip_cache": "--no-cache-dir",
-        "ca_prelude": "",
-        "ca_cleanup": "",
-        "installer": "pip",
-    }
-    if builder == "buildkit":
-        plan.update(_buildkit_plan(stack, options, wheels, secret))
-    return plan
-
-
 # --- the entry point ---------------------------------------------------------------------------
 
 
@@ -1010,8 +505,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     check_stack(stack)
     options, secrets = index_secrets(options, builder)
     wheels = _selected_wheels(stack, options)
-    plan = _plan(stack, options, wheels, builder, bool(secrets))
-    body = _jinja_env().get_template("Dockerfile.j2").render(**plan)
+    body = render_dockerfile(stack_plan(stack, options, wheels, builder, bool(secrets)))
     files: dict[str, bytes] = {
         "Dockerfile": body.encode(),
         "envman/entrypoint.sh": _static("entrypoint.sh"),
@@ -1033,7 +527,10 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
 
 __all__ = [
     "BuildContext",
+    "CA_DEST",
+    "NETRC_SECRET",
     "RenderOptions",
+    "UV_VERSION",
     "render_stack",
     "render_hash",
     "verify_context",

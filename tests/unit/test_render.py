@@ -181,9 +181,9 @@ def test_tar_is_normalised():
 def test_jinja_environment_is_strict():
     import jinja2
 
-    from envman.render.dockerfile import _jinja_env
+    from envman.render.template import jinja_env
 
-    env = _jinja_env()
+    env = jinja_env()
     assert env.undefined is jinja2.StrictUndefined and not env.autoescape
     assert env.trim_blocks and env.lstrip_blocks and env.keep_trailing_newline
     with pytest.raises(jinja2.UndefinedError):

@@ -1,0 +1,743 @@
+"""The Dockerfile plan: what an image's Dockerfile says, as typed, frozen sections.
+
+A :class:`DockerfilePlan` is built by a pure function (:func:`stack_plan` for a stack image,
+:func:`project_plan` for a project image) and laid out by one template set
+(``templates/dockerfiles``, see :mod:`envman.render.template`). Python computes every pin, flag,
+path and quoted value here; the templates only print attributes of the plan, in layer order:
+
+    base -> os_packages -> python -> framework -> nvidia -> project -> envman_files -> labels
+
+A section a kind of image does not have is ``None`` (a project image has no ``python`` or
+``framework``; a stack image has no ``project``; a CPU stack has no ``nvidia``). Values that land
+in LABEL/ENV are quoted for the Dockerfile lexer (:func:`envman.render.quote.dockerfile_quote`),
+words in RUN lines for /bin/sh (:func:`envman.render.quote.sh_word`), before they enter a plan.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from packaging.version import Version
+
+from envman import __version__
+from envman import labels as L
+from envman.errors import RenderError
+from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
+from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_label_json
+from envman.stack.names import DEFAULT_PLATFORM, Stack
+
+if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
+    from envman.project.file import ProjectConfig
+    from envman.project.lock import Lock
+    from envman.render.dockerfile import RenderOptions
+    from envman.render.wheels import Wheel
+
+# --- where things go in the image ------------------------------------------------------------
+
+VENV = "/opt/venv"
+VENV_PYTHON = f"{VENV}/bin/python"
+ENVMAN_DIR = IMAGE_DIR
+WHEELS_DIR = f"{ENVMAN_DIR}/wheels"
+PYTHON_DIR = f"{ENVMAN_DIR}/python"  # python-build-standalone installs (strategy "standalone")
+PROJECT_DIR = f"{ENVMAN_DIR}/project"  # a project image's requirements and lock
+HOME = "/home/envman"
+CA_DEST = "/usr/local/share/ca-certificates/envman-ca.crt"
+SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"  # what update-ca-certificates writes (Debian/Ubuntu)
+BOOTSTRAP = "/tmp/envman-uv"
+
+#: uv, pinned: it installs python-build-standalone for Pythons the distribution lacks.
+UV_VERSION = "0.13.8"
+
+#: Wheels of these projects in a wheelhouse serve the Python layer (the venv's pip upgrade, the
+#: uv bootstrap); they are not force-installed into the venv with the others.
+TOOL_WHEELS = frozenset({"pip", "uv"})
+
+#: The two Dockerfile dialects: the classic builder's, and BuildKit's (RUN --mount).
+BuilderKind = Literal["classic", "buildkit"]
+BUILDER_KINDS: tuple[BuilderKind, ...] = ("classic", "buildkit")
+
+# BuildKit only: where the cache mounts, the bind-mounted CA bundle and uv live during a RUN.
+CACHE_ROOT = "/var/cache/envman"
+PIP_CACHE = f"{CACHE_ROOT}/pip"
+UV_CACHE = f"{CACHE_ROOT}/uv"
+APT_ARCHIVES = f"{CACHE_ROOT}/apt"
+CA_MOUNT = "/run/envman/ca-bundle.crt"
+CA_MERGED = "/tmp/envman-ca.pem"
+TOOLS_CACHE = f"{CACHE_ROOT}/tools"
+UV_TOOL = f"{TOOLS_CACHE}/uv-{UV_VERSION}"
+#: The build secret that carries index credentials: a netrc file, mounted where pip and uv read it.
+NETRC_SECRET = "envman-netrc"
+NETRC_TARGET = "/root/.netrc"
+#: uv installs packages into Pythons from this one up; older ones get pip.
+MIN_UV_PYTHON = Version("3.8")
+
+#: The files of a stack's build context that its Dockerfile copies into ``ENVMAN_DIR``.
+PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"
+ENVMAN_FILES = ("envman/entrypoint.sh", PROBE_CONTEXT_FILE, "envman/stack.json")
+#: The labels a stack image's Dockerfile writes, in order (``envman.render-hash`` follows them,
+#: on the last line, once the render hash is known).
+STACK_LABELS = (L.MANAGED, L.NAME, L.STACK, L.VERSION)
+
+# --- distribution facts the render needs, per OS name ----------------------------------------
+
+
+@dataclass(frozen=True)
+class OsQuirks:
+    """What provisioning Python needs to know about one distribution release."""
+
+    #: apt package that carries distutils for every python3.X of the release. Debian and Ubuntu
+    #: split distutils out of the standard library; pip < 22.2 and ensurepip's bundled pip import
+    #: it on 3.6-3.9 ("No module named 'distutils.util'"). On 18.04 and 20.04 the one real
+    #: package, python3-distutils, ships it for the release's secondary Pythons too; the
+    #: python3.X-distutils names are virtual there or exist only in the deadsnakes PPA
+    #: (https://github.com/deadsnakes/issues/issues/88, https://github.com/deadsnakes/issues/issues/109,
+    #: https://github.com/pypa/pipenv/issues/5060). 16.04's python3.5 still has it built in;
+    #: 22.04+ pips no longer need it.
+    distutils: str | None = None
+    #: pip requirement the distribution's own python3 can run, for the uv bootstrap venv, when
+    #: ensurepip's bundled pip is too old to install a manylinux2014 wheel (pip < 19.3).
+    bootstrap_pip: str | None = None
+    #: Whether apt can fetch https:// sources without apt-transport-https (apt >= 1.5).
+    apt_https: bool = True
+
+
+OS_QUIRKS: dict[str, OsQuirks] = {
+    "ubuntu16.04": OsQuirks(bootstrap_pip="pip<21", apt_https=False),
+    "ubuntu18.04": OsQuirks(distutils="python3-distutils", bootstrap_pip="pip<22"),
+    "ubuntu20.04": OsQuirks(distutils="python3-distutils"),
+}
+
+#: Newest pip per Python that still runs on it. The venv's pip is upgraded to this cap (no cap:
+#: newest). Old ensurepip pips (8.x on 16.04) do not read Requires-Python, hence explicit caps.
+_PIP_CAPS = ((Version("3.5"), "pip<21"), (Version("3.6"), "pip<22"), (Version("3.7"), "pip<24.1"))
+MIN_PYTHON = Version("3.5")
+MIN_STANDALONE_PYTHON = Version("3.8")
+
+
+def pip_requirement(python: str) -> str:
+    """The pip requirement the venv's pip is upgraded to for interpreter ``python`` (X.Y)."""
+    v = Version(python)
+    for cap_python, req in _PIP_CAPS:
+        if (v.major, v.minor) == (cap_python.major, cap_python.minor):
+            return req
+    return "pip"
+
+
+def nvidia_require_cuda(stack: Stack) -> tuple[str, str]:
+    """(``NVIDIA_REQUIRE_CUDA`` value, why) for a GPU stack.
+
+    The NVIDIA container runtime refuses to start a container whose constraint the host
+    driver does not meet. ``cuda>=X.Y`` compares against the CUDA version the driver supports.
+    With minor-version compatibility (CUDA 11+), an application built with X.Y runs on any
+    driver of the X family from its floor up, even one that reports an older X.Z: ``cuda>=X.Y``
+    would refuse drivers that work, so the constraint is on the driver itself
+    (``driver>=min_driver``, a key of the runtime's NVIDIA_REQUIRE_* constraint syntax:
+    https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).
+    The base image's own value (``cuda>=X.Y brand=...``) is replaced, so the image states one rule.
+    """
+    if stack.cuda is None:
+        raise RenderError("a CPU stack has no NVIDIA_REQUIRE_CUDA", where=stack.name)
+    if stack.minor_compat:
+        if not stack.min_driver:
+            raise RenderError(
+                "stack has minor-version compatibility but no min_driver",
+                where=f"{stack.name}: min_driver",
+                fix="set the CUDA release's minor_compat_driver in the matrix",
+            )
+        return (
+            f"driver>={stack.min_driver}",
+            f"driver>={stack.min_driver}: CUDA {stack.cuda} runs on drivers down to the minor-version-"
+            f"compatibility floor {stack.min_driver}, which cuda>={stack.cuda} would refuse.",
+        )
+    return (
+        f"cuda>={stack.cuda}",
+        f"cuda>={stack.cuda}: no minor-version compatibility for CUDA {stack.cuda}, so the driver must support it.",
+    )
+
+
+# --- the plan's sections ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuilderOptions:
+    """What differs between the two builders' Dockerfiles, for the steps that run pip."""
+
+    kind: BuilderKind
+    #: pip's cache option: ``--no-cache-dir`` (classic), or a cache mount's directory (BuildKit).
+    pip_cache: str
+    #: BuildKit with --ca-bundle: shell that merges the mounted bundle into one file for pip and
+    #: uv at the start of a step, and removes it at the end (classic: empty, the system store has it).
+    ca_prelude: str = ""
+    ca_cleanup: str = ""
+
+    @property
+    def buildkit(self) -> bool:
+        return self.kind == "buildkit"
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    """The ``FROM`` line."""
+
+    image: str  # as the matrix names it (a stack) or the stack image id (a project)
+    from_image: str  # what FROM names: ``image`` through the registry mirror, if one is set
+    platform: str | None = None  # ``--platform`` for a platform other than the default
+
+
+@dataclass(frozen=True)
+class NetworkOptions:
+    """The image's trust store and package indexes (--ca-bundle, --pip-index, ...)."""
+
+    #: classic builder with --ca-bundle: where the bundle is copied before the OS packages step.
+    ca_copy_dest: str | None = None
+    ca_env: tuple[str, ...] = ()  # ``NAME="value"`` for ENV, quoted
+    pip_env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OsPackages:
+    """One apt step: update, install ``packages``, clean up."""
+
+    run: str  # ``RUN `` with its BuildKit mount flags
+    apt_get: str  # ``apt-get`` with its options
+    packages: tuple[str, ...]  # sorted, validated package names (``name`` or ``name=version``)
+    #: Prefix of the install command (a project image sets DEBIAN_FRONTEND there; a stack image
+    #: has it as a build ARG).
+    install_env: str = ""
+    mirror: str | None = None  # --apt-mirror: rewrite the sources' URIs first
+    hide_nvidia_sources: bool = False  # set NVIDIA's apt sources aside while apt-get runs
+    update_ca_certificates: bool = False  # add the copied CA bundle to the system store
+    clean_lists: bool = True  # remove apt's lists (they are a cache mount on BuildKit)
+    home: str | None = None  # a HOME made usable by any uid, with /etc/passwd and /etc/group
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    """--wheelhouse: the wheels of the build context the stack's pins select."""
+
+    files: tuple[str, ...]
+    dir: str
+    #: When the classic builder copies them into the image: before the Python step (--offline:
+    #: its pip steps install from them), or after it; ``None`` on BuildKit (bind-mounted).
+    copy: Literal["before-python", "after-python"] | None
+
+
+@dataclass(frozen=True)
+class Python:
+    """The interpreter and the venv every later pip step uses."""
+
+    version: str  # X.Y
+    strategy: Literal["apt", "standalone"]
+    os: str
+    exe: str  # the distribution's ``pythonX.Y``
+    venv: str
+    venv_python: str
+    run: str
+    pip_upgrade: str | None  # the venv pip's upgrade arguments; None: keep the bundled pip
+    pip_note: str  # why the bundled pip stays ("" when it does not)
+    # strategy "standalone": a bootstrap venv with uv installs python-build-standalone.
+    bootstrap: str = BOOTSTRAP
+    bootstrap_python: str = f"{BOOTSTRAP}/bin/python"
+    bootstrap_pip: str | None = None
+    bootstrap_flags: str = ""
+    uv_requirement: str = ""
+    uv_env: str = ""
+
+
+@dataclass(frozen=True)
+class UvInstaller:
+    """BuildKit, Python 3.8+: uv installs the framework, fetched once into a cache mount."""
+
+    version: str
+    requirement: str  # for pip, quoted
+    tool: str  # where the fetched uv lives (a cache mount)
+    cache: str
+    fetch_flags: str  # pip options for fetching uv (the wheelhouse, offline)
+    args: str  # ``uv pip install`` arguments: options, then the pins
+
+
+@dataclass(frozen=True)
+class Framework:
+    """The matrix row's pinned packages (and the wheelhouse's wheels, installed first)."""
+
+    title: str
+    run: str
+    pip_args: str  # ``pip install`` arguments: index options, then the pins (quoted)
+    wheel_paths: str  # the wheelhouse's wheels, quoted, space-separated ("" when none)
+    installer: Literal["pip", "uv"] = "pip"
+    uv: UvInstaller | None = None
+
+
+@dataclass(frozen=True)
+class Nvidia:
+    """What the NVIDIA container runtime reads (GPU stacks only)."""
+
+    env: tuple[str, ...]  # ``NAME="value"`` for ENV, quoted
+    note: str  # why NVIDIA_REQUIRE_CUDA says what it says
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """A project's requirements layer: copy the files, install, check."""
+
+    copy: tuple[str, ...]  # context files
+    dest: str  # where COPY puts them
+    python: str
+    pip_options: str
+    install: str  # what follows ``pip install <pip_options>``
+    check: str | None = None  # a command run after the install (the lock's closure check)
+
+
+@dataclass(frozen=True)
+class Project:
+    """The project's own layers on its stack image (project images only)."""
+
+    name: str
+    stack: str
+    requirements: Requirements | None
+
+
+@dataclass(frozen=True)
+class EnvmanFiles:
+    """envman's own files in a stack image, and how the image starts."""
+
+    files: tuple[str, ...]  # context files copied into ``dir``
+    dir: str
+    home: str
+    entrypoint: str
+    cmd: str
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    value: str  # quoted for the Dockerfile lexer
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+@dataclass(frozen=True)
+class DockerfilePlan:
+    """Everything a Dockerfile says, by section; ``template`` names the one that lays it out."""
+
+    template: Literal["Dockerfile.j2", "project.Dockerfile.j2"]
+    title: tuple[str, ...]  # the comment lines at the top
+    builder: BuilderOptions
+    base: BaseImage
+    os_packages: OsPackages | None
+    network: NetworkOptions = NetworkOptions()
+    wheelhouse: Wheelhouse | None = None
+    python: Python | None = None
+    framework: Framework | None = None
+    nvidia: Nvidia | None = None
+    project: Project | None = None
+    envman_files: EnvmanFiles | None = None
+    labels: tuple[Label, ...] = ()
+
+
+# --- a stack image -----------------------------------------------------------------------------
+
+
+def _title(stack: Stack) -> str:
+    return f"{stack.framework} {stack.framework_version} ({stack.variant})"
+
+
+def _has_wheel(wheels: list[Wheel], project: str, spec: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+
+    ss = SpecifierSet(spec)
+    return any(w.project == project and ss.contains(w.version, prereleases=True) for w in wheels)
+
+
+def framework_sources(stack: Stack, options: RenderOptions) -> tuple[str | None, str | None, str | None]:
+    """(index_url, extra_index_url, find_links) of the framework, after --framework-index."""
+    index, extra, links = stack.index_url, stack.extra_index_url, stack.find_links
+    if options.framework_index:
+        if index:
+            index = options.framework_index
+        elif extra:
+            extra = options.framework_index
+        elif links:
+            links = options.framework_index
+    return index, extra, links
+
+
+def pip_flags(stack: Stack, options: RenderOptions, wheels: list[Wheel]) -> list[str]:
+    """pip's index options for the framework's pins (unquoted words)."""
+    if options.offline:
+        return ["--no-index", "--find-links", WHEELS_DIR]
+    index, extra, links = framework_sources(stack, options)
+    flags: list[str] = []
+    extras: list[str] = []
+    if index:
+        flags += ["--index-url", index]
+        # The framework index replaces PyPI (its own instructions say so); dependencies it lacks
+        # still come from your PyPI replacement when you gave one.
+        if options.pip_index:
+            extras.append(options.pip_index)
+    elif options.pip_index:
+        flags += ["--index-url", options.pip_index]
+    if extra:
+        extras.append(extra)
+    if options.pip_extra_index:
+        extras.append(options.pip_extra_index)
+    for x in dict.fromkeys(extras):
+        flags += ["--extra-index-url", x]
+    for fl in ([links] if links else []) + ([WHEELS_DIR] if wheels else []):
+        flags += ["--find-links", fl]
+    return flags
+
+
+def _words(words: list[str]) -> str:
+    """Shell words, each followed by a space."""
+    return "".join(sh_word(w) + " " for w in words)
+
+
+def _mount_flags(options: RenderOptions, *, cache: bool, wheels: bool, secret: bool) -> str:
+    """``RUN --mount=...`` flags of one BuildKit step (the text after ``RUN``, with a trailing
+    continuation when there are any)."""
+    flags = []
+    if cache:
+        flags += [f"--mount=type=cache,id=envman-pip,target={PIP_CACHE}",
+                  f"--mount=type=cache,id=envman-uv,target={UV_CACHE}",
+                  f"--mount=type=cache,id=envman-tools,target={TOOLS_CACHE}"]
+    if wheels:
+        flags.append(f"--mount=type=bind,source=wheels,target={WHEELS_DIR}")
+    if options.ca_bundle is not None:
+        flags.append(f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT}")
+    if secret:
+        flags.append(f"--mount=type=secret,id={NETRC_SECRET},target={NETRC_TARGET},mode=0400")
+    return "".join(f"{f} \\\n    " for f in flags)
+
+
+def builder_options(options: RenderOptions, builder: BuilderKind) -> BuilderOptions:
+    if builder != "buildkit":
+        return BuilderOptions("classic", "--no-cache-dir")
+    if options.ca_bundle is None:
+        return BuilderOptions("buildkit", f"--cache-dir {PIP_CACHE}")
+    return BuilderOptions(
+        "buildkit", f"--cache-dir {PIP_CACHE}",
+        ca_prelude=(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}; "
+                    f"export PIP_CERT={CA_MERGED} REQUESTS_CA_BUNDLE={CA_MERGED} SSL_CERT_FILE={CA_MERGED}"),
+        ca_cleanup=f"; \\\n    rm -f {CA_MERGED}",
+    )
+
+
+def base_image(stack: Stack, options: RenderOptions) -> BaseImage:
+    return BaseImage(
+        image=stack.base_image,
+        from_image=mirror_image(stack.base_image, options.registry_mirror),
+        platform=None if stack.platform == DEFAULT_PLATFORM else stack.platform,
+    )
+
+
+def network_options(options: RenderOptions, builder: BuilderKind) -> NetworkOptions:
+    ca_env: tuple[str, ...] = ()
+    if options.ca_bundle and builder != "buildkit":
+        quoted = dockerfile_quote(SYSTEM_CA)
+        ca_env = (*(f"{k}={quoted}" for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")),
+                  f"UV_NATIVE_TLS={dockerfile_quote('1')}")
+    pip_env = []
+    if options.pip_index:
+        pip_env.append(f"PIP_INDEX_URL={dockerfile_quote(options.pip_index, what='--pip-index')}")
+    if options.pip_extra_index:
+        pip_env.append(f"PIP_EXTRA_INDEX_URL={dockerfile_quote(options.pip_extra_index, what='--pip-extra-index')}")
+    return NetworkOptions(
+        ca_copy_dest=CA_DEST if options.ca_bundle is not None and builder != "buildkit" else None,
+        ca_env=ca_env,
+        pip_env=tuple(pip_env),
+    )
+
+
+def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> OsPackages:
+    """The stack's apt step: the Python the strategy needs, ca-certificates, and a HOME for any uid."""
+    quirks = OS_QUIRKS.get(stack.os, OsQuirks())
+    python = stack.python
+    if options.apt_mirror and options.apt_mirror.startswith("https:") and not quirks.apt_https:
+        raise RenderError(
+            f"apt on {stack.os} cannot fetch https:// sources without apt-transport-https",
+            where="--apt-mirror",
+            fix="give the mirror's http:// URL (apt verifies packages by signature either way)",
+        )
+    packages = {"ca-certificates"}
+    if stack.python_strategy == "standalone":
+        if Version(python) < MIN_STANDALONE_PYTHON:
+            raise RenderError(
+                f"{stack.os} has no Python {python} and python-build-standalone starts at {MIN_STANDALONE_PYTHON}",
+                where=f"stack {stack.row!r}",
+                fix="choose a Python the OS packages, or a base image whose OS has it",
+            )
+        packages |= {"python3", "python3-venv"}
+    else:
+        packages |= {f"python{python}", f"python{python}-venv"}
+    if quirks.distutils:  # for the venv's pip, or for the uv bootstrap venv's
+        packages.add(quirks.distutils)
+
+    ca = options.ca_bundle is not None
+    if builder == "buildkit":
+        run = ("RUN " + f"--mount=type=cache,id=envman-apt-lists-{stack.os},target=/var/lib/apt/lists,sharing=locked \\\n    "
+               f"--mount=type=cache,id=envman-apt-archives-{stack.os},target={APT_ARCHIVES},sharing=locked \\\n    "
+               + (f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT} \\\n    " if ca else ""))
+        apt_get = f"apt-get -o Dir::Cache::Archives={APT_ARCHIVES}/ -o APT::Keep-Downloaded-Packages=true"
+        if ca:
+            apt_get += f" -o Acquire::https::CAInfo={CA_MOUNT}"
+    else:
+        run = "RUN "
+        apt_get = f"apt-get -o Acquire::https::CAInfo={CA_DEST}" if options.ca_bundle else "apt-get"
+    return OsPackages(
+        run=run,
+        apt_get=apt_get,
+        packages=tuple(sorted(packages)),
+        mirror=options.apt_mirror,
+        hide_nvidia_sources=stack.cuda is not None,
+        update_ca_certificates=ca and builder != "buildkit",
+        clean_lists=builder != "buildkit",
+        home=HOME,
+    )
+
+
+def wheelhouse(options: RenderOptions, wheels: list[Wheel], builder: BuilderKind) -> Wheelhouse | None:
+    if not wheels:
+        return None
+    copy: Literal["before-python", "after-python"] | None = None
+    if builder != "buildkit":
+        copy = "before-python" if options.offline else "after-python"
+    return Wheelhouse(tuple(w.filename for w in wheels), WHEELS_DIR, copy)
+
+
+def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
+                secret: bool) -> Python:
+    """The venv at :data:`VENV`: from the distribution's Python, or python-build-standalone via uv."""
+    quirks = OS_QUIRKS.get(stack.os, OsQuirks())
+    python = stack.python
+    standalone = stack.python_strategy == "standalone"
+    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
+    pip_req = pip_requirement(python)
+    pip_upgrade: str | None = f"--upgrade {sh_word(pip_req)}"
+    pip_note = ""
+    if options.offline:
+        spec = pip_req[3:] or ">=0"
+        if _has_wheel(wheels, "pip", spec):
+            pip_upgrade = offline_flags + pip_upgrade
+        else:
+            pip_upgrade = None
+            pip_note = f"offline and no {pip_req} wheel in the wheelhouse: the interpreter's bundled pip stays"
+
+    bootstrap_pip = None
+    uv_env = ""
+    if standalone:
+        bootstrap_pip = sh_word(quirks.bootstrap_pip) if quirks.bootstrap_pip else None
+        if options.offline:
+            missing = []
+            if not _has_wheel(wheels, "uv", f"=={UV_VERSION}"):
+                missing.append(f"uv=={UV_VERSION}")
+            if quirks.bootstrap_pip and not _has_wheel(wheels, "pip", quirks.bootstrap_pip[3:]):
+                missing.append(quirks.bootstrap_pip)
+            if missing:
+                raise RenderError(
+                    f"--offline with a standalone Python needs {' and '.join(missing)} in the wheelhouse",
+                    where="--wheelhouse",
+                    fix="pip download " + " ".join(shlex.quote(m) for m in missing) + " --no-deps --only-binary=:all: -d WHEELHOUSE",
+                )
+            if not options.python_install_mirror:
+                raise RenderError(
+                    f"--offline with a standalone Python {python} needs a python-build-standalone mirror",
+                    where="--python-mirror",
+                    fix="mirror the python-build-standalone release assets on your network and pass --python-mirror URL",
+                )
+        uv_cache = UV_CACHE if builder == "buildkit" else "/tmp/envman-uv-cache"
+        assigns = [f"UV_PYTHON_INSTALL_DIR={PYTHON_DIR}", f"UV_CACHE_DIR={uv_cache}"]
+        if options.python_install_mirror:
+            assigns.append(f"UV_PYTHON_INSTALL_MIRROR={sh_word(options.python_install_mirror)}")
+        uv_env = " ".join(assigns)
+
+    run = "RUN "
+    if builder == "buildkit":
+        run += _mount_flags(options, cache=True, wheels=bool(wheels) and options.offline,
+                            secret=secret and not options.offline)
+    return Python(
+        version=python,
+        strategy="standalone" if standalone else "apt",
+        os=stack.os,
+        exe=f"python{python}",
+        venv=VENV,
+        venv_python=VENV_PYTHON,
+        run=run,
+        pip_upgrade=pip_upgrade,
+        pip_note=pip_note,
+        bootstrap=BOOTSTRAP,
+        bootstrap_pip=bootstrap_pip,
+        bootstrap_flags=offline_flags,
+        uv_requirement=sh_word(f"uv=={UV_VERSION}"),
+        uv_env=uv_env,
+    )
+
+
+def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
+              secret: bool) -> Framework:
+    """The matrix row's pins, after the wheelhouse's wheels; uv installs them on BuildKit from 3.8."""
+    flags = pip_flags(stack, options, wheels)
+    packages = " ".join(sh_word(p) for p in stack.packages)
+    wheel_paths = " ".join(sh_word(f"{WHEELS_DIR}/{w.filename}") for w in wheels if w.project not in TOOL_WHEELS)
+    if builder != "buildkit":
+        return Framework(_title(stack), "RUN ", _words(flags) + packages, wheel_paths)
+    run = "RUN " + _mount_flags(options, cache=True, wheels=bool(wheels), secret=secret and not options.offline)
+    if Version(stack.python) < MIN_UV_PYTHON:
+        return Framework(_title(stack), run, _words(flags) + packages, wheel_paths)
+    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
+    uv = UvInstaller(
+        version=UV_VERSION,
+        requirement=sh_word(f"uv=={UV_VERSION}"),
+        tool=UV_TOOL,
+        cache=UV_CACHE,
+        fetch_flags=offline_flags or (f"--find-links {WHEELS_DIR} " if any(w.project == "uv" for w in wheels) else ""),
+        args="--index-strategy unsafe-best-match " + _words(flags) + packages,
+    )
+    return Framework(_title(stack), run, _words(flags) + packages, wheel_paths, installer="uv", uv=uv)
+
+
+def nvidia(stack: Stack) -> Nvidia | None:
+    if stack.cuda is None:
+        return None
+    require, note = nvidia_require_cuda(stack)
+    return Nvidia(
+        env=(f"NVIDIA_VISIBLE_DEVICES={dockerfile_quote('all')}",
+             f"NVIDIA_DRIVER_CAPABILITIES={dockerfile_quote('compute,utility')}",
+             f"NVIDIA_REQUIRE_CUDA={dockerfile_quote(require)}"),
+        note=note,
+    )
+
+
+def stack_labels(stack: Stack) -> tuple[Label, ...]:
+    """The :data:`STACK_LABELS` of a stack image, with their quoted values."""
+    values = {
+        L.MANAGED: dockerfile_quote(L.TRUE),
+        L.NAME: dockerfile_quote(stack.name, what="stack name"),
+        L.STACK: dockerfile_quote(stack_label_json(stack), what="stack JSON"),
+        L.VERSION: dockerfile_quote(__version__, what="envman version"),
+    }
+    return tuple(Label(name, values[name]) for name in STACK_LABELS)
+
+
+def envman_files() -> EnvmanFiles:
+    return EnvmanFiles(files=ENVMAN_FILES, dir=ENVMAN_DIR, home=HOME, entrypoint=f"{ENVMAN_DIR}/entrypoint.sh",
+                       cmd="python")
+
+
+def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind = "classic",
+               secret: bool = False) -> DockerfilePlan:
+    """The plan of ``stack``'s image (``stack`` checked by ``check_stack``, ``wheels`` selected
+    from the wheelhouse); ``secret``: index credentials travel as the build secret
+    :data:`NETRC_SECRET` (BuildKit)."""
+    target = f"CUDA {stack.cuda}" if stack.cuda else "CPU"
+    summary = (
+        f"{_title(stack)}, {target}, Python {stack.python} ({stack.python_strategy}), {stack.os}, "
+        f"{stack.flavour} flavour; matrix row {stack.row}"
+    )
+    return DockerfilePlan(
+        template="Dockerfile.j2",
+        title=(f"Generated by envman {__version__}; do not edit: envman render {stack.name}", summary),
+        builder=builder_options(options, builder),
+        base=base_image(stack, options),
+        os_packages=os_packages(stack, options, builder),
+        network=network_options(options, builder),
+        wheelhouse=wheelhouse(options, wheels, builder),
+        python=python_step(stack, options, wheels, builder, secret),
+        framework=framework(stack, options, wheels, builder, secret),
+        nvidia=nvidia(stack),
+        envman_files=envman_files(),
+        labels=stack_labels(stack),
+    )
+
+
+# --- a project image ---------------------------------------------------------------------------
+
+# What may reach a project image's Dockerfile. The project file's parser checks the same; these
+# are checked again here, whole (a ``$`` in ``re.match`` also accepts a trailing newline).
+_PROJECT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
+_STACK_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]{0,127}")
+_APT_RE = re.compile(r"[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~_-]+)?")
+_IMAGE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,127}")
+
+
+def _checked(value: str, pattern: re.Pattern[str], what: str, where: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise RenderError(f"{what} {value!r} cannot go into a Dockerfile", where=where,
+                          fix="fix the project file (envman project validate names what it accepts)")
+    return value
+
+
+def project_requirements(locked: bool) -> Requirements:
+    """The requirements layer: with a lock, exactly its pins with their hashes, then the check that
+    the lock names nothing the requirements do not need; without, a resolve that leaves pip's
+    install report for the next lock."""
+    from envman.project.lock import REPORT_PATH
+
+    options = "--no-cache-dir --disable-pip-version-check"
+    if locked:
+        return Requirements(
+            copy=("requirements.txt", "envman.lock.txt", "lockcheck.py"),
+            dest=f"{PROJECT_DIR}/",
+            python=VENV_PYTHON,
+            pip_options=options,
+            install=f"--require-hashes -r {PROJECT_DIR}/envman.lock.txt",
+            check=f"{VENV_PYTHON} {PROJECT_DIR}/lockcheck.py {PROJECT_DIR}/requirements.txt {PROJECT_DIR}/envman.lock.txt",
+        )
+    return Requirements(
+        copy=("requirements.txt",),
+        dest=f"{PROJECT_DIR}/requirements.txt",
+        python=VENV_PYTHON,
+        pip_options=options,
+        install=f"--report {REPORT_PATH} -r {PROJECT_DIR}/requirements.txt",
+    )
+
+
+def project_plan(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None) -> DockerfilePlan:
+    """The plan of ``project``'s image on its stack's promoted image, pinned by id (a tag moving
+    during a build cannot mix two bases): its apt packages, then its requirements (``lock``: an
+    ``envman.lock`` that matches them)."""
+    where = str(project.file)
+    name = _checked(project.name, _PROJECT_NAME_RE, "project name", where)
+    stack_name = _checked(stack_name, _STACK_NAME_RE, "stack name", where)
+    base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", where)
+    apt = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in project.apt)
+    has_requirements = bool(project.requirements.strip())
+    return DockerfilePlan(
+        template="project.Dockerfile.j2",
+        title=(f"envman project image for {name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",),
+        builder=BuilderOptions("classic", "--no-cache-dir"),
+        base=BaseImage(image=base_image_id, from_image=base_image_id),
+        os_packages=OsPackages(run="RUN ", apt_get="apt-get", packages=apt,
+                               install_env="DEBIAN_FRONTEND=noninteractive ") if apt else None,
+        project=Project(name, stack_name,
+                        project_requirements(lock is not None) if has_requirements else None),
+    )
+
+
+__all__ = [
+    "BUILDER_KINDS",
+    "BaseImage",
+    "BuilderKind",
+    "BuilderOptions",
+    "DockerfilePlan",
+    "EnvmanFiles",
+    "Framework",
+    "Label",
+    "NetworkOptions",
+    "Nvidia",
+    "OsPackages",
+    "Project",
+    "Python",
+    "Requirements",
+    "UvInstaller",
+    "Wheelhouse",
+    "nvidia_require_cuda",
+    "pip_requirement",
+    "project_plan",
+    "stack_plan",
+]
