@@ -1,0 +1,316 @@
+"""The typed Dockerfile plan: which sections each kind of image has, what they hold, that the
+plan is frozen and typed, and that the templates read only attributes the plan types declare."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import jinja2
+import jinja2.nodes as jn
+import pytest
+
+from envman import labels as L
+from envman.errors import RenderError
+from envman.project.file import ProjectConfig
+from envman.project.lock import Pin, make_lock
+from envman.render import plan as P
+from envman.render.dockerfile import RenderOptions, render_stack
+from envman.render.plan import DockerfilePlan, project_plan, stack_plan
+from envman.render.template import jinja_env, render_dockerfile
+from tests.unit.test_render import PROBE, cpu_stack, make_stack
+
+BASE_ID = "sha256:" + "c" * 64
+
+
+def tf_stack():
+    """TensorFlow 1.15 on a cudnn base: CUDA from the base image's system libraries, no pip index."""
+    return make_stack(
+        name="tensorflow-1.15.0-cuda10.0-py3.6", row="tensorflow-1.15.0-cuda10.0", framework="tensorflow",
+        framework_version="1.15.0", variant="gpu", cuda="10.0", python="3.6", os="ubuntu18.04",
+        base_image="nvidia/cuda:10.0-cudnn7-runtime-ubuntu18.04", min_driver="410.48", minor_compat=False,
+        minor_compat_status=None, packages=("tensorflow-gpu==1.15.0",), index_url=None,
+    )
+
+
+def project(tmp_path: Path, *, apt: tuple[str, ...] = (), requirements: str = "", name: str = "demo") -> ProjectConfig:
+    return ProjectConfig(name=name, root=tmp_path, file=tmp_path / "envman.toml", apt=apt, requirements=requirements)
+
+
+def lock_for(requirements: str):
+    return make_lock("torch-2.4.1-cuda12.4-py3.10", BASE_ID, requirements, [Pin("rich", "13.7.1", "a" * 64)])
+
+
+# --- stack images ------------------------------------------------------------------------------
+
+
+def test_torch_from_the_pytorch_index_has_every_stack_section():
+    plan = stack_plan(make_stack(), RenderOptions(), [])
+    assert plan.template == "Dockerfile.j2" and plan.project is None
+    assert plan.base == P.BaseImage("nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia/cuda:12.4.1-base-ubuntu22.04", None)
+    assert plan.os_packages is not None and plan.os_packages.hide_nvidia_sources
+    assert plan.os_packages.packages == ("ca-certificates", "python3.10", "python3.10-venv")
+    assert plan.python is not None and (plan.python.strategy, plan.python.exe) == ("apt", "python3.10")
+    assert plan.framework is not None and plan.framework.installer == "pip" and plan.framework.uv is None
+    assert plan.framework.pip_args == "--index-url https://download.pytorch.org/whl/cu124 torch==2.4.1 torchvision==0.19.1"
+    assert plan.nvidia is not None and 'NVIDIA_REQUIRE_CUDA="driver>=525.60.13"' in plan.nvidia.env
+    assert plan.wheelhouse is None and plan.envman_files is not None
+
+
+def test_tensorflow_on_system_cuda_needs_the_driver_to_support_its_cuda():
+    plan = stack_plan(tf_stack(), RenderOptions(), [])
+    assert plan.nvidia is not None and 'NVIDIA_REQUIRE_CUDA="cuda>=10.0"' in plan.nvidia.env
+    assert plan.framework is not None and plan.framework.pip_args == "tensorflow-gpu==1.15.0"  # PyPI, no index options
+    assert plan.os_packages is not None and "python3-distutils" in plan.os_packages.packages  # Ubuntu 18.04
+    assert plan.python is not None and plan.python.pip_upgrade == "--upgrade 'pip<22'"
+
+
+def test_a_cpu_stack_has_no_nvidia_section_and_leaves_apt_sources_alone():
+    plan = stack_plan(cpu_stack(), RenderOptions(), [])
+    assert plan.nvidia is None
+    assert plan.os_packages is not None and not plan.os_packages.hide_nvidia_sources
+    assert plan.base.from_image == "ubuntu:24.04"
+
+
+def test_buildkit_moves_caches_into_mounts_and_installs_with_uv_from_python_3_8():
+    classic = stack_plan(make_stack(), RenderOptions(), [], "classic")
+    bk = stack_plan(make_stack(), RenderOptions(), [], "buildkit")
+    assert (classic.builder.kind, classic.builder.buildkit, bk.builder.buildkit) == ("classic", False, True)
+    assert classic.builder.pip_cache == "--no-cache-dir" and bk.builder.pip_cache == f"--cache-dir {P.PIP_CACHE}"
+    assert bk.os_packages is not None and not bk.os_packages.clean_lists and "--mount=type=cache" in bk.os_packages.run
+    assert bk.framework is not None and bk.framework.installer == "uv" and bk.framework.uv is not None
+    assert bk.framework.uv.args.endswith(classic.framework.pip_args)  # type: ignore[union-attr]
+    old = stack_plan(tf_stack(), RenderOptions(), [], "buildkit")
+    assert old.framework is not None and (old.framework.installer, old.framework.uv) == ("pip", None)
+
+
+def test_network_options_land_in_their_sections(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    opts = RenderOptions(registry_mirror="mirror.example:5000", ca_bundle=ca, pip_index="https://pypi.example/simple",
+                         apt_mirror="http://apt.example/ubuntu")
+    plan = stack_plan(make_stack(), opts, [])
+    assert plan.base.from_image == "mirror.example:5000/nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert plan.network.ca_copy_dest == P.CA_DEST and len(plan.network.ca_env) == 4
+    assert plan.network.pip_env == ('PIP_INDEX_URL="https://pypi.example/simple"',)
+    assert plan.os_packages is not None and plan.os_packages.mirror == "http://apt.example/ubuntu"
+    assert plan.os_packages.update_ca_certificates
+    bk = stack_plan(make_stack(), opts, [], "buildkit")
+    assert bk.network.ca_copy_dest is None and bk.network.ca_env == ()  # bind-mounted per step instead
+    assert bk.builder.ca_prelude and bk.builder.ca_cleanup
+
+
+def test_the_labels_section_holds_exactly_the_stack_labels_of_envman_labels():
+    plan = stack_plan(make_stack(), RenderOptions(), [])
+    names = tuple(label.name for label in plan.labels)
+    assert names == P.STACK_LABELS == (L.MANAGED, L.NAME, L.STACK, L.VERSION)
+    module_names = {v for k, v in vars(L).items() if k.isupper() and isinstance(v, str) and v.startswith(L.PREFIX)}
+    assert set(names) <= module_names
+    assert dict((label.name, label.value) for label in plan.labels)[L.MANAGED] == f'"{L.TRUE}"'
+    body = render_stack(make_stack(), RenderOptions(), probe=PROBE).dockerfile
+    assert body.rsplit("\n", 2)[-2].startswith(f"LABEL {L.RENDER_HASH}=")  # the render hash comes last, alone
+
+
+def test_stack_dockerfile_is_the_rendered_plan_plus_the_render_hash_line():
+    stack = make_stack()
+    ctx = render_stack(stack, RenderOptions(), probe=PROBE)
+    body = render_dockerfile(stack_plan(stack, RenderOptions(), []))
+    assert ctx.dockerfile == body + f'LABEL {L.RENDER_HASH}="{ctx.render_hash}"\n'
+
+
+# --- project images ----------------------------------------------------------------------------
+
+
+def test_project_with_apt_only_has_os_packages_and_no_requirements(tmp_path):
+    plan = project_plan(project(tmp_path, apt=("ffmpeg", "zlib1g-dev")), "torch-2.4.1-cuda12.4-py3.10", BASE_ID)
+    assert plan.template == "project.Dockerfile.j2"
+    assert plan.base == P.BaseImage(BASE_ID, BASE_ID, None)
+    assert plan.os_packages is not None and plan.os_packages.packages == ("ffmpeg", "zlib1g-dev")
+    assert plan.project is not None and plan.project.requirements is None
+    assert (plan.python, plan.framework, plan.nvidia, plan.envman_files, plan.labels, plan.wheelhouse) == (
+        None, None, None, None, (), None)
+
+
+def test_project_requirements_without_a_lock_resolve_and_leave_a_report(tmp_path):
+    plan = project_plan(project(tmp_path, requirements="rich>=13\n"), "s", BASE_ID)
+    assert plan.os_packages is None
+    req = plan.project.requirements  # type: ignore[union-attr]
+    assert req is not None and req.copy == ("requirements.txt",) and req.check is None
+    assert "--report " in req.install and "--require-hashes" not in req.install
+
+
+def test_project_requirements_with_a_lock_install_hashes_and_check_the_closure(tmp_path):
+    text = "rich>=13\n"
+    plan = project_plan(project(tmp_path, apt=("git",), requirements=text), "s", BASE_ID, lock_for(text))
+    req = plan.project.requirements  # type: ignore[union-attr]
+    assert req is not None and req.copy == ("requirements.txt", "envman.lock.txt", "lockcheck.py")
+    assert req.install.startswith("--require-hashes -r ") and req.check is not None and "lockcheck.py" in req.check
+    assert plan.os_packages is not None and plan.os_packages.packages == ("git",)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("name", "demo\n"), ("name", "Demo"), ("apt", ("curl\n",)), ("apt", ("curl; rm -rf /",)), ("apt", ("-o",)),
+    ("stack", "s\nRUN x"), ("base", "sha256:x y"), ("base", ""),
+])
+def test_project_values_that_cannot_go_into_a_dockerfile_are_refused(tmp_path, field, value):
+    kw: dict[str, Any] = {"apt": ("git",)}
+    if field in ("name", "apt"):
+        kw[field] = value
+    stack, base = ("s", BASE_ID)
+    if field == "stack":
+        stack = value
+    if field == "base":
+        base = value
+    with pytest.raises(RenderError) as err:
+        project_plan(project(tmp_path, **kw), stack, base)
+    assert "\n" not in str(err.value.what)
+
+
+# --- the plan is data: frozen and typed --------------------------------------------------------
+
+
+def _section_types() -> set[type]:
+    seen: set[type] = set()
+    todo: list[type] = [DockerfilePlan]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        for hint in get_type_hints(cls).values():
+            todo += [t for t in _leaf_types(hint) if dataclasses.is_dataclass(t)]
+    return seen
+
+
+def _leaf_types(hint: Any) -> list[Any]:
+    args = get_args(hint)
+    if get_origin(hint) in (Union, types.UnionType, tuple) and args:
+        return [leaf for a in args if a is not Ellipsis for leaf in _leaf_types(a)]
+    return [hint]
+
+
+def test_every_section_is_a_frozen_dataclass_with_no_loose_types():
+    sections = _section_types()
+    assert {P.BaseImage, P.OsPackages, P.Python, P.Framework, P.UvInstaller, P.Nvidia, P.Project, P.Requirements,
+            P.EnvmanFiles, P.Label, P.Wheelhouse, P.NetworkOptions, P.BuilderOptions} <= sections
+    for cls in sections:
+        assert cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        for name, hint in get_type_hints(cls).items():
+            for leaf in _leaf_types(hint):
+                assert leaf is not Any and get_origin(leaf) not in (dict, list) and leaf not in (dict, list, object), (cls, name)
+    plan = stack_plan(make_stack(), RenderOptions(), [])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.base = plan.base  # type: ignore[misc]
+
+
+# --- the templates read only what the plan declares --------------------------------------------
+
+
+def _attribute_type(owner: Any, attr: str) -> Any:
+    """The declared type of ``owner.attr`` (a dataclass field or a typed property), or raise."""
+    hints = get_type_hints(owner)
+    if attr in hints:
+        return hints[attr]
+    prop = getattr(owner, attr, None)
+    if isinstance(prop, property) and prop.fget is not None:
+        return get_type_hints(prop.fget)["return"]
+    raise AssertionError(f"{owner.__name__} has no attribute {attr!r}")
+
+
+def _resolve(node: jn.Node, scope: dict[str, Any]) -> Any:
+    """The type of a ``name.attr.attr`` expression in ``scope`` (``None``: not a plan value)."""
+    if isinstance(node, jn.Name):
+        return scope.get(node.name)
+    if isinstance(node, jn.Getattr):
+        owner = _resolve(node.node, scope)
+        if owner is None:
+            return None
+        dataclass_types = [t for t in _leaf_types(owner) if dataclasses.is_dataclass(t)]
+        assert dataclass_types, f"attribute {node.attr!r} read from {owner}, which has no attributes"
+        return _attribute_type(dataclass_types[0], node.attr)
+    return None
+
+
+def _element(hint: Any) -> Any:
+    tuples = [t for t in _leaf_types(hint) if dataclasses.is_dataclass(t)]
+    return tuples[0] if tuples else None
+
+
+def _macro_scopes(env: jinja2.Environment, templates: list[str]) -> dict[str, dict[str, Any]]:
+    """Each macro's parameters typed from its call sites (every call site must agree)."""
+    scopes: dict[str, dict[str, Any]] = {}
+    for name in templates:
+        tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
+        scope = _top_scope(tree)
+        macros = {m.name: m for m in tree.find_all(jn.Macro)}
+        for macro in env.parse(env.loader.get_source(env, "_macros.j2")[0]).find_all(jn.Macro):  # type: ignore[union-attr]
+            macros.setdefault(macro.name, macro)
+        for call in tree.find_all(jn.Call):
+            target = call.node.attr if isinstance(call.node, jn.Getattr) else getattr(call.node, "name", None)
+            if target not in macros:
+                continue
+            for param, arg in zip(macros[target].args, call.args):
+                t = _resolve(arg, scope)
+                if t is not None:
+                    known = scopes.setdefault(target, {}).setdefault(param.name, t)
+                    assert known == t, f"{target}({param.name}) is called with {known} and with {t}"
+    return scopes
+
+
+def _top_scope(tree: jn.Template) -> dict[str, Any]:
+    scope: dict[str, Any] = {"plan": DockerfilePlan}
+    for assign in tree.find_all(jn.Assign):
+        if isinstance(assign.target, jn.Name):
+            t = _resolve(assign.node, scope)
+            if t is not None:
+                scope[assign.target.name] = t
+    return scope
+
+
+def _check(node: jn.Node, scope: dict[str, Any]) -> int:
+    checked = 0
+    for getattr_node in node.find_all(jn.Getattr):
+        if _resolve(getattr_node, scope) is not None:
+            checked += 1
+    for f in node.find_all(jn.Filter):  # map(attribute="...") over a tuple of sections
+        if f.name == "map" and f.node is not None:
+            owner = _element(_resolve(f.node, scope))
+            for kw in f.kwargs:
+                if kw.key == "attribute" and owner is not None:
+                    _attribute_type(owner, kw.value.value)
+                    checked += 1
+    return checked
+
+
+def test_templates_read_only_attributes_the_plan_types_declare():
+    env = jinja_env()
+    templates = ["Dockerfile.j2", "project.Dockerfile.j2"]
+    scopes = _macro_scopes(env, templates)
+    checked = 0
+    for name in [*templates, "_macros.j2"]:
+        tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
+        top = _top_scope(tree)
+        macros = list(tree.find_all(jn.Macro))
+        for macro in macros:
+            checked += _check(macro, {**top, **scopes.get(macro.name, {})})
+        for child in tree.body:
+            if not isinstance(child, jn.Macro):
+                checked += _check(child, top)
+    assert checked > 100  # the checker really walked the templates
+
+
+def test_the_checker_catches_an_attribute_the_plan_lacks():
+    env = jinja2.Environment()
+    tree = env.parse("{% set py = plan.python %}{% if py.strategy == 'apt' %}{{ py.no_such_field }}{% endif %}")
+    with pytest.raises(AssertionError, match="no_such_field"):
+        _check(tree, _top_scope(tree))
+
+
+def test_strict_rendering_refuses_what_the_plan_lacks():
+    plan = stack_plan(make_stack(), RenderOptions(), [])
+    for source in ("{{ plan.no_such_section }}", "{% if plan.base.no_such_field %}x{% endif %}"):
+        with pytest.raises(jinja2.UndefinedError):
+            jinja_env().from_string(source).render(plan=plan)
