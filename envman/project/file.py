@@ -42,7 +42,8 @@ PROJECT_RECIPE = "1"
 DEFAULT_SHM_BYTES = 8 * 1024**3
 
 # Patterns as text: ``re`` compiles (and caches) one the first time it is used, so a run pays
-# only for the checks its project file needs.
+# only for the checks its project file needs. They are applied with ``re.fullmatch``: with
+# ``re.match`` the ``$`` also accepts a trailing newline, which would end a Dockerfile line.
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 _ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
 _APT_RE = r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$"
@@ -273,11 +274,11 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
 
     if "name" in doc:
         name = doc["name"]
-        if not isinstance(name, str) or not re.match(NAME_RE, name):
+        if not isinstance(name, str) or not re.fullmatch(NAME_RE, name):
             raise _type_error("name", "1-63 lowercase letters, digits or ._- (starting with a letter or digit)", name, where)
     else:
         name = default_name(root)
-        if not re.match(NAME_RE, name):
+        if not re.fullmatch(NAME_RE, name):
             raise UserError(f"the directory name {root.name!r} makes no valid project name", where=where,
                             fix='add name = "my-project" to the file')
 
@@ -307,7 +308,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     if "apt" in doc:
         pkgs = _str_list(doc, "apt", where)
         for p in pkgs:
-            if not re.match(_APT_RE, p):
+            if not re.fullmatch(_APT_RE, p):
                 raise _type_error("apt", "Debian package names (optionally name=version)", p, where)
         apt = tuple(sorted(set(pkgs)))
 
@@ -390,7 +391,7 @@ def host_ram() -> int:
 def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
     """A ``/dev/shm`` size: positive, and no more than the host's RAM (a tmpfs larger than
     memory only moves the failure into the container)."""
-    if isinstance(v, bool) or not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.match(_SHM_RE, str(v)) \
+    if isinstance(v, bool) or not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.fullmatch(_SHM_RE, str(v)) \
             or shm_bytes(str(v)) <= 0:
         raise _type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
     ram = host_ram()
@@ -419,8 +420,8 @@ def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[
         raise _type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
     out = {}
     for k, val in v.items():
-        if not re.match(_ENV_KEY_RE, k):
-            raise _type_error(f"{key}.{k}", "a variable name (letters, digits, _)", k, where)
+        if not re.fullmatch(_ENV_KEY_RE, k):
+            raise _type_error(f"{key}.{k}" if k.isprintable() else key, "a variable name (letters, digits, _)", k, where)
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
             raise _type_error(f"{key}.{k}", "a string or a number", val, where)
         if isinstance(val, str) and ("\0" in val or "\n" in val or "\r" in val):

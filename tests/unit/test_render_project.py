@@ -130,3 +130,21 @@ def test_relock_drops_the_lock_and_installs_with_a_report(tmp_path):
         "RUN /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check "
         "--report /opt/envman/project/pip-report.json -r /opt/envman/project/requirements.txt\n")
     assert relocked["Dockerfile"].decode() == expected
+
+
+@pytest.mark.parametrize("toml", [
+    'name = "demo\\n"\n',
+    'apt = ["curl\\n"]\n',
+    '[environment]\n"KEY\\n" = "x"\n',
+])
+def test_a_trailing_newline_never_passes_the_project_file_check(tmp_path, toml):
+    """``$`` in ``re.match`` accepts a trailing newline; in a project image's Dockerfile it would
+    end the line (a name in the title comment, a package in the apt step)."""
+    from envman.errors import UserError
+
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "envman.toml").write_text('stack = "torch-2.4"\n' + toml)
+    with pytest.raises(UserError) as err:
+        load_project(root)
+    assert "\n" not in err.value.what
