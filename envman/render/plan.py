@@ -330,7 +330,7 @@ class DockerfilePlan:
     builder: BuilderOptions
     base: BaseImage
     os_packages: OsPackages | None
-    network: NetworkOptions = NetworkOptions()
+    network: NetworkOptions | None = None  # a project image uses the stack image's settings
     wheelhouse: Wheelhouse | None = None
     python: Python | None = None
     framework: Framework | None = None

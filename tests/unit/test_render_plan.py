@@ -94,12 +94,12 @@ def test_network_options_land_in_their_sections(tmp_path):
                          apt_mirror="http://apt.example/ubuntu")
     plan = stack_plan(make_stack(), opts, [])
     assert plan.base.from_image == "mirror.example:5000/nvidia/cuda:12.4.1-base-ubuntu22.04"
-    assert plan.network.ca_copy_dest == P.CA_DEST and len(plan.network.ca_env) == 4
+    assert plan.network is not None and plan.network.ca_copy_dest == P.CA_DEST and len(plan.network.ca_env) == 4
     assert plan.network.pip_env == ('PIP_INDEX_URL="https://pypi.example/simple"',)
     assert plan.os_packages is not None and plan.os_packages.mirror == "http://apt.example/ubuntu"
     assert plan.os_packages.update_ca_certificates
     bk = stack_plan(make_stack(), opts, [], "buildkit")
-    assert bk.network.ca_copy_dest is None and bk.network.ca_env == ()  # bind-mounted per step instead
+    assert bk.network is not None and bk.network.ca_copy_dest is None and bk.network.ca_env == ()  # bind-mounted per step instead
     assert bk.builder.ca_prelude and bk.builder.ca_cleanup
 
 
@@ -130,8 +130,8 @@ def test_project_with_apt_only_has_os_packages_and_no_requirements(tmp_path):
     assert plan.base == P.BaseImage(BASE_ID, BASE_ID, None)
     assert plan.os_packages is not None and plan.os_packages.packages == ("ffmpeg", "zlib1g-dev")
     assert plan.project is not None and plan.project.requirements is None
-    assert (plan.python, plan.framework, plan.nvidia, plan.envman_files, plan.labels, plan.wheelhouse) == (
-        None, None, None, None, (), None)
+    assert (plan.network, plan.python, plan.framework, plan.nvidia, plan.envman_files, plan.labels, plan.wheelhouse) == (
+        None, None, None, None, None, (), None)
 
 
 def test_project_requirements_without_a_lock_resolve_and_leave_a_report(tmp_path):
