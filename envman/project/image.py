@@ -36,10 +36,14 @@ def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: s
     ``envman.lock`` that matches), the requirements layer installs exactly its pins with
     ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
     it resolves and leaves pip's install report for the next lock."""
+    from envman.project.lock import REPORT_PATH
     from envman.render.plan import project_plan
     from envman.render.template import render_dockerfile
 
-    return render_dockerfile(project_plan(project, stack_name, base_image_id, lock))
+    plan = project_plan(project.name, stack_name, base_image_id, apt=project.apt,
+                        requirements=bool(project.requirements.strip()), locked=lock is not None,
+                        report_path=REPORT_PATH, where=str(project.file))
+    return render_dockerfile(plan)
 
 
 def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Lock | None:

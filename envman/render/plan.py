@@ -30,8 +30,6 @@ from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_l
 from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
-    from envman.project.file import ProjectConfig
-    from envman.project.lock import Lock
     from envman.render.dockerfile import RenderOptions
     from envman.render.wheels import Wheel
 
@@ -672,12 +670,10 @@ def _checked(value: str, pattern: re.Pattern[str], what: str, where: str) -> str
     return value
 
 
-def project_requirements(locked: bool) -> Requirements:
+def project_requirements(locked: bool, report_path: str) -> Requirements:
     """The requirements layer: with a lock, exactly its pins with their hashes, then the check that
     the lock names nothing the requirements do not need; without, a resolve that leaves pip's
-    install report for the next lock."""
-    from envman.project.lock import REPORT_PATH
-
+    install report at ``report_path`` for the next lock."""
     options = "--no-cache-dir --disable-pip-version-check"
     if locked:
         return Requirements(
@@ -693,29 +689,28 @@ def project_requirements(locked: bool) -> Requirements:
         dest=f"{PROJECT_DIR}/requirements.txt",
         python=VENV_PYTHON,
         pip_options=options,
-        install=f"--report {REPORT_PATH} -r {PROJECT_DIR}/requirements.txt",
+        install=f"--report {report_path} -r {PROJECT_DIR}/requirements.txt",
     )
 
 
-def project_plan(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None) -> DockerfilePlan:
-    """The plan of ``project``'s image on its stack's promoted image, pinned by id (a tag moving
-    during a build cannot mix two bases): its apt packages, then its requirements (``lock``: an
-    ``envman.lock`` that matches them)."""
-    where = str(project.file)
-    name = _checked(project.name, _PROJECT_NAME_RE, "project name", where)
+def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[str, ...] = (),
+                 requirements: bool = False, locked: bool = False, report_path: str, where: str) -> DockerfilePlan:
+    """The plan of a project's image on its stack's promoted image, pinned by id (a tag moving
+    during a build cannot mix two bases): its ``apt`` packages, then its requirements when it has
+    any (``locked``: installed from a matching ``envman.lock``). ``where`` names the project file
+    in errors. The project layer (``envman.project.image``) passes its config's values in."""
+    name = _checked(name, _PROJECT_NAME_RE, "project name", where)
     stack_name = _checked(stack_name, _STACK_NAME_RE, "stack name", where)
     base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", where)
-    apt = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in project.apt)
-    has_requirements = bool(project.requirements.strip())
+    packages = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in apt)
     return DockerfilePlan(
         template="project.Dockerfile.j2",
         title=(f"envman project image for {name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",),
         builder=BuilderOptions("classic", "--no-cache-dir"),
         base=BaseImage(image=base_image_id, from_image=base_image_id),
-        os_packages=OsPackages(run="RUN ", apt_get="apt-get", packages=apt,
-                               install_env="DEBIAN_FRONTEND=noninteractive ") if apt else None,
-        project=Project(name, stack_name,
-                        project_requirements(lock is not None) if has_requirements else None),
+        os_packages=OsPackages(run="RUN ", apt_get="apt-get", packages=packages,
+                               install_env="DEBIAN_FRONTEND=noninteractive ") if packages else None,
+        project=Project(name, stack_name, project_requirements(locked, report_path) if requirements else None),
     )
 
 

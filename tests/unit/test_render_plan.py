@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import types
-import typing
-from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import jinja2
@@ -15,8 +13,7 @@ import pytest
 
 from envman import labels as L
 from envman.errors import RenderError
-from envman.project.file import ProjectConfig
-from envman.project.lock import Pin, make_lock
+from envman.project.lock import REPORT_PATH
 from envman.render import plan as P
 from envman.render.dockerfile import RenderOptions, render_stack
 from envman.render.plan import DockerfilePlan, project_plan, stack_plan
@@ -36,12 +33,10 @@ def tf_stack():
     )
 
 
-def project(tmp_path: Path, *, apt: tuple[str, ...] = (), requirements: str = "", name: str = "demo") -> ProjectConfig:
-    return ProjectConfig(name=name, root=tmp_path, file=tmp_path / "envman.toml", apt=apt, requirements=requirements)
-
-
-def lock_for(requirements: str):
-    return make_lock("torch-2.4.1-cuda12.4-py3.10", BASE_ID, requirements, [Pin("rich", "13.7.1", "a" * 64)])
+def project(*, name: str = "demo", stack: str = "torch-2.4.1-cuda12.4-py3.10", base: str = BASE_ID,
+            apt: tuple[str, ...] = (), requirements: bool = False, locked: bool = False) -> DockerfilePlan:
+    return project_plan(name, stack, base, apt=apt, requirements=requirements, locked=locked,
+                        report_path=REPORT_PATH, where="envman.toml")
 
 
 # --- stack images ------------------------------------------------------------------------------
@@ -124,8 +119,8 @@ def test_stack_dockerfile_is_the_rendered_plan_plus_the_render_hash_line():
 # --- project images ----------------------------------------------------------------------------
 
 
-def test_project_with_apt_only_has_os_packages_and_no_requirements(tmp_path):
-    plan = project_plan(project(tmp_path, apt=("ffmpeg", "zlib1g-dev")), "torch-2.4.1-cuda12.4-py3.10", BASE_ID)
+def test_project_with_apt_only_has_os_packages_and_no_requirements():
+    plan = project(apt=("ffmpeg", "zlib1g-dev"))
     assert plan.template == "project.Dockerfile.j2"
     assert plan.base == P.BaseImage(BASE_ID, BASE_ID, None)
     assert plan.os_packages is not None and plan.os_packages.packages == ("ffmpeg", "zlib1g-dev")
@@ -134,17 +129,16 @@ def test_project_with_apt_only_has_os_packages_and_no_requirements(tmp_path):
         None, None, None, None, None, (), None)
 
 
-def test_project_requirements_without_a_lock_resolve_and_leave_a_report(tmp_path):
-    plan = project_plan(project(tmp_path, requirements="rich>=13\n"), "s", BASE_ID)
+def test_project_requirements_without_a_lock_resolve_and_leave_a_report():
+    plan = project(requirements=True)
     assert plan.os_packages is None
     req = plan.project.requirements  # type: ignore[union-attr]
     assert req is not None and req.copy == ("requirements.txt",) and req.check is None
-    assert "--report " in req.install and "--require-hashes" not in req.install
+    assert req.install == f"--report {REPORT_PATH} -r {P.PROJECT_DIR}/requirements.txt"
 
 
-def test_project_requirements_with_a_lock_install_hashes_and_check_the_closure(tmp_path):
-    text = "rich>=13\n"
-    plan = project_plan(project(tmp_path, apt=("git",), requirements=text), "s", BASE_ID, lock_for(text))
+def test_project_requirements_with_a_lock_install_hashes_and_check_the_closure():
+    plan = project(apt=("git",), requirements=True, locked=True)
     req = plan.project.requirements  # type: ignore[union-attr]
     assert req is not None and req.copy == ("requirements.txt", "envman.lock.txt", "lockcheck.py")
     assert req.install.startswith("--require-hashes -r ") and req.check is not None and "lockcheck.py" in req.check
@@ -155,18 +149,15 @@ def test_project_requirements_with_a_lock_install_hashes_and_check_the_closure(t
     ("name", "demo\n"), ("name", "Demo"), ("apt", ("curl\n",)), ("apt", ("curl; rm -rf /",)), ("apt", ("-o",)),
     ("stack", "s\nRUN x"), ("base", "sha256:x y"), ("base", ""),
 ])
-def test_project_values_that_cannot_go_into_a_dockerfile_are_refused(tmp_path, field, value):
-    kw: dict[str, Any] = {"apt": ("git",)}
-    if field in ("name", "apt"):
-        kw[field] = value
-    stack, base = ("s", BASE_ID)
-    if field == "stack":
-        stack = value
-    if field == "base":
-        base = value
+def test_project_values_that_cannot_go_into_a_dockerfile_are_refused(field, value):
+    kw: dict[str, Any] = {"apt": ("git",), field: value}
     with pytest.raises(RenderError) as err:
-        project_plan(project(tmp_path, **kw), stack, base)
+        project(**kw)
     assert "\n" not in str(err.value.what)
+
+
+def test_a_locked_plan_without_requirements_has_no_requirements_layer():
+    assert project(apt=("git",), locked=True).project == P.Project("demo", "torch-2.4.1-cuda12.4-py3.10", None)
 
 
 # --- the plan is data: frozen and typed --------------------------------------------------------
