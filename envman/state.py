@@ -86,6 +86,16 @@ def save_report_json(image_id: str, report: dict) -> Path:
     return path
 
 
+def read_json_object(path: Path) -> dict:
+    """A JSON object kept in a state file; ``{}`` when the file is missing, unreadable, not JSON
+    or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def load_report(image_id: str) -> dict | None:
     """The smoke report kept for an image id, or ``None``."""
     try:

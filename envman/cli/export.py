@@ -83,7 +83,8 @@ def k8s(
 ) -> None:
     """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
     from envman.errors import UserError
-    from envman.cluster.export import gpu_count, k8s_job, k8s_name, to_yaml, write_output
+    from envman.project.file import cluster_gpu_count
+    from envman.cluster.export import k8s_job, k8s_name, to_yaml, write_output
     from envman.images.registry import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
@@ -110,7 +111,7 @@ def k8s(
         from dataclasses import replace
 
         x = replace(x, image=ref)
-    count = gpu_count(x.gpus) if gpus is None else gpus
+    count = cluster_gpu_count(x.gpus) if gpus is None else gpus
     if gpus is None and x.stack.cuda is None:
         count = 0
     job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid)

@@ -279,13 +279,9 @@ class _PassThroughCommand(TyperCommand):
             if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
                 self.params = _help_params(*self.help_source())  # only now: envman --help stays fast
                 return super().parse_args(ctx, ["--help"])
-        if "--" in args:
-            i = args.index("--")
-            ctx.meta[_META_CMD] = list(args[i + 1:])
-            args = args[:i]
-        else:
-            ctx.meta[_META_CMD] = []
-        ctx.meta[_META_ARGS] = list(args)
+        from envman.cli._words import keep_command_words
+
+        ctx.meta[_META_ARGS] = list(keep_command_words(ctx, args, _META_CMD))
         return super().parse_args(ctx, [])
 
 

@@ -42,6 +42,17 @@ def target_stack(target: str):
     return resolve_name(target), None
 
 
+def _registry_and_stack(registry: str | None, target: str):
+    """The ``[registry]`` settings, the registry to use (``--registry`` or the config's) and the
+    stack a target names."""
+    from envman.images.registry import choose_registry, load_registry_settings
+
+    settings = load_registry_settings()
+    reg = choose_registry(registry, settings)
+    stack, _project = target_stack(target)
+    return settings, reg, stack
+
+
 def push(
     target: Target,
     registry: RegistryOpt = None,
@@ -50,11 +61,9 @@ def push(
 ) -> None:
     """Push a stack's promoted image with its smoke verdict; prints the digest reference."""
     from envman.engine.docker import Engine
-    from envman.images.registry import choose_registry, load_registry_settings, push_stack
+    from envman.images.registry import push_stack
 
-    settings = load_registry_settings()
-    reg = choose_registry(registry, settings)
-    stack, _project = target_stack(target)
+    settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
         pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http)
     if as_json:
@@ -73,11 +82,9 @@ def pull(
 ) -> None:
     """Pull a stack's image by digest, check its digest and labels, and promote it here."""
     from envman.engine.docker import Engine
-    from envman.images.registry import choose_registry, load_registry_settings, pull_stack
+    from envman.images.registry import pull_stack
 
-    settings = load_registry_settings()
-    reg = choose_registry(registry, settings)
-    stack, _project = target_stack(target)
+    settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
         pulled = pull_stack(engine, stack, reg, digest=digest, allow_http=allow_http or settings.allow_http)
     if as_json:

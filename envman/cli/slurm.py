@@ -16,13 +16,9 @@ class _SubmitCommand(TyperCommand):
     """The words after the first ``--`` are the job's command, not options or arguments."""
 
     def parse_args(self, ctx, args):
-        if "--" in args:
-            i = args.index("--")
-            ctx.meta[_META_CMD] = list(args[i + 1:])
-            args = args[:i]
-        else:
-            ctx.meta[_META_CMD] = []
-        return super().parse_args(ctx, args)
+        from envman.cli._words import keep_command_words
+
+        return super().parse_args(ctx, keep_command_words(ctx, args, _META_CMD))
 
 
 def _int(value: str | None, where: str, minimum: int) -> int | None:

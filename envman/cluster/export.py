@@ -174,17 +174,6 @@ def quantity(size: str) -> str:
     return str(n)
 
 
-def gpu_count(request: GpuRequest | None) -> int:
-    """A run's GPU request as a count (``all`` → 1: a cluster has no "every GPU of the node")."""
-    if request is None:
-        return 0
-    if request.kind == "count":
-        return request.count or 0
-    if request.kind == "devices":
-        return len(request.devices)
-    return 1
-
-
 @dataclass(frozen=True)
 class ExportInput:
     """What every export needs about one project (its effective run settings)."""

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from envman.errors import EnvmanError, UserError
-from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount
+from envman.project.file import CONTAINER_HOME, WORKSPACE, Mount, cluster_gpu_count
 
 RUNTIMES = ("docker", "podman", "pyxis", "apptainer", "charliecloud")
 DEFAULT_RUNTIME = "docker"
@@ -647,18 +647,6 @@ class SubmitRequest:
     matrix_files: tuple[str, ...] = field(default=())
 
 
-def default_gpu_count(gpus: GpuRequest | None) -> int:
-    """GPUs to ask Slurm for when ``--gpus`` is not given: the project's count, as many as its
-    device list names, one for "all" (a cluster has no "all"), none for a CPU run."""
-    if gpus is None:
-        return 0
-    if gpus.kind == "count":
-        return gpus.count or 0
-    if gpus.kind == "devices":
-        return len(gpus.devices)
-    return 1
-
-
 def check_image(value: str, runtime: str) -> str:
     if not value or len(value) > 512 or any(c.isspace() or not c.isprintable() for c in value) or value.startswith("-"):
         raise UserError(f"{value!r} is not an image reference", where="--image",
@@ -697,7 +685,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     if res.partition is None and cfg.partition:
         res = replace(res, partition=cfg.partition)
     if res.gpus < 0:
-        res = replace(res, gpus=default_gpu_count(settings.gpus))
+        res = replace(res, gpus=cluster_gpu_count(settings.gpus))
     if res.gpus and stack.is_cpu:
         raise UserError(f"{stack.name} is a CPU stack: it cannot use GPUs", where="--gpus", fix="submit with --gpus 0")
     if image is None:

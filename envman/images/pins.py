@@ -58,11 +58,9 @@ def project_key(name: str, root: str) -> str:
 
 
 def _read() -> dict[str, Any]:
-    try:
-        data = json.loads(pins_file().read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from envman.state import read_json_object
+
+    return read_json_object(pins_file())
 
 
 def load_pin(key: str) -> Pin | None:

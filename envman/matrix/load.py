@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -124,6 +124,10 @@ class _Row:
     def status(self, key: str = "status") -> str:
         return self.str(key, choices=STATUSES)
 
+    def provenance(self) -> dict[str, Any]:
+        """``source``, ``status`` and ``note``, which every kind of row carries (read in that order)."""
+        return {"source": self.sources(), "status": self.status(), "note": self.str("note", default="")}
+
     def platforms(self) -> tuple[str, ...]:
         """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""
 
@@ -214,13 +218,21 @@ def _rows(doc: dict, key: str, file: str) -> list[dict]:
     return rows
 
 
+def _each_row(doc: dict, key: str, file: str) -> Iterator[_Row]:
+    """Each row of the array of tables ``key``; once the caller has read it (the loop moves on),
+    a key it did not read is an error."""
+    for i, raw in enumerate(_rows(doc, key, file)):
+        r = _Row(raw, file, f"{key}[{i}]")
+        yield r
+        r.done()
+
+
 # --- per-kind parsers -----------------------------------------------------------------------
 
 
 def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str, str]]]:
     out = []
-    for i, raw in enumerate(_rows(doc, "release", file)):
-        r = _Row(raw, file, f"release[{i}]")
+    for r in _each_row(doc, "release", file):
         out.append(
             CudaRelease(
                 version=r.version("version"),
@@ -231,46 +243,34 @@ def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str
                 minor_compat_status=r.str("minor_compat_status", default="confirmed", choices=STATUSES),
                 sm=r.list("sm", _arch, "compute capabilities like '8.6'"),
                 cudnn=r.strs("cudnn"),
-                source=r.sources(),
-                status=r.status(),
-                note=r.str("note", default=""),
+                **r.provenance(),
             )
         )
-        r.done()
     never = []
-    for i, raw in enumerate(_rows(doc, "never_released", file)):
-        r = _Row(raw, file, f"never_released[{i}]")
+    for r in _each_row(doc, "never_released", file):
         version = r.str("version")
         why = r.str("why")
         src = r.sources()
         r.used.add("status")
-        r.done()
         never.append((version, f"{why} ({'; '.join(src)})"))
     return out, never
 
 
 def _parse_os(doc: dict, file: str) -> list[OsInfo]:
-    out = []
-    for i, raw in enumerate(_rows(doc, "os", file)):
-        r = _Row(raw, file, f"os[{i}]")
-        out.append(
-            OsInfo(
-                name=r.str("name"),
-                python_default=r.version("python_default"),
-                python_apt=r.list("python_apt", _version, "Python versions like '3.10'"),
-                source=r.sources(),
-                status=r.status(),
-                note=r.str("note", default=""),
-            )
+    return [
+        OsInfo(
+            name=r.str("name"),
+            python_default=r.version("python_default"),
+            python_apt=r.list("python_apt", _version, "Python versions like '3.10'"),
+            **r.provenance(),
         )
-        r.done()
-    return out
+        for r in _each_row(doc, "os", file)
+    ]
 
 
 def _parse_images(doc: dict, file: str) -> list[BaseImage]:
     out = []
-    for i, raw in enumerate(_rows(doc, "image", file)):
-        r = _Row(raw, file, f"image[{i}]")
+    for r in _each_row(doc, "image", file):
         patch = r.version("cuda", default=None)
         out.append(
             BaseImage(
@@ -290,7 +290,6 @@ def _parse_images(doc: dict, file: str) -> list[BaseImage]:
                 platform_source=r.strs("platform_source"),
             )
         )
-        r.done()
     return out
 
 
@@ -321,9 +320,7 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 ptx=tuple(sorted(r.list("ptx", _arch, "compute capabilities like '8.6'"))),
                 arch_status=r.str("arch_status", default="confirmed", choices=STATUSES),
                 default=r.bool("default"),
-                source=r.sources(),
-                status=r.status(),
-                note=r.str("note", default=""),
+                **r.provenance(),
                 os=r.strs("os"),
                 base_image=r.str("base_image", default=None),
                 platforms=r.platforms(),
@@ -347,37 +344,29 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
 
 
 def _parse_gpus(doc: dict, file: str) -> list[Gpu]:
-    out = []
-    for i, raw in enumerate(_rows(doc, "gpu", file)):
-        r = _Row(raw, file, f"gpu[{i}]")
-        out.append(
-            Gpu(
-                id=r.str("id"),
-                name=r.str("name"),
-                aliases=r.strs("aliases"),
-                cc=r.get("cc", _arch, "a compute capability like '8.6'"),
-                memory_gb=r.float("memory_gb"),
-                bandwidth_gb_s=r.float("bandwidth_gb_s"),
-                fp32_tflops=r.float("fp32_tflops"),
-                fp16_tflops=r.float("fp16_tflops"),
-                source=r.sources(),
-                status=r.status(),
-                note=r.str("note", default=""),
-            )
+    return [
+        Gpu(
+            id=r.str("id"),
+            name=r.str("name"),
+            aliases=r.strs("aliases"),
+            cc=r.get("cc", _arch, "a compute capability like '8.6'"),
+            memory_gb=r.float("memory_gb"),
+            bandwidth_gb_s=r.float("bandwidth_gb_s"),
+            fp32_tflops=r.float("fp32_tflops"),
+            fp16_tflops=r.float("fp16_tflops"),
+            **r.provenance(),
         )
-        r.done()
-    return out
+        for r in _each_row(doc, "gpu", file)
+    ]
 
 
 def _parse_tags(doc: dict, file: str) -> list[PublishedTags]:
     out = []
-    for i, raw in enumerate(_rows(doc, "repository", file)):
-        r = _Row(raw, file, f"repository[{i}]")
+    for r in _each_row(doc, "repository", file):
         tags = r.strs("tags", default=...)
         if not tags:
             raise r._fail("tags", "a non-empty list of tags")
         out.append(PublishedTags(repository=r.str("name"), tags=frozenset(tags), source=r.sources(), status=r.status()))
-        r.done()
     return out
 
 

@@ -98,6 +98,19 @@ class GpuRequest:
         return "device=" + ",".join(self.devices)
 
 
+def cluster_gpu_count(request: GpuRequest | None) -> int:
+    """A run's GPU request as the count a cluster scheduler is asked for: the count, as many as
+    a device list names, one for "all" (a cluster has no "every GPU of the node"), none for a
+    CPU run."""
+    if request is None:
+        return 0
+    if request.kind == "count":
+        return request.count or 0
+    if request.kind == "devices":
+        return len(request.devices)
+    return 1
+
+
 def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | None:
     """``"all"`` / ``"none"`` / ``2`` / ``"2"`` / ``"device=0,2"`` → a request (``None`` for none)."""
     bad = UserError(

@@ -25,11 +25,9 @@ def _path() -> Path:
 
 
 def _load() -> dict[str, dict]:
-    try:
-        data = json.loads(_path().read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from envman.state import read_json_object
+
+    return read_json_object(_path())
 
 
 def record(query: str, stack_name: str, extra: Sequence[str | os.PathLike[str]] = ()) -> None:

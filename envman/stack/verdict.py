@@ -87,9 +87,7 @@ def verdict(stack: Stack, driver: DriverVersion | str, gpu: Arch | str) -> Verdi
                 f"driver {drv} is below CUDA {stack.cuda}'s own {toolkit_driver}: runs through "
                 "minor-version compatibility; features that need a newer driver or PTX JIT will fail"
             )
-        if caveat:
-            reasons.append(caveat)
-        return Verdict(OK, tuple(reasons))
+        return _with_caveat(OK, reasons, caveat)
 
     jit = ptx_match(ptx, arch)
     built = ", ".join(a.sm for a in sass) or "none"
@@ -100,22 +98,21 @@ def verdict(stack: Stack, driver: DriverVersion | str, gpu: Arch | str) -> Verdi
                 f"needs JIT by a driver >= {toolkit_driver} (CUDA {stack.cuda}'s own), but the driver is {drv}: "
                 "minor-version compatibility does not cover PTX JIT; upgrade the driver or pick a build with native code"
             )
-            if caveat:
-                reasons.append(caveat)
-            return Verdict(DRIVER_TOO_OLD, tuple(reasons))
+            return _with_caveat(DRIVER_TOO_OLD, reasons, caveat)
         reasons.append(
             f"no native code for {arch.sm} (SASS: {built}); runs by JIT-compiling PTX for "
             f"compute_{jit.major}{jit.minor} (slow first start, possibly slower kernels)"
         )
-        if caveat:
-            reasons.append(caveat)
-        return Verdict(JIT_ONLY, tuple(reasons))
+        return _with_caveat(JIT_ONLY, reasons, caveat)
 
     ptx_txt = ", ".join(f"compute_{a.major}{a.minor}" for a in ptx) or "none"
     reasons.append(
         f"no kernel image for {arch.sm}: SASS {built}, PTX {ptx_txt} — "
         "'no kernel image is available for execution on the device'; pick a build that lists this GPU"
     )
-    if caveat:
-        reasons.append(caveat)
-    return Verdict(ARCH_UNSUPPORTED, tuple(reasons))
+    return _with_caveat(ARCH_UNSUPPORTED, reasons, caveat)
+
+
+def _with_caveat(status: str, reasons: list[str], caveat: str | None) -> Verdict:
+    """The verdict with its reasons, the arch-data caveat (when there is one) last."""
+    return Verdict(status, tuple([*reasons, caveat] if caveat else reasons))

@@ -15,9 +15,10 @@ from envman.project.file import GpuRequest, Mount
 from envman.run.plan import RunPlan, docker_argv
 from envman.run.command import check_container_name
 from envman.run.prepare import allocated_gpus
+from envman.project.file import cluster_gpu_count
 from envman.cluster.slurm import (
     JobSpec, Resources, check_job_id, check_mem, check_partition, check_runtime, check_time,
-    default_gpu_count, job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
+    job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
     render_script, submit,
 )
 
@@ -111,10 +112,10 @@ def test_docker_argv_for_a_slurm_allocation():
 
 
 def test_default_gpu_count():
-    assert default_gpu_count(None) == 0
-    assert default_gpu_count(GpuRequest("all")) == 1
-    assert default_gpu_count(GpuRequest("count", count=3)) == 3
-    assert default_gpu_count(GpuRequest("devices", devices=("0", "2"))) == 2
+    assert cluster_gpu_count(None) == 0
+    assert cluster_gpu_count(GpuRequest("all")) == 1
+    assert cluster_gpu_count(GpuRequest("count", count=3)) == 3
+    assert cluster_gpu_count(GpuRequest("devices", devices=("0", "2"))) == 2
 
 
 # --------------------------------------------------------------------------- scripts
