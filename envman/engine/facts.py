@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from envman.errors import EngineError
-from envman.run.cache import (
-    NoAnswer, api_get, image_path, local_socket,
-)
+from envman.engine.socket import NoAnswer, api_get, image_path, local_socket
 
 if TYPE_CHECKING:
     import subprocess

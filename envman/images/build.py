@@ -162,18 +162,9 @@ class SmokeReport:
 def _gpu_mode(engine, require_gpu: bool) -> bool:
     """Whether to request GPUs: when the engine can provide them, or when the user insists
     (then the engine's own error says how to install the NVIDIA runtime)."""
-    if require_gpu:
-        return True
-    info = engine.info()
-    return bool(info.get("nvidia_runtime") or info.get("cdi_spec_dirs") and _cdi_has_nvidia(info["cdi_spec_dirs"]))
+    from envman.engine.facts import gpu_mechanism
 
-
-def _cdi_has_nvidia(dirs: Iterable[str]) -> bool:
-    for d in dirs:
-        p = Path(d)
-        if p.is_dir() and any("nvidia" in f.name for f in p.iterdir()):
-            return True
-    return False
+    return require_gpu or gpu_mechanism(engine.info()) is not None
 
 
 def smoke_image(

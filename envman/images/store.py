@@ -128,7 +128,7 @@ def record_verdict(engine, stack_name: str, report: Mapping[str, Any]) -> str:
     """Put ``report``'s verdict on the engine: build the verdict image on the tested image and
     move the stack's tags that pointed at the tested image to it. Returns the verdict image's id;
     the report is cached under both ids."""
-    from envman.engine.docker import deterministic_tar
+    from envman.engine.context import deterministic_tar
 
     tested = str(report["image_id"])
     info = engine.inspect_image(tested)

@@ -153,7 +153,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     from filelock import FileLock
 
     from envman.state import locks_dir
-    from envman.engine.docker import deterministic_tar
+    from envman.engine.context import deterministic_tar
     from envman.errors import BuildError
 
     locks_dir().mkdir(parents=True, exist_ok=True)

@@ -35,13 +35,11 @@ recomputes it for a written context; so does this shell line (coreutils)::
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import re
 import shlex
 import shutil
-import tarfile
 import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -62,6 +60,7 @@ from envman.config import (
     validate_network,
 )
 from envman import labels as L
+from envman.engine.context import deterministic_tar
 from envman.errors import RenderError, UserError
 from envman.probe import ProbeSourceMissing, probe_archive
 from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX
@@ -281,33 +280,6 @@ def _replaceable(dest: Path) -> bool:
     if not any(dest.iterdir()):
         return True
     return (dest / "Dockerfile").is_file() and (dest / "envman" / "stack.json").is_file()
-
-
-def deterministic_tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    """Tar of ``{name: (data, mode)}``: sorted names, parent directories 0755, owner 0:0 with
-    empty names, mtime 0; the bytes depend on names, contents and modes only."""
-    dirs: set[str] = set()
-    for name in files:
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            dirs.add("/".join(parts[:i]))
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(dirs | set(files)):
-            info = tarfile.TarInfo(name)
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
-            if name in dirs:
-                info.type = tarfile.DIRTYPE
-                info.mode = 0o755
-                tar.addfile(info)
-            else:
-                data, mode = files[name]
-                info.mode = mode
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 # --- the render hash -------------------------------------------------------------------------
@@ -541,6 +513,5 @@ __all__ = [
     "pip_requirement",
     "nvidia_require_cuda",
     "check_stack",
-    "deterministic_tar",
     "load_network_config",
 ]

@@ -42,10 +42,11 @@ if TYPE_CHECKING:
     from typing import Any, Mapping, Sequence
 
 from envman import __version__
+from envman.engine.handoff import exec_docker, which
+from envman.engine.socket import NoAnswer, image_id, local_socket
 
 CACHE_FORMAT = 2
 MAX_ENTRIES = 32
-DEFAULT_SOCKET = "/var/run/docker.sock"
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 #: Words of ``envman run`` that always take the full path.
@@ -53,80 +54,10 @@ UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json"
 #: envman's modules that decide a plan: an edited (editable) install is a miss.
 #: Paths relative to the ``envman`` package.
 CODE_FILES = ("run/cache.py", "run/command.py", "run/plan.py", "run/preflight.py", "run/prepare.py", "run/stacks.py",
-              "images/pins.py", "engine/facts.py", "project/file.py", "project/settings.py", "project/registry.py",
-              "project/image.py", "project/trust.py", "stack/names.py", "state.py", "paths.py", "main.py", "boundary.py",
+              "images/pins.py", "engine/facts.py", "engine/socket.py", "engine/handoff.py", "project/file.py",
+              "project/settings.py", "project/registry.py", "project/image.py", "project/trust.py", "stack/names.py",
+              "state.py", "paths.py", "main.py", "boundary.py",
               "images/store.py", "labels.py")
-
-# --------------------------------------------------------------------------- the local engine
-
-
-def local_socket(environ: Mapping[str, str] | None = None) -> str | None:
-    """The engine's Unix socket when the ``docker`` CLI would talk to it: ``DOCKER_HOST`` unset or
-    ``unix://``, and no Docker context other than ``default`` (``DOCKER_CONTEXT`` or the config's
-    ``currentContext``). ``None`` otherwise: then only the CLI knows where the engine is."""
-    env = os.environ if environ is None else environ
-    host = env.get("DOCKER_HOST")
-    if host:
-        return host[len("unix://"):] if host.startswith("unix://") else None
-    context = env.get("DOCKER_CONTEXT")
-    if context is None:
-        config_dir = env.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
-        try:
-            with open(os.path.join(config_dir, "config.json")) as fh:
-                context = json.load(fh).get("currentContext")
-        except (OSError, ValueError, AttributeError):
-            context = None
-    if context not in (None, "", "default"):
-        return None
-    if os.access(DEFAULT_SOCKET, os.R_OK | os.W_OK):
-        return DEFAULT_SOCKET
-    from envman.engine.select import select_engine, socket_path  # only when Docker's socket is not ours
-
-    return socket_path(select_engine(env).url)
-
-
-class NoAnswer(Exception):
-    """The socket gave no usable answer (no socket, refused, not the Engine API's reply)."""
-
-
-def api_get(socket_path: str | None, path: str, timeout: float = 60) -> tuple[int, Any]:
-    """``GET path`` on the engine's Unix socket: (HTTP status, decoded JSON body or ``None``)."""
-    import socket
-
-    if not socket_path:
-        raise NoAnswer()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(socket_path)
-        # HTTP/1.0: the engine answers with a plain body and closes the connection.
-        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: envman\r\n\r\n".encode())
-        chunks = []
-        while True:
-            data = sock.recv(1 << 16)
-            if not data:
-                break
-            chunks.append(data)
-        head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].split()
-        if not sep or len(status_line) < 2 or not status_line[0].startswith(b"HTTP/"):
-            raise NoAnswer()
-        return int(status_line[1]), (json.loads(body) if body.strip() else None)
-    except (OSError, ValueError) as exc:
-        raise NoAnswer() from exc
-    finally:
-        sock.close()
-
-
-_REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
-
-
-def image_path(ref: str) -> str:
-    """The Engine API path of ``docker image inspect REF`` (refs need no escaping: checked)."""
-    if not ref or not set(ref) <= _REF_CHARS:
-        raise NoAnswer()
-    return f"/images/{ref}/json"
-
 
 # --------------------------------------------------------------------------- terminal and exec
 
@@ -162,68 +93,6 @@ def with_terminal(argv: Sequence[str], tty: bool, interactive: bool) -> list[str
     ``podman --remote --url URL run``)."""
     at = next(i for i, w in enumerate(argv) if w in ("run", "exec")) + 1
     return [*argv[:at], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[at:]]
-
-
-def which(name: str) -> str | None:
-    """``shutil.which`` for a POSIX command name, without importing shutil (hot path)."""
-    if os.sep in name:
-        return name if os.access(name, os.X_OK) and not os.path.isdir(name) else None
-    for d in os.get_exec_path():
-        p = os.path.join(d or os.curdir, name)
-        if os.access(p, os.X_OK) and not os.path.isdir(p):
-            return p
-    return None
-
-
-#: Where a run's argv names its env file; :func:`exec_docker` puts the real path there.
-ENV_FILE_SLOT = "{envman-env-file}"
-
-
-def env_file_text(environment: Sequence[tuple[str, str]]) -> bytes:
-    """``docker --env-file`` lines (values were checked to hold no line break or NUL)."""
-    for k, v in environment:
-        if any(c in v for c in "\0\n\r") or "=" in k or not k:
-            raise ValueError(f"environment variable {k!r} cannot be written to an env file")
-    return "".join(f"{k}={v}\n" for k, v in environment).encode("utf-8")
-
-
-def env_file_fd(environment: Sequence[tuple[str, str]]) -> int:
-    """An inheritable descriptor holding the env file: an anonymous in-memory file (Linux
-    ``memfd``), else a pipe. Nothing is written to disk and nothing is left to remove; only the
-    user's own processes can open it (``/proc/PID/fd`` is private)."""
-    data = env_file_text(environment)
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("envman-env", 0)  # no MFD_CLOEXEC: docker inherits it
-        os.write(fd, data)
-        os.lseek(fd, 0, os.SEEK_SET)
-        return fd
-    r, w = os.pipe()  # pragma: no cover - non-Linux
-    if len(data) > 60000:
-        raise ValueError("the environment is too large to pass through a pipe")
-    os.write(w, data)
-    os.close(w)
-    os.set_inheritable(r, True)
-    return r
-
-
-def exec_docker(argv: Sequence[str], environment: Sequence[tuple[str, str]] = ()) -> None:  # pragma: no cover - replaces the process
-    """Replace envman with ``docker run``: its exit code, signals and TTY are the user's.
-    ``environment`` reaches it through an in-memory env file whose path fills
-    :data:`ENV_FILE_SLOT` (the values are on no command line)."""
-    from envman.errors import EngineError
-
-    exe = which(argv[0])
-    if exe is None:
-        raise EngineError("the docker CLI is not installed (envman run hands the terminal to it)",
-                          fix="install docker-ce-cli (or your distribution's docker.io / docker-cli package)")
-    argv = list(argv)
-    if ENV_FILE_SLOT in argv:
-        fd = env_file_fd(environment)
-        base = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
-        argv[argv.index(ENV_FILE_SLOT)] = f"{base}/{fd}"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(exe, argv)
 
 
 # --------------------------------------------------------------------------- the cache
@@ -303,9 +172,8 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
             if signature(path) != sig:
                 return None
         sock = local_socket(environ)
-        for ref, image_id in entry["images"]:
-            status, body = api_get(sock, image_path(ref))
-            if status != 200 or not isinstance(body, dict) or body.get("Id") != image_id:
+        for ref, recorded_id in entry["images"]:
+            if image_id(sock, ref) != recorded_id:
                 return None
     except (NoAnswer, KeyError, TypeError, ValueError):
         return None

@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from envman.errors import UserError
 from envman.project.file import ProjectConfig
-from envman.run.cache import (
-    ENV_FILE_SLOT, cache_key, exec_docker, record_run, terminal_flags,
-)
+from envman.engine.handoff import ENV_FILE_SLOT, exec_docker
+from envman.run.cache import cache_key, record_run, terminal_flags
 from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment

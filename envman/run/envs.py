@@ -23,9 +23,9 @@ from urllib.parse import quote
 from envman import labels as L
 from envman.errors import EngineError, UserError
 from envman.project.file import CONTAINER_HOME, WORKSPACE
-from envman.run.cache import (
-    ENV_FILE_SLOT, NoAnswer, api_get, exec_docker, local_socket, terminal_flags, which, with_terminal,
-)
+from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, which
+from envman.engine.socket import NoAnswer, api_get, local_socket
+from envman.run.cache import terminal_flags, with_terminal
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh.
@@ -168,7 +168,7 @@ def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, wo
               docker: str = "docker", env_file: str | None = None) -> list[str]:
     """The ``docker exec`` command line (pure): the caller's uid:gid, HOME, workdir, extra env.
     Environment values never appear on it: ``env_file`` (the slot
-    :func:`envman.run.cache.exec_docker` fills) carries them, else only the names are shown."""
+    :func:`envman.engine.handoff.exec_docker` fills) carries them, else only the names are shown."""
     argv = [docker, "exec", "--user", f"{uid}:{gid}", "--workdir", workdir, "--env", f"HOME={CONTAINER_HOME}"]
     if environment and env_file is not None:
         argv += ["--env-file", env_file]

@@ -83,7 +83,7 @@ def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebui
     """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
     from filelock import FileLock
 
-    from envman.engine.docker import deterministic_tar
+    from envman.engine.context import deterministic_tar
     from envman.errors import BuildError
     from envman.labels import MANAGED, NAME, PROJECT, ROLE, ROLE_PROJECT, TRUE
     from envman.run.command import _err, print_step
@@ -115,7 +115,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import Port, check_stack_name, parse_gpus
     from envman.project.registry import locate
-    from envman.run.cache import exec_docker
+    from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
     from envman.run.command import _err, detect_host, project_image_builder, stack_resolver
     from envman.engine.facts import docker_facts

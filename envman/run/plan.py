@@ -127,7 +127,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = No
     devices (Podman's Docker API ignores ``--gpus`` requests without a word).
 
     The user's environment values never appear here: with ``env_file`` (the slot
-    :func:`envman.run.cache.exec_docker` fills with a private in-memory file) they are read from
+    :func:`envman.engine.handoff.exec_docker` fills with a private in-memory file) they are read from
     that file, else (``--dry-run``) only their names are shown. A run without GPUs sets
     ``NVIDIA_VISIBLE_DEVICES=void``, so an engine whose default runtime is NVIDIA's attaches none.
     """

@@ -200,7 +200,7 @@ def test_notebook_serves_jupyterlab_on_localhost_with_a_token(docker_engine, mat
 
 def test_clean_removes_this_users_state_and_images_only(docker_engine, stacks, matrix_files, workdir):  # noqa: F811
     from envman import labels as L
-    from envman.engine.docker import deterministic_tar
+    from envman.engine.context import deterministic_tar
 
     me = os.getuid()
     state, config = workdir / "state-clean", workdir / "config-clean"

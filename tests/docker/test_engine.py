@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from envman.engine.docker import BuildEvent, Engine, deterministic_tar
+from envman.engine.context import deterministic_tar
+from envman.engine.docker import BuildEvent, Engine
 from envman.errors import BuildError, EngineError
 
 pytestmark = pytest.mark.docker

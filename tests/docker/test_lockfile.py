@@ -50,7 +50,7 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
     files = {"Dockerfile": (f"FROM {ids[STACK]}\nCOPY wheels /srv/wheelhouse\n"
                             "ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/srv/wheelhouse\n").encode()}
     files.update({f"wheels/{p.name}": p.read_bytes() for p in wheels.values()})
-    from envman.engine.docker import deterministic_tar
+    from envman.engine.context import deterministic_tar
 
     base_ref = unique_tag("lockbase")
     root = workdir / "lockproj"

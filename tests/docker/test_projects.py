@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from envman.images.build import SmokeReport, save_report
-from envman.engine.docker import deterministic_tar
+from envman.engine.context import deterministic_tar
 from envman.project.file import project_identity
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.engine.docker import deterministic_tar
+from envman.engine.context import deterministic_tar
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
 

@@ -122,7 +122,8 @@ def delete_user(name: str) -> None:
 STANDIN_DRIVER = r'''
 import hashlib, json, sys
 from envman.images import build as B
-from envman.engine.docker import Engine, deterministic_tar
+from envman.engine.context import deterministic_tar
+from envman.engine.docker import Engine
 from envman.run.command import stack_resolver
 
 matrix, query, variant, base = sys.argv[1:5]

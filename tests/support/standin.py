@@ -39,7 +39,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from envman.engine.docker import Engine, deterministic_tar
+from envman.engine.context import deterministic_tar
+from envman.engine.docker import Engine
 from envman.errors import EngineError
 
 FIXTURE_LABEL = {"envman.test-fixture": "true"}

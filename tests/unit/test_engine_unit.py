@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from envman.engine.context import deterministic_tar, files_from_dir
 from envman.engine.docker import (
     LOG_TAIL_LINES,
     BuildEvent,
     Engine,
-    deterministic_tar,
-    files_from_dir,
     gpu_device_requests,
     parse_build_stream,
 )

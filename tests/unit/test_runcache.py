@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import envman.engine.socket as engine_socket
 import envman.run.cache as runcache
 import envman.run.command as runner
 from envman.main import main
@@ -221,14 +222,14 @@ def test_terminal_flags_go_where_the_full_path_puts_them():
 
 
 def test_local_socket_follows_docker_host_and_contexts(tmp_path):
-    assert runcache.local_socket({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
-    assert runcache.local_socket({"DOCKER_HOST": "tcp://10.0.0.5:2376"}) is None
-    assert runcache.local_socket({"DOCKER_CONTEXT": "remote", "DOCKER_CONFIG": str(tmp_path)}) is None
-    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == runcache.DEFAULT_SOCKET
+    assert engine_socket.local_socket({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
+    assert engine_socket.local_socket({"DOCKER_HOST": "tcp://10.0.0.5:2376"}) is None
+    assert engine_socket.local_socket({"DOCKER_CONTEXT": "remote", "DOCKER_CONFIG": str(tmp_path)}) is None
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
     (tmp_path / "config.json").write_text(json.dumps({"currentContext": "rootless"}))
-    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) is None
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) is None
     (tmp_path / "config.json").write_text(json.dumps({"currentContext": "default"}))
-    assert runcache.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == runcache.DEFAULT_SOCKET
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
 
 
 def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):

@@ -20,7 +20,7 @@ from envman.project.image import home_dir, prepare_home, project_repository
 from envman.project.trust import require_trust, trust_asks
 from envman.run.plan import RunPlan, docker_argv, sanitize_environment
 from envman.run.prepare import parse_cli_env
-from envman.run.cache import env_file_fd, env_file_text
+from envman.engine.handoff import env_file_fd, env_file_text
 from envman.safefile import read_text
 from envman.project import trust
 
