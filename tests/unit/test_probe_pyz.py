@@ -290,3 +290,23 @@ def test_the_pyz_builder_loads_on_its_own():
         assert mod.build_pyz(APP_DIR) == probe_archive()
     finally:
         del sys.modules["lone_pyz"]
+
+
+def test_the_host_names_the_probe_once_and_reads_its_output_through_parse_output():
+    package = ROOT / "envman"
+    callers = []
+    for path in sorted(package.rglob("*.py")):
+        if APP_DIR in path.parents:
+            continue
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        paths = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and n.value.startswith("/opt/envman/probe")]
+        assert not paths, f"{path}: {paths}: use envman.probe.IN_IMAGE_PROBE"
+        if "IN_IMAGE_PROBE" in text and path.parent != package / "probe":
+            callers.append(path)
+            names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "envman.probe"
+                     for a in n.names}
+            assert "parse_output" in names, f"{path} runs the probe but does not parse it with parse_output"
+            assert "json.loads" not in text, f"{path}: the probe's output goes through parse_output only"
+    assert [p.relative_to(package).as_posix() for p in callers] == ["images/build.py"]
