@@ -88,13 +88,24 @@ CONTEXT_FILES = ("Dockerfile", *ENVMAN_FILES)
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]{0,127}$")
-_WORD_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
-_PYTHON_RE = re.compile(r"^\d\.\d{1,2}$")
-_CUDA_RE = re.compile(r"^\d{1,2}\.\d{1,2}$")
-_DRIVER_RE = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,2}$")
-_OS_RE = re.compile(r"^[a-z][a-z0-9]*\d+(?:\.\d+)?$")
+_NAME = r"[a-z0-9][a-z0-9._+-]{0,127}"
+_WORD = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
+
+#: Each Stack field that reaches the Dockerfile: the whole value must match the pattern; the text
+#: says what was expected.
+FIELD_RULES: dict[str, tuple[re.Pattern[str], str]] = {
+    name: (re.compile(pattern), expected) for name, pattern, expected in (
+        ("name", _NAME, "a stack name like torch-2.4.1-cuda12.4-py3.10"),
+        ("row", _NAME, "a row name like torch-2.4.1-cuda12.4"),
+        ("framework", _WORD, "a framework name"),
+        ("framework_version", r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}", "a PEP 440 version"),
+        ("variant", _WORD, "a variant such as cu124 or cpu"),
+        ("cuda", r"\d{1,2}\.\d{1,2}", "CUDA major.minor"),
+        ("python", r"\d\.\d{1,2}", "a Python X.Y"),
+        ("os", r"[a-z][a-z0-9]*\d+(?:\.\d+)?", "an OS name like ubuntu22.04"),
+        ("min_driver", r"\d{1,4}(?:\.\d{1,4}){0,2}", "a driver version like 525.60.13"),
+    )
+}
 REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
 _WHEEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$")
 
@@ -109,22 +120,20 @@ def _bad(stack: Stack, key: str, expected: str, value: Any) -> RenderError:
     )
 
 
-def _match(stack: Stack, key: str, value: Any, pattern: re.Pattern[str], expected: str, *, optional: bool = False) -> None:
+def _check_field(stack: Stack, key: str, *, optional: bool = False) -> None:
+    """Raise unless ``stack.<key>`` matches its :data:`FIELD_RULES` pattern (``None`` passes when ``optional``)."""
+    value = getattr(stack, key)
     if value is None and optional:
         return
+    pattern, expected = FIELD_RULES[key]
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise _bad(stack, key, expected, value)
 
 
 def check_stack(stack: Stack) -> None:
     """Raise ``RenderError`` unless every field the Dockerfile uses matches a strict pattern."""
-    _match(stack, "name", stack.name, _NAME_RE, "a stack name like torch-2.4.1-cuda12.4-py3.10")
-    _match(stack, "row", stack.row, _NAME_RE, "a row name like torch-2.4.1-cuda12.4")
-    _match(stack, "framework", stack.framework, _WORD_RE, "a framework name")
-    _match(stack, "framework_version", stack.framework_version, _VERSION_RE, "a PEP 440 version")
-    _match(stack, "variant", stack.variant, _WORD_RE, "a variant such as cu124 or cpu")
-    _match(stack, "cuda", stack.cuda, _CUDA_RE, "CUDA major.minor", optional=True)
-    _match(stack, "python", stack.python, _PYTHON_RE, "a Python X.Y")
+    for key in ("name", "row", "framework", "framework_version", "variant", "cuda", "python"):
+        _check_field(stack, key, optional=key == "cuda")
     if Version(stack.python) < MIN_PYTHON:
         raise RenderError(
             f"Python {stack.python} is older than {MIN_PYTHON}, the oldest envman provisions (venv + pip)",
@@ -133,14 +142,14 @@ def check_stack(stack: Stack) -> None:
         )
     if stack.python_strategy not in ("apt", "standalone"):
         raise _bad(stack, "python_strategy", "'apt' or 'standalone'", stack.python_strategy)
-    _match(stack, "os", stack.os, _OS_RE, "an OS name like ubuntu22.04")
+    _check_field(stack, "os")
     parse_image_ref(stack.base_image)
     if stack.platform not in PLATFORM_SUFFIX:
         raise _bad(stack, "platform", " | ".join(PLATFORM_SUFFIX), stack.platform)
     if stack.flavour not in FLAVOURS:
         raise _bad(stack, "flavour", " | ".join(FLAVOURS), stack.flavour)
     if stack.cuda is not None:
-        _match(stack, "min_driver", stack.min_driver, _DRIVER_RE, "a driver version like 525.60.13", optional=not stack.minor_compat)
+        _check_field(stack, "min_driver", optional=not stack.minor_compat)
     if not stack.packages:
         raise RenderError("stack has no packages to install", where=f"stack {stack.row!r}", fix="list the pinned packages in the matrix row")
     for req in stack.packages:

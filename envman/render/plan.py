@@ -230,19 +230,23 @@ class Python:
     version: str  # X.Y
     strategy: Literal["apt", "standalone"]
     os: str
-    exe: str  # the distribution's ``pythonX.Y``
-    venv: str
-    venv_python: str
     run: str
     pip_upgrade: str | None  # the venv pip's upgrade arguments; None: keep the bundled pip
     pip_note: str  # why the bundled pip stays ("" when it does not)
+    venv: str = VENV
+    venv_python: str = VENV_PYTHON
     # strategy "standalone": a bootstrap venv with uv installs python-build-standalone.
     bootstrap: str = BOOTSTRAP
     bootstrap_python: str = f"{BOOTSTRAP}/bin/python"
     bootstrap_pip: str | None = None
     bootstrap_flags: str = ""
-    uv_requirement: str = ""
+    uv_requirement: str = sh_word(f"uv=={UV_VERSION}")
     uv_env: str = ""
+
+    @property
+    def exe(self) -> str:
+        """The distribution's ``pythonX.Y`` (strategy "apt")."""
+        return f"python{self.version}"
 
 
 @dataclass(frozen=True)
@@ -558,22 +562,8 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
     if builder == "buildkit":
         run += _mount_flags(options, cache=True, wheels=bool(wheels) and options.offline,
                             secret=secret and not options.offline)
-    return Python(
-        version=python,
-        strategy="standalone" if standalone else "apt",
-        os=stack.os,
-        exe=f"python{python}",
-        venv=VENV,
-        venv_python=VENV_PYTHON,
-        run=run,
-        pip_upgrade=pip_upgrade,
-        pip_note=pip_note,
-        bootstrap=BOOTSTRAP,
-        bootstrap_pip=bootstrap_pip,
-        bootstrap_flags=offline_flags,
-        uv_requirement=sh_word(f"uv=={UV_VERSION}"),
-        uv_env=uv_env,
-    )
+    return Python(python, "standalone" if standalone else "apt", stack.os, run, pip_upgrade, pip_note,
+                  bootstrap_pip=bootstrap_pip, bootstrap_flags=offline_flags, uv_env=uv_env)
 
 
 def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
