@@ -39,9 +39,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from envman.run.cache import try_cached_run
 
         try_cached_run(matrix, options, command)  # execs docker when the last identical run's plan holds
+        from envman.matrix.source import MatrixSource
         from envman.run.command import run_cli
 
-        sys.exit(guarded(lambda: run_cli(options, command, matrix)))
+        sys.exit(guarded(lambda: run_cli(options, command, MatrixSource.of(matrix))))
     for name in ("exec", "shell"):  # the other commands that hand the terminal to docker
         split = run_argv(args, name)
         if split is not None and not _asks_help(split[1]):
@@ -51,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             if name == "exec":
                 sys.exit(guarded(lambda: envs.exec_cli(options, command)))
-            sys.exit(guarded(lambda: envs.shell_cli(options, command, matrix)))
+            from envman.matrix.source import MatrixSource
+
+            sys.exit(guarded(lambda: envs.shell_cli(options, command, MatrixSource.of(matrix))))
     from envman.cli import main as cli_main
 
     cli_main(args, invocation=tuple(args))

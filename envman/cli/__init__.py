@@ -1,6 +1,7 @@
 """The ``envman`` command line: a thin typer layer over the domain modules.
 
-One sub-app per noun, each in its own module, imported only when its command runs, so
+The command modules hold typer declarations only; :data:`COMMANDS` names and registers every
+command, and the domain modules they call are imported inside the command functions, so
 ``envman --help`` stays fast. The console script is :func:`envman.main.main`, which sends a plain
 ``envman run`` past this module; errors go through its one boundary, :func:`envman.boundary.guarded`.
 """
@@ -9,12 +10,16 @@ from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from envman import __version__
+
+if TYPE_CHECKING:
+    from envman.matrix.source import MatrixSource
 
 def _type_column(self, ctx) -> str | None:
     """The help's type column: nothing for a flag or an argument (its name is shown), else the
@@ -44,9 +49,9 @@ app = typer.Typer(
 
 
 class State:
-    """Options of the root command, shared with sub-commands through ``ctx.obj``."""
+    """Options of the root command, for the sub-commands of this invocation."""
 
-    matrix_files: list[Path] = []
+    matrix: MatrixSource | None = None
 
 
 STATE = State()
@@ -73,40 +78,122 @@ def root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    STATE.matrix_files = list(matrix or [])
+    from envman.matrix.source import MatrixSource
+
+    STATE.matrix = MatrixSource.of(matrix or [])
+
+
+def matrix_source() -> MatrixSource:
+    """The matrix of this invocation: shipped files, ``[matrix] files``, ENVMAN_MATRIX, --matrix."""
+    if STATE.matrix is None:
+        from envman.matrix.source import MatrixSource
+
+        STATE.matrix = MatrixSource()
+    return STATE.matrix
 
 
 def get_matrix():
-    """The matrix for this invocation: shipped files + ENVMAN_MATRIX + --matrix."""
-    from envman.matrix.load import get_matrix as _get
+    """The loaded matrix of this invocation (:func:`matrix_source`)."""
+    return matrix_source().matrix
 
-    return _get(STATE.matrix_files)
+
+@dataclass(frozen=True)
+class Command:
+    """``envman [GROUP] NAME`` runs ``envman.cli.MODULE.FUNCTION`` (``target`` is
+    ``"MODULE:FUNCTION"``); ``cls``, ``"MODULE:CLASS"``, for a command that parses its own words."""
+
+    name: str
+    target: str
+    cls: str | None = None
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class Group:
+    """``envman NAME ...``: a noun with sub-commands."""
+
+    name: str
+    help: str
+    commands: tuple[Command, ...]
+
+
+#: Every command of envman, in the order ``envman --help`` lists them (typer lists the plain
+#: commands first, then the groups). The modules only define the functions; this is the one place
+#: that names and registers them. The command modules are small typer declarations; the domain
+#: modules they call are imported inside the command functions.
+COMMANDS: tuple[Command | Group, ...] = (
+    Command("render", "render:render"),
+    Command("build", "build:build"),
+    Command("smoke", "build:smoke"),
+    Command("images", "build:images"),
+    Command("prune", "build:prune"),
+    Command("run", "project:run", cls="project:RunCommand"),
+    Command("exec", "project:exec_", cls="project:ExecCommand"),
+    Command("shell", "project:shell", cls="project:ShellCommand"),
+    Command("doctor", "project:doctor"),
+    Command("ls", "project:ls"),
+    Command("lock", "project:lock"),
+    Command("clean", "envs:clean"),
+    Command("notebook", "envs:notebook"),
+    Command("ps", "envs:ps"),
+    Command("stop", "envs:stop"),
+    Command("report", "ci:report"),
+    Command("push", "registry:push"),
+    Command("pull", "registry:pull"),
+    Command("submit", "slurm:submit", cls="slurm:SubmitCommand"),
+    Command("jobs", "slurm:jobs"),
+    Command("logs", "slurm:logs"),
+    Command("node-check", "slurm:node_check", hidden=True),
+    Group("matrix", "The compatibility matrix: list, show, explain, validate.", (
+        Command("ls", "matrix:ls"),
+        Command("show", "matrix:show"),
+        Command("explain", "matrix:explain"),
+        Command("validate", "matrix:validate_cmd"),
+        Command("update", "matrix:update"),
+        Command("check-tags", "ci:check_tags"),
+    )),
+    Group("project", "Projects: a directory bound to a stack (envman.toml) and the registry of them.", (
+        Command("init", "project:init"),
+        Command("add", "project:add"),
+        Command("trust", "project:trust_cmd"),
+        Command("untrust", "project:untrust_cmd"),
+        Command("trusted", "project:trusted_cmd"),
+        Command("ls", "project:project_ls"),
+        Command("show", "project:show"),
+        Command("rm", "project:rm"),
+    )),
+    Group("ci", "CI validation: plan shards of matrix rows, run them, write JUnit/JSON/Markdown.", (
+        Command("plan", "ci:plan"),
+        Command("run", "ci:run"),
+    )),
+    Group("export", "Write a project's run as a Kubernetes Job, a Dev Container or a compose file.", (
+        Command("k8s", "export:k8s"),
+        Command("devcontainer", "export:devcontainer_cmd"),
+        Command("compose", "export:compose_cmd"),
+    )),
+)
+
+
+def _find(target: str):
+    import importlib
+
+    module, name = target.split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def _add(to: typer.Typer, c: Command) -> None:
+    to.command(c.name, cls=_find(c.cls) if c.cls else None, hidden=c.hidden)(_find(c.target))
 
 
 def _register() -> None:
-    # Sub-apps are small modules of typer declarations; the heavy domain modules they call are
-    # imported inside the command functions.
-    from envman.cli import matrix as matrix_cli
-
-    app.add_typer(matrix_cli.app, name="matrix", help="The compatibility matrix: list, show, explain, validate.")
-    for mod in _optional_modules():
-        if hasattr(mod, "register"):
-            mod.register(app)
-        else:  # a module with one command named after it
-            name = mod.__name__.rsplit(".", 1)[-1]
-            app.command(name, help=(getattr(mod, name).__doc__ or "").strip().split("\n")[0])(getattr(mod, name))
-
-
-def _optional_modules():
-    """Command modules added by later features; each exposes ``register(app)``."""
-    import importlib
-
-    for name in ("render", "build", "project", "envs", "ci", "registry", "export", "slurm"):
-        try:
-            yield importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:  # pragma: no cover - only while a feature is absent
-            if exc.name != f"{__name__}.{name}":
-                raise
+    for entry in COMMANDS:
+        if isinstance(entry, Group):
+            group = typer.Typer(no_args_is_help=True)
+            for c in entry.commands:
+                _add(group, c)
+            app.add_typer(group, name=entry.name, help=entry.help)
+        else:
+            _add(app, entry)
 
 
 _register()

@@ -19,8 +19,15 @@ from envman.cli._out import console, emit_json, plain, tagged
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+def require_names(names: list[str], all_: bool) -> None:
+    """Stack names or ``--all``: exactly one of them."""
+    from envman.errors import UserError
+
+    if bool(names) == bool(all_):
+        raise UserError("give stack names or --all, not both and not neither", where="envman build", fix="e.g. envman build torch-2.4-cuda12")
+
+
 def _stacks(names: list[str], all_: bool, platform: str | None = None):
-    from envman.images.build import require_names
     from envman.stack.resolve import resolve, resolve_row
     from envman.stack.names import DEFAULT_PLATFORM
     from envman.cli import get_matrix
@@ -116,8 +123,6 @@ def build(
     if as_json:
         emit_json(rows)
     else:
-        from envman.run.cache import build_line
-
         c = console()
         for r in rows:
             status, colour, rest = build_line(r)
@@ -130,6 +135,18 @@ def build(
         _remember_noop(rows, options, as_json=as_json, argv=ctx.obj)
 
 
+def build_line(row: dict) -> tuple[str, str, str]:
+    """(status, its colour, the rest of the line) for one stack's ``envman build`` result."""
+    if row.get("result") == "build-failed":
+        return "build failed", "red", f"{row['name']}: {row['error']}"
+    colour = {"pass": "green", "cpu-only": "yellow"}.get(row["smoke"], "red")
+    state = "promoted to " + row["stable"] if row["promoted"] else "not promoted" + (
+        " (cpu-only: add --accept-cpu-only to promote without a GPU)" if row["smoke"] == "cpu-only" else "")
+    rest = f"{row['name']} {'(cached) ' if row['cached'] else ''}{row['image']} — {state}" + (
+        f": {row['reason']}" if row["reason"] and row["smoke"] != "pass" else "")
+    return row["smoke"], colour, rest
+
+
 def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str, ...] | None) -> None:
     """Record a build in which every stack was already built, smoke-tested and promoted, so the
     next identical ``envman build`` prints this result without rendering (envman.run.cache).
@@ -138,7 +155,8 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str,
     import envman
     from envman.boundary import run_argv
     from envman.config import config_path
-    from envman.paths import matrices_dir, templates_dir, user_matrix_paths
+    from envman.matrix.source import MatrixSource
+    from envman.paths import matrices_dir, templates_dir
     from envman.run.cache import build_key, record, tree_files
     from envman.state import report_path
 
@@ -150,7 +168,7 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str,
     matrix, words = split
     package = Path(envman.__file__).resolve().parent
     deps = tree_files(str(package), str(templates_dir()), str(matrices_dir()))
-    deps += [str(config_path()), *map(str, user_matrix_paths(matrix))]
+    deps += [str(config_path()), *map(str, MatrixSource.of(matrix).user_files)]
     if options.ca_bundle is not None:
         deps.append(str(options.ca_bundle))
     if options.wheelhouse is not None:
@@ -158,7 +176,8 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str,
     deps += [str(report_path(r["image_id"])) for r in rows]
     images = [(ref, r["image_id"]) for r in rows for ref in (r["image"], r["stable"])]
     record(build_key(matrix, words), deps=[os.path.abspath(d) for d in deps], images=images,
-           rows=[{k: v for k, v in r.items() if k != "build_seconds"} for r in rows], json=as_json)
+           rows=[{k: v for k, v in r.items() if k != "build_seconds"} for r in rows],
+           lines=[list(build_line(r)) for r in rows], json=as_json)
 
 
 def smoke(
@@ -239,14 +258,13 @@ def prune(
     from envman.engine.docker import Engine
     from envman.images.pins import pinned_ids
     from envman.project.image import project_images_in_use
-    from envman.run.command import stack_resolver
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     if all_users and os.geteuid() != 0:
         raise UserError("--all-users removes other users' images: only root may ask for it",
                         where="envman prune", fix="run envman prune without --all-users (your own images)")
     with Engine.connect() as engine:
-        refs, unsure = project_images_in_use(engine, stack_resolver(STATE.matrix_files))
+        refs, unsure = project_images_in_use(engine, matrix_source().resolve)
         scope = PruneScope(uid=os.getuid(), all_users=all_users, keep=frozenset(refs), keep_projects=frozenset(unsure),
                            keep_ids=pinned_ids())
         removed = _prune(engine, scope, dry_run=dry_run)
@@ -258,9 +276,3 @@ def prune(
         console().print(f"{verb} {r.stack} {', '.join(r.tags) or r.image_id}", highlight=False)
     console().print(f"{len(removed)} images {verb}, {sum(r.size for r in removed) / 1e6:.0f} MB")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("build")(build)
-    app.command("smoke")(smoke)
-    app.command("images")(images)
-    app.command("prune")(prune)

@@ -15,8 +15,6 @@ from envman.cli._options import (
 from envman.cli._out import console, emit_json, plain, tagged
 from envman.stack.names import DEFAULT_PLATFORM
 
-app = typer.Typer(no_args_is_help=True)
-
 FrameworkOpt = Annotated[Optional[str], typer.Option("--framework", "-f", help="Only this framework: torch, tensorflow (tf), jax, onnxruntime.")]
 RowsOpt = Annotated[Optional[list[str]], typer.Option("--rows", help="Only these rows (repeatable; a value may hold several names separated by spaces or commas, as a GitHub matrix passes them).")]
 ChangedOpt = Annotated[Optional[str], typer.Option("--changed-since", help="Only rows whose render changed since this git ref (new rows count as changed).")]
@@ -42,7 +40,6 @@ def _selection(framework: str | None, rows: list[str] | None, changed_since: str
     return m, builds, changes
 
 
-@app.command("plan")
 def plan(
     framework: FrameworkOpt = None,
     rows: RowsOpt = None,
@@ -86,7 +83,6 @@ def plan(
     })
 
 
-@app.command("run")
 def run(
     shard: Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N of the plan (same selection options as `ci plan`).")] = None,
     framework: FrameworkOpt = None,
@@ -242,11 +238,3 @@ def check_tags(
     c.print(f"{rep.registry}: {len(rep.tags)} tags: " + ", ".join(f"{n} {k}" for k, n in s.items() if n), highlight=False)
     raise typer.Exit(rep.exit_code)
 
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="ci", help="CI validation: plan shards of matrix rows, run them, write JUnit/JSON/Markdown.")
-    root.command("report")(report)
-    for group in root.registered_groups:
-        if group.name == "matrix" and group.typer_instance is not None:
-            group.typer_instance.command("check-tags")(check_tags)
-            break

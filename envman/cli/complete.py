@@ -52,9 +52,10 @@ def names_from_matrix(matrix: Any) -> dict[str, list[str]]:
 
 def cached_names() -> dict[str, list[str]]:
     """:func:`names_from_matrix` of this user's matrix (shipped, config, ``ENVMAN_MATRIX``), cached."""
-    from envman.run.stacks import _matrix_fingerprint
+    from envman.matrix.source import MatrixSource
 
-    key = _matrix_fingerprint(())
+    source = MatrixSource()
+    key = source.fingerprint()
     path = _cache_path()
     try:
         data = json.loads(path.read_text())
@@ -62,9 +63,7 @@ def cached_names() -> dict[str, list[str]]:
             return data["names"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    from envman.matrix.load import get_matrix
-
-    names = names_from_matrix(get_matrix(()))
+    names = names_from_matrix(source.matrix)
     if key is not None:
         try:
             from envman.state import atomic_write

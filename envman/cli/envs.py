@@ -74,10 +74,10 @@ def notebook(
 ) -> None:
     """JupyterLab in a project's stack on 127.0.0.1 with a random token: prints the URL; Ctrl-C stops it."""
     from envman.run.notebook import notebook_cli
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     notebook_cli(project, port=port, stack=stack, gpus=gpus, no_gpu=no_gpu, rebuild=rebuild, dry_run=dry_run,
-                 matrix_files=STATE.matrix_files)
+                 matrix=matrix_source())
 
 
 def clean(
@@ -136,9 +136,3 @@ def clean(
         if engine is not None:
             engine.close()
 
-
-def register(root: typer.Typer) -> None:
-    root.command("clean")(clean)
-    root.command("notebook")(notebook)
-    root.command("ps")(ps)
-    root.command("stop")(stop)

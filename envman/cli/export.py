@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Write a project's run as a Kubernetes Job, a Dev Container or a compose file.")
-
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Where to write ('-': stdout).", show_default=False)]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 
@@ -20,16 +18,15 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.registry import locate
     from envman.project.trust import require_trust
-    from envman.run.command import stack_resolver
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     project = locate(target)
     # An export carries the file's mounts, ports, variables and command to another tool: the
     # same trust as a run.
     require_trust(project)
-    resolve_name = stack_resolver(STATE.matrix_files)
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    stack = resolve_name(settings.stack)
+    matrix = matrix_source()
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    stack = matrix.resolve(settings.stack)
     if image is None and need_local_image:
         image = _local_run_image(project, stack)
     return project, ExportInput(
@@ -69,7 +66,6 @@ def _say(line: str) -> None:
     typer.echo(line, err=True)  # plain text: paths and names are printed as they are
 
 
-@app.command("k8s")
 def k8s(
     project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=0, help="GPUs per pod (default: the project's; 'all' counts as 1).", show_default=False)] = None,
@@ -124,7 +120,6 @@ def k8s(
              f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file=FILE")
 
 
-@app.command("devcontainer")
 def devcontainer_cmd(
     project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Folder to write devcontainer.json and Dockerfile to ('-': print devcontainer.json).", show_default=False)] = None,
@@ -146,7 +141,6 @@ def devcontainer_cmd(
     _say(f"wrote {', '.join(_shown(p) for p in written)} (image {x.image})")
 
 
-@app.command("compose")
 def compose_cmd(
     projects: Annotated[list[str], typer.Argument(help="Projects: registered names or paths (one service each).")],
     output: Output = None,
@@ -172,6 +166,3 @@ def compose_cmd(
     if dest != "-":
         _say(f"wrote {dest}: services {', '.join(services)}")
 
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="export", help="Write a project's run as a Kubernetes Job, a Dev Container or a compose file.")

@@ -13,21 +13,17 @@ from rich.markup import escape
 
 from envman.cli._out import console, emit_json, plain, tagged
 
-app = typer.Typer(no_args_is_help=True)
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 MatrixOpt = Annotated[Optional[list[Path]], typer.Option("--matrix", "-m", help="Extra matrix file (repeatable), as `envman --matrix`.", show_default=False)]
 
 
 def _extra_matrix(files: list[Path] | None) -> None:
     """``--matrix`` given after the sub-command adds to the root option's files."""
-    from envman.cli import STATE
+    from envman.cli import STATE, matrix_source
 
-    if files:
-        STATE.matrix_files = [*STATE.matrix_files, *files]
+    STATE.matrix = matrix_source().adding(files or ())
 
 
-@app.command("ls")
 def ls(
     framework: Annotated[Optional[str], typer.Option("--framework", "-f", help="torch, tensorflow (tf), jax, onnxruntime")] = None,
     cuda: Annotated[Optional[str], typer.Option("--cuda", help="CUDA version or prefix: 12, 12.4; 'cpu' for CPU builds")] = None,
@@ -98,7 +94,6 @@ def _platforms_cell(d: dict) -> str:
     return short + ("?" if d["platform_status"] != "confirmed" and len(d["platforms"]) > 1 else "")
 
 
-@app.command("show")
 def show(
     name: Annotated[str, typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
@@ -129,7 +124,6 @@ def show(
         c.print(f"[bold]{k:<{width}}[/bold]  {escape(str(v)) if v not in (None, '') else '-'}")
 
 
-@app.command("explain")
 def explain(
     name: Annotated[str, typer.Argument(help="Stack name", autocompletion=complete_stack)],
     driver: Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version, e.g. 535.104.05 (default: this host's).", show_default=False)] = None,
@@ -207,7 +201,6 @@ def _compatible_build(m, stack, driver: str, cc: str) -> str | None:
     return suggest_stack(m, stack, host, host.gpus)
 
 
-@app.command("validate")
 def validate_cmd(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="Extra matrix files to check with the shipped ones")] = None,
     as_json: JsonOpt = False,
@@ -219,9 +212,9 @@ def validate_cmd(
     from envman.matrix.validate import validate
     from envman.stack.resolve import resolve_row
     from envman.errors import ResolveError
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
-    m = load_matrix(list(STATE.matrix_files) + list(paths or []))
+    m = load_matrix([*matrix_source().extra, *(paths or [])])
     problems = [str(p) for p in validate(m)]
     for b in m.builds:  # every row must resolve to a stack, on every platform it lists
         for plat in b.platforms:
@@ -249,7 +242,6 @@ def validate_cmd(
     raise typer.Exit(0 if not problems else 1)
 
 
-@app.command("update")
 def update(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Only this framework (repeatable): torch, tensorflow (tf), jax, onnxruntime (ort).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the new rows to this overlay matrix file (merged with its rows if it exists).", show_default=False)] = None,
@@ -275,7 +267,7 @@ def update(
     from envman.matrix.load import load_files
     from envman.matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
     from envman.matrix.write import atomic_write_all
-    from envman.paths import matrix_files, matrices_dir
+    from envman.paths import matrices_dir
     from envman.render.dockerfile import RenderOptions
     from envman.stack.names import ALIASES
 
@@ -306,15 +298,15 @@ def update(
     http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
     # What the new rows are compared with and checked against: the shipped matrix for --check
     # and --write; everything the user loads (and the overlay itself) for -o and a dry run.
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     if check or write:
-        files = matrix_files((), shipped=True)[: len(list(matrices_dir().glob("*.toml")))]
+        files = list(matrix_source().shipped_files)
     else:
         # The overlay being written may be one of the user's files (config, --matrix) that does
         # not exist yet: it is read when it exists, never required.
         target = output.expanduser().absolute() if output is not None else None
-        files = [f for f in matrix_files(STATE.matrix_files, shipped=True) if f.expanduser().absolute() != target]
+        files = [f for f in matrix_source().files if f.expanduser().absolute() != target]
         if output is not None and output.exists():
             files.append(output)
     base = load_files(files)

@@ -12,8 +12,6 @@ from typer.core import TyperCommand
 
 from envman.cli._out import console, emit_json, plain, tagged
 
-app = typer.Typer(no_args_is_help=True)
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _META_CMD = "envman.run.command"
 _META_ARGS = "envman.run.args"
@@ -22,31 +20,21 @@ _META_ARGS = "envman.run.args"
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _resolver():
-    from envman.run.command import stack_resolver
-    from envman.cli import STATE
+def _matrix():
+    from envman.cli import matrix_source
 
-    return stack_resolver(STATE.matrix_files)
-
-
-def _suggest(stack, host, gpus):
-    from envman.run.preflight import suggest_stack
-    from envman.cli import get_matrix
-
-    return suggest_stack(get_matrix(), stack, host, gpus)
+    return matrix_source()
 
 
 def _detect_host():
     from envman.run.command import detect_host
-    from envman.cli import STATE
 
-    return detect_host(STATE.matrix_files)
+    return detect_host(_matrix())
 
 
 # --------------------------------------------------------------------------- envman project ...
 
 
-@app.command("init")
 def init(
     env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
@@ -70,7 +58,7 @@ def init(
     if stack is None:
         raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
     check_stack_name(stack, where="--env", key="stack")
-    _resolver()(stack)  # a stack that does not exist is refused here, with the closest names, as run would
+    _matrix().resolve(stack)  # a stack that does not exist is refused here, with the closest names, as run would
     if name is not None and ("\n" in name or "\0" in name or not 1 <= len(name) <= 63):
         raise UserError(f"{name[:80]!r} is not a project name", where="--name",
                         fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
@@ -89,7 +77,6 @@ def init(
                     markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command("add")
 def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:
     """Register an existing project (and trust its file as it is now) so that `envman run NAME` works from anywhere."""
     from envman.project.file import load_project
@@ -106,7 +93,6 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
                     markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command("trust")
 def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or its directory).")] = Path(".")) -> None:
     """Trust a project file as it is now (its real path and content hash); any edit needs trust again."""
     from envman.project.file import load_project, unsafe_reason
@@ -123,7 +109,6 @@ def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or it
                     markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command("untrust")
 def untrust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or its directory).")] = Path(".")) -> None:
     """Forget the trust in a project file."""
     import os
@@ -136,7 +121,6 @@ def untrust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or 
     console().print(f"{'untrusted' if removed else 'was not trusted:'} {real}", markup=False, highlight=False)
 
 
-@app.command("trusted")
 def trusted_cmd(as_json: JsonOpt = False) -> None:
     """List the project files you trust, and whether each is still the content you trusted."""
     import hashlib
@@ -164,7 +148,6 @@ def trusted_cmd(as_json: JsonOpt = False) -> None:
         console().print(f"{r['state']:<10} {r['trusted'] or '':<20} {r['file']}", markup=False, highlight=False)
 
 
-@app.command("ls")
 def project_ls(as_json: JsonOpt = False) -> None:
     """List registered projects (name, root, stack as written in the project file)."""
     from envman.errors import EnvmanError
@@ -193,7 +176,6 @@ def project_ls(as_json: JsonOpt = False) -> None:
     console().print(t)
 
 
-@app.command("show")
 def show(
     name: Annotated[Optional[str], typer.Argument(help="Registered name or path (default: the project of the current directory).", autocompletion=complete_project)] = None,
     as_json: JsonOpt = False,
@@ -206,9 +188,9 @@ def show(
     from envman.project.trust import is_trusted
 
     project = locate(name)
-    resolve_name = _resolver()
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    stack = resolve_name(settings.stack)
+    matrix = _matrix()
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    stack = matrix.resolve(settings.stack)
     doc = {
         "project": project.to_json(),
         "stack": stack.name,
@@ -245,7 +227,6 @@ def show(
                 markup=False, highlight=False)
 
 
-@app.command("rm")
 def rm(name: Annotated[str, typer.Argument(help="Registered project name.", autocompletion=complete_project)]) -> None:
     """Unregister a project (its files and images are left alone; `envman prune` ignores project images)."""
     from envman.project.registry import unregister
@@ -268,8 +249,12 @@ class _PassThroughCommand(TyperCommand):
     ``envman.run.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
     made from that parser by :func:`_help_signature`, only draw ``--help``."""
 
-    #: () -> (the argparse parser, the help of the command words or None); set by _pass_through
+    #: () -> (the argparse parser, the help of the command words or None); set by each subclass
     help_source: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        settings = {"ignore_unknown_options": True, "allow_extra_args": True, **(kwargs.get("context_settings") or {})}
+        super().__init__(*args, **{**kwargs, "context_settings": settings})
 
     def parse_args(self, ctx, args):
         before = args[:args.index("--")] if "--" in args else args
@@ -328,9 +313,8 @@ def _help_params(parser, command_help: str | None) -> list:
 def run(ctx: typer.Context) -> None:
     """Run a command in a project's stack: envman run [OPTIONS] [PROJECT] [CMD ARGS...] (or ... -- CMD ARGS...)."""
     from envman.run.command import run_cli
-    from envman.cli import STATE
 
-    run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
+    run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), _matrix())
 
 
 def exec_(ctx: typer.Context) -> None:
@@ -343,17 +327,8 @@ def exec_(ctx: typer.Context) -> None:
 def shell(ctx: typer.Context) -> None:
     """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
     from envman.run.envs import shell_cli
-    from envman.cli import STATE
 
-    shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), STATE.matrix_files)
-
-
-def _pass_through(root: typer.Typer, name: str, fn, help_source) -> None:
-    """Register ``fn`` as command ``name``; ``help_source()`` gives (its argparse parser, the help
-    of its command words or None) when --help asks for them."""
-    cls = type(f"_{name.title()}Command", (_PassThroughCommand,), {"help_source": staticmethod(help_source)})
-    root.command(name, cls=cls, help=(fn.__doc__ or "").strip(),
-                 context_settings={"ignore_unknown_options": True, "allow_extra_args": True})(fn)
+    shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), _matrix())
 
 
 def _run_help():
@@ -376,50 +351,19 @@ def _shell_help():
     return parser, None
 
 
+class RunCommand(_PassThroughCommand):
+    help_source = staticmethod(_run_help)
+
+
+class ExecCommand(_PassThroughCommand):
+    help_source = staticmethod(_exec_help)
+
+
+class ShellCommand(_PassThroughCommand):
+    help_source = staticmethod(_shell_help)
+
+
 # --------------------------------------------------------------------------- doctor / ls
-
-
-def _what_if_host(driver: str | None, gpu: str | None, sm: str | None, real):
-    from envman.errors import UserError
-    from envman.host import what_if
-    from envman.matrix.model import Arch, DriverVersion
-    from envman.cli import get_matrix
-
-    if driver is not None:
-        try:
-            DriverVersion.parse_option(driver)
-        except ValueError as exc:
-            raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05") from None
-    if gpu is not None and sm is not None:
-        raise UserError("give --gpu or --sm, not both", where="envman doctor")
-    name, cc = None, None
-    if sm is not None:
-        try:
-            cc = str(Arch.parse(sm))
-        except ValueError as exc:
-            raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6") from None
-        name = "hypothetical GPU"
-    elif gpu is not None:
-        import difflib
-
-        m = get_matrix()
-        g = m.gpu(gpu)
-        if g is None:
-            names = [x.name for x in m.gpus] + [x.id for x in m.gpus]
-            close = difflib.get_close_matches(gpu, names, n=3, cutoff=0.4)
-            raise UserError(f"unknown GPU {gpu!r}", where="--gpu",
-                            fix=("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y")
-        name, cc = g.name, str(g.cc)
-    drv = driver or real.driver
-    if cc is None:  # --driver alone: this host's GPUs with another driver
-        if not real.has_gpu:
-            raise UserError("this host has no GPU to ask about", where="--driver", fix="add --gpu NAME or --sm X.Y")
-        from dataclasses import replace
-
-        return replace(real, driver=drv, source="what-if", cuda_driver=None, note="this host's GPUs with driver " + drv)
-    if drv is None:
-        raise UserError("this host has no NVIDIA driver to assume", where="envman doctor", fix="add --driver VERSION")
-    return what_if(drv, cc, name)
 
 
 def _engine_or_error():
@@ -437,12 +381,12 @@ def _engine_or_error():
 def _rows(host, engine, what_if: bool):
     from envman.project.settings import load_user_config
     from envman.project.registry import read_registry
+    from envman.run.command import suggester
     from envman.run.doctor import project_rows
 
-    from envman.cli import STATE
-
-    return project_rows(read_registry(), engine=engine, host=host, resolve_name=_resolver(), user=load_user_config(),
-                        suggest_for=_suggest, what_if=what_if, matrix_files=STATE.matrix_files)
+    matrix = _matrix()
+    return project_rows(read_registry(), engine=engine, host=host, resolve_name=matrix.resolve, user=load_user_config(),
+                        suggest_for=suggester(matrix), what_if=what_if, missing_files_hint=matrix.missing_files_hint)
 
 
 def doctor(
@@ -453,11 +397,11 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check the host (driver, GPUs, Docker, NVIDIA runtime) and every registered project on it. Exit 1 on a problem."""
-    from envman.run.doctor import doctor_report
+    from envman.run.doctor import doctor_report, what_if_host
 
     real = _detect_host()
     asked = any(x is not None for x in (driver, gpu, sm))
-    host = _what_if_host(driver, gpu, sm, real) if asked else real
+    host = what_if_host(real, _matrix(), driver=driver, gpu=gpu, sm=sm) if asked else real
     engine, engine_error = _engine_or_error()
     rows = _rows(host, engine, asked)
     report = doctor_report(host=host, engine=engine, engine_error=engine_error, rows=rows, what_if=asked,
@@ -587,9 +531,8 @@ def lock(
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.image import build_project_image, project_lock
     from envman.project.registry import locate
-    from envman.run.command import print_step, stack_resolver
+    from envman.run.command import print_step
     from envman.state import stable_ref
-    from envman.cli import STATE
 
     p = locate(project)
     if not p.requirements.strip():
@@ -597,9 +540,9 @@ def lock(
                         fix='add requirements = "requirements.txt" (or a list) to the project file')
     if not upgrade:
         read_lock(p.root)  # a malformed lock is refused before any build; --upgrade replaces it
-    resolve_name = stack_resolver(STATE.matrix_files)
-    settings = merge_settings(p, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    stack = resolve_name(settings.stack)
+    matrix = _matrix()
+    settings = merge_settings(p, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    stack = matrix.resolve(settings.stack)
     with Engine.connect() as engine:
         base = engine.inspect_image(stable_ref(stack.name))
         if base is None:
@@ -616,12 +559,3 @@ def lock(
     state = "up to date" if kept else "written"
     typer.echo(f"{lock_path(p.root)}: {state}, {len(packages)} packages on {stack.name} ({ref})")
 
-
-def register(root: typer.Typer) -> None:
-    root.add_typer(app, name="project", help="Projects: a directory bound to a stack (envman.toml) and the registry of them.")
-    _pass_through(root, "run", run, _run_help)
-    _pass_through(root, "exec", exec_, _exec_help)
-    _pass_through(root, "shell", shell, _shell_help)
-    root.command("doctor")(doctor)
-    root.command("ls")(ls)
-    root.command("lock")(lock)

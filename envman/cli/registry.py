@@ -23,11 +23,10 @@ def target_stack(target: str):
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import PROJECT_FILE
     from envman.project.registry import locate, read_registry
-    from envman.run.command import stack_resolver
     from envman.stack.names import parse_name
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
-    resolve_name = stack_resolver(STATE.matrix_files)
+    resolve_name = matrix_source().resolve
     is_path = "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE)
     if is_path or target in read_registry():
         project = locate(target)
@@ -93,7 +92,3 @@ def pull(
     typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}); promoted as envman/{stack.name}:latest", err=True)
     typer.echo(pulled.ref)
 
-
-def register(app: typer.Typer) -> None:
-    app.command("push")(push)
-    app.command("pull")(pull)

@@ -12,7 +12,7 @@ from envman.cli._out import console, emit_json
 _META_CMD = "envman.submit.command"
 
 
-class _SubmitCommand(TyperCommand):
+class SubmitCommand(TyperCommand):
     """The words after the first ``--`` are the job's command, not options or arguments."""
 
     def parse_args(self, ctx, args):
@@ -50,7 +50,7 @@ def submit(
         Resources, SubmitRequest, build_spec, check_mem, check_partition, check_runtime, check_time, render_script,
         submit as do_submit,
     )
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     n_gpus = _int(gpus, "--gpus", 0)
     res = Resources(
@@ -61,7 +61,7 @@ def submit(
         mem=check_mem(mem) if mem is not None else None,
     )
     req = SubmitRequest(project, res, runtime=check_runtime(runtime) if runtime is not None else None, image=image,
-                        command=tuple(ctx.meta.get(_META_CMD, [])), matrix_files=tuple(map(str, STATE.matrix_files)))
+                        command=tuple(ctx.meta.get(_META_CMD, [])), matrix_files=matrix_source().extra)
     spec = build_spec(req)
     if dry_run:
         typer.echo(render_script(spec), nl=False)
@@ -139,16 +139,10 @@ def node_check(
 
     from envman.errors import UserError
     from envman.cluster.slurm import node_check as check
-    from envman.cli import STATE
+    from envman.cli import matrix_source
 
     if no_gpu == (gpus is not None) or (gpus is not None and gpus != "slurm"):
         raise UserError("give --gpus slurm or --no-gpu", where="envman node-check")
-    for w in check(project, gpus is not None, tuple(map(str, STATE.matrix_files))):
+    for w in check(project, gpus is not None, matrix_source()):
         sys.stderr.write(f"envman: warning: {w}\n")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("submit", cls=_SubmitCommand)(submit)
-    app.command("jobs")(jobs)
-    app.command("logs")(logs)
-    app.command("node-check", hidden=True)(node_check)

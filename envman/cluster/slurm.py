@@ -36,10 +36,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from envman.errors import EnvmanError, UserError
 from envman.project.file import CONTAINER_HOME, WORKSPACE, Mount, cluster_gpu_count
+
+if TYPE_CHECKING:
+    from envman.matrix.source import MatrixSource
 
 RUNTIMES = ("docker", "podman", "pyxis", "apptainer", "charliecloud")
 DEFAULT_RUNTIME = "docker"
@@ -664,12 +667,12 @@ def default_image(runtime: str, ref: str) -> str:
 
 def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) -> JobSpec:
     """Locate the project, merge its settings like ``envman run`` does and make the job."""
-    from envman.paths import config_dir, state_dir, user_matrix_paths
+    from envman.matrix.source import MatrixSource
+    from envman.paths import config_dir, state_dir
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.image import home_dir
     from envman.project.registry import locate
     from envman.project.trust import require_trust
-    from envman.run.command import stack_resolver
     from envman.state import stable_ref
 
     cfg = load_slurm_config()
@@ -677,10 +680,10 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     image = check_image(req.image, runtime) if req.image is not None else None
     project = locate(req.target)
     require_trust(project)
-    resolve_name = stack_resolver(req.matrix_files)
+    matrix = MatrixSource.of(req.matrix_files)
     settings = merge_settings(project, load_user_config(), CliOverrides(command=req.command),
-                              stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    stack = resolve_name(settings.stack)
+                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    stack = matrix.resolve(settings.stack)
     res = req.resources
     if res.partition is None and cfg.partition:
         res = replace(res, partition=cfg.partition)
@@ -704,37 +707,30 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
         matrix_files=tuple(os.path.abspath(f) for f in req.matrix_files), environment=settings.environment,
         mounts=settings.mounts, home=str(home.resolve()), state_dir=str(state_dir().absolute()),
         config_dir=str(config_dir().absolute()),
-        matrix_env=os.pathsep.join(str(p.absolute()) for p in user_matrix_paths()),
+        matrix_env=os.pathsep.join(str(p.absolute()) for p in MatrixSource().user_files),
     )
 
 
 # --------------------------------------------------------------------------- node check (non-docker runtimes)
 
 
-def node_check(target: str, gpus_slurm: bool, matrix_files: Sequence[str] = ()) -> list[str]:
+def node_check(target: str, gpus_slurm: bool, matrix: MatrixSource) -> list[str]:
     """The driver and architecture checks of ``envman run`` on this node, for the runtimes that
     do not run through ``envman run``: raises the first error, returns the warnings."""
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.registry import locate
     from envman.run.plan import ERROR
     from envman.run.prepare import PreflightError, allocated_gpus
-    from envman.run.command import detect_host, stack_resolver
-    from envman.run.preflight import gpu_problems, suggest_stack
+    from envman.run.command import detect_host, suggester
+    from envman.run.preflight import gpu_problems
 
     project = locate(target)
-    resolve_name = stack_resolver(matrix_files)
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    stack = resolve_name(settings.stack)
+    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    stack = matrix.resolve(settings.stack)
     if not gpus_slurm:
         return []
     gpus = allocated_gpus(os.environ)
-
-    def suggest(s: Any, host: Any, chosen: Any) -> str | None:
-        from envman.matrix.load import get_matrix
-
-        return suggest_stack(get_matrix(matrix_files), s, host, chosen)
-
-    problems = gpu_problems(stack, gpus, detect_host(matrix_files), suggest)
+    problems = gpu_problems(stack, gpus, detect_host(matrix), suggester(matrix))
     errors = [p for p in problems if p.level == ERROR]
     if errors:
         raise PreflightError(errors[0].message, problems)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from envman import labels as L
-from envman.errors import BuildError, EnvmanError, UserError
+from envman.errors import BuildError, EnvmanError
 from envman.state import (
     STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
@@ -439,8 +439,3 @@ def prune(engine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]
             report.unlink(missing_ok=True)
         removed.append(row)
     return removed
-
-
-def require_names(names: list[str], all_: bool) -> None:
-    if bool(names) == bool(all_):
-        raise UserError("give stack names or --all, not both and not neither", where="envman build", fix="e.g. envman build torch-2.4-cuda12")

@@ -12,7 +12,7 @@ from functools import total_ordering
 
 from packaging.version import Version
 
-#: Fact status carried by every row, as in ``shared/reference``. An ``unconfirmed`` fact is
+#: Fact status carried by every row (how well its sources back it). An ``unconfirmed`` fact is
 #: never promoted to a hard rule: verdicts that rest on one say so in their reasons.
 STATUSES = ("confirmed", "partially confirmed", "unconfirmed")
 

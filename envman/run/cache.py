@@ -53,7 +53,7 @@ ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json", "--name", "--detach", "-d")
 #: envman's modules that decide a plan: an edited (editable) install is a miss.
 #: Paths relative to the ``envman`` package.
-CODE_FILES = ("run/cache.py", "run/command.py", "run/plan.py", "run/preflight.py", "run/prepare.py", "run/stacks.py",
+CODE_FILES = ("run/cache.py", "run/command.py", "run/plan.py", "run/preflight.py", "run/prepare.py", "matrix/source.py",
               "images/pins.py", "engine/facts.py", "engine/socket.py", "engine/handoff.py", "project/file.py",
               "project/settings.py", "project/registry.py", "project/image.py", "project/trust.py", "stack/names.py",
               "state.py", "paths.py", "main.py", "boundary.py",
@@ -268,18 +268,6 @@ def tree_files(*roots: str) -> list[str]:
     return out
 
 
-def build_line(row: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(status, its colour, the rest of the line) for one stack's ``envman build`` result."""
-    if row.get("result") == "build-failed":
-        return "build failed", "red", f"{row['name']}: {row['error']}"
-    colour = {"pass": "green", "cpu-only": "yellow"}.get(row["smoke"], "red")
-    state = "promoted to " + row["stable"] if row["promoted"] else "not promoted" + (
-        " (cpu-only: add --accept-cpu-only to promote without a GPU)" if row["smoke"] == "cpu-only" else "")
-    rest = f"{row['name']} {'(cached) ' if row['cached'] else ''}{row['image']} — {state}" + (
-        f": {row['reason']}" if row["reason"] and row["smoke"] != "pass" else "")
-    return row["smoke"], colour, rest
-
-
 _ANSI = {"green": "32", "yellow": "33", "red": "31"}
 
 
@@ -301,11 +289,8 @@ def try_cached_build(matrix: Sequence[str], words: Sequence[str]) -> None:
             out = json.dumps(rows, indent=2) + "\n"
         else:
             tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-            lines = []
-            for r in rows:
-                status, colour, rest = build_line(r)
-                lines.append((f"\x1b[{_ANSI[colour]}m{status}\x1b[0m" if tty else status) + " " + rest)
-            out = "".join(line + "\n" for line in lines)
+            out = "".join((f"\x1b[{_ANSI[colour]}m{status}\x1b[0m" if tty else status) + f" {rest}\n"
+                          for status, colour, rest in entry["lines"])
     except Exception:  # a cache never breaks a build: the full path decides
         return
     sys.stdout.write(out)

@@ -30,43 +30,30 @@ from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
 from envman.run.preflight import suggest_stack
 from envman.run.prepare import Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports, prepare_run
-from envman.run.stacks import resolve_stack
 
 if TYPE_CHECKING:
 
     from envman.host import HostFacts, HostGpu
+    from envman.matrix.source import MatrixSource
 
 
 # --------------------------------------------------------------------------- the `envman run` command
 
 
-def stack_resolver(matrix_files: Sequence[str | os.PathLike[str]]) -> Callable[[str], Stack]:
-    """name → Stack for one invocation (matrix: shipped + ENVMAN_MATRIX + ``matrix_files``)."""
-    memo: dict[str, Stack] = {}
-
-    def load() -> Any:  # only when the stack cache misses
-        from envman.matrix.load import get_matrix
-
-        return get_matrix(matrix_files)
-
-    def resolve_name(name: str) -> Stack:
-        if name not in memo:
-            memo[name] = resolve_stack(name, matrix_files, load)
-            from envman.stack.origins import record
-
-            record(name, memo[name].name, matrix_files)  # for a later "unknown stack" to say why
-        return memo[name]
-
-    return resolve_name
-
-
-def detect_host(matrix_files: Sequence[str | os.PathLike[str]] = ()) -> HostFacts:
+def detect_host(matrix: MatrixSource) -> HostFacts:
     from envman.host import detect, matrix_gpu_table
-    from envman.matrix.load import get_matrix
 
     # The matrix (its GPU table) is loaded only for a GPU whose compute capability the driver
     # could not report (nvidia-smi before driver 510).
-    return detect(gpu_table=lambda name: matrix_gpu_table(get_matrix(matrix_files))(name))
+    return detect(gpu_table=lambda name: matrix_gpu_table(matrix.matrix)(name))
+
+
+def suggester(matrix: MatrixSource) -> Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None]:
+    """``suggest`` for :func:`prepare_run`: a stack of ``matrix`` that would run on this host."""
+    def suggest(s: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
+        return suggest_stack(matrix.matrix, s, host, gpus)
+
+    return suggest
 
 
 _CONTAINER_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
@@ -148,7 +135,7 @@ def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) ->
     return words, []
 
 
-def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
+def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
     """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
     Execs ``docker run`` (does not return) unless ``--dry-run``."""
     import shlex
@@ -190,25 +177,18 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
         ports=parse_cli_ports(a.port),
         command=tuple(command),
     )
-    resolve_name = stack_resolver(matrix_files)
-    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     for m in settings.mounts:
         if not os.path.exists(m.source):
             raise UserError(f"mount source {m.source} does not exist", where=f"mount {m.target}",
                             fix="create it, or fix the path (docker would refuse the run)")
-    stack = resolve_name(settings.stack)
+    stack = matrix.resolve(settings.stack)
 
     build_image = project_image_builder(a.rebuild)
-
-    def suggest(s: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
-        from envman.matrix.load import get_matrix
-
-        return suggest_stack(get_matrix(matrix_files), s, host, gpus)
-
     tty, interactive = terminal_flags()
     engine = docker_facts()
     prepared = prepare_run(
-        proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+        proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix), suggest=suggester(matrix),
         build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, update=a.update,
         remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
         env_name=env_name, detach=a.detach,
@@ -230,8 +210,8 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[
     if cname is not None:
         check_name_free(prepared.plan)
     if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
-        remember_run(prepared, proj, engine=engine, key=cache_key(list(map(str, matrix_files)), args, command),
-                     found_from=None if a.project is not None else Path.cwd(), matrix_files=matrix_files)
+        remember_run(prepared, proj, engine=engine, key=cache_key(list(matrix.extra), args, command),
+                     found_from=None if a.project is not None else Path.cwd(), matrix=matrix)
     exec_docker(argv, prepared.plan.environment)
 
 
@@ -285,13 +265,12 @@ def check_name_free(plan: RunPlan) -> None:
 
 
 def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,
-                     matrix_files: Sequence[str | os.PathLike[str]]) -> list[str]:
+                     matrix: MatrixSource) -> list[str]:
     """Every file a run's plan was made from (see :mod:`envman.run.cache`): the project file, the
     ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
     there would be found first), the registry, the user config, the requirements file, the matrix
     files and their folder (a new file there), and the smoke report."""
     from envman.paths import matrices_dir
-    from envman.paths import matrix_files as all_matrix_files
     from envman.images.pins import pins_file
     from envman.project.file import PROJECT_FILE
     from envman.project.registry import registry_path
@@ -299,7 +278,7 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     from envman.project.trust import trust_path
 
     deps = [project.file, registry_path(), user_config_path(), pins_file(), trust_path(), matrices_dir(),
-            *all_matrix_files(matrix_files)]
+            *matrix.files]
     if found_from is not None:
         root = project.file.parent.absolute()
         for d in (found_from.absolute(), *found_from.absolute().parents):
@@ -314,7 +293,7 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
 
 
 def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
-                 found_from: Path | None, matrix_files: Sequence[str | os.PathLike[str]]) -> None:
+                 found_from: Path | None, matrix: MatrixSource) -> None:
     """Record a CPU run that passed its preflight, for :func:`envman.run.cache.try_cached_run`."""
     from dataclasses import replace
 
@@ -333,7 +312,7 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
         images.append((prepared.plan.image, prepared.plan.image))
     plan = replace(prepared.plan, tty=False, interactive=False)
     record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
-                                          matrix_files=matrix_files),
+                                          matrix=matrix),
                images=images, argv=docker_argv(plan, env_file=ENV_FILE_SLOT if plan.environment else None),
                home=plan.home, environment=plan.environment, project_file=str(project.file),
                warnings=[p.message for p in prepared.problems if p.level == WARNING])

@@ -20,6 +20,7 @@ from envman.stack.names import Stack
 
 if TYPE_CHECKING:
     from envman.host import HostFacts, HostGpu
+    from envman.matrix.source import MatrixSource
 
 
 @dataclass
@@ -54,11 +55,12 @@ def project_rows(
     user,
     suggest_for: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
     what_if: bool = False,
-    matrix_files: Sequence[str | Path] = (),
+    missing_files_hint: Callable[[str], str | None] = lambda query: None,
 ) -> list[ProjectRow]:
     """One row per registered project: its stack, image, smoke and verdict on ``host``.
 
-    ``engine`` may be ``None`` (unreachable): image columns then say ``unknown``.
+    ``engine`` may be ``None`` (unreachable): image columns then say ``unknown``. A stack name
+    that does not resolve says why when ``missing_files_hint`` knows (``MatrixSource``'s).
     """
     from envman.state import stable_ref
     from envman.project.settings import CliOverrides, merge_settings
@@ -82,7 +84,7 @@ def project_rows(
             row.stack_query = settings.stack
             stack = resolve_name(settings.stack)
         except EnvmanError as exc:
-            row.problems.append(Problem(ERROR, "project", _why_invalid(exc, row.stack_query, matrix_files)))
+            row.problems.append(Problem(ERROR, "project", _why_invalid(exc, row.stack_query, missing_files_hint)))
             continue
         row.stack = stack.name
         row.gpus = str(settings.gpus) if settings.gpus else "none"
@@ -120,16 +122,60 @@ def project_rows(
     return rows
 
 
-def _why_invalid(exc: EnvmanError, query: str | None, matrix_files: Sequence[str | Path]) -> str:
+def _why_invalid(exc: EnvmanError, query: str | None, missing_files_hint: Callable[[str], str | None]) -> str:
     """The error of a project whose stack does not resolve, with the matrix file it came from
     when one was recorded and is not loaded now (:mod:`envman.stack.origins`)."""
     from envman.errors import ResolveError
-    from envman.stack.origins import missing_files_hint
 
-    hint = missing_files_hint(query, matrix_files) if isinstance(exc, ResolveError) and query else None
+    hint = missing_files_hint(query) if isinstance(exc, ResolveError) and query else None
     if hint is None:
         return exc.line()
     return f"stack {query!r} is unknown to the loaded matrix: {hint}"
+
+
+def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = None, gpu: str | None = None,
+                 sm: str | None = None) -> HostFacts:
+    """The host ``doctor --driver/--gpu/--sm`` asks about: ``real`` with another driver, or a
+    hypothetical GPU (a GPU of ``matrix`` by name, or a compute capability) on a driver."""
+    from envman.errors import UserError
+    from envman.host import what_if
+    from envman.matrix.model import Arch, DriverVersion
+
+    if driver is not None:
+        try:
+            DriverVersion.parse_option(driver)
+        except ValueError as exc:
+            raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05") from None
+    if gpu is not None and sm is not None:
+        raise UserError("give --gpu or --sm, not both", where="envman doctor")
+    name, cc = None, None
+    if sm is not None:
+        try:
+            cc = str(Arch.parse(sm))
+        except ValueError as exc:
+            raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6") from None
+        name = "hypothetical GPU"
+    elif gpu is not None:
+        import difflib
+
+        m = matrix.matrix
+        g = m.gpu(gpu)
+        if g is None:
+            names = [x.name for x in m.gpus] + [x.id for x in m.gpus]
+            close = difflib.get_close_matches(gpu, names, n=3, cutoff=0.4)
+            raise UserError(f"unknown GPU {gpu!r}", where="--gpu",
+                            fix=("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y")
+        name, cc = g.name, str(g.cc)
+    drv = driver or real.driver
+    if cc is None:  # --driver alone: this host's GPUs with another driver
+        if not real.has_gpu:
+            raise UserError("this host has no GPU to ask about", where="--driver", fix="add --gpu NAME or --sm X.Y")
+        from dataclasses import replace
+
+        return replace(real, driver=drv, source="what-if", cuda_driver=None, note="this host's GPUs with driver " + drv)
+    if drv is None:
+        raise UserError("this host has no NVIDIA driver to assume", where="envman doctor", fix="add --driver VERSION")
+    return what_if(drv, cc, name)
 
 
 def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:

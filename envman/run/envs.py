@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import quote
 
 from envman import labels as L
@@ -26,6 +26,9 @@ from envman.project.file import CONTAINER_HOME, WORKSPACE
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, which
 from envman.engine.socket import NoAnswer, api_get, local_socket
 from envman.run.cache import terminal_flags, with_terminal
+
+if TYPE_CHECKING:
+    from envman.matrix.source import MatrixSource
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh.
@@ -236,7 +239,7 @@ def stop(containers: Sequence[EnvContainer], timeout: int = 10) -> list[EnvConta
     return list(containers)
 
 
-def shell_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequence[str | os.PathLike[str]] = ()) -> None:
+def shell_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
     """``envman shell [OPTIONS] [PROJECT]``: an interactive shell (bash, else sh) in the project's stack,
     with every option of ``envman run``."""
     from envman.run.command import run_cli, run_parser, split_bare_command
@@ -246,4 +249,4 @@ def shell_cli(args: Sequence[str], command: Sequence[str], matrix_files: Sequenc
         extra = " ".join([*bare, *command])
         raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
                         fix="run a command with: envman run PROJECT CMD ARGS...")
-    run_cli(args, SHELL_COMMAND, matrix_files)
+    run_cli(args, SHELL_COMMAND, matrix)

@@ -19,9 +19,12 @@ import secrets
 import socket
 import sys
 from dataclasses import replace
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from envman.errors import UserError
+
+if TYPE_CHECKING:
+    from envman.matrix.source import MatrixSource
 
 #: What is installed (pip requirement; JupyterLab 4 needs Python >= 3.8).
 JUPYTERLAB = "jupyterlab>=4.2,<5"
@@ -107,7 +110,7 @@ def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebui
 
 
 def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
-                 rebuild: bool, dry_run: bool, matrix_files: Sequence[str | os.PathLike[str]]) -> None:
+                 rebuild: bool, dry_run: bool, matrix: MatrixSource) -> None:
     """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
     import shlex
 
@@ -117,10 +120,9 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.registry import locate
     from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
-    from envman.run.command import _err, detect_host, project_image_builder, stack_resolver
+    from envman.run.command import _err, detect_host, project_image_builder, suggester
     from envman.engine.facts import docker_facts
     from envman.run.prepare import prepare_run
-    from envman.run.preflight import suggest_stack
 
     if no_gpu and gpus is not None:
         raise UserError("--gpus and --no-gpu contradict each other", where="envman notebook", fix="give one of them")
@@ -135,18 +137,11 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         ports=(Port(host_port, CONTAINER_PORT),),
         command=notebook_command(os.getuid()),
     )
-    resolve_name = stack_resolver(matrix_files)
-    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-    resolved = resolve_name(settings.stack)
-
-    def suggest(s, host, host_gpus):
-        from envman.matrix.load import get_matrix
-
-        return suggest_stack(get_matrix(matrix_files), s, host, host_gpus)
-
+    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    resolved = matrix.resolve(settings.stack)
     engine = docker_facts()
     prepared = prepare_run(proj, replace(settings, ports=cli.ports), resolved, engine=engine,
-                           detect_host=lambda: detect_host(matrix_files), suggest=suggest,
+                           detect_host=lambda: detect_host(matrix), suggest=suggester(matrix),
                            build_image=project_image_builder(rebuild), rebuild=rebuild)
     for p in prepared.problems:
         if p.level == WARNING:

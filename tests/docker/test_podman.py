@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import in_ci
-from tests.support.multiuser import STANDIN_DRIVER, create_user, delete_user, user_python
+from tests.support.multiuser import STANDIN_DRIVER, create_user, delete_user, require_user_tools, user_python
 
 from .test_shared_engine import MATRIX, STACK_QUERY
 
@@ -53,19 +52,10 @@ with Engine.connect() as e:
 '''
 
 
-def _require() -> None:
-    missing = [t for t in ("podman", "newuidmap", "useradd", "runuser") if shutil.which(t) is None]
-    why = f"missing {', '.join(missing)}" if missing else ("needs root" if os.geteuid() != 0 else None)
-    if why:
-        msg = f"the rootless Podman tests create a user and start its podman service: {why}"
-        if in_ci():
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="module")
 def pod(docker_engine, standin):
-    _require()
+    require_user_tools("the rootless Podman tests create a user and start its podman service",
+                       ("podman", "newuidmap", "useradd", "runuser"))
     top = Path(tempfile.mkdtemp(prefix="envman-podman-"))
     top.chmod(0o755)
     user = None

@@ -9,7 +9,6 @@ builds them FROM a stand-in base, see there).
 
 from __future__ import annotations
 
-import grp
 import os
 import pwd
 import secrets
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from envman.images.build import SmokeReport, save_report
+from tests.support.multiuser import engine_users
 
 from .test_projects import STACKS, _child_pythonpath, _fixture_stack_image, matrix_files, python_for, workdir  # noqa: F401
 
@@ -44,33 +44,9 @@ def _fail_or_skip(reason: str):
 
 @pytest.fixture(scope="module")
 def users(docker_engine):
-    """envmant-a and envmant-b, with access to the engine's socket (its group, or a mode change
-    restored at the end), removed with their homes at the end."""
-    if os.geteuid() != 0:
-        _fail_or_skip("creating test users needs root")
-    for tool in ("useradd", "userdel", "runuser"):
-        if shutil.which(tool) is None:
-            _fail_or_skip(f"{tool} is not installed")
-    sock = "/var/run/docker.sock"
-    st = os.stat(sock)
-    group = grp.getgrgid(st.st_gid).gr_name if st.st_gid != 0 else None
-    old_mode = None
-    if group is None:
-        old_mode = stat.S_IMODE(st.st_mode)
-        os.chmod(sock, old_mode | 0o006)
-    try:
-        for u in USERS:
-            subprocess.run(["userdel", "-r", u], capture_output=True)  # a leftover of an interrupted run
-            cmd = ["useradd", "-m", "-s", "/bin/sh", u] + (["-G", group] if group else [])
-            subprocess.run(cmd, check=True, capture_output=True)
-        yield {u: pwd.getpwnam(u) for u in USERS}
-    finally:
-        for u in USERS:
-            if shutil.which("pkill"):
-                subprocess.run(["pkill", "-KILL", "-u", u], capture_output=True)
-            subprocess.run(["userdel", "-r", u], capture_output=True)
-        if old_mode is not None:
-            os.chmod(sock, old_mode)
+    """envmant-a and envmant-b, users of the engine (see ``engine_users``), removed at the end."""
+    with engine_users(USERS) as created:
+        yield {u.name: pwd.getpwnam(u.name) for u in created}
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ build, the smoke verdict on the image, promotion, ``envman run`` and ``envman pr
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -17,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import in_ci
-from tests.support.multiuser import STANDIN_DRIVER, TestUser, create_user, delete_user, user_python
+from tests.support.multiuser import STANDIN_DRIVER, TestUser, engine_users, require_user_tools, user_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.multiuser, pytest.mark.slow]
 
@@ -37,31 +35,19 @@ status = "confirmed"
 """
 
 
-def _need_root() -> None:
-    if os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("runuser") is None:
-        msg = "the multi-user tests create users: they need root, useradd and runuser"
-        if in_ci():
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
-
-
 @pytest.fixture(scope="module")
 def world(docker_engine, standin):
-    _need_root()
+    require_user_tools("the multi-user tests create users")
     top = Path(tempfile.mkdtemp(prefix="envman-shared-"))
     top.chmod(0o755)
-    users: list[TestUser] = []
     try:
         python = user_python(top / "py")
         (top / "matrix.toml").write_text(MATRIX)
         (top / "driver.py").write_text(STANDIN_DRIVER)
         base = standin.rootfs("bookworm")
-        for name in ("envmanu-a", "envmanu-b"):
-            users.append(create_user(name, groups=("docker",)))
-        yield {"top": top, "python": str(python), "base": base, "a": users[0], "b": users[1]}
+        with engine_users(("envmanu-a", "envmanu-b")) as (a, b):
+            yield {"top": top, "python": str(python), "base": base, "a": a, "b": b}
     finally:
-        for u in users:
-            delete_user(u.name)
         shutil.rmtree(top, ignore_errors=True)
 
 

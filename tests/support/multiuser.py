@@ -6,6 +6,10 @@
   checkout and its ``.venv`` may live where only root can read, e.g. under ``/root``).
 * :class:`TestUser` is a ``useradd``-created account (removed with ``userdel -r`` on teardown);
   :meth:`TestUser.run` runs a command as it with ``runuser``, in a clean environment.
+* :func:`engine_users` is the one way the tests make real users of the Docker engine: created
+  with access to its socket (the socket's group, else a mode change restored at the end), removed
+  with their homes and processes at the end; :func:`require_user_tools` fails in CI (skips
+  elsewhere) where users cannot be created.
 * :data:`STANDIN_DRIVER` builds, smoke-tests and promotes a stack through ``envman.images.build`` with a
   stand-in render: a tiny image whose ``python`` prints a passing probe document (so no framework
   is downloaded); everything after the render (content-addressed tags, the verdict image, the
@@ -14,15 +18,21 @@
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import shutil
 import site
+import stat
 import subprocess
 import sys
 import sysconfig
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+
+DOCKER_SOCKET = "/var/run/docker.sock"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,16 +128,55 @@ def delete_user(name: str) -> None:
     subprocess.run(["userdel", "-r", "-f", name], capture_output=True)
 
 
+def require_user_tools(what: str, tools: tuple[str, ...] = ("useradd", "userdel", "runuser")) -> None:
+    """Fail (in CI) or skip unless this process is root with ``tools``; ``what`` says which tests."""
+    import pytest
+
+    from tests.conftest import in_ci
+
+    missing = [t for t in tools if shutil.which(t) is None]
+    why = f"missing {', '.join(missing)}" if missing else ("needs root" if os.geteuid() != 0 else None)
+    if why is None:
+        return
+    msg = f"{what}: {why}"
+    if in_ci():
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+@contextmanager
+def engine_users(names: tuple[str, ...], socket: str = DOCKER_SOCKET) -> Iterator[list[TestUser]]:
+    """Users ``names`` who may use the engine at ``socket``: members of its group, or, where it
+    has none, the socket opened to others for the duration; all removed at the end."""
+    require_user_tools("the multi-user tests create users")
+    st = os.stat(socket)
+    group = grp.getgrgid(st.st_gid).gr_name if st.st_gid != 0 else None
+    old_mode = None
+    if group is None:
+        old_mode = stat.S_IMODE(st.st_mode)
+        os.chmod(socket, old_mode | 0o006)
+    users: list[TestUser] = []
+    try:
+        for name in names:
+            users.append(create_user(name, groups=(group,) if group else ()))
+        yield users
+    finally:
+        for name in names:
+            delete_user(name)
+        if old_mode is not None:
+            os.chmod(socket, old_mode)
+
+
 #: ``python DRIVER MATRIX STACK VARIANT BASE``: build, smoke, promote a stand-in build of STACK.
 STANDIN_DRIVER = r'''
 import hashlib, json, sys
 from envman.images import build as B
 from envman.engine.context import deterministic_tar
 from envman.engine.docker import Engine
-from envman.run.command import stack_resolver
+from envman.matrix.source import MatrixSource
 
 matrix, query, variant, base = sys.argv[1:5]
-stack = stack_resolver([matrix])(query)
+stack = MatrixSource.of([matrix]).resolve(query)
 DOC = {"probe_version": 1, "overall": "pass", "reason": "stand-in probe (%s)" % variant,
        "checks": [{"name": "standin", "status": "pass"}],
        "expect": {"found": True, "path": "/opt/envman/stack.json",

@@ -304,12 +304,14 @@ def test_a_build_whose_inputs_changed_takes_the_full_path(noop, engine, change, 
 
 
 def test_human_build_lines_match_the_full_path():
+    from envman.cli.build import build_line
+
     row = {"name": "s", "image": "envman/s:01", "cached": True, "smoke": "cpu-only", "reason": "no GPU",
            "promoted": False, "stable": None}
-    assert runcache.build_line(row) == (
+    assert build_line(row) == (
         "cpu-only", "yellow",
         "s (cached) envman/s:01 — not promoted (cpu-only: add --accept-cpu-only to promote without a GPU): no GPU")
-    assert runcache.build_line({"result": "build-failed", "name": "s", "error": "x"}) == ("build failed", "red", "s: x")
+    assert build_line({"result": "build-failed", "name": "s", "error": "x"}) == ("build failed", "red", "s: x")
 
 
 def test_every_code_file_of_the_run_cache_exists():
@@ -320,3 +322,18 @@ def test_every_code_file_of_the_run_cache_exists():
     assert len(files) >= 10
     missing = [f for f in files if not os.path.isfile(f)]
     assert missing == []
+
+
+def test_a_recorded_human_no_op_build_prints_the_lines_the_full_path_printed(noop, capsys, monkeypatch):
+    from envman.cli.build import build_line
+
+    words = noop["words"][:-1]  # without --json
+    line = build_line(noop["row"])
+    runcache.record(runcache.build_key([], words), deps=runcache.tree_files(str(noop["dep"].parent)),
+                    images=[("envman/s:0123456789abcdef", "sha256:cand"), ("envman/s:latest", "sha256:cand")],
+                    rows=[noop["row"]], lines=[list(line)], json=False)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    with pytest.raises(SystemExit) as e:
+        runcache.try_cached_build([], words)
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"{line[0]} {line[2]}\n"

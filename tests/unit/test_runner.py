@@ -21,7 +21,7 @@ from envman.engine.facts import DockerFacts, gpu_mechanism
 from envman.run.preflight import ImageState, preflight, suggest_stack
 from envman.run.prepare import PreflightError, prepare_run
 from envman.run.plan import RunPlan, cdi_devices, docker_argv
-from envman.run.stacks import resolve_stack
+from envman.matrix.source import MatrixSource, resolve_cached
 from envman.run.cache import terminal_flags
 
 from .test_host import FakeNvml, recorded
@@ -367,12 +367,12 @@ def test_stack_resolution_is_cached_on_the_matrix_files(tmp_path, mini):
         loads.append(1)
         return mini
 
-    a = resolve_stack("torch-2.4-cuda12.4", [], load)
-    b = resolve_stack("torch-2.4-cuda12.4", [], load)
+    a = resolve_cached("torch-2.4-cuda12.4", MatrixSource().fingerprint(), load)
+    b = resolve_cached("torch-2.4-cuda12.4", MatrixSource().fingerprint(), load)
     assert a == b and loads == [1]
     extra = tmp_path / "extra.toml"
     extra.write_text("")
-    resolve_stack("torch-2.4-cuda12.4", [str(extra)], load)
+    resolve_cached("torch-2.4-cuda12.4", MatrixSource.of([str(extra)]).fingerprint(), load)
     assert loads == [1, 1]  # other matrix files, other cache key
 
 
