@@ -35,5 +35,15 @@ def jinja_env() -> jinja2.Environment:
 
 
 def render_dockerfile(plan: DockerfilePlan) -> str:
-    """The Dockerfile ``plan`` describes, laid out by its template."""
-    return jinja_env().get_template(plan.template).render(plan=plan)
+    """The Dockerfile ``plan`` describes, laid out by its template (a template missing from the
+    installation is a :class:`~envman.errors.RenderError`)."""
+    import jinja2
+
+    from envman.errors import RenderError
+    from envman.paths import templates_dir
+
+    try:
+        return jinja_env().get_template(plan.template).render(plan=plan)
+    except jinja2.TemplateNotFound as exc:  # the template, or one it imports
+        raise RenderError(f"template file {exc.name} is missing", where=str(templates_dir()),
+                          fix="reinstall envman (pip install -e . in a checkout)") from None

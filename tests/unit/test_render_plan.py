@@ -305,3 +305,22 @@ def test_strict_rendering_refuses_what_the_plan_lacks():
     for source in ("{{ plan.no_such_section }}", "{% if plan.base.no_such_field %}x{% endif %}"):
         with pytest.raises(jinja2.UndefinedError):
             jinja_env().from_string(source).render(plan=plan)
+
+
+def test_a_missing_template_is_one_error_line(tmp_path, monkeypatch):
+    import shutil
+
+    from envman.render import template as T
+    from envman.paths import templates_dir
+
+    copy = tmp_path / "dockerfiles"
+    shutil.copytree(templates_dir(), copy)
+    (copy / "_macros.j2").unlink()
+    monkeypatch.setattr("envman.paths.templates_dir", lambda: copy)
+    T.jinja_env.cache_clear()
+    try:
+        with pytest.raises(RenderError) as err:
+            render_dockerfile(project(apt=("git",)))
+        assert "_macros.j2 is missing" in err.value.what and "\n" not in str(err.value)
+    finally:
+        T.jinja_env.cache_clear()
