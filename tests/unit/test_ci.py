@@ -7,12 +7,12 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_envman
 from tests.support.probe_doc import probe_doc
 
 from envman.images import build as B
@@ -107,7 +107,7 @@ def test_select_builds_by_row_or_stack_name(mini):
 def envman(*args, env=None):
     e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=e, cwd=ROOT)
+    return run_envman(args, env=e, cwd=ROOT)
 
 
 @pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")

@@ -9,38 +9,45 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_envman
+
 from .conftest import MINI
 
 SHIPPED = (Path(__file__).resolve().parents[2] / "matrices" / "torch.toml").exists()
 needs_shipped = pytest.mark.skipif(not SHIPPED, reason="shipped matrix files are not present")
 
 
-def envman(*args, env=None, check=None):
+def envman(*args, env=None, check=None, fresh=False):
+    """``envman ARGS`` in a process of its own; ``fresh``: a new interpreter (``python -m envman``)
+    instead of a fork of this one (tests/support/cli.py)."""
     e = dict(os.environ)
     e.pop("ENVMAN_MATRIX", None)
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=e)
+    if fresh:
+        p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=e)
+    else:
+        p = run_envman(args, env=e)
     if check is not None:
         assert p.returncode == check, (p.returncode, p.stdout, p.stderr)
     return p
 
 
 def test_help_and_version():
-    p = envman("--help", check=0)
+    p = envman("--help", check=0, fresh=True)
     assert "matrix" in p.stdout
-    p = envman("--version", check=0)
+    p = envman("--version", check=0, fresh=True)
     assert p.stdout.startswith("envman ")
 
 
 def test_help_starts_fast():
-    envman("--help", check=0)  # warm the bytecode cache
+    envman("--help", check=0, fresh=True)  # warm the bytecode cache
     best = min(_timed("--help") for _ in range(3))
     assert best < 1.0, f"envman --help took {best:.2f}s"
 
 
 def _timed(*args):
     t = time.perf_counter()
-    envman(*args, check=0)
+    envman(*args, check=0, fresh=True)
     return time.perf_counter() - t
 
 

@@ -15,6 +15,7 @@ from envman.run.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect
 from envman.errors import UserError
 from envman.run.plan import KEEP_ALIVE, RunPlan, container_workdir, docker_argv
 from envman.run.command import check_container_name, run_parser, split_bare_command
+from tests.support.cli import run_envman
 
 
 def plan(**kw) -> RunPlan:
@@ -99,7 +100,7 @@ def test_exec_argv_and_inspect():
 def _envman(*args, cwd=None, env=None):
     e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, cwd=cwd, env=e)
+    return run_envman(args, cwd=cwd, env=e)
 
 
 @pytest.mark.parametrize("cmd", [["run"], ["exec"], ["shell"], ["build"], ["ps"], ["stop"], ["matrix", "ls"], ["doctor"]])
@@ -288,8 +289,7 @@ def test_completion_through_bash_zsh_and_fish_protocols(tmp_path):
     e.update(env)
     # typer picks the shell --show-completion prints for from the parent processes (no shell above
     # pytest: "Shell  not supported."); its switch makes the shell the option's value instead.
-    script = subprocess.run([sys.executable, "-m", "envman", "--show-completion", "bash"], capture_output=True,
-                            text=True, env={**e, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}).stdout
+    script = run_envman(["--show-completion", "bash"], env={**e, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}).stdout
     assert "complete" in script and "_ENVMAN_COMPLETE=complete_bash" in script
     if shutil.which("bash"):  # the generated script in a real bash, calling envman as installed here
         (tmp_path / "bin").mkdir()
@@ -302,8 +302,7 @@ def test_completion_through_bash_zsh_and_fish_protocols(tmp_path):
         got = p.stdout.split()
         assert "torch-2.4-cuda12" in got and all(g.startswith("torch-2.4-cu") for g in got), (p.stdout, p.stderr)
     for shell, words in (("zsh", "envman doctor --gpu a10"), ("fish", "envman render --flavour cudnn-")):
-        p = subprocess.run([sys.executable, "-m", "envman"], capture_output=True, text=True,
-                           env={**e, "_ENVMAN_COMPLETE": f"complete_{shell}", "_TYPER_COMPLETE_ARGS": words,
+        p = run_envman([], env={**e, "_ENVMAN_COMPLETE": f"complete_{shell}", "_TYPER_COMPLETE_ARGS": words,
                                 "_TYPER_COMPLETE_FISH_ACTION": "get-args"})
         assert p.returncode == 0 and ("a100" in p.stdout or "cudnn-devel" in p.stdout), (shell, p.stdout, p.stderr)
 

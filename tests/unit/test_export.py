@@ -19,6 +19,7 @@ from envman.matrix.load import load_matrix
 from envman.project.file import GpuRequest, Mount, Port
 from envman.stack.resolve import resolve, resolve_row
 from envman.stack.verdict import verdict
+from tests.support.cli import run_envman
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -286,8 +287,6 @@ def test_devcontainer_refuses_values_its_tools_would_substitute():
 
 def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
     import os
-    import subprocess
-    import sys
 
     proj = tmp_path / "p"
     proj.mkdir()
@@ -297,15 +296,13 @@ def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
     image = f"reg.example:5000/envman/x@{DIGEST}"
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "envman", "export", "k8s", str(proj), *args], capture_output=True,
-                              text=True, env=env, cwd=tmp_path, timeout=120)
+        return run_envman(["export", "k8s", str(proj), *args], env=env, cwd=tmp_path)
 
     r = run("--image", image, "--gpus", "1", "--runtime-class", "nvidia", "-o", "-")
     # a file new to this user, asking for a command and variables, is refused until trusted
     assert r.returncode == 2 and "not trusted" in r.stderr and "envman project trust" in r.stderr, r.stderr
     assert r.stdout == ""
-    t = subprocess.run([sys.executable, "-m", "envman", "project", "trust", str(proj / "envman.toml")],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    t = run_envman(["project", "trust", str(proj / "envman.toml")], env=env, cwd=tmp_path)
     assert t.returncode == 0, t.stderr
     r = run("--image", image, "--gpus", "1", "--runtime-class", "nvidia", "-o", "-")
     assert r.returncode == 0, r.stderr

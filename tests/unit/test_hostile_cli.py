@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,38 @@ def test_hostile_command_line_is_one_clean_line_and_exit_2(env, capfd, tmp_path,
 
 def test_corpus_is_large():
     assert len(CASES) >= 300
+
+
+def _one_per_command() -> list[tuple[str, list[str]]]:
+    """The first case of each command that an exec'd argv can carry (no NUL byte) and that holds
+    for root too (no unreadable file)."""
+    seen: dict[str, tuple[str, list[str]]] = {}
+    for name, words in CASES:
+        command = words[2] if words[0] == "--matrix" else words[0]
+        if command not in seen and not any("\0" in w or "unreadable" in w for w in words):
+            seen[command] = (name, words)
+    return list(seen.values())
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name, words", _one_per_command(), ids=[c[0] for c in _one_per_command()])
+def test_the_real_console_script_answers_like_main(env, capfd, tmp_path, name, words):
+    """``python -m envman`` in a new interpreter says the same line, with the same exit code, as the
+    in-process :func:`main` of the test above."""
+    argv = _expand(words, env)
+    if argv[0] in ("matrix", "render", "build", "ci", "run", "doctor", "project"):
+        argv = MINI + argv
+    p = subprocess.run([sys.executable, "-m", "envman", *argv], capture_output=True, text=True, timeout=100)
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    _, err = capfd.readouterr()
+    assert (p.returncode, p.stderr) == (code, err) and code == 2, (p.returncode, p.stderr, code, err)
+    assert len(p.stderr.splitlines()) == 1 and p.stdout == ""
+
+
+def test_one_real_console_script_case_per_command():
+    assert {w[2] if w[0] == "--matrix" else w[0] for _, w in _one_per_command()} >= {
+        "matrix", "render", "build", "ci", "report", "doctor", "project", "run"}

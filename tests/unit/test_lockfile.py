@@ -18,6 +18,7 @@ from envman.project.lock import (
 )
 from envman.project.file import load_project
 from envman.project.image import project_context, project_image_ref
+from tests.support.cli import run_envman
 
 H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
 BASE = "sha256:" + "c" * 64
@@ -189,13 +190,11 @@ def test_cli_lock_errors_are_one_line_exit_2(tmp_path):
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "envman.toml").write_text('stack = "torch-2.3-cuda12.1"\n')
-    p = subprocess.run([sys.executable, "-m", "envman", "lock", str(bare)], capture_output=True, text=True, env=env,
-                       timeout=60)
+    p = run_envman(["lock", str(bare)], env=env, timeout=60)
     assert p.returncode == 2 and "has no requirements to lock" in p.stderr and "Traceback" not in p.stderr
     p = project(tmp_path)
     _write(p.root, "packages = [\n")
-    r = subprocess.run([sys.executable, "-m", "envman", "lock", str(p.root)], capture_output=True, text=True, env=env,
-                       timeout=60)
+    r = run_envman(["lock", str(p.root)], env=env, timeout=60)
     assert r.returncode == 2 and "not valid TOML" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 

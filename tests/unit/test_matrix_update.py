@@ -22,6 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 from envman.matrix.index import Http, IndexFileError, IndexUnreachable, fetch_project, read_wheel_metadata
 from envman.matrix.wheels import cuda_pins, pinned_version, wheel_tags
+from tests.support.cli import run_envman
 from tests.support.index_server import IndexServer, make_wheel
 
 # --- Requires-Dist: every style in use ----------------------------------------------------------
@@ -300,7 +301,7 @@ def _subprocess(*args: str) -> tuple[int, str, str]:
     import os
     import subprocess
 
-    p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    p = run_envman(args, env=dict(os.environ), timeout=120)
     return p.returncode, p.stdout, p.stderr
 
 

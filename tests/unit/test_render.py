@@ -31,6 +31,7 @@ from envman.render.dockerfile import (
     verify_context,
 )
 from envman.stack.resolve import Stack
+from tests.support.cli import run_envman
 from tests.support.index_server import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -594,7 +595,7 @@ def envman(*args, cwd=None, env=None):
     e = dict(os.environ)
     e.pop("ENVMAN_MATRIX", None)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, cwd=cwd, env=e)
+    return run_envman(args, cwd=cwd, env=e)
 
 
 def test_cli_help_renders():

@@ -3,8 +3,6 @@
 import json
 import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 
 from envman.ci import report as R
 from envman.errors import UserError
+from tests.support.cli import run_envman
 
 from .conftest import DATA
 
@@ -186,15 +185,13 @@ def test_recorded_results_render(tmp_path):
 def test_cli_report_writes_html_and_markdown(tmp_path):
     a, b = shard_dirs(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
-    p = subprocess.run([sys.executable, "-m", "envman", "report", str(a), str(b), "--html", str(tmp_path / "m.html"),
-                        "--markdown", str(tmp_path / "m.md"), "--merged", str(tmp_path / "all.json")],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    p = run_envman(["report", str(a), str(b), "--html", str(tmp_path / "m.html"),
+                    "--markdown", str(tmp_path / "m.md"), "--merged", str(tmp_path / "all.json")], env=env, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "m.html").read_text().startswith("<!DOCTYPE html>")
     assert "| torch-2.4.1-cuda11.8 |" in (tmp_path / "m.md").read_text()
     assert len(json.loads((tmp_path / "all.json").read_text())) == 5
-    p = subprocess.run([sys.executable, "-m", "envman", "report", str(tmp_path / "nowhere")],
-                       capture_output=True, text=True, env=env, cwd=ROOT)
+    p = run_envman(["report", str(tmp_path / "nowhere")], env=env, cwd=ROOT)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
 
 

@@ -21,6 +21,7 @@ from envman.cluster.slurm import (
     job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
     render_script, submit,
 )
+from tests.support.cli import run_envman
 
 
 @pytest.fixture(autouse=True)
@@ -273,7 +274,8 @@ def test_submit_records_the_job_and_reads_its_state(tmp_path):
     assert rec.id == "41" and rec.log.endswith("/slurm/logs/job-41.log") and rec.gpus == 2
     sbatch = next(c for c in fake.calls if c[0] == "sbatch")
     assert sbatch[:2] == ["sbatch", "--parsable"] and sbatch[-1].endswith(".sh")
-    assert sbatch[2:4] == [f"--output={rec.log.replace('41', '%j')}", f"--error={rec.log.replace('41', '%j')}"]
+    log = Path(rec.log).with_name("job-%j.log")  # the job id in the file name only: the tmp path may hold "41"
+    assert sbatch[2:4] == [f"--output={log}", f"--error={log}"]
     assert rec.script.endswith("/job-41.sh") and Path(rec.script).is_file()
     assert "--gres=gpu:2" in Path(rec.script).read_text()
     assert [r.id for r in load_records()] == ["41"]
@@ -388,21 +390,15 @@ def test_log_path_survives_sbatch_patterns(tmp_path, monkeypatch):
                                   ["submit", "--runtime", "podman2"], ["jobs", "--limit", "0"], ["logs", "x1"],
                                   ["node-check", ".", "--gpus", "all"]])
 def test_cli_bad_input_is_one_line_exit_2(args, tmp_path):
-    import sys
-
-    p = subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, cwd=tmp_path,
-                       timeout=60, stdin=subprocess.DEVNULL)
+    p = run_envman(args, cwd=tmp_path, timeout=60)
     assert p.returncode == 2 and p.stdout == "", p
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("envman: error: "), p.stderr
 
 
 def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, monkeypatch):
-    import sys
-
     (tmp_path / "envman.toml").write_text('stack = "torch-2.4-cuda12"\nname = "demo"\n')
-    p = subprocess.run([sys.executable, "-m", "envman", "submit", "--gpus", "2", "--dry-run", "--", "echo", "$HOME"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=60, stdin=subprocess.DEVNULL,
-                       env={**__import__("os").environ, "PATH": "/usr/bin:/bin"})
+    p = run_envman(["submit", "--gpus", "2", "--dry-run", "--", "echo", "$HOME"], cwd=tmp_path, timeout=60,
+                   env={**__import__("os").environ, "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stderr
     assert "#SBATCH --gres=gpu:2" in p.stdout and "--gpus slurm" in p.stdout and "-- echo '$HOME' &" in p.stdout
     assert "#SBATCH --job-name=envman-demo" in p.stdout

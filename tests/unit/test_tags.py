@@ -4,8 +4,6 @@ against a local registry stand-in (real urllib, real sockets, no internet)."""
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 
 from envman.matrix import tags as T
 from envman.errors import UserError
+from tests.support.cli import run_envman
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -180,7 +179,7 @@ def local_registry():
 def envman(*args):
     env = {k: v for k, v in os.environ.items() if k not in ("ENVMAN_MATRIX", T.TOKEN_ENV)}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return subprocess.run([sys.executable, "-m", "envman", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    return run_envman(args, env=env, cwd=ROOT)
 
 
 @pytest.mark.skipif(not (ROOT / "matrices" / "images.toml").exists(), reason="shipped matrix files are not present")
