@@ -7,6 +7,7 @@ malformed file whole, naming the file, the key and what was expected.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import total_ordering
 
@@ -38,7 +39,11 @@ class Arch:
 
     @classmethod
     def parse(cls, text: str) -> "Arch":
-        t = str(text).strip().lower()
+        return _parse_arch(str(text)) if cls is Arch else cls._parse(str(text))
+
+    @classmethod
+    def _parse(cls, text: str) -> "Arch":
+        t = text.strip().lower()
         for prefix in ("sm_", "compute_", "sm"):
             if t.startswith(prefix):
                 t = t[len(prefix):]
@@ -74,9 +79,13 @@ class DriverVersion:
 
     @classmethod
     def parse(cls, text: str) -> "DriverVersion":
+        return _parse_driver(str(text)) if cls is DriverVersion else cls._parse(str(text))
+
+    @classmethod
+    def _parse(cls, text: str) -> "DriverVersion":
         import re
 
-        t = str(text).strip()
+        t = text.strip()
         # ASCII digits only, 1-3 parts, a major version of 1-9999 (NVIDIA's are 3 digits today).
         m = re.fullmatch(r"([0-9]{1,4})(\.[0-9]{1,6}){0,2}", t)
         parts = tuple(int(p) for p in t.split(".")) if m else ()
@@ -112,6 +121,12 @@ class DriverVersion:
         if len(self.parts) == 3:
             return f"{self.parts[0]}.{self.parts[1]}.{self.parts[2]:02d}"
         return ".".join(str(p) for p in self.parts)
+
+
+# Verdicts parse the same few architectures and driver versions over and over (every stack on
+# every host); the parsed objects are frozen, so one per text is shared. Errors are not kept.
+_parse_arch = functools.lru_cache(maxsize=4096)(Arch._parse)
+_parse_driver = functools.lru_cache(maxsize=4096)(DriverVersion._parse)
 
 
 @dataclass(frozen=True)

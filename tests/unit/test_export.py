@@ -3,6 +3,7 @@ schemas (kubernetes-validate, offline), the devcontainer and compose documents, 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ DIGEST = "sha256:" + "ab" * 32
 # --------------------------------------------------------------------------- a Kubernetes scheduler's view
 
 
+@functools.cache  # the same few label values, millions of times
 def _int(text: str) -> int | None:
     """strconv.ParseInt(text, 10, 64) as the scheduler applies it to Gt/Lt."""
     t = text[1:] if text[:1] in "+-" else text
@@ -56,6 +58,7 @@ def node_admitted(terms: list[list[dict]], labels: dict[str, str]) -> bool:
     return any(term and all(expr_matches(e, labels) for e in term) for term in terms)
 
 
+@functools.cache
 def gfd_labels(driver: str, sm: str) -> dict[str, str]:
     """The labels GPU Feature Discovery puts on a node: the driver's fields as printed."""
     parts = driver.split(".")

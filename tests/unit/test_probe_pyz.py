@@ -46,17 +46,27 @@ def _interpreters() -> dict[tuple[int, int], str]:
     for pattern in ("~/.pyenv/versions/3.*/bin/python3.*", "/root/.pyenv/versions/3.*/bin/python3.*",
                     "/usr/bin/python3.*", "/usr/local/bin/python3.*"):
         cands += sorted(glob.glob(os.path.expanduser(pattern)))
-    found: dict[tuple[int, int], str] = {}
+    unique: dict[str, str] = {}  # one run per real file, all of them at once
     for c in cands:
-        if not c or not re.search(r"python3\.\d+$", c):
-            continue
+        if c and re.search(r"python3\.\d+$", c):
+            unique.setdefault(os.path.realpath(c), c)
+    runs = []
+    for c in unique.values():
         try:
-            r = subprocess.run([c, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
-                               capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
+            runs.append((c, subprocess.Popen([c, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
+                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)))
+        except OSError:
             continue
-        if r.returncode == 0:
-            major, minor = map(int, r.stdout.split())
+    found: dict[tuple[int, int], str] = {}
+    for c, proc in runs:
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            continue
+        if proc.returncode == 0:
+            major, minor = map(int, out.split())
             if (major, minor) >= (3, 6):
                 found.setdefault((major, minor), c)
     return found
