@@ -69,14 +69,30 @@ _WARM: list[bool] = []
 
 
 def _warm() -> None:
-    """Import what every command imports and parse the shipped matrix once, in the test process,
-    so each child starts with both (the parse is reused only for the same bytes)."""
+    """Import envman's modules (and what they import) and parse the shipped matrix once, in the
+    test process, so each child starts with both: with no bytecode written (PYTHONDONTWRITEBYTECODE)
+    an import compiles the module again in every child. The parse is reused only for the same
+    bytes; the in-image probe's own package and ``envman.__main__`` (it runs the CLI) are left out."""
     if _WARM:
         return
+    import importlib
+    import pkgutil
+
+    import envman
     import envman.cli
-    import envman.main  # noqa: F401
     from envman.matrix.load import load_matrix
 
+    for mod in pkgutil.walk_packages(envman.__path__, "envman."):
+        if mod.name != "envman.__main__" and not mod.name.startswith("envman.probe.app"):
+            importlib.import_module(mod.name)
+    # what commands import when they run: typer's parameter conversion (pydantic), rich's tables
+    # and emoji, NVML, the Docker SDK, the templates' jinja2
+    for name in ("typer._adapters", "typer._click.decorators", "rich.console", "rich.table", "rich.live",
+                 "rich.progress", "rich._emoji_codes", "pynvml", "docker", "jinja2"):
+        importlib.import_module(name)
+    from rich.cells import cell_len
+
+    cell_len("\u00e9")  # loads rich's table of character widths
     envman.cli._command()
     load_matrix()
     _WARM.append(True)
