@@ -2,9 +2,9 @@
 
 import json
 import os
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,14 +41,17 @@ def test_help_and_version():
 
 def test_help_starts_fast():
     envman("--help", check=0, fresh=True)  # warm the bytecode cache
-    best = min(_timed("--help") for _ in range(3))
-    assert best < 1.0, f"envman --help took {best:.2f}s"
+    best = min(_cpu_seconds("--help") for _ in range(3))
+    assert best < 1.0, f"envman --help took {best:.2f}s of CPU"
 
 
-def _timed(*args):
-    t = time.perf_counter()
+def _cpu_seconds(*args):
+    """The CPU time (user + system) a new ``envman ARGS`` process takes: what start-up costs,
+    whatever else the machine is busy with (its wall time is not)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     envman(*args, check=0, fresh=True)
-    return time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def test_help_imports_no_heavy_modules():

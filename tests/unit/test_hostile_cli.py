@@ -118,20 +118,31 @@ def _expand(words: list[str], files: dict[str, str]) -> list[str]:
     return out
 
 
+def _argv(words: list[str], files: dict[str, str]) -> list[str]:
+    """The case's words with the sandbox's paths, on the small matrix where a command reads one."""
+    argv = _expand(words, files)
+    if argv[0] in ("matrix", "render", "build", "ci", "run", "doctor", "project"):
+        return MINI + argv
+    return argv
+
+
+def _main(argv: list[str]) -> int | str | None:
+    """The console script's exit code for ``argv``, run in this process."""
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code
+    return 0
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name, words", CASES, ids=[c[0] for c in CASES])
 def test_hostile_command_line_is_one_clean_line_and_exit_2(env, capfd, tmp_path, name, words):
     if os.geteuid() == 0 and any("unreadable" in w for w in words):
         pytest.skip("root reads files without read permission")
-    argv = _expand(words, env)
-    if argv[0] in ("matrix", "render", "build", "ci", "run", "doctor", "project") and "--matrix" not in argv[:1]:
-        argv = MINI + argv
+    argv = _argv(words, env)
     before = set(os.listdir(tmp_path / "cwd"))
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code
+    code = _main(argv)
     out, err = capfd.readouterr()
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert "Traceback" not in err and "internal error" not in err, err
@@ -163,15 +174,9 @@ def _one_per_command() -> list[tuple[str, list[str]]]:
 def test_the_real_console_script_answers_like_main(env, capfd, tmp_path, name, words):
     """``python -m envman`` in a new interpreter says the same line, with the same exit code, as the
     in-process :func:`main` of the test above."""
-    argv = _expand(words, env)
-    if argv[0] in ("matrix", "render", "build", "ci", "run", "doctor", "project"):
-        argv = MINI + argv
+    argv = _argv(words, env)
     p = subprocess.run([sys.executable, "-m", "envman", *argv], capture_output=True, text=True, timeout=100)
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code
+    code = _main(argv)
     _, err = capfd.readouterr()
     assert (p.returncode, p.stderr) == (code, err) and code == 2, (p.returncode, p.stderr, code, err)
     assert len(p.stderr.splitlines()) == 1 and p.stdout == ""
