@@ -20,13 +20,20 @@ them. ``[build] builder = "auto" | "buildkit" | "classic"`` picks the builder (`
 
 Precedence: CLI option > this file (project files carry no network settings). Every value is validated
 where it enters (a malformed file fails whole with one line naming the file and the key), and
-the validators here are the same ones ``RenderOptions`` applies to CLI values. Other top-level
-tables belong to other features and are left to them.
+the validators here are the same ones ``RenderOptions`` applies to CLI values.
+
+The file is read by one reader, :func:`read_config` (one parse per content), and each of the
+tables of :data:`TABLES` is checked by one function when it is asked for (a table, with only its
+keys; one error style). Tables envman does not know are left alone. Each table has its typed
+loader: ``[network]``, ``[build]`` and ``[matrix]`` here,
+``[run]``/``[project]`` in ``envman.project.settings``, ``[engine]`` in ``envman.engine.select``,
+``[registry]`` in ``envman.images.registry``, ``[slurm]`` in ``envman.cluster.slurm``.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -292,15 +299,73 @@ def config_path() -> Path:
     return config_dir() / CONFIG_NAME
 
 
-def load_config(path: Path | None = None) -> dict[str, Any]:
-    """The whole config file as a dict ({} when there is none); malformed TOML → UserError."""
-    from envman.safefile import load_toml
+MATRIX_KEYS = ("files", "torch_index")
+
+#: Every table config.toml may hold and the keys of each: what :func:`read_config` checks.
+TABLES: dict[str, tuple[str, ...]] = {
+    "network": tuple(NETWORK_KEYS),
+    "build": ("builder",),
+    "engine": ("host",),
+    "registry": ("default", "allow_http", "pull_on_run"),
+    "matrix": MATRIX_KEYS,
+    "run": ("gpus", "shm_size", "environment", "mounts"),
+    "project": ("stack",),
+    "slurm": ("runtime", "partition"),
+}
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """config.toml as parsed by :func:`read_config` (``found``: it exists)."""
+
+    path: Path
+    document: Mapping[str, Any]
+    found: bool = True
+
+    def table(self, name: str) -> dict[str, Any]:
+        """The table ``[name]`` of :data:`TABLES`, checked (empty when the file has none): a
+        table, holding only its keys; else one ``UserError`` line naming the file and the key."""
+        keys = TABLES[name]
+        table = self.document.get(name, {})
+        if not isinstance(table, dict):
+            raise UserError(f"[{name}] must be a table", where=self.where(name),
+                            fix=f"write [{name}] on a line of its own, then its keys (key = value)")
+        unknown = [k for k in table if k not in keys]
+        if unknown:
+            raise UserError(f"unknown key {name}.{unknown[0]}", where=self.where(name, unknown[0]),
+                            fix=f"known keys in [{name}]: " + ", ".join(keys))
+        return dict(table)
+
+    def where(self, table: str, key: str | None = None) -> str:
+        """How errors name a table or one of its keys: ``FILE: [table].key``."""
+        return f"{self.path}: [{table}]" + (f".{key}" if key else "")
+
+
+_READ: dict[tuple[str, bytes], ConfigFile] = {}
+
+
+def read_config(path: Path | None = None) -> ConfigFile:
+    """The user's config file, read now and parsed once per content in this process. A file that
+    is missing is an empty config; a file that cannot be read or parsed is one ``UserError`` line
+    naming it. Its tables are checked by :meth:`ConfigFile.table`."""
+    from envman.safefile import parse_toml, read_file
 
     path = Path(path) if path is not None else config_path()
     try:
-        return load_toml(path, what="config file")[0]
+        data = read_file(path, what="config file")
     except FileNotFoundError:
-        return {}
+        return ConfigFile(path, {}, found=False)
+    key = (str(path), data)
+    if key not in _READ:
+        doc = parse_toml(data, what="config file", where=str(path))
+        _READ.clear()  # one config file per process, as a rule: keep only the latest
+        _READ[key] = ConfigFile(path, doc)
+    return _READ[key]
+
+
+def load_config(path: Path | None = None) -> dict[str, Any]:
+    """The whole config file as a dict ({} when there is none); malformed TOML → UserError."""
+    return dict(read_config(path).document)
 
 
 def load_network_config(path: Path | None = None) -> dict[str, Any]:
@@ -308,34 +373,26 @@ def load_network_config(path: Path | None = None) -> dict[str, Any]:
 
     Relative paths (``ca_bundle``, ``wheelhouse``) are taken relative to the config file.
     """
-    path = Path(path) if path is not None else config_path()
-    data = load_config(path)
-    net = data.get("network", {})
-    if not isinstance(net, dict):
-        raise UserError("[network] must be a table", where=f"{path}: network", fix="write a [network] section")
+    cfg = read_config(path)
+    path = cfg.path
+    net = cfg.table("network")
     resolved: dict[str, Any] = {}
     for key, value in net.items():
         if key in PATH_KEYS and isinstance(value, str) and value:
             p = Path(value).expanduser()
             value = p if p.is_absolute() else path.parent / p
         resolved[key] = value
-    return validate_network(resolved, where=lambda k: f"{path}: [network].{k}")
+    return validate_network(resolved, where=lambda k: cfg.where("network", k))
 
 
 def load_builder_config(path: Path | None = None) -> str:
     """``[build] builder`` of the user config: ``auto`` (the default), ``buildkit`` or ``classic``."""
-    path = Path(path) if path is not None else config_path()
-    section = load_config(path).get("build", {})
-    if not isinstance(section, dict):
-        raise UserError("[build] must be a table", where=f"{path}: build", fix="write a [build] section")
-    value = section.get("builder", "auto")
+    cfg = read_config(path)
+    value = cfg.table("build").get("builder", "auto")
     if value not in BUILDERS:
-        raise UserError(f"builder {value!r} is not one of {', '.join(BUILDERS)}", where=f"{path}: [build].builder",
+        raise UserError(f"builder {value!r} is not one of {', '.join(BUILDERS)}", where=cfg.where("build", "builder"),
                         fix='write builder = "auto", "buildkit" or "classic"')
     return value
-
-
-MATRIX_KEYS = ("files", "torch_index")
 
 
 def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
@@ -347,16 +404,11 @@ def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
         files = ["~/envman/ours.toml", "updates.toml"]
         torch_index = "https://torch.corp.example/whl"
     """
-    path = Path(path) if path is not None else config_path()
-    data = load_config(path)
-    table = data.get("matrix", {})
-    where = lambda k: f"{path}: [matrix]" + (f".{k}" if k else "")  # noqa: E731
-    if not isinstance(table, dict):
-        raise UserError("[matrix] must be a table", where=where(""), fix="write a [matrix] section")
+    cfg = read_config(path)
+    path = cfg.path
+    where = lambda k: cfg.where("matrix", k)  # noqa: E731
     out: dict[str, Any] = {"files": (), "torch_index": None}
-    for key, value in table.items():
-        if key not in MATRIX_KEYS:
-            raise UserError(f"unknown matrix option {key!r}", where=where(key), fix="known: " + ", ".join(MATRIX_KEYS))
+    for key, value in cfg.table("matrix").items():
         if key == "files":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
                 raise UserError("files must be a list of paths", where=where(key), fix='e.g. files = ["~/envman/ours.toml"]')
@@ -388,6 +440,9 @@ __all__ = [
     "check_ca_bundle",
     "check_wheelhouse",
     "config_path",
+    "ConfigFile",
+    "TABLES",
+    "read_config",
     "load_config",
     "load_network_config",
     "validate_network",

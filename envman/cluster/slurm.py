@@ -146,32 +146,19 @@ class SlurmConfig:
 
 
 def load_slurm_config(path: Path | None = None) -> SlurmConfig:
-    from envman.safefile import tomllib
-    from envman.project.settings import user_config_path
+    from envman.config import read_config
 
-    file = path or user_config_path()
-    try:
-        with open(file, "rb") as fh:
-            doc = tomllib.load(fh)
-    except FileNotFoundError:
-        return SlurmConfig()
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML ({exc})", where=str(file), fix="fix the syntax") from None
-    table = doc.get("slurm", {})
-    if not isinstance(table, dict):
-        raise UserError("slurm: expected a table", where=str(file), fix="[slurm] runtime = \"docker\"")
-    unknown = sorted(set(table) - set(SLURM_CONFIG_KEYS))
-    if unknown:
-        raise UserError(f"unknown key slurm.{unknown[0]}", where=str(file),
-                        fix="known keys in [slurm]: " + ", ".join(SLURM_CONFIG_KEYS))
+    file = read_config(path)
+    table = file.table("slurm")
     cfg = SlurmConfig()
     for key in SLURM_CONFIG_KEYS:
         if key in table and not isinstance(table[key], str):
-            raise UserError(f"key slurm.{key}: expected {SLURM_CONFIG_KEYS[key]}", where=str(file))
+            raise UserError(f"key slurm.{key}: expected {SLURM_CONFIG_KEYS[key]}", where=file.where("slurm", key),
+                            fix=f'write {key} = "..." in [slurm]')
     if "runtime" in table:
-        cfg = replace(cfg, runtime=check_runtime(table["runtime"], where=f"{file}: slurm.runtime"))
+        cfg = replace(cfg, runtime=check_runtime(table["runtime"], where=file.where("slurm", "runtime")))
     if "partition" in table:
-        cfg = replace(cfg, partition=check_partition(table["partition"], where=f"{file}: slurm.partition"))
+        cfg = replace(cfg, partition=check_partition(table["partition"], where=file.where("slurm", "partition")))
     return cfg
 
 

@@ -94,19 +94,11 @@ def check_engine_host(value: Any, *, where: str) -> str:
 
 def config_engine_host() -> str | None:
     """``[engine] host`` from the user's config.toml, validated (``None`` when unset)."""
-    from envman.config import config_path, load_config
-    from envman.errors import UserError
+    from envman.config import read_config
 
-    path = config_path()
-    table = load_config(path).get("engine")
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise UserError("[engine] must be a table", where=f"{path}: engine", fix='write [engine] then host = "unix:///..."')
-    unknown = sorted(set(table) - {"host"})
-    if unknown:
-        raise UserError(f"unknown key engine.{unknown[0]}", where=str(path), fix="known keys in [engine]: host")
-    return check_engine_host(table["host"], where=f"{path}: [engine].host") if "host" in table else None
+    cfg = read_config()
+    table = cfg.table("engine")
+    return check_engine_host(table["host"], where=cfg.where("engine", "host")) if "host" in table else None
 
 
 def socket_path(url: str) -> str | None:

@@ -39,11 +39,6 @@ from envman import labels as L
 from envman.errors import EnvmanError, UserError
 from envman.stack.names import Stack
 
-REGISTRY_KEYS = {
-    "default": "the registry to push to and pull from: HOST[:PORT][/PREFIX]",
-    "allow_http": "true to allow a non-loopback registry the engine reaches over plain HTTP",
-    "pull_on_run": "true to let envman run pull a missing promoted image from the default registry",
-}
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -116,20 +111,15 @@ class RegistrySettings:
 
 def load_registry_settings(path: Path | None = None) -> RegistrySettings:
     """The ``[registry]`` table of the user config, validated (one line per problem)."""
-    from envman.config import config_path, load_config
+    from envman.config import read_config
 
-    file = Path(path) if path is not None else config_path()
-    table = load_config(file).get("registry", {})
-    where = f"{file}: [registry]"
-    if not isinstance(table, dict):
-        raise UserError("[registry] must be a table", where=where, fix='e.g. [registry] then default = "HOST:PORT"')
-    unknown = sorted(set(table) - set(REGISTRY_KEYS))
-    if unknown:
-        raise UserError(f"unknown key {unknown[0]!r}", where=where, fix="known keys: " + ", ".join(REGISTRY_KEYS))
+    cfg = read_config(path)
+    table = cfg.table("registry")
     for key in ("allow_http", "pull_on_run"):
         if key in table and not isinstance(table[key], bool):
-            raise UserError(f"{key} must be true or false, got {table[key]!r}", where=where)
-    default = parse_registry(table["default"], where=f"{where}.default") if "default" in table else None
+            raise UserError(f"{key} must be true or false, got {table[key]!r}", where=cfg.where("registry", key),
+                            fix=f"write {key} = true or {key} = false")
+    default = parse_registry(table["default"], where=cfg.where("registry", "default")) if "default" in table else None
     return RegistrySettings(default, bool(table.get("allow_http", False)), bool(table.get("pull_on_run", False)))
 
 

@@ -27,7 +27,6 @@ else:  # pragma: no cover
 
 PROJECT_FILE = "envman.toml"
 REGISTRY_FILE = "projects.json"
-USER_CONFIG_FILE = "config.toml"
 #: Where the project root is mounted, and the working directory of every run.
 WORKSPACE = "/workspace"
 #: The HOME of every run (the stack image sets ``HOME`` to it); a per-project host directory is
@@ -62,8 +61,6 @@ PROJECT_KEYS = {
     "mounts": 'a list of "SOURCE:TARGET[:ro]" strings',
     "ports": 'a list of ports (8888) or "HOST:CONTAINER" strings, published on 127.0.0.1',
 }
-USER_RUN_KEYS = ("gpus", "shm_size", "environment", "mounts")
-USER_PROJECT_KEYS = ("stack",)
 
 
 # --------------------------------------------------------------------------- value types

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envman.errors import UserError
-from envman.paths import config_dir
-from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, USER_CONFIG_FILE, USER_PROJECT_KEYS, USER_RUN_KEYS, _type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
+from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, _type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
 
 if sys.version_info >= (3, 11):
     pass
@@ -38,27 +37,23 @@ class UserConfig:
 
 
 def user_config_path() -> Path:
-    return config_dir() / USER_CONFIG_FILE
+    """The user config file (``config.toml`` in the config directory)."""
+    from envman.config import config_path
+
+    return config_path()
 
 
 def load_user_config(path: Path | None = None) -> UserConfig:
-    from envman.safefile import load_toml
+    """The ``[run]`` and ``[project]`` tables of the user config (read by ``envman.config``)."""
+    from envman.config import read_config
 
-    file = path or user_config_path()
-    where = str(file)
-    try:
-        doc, _ = load_toml(file, what="config file")
-    except FileNotFoundError:
+    file = read_config(path)
+    if not file.found:
         return UserConfig()
+    where = str(file.path)
     cfg = UserConfig(file=where)
-    run = doc.get("run", {})
-    proj = doc.get("project", {})
-    for table, value, keys in (("run", run, USER_RUN_KEYS), ("project", proj, USER_PROJECT_KEYS)):
-        if not isinstance(value, dict):
-            raise _type_error(table, "a table", value, where)
-        unknown = sorted(set(value) - set(keys))
-        if unknown:
-            raise UserError(f"unknown key {table}.{unknown[0]}", where=where, fix=f"known keys in [{table}]: " + ", ".join(keys))
+    run = file.table("run")
+    proj = file.table("project")
     if "stack" in proj:
         if not isinstance(proj["stack"], str):
             raise _type_error("project.stack", "a stack name", proj["stack"], where)

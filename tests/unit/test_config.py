@@ -67,7 +67,7 @@ other = "tables belong to other features"
     [
         ("[network\n", "not valid TOML"),
         ('network = "x"\n', "[network] must be a table"),
-        ('[network]\npip_indx = "https://x.example/simple"\n', "unknown network option 'pip_indx'"),
+        ('[network]\npip_indx = "https://x.example/simple"\n', "[network].pip_indx: unknown key network.pip_indx"),
         ('[network]\npip_index = "ftp://x.example/simple"\n', "[network].pip_index"),
         ('[network]\napt_mirror = "https://me:secret@x.example/debian"\n', "never bakes credentials"),
         ('[network]\napt_mirror = 3\n', "[network].apt_mirror"),
@@ -127,3 +127,61 @@ def test_options_are_frozen_and_describe_what_is_set():
     with pytest.raises(Exception):
         o.pip_index = "https://other.example/simple"  # type: ignore[misc]
     assert o.describe() == {"pip_index": "https://pypi.corp.example/simple"}
+
+
+# --- one reader for every table ------------------------------------------------------------------
+
+
+def _loaders():
+    from envman.cluster.slurm import load_slurm_config
+    from envman.config import load_builder_config, load_matrix_config
+    from envman.engine.select import config_engine_host
+    from envman.images.registry import load_registry_settings
+    from envman.project.settings import load_user_config
+
+    return {
+        "network": load_network_config, "build": load_builder_config, "matrix": load_matrix_config,
+        "engine": lambda path: config_engine_host(), "registry": load_registry_settings,
+        "run": load_user_config, "project": load_user_config, "slurm": load_slurm_config,
+    }
+
+
+@pytest.mark.parametrize("table", ["network", "build", "engine", "registry", "matrix", "run", "project", "slurm"])
+def test_every_table_is_checked_the_same_way(tmp_path, monkeypatch, table):
+    from envman.config import TABLES
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    cfg = tmp_path / "config.toml"
+    load = _loaders()[table]
+    cfg.write_text(f"{table} = 3\n")
+    with pytest.raises(UserError) as e:
+        load(cfg)
+    assert e.value.line() == (f"{cfg}: [{table}]: [{table}] must be a table — "
+                              f"write [{table}] on a line of its own, then its keys (key = value)")
+    cfg.write_text(f"[{table}]\nnot_a_key = 1\n")
+    with pytest.raises(UserError) as e:
+        load(cfg)
+    assert e.value.line() == (f"{cfg}: [{table}].not_a_key: unknown key {table}.not_a_key — "
+                              f"known keys in [{table}]: " + ", ".join(TABLES[table]))
+    assert e.value.exit_code == 2
+    cfg.write_text(f"[{table}]\n[elsewhere]\nanything = 1\n")  # tables envman does not know are left alone
+    load(cfg)
+
+
+def test_the_file_is_parsed_once_per_content(tmp_path, monkeypatch):
+    import envman.safefile as safefile
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'# {tmp_path}\n[network]\npip_index = "https://a.example/simple"\n[run]\nshm_size = "2g"\n'
+                   '[slurm]\nruntime = "podman"\n')  # content no other test wrote
+    parses = []
+    real = safefile.parse_toml
+    monkeypatch.setattr(safefile, "parse_toml", lambda *a, **kw: parses.append(1) or real(*a, **kw))
+    loaders = _loaders()
+    for name in ("network", "build", "engine", "registry", "matrix", "run", "slurm"):
+        loaders[name](cfg)
+    assert len(parses) == 1
+    cfg.write_text(f'# {tmp_path}\n[network]\npip_index = "https://b.example/simple"\n')  # new content: read again
+    assert load_network_config(cfg)["pip_index"] == "https://b.example/simple"
+    assert len(parses) == 2
