@@ -294,6 +294,15 @@ class Requirements:
 
 
 @dataclass(frozen=True)
+class PipPackages:
+    """Packages pip installs on top of an image, with no files copied (the notebook layer)."""
+
+    python: str
+    pip_options: str
+    requirements: tuple[str, ...]  # quoted for /bin/sh
+
+
+@dataclass(frozen=True)
 class Project:
     """The project's own layers on its stack image (project images only)."""
 
@@ -327,7 +336,7 @@ class Label:
 class DockerfilePlan:
     """Everything a Dockerfile says, by section; ``template`` names the one that lays it out."""
 
-    template: Literal["Dockerfile.j2", "project.Dockerfile.j2"]
+    template: Literal["Dockerfile.j2", "project.Dockerfile.j2"]  # project.Dockerfile.j2: any layer on an envman image
     title: tuple[str, ...]  # the comment lines at the top
     builder: BuilderOptions
     base: BaseImage
@@ -338,6 +347,7 @@ class DockerfilePlan:
     framework: Framework | None = None
     nvidia: Nvidia | None = None
     project: Project | None = None
+    pip_packages: PipPackages | None = None
     envman_files: EnvmanFiles | None = None
     labels: tuple[Label, ...] = ()
 
@@ -704,6 +714,24 @@ def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[s
     )
 
 
+_PIP_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ -]{0,199}")
+
+
+def notebook_plan(base_image_id: str, requirement: str) -> DockerfilePlan:
+    """The notebook layer (``envman notebook``): ``requirement`` (JupyterLab) pip-installed into
+    the venv of the image a project runs on, pinned by id."""
+    base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", "envman notebook")
+    requirement = _checked(requirement, _PIP_REQUIREMENT_RE, "requirement", "envman notebook")
+    return DockerfilePlan(
+        template="project.Dockerfile.j2",
+        title=("envman notebook layer: JupyterLab on top of the project's image. Generated.",),
+        builder=BuilderOptions("classic", "--no-cache-dir"),
+        base=BaseImage(image=base_image_id, from_image=base_image_id),
+        os_packages=None,
+        pip_packages=PipPackages(VENV_PYTHON, "--no-cache-dir --disable-pip-version-check", (f'"{requirement}"',)),
+    )
+
+
 __all__ = [
     "BUILDER_KINDS",
     "BaseImage",
@@ -716,11 +744,13 @@ __all__ = [
     "NetworkOptions",
     "Nvidia",
     "OsPackages",
+    "PipPackages",
     "Project",
     "Python",
     "Requirements",
     "UvInstaller",
     "Wheelhouse",
+    "notebook_plan",
     "nvidia_require_cuda",
     "pip_requirement",
     "project_plan",

@@ -31,17 +31,15 @@ JUPYTERLAB = "jupyterlab>=4.2,<5"
 CONTAINER_PORT = 8888
 TOKEN_ENV = "JUPYTER_TOKEN"
 NOTEBOOK_RECIPE = "1"
-VENV_PYTHON = "/opt/venv/bin/python"
 
 
 def notebook_dockerfile(base_image_id: str) -> str:
-    """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``."""
-    return (
-        "# envman notebook layer: JupyterLab on top of the project's image. Generated.\n"
-        f"FROM {base_image_id}\n"
-        "USER root\n"
-        f'RUN {VENV_PYTHON} -m pip install --no-cache-dir --disable-pip-version-check "{JUPYTERLAB}"\n'
-    )
+    """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``
+    (:func:`envman.render.plan.notebook_plan`)."""
+    from envman.render.plan import notebook_plan
+    from envman.render.template import render_dockerfile
+
+    return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB))
 
 
 def notebook_image_ref(project_name: str, base_image_id: str) -> str:

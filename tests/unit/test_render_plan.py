@@ -16,7 +16,7 @@ from envman.errors import RenderError
 from envman.project.lock import REPORT_PATH
 from envman.render import plan as P
 from envman.render.dockerfile import RenderOptions, render_stack
-from envman.render.plan import DockerfilePlan, project_plan, stack_plan
+from envman.render.plan import DockerfilePlan, notebook_plan, project_plan, stack_plan
 from envman.render.template import jinja_env, render_dockerfile
 from tests.unit.test_render import PROBE, cpu_stack, make_stack
 
@@ -160,6 +160,18 @@ def test_a_locked_plan_without_requirements_has_no_requirements_layer():
     assert project(apt=("git",), locked=True).project == P.Project("demo", "torch-2.4.1-cuda12.4-py3.10", None)
 
 
+def test_the_notebook_layer_is_one_pip_install_on_the_image_a_project_runs_on():
+    plan = notebook_plan(BASE_ID, "jupyterlab>=4.2,<5")
+    assert plan.template == "project.Dockerfile.j2" and plan.base == P.BaseImage(BASE_ID, BASE_ID, None)
+    assert plan.pip_packages == P.PipPackages(P.VENV_PYTHON, "--no-cache-dir --disable-pip-version-check",
+                                              ('"jupyterlab>=4.2,<5"',))
+    assert (plan.os_packages, plan.project, plan.python, plan.framework, plan.labels) == (None, None, None, None, ())
+    for base, requirement in (("sha256:x y", "jupyterlab"), (BASE_ID, 'jupyterlab"; rm -rf /; "'), (BASE_ID, "a$(id)"),
+                              (BASE_ID, "jupyterlab\n")):
+        with pytest.raises(RenderError):
+            notebook_plan(base, requirement)
+
+
 # --- the plan is data: frozen and typed --------------------------------------------------------
 
 
@@ -186,7 +198,7 @@ def _leaf_types(hint: Any) -> list[Any]:
 def test_every_section_is_a_frozen_dataclass_with_no_loose_types():
     sections = _section_types()
     assert {P.BaseImage, P.OsPackages, P.Python, P.Framework, P.UvInstaller, P.Nvidia, P.Project, P.Requirements,
-            P.EnvmanFiles, P.Label, P.Wheelhouse, P.NetworkOptions, P.BuilderOptions} <= sections
+            P.PipPackages, P.EnvmanFiles, P.Label, P.Wheelhouse, P.NetworkOptions, P.BuilderOptions} <= sections
     for cls in sections:
         assert cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
         for name, hint in get_type_hints(cls).items():
@@ -215,6 +227,8 @@ def _resolve(node: jn.Node, scope: dict[str, Any]) -> Any:
     """The type of a ``name.attr.attr`` expression in ``scope`` (``None``: not a plan value)."""
     if isinstance(node, jn.Name):
         return scope.get(node.name)
+    if isinstance(node, jn.CondExpr):  # ``a.b if a else none``: the type of ``a.b``
+        return _resolve(node.expr1, scope)
     if isinstance(node, jn.Getattr):
         owner = _resolve(node.node, scope)
         if owner is None:

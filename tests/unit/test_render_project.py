@@ -1,6 +1,7 @@
-"""The project image's Dockerfile and context, pinned to the exact bytes envman wrote before the
-Dockerfile moved into the template set. A project image's tag is a hash of its context, so one
-changed byte would rebuild every user's project image: these cases must never change silently.
+"""The project image's Dockerfile and context (and the notebook layer's), pinned to the exact
+bytes envman wrote before those Dockerfiles moved into the template set. Their tags are hashes of
+that content, so one changed byte would rebuild every user's project image: these cases must never
+change silently.
 """
 
 from __future__ import annotations
@@ -148,3 +149,23 @@ def test_a_trailing_newline_never_passes_the_project_file_check(tmp_path, toml):
     with pytest.raises(UserError) as err:
         load_project(root)
     assert "\n" not in err.value.what
+
+
+#: The notebook layer's Dockerfile and tag, as envman wrote them before the template.
+NOTEBOOK = {
+    "sha256:" + "a" * 64: "envman/notebook-demo:27f0caa9ce34e1f2",
+    "sha256:" + "0123456789abcdef" * 4: "envman/notebook-demo:beadf17dda8cad76",
+}
+
+
+@pytest.mark.parametrize("base", sorted(NOTEBOOK))
+def test_notebook_layer_bytes_and_tag_are_pinned(base):
+    from envman.run.notebook import notebook_dockerfile, notebook_image_ref
+
+    assert notebook_dockerfile(base) == (
+        "# envman notebook layer: JupyterLab on top of the project's image. Generated.\n"
+        f"FROM {base}\n"
+        "USER root\n"
+        'RUN /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check "jupyterlab>=4.2,<5"\n'
+    )
+    assert notebook_image_ref("demo", base) == NOTEBOOK[base]
