@@ -1,11 +1,13 @@
 """The Dockerfile plan: what an image's Dockerfile says, as typed, frozen sections.
 
 A :class:`DockerfilePlan` is built by a pure function (:func:`stack_plan` for a stack image,
-:func:`project_plan` for a project image) and laid out by one template set
+:func:`project_plan` for a project image, :func:`notebook_plan` for the notebook layer) and laid
+out by one template set
 (``templates/dockerfiles``, see :mod:`envman.render.template`). Python computes every pin, flag,
 path and quoted value here; the templates only print attributes of the plan, in layer order:
 
-    base -> os_packages -> python -> framework -> nvidia -> project -> envman_files -> labels
+    base -> os_packages -> python -> framework -> nvidia -> pip_packages / project
+         -> envman_files -> labels
 
 A section a kind of image does not have is ``None`` (a project image has no ``python`` or
 ``framework``; a stack image has no ``project``; a CPU stack has no ``nvidia``). Values that land
