@@ -551,6 +551,25 @@ def _extras(line: str) -> list[str]:
     return re.findall(r"extra\s*==\s*[\"']([^\"']+)[\"']", line)
 
 
+def _wheel_columns(ctx: _Ctx, b: RowBuilder, ws: list[Wheel], pins: CudaPins, extras: tuple[str, ...], dist: str,
+                   package: str, *, system_cuda: bool, prev: FrameworkBuild | None) -> None:
+    """The columns a row derived from one distribution's wheels fills the same way for every
+    framework that states its CUDA in a Requires-Dist extra (onnxruntime-gpu, tensorflow):
+    platforms, Pythons, the package, system CUDA/cuDNN, architectures, default, release date."""
+    plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, extras)
+    b.wheel_python = {dist: pythons(ws, plats)}
+    b.data["wheel_python_source"] = [ctx.page_url(dist)]
+    _pythons_fact(b, b.wheel_python[dist], [ctx.page_url(dist)], "CPython tags of the Linux wheels")
+    b.data["packages"] = [package]
+    b.data["system_cuda"] = system_cuda
+    b.data["system_cudnn"] = system_cuda
+    b.arch(prev, ctx.matrix)
+    b.data["default"] = True
+    b.data["platforms"] = plats
+    b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist states this CUDA"
+    b.data["released"] = released(ws)
+
+
 def ort_rows(ctx: _Ctx, result: Result) -> None:
     rels, new = discover(ctx, "onnxruntime")
     if not new:
@@ -571,20 +590,10 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         variant = f"cuda{major}" if major else "cuda"
         b = RowBuilder("onnxruntime", v, variant)
         b.cuda(pins, md, prev)
-        plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("cuda", "cudnn"))
-        b.wheel_python = {"onnxruntime-gpu": pythons(ws, plats)}
-        b.data["wheel_python_source"] = [ctx.page_url("onnxruntime-gpu")]
-        _pythons_fact(b, b.wheel_python["onnxruntime-gpu"], [ctx.page_url("onnxruntime-gpu")], "CPython tags of the Linux wheels")
-        b.data["packages"] = [f"onnxruntime-gpu=={v}"]
         # ORT loads libcudart/libcudnn from the system unless its [cuda,cudnn] extras are installed
         # and preloaded; the matrix installs the plain package, so the base image provides them.
-        b.data["system_cuda"] = True
-        b.data["system_cudnn"] = True
-        b.arch(prev, ctx.matrix)
-        b.data["default"] = True
-        b.data["platforms"] = plats
-        b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist states this CUDA"
-        b.data["released"] = released(ws)
+        _wheel_columns(ctx, b, ws, pins, ("cuda", "cudnn"), "onnxruntime-gpu", f"onnxruntime-gpu=={v}",
+                       system_cuda=True, prev=prev)
         if "cuda" not in b.data:
             result.skipped.append(f"onnxruntime {v}: its wheels state no CUDA and no earlier row gives one")
             continue
@@ -609,18 +618,8 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         if "cuda" not in b.data:
             result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
             continue
-        plats, b.data["platform_source"] = _platforms_pinning(ctx, ws, pins, ("and-cuda",))
-        b.wheel_python = {"tensorflow": pythons(ws, plats)}
-        b.data["wheel_python_source"] = [ctx.page_url("tensorflow")]
-        _pythons_fact(b, b.wheel_python["tensorflow"], [ctx.page_url("tensorflow")], "CPython tags of the Linux wheels")
-        b.data["packages"] = [f"tensorflow[and-cuda]=={v}"]
-        b.data["system_cuda"] = False
-        b.data["system_cudnn"] = False
-        b.arch(prev, ctx.matrix)
-        b.data["default"] = True
-        b.data["platforms"] = plats
-        b.derived["platforms"] = "platform tags of the wheels whose Requires-Dist states this CUDA"
-        b.data["released"] = released(ws)
+        _wheel_columns(ctx, b, ws, pins, ("and-cuda",), "tensorflow", f"tensorflow[and-cuda]=={v}",
+                       system_cuda=False, prev=prev)
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
 
 
