@@ -635,16 +635,16 @@ def runner_facts(engine, opts: RunOptions) -> tuple[dict[str, Any], bool]:
 
     try:
         gpu = bool(_gpu_mode(engine, False))
-        info = engine.info()
+        docker = engine.info().server_version
     except EnvmanError:
-        gpu, info = False, {}
+        gpu, docker = False, ""
     facts = {
         "hostname": platform.node(),
         "envman": __version__,
         "gpu": gpu,
         "require_gpu": opts.require_gpu,
         "registry_mirror": opts.registry_mirror,
-        "docker": info.get("server_version", ""),
+        "docker": docker,
         "builder": opts.builder.kind if opts.builder is not None else "classic",
         "ci": os.environ.get("GITHUB_RUN_ID") and f"github {os.environ.get('GITHUB_REPOSITORY', '')} run {os.environ['GITHUB_RUN_ID']}",
     }

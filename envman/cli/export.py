@@ -51,7 +51,7 @@ def _local_run_image(project, stack) -> str:
         if base is None:
             raise UserError(f"no promoted image {stable_ref(stack.name)} for the project image of {project.name}",
                             where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
-        return build_project_image(engine, project, stack.name, base["Id"])
+        return build_project_image(engine, project, stack.name, base.id)
 
 
 def _shown(path: Path) -> str:

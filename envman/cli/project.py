@@ -548,8 +548,8 @@ def lock(
         if base is None:
             raise UserError(f"no promoted image {stable_ref(stack.name)} to lock {p.name} on", where=str(p.file),
                             fix=f"envman build {stack.name} (or envman pull {stack.name})")
-        kept = not upgrade and project_lock(p, stack.name, base["Id"]) is not None
-        ref = build_project_image(engine, p, stack.name, base["Id"], on_event=print_step, relock=upgrade)
+        kept = not upgrade and project_lock(p, stack.name, base.id) is not None
+        ref = build_project_image(engine, p, stack.name, base.id, on_event=print_step, relock=upgrade)
     current = read_lock(p.root)
     packages = [pin.line() for pin in current.packages] if current is not None else []
     if as_json:

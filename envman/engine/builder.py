@@ -32,9 +32,10 @@ from contextlib import contextmanager
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from envman.config import BUILDERS as BUILDER_CHOICES
+from envman.engine.api import EngineInfo
 from envman.engine.docker import LOG_TAIL_LINES, BuildEvent, Engine
 from envman.labels import namespaced as _namespaced
 from envman.errors import BuildError, EngineError, UserError
@@ -149,13 +150,13 @@ def _find_buildkit_cli(path: str) -> BuildKitCli | None:
     return None
 
 
-def engine_has_buildkit(info: Mapping[str, Any]) -> bool:
+def engine_has_buildkit(info: EngineInfo) -> bool:
     """Whether the engine (``Engine.info()``) serves BuildKit sessions: Engine API 1.39+ on Linux."""
     try:
-        api = tuple(int(x) for x in str(info.get("api_version", "0.0")).split(".")[:2])
+        api = tuple(int(x) for x in (info.api_version or "0.0").split(".")[:2])
     except ValueError:
         return False
-    return api >= MIN_BUILDKIT_API and "windows" not in str(info.get("os", "")).lower()
+    return api >= MIN_BUILDKIT_API and "windows" not in info.os.lower()
 
 
 # --------------------------------------------------------------------------- progress parsing

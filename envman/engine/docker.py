@@ -1,7 +1,7 @@
 """The one module that talks to the container engine through the Docker SDK.
 
-Everything else in envman speaks to :class:`Engine` and the plain dataclasses below, never to
-``docker`` itself. The SDK is imported lazily (inside :meth:`Engine.connect`, :meth:`Engine.__init__`
+Everything else in envman speaks to :class:`Engine` (a :class:`envman.engine.api.ContainerEngine`)
+and the typed facts of :mod:`envman.engine.api`, never to ``docker`` itself. The SDK is imported lazily (inside :meth:`Engine.connect`, :meth:`Engine.__init__`
 and the few helpers that need its types) so ``envman --help`` and every daemon-free code path
 stay fast and work where the SDK cannot reach an engine.
 
@@ -30,10 +30,13 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any
 
 from envman import labels as labels_mod
+from envman.engine.api import (
+    BuildEvent, ContainerInfo, EngineInfo, GpuRequest, ImageInfo, LabelFilter, Mount, RunResult, label_filters,
+)
+from envman.engine.select import EngineKind
 from envman.errors import BuildError, EngineError, UserError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
@@ -51,65 +54,6 @@ NVIDIA_TOOLKIT_FIX = (
     "then `nvidia-ctk runtime configure --runtime=docker` and restart dockerd"
 )
 
-# A bind mount: (host path, container path, mode such as "ro" or "rw").
-Mount = tuple[str, str, str]
-# What `run(gpus=...)` accepts: "all", a count, or explicit device ids / UUIDs.
-GpuRequest = Union[Literal["all"], int, Sequence[Union[int, str]]]
-
-BuildEventKind = Literal["step", "log", "progress", "done", "error"]
-
-
-# --------------------------------------------------------------------------- plain data
-
-
-@dataclass(frozen=True)
-class BuildEvent:
-    """One line of progress from a build.
-
-    ``kind`` is ``"step"`` for a Dockerfile instruction starting (``step`` is then ``"3/12"``),
-    ``"log"`` for any other output line, ``"progress"`` for a byte count inside a step (BuildKit's
-    transfers), ``"done"`` once at the end (``image_id`` set) and ``"error"`` just before
-    :class:`BuildError` is raised. On BuildKit, ``log`` and ``progress`` events carry the ``step``
-    they belong to when it is known.
-    """
-
-    kind: BuildEventKind
-    text: str
-    step: str | None = None
-    image_id: str | None = None
-
-
-@dataclass(frozen=True)
-class ImageInfo:
-    id: str
-    tags: tuple[str, ...]
-    labels: Mapping[str, str]
-    size: int  # bytes
-    created: int  # Unix seconds
-
-
-@dataclass(frozen=True)
-class ContainerInfo:
-    id: str
-    name: str
-    image: str
-    status: str
-    labels: Mapping[str, str]
-    image_id: str = ""  # the id of the image it was created from ("" when the engine does not say)
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Outcome of :meth:`Engine.run`. ``timed_out`` runs were killed; their ``exit_code`` is 124."""
-
-    exit_code: int
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
 
 
 # --------------------------------------------------------------------------- build stream parsing
@@ -248,13 +192,6 @@ def podman_cdi_names(gpus: GpuRequest | None) -> list[str]:
     return [str(g) for g in gpus]
 
 
-def _label_filters(labels: Mapping[str, str] | Iterable[str]) -> list[str]:
-    if isinstance(labels, Mapping):
-        return [f"{k}={v}" for k, v in sorted(labels.items())]
-    return sorted(labels)
-
-
-
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -272,7 +209,7 @@ class Engine:
         self._api = api
         self.url = url
         self.source = source  # how it was selected (envman.engine.select)
-        self._kind: Any = None
+        self._kind: EngineKind | None = None
 
     # -- connection -------------------------------------------------------------------------
 
@@ -315,30 +252,14 @@ class Engine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> EngineInfo:
         """The facts envman needs from ``docker info``."""
         with self._errors("docker info"):
             raw = self._api.info()
-        runtimes = sorted((raw.get("Runtimes") or {}).keys())
-        out: dict[str, Any] = {
-            "server_version": raw.get("ServerVersion", ""),
-            "api_version": self._api.api_version,
-            "runtimes": runtimes,
-            "default_runtime": raw.get("DefaultRuntime", ""),
-            "nvidia_runtime": "nvidia" in runtimes,
-            "os": raw.get("OperatingSystem", ""),
-            "architecture": raw.get("Architecture", ""),
-            "storage_driver": raw.get("Driver", ""),
-            "cgroup_version": raw.get("CgroupVersion", ""),
-        }
-        if raw.get("CDISpecDirs") is not None:
-            out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
-        from envman.engine.facts import with_engine_kind
+        return EngineInfo.from_api(raw, self.kind(), api_version=str(self._api.api_version), url=self.url,
+                                   source=self.source, local=self.url.startswith("unix://"))
 
-        return with_engine_kind(out, self.kind(), url=self.url, source=self.source,
-                                local=self.url.startswith("unix://"))
-
-    def kind(self) -> Any:
+    def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind`: Docker or Podman, rootless or not."""
         from envman.engine.select import kind_from
 
@@ -415,16 +336,9 @@ class Engine:
 
     # -- images -----------------------------------------------------------------------------
 
-    def inspect_image(self, ref: str) -> dict[str, Any] | None:
-        import docker.errors
-
-        try:
-            with self._errors(f"inspect image {ref}"):
-                return self._api.inspect_image(ref)
-        except EngineError as err:
-            if isinstance(err.__cause__, docker.errors.NotFound):
-                return None
-            raise
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        doc = self._inspect(lambda: self._api.inspect_image(ref), f"inspect image {ref}")
+        return ImageInfo.from_api(doc) if doc is not None else None
 
     def image_exists(self, ref: str) -> bool:
         return self.inspect_image(ref) is not None
@@ -441,20 +355,11 @@ class Engine:
         """Remove ``ref``; ``False`` when it was already gone."""
         return self._remove(lambda: self._api.remove_image(ref, force=force), f"remove image {ref}")
 
-    def list_images(self, label_filter: Mapping[str, str] | Iterable[str]) -> list[ImageInfo]:
+    def list_images(self, label_filter: LabelFilter) -> list[ImageInfo]:
         """Images matching every label filter (``{"k": "v"}`` or ``["k", "k=v"]``)."""
         with self._errors("list images"):
-            raw = self._api.images(filters={"label": _label_filters(label_filter)})
-        return [
-            ImageInfo(
-                id=img["Id"],
-                tags=tuple(sorted(t for t in (img.get("RepoTags") or []) if t != "<none>:<none>")),
-                labels=dict(img.get("Labels") or {}),
-                size=int(img.get("Size") or 0),
-                created=int(img.get("Created") or 0),
-            )
-            for img in raw
-        ]
+            raw = self._api.images(filters={"label": label_filters(label_filter)})
+        return [ImageInfo.from_api(img) for img in raw]
 
     def import_image(self, tar_path: str | os.PathLike[str], ref: str, *, changes: Sequence[str] = ()) -> str:
         """``docker import`` a root filesystem tarball as ``ref``; returns the image id.
@@ -470,7 +375,7 @@ class Engine:
         info = self.inspect_image(ref)
         if info is None:
             raise EngineError(f"import of {tar_path} as {ref} left no image")
-        return str(info["Id"])
+        return info.id
 
     # -- registries -------------------------------------------------------------------------
     #
@@ -534,21 +439,15 @@ class Engine:
 
     # -- containers -------------------------------------------------------------------------
 
-    def list_containers(self, labels: Mapping[str, str] | Iterable[str]) -> list[ContainerInfo]:
-        """All containers (running or not) matching every label filter."""
+    def list_containers(self, labels: LabelFilter, *, all: bool = True) -> list[ContainerInfo]:
+        """Containers matching every label filter (``all=False``: running ones only)."""
         with self._errors("list containers"):
-            raw = self._api.containers(all=True, filters={"label": _label_filters(labels)})
-        return [
-            ContainerInfo(
-                id=c["Id"],
-                name=(c.get("Names") or ["?"])[0].lstrip("/"),
-                image=c.get("Image", ""),
-                image_id=c.get("ImageID", ""),
-                status=c.get("State") or c.get("Status", ""),
-                labels=dict(c.get("Labels") or {}),
-            )
-            for c in raw
-        ]
+            raw = self._api.containers(all=all, filters={"label": label_filters(labels)})
+        return [ContainerInfo.from_api(c) for c in raw]
+
+    def inspect_container(self, ref: str) -> ContainerInfo | None:
+        doc = self._inspect(lambda: self._api.inspect_container(ref), f"inspect container {ref}")
+        return ContainerInfo.from_api(doc) if doc is not None else None
 
     def remove_container(self, container: str, force: bool = True) -> bool:
         """Remove a container (killing it when ``force``); ``False`` when it was already gone."""
@@ -629,7 +528,7 @@ class Engine:
                 self._api.start(cid)
             except docker.errors.APIError as exc:
                 if device_requests and "could not select device driver" in str(exc):
-                    runtimes = ", ".join(self.info()["runtimes"]) or "none"
+                    runtimes = ", ".join(self.info().runtimes) or "none"
                     raise EngineError(
                         f"GPU requested (gpus={gpus!r}) but the engine has no NVIDIA runtime or CDI "
                         f"device (runtimes: {runtimes})",
@@ -717,6 +616,18 @@ class Engine:
             raise EngineError(f"{what}: {_one_line(exc.explanation or str(exc))}") from exc
         except (docker.errors.DockerException, requests.RequestException) as exc:
             raise EngineError(f"{what}: {_one_line(str(exc))}", fix=UNREACHABLE_FIX) from exc
+
+    def _inspect(self, action: Any, what: str) -> Any:
+        """``action()``'s answer, ``None`` when the engine has no such object."""
+        import docker.errors
+
+        try:
+            with self._errors(what):
+                return action()
+        except EngineError as err:
+            if isinstance(err.__cause__, docker.errors.NotFound):
+                return None
+            raise
 
     def _remove(self, action: Any, what: str) -> bool:
         import docker.errors

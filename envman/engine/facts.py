@@ -1,8 +1,9 @@
-"""The few engine facts the run path needs, without the Docker SDK.
+"""The read side of the engine for the run path, without the Docker SDK.
 
-:class:`DockerFacts` reads the image's id and whether the engine has an NVIDIA runtime or a CDI
-spec from the engine that the ``docker`` CLI will run on: one request on its Unix socket when
-that is the local engine, else the CLI itself (``docker context``, ``DOCKER_HOST``).
+:class:`DockerFacts` implements :class:`envman.engine.api.EngineFacts` on the engine that the
+``docker`` CLI will run on: one request on its Unix socket (:mod:`envman.engine.socket`) when that
+is the local engine, else the CLI itself (``docker context``, ``DOCKER_HOST``). It answers with
+the same typed facts as :class:`envman.engine.docker.Engine`, parsed by the same functions.
 """
 
 from __future__ import annotations
@@ -10,28 +11,29 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import quote
 
-from envman.errors import EngineError
+from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, label_filters
+from envman.engine.select import EngineKind
 from envman.engine.socket import NoAnswer, api_get, image_path, local_socket
+from envman.errors import EngineError
 
 if TYPE_CHECKING:
     import subprocess
 
 
-
-# --------------------------------------------------------------------------- engine facts via the CLI
+def _filters_query(labels: LabelFilter) -> str:
+    return quote(json.dumps({"label": label_filters(labels)}))
 
 
 class DockerFacts:
-    """The two engine facts a run needs, from the engine the ``docker`` CLI will run on.
+    """The engine's facts from the engine the ``docker`` CLI will run on.
 
-    Same shapes as :meth:`envman.engine.docker.Engine.info` / ``inspect_image`` so preflight code takes
-    either. With ``socket`` (see :func:`local_socket`) a fact is one HTTP request on the engine's
-    Unix socket (~1 ms); without it, or whenever the socket gives no clean answer, it is the
-    ``docker`` CLI (~15 ms), which follows ``docker context`` and ``DOCKER_HOST`` and words the
-    errors. The Docker SDK (~100 ms to import) stays off this path.
+    With ``socket`` (see :func:`envman.engine.socket.local_socket`) a fact is one HTTP request on
+    the engine's Unix socket (~1 ms); without it, or whenever the socket gives no clean answer,
+    it is the ``docker`` CLI (~15 ms), which follows ``docker context`` and ``DOCKER_HOST`` and
+    words the errors. The Docker SDK (~100 ms to import) stays off this path.
     """
 
     def __init__(self, docker: str = "docker",
@@ -41,21 +43,67 @@ class DockerFacts:
         self._run = runner or self._subprocess
         self.socket = socket
         self.source = source  # how the engine was selected (envman.engine.select)
-        self._kind: Any = None
+        self._kind: EngineKind | None = None
 
-    def kind(self) -> Any:
+    # -- transports -----------------------------------------------------------------------------
+
+    def _get(self, path: str) -> tuple[int, Any]:
+        """``GET path`` on the socket; :class:`NoAnswer` when there is none or it says nothing clean."""
+        return api_get(self.socket, path)
+
+    def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
+        exe = shutil.which(self.docker)
+        if exe is None:
+            raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
+        import subprocess
+
+        # `docker stop` waits for the container's own grace period first
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120 if args[:1] == ["stop"] else 60)
+
+    def _unreachable(self, p: subprocess.CompletedProcess, what: str = "Docker engine not reachable") -> EngineError:
+        from envman.engine.docker import UNREACHABLE_FIX
+
+        line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")
+        return EngineError(f"{what}: {line}", fix=UNREACHABLE_FIX)
+
+    def _cli_json(self, args: list[str], what: str = "Docker engine not reachable") -> Any:
+        """The CLI's JSON answer; ``None`` when it says there is no such object."""
+        p = self._run(args)
+        if p.returncode != 0:
+            if "no such" in (p.stderr or "").lower():
+                return None
+            raise self._unreachable(p, what)
+        return json.loads(p.stdout or "null")
+
+    def _cli_inspect(self, kind: str, refs: list[str], what: str = "Docker engine not reachable") -> list[dict[str, Any]]:
+        if not refs:
+            return []
+        docs = self._cli_json([kind, "inspect", *refs], what)
+        return [d for d in docs or () if isinstance(d, dict)]
+
+    def _cli_ids(self, args: list[str], labels: LabelFilter, what: str = "Docker engine not reachable") -> list[str]:
+        for label in label_filters(labels):
+            args += ["--filter", f"label={label}"]
+        p = self._run(args)
+        if p.returncode != 0:
+            raise self._unreachable(p, what)
+        return list(dict.fromkeys(p.stdout.split()))
+
+    # -- the engine -------------------------------------------------------------------------------
+
+    def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind` (Docker unless it says Podman)."""
-        from envman.engine.select import PODMAN, EngineKind, kind_from
+        from envman.engine.select import PODMAN, kind_from
 
         if self._kind is None:
             version = info = libpod = None
             try:
-                status, version = api_get(self.socket, "/version")
+                status, version = self._get("/version")
                 if status == 200 and isinstance(version, dict) and any(
                         c.get("Name") == "Podman Engine" for c in version.get("Components") or () if isinstance(c, dict)):
-                    status, libpod = api_get(self.socket, "/v4.0.0/libpod/info")
+                    status, libpod = self._get("/v4.0.0/libpod/info")
                 else:
-                    status, info = api_get(self.socket, "/info")
+                    status, info = self._get("/info")
             except NoAnswer:
                 pass
             self._kind = kind_from(version if isinstance(version, dict) else None,
@@ -64,40 +112,10 @@ class DockerFacts:
                 self._kind = EngineKind("docker", "", False)
         return self._kind
 
-    def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
-        exe = shutil.which(self.docker)
-        if exe is None:
-            raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
-        import subprocess
-
-        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
-
-    def _unreachable(self, p: subprocess.CompletedProcess) -> EngineError:
-        from envman.engine.docker import UNREACHABLE_FIX
-
-        line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")
-        return EngineError(f"Docker engine not reachable: {line}", fix=UNREACHABLE_FIX)
-
-    def inspect_image(self, ref: str) -> dict[str, Any] | None:
-        try:
-            status, body = api_get(self.socket, image_path(ref))
-            if status == 200 and isinstance(body, dict):
-                return body
-            if status == 404:
-                return None
-        except NoAnswer:
-            pass
-        p = self._run(["image", "inspect", "--format", "{{json .}}", ref])
-        if p.returncode != 0:
-            if "no such image" in p.stderr.lower() or "no such object" in p.stderr.lower():
-                return None
-            raise self._unreachable(p)
-        return json.loads(p.stdout)
-
-    def info(self) -> dict[str, Any]:
+    def info(self) -> EngineInfo:
         raw: dict[str, Any] = {}
         try:
-            status, body = api_get(self.socket, "/info")
+            status, body = self._get("/info")
             if status == 200 and isinstance(body, dict) and body.get("ServerVersion"):
                 raw = body
         except NoAnswer:
@@ -114,32 +132,79 @@ class DockerFacts:
 
                     p = subprocess.CompletedProcess(p.args, p.returncode, "", "; ".join(raw["ServerErrors"]))
                 raise self._unreachable(p)
-        runtimes = sorted((raw.get("Runtimes") or {}).keys())
-        out = {
-            "server_version": raw.get("ServerVersion", ""),
-            "runtimes": runtimes,
-            "default_runtime": raw.get("DefaultRuntime", ""),
-            "nvidia_runtime": "nvidia" in runtimes,
-            "os": raw.get("OperatingSystem", ""),
-        }
-        if raw.get("CDISpecDirs") is not None:
-            out["cdi_spec_dirs"] = list(raw["CDISpecDirs"])
-        return with_engine_kind(out, self.kind(), url=f"unix://{self.socket}" if self.socket else None,
-                                source=self.source, local=self.socket is not None)
+        return EngineInfo.from_api(raw, self.kind(), url=self.url,
+                                   source=self.source, local=self.socket is not None)
 
+    # -- images -----------------------------------------------------------------------------------
 
-def with_engine_kind(info: dict[str, Any], kind: Any, *, url: str | None, source: str, local: bool) -> dict[str, Any]:
-    """``info`` plus which engine it is. On Podman, GPUs are CDI devices only (its Docker API
-    ignores GPU requests), read from the spec directories Podman itself reads when it is local."""
-    from envman.engine.select import PODMAN, PODMAN_CDI_DIRS, cdi_gpu_devices
+    def inspect_image(self, ref: str) -> ImageInfo | None:
+        try:
+            status, body = self._get(image_path(ref))
+            if status == 200 and isinstance(body, dict):
+                return ImageInfo.from_api(body)
+            if status == 404:
+                return None
+        except NoAnswer:
+            pass
+        doc = self._cli_json(["image", "inspect", "--format", "{{json .}}", ref])
+        return ImageInfo.from_api(doc) if isinstance(doc, dict) else None
 
-    out = {**info, "engine": kind.kind, "engine_version": kind.version or info.get("server_version", ""),
-           "rootless": kind.rootless, "engine_url": url, "engine_source": source}
-    if kind.kind == PODMAN:
-        out["nvidia_runtime"] = False
-        out["cdi_spec_dirs"] = list(PODMAN_CDI_DIRS) if local else []
-        out["cdi_gpu_devices"] = sorted(cdi_gpu_devices(PODMAN_CDI_DIRS)) if local else []
-    return out
+    def image_exists(self, ref: str) -> bool:
+        return self.inspect_image(ref) is not None
+
+    def list_images(self, label_filter: LabelFilter) -> list[ImageInfo]:
+        try:
+            status, body = self._get(f"/images/json?filters={_filters_query(label_filter)}")
+            if status == 200 and isinstance(body, list):
+                return [ImageInfo.from_api(d) for d in body if isinstance(d, dict)]
+        except NoAnswer:
+            pass
+        ids = self._cli_ids(["images", "-q", "--no-trunc"], label_filter)
+        return [ImageInfo.from_api(d) for d in self._cli_inspect("image", ids)]
+
+    # -- containers -------------------------------------------------------------------------------
+
+    def list_containers(self, labels: LabelFilter, *, all: bool = True) -> list[ContainerInfo]:
+        docs: list[dict[str, Any]] | None = None
+        try:
+            status, body = self._get(f"/containers/json?all={int(all)}&filters={_filters_query(labels)}")
+            if status == 200 and isinstance(body, list):
+                docs = []
+                for c in body:
+                    st, doc = self._get(f"/containers/{quote(str(c['Id']), safe='')}/json")
+                    if st == 200 and isinstance(doc, dict):
+                        docs.append(doc)
+        except (NoAnswer, KeyError, TypeError):
+            docs = None
+        if docs is None:
+            ids = self._cli_ids(["ps", "-q", "--no-trunc", *(["-a"] if all else [])], labels, "docker")
+            docs = self._cli_inspect("container", ids, "docker")
+        return [ContainerInfo.from_api(d) for d in docs]
+
+    def inspect_container(self, ref: str) -> ContainerInfo | None:
+        try:
+            status, doc = self._get(f"/containers/{quote(ref, safe='')}/json")
+            if status == 404:
+                return None
+            if status == 200 and isinstance(doc, dict):
+                return ContainerInfo.from_api(doc)
+        except NoAnswer:
+            pass
+        docs = self._cli_inspect("container", [ref], "docker")
+        return ContainerInfo.from_api(docs[0]) if docs else None
+
+    def stop_containers(self, ids: list[str], timeout: int = 10) -> None:
+        """``docker stop`` these containers (gone already is fine)."""
+        if not ids:
+            return
+        p = self._run(["stop", "--time", str(timeout), *ids])
+        if p.returncode != 0 and "no such container" not in (p.stderr or "").lower():
+            raise self._unreachable(p, "docker")
+
+    @property
+    def url(self) -> str | None:
+        """``unix://SOCKET`` when the engine is reached on its socket, else ``None`` (the CLI's)."""
+        return f"unix://{self.socket}" if self.socket else None
 
 
 def docker_facts() -> DockerFacts:
@@ -155,26 +220,3 @@ def docker_facts() -> DockerFacts:
         return DockerFacts(socket=None, source="docker context")
     addr = select_engine(config_host=config_engine_host())
     return DockerFacts(socket=socket_path(addr.url), source=addr.source)
-
-
-def cdi_has_nvidia(dirs: Iterable[str]) -> bool:
-    """Whether a CDI spec for NVIDIA GPUs is in one of the engine's spec dirs (local engine)."""
-    for d in dirs:
-        p = Path(d)
-        try:
-            if p.is_dir() and any("nvidia" in f.name for f in p.iterdir()):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def gpu_mechanism(info: Mapping[str, Any]) -> str | None:
-    """How this engine gives containers GPUs: ``runtime``, ``cdi`` or ``None``."""
-    if info.get("nvidia_runtime"):
-        return "runtime"
-    if cdi_has_nvidia(info.get("cdi_spec_dirs") or ()):
-        return "cdi"
-    return None
-
-

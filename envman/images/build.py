@@ -17,7 +17,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
@@ -26,6 +26,9 @@ from envman.state import (
 )
 from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
+
+if TYPE_CHECKING:
+    from envman.engine.api import ImageInfo
 
 #: Smoke outcomes, from the probe's ``overall``.
 PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
@@ -92,8 +95,8 @@ def build_stack(
         )
     try:
         existing = engine.inspect_image(ref)
-        if existing and not nocache and L.parse(existing.get("Config", {}).get("Labels")).render_hash == ctx.render_hash:
-            return BuildResult(stack, ref, existing["Id"], ctx.render_hash, True, time.perf_counter() - t0)
+        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash:
+            return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
         from envman.images.store import current_user
@@ -119,7 +122,7 @@ def build_stack(
                 ) from None
         if image_id is None:
             info = engine.inspect_image(ref)
-            image_id = info["Id"] if info else ref
+            image_id = info.id if info else ref
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path))
     finally:
         lock.release()
@@ -162,9 +165,7 @@ class SmokeReport:
 def _gpu_mode(engine, require_gpu: bool) -> bool:
     """Whether to request GPUs: when the engine can provide them, or when the user insists
     (then the engine's own error says how to install the NVIDIA runtime)."""
-    from envman.engine.facts import gpu_mechanism
-
-    return require_gpu or gpu_mechanism(engine.info()) is not None
+    return require_gpu or engine.info().gpu_mechanism() is not None
 
 
 def smoke_image(
@@ -197,7 +198,7 @@ def smoke_image(
                                          timed_out=res.timed_out, timeout=timeout)
     if image_id is None:
         info = engine.inspect_image(image)
-        image_id = info["Id"] if info else image
+        image_id = info.id if info else image
     report = SmokeReport(
         stack=stack.name,
         image=image,
@@ -269,7 +270,8 @@ def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bo
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
         return False
-    if (engine.inspect_image(stable_ref(report.stack)) or {}).get("Id") == report.promotable_id:
+    stable = engine.inspect_image(stable_ref(report.stack))
+    if stable is not None and stable.id == report.promotable_id:
         if not report.promoted:
             report.promoted = True
             save_report(report)
@@ -280,7 +282,7 @@ def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bo
     return True
 
 
-def stable_image(engine, stack_name: str) -> dict | None:
+def stable_image(engine, stack_name: str) -> ImageInfo | None:
     return engine.inspect_image(stable_ref(stack_name))
 
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envman.labels import SmokeVerdict
 from envman.paths import state_dir
+
+if TYPE_CHECKING:
+    from envman.engine.api import ImageInfo
 
 RUNNABLE = ("pass", "cpu-only")
 
@@ -42,7 +44,7 @@ class Pin:
 class Choice:
     """The stack image a run uses and what to tell the user about it."""
 
-    info: Mapping[str, Any] | None  # the inspected image (None: neither stable nor pinned exists)
+    info: ImageInfo | None  # the inspected image (None: neither stable nor pinned exists)
     pinned: bool  # True when it is the pin and not the current stable image
     note: str | None = None  # one line for stderr, or None
     repin: bool = False  # whether to record this image as the new pin
@@ -86,7 +88,7 @@ def pinned_ids() -> frozenset[str]:
     return frozenset(str(v.get("image_id")) for v in _read().values() if isinstance(v, dict) and v.get("image_id"))
 
 
-def choose(stack: str, stable: Mapping[str, Any] | None, pinned: Mapping[str, Any] | None, pin: Pin | None, *,
+def choose(stack: str, stable: ImageInfo | None, pinned: ImageInfo | None, pin: Pin | None, *,
            uid: int, verdict: Any, rootfs: Any, update: bool = False) -> Choice:
     """Pure: which image a run of ``stack`` uses, given the inspected stable and pinned images.
 
@@ -101,7 +103,7 @@ def choose(stack: str, stable: Mapping[str, Any] | None, pinned: Mapping[str, An
     pv: SmokeVerdict | None = verdict(pinned)
     if stable is None:
         return Choice(pinned, True)
-    if stable.get("Id") == pinned.get("Id"):
+    if stable.id == pinned.id:
         return Choice(stable, False)
     if pv is None or pv.status not in RUNNABLE:
         return Choice(stable, False, f"the pinned image {pin.image_id[:19]} is no longer smoke-tested; "
@@ -112,5 +114,5 @@ def choose(stack: str, stable: Mapping[str, Any] | None, pinned: Mapping[str, An
     if same_layers or mine:
         return Choice(stable, False, repin=True)
     who = f", promoted by {sv.by_user}" if sv is not None and sv.by_user else ""
-    return Choice(pinned, True, f"a newer stable image of {stack} exists ({str(stable.get('Id'))[:19]}{who}); "
-                  f"this project stays on {str(pinned.get('Id'))[:19]}: envman run --update moves it")
+    return Choice(pinned, True, f"a newer stable image of {stack} exists ({stable.id[:19]}{who}); "
+                  f"this project stays on {pinned.id[:19]}: envman run --update moves it")

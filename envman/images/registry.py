@@ -33,11 +33,14 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from envman import labels as L
 from envman.errors import EnvmanError, UserError
 from envman.stack.names import Stack
+
+if TYPE_CHECKING:
+    from envman.engine.api import ImageInfo
 
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -273,7 +276,7 @@ def _record_push(p: Pushed) -> None:
         atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def promoted_image(engine, stack: Stack) -> dict[str, Any]:
+def promoted_image(engine, stack: Stack) -> ImageInfo:
     """The inspected promoted image of ``stack``, its smoke verdict on its labels (put there from
     this user's report when only the report has it), or a one-line error."""
     from envman.images.store import image_verdict, record_verdict, rootfs_digest
@@ -289,12 +292,12 @@ def promoted_image(engine, stack: Stack) -> dict[str, Any]:
         what = f"says {verdict.status}" if verdict else "is missing"
         raise UserError(f"the smoke verdict of {ref} {what}", where=f"stack {stack.name}",
                         fix=f"envman smoke {stack.name}; only a passing or cpu-only image is pushed")
-    on_image = L.parse_smoke((info.get("Config") or {}).get("Labels"))
+    on_image = L.parse_smoke(info.labels)
     if on_image is None or on_image.rootfs != rootfs_digest(info):
-        report = load_report(info["Id"])
+        report = load_report(info.id)
         if report is None:  # pragma: no cover - image_verdict found it a moment ago
             raise UserError(f"the smoke report of {ref} vanished", where=f"stack {stack.name}")
-        record_verdict(engine, stack.name, {**report, "image_id": info["Id"]})
+        record_verdict(engine, stack.name, {**report, "image_id": info.id})
         info = engine.inspect_image(ref) or info
     return info
 
@@ -303,17 +306,17 @@ def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = F
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     info = promoted_image(engine, stack)
-    labels = (info.get("Config") or {}).get("Labels") or {}
+    labels = info.labels
     repo = registry.repository(stack.name)
     render_hash = L.parse(labels).render_hash or ""
     tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
     for t in tags:
-        engine.tag(info["Id"], t)
+        engine.tag(info.id, t)
     digest = engine.push(tags[0])
     for t in tags[1:]:
         engine.push(t)
     smoke = L.parse_smoke(labels)
-    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, str(info["Id"]),
+    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, info.id,
                     smoke.status if smoke else "")
     _record_push(pushed)
     return pushed
@@ -350,9 +353,9 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
     if info is None:
         raise RegistryError(f"pulled {ref} but the engine has no such image", where=str(registry))
     problems = []
-    if ref not in (info.get("RepoDigests") or []):
-        problems.append(f"the engine's digests of the pulled image are {info.get('RepoDigests')}, not {want}")
-    labels = (info.get("Config") or {}).get("Labels") or {}
+    if ref not in info.repo_digests:
+        problems.append(f"the engine's digests of the pulled image are {list(info.repo_digests)}, not {want}")
+    labels = info.labels
     problems += label_problems(labels, stack, rootfs_digest(info))
     if problems:
         if not had:
@@ -361,10 +364,10 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
                             where=f"envman pull {stack.name}",
                             fix="push it again from a host whose matrix resolves the same stack: envman push " + stack.name)
     stable = engine.inspect_image(stable_ref(stack.name))
-    already = bool(stable and stable["Id"] == info["Id"])
-    engine.tag(info["Id"], stable_ref(stack.name))  # the verdict travels on the image's labels
+    already = bool(stable and stable.id == info.id)
+    engine.tag(info.id, stable_ref(stack.name))  # the verdict travels on the image's labels
     smoke = L.parse_smoke(labels)
-    return Pulled(stack.name, ref, want, info["Id"], smoke.status if smoke else "", already)
+    return Pulled(stack.name, ref, want, info.id, smoke.status if smoke else "", already)
 
 
 def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
@@ -403,9 +406,9 @@ def digest_ref(stack_name: str, *, registry: Registry | None = None, engine=None
         return max(pushes)[1]
     if engine is None:
         return None
-    info = engine.inspect_image(stable_ref(stack_name)) or {}
+    info = engine.inspect_image(stable_ref(stack_name))
     wanted = registry.repository(stack_name) if registry is not None else None
-    for ref in sorted(info.get("RepoDigests") or []):
+    for ref in sorted(info.repo_digests if info is not None else ()):
         repo = ref.rsplit("@", 1)[0]
         if (wanted is None and repo.endswith("/" + stable_ref(stack_name).rsplit(":", 1)[0])) or repo == wanted:
             return ref

@@ -20,10 +20,13 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envman import labels as L
 from envman.state import load_report, repository, save_report_json
+
+if TYPE_CHECKING:
+    from envman.engine.api import ImageInfo
 
 #: The Dockerfile of a verdict image: nothing but the base (labels come with the build request).
 _VERDICT_DOCKERFILE = "FROM {image_id}\n"
@@ -56,12 +59,11 @@ def report_digest(report: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
 
 
-def rootfs_digest(info: Mapping[str, Any] | None) -> str | None:
+def rootfs_digest(info: ImageInfo | None) -> str | None:
     """``sha256:`` over an inspected image's layer digests, or ``None`` when the engine gave none."""
-    layers = ((info or {}).get("RootFS") or {}).get("Layers")
-    if not isinstance(layers, list) or not layers:
+    if info is None or not info.layers:
         return None
-    return "sha256:" + hashlib.sha256("\n".join(map(str, layers)).encode()).hexdigest()
+    return "sha256:" + hashlib.sha256("\n".join(info.layers).encode()).hexdigest()
 
 
 def checks_summary(probe: Mapping[str, Any] | None) -> str:
@@ -89,16 +91,15 @@ def verdict_of_report(report: Mapping[str, Any], *, rootfs: str | None, uid: int
     )
 
 
-def image_verdict(info: Mapping[str, Any] | None) -> L.SmokeVerdict | None:
+def image_verdict(info: ImageInfo | None) -> L.SmokeVerdict | None:
     """The smoke verdict of an inspected image: its labels first (when they are about these very
     layers), else this user's cached report for its id; ``None`` when neither has one."""
     if not info:
         return None
-    labels = (info.get("Config") or {}).get("Labels") or {}
-    verdict = L.parse_smoke(labels)
+    verdict = L.parse_smoke(info.labels)
     if verdict is not None and (verdict.rootfs is None or verdict.rootfs == rootfs_digest(info)):
         return verdict
-    return cached_verdict(str(info.get("Id") or ""))
+    return cached_verdict(info.id)
 
 
 def cached_verdict(image_id: str) -> L.SmokeVerdict | None:
@@ -137,21 +138,23 @@ def record_verdict(engine, stack_name: str, report: Mapping[str, Any]) -> str:
     uid, user = current_user()
     verdict = verdict_of_report(report, rootfs=rootfs_digest(info), uid=uid, user=user)
     labels = {**L.builder_labels(uid, user), **verdict.to_labels()}
-    for k, v in ((info.get("Config") or {}).get("Labels") or {}).items():
+    for k, v in info.labels.items():
         if k in (L.BUILT_BY_UID, L.BUILT_BY_USER) and v:
             labels[k] = v  # who built the layers stays who built them
     repo = repository(stack_name)
-    moving = [t for t in (info.get("RepoTags") or []) if same_repository(t, repo)]
-    files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info["Id"]).encode()}
+    moving = [t for t in info.tags if same_repository(t, repo)]
+    files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info.id).encode()}
     target = moving[0] if moving else f"{repo}:verdict-{verdict.report_digest[7:23]}"
     new_id = None
     for ev in engine.build(deterministic_tar(files), target, labels=labels):
         if ev.kind == "done":
             new_id = ev.image_id
     if new_id is None:
-        new_id = str((engine.inspect_image(target) or {}).get("Id") or tested)
+        built = engine.inspect_image(target)
+        new_id = built.id if built is not None and built.id else tested
     for tag in moving[1:]:
-        if (engine.inspect_image(tag) or {}).get("Id") == info["Id"]:  # not moved by someone meanwhile
+        now = engine.inspect_image(tag)
+        if now is not None and now.id == info.id:  # not moved by someone meanwhile
             engine.tag(new_id, tag)
     save_report_json(tested, report)
     save_report_json(new_id, report)

@@ -128,7 +128,7 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
         base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
         base = engine.inspect_image(stable_ref(stack.name))
         if base is not None:
-            base_ids.add(str(base["Id"]))
+            base_ids.add(base.id)
         if not base_ids:
             unsure.add(name)
             continue

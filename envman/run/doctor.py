@@ -15,7 +15,6 @@ from envman.errors import EnvmanError
 from envman.run.plan import ERROR, WARNING
 from envman.run.preflight import ImageState, Problem, gpu_verdicts, preflight, selected_gpus
 from envman.run.prepare import choose_base, image_state
-from envman.engine.facts import gpu_mechanism
 from envman.stack.names import Stack
 
 if TYPE_CHECKING:
@@ -232,13 +231,12 @@ def doctor_report(
     elif engine is not None:
         try:
             info = engine.info()
-            mech = gpu_mechanism(info)
-            engine_json.update(server_version=info.get("server_version"), runtimes=info.get("runtimes", []),
-                               nvidia_runtime=bool(info.get("nvidia_runtime")), cdi_nvidia=mech == "cdi",
-                               gpu_mechanism=mech, engine=info.get("engine", "docker"),
-                               engine_version=info.get("engine_version") or info.get("server_version"),
-                               rootless=bool(info.get("rootless")), url=info.get("engine_url"),
-                               selected_by=info.get("engine_source") or None)
+            mech = info.gpu_mechanism()
+            engine_json.update(server_version=info.server_version, runtimes=list(info.runtimes),
+                               nvidia_runtime=info.nvidia_runtime, cdi_nvidia=mech == "cdi",
+                               gpu_mechanism=mech, engine=info.kind,
+                               engine_version=info.version or info.server_version,
+                               rootless=info.rootless, url=info.url, selected_by=info.source or None)
             if mech is None and host.has_gpu and not what_if:
                 from envman.engine.docker import NVIDIA_TOOLKIT_FIX
 

@@ -12,19 +12,20 @@ Unix socket when that is the local engine, else the CLI itself.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
-from urllib.parse import quote
 
 from envman import labels as L
-from envman.errors import EngineError, UserError
+from envman.errors import UserError
 from envman.project.file import CONTAINER_HOME, WORKSPACE
-from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, which
-from envman.engine.socket import NoAnswer, api_get, local_socket
+from envman.engine.api import ContainerInfo
+from envman.engine.facts import DockerFacts
+from envman.engine.handoff import ENV_FILE_SLOT, exec_docker
+from envman.engine.socket import local_socket
 from envman.run.cache import terminal_flags, with_terminal
 
 if TYPE_CHECKING:
@@ -56,87 +57,38 @@ class EnvContainer:
                 "image": self.image, "root": self.root}
 
 
-def from_inspect(doc: dict[str, Any]) -> EnvContainer:
-    """An :class:`EnvContainer` from ``docker inspect``'s JSON of a container."""
-    labels = (doc.get("Config") or {}).get("Labels") or {}
-    uid = labels.get(L.UID, "")
-    root = next((m.get("Source") for m in doc.get("Mounts") or [] if m.get("Destination") == WORKSPACE), None)
+def env_container(c: ContainerInfo) -> EnvContainer:
+    """An :class:`EnvContainer` from the engine's facts about a container."""
+    uid = c.labels.get(L.UID, "")
     return EnvContainer(
-        id=str(doc.get("Id", "")), name=str(doc.get("Name", "")).lstrip("/"), env=labels.get(L.ENV),
-        project=labels.get(L.PROJECT, ""), stack=labels.get(L.NAME, ""),
-        uid=int(uid) if uid.isdigit() else None, state=str((doc.get("State") or {}).get("Status", "")),
-        created=str(doc.get("Created", ""))[:19].replace("T", " "), image=str((doc.get("Config") or {}).get("Image", "")),
-        root=root,
+        id=c.id, name=c.name, env=c.labels.get(L.ENV), project=c.labels.get(L.PROJECT, ""),
+        stack=c.labels.get(L.NAME, ""), uid=int(uid) if uid.isdigit() else None, state=c.state,
+        created=time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(c.created)) if c.created else "", image=c.image,
+        root=c.mount_source(WORKSPACE),
     )
 
 
-def _docker(args: Sequence[str]):
-    import subprocess
-
-    exe = which("docker")
-    if exe is None:
-        raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
-    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120)
+def from_inspect(doc: dict[str, Any]) -> EnvContainer:
+    """An :class:`EnvContainer` from ``docker inspect``'s JSON of a container."""
+    return env_container(ContainerInfo.from_api(doc))
 
 
-def _cli_error(p) -> EngineError:
-    from envman.engine.docker import UNREACHABLE_FIX
-
-    line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")
-    return EngineError(f"docker: {line}", fix=UNREACHABLE_FIX)
-
-
-def _inspect_cli(ids: Sequence[str]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    p = _docker(["container", "inspect", *ids])
-    if p.returncode != 0:
-        if "no such" in p.stderr.lower():
-            return []
-        raise _cli_error(p)
-    return json.loads(p.stdout or "[]")
+def _engine() -> DockerFacts:
+    """The engine the ``docker`` CLI talks to: its Unix socket when local, else the CLI."""
+    return DockerFacts(socket=local_socket())
 
 
 def list_containers(*, uid: int | None = None, include_stopped: bool = False) -> list[EnvContainer]:
     """envman's run containers (``uid``: only that user's), oldest first."""
     labels = [RUN_ROLE] + ([f"{L.UID}={uid}"] if uid is not None else [])
-    filters = json.dumps({"label": labels})
-    sock = local_socket()
-    docs: list[dict[str, Any]] | None = None
-    try:
-        status, body = api_get(sock, f"/containers/json?all={int(include_stopped)}&filters={quote(filters)}")
-        if status == 200 and isinstance(body, list):
-            docs = []
-            for c in body:
-                st, doc = api_get(sock, f"/containers/{c['Id']}/json")
-                if st == 200 and isinstance(doc, dict):
-                    docs.append(doc)
-    except (NoAnswer, KeyError, TypeError):
-        docs = None
-    if docs is None:
-        args = ["ps", "-q", "--no-trunc", *(["-a"] if include_stopped else [])]
-        for label in labels:
-            args += ["--filter", f"label={label}"]
-        p = _docker(args)
-        if p.returncode != 0:
-            raise _cli_error(p)
-        docs = _inspect_cli(p.stdout.split())
-    out = [from_inspect(d) for d in docs]
+    out = [env_container(c) for c in _engine().list_containers(labels, all=include_stopped)]
     return sorted(out, key=lambda c: (c.created, c.name))
 
 
 def find_container(name: str) -> EnvContainer | None:
     """The container called ``name`` if it exists (any state), else ``None``."""
-    try:
-        status, doc = api_get(local_socket(), f"/containers/{quote(name, safe='')}/json")
-        if status == 404:
-            return None
-        if status == 200 and isinstance(doc, dict):
-            return from_inspect(doc)
-    except NoAnswer:
-        pass
-    docs = _inspect_cli([name])
-    return from_inspect(docs[0]) if docs else None
+    found = _engine().inspect_container(name)
+    return env_container(found) if found is not None else None
 
 
 def select(containers: Sequence[EnvContainer], target: str, *, action: str) -> list[EnvContainer]:
@@ -233,9 +185,7 @@ def stop(containers: Sequence[EnvContainer], timeout: int = 10) -> list[EnvConta
     """Stop (and so remove: runs are ``--rm``) these containers; the ones stopped."""
     if not containers:
         return []
-    p = _docker(["stop", "--time", str(timeout), *[c.id for c in containers]])
-    if p.returncode != 0 and "no such container" not in p.stderr.lower():
-        raise _cli_error(p)
+    _engine().stop_containers([c.id for c in containers], timeout)
     return list(containers)
 
 

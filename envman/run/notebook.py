@@ -148,7 +148,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     if base is None:  # pragma: no cover - prepare_run checked or built it a moment ago
         raise UserError(f"image {prepared.plan.image} disappeared", where="envman notebook", fix="run it again")
     with Engine.connect() as eng:
-        image = build_notebook_image(eng, proj.name, base["Id"], rebuild=rebuild)
+        image = build_notebook_image(eng, proj.name, base.id, rebuild=rebuild)
     plan = replace(prepared.plan, image=image, tty=False, interactive=False, inherit_env=(TOKEN_ENV,))
     token = secrets.token_hex(32)
     argv = docker_argv(plan)

@@ -10,15 +10,15 @@ CPU run is asked for with ``--no-gpu``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from envman.project.file import GpuRequest
 from envman.stack.names import Stack
-from envman.engine.facts import gpu_mechanism
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING, cdi_devices
 
 if TYPE_CHECKING:
 
+    from envman.engine.api import EngineInfo
     from envman.host import HostFacts, HostGpu
 
 
@@ -98,7 +98,7 @@ def preflight(
     gpus: GpuRequest | None,
     *,
     host: HostFacts | None,
-    engine_info: Mapping[str, Any] | None,
+    engine_info: EngineInfo | None,
     image: ImageState,
     suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None] = lambda s, h, g: None,
     what_if: bool = False,
@@ -112,23 +112,23 @@ def preflight(
     cpu_fix = CPU_FIX
     if gpus is not None:
         problems += gpu_problems(stack, gpus, host, suggest)
-    if gpus is not None and not what_if and engine_info is not None and gpu_mechanism(engine_info) is None:
+    mech = engine_info.gpu_mechanism() if gpus is not None and not what_if and engine_info is not None else None
+    if gpus is not None and not what_if and engine_info is not None and mech is None:
         from envman.engine.docker import NVIDIA_TOOLKIT_FIX
 
-        runtimes = ", ".join(engine_info.get("runtimes") or ()) or "none"
-        if engine_info.get("engine") == "podman":
+        runtimes = ", ".join(engine_info.runtimes) or "none"
+        if engine_info.kind == "podman":
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but Podman has no CDI spec for nvidia.com/gpu in "
-                                    f"{', '.join(engine_info.get('cdi_spec_dirs') or ()) or 'its CDI directories'} "
+                                    f"{', '.join(engine_info.cdi_spec_dirs) or 'its CDI directories'} "
                                     "(Podman's Docker API would start the container without a GPU): run "
                                     f"`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` as root; {cpu_fix}"))
         else:
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI "
                                     f"spec (runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
-    elif gpus is not None and not what_if and engine_info is not None and engine_info.get("cdi_gpu_devices") is not None \
-            and gpu_mechanism(engine_info) == "cdi":
-        known = set(engine_info["cdi_gpu_devices"])
+    elif engine_info is not None and engine_info.cdi_gpu_devices is not None and mech == "cdi":
+        known = set(engine_info.cdi_gpu_devices)
         missing = [d for d in cdi_devices(gpus) if d not in known]
         if missing:
             problems.append(Problem(ERROR, "gpu-runtime",

@@ -16,12 +16,12 @@ from envman.errors import EnvmanError, UserError
 from envman.project.file import WORKSPACE, GpuRequest, Mount, Port, ProjectConfig
 from envman.project.settings import RunSettings
 from envman.stack.names import Stack
-from envman.engine.facts import gpu_mechanism
 from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, cdi_devices, container_workdir, sanitize_environment
 from envman.run.preflight import ImageState, Problem, preflight
 
 if TYPE_CHECKING:
 
+    from envman.engine.api import EngineFacts, ImageInfo
     from envman.host import HostFacts, HostGpu
 
 
@@ -37,21 +37,21 @@ class Prepared:
     base_image_id: str | None = None  # the stack's promoted image the run stands on
 
 
-def image_state(engine, ref: str) -> ImageState:
+def image_state(engine: EngineFacts, ref: str) -> ImageState:
     return image_state_of(ref, engine.inspect_image(ref))
 
 
-def image_state_of(ref: str, info: Mapping[str, Any] | None) -> ImageState:
+def image_state_of(ref: str, info: ImageInfo | None) -> ImageState:
     """An inspected image and its smoke verdict (its labels first, else this user's cache)."""
     from envman.images.store import image_verdict
 
     if info is None:
         return ImageState(ref, None)
     v = image_verdict(info)
-    return ImageState(ref, info["Id"], v.status if v else None, v.reason if v else "")
+    return ImageState(ref, info.id, v.status if v else None, v.reason if v else "")
 
 
-def choose_base(engine, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
+def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
     """The stack image this run stands on: the project's pin or the current stable image (see
     :mod:`envman.images.pins`); with the :class:`envman.images.pins.Choice` that says why."""
     from envman.images.pins import choose, load_pin, project_key
@@ -63,10 +63,10 @@ def choose_base(engine, project: ProjectConfig, stack: Stack, *, update: bool = 
     pin = load_pin(project_key(project.name, str(project.root.resolve())))
     pinned = None
     if pin is not None and pin.stack == stack.name and not update:
-        pinned = stable if stable is not None and stable.get("Id") == pin.image_id else engine.inspect_image(pin.image_id)
+        pinned = stable if stable is not None and stable.id == pin.image_id else engine.inspect_image(pin.image_id)
     choice = choose(stack.name, stable, pinned, pin, uid=current_user()[0], verdict=image_verdict,
                     rootfs=rootfs_digest, update=update)
-    shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {str(choice.info['Id'])[:19]})"
+    shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {choice.info.id[:19]})"
     return image_state_of(shown, choice.info), choice
 
 
@@ -75,7 +75,7 @@ def prepare_run(
     settings: RunSettings,
     stack: Stack,
     *,
-    engine,
+    engine: EngineFacts,
     detect_host: Callable[[], HostFacts],
     suggest: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
     build_image: Callable[[ProjectConfig, Stack, str], str],
@@ -91,8 +91,8 @@ def prepare_run(
     env_name: str | None = None,
     detach: bool = False,
 ) -> Prepared:
-    """Preflight (raising on the first error) and the plan. ``engine`` is a :class:`DockerFacts`
-    or an :class:`envman.engine.docker.Engine`; ``build_image`` builds the project image when needed;
+    """Preflight (raising on the first error) and the plan. ``engine`` is any reader of the engine
+    (:class:`envman.engine.api.EngineFacts`: the run path's socket client); ``build_image`` builds the project image when needed;
     ``fetch_image`` (when given) pulls a missing promoted stack image from a registry first.
     The run stands on the image id the project is pinned to (see :mod:`envman.images.pins`)."""
     from envman.project.image import prepare_home
@@ -125,8 +125,8 @@ def prepare_run(
         if found is None:
             built = build_image(project, stack, img.image_id)
             found = engine.inspect_image(built)
-        image = str(found["Id"]) if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
-    mech = gpu_mechanism(info) if info is not None else None
+        image = found.id if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
+    mech = info.gpu_mechanism() if info is not None else None
     engine_kind, engine_url = _engine_kind(engine)
     home = prepare_home(project)
     environment, dropped = sanitize_environment(settings.environment, gpus)
@@ -148,7 +148,7 @@ def prepare_run(
         gpus=gpus,
         gpu_mechanism=mech or "runtime",
         cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
-        engine=str((info or {}).get("engine") or engine_kind.kind),
+        engine=info.kind if info is not None else engine_kind.kind,
         engine_url=engine_url,
         rootless=bool(engine_kind.rootless),
         shm_size=settings.shm_size,
@@ -163,13 +163,10 @@ def prepare_run(
     return Prepared(plan, stack, problems, built, img.image_id)
 
 
-def _engine_kind(engine) -> tuple[Any, str | None]:
+def _engine_kind(engine: EngineFacts) -> tuple[Any, str | None]:
     """(EngineKind, the URL the podman CLI must use) of the engine a run goes to."""
-    from envman.engine.select import EngineKind
-
-    kind = engine.kind() if hasattr(engine, "kind") else EngineKind("docker", "", False)
-    sock = getattr(engine, "socket", None)
-    return kind, (f"unix://{sock}" if kind.kind == "podman" and sock else None)
+    kind = engine.kind()
+    return kind, (engine.url if kind.kind == "podman" else None)
 
 
 class PreflightError(EnvmanError):

@@ -76,9 +76,9 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     assert fw["status"] == "pass", fw
     # the stable tag points at the image that carries the verdict of the smoke-tested candidate
     stable = "envman/torch-2.13.0-cpu-py3.11:latest"
-    labels = docker_engine.inspect_image(stable)["Config"]["Labels"]
+    labels = docker_engine.inspect_image(stable).labels
     assert labels["envman.smoke.image"] == first["image_id"] and labels["envman.smoke.status"] == "pass"
-    promoted_id = docker_engine.inspect_image(stable)["Id"]
+    promoted_id = docker_engine.inspect_image(stable).id
 
     second = json.loads(envman(state, *args, check=0).stdout)[0]
     # the candidate tag now names the image that carries the verdict: a no-op build finds that one
@@ -91,7 +91,7 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     docker_engine.remove_image(stable)
     fourth = json.loads(envman(state, *args, check=0).stdout)[0]
     assert fourth["cached"] and fourth["promoted"]
-    assert docker_engine.inspect_image(stable)["Config"]["Labels"]["envman.smoke.image"] == first["image_id"]
+    assert docker_engine.inspect_image(stable).labels["envman.smoke.image"] == first["image_id"]
     assert promoted_id
 
 

@@ -44,9 +44,9 @@ def test_build_streams_steps_and_labels_the_image(
         assert done.kind == "done" and done.image_id and done.image_id.startswith("sha256:")
 
         info = docker_engine.inspect_image(tag)
-        assert info is not None and info["Id"] == done.image_id
-        assert info["Config"]["Labels"]["envman.role"] == "candidate"
-        assert info["Config"]["Labels"]["envman.test"] == test_labels["envman.test"]
+        assert info is not None and info.id == done.image_id
+        assert info.labels["envman.role"] == "candidate"
+        assert info.labels["envman.test"] == test_labels["envman.test"]
         assert docker_engine.image_exists(tag)
         found = docker_engine.list_images({**test_labels, "envman.role": "candidate"})
         assert [i.id for i in found] == [done.image_id] and tag in found[0].tags
@@ -127,7 +127,7 @@ def test_run_timeout_kills(docker_engine: Engine, base: str, test_labels: dict) 
 
 
 def test_gpus_without_nvidia_runtime_fail_with_the_fix(docker_engine: Engine, base: str, test_labels: dict) -> None:
-    if docker_engine.info()["nvidia_runtime"]:
+    if docker_engine.info().nvidia_runtime:
         pytest.skip("this engine has the NVIDIA runtime; the missing-runtime path cannot be shown")
     with pytest.raises(EngineError) as info:
         docker_engine.run(base, ["true"], gpus="all", labels=test_labels)
@@ -139,9 +139,9 @@ def test_gpus_without_nvidia_runtime_fail_with_the_fix(docker_engine: Engine, ba
 
 def test_info(docker_engine: Engine) -> None:
     info = docker_engine.info()
-    assert info["server_version"]
-    assert "runc" in info["runtimes"]
-    assert isinstance(info["nvidia_runtime"], bool)
+    assert info.server_version and info.api_version and info.kind == "docker"
+    assert "runc" in info.runtimes
+    assert isinstance(info.nvidia_runtime, bool)
 
 
 def test_tag_and_list(docker_engine: Engine, base: str, unique_tag: Callable[[str], str], test_labels: dict) -> None:
@@ -151,7 +151,7 @@ def test_tag_and_list(docker_engine: Engine, base: str, unique_tag: Callable[[st
     alias = unique_tag("alias")
     try:
         docker_engine.tag(image_id, alias)
-        assert docker_engine.inspect_image(alias)["Id"] == image_id
+        assert docker_engine.inspect_image(alias).id == image_id
         [img] = docker_engine.list_images(test_labels | {"envman.name": "tagged"})
         assert set(img.tags) == {tag, alias} and img.size > 0 and img.created > 0
     finally:
@@ -163,15 +163,15 @@ def test_tag_and_list(docker_engine: Engine, base: str, unique_tag: Callable[[st
 
 def test_standin_is_cached_and_looks_like_cuda(docker_engine: Engine, standin, base: str) -> None:
     info = docker_engine.inspect_image(base)
-    labels = info["Config"]["Labels"]
+    labels = info.labels
     assert labels["envman.test-fixture"] == "true" and labels["envman.standin-for"] == base
-    env = dict(e.split("=", 1) for e in info["Config"]["Env"])
+    env = dict(e.split("=", 1) for e in info.env)
     assert env["CUDA_VERSION"] == "12.8.1" and env["NVIDIA_REQUIRE_CUDA"] == "cuda>=12.8"
     assert env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
     assert env["PATH"].startswith("/usr/local/nvidia/bin:/usr/local/cuda/bin:")
     assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
     assert standin(base) == base
-    assert docker_engine.inspect_image(base)["Id"] == info["Id"]  # reused, not rebuilt
+    assert docker_engine.inspect_image(base).id == info.id  # reused, not rebuilt
 
 
 def test_testcontainers_exec_on_standin(docker_engine: Engine, base: str, test_labels: dict) -> None:

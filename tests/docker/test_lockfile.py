@@ -60,7 +60,7 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
     try:
         for _ in docker_engine.build(deterministic_tar(files), base_ref, labels=test_labels):
             pass
-        base_id = docker_engine.inspect_image(base_ref)["Id"]
+        base_id = docker_engine.inspect_image(base_ref).id
 
         ref = build_project_image(docker_engine, project, STACK, base_id)
         lock = read_lock(root)

@@ -176,24 +176,24 @@ def _fixture_stack_image(engine, stack_name: str, base: str) -> str:
     """``envman/<stack>:latest`` FROM a stand-in: a test fixture, cached by recipe digest."""
     ref = f"envman/{stack_name}:latest"
     files = {"Dockerfile": STACK_DOCKERFILE.format(base=base).encode(), "entrypoint.sh": (_entrypoint(), 0o755)}
-    base_id = engine.inspect_image(base)["Id"]
+    base_id = engine.inspect_image(base).id
     digest = hashlib.sha256(deterministic_tar(files) + base_id.encode() + FIXTURE_RECIPE.encode()).hexdigest()[:16]
     info = engine.inspect_image(ref)
-    labels = ((info or {}).get("Config") or {}).get("Labels") or {}
+    labels = info.labels if info is not None else {}
     if labels.get("envman.test-stack-digest") != digest:
-        old = info["Id"] if info else None
+        old = info.id if info else None
         for _ in engine.build(deterministic_tar(files), ref, labels={
             "envman.test-fixture": "true", "envman.managed": "true", "envman.name": stack_name,
             "envman.test-stack-digest": digest,
         }):
             pass
         info = engine.inspect_image(ref)
-        if old and old != info["Id"]:
+        if old and old != info.id:
             try:
                 engine.remove_image(old)  # the previous recipe's image, now untagged
             except Exception:  # still used by a child image or a container: leave it
                 pass
-    return info["Id"]
+    return info.id
 
 
 @pytest.fixture(scope="module")
@@ -362,7 +362,7 @@ def test_two_projects_two_cuda_versions_side_by_side(docker_engine, stacks, matr
     project_images_before = {t for i in docker_engine.list_images({"envman.project": "envman-test-b"}) for t in i.tags}
     try:
         # Asking for GPUs where there are none fails, with the fix; never a silent CPU run.
-        host_has_gpu = shutil.which("nvidia-smi") is not None and docker_engine.info().get("nvidia_runtime")
+        host_has_gpu = shutil.which("nvidia-smi") is not None and docker_engine.info().nvidia_runtime
         if not host_has_gpu:
             r = run("a", "envman-test-a", "--", "true")
             assert r.returncode == 1, (r.stdout, r.stderr)

@@ -78,7 +78,7 @@ def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str
     ref = tag or f"envman/{stack.name}:latest"
     for _ in engine.build(deterministic_tar({"Dockerfile": f"FROM {base}\n".encode()}), ref, labels=all_labels):
         pass
-    return engine.inspect_image(ref)["Id"]
+    return engine.inspect_image(ref).id
 
 
 def write_report(home: Path, stack_name: str, image_id: str, overall: str = "cpu-only") -> None:
@@ -100,8 +100,8 @@ def write_report(home: Path, stack_name: str, image_id: str, overall: str = "cpu
 def drop_repo_images(engine, *repos: str) -> None:
     """Remove every local tag and digest reference of these repositories (test-created only)."""
     for img in engine.list_images({"envman.name": STACK}):
-        info = engine.inspect_image(img.id) or {}
-        refs = list(info.get("RepoTags") or []) + list(info.get("RepoDigests") or [])
+        info = engine.inspect_image(img.id)
+        refs = [*info.tags, *info.repo_digests] if info is not None else []
         for ref in refs:
             if any(ref.startswith(r + ":") or ref.startswith(r + "@") for r in repos):
                 engine.remove_image(ref, force=True)
@@ -142,9 +142,9 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         assert registry_server.manifest_digest(f"envman-test-{test_session_id}/envman/{stack.name}", "latest") == digest
         # The pushed image is the promoted one plus the smoke verdict, nothing else.
         pushed = docker_engine.inspect_image(f"{repo}:latest")
-        labels = pushed["Config"]["Labels"]
+        labels = pushed.labels
         assert labels["envman.smoke.status"] == "cpu-only" and labels["envman.smoke.image"] == promoted_id
-        assert pushed["RootFS"]["Layers"] == docker_engine.inspect_image(promoted_id)["RootFS"]["Layers"]
+        assert pushed.layers and pushed.layers == docker_engine.inspect_image(promoted_id).layers
         assert json.loads(labels["envman.stack"]) == json.loads(json.dumps(stack.to_json()))
 
         # Host b: nothing of the stack on the engine, then pull.
@@ -154,10 +154,10 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == ref
         here = docker_engine.inspect_image(f"{local}:latest")
-        assert here is not None and ref in here["RepoDigests"]
+        assert here is not None and ref in here.repo_digests
         # The verdict came with the image (its labels, bound to its layers): host b has no report.
         assert not list((hosts["b"] / "state").rglob("reports/*.json"))
-        assert here["Config"]["Labels"]["envman.smoke.status"] == "cpu-only"
+        assert here.labels["envman.smoke.status"] == "cpu-only"
 
         # A project on that stack runs on host b...
         proj = tmp_path / "proj"
@@ -175,7 +175,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         r = envman(matrix, hosts["b"], *hello)
         assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
         assert f"pulled {ref}" in r.stderr
-        assert ref in docker_engine.inspect_image(f"{local}:latest")["RepoDigests"]
+        assert ref in docker_engine.inspect_image(f"{local}:latest").repo_digests
     finally:
         drop_repo_images(docker_engine, repo, local)
 

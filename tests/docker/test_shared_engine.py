@@ -113,7 +113,7 @@ def test_two_users_build_run_promote_and_prune_on_one_engine(world, stack_repo, 
     first = build(world, a, "v1")
     assert first["smoked"] and first["promoted"] and first["overall"] == "pass"
     s1 = first["stable_id"]
-    labels = docker_engine.inspect_image(s1)["Config"]["Labels"]
+    labels = docker_engine.inspect_image(s1).labels
     assert labels["envman.smoke.status"] == "pass" and labels["envman.smoke.by-user"] == a.name
     assert labels["envman.built-by.uid"] == str(a.uid)
     add_project(world, a, "se-proj-a")

@@ -197,8 +197,8 @@ B._render = lambda *args, **kw: Ctx()
 phases = []
 with Engine.connect() as engine:
     res = B.build_smoke_promote(engine, stack, on_phase=phases.append)
-    stable = engine.inspect_image(f"envman/{stack.name}:latest") or {}
+    stable = engine.inspect_image(f"envman/{stack.name}:latest")
 print(json.dumps({"stack": stack.name, "candidate": res.build.ref, "cached": res.build.cached,
                   "smoked": "smoke" in phases, "overall": res.smoke.overall, "promoted": res.promoted,
-                  "stable_id": stable.get("Id")}))
+                  "stable_id": stable.id if stable is not None else None}))
 '''

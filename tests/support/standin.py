@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envman.engine.context import deterministic_tar
+from envman.engine.api import ImageInfo
 from envman.engine.docker import Engine
 from envman.errors import EngineError
 
@@ -346,7 +347,8 @@ def ensure_standin(
     cuda_version = cuda_version or parsed_version
     flavour = flavour or parsed_flavour or "base"
     rootfs = ensure_rootfs_image(suite, engine=engine)
-    rootfs_id = (engine.inspect_image(rootfs) or {}).get("Id", "")
+    rootfs_info = engine.inspect_image(rootfs)
+    rootfs_id = rootfs_info.id if rootfs_info is not None else ""
     files = standin_files(ref, suite=suite, cuda_version=cuda_version, flavour=flavour)
     context = deterministic_tar(files)
     digest = hashlib.sha256(context + rootfs_id.encode()).hexdigest()[:16]
@@ -366,20 +368,20 @@ def ensure_standin(
     return ref
 
 
-def _drop_replaced(engine: Engine, previous: dict | None) -> None:
+def _drop_replaced(engine: Engine, previous: ImageInfo | None) -> None:
     """Best effort: remove the stale fixture a rebuild untagged (kept if something uses it)."""
     if previous is None:
         return
-    still = engine.inspect_image(previous["Id"])
-    if still is not None and not still.get("RepoTags"):
+    still = engine.inspect_image(previous.id)
+    if still is not None and not still.tags:
         try:
-            engine.remove_image(previous["Id"])
+            engine.remove_image(previous.id)
         except EngineError:
             pass
 
 
 def _is_fixture(engine: Engine, ref: str, digest_label: str, digest: str) -> bool:
     info = engine.inspect_image(ref)
-    labels = ((info or {}).get("Config") or {}).get("Labels") or {}
+    labels = info.labels if info is not None else {}
     return labels.get("envman.test-fixture") == "true" and labels.get(digest_label) == digest
 

@@ -25,6 +25,8 @@ from envman.config import load_builder_config
 from envman.errors import BuildError, RenderError, UserError
 from envman.render.dockerfile import NETRC_SECRET, RenderOptions, render_hash, render_stack
 
+from envman.engine.api import EngineInfo
+from tests.support.fake_engine import FakeEngine
 from tests.support.index_server import make_wheel
 
 from .test_render import make_stack as stack
@@ -158,37 +160,33 @@ def test_the_first_cli_with_buildx_wins_else_an_old_cli_else_none(tmp_path):
     assert find_buildkit_cli(str(tmp_path / "nothing")) is None
 
 
-class InfoEngine:
-    url = "unix:///run/fake.sock"
-
-    def __init__(self, api: str = "1.41", os_name: str = "Debian GNU/Linux 12 (bookworm)") -> None:
-        self._info = {"api_version": api, "os": os_name}
-
-    def info(self):
-        return self._info
+def info_engine(api: str = "1.41", os_name: str = "Debian GNU/Linux 12 (bookworm)", kind: str = "docker") -> FakeEngine:
+    """The shared fake engine saying which Engine API version and OS it runs."""
+    return FakeEngine(engine_info=EngineInfo(kind=kind, server_version="27.3.1", version="27.3.1", api_version=api,
+                                             os=os_name))
 
 
 def test_select_builder_auto_buildkit_classic():
     cli = BuildKitCli("/usr/bin/docker", False)
-    assert select_builder(InfoEngine(), "auto", cli=cli).kind == "buildkit"
-    assert select_builder(InfoEngine(), "auto", cli=None).kind == "classic"
-    assert select_builder(InfoEngine(api="1.38"), "auto", cli=cli).kind == "classic"
-    assert isinstance(select_builder(InfoEngine(), "classic", cli=cli), ClassicBuilder)
-    chosen = select_builder(InfoEngine(), "buildkit", cli=cli)
-    assert isinstance(chosen, BuildKitBuilder) and chosen.host == InfoEngine.url
-    for engine, c, why in ((InfoEngine(), None, "no docker CLI"), (InfoEngine(api="1.30"), cli, "does not serve BuildKit")):
+    assert select_builder(info_engine(), "auto", cli=cli).kind == "buildkit"
+    assert select_builder(info_engine(), "auto", cli=None).kind == "classic"
+    assert select_builder(info_engine(api="1.38"), "auto", cli=cli).kind == "classic"
+    assert isinstance(select_builder(info_engine(), "classic", cli=cli), ClassicBuilder)
+    chosen = select_builder(info_engine(), "buildkit", cli=cli)
+    assert isinstance(chosen, BuildKitBuilder) and chosen.host == FakeEngine.url
+    for engine, c, why in ((info_engine(), None, "no docker CLI"), (info_engine(api="1.30"), cli, "does not serve BuildKit")):
         with pytest.raises(UserError, match=why) as info:
             select_builder(engine, "buildkit", cli=c)
         assert "\n" not in info.value.line() and "--builder" in info.value.line()
     with pytest.raises(UserError, match="unknown builder"):
-        select_builder(InfoEngine(), "kaniko", cli=cli)
-    podman = InfoEngine()
-    podman.is_podman = True  # type: ignore[attr-defined]
+        select_builder(info_engine(), "kaniko", cli=cli)
+    podman = info_engine(kind="podman")
     assert select_builder(podman, "auto", cli=cli).kind == "classic"
     with pytest.raises(UserError, match="Podman"):
         select_builder(podman, "buildkit", cli=cli)
-    assert not engine_has_buildkit({"api_version": "1.41", "os": "Windows Server 2022"})
-    assert not engine_has_buildkit({"api_version": "garbage"})
+    assert not engine_has_buildkit(EngineInfo(api_version="1.41", os="Windows Server 2022"))
+    assert not engine_has_buildkit(EngineInfo(api_version="garbage"))
+    assert engine_has_buildkit(EngineInfo(api_version="1.39", os="Debian GNU/Linux 12 (bookworm)"))
 
 
 def test_the_buildkit_builder_sends_the_context_on_stdin_and_secrets_as_private_files(tmp_path):
@@ -227,7 +225,7 @@ def test_a_failing_buildkit_build_raises_with_the_tail_and_cleans_up(tmp_path, m
 
 def test_classic_builder_refuses_secrets_and_foreign_labels_are_refused_on_buildkit(tmp_path):
     with pytest.raises(UserError, match="cannot pass build secrets"):
-        ClassicBuilder(InfoEngine()).build(b"", "t:1", labels={}, secrets={"a": b"b"})  # type: ignore[arg-type]
+        ClassicBuilder(info_engine()).build(b"", "t:1", labels={}, secrets={"a": b"b"})  # type: ignore[arg-type]
     builder = BuildKitBuilder(BuildKitCli(str(fake_docker(tmp_path / "bin")), False), "unix:///x")
     with pytest.raises(UserError, match="outside the envman"):
         list(builder.build(b"", "t:1", labels={"com.example": "x"}))
@@ -338,35 +336,27 @@ def test_tar_of_a_buildkit_context_holds_the_wheels_for_the_bind_mount(wheelhous
     assert "wheels/torch-2.4.1+cu124-cp310-cp310-linux_x86_64.whl" in names and mode == 0o755
 
 
-class TagEngine:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def tag(self, image: str, ref: str) -> None:
-        self.calls.append(("tag", image, ref))
-
-    def remove_image(self, ref: str) -> bool:
-        self.calls.append(("rm", ref))
-        return True
-
-
 def test_buildkit_builds_from_an_image_id_through_a_tag_named_after_it(tmp_path):
     from envman.engine.builder import from_image_id
 
     image_id = "sha256:" + "c0" * 32
     files = {"Dockerfile": f"# x\nFROM {image_id}\nRUN true\n".encode(), "requirements.txt": b"six==1.17.0\n"}
-    engine = TagEngine()
+    by_id = f"envman/by-id:{'c0' * 32}"
+    engine = FakeEngine()
+    engine.add_image("envman/s:latest", image_id)  # the promoted image the project builds on
     bk = BuildKitBuilder(BuildKitCli("/usr/bin/docker", False), "unix:///x")
     with from_image_id(engine, bk, files, image_id) as buildable:  # type: ignore[arg-type]
-        assert buildable["Dockerfile"] == f"# x\nFROM envman/by-id:{'c0' * 32}\nRUN true\n".encode()
+        assert buildable["Dockerfile"] == f"# x\nFROM {by_id}\nRUN true\n".encode()
         assert buildable["requirements.txt"] == files["requirements.txt"]
-        assert engine.calls == [("tag", image_id, f"envman/by-id:{'c0' * 32}")]
-    assert engine.calls[-1] == ("rm", f"envman/by-id:{'c0' * 32}")
+        assert engine.inspect_image(by_id).id == image_id
+    assert engine.removed == [by_id] and engine.tag_names() == {"envman/s:latest"}  # only the tag went
     with pytest.raises(RuntimeError), from_image_id(engine, bk, files, image_id):
         raise RuntimeError("the build failed")
-    assert engine.calls[-1][0] == "rm"  # the tag goes even when the build fails
-    classic = TagEngine()
+    assert engine.removed == [by_id, by_id] and not engine.image_exists(by_id)  # the tag goes even when the build fails
+    classic = FakeEngine()
+    classic.add_image("envman/s:latest", image_id)
     with from_image_id(classic, ClassicBuilder(classic), files, image_id) as same:  # type: ignore[arg-type]
-        assert same == files and classic.calls == []
+        assert same == files and classic.tag_names() == {"envman/s:latest"}
+    assert classic.removed == []
     with pytest.raises(UserError), from_image_id(engine, bk, {"Dockerfile": b"FROM sha256:zz\n"}, "sha256:zz"):
         pass

@@ -7,18 +7,18 @@ import os
 import random
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run_envman
+from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 
 from envman.images import build as B
 from envman.ci import run as ci
-from envman.engine.docker import BuildEvent, RunResult
-from envman.errors import UserError
+from envman.engine.api import EngineInfo, RunResult
+from envman.errors import BuildError, UserError
 from envman.matrix.load import load_matrix
 
 from .conftest import DATA, MINI
@@ -222,56 +222,24 @@ def test_changed_since_with_the_real_renderer(matrix_repo):
 # --- run (fake engine, fake render) ---------------------------------------------------------------
 
 
-@dataclass
-class FakeCtx:
-    render_hash: str
-    dockerfile: str
-    secrets: dict = field(default_factory=dict)
+def ci_engine(outcomes=None, gpu=False) -> FakeEngine:
+    """The shared fake engine: builds succeed unless the tag says ``broken-build``; the probe's
+    verdict per stack name comes from ``outcomes``."""
+    outcomes = outcomes or {}
 
-    def tar(self):
-        return b"tar"
-
-
-class FakeEngine:
-    """Builds always succeed; the probe's verdict per stack name comes from ``outcomes``."""
-
-    def __init__(self, outcomes=None, gpu=False):
-        self.images = {}
-        self.outcomes = outcomes or {}
-        self.gpu = gpu
-        self.built = []
-        self.ran = []
-
-    def info(self):
-        return {"nvidia_runtime": self.gpu, "server_version": "fake"}
-
-    def inspect_image(self, ref):
-        return self.images.get(ref)
-
-    def build(self, tar, tag, *, labels, nocache=False, pull=False, buildargs=None):
-        self.built.append(tag)
-        if "broken-build" in tag:
-            from envman.errors import BuildError
-
-            yield BuildEvent("error", "boom")
-            raise BuildError("pip failed", log_tail="ERROR: no matching distribution")
-        image_id = "sha256:" + hashlib.sha256(tag.encode()).hexdigest()
-        self.images[tag] = {"Id": image_id, "Config": {"Labels": dict(labels)}}
-        yield BuildEvent("done", "built", image_id=image_id)
-
-    def run(self, image, cmd, **kw):
-        self.ran.append((image, cmd, kw))
+    def probe(image, cmd, kw):
         name = image.split("/", 1)[1].split(":")[0]
-        overall = self.outcomes.get(name, "pass")
+        overall = outcomes.get(name, "pass")
         checks = [
             {"name": "driver", "status": "pass" if overall == "pass" else "skip", "reason": "no GPU" if overall != "pass" else ""},
             {"name": "framework", "status": "fail" if overall == "fail" else "pass", "reason": "torch.cuda missing" if overall == "fail" else "", "seconds": 1.5, "gflops": 12.5},
         ]
-        probe = probe_doc(kw["labels"]["envman.name"], overall, f"probe says {overall}", checks, python="3.11.9")
-        return RunResult(1 if overall == "fail" else 0, json.dumps(probe) + "\n", "")
+        doc = probe_doc(kw["labels"]["envman.name"], overall, f"probe says {overall}", checks, python="3.11.9")
+        return RunResult(1 if overall == "fail" else 0, json.dumps(doc) + "\n", "")
 
-    def tag(self, image, ref):
-        self.images[ref] = next(v for v in self.images.values() if v["Id"] == image)
+    info = EngineInfo(server_version="fake", version="fake", runtimes=("nvidia", "runc") if gpu else ("runc",))
+    return FakeEngine(engine_info=info, fail_build=lambda tag: "broken-build" in tag, on_run=probe,
+                      build_error=BuildError("pip failed", log_tail="ERROR: no matching distribution"))
 
 
 @pytest.fixture
@@ -280,7 +248,7 @@ def fake_render(monkeypatch, tmp_path):
 
     def render(stack, options=None, builder="classic"):
         h = hashlib.sha256(stack.name.encode()).hexdigest()
-        return FakeCtx(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
+        return FakeContext(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
 
     monkeypatch.setattr(ci, "_render", render)
     monkeypatch.setattr(B, "_render", render)
@@ -294,7 +262,7 @@ def _opts(**kw):
 
 
 def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp_path):
-    eng = FakeEngine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
     builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
     results = ci.run_rows(eng, mini, builds, _opts(shard="1/1"), report_dir=tmp_path / "rep")
     by = {r.row: r for r in results}
@@ -304,7 +272,7 @@ def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp
     old = by["torch-1.0.0-cuda10.0"]
     assert old.result == "not-buildable" and "deleted upstream" in old.reason and "--registry-mirror" in old.reason
     assert old.steps["render"].status == "pass" and old.steps["build"].status == "not-buildable"
-    assert not any("torch-1.0.0" in t for t in eng.built)  # never tried to build on a deleted base
+    assert not any("torch-1.0.0" in t for t in eng.builds)  # never tried to build on a deleted base
     assert ci.failed(results) == ["torch-2.4.1-cpu", "torch-2.4.1-cuda11.8"]
     # the report directory holds all three files, and the Dockerfiles
     rep = tmp_path / "rep"
@@ -320,7 +288,7 @@ def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp
 
 
 def test_accept_cpu_only_and_registry_mirror(mini, fake_render):
-    eng = FakeEngine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
     builds = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-1.0.0-cuda10.0"])
     results = ci.run_rows(eng, mini, builds, _opts(accept_cpu_only=True, registry_mirror="mirror.example:5000"))
     assert [(r.row, r.result) for r in results] == [("torch-1.0.0-cuda10.0", "pass"), ("torch-2.4.1-cpu", "cpu-only")]
@@ -328,27 +296,27 @@ def test_accept_cpu_only_and_registry_mirror(mini, fake_render):
 
 
 def test_require_gpu_without_gpu_is_not_buildable_for_cuda_rows_only(mini, fake_render):
-    eng = FakeEngine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
     builds = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-2.4.1-cuda12.4"])
     results = {r.row: r for r in ci.run_rows(eng, mini, builds, _opts(require_gpu=True, accept_cpu_only=True))}
     assert results["torch-2.4.1-cuda12.4"].result == "not-buildable"
     assert "--require-gpu" in results["torch-2.4.1-cuda12.4"].reason
     assert results["torch-2.4.1-cpu"].result == "cpu-only"
     # with a GPU the CUDA row is smoke-tested and --require-gpu reaches the probe
-    eng = FakeEngine(gpu=True)
+    eng = ci_engine(gpu=True)
     ci.run_rows(eng, mini, builds[1:], _opts(require_gpu=True))
-    (_, cmd, kw), = eng.ran
+    (_, cmd, kw), = eng.runs
     assert "--require-gpu" in cmd and kw["gpus"] == "all"
 
 
 def test_build_failure_is_a_failed_row_with_the_log_tail(mini, fake_render, monkeypatch):
     def render(stack, options=None, builder="classic"):
-        return FakeCtx("broken-build" + "0" * 52, "FROM x\n")
+        return FakeContext("broken-build" + "0" * 52, "FROM x\n")
 
     monkeypatch.setattr(B, "candidate_ref", lambda name, h: f"envman/broken-build:{h[:16]}")
     monkeypatch.setattr(ci, "_render", render)
     monkeypatch.setattr(B, "_render", render)
-    (r,) = ci.run_rows(FakeEngine(), mini, ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"]), _opts())
+    (r,) = ci.run_rows(ci_engine(), mini, ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"]), _opts())
     assert r.result == "fail" and r.steps["build"].status == "fail"
     assert "no matching distribution" in r.steps["build"].detail
     assert r.steps["smoke"].status == "skip"
@@ -359,7 +327,7 @@ def test_unresolvable_row_fails_validate(tmp_path, fake_render):
     bad.write_text('schema = 1\nkind = "framework"\nframework = "torch"\n\n[[build]]\nversion = "3.0.0"\nvariant = "cu999"\n'
                    'cuda = "99.9"\npython = ["3.12"]\npackages = ["torch==3.0.0"]\nsass = ["9.0"]\nsource = ["t"]\nstatus = "confirmed"\n')
     m = load_matrix(list(MINI) + [bad], shipped=False)
-    (r,) = ci.run_rows(FakeEngine(), m, ci.select_builds(m, rows=["torch-3.0.0-cuda99.9"]), _opts())
+    (r,) = ci.run_rows(ci_engine(), m, ci.select_builds(m, rows=["torch-3.0.0-cuda99.9"]), _opts())
     assert r.result == "fail" and r.steps["validate"].status == "fail" and r.stack is None
     assert all(r.steps[s].status == "skip" for s in ("render", "lint", "build", "smoke"))
 
@@ -388,7 +356,7 @@ def test_junit_validates_against_the_schema_and_counts_right(mini, fake_render, 
     import xml.etree.ElementTree as ET
 
     schema = _schema()
-    eng = FakeEngine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
     builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
     ci.run_rows(eng, mini, builds, _opts(), report_dir=tmp_path)
     xml = (tmp_path / "junit.xml").read_text()

@@ -12,7 +12,10 @@ from envman.errors import UserError
 from envman.engine.docker import podman_cdi_names
 from envman.project.file import GpuRequest
 from envman.stack.resolve import resolve
-from envman.engine.facts import DockerFacts, gpu_mechanism, with_engine_kind
+from dataclasses import replace
+
+from envman.engine.api import EngineInfo
+from envman.engine.facts import DockerFacts
 from envman.run.plan import docker_argv
 from envman.run.preflight import preflight
 
@@ -99,10 +102,10 @@ def test_docker_facts_say_podman_from_the_socket(monkeypatch):
     monkeypatch.setattr(R, "api_get", lambda sock, path, timeout=60: (200, answers[path]))
     facts = DockerFacts(socket="/tmp/p.sock", source="rootless podman socket")
     info = facts.info()
-    assert (info["engine"], info["rootless"], info["engine_url"], info["engine_source"]) == \
+    assert (info.kind, info.rootless, info.url, info.source) == \
         ("podman", True, "unix:///tmp/p.sock", "rootless podman socket")
-    assert info["nvidia_runtime"] is False  # Podman's Docker API ignores GPU requests: never the runtime path
-    assert info["cdi_spec_dirs"] == list(ES.PODMAN_CDI_DIRS)
+    assert "nvidia" in info.runtimes and info.nvidia_runtime is False  # Podman's Docker API ignores GPU requests
+    assert info.cdi_spec_dirs == ES.PODMAN_CDI_DIRS and info.cdi_gpu_devices is not None
 
 
 # --------------------------------------------------------------------------- CDI specs
@@ -164,10 +167,10 @@ def test_docker_argv_is_unchanged_for_docker():
 
 
 def podman_info(devices):
-    base = {"server_version": "4.3.1", "runtimes": ["crun", "runc"], "nvidia_runtime": False}
-    info = with_engine_kind(base, ES.EngineKind("podman", "4.3.1", True), url="unix:///p.sock", source="config",
-                            local=True)
-    return {**info, "cdi_spec_dirs": [], "cdi_gpu_devices": list(devices)}
+    raw = {"ServerVersion": "4.3.1", "Runtimes": {"crun": {}, "runc": {}}}
+    info = EngineInfo.from_api(raw, ES.EngineKind("podman", "4.3.1", True), url="unix:///p.sock", source="config",
+                               local=True)
+    return replace(info, cdi_spec_dirs=(), cdi_gpu_devices=tuple(devices))
 
 
 def test_podman_gpu_run_without_a_cdi_spec_is_refused_not_started(mini):
@@ -180,8 +183,8 @@ def test_podman_gpu_run_without_a_cdi_spec_is_refused_not_started(mini):
 def test_podman_gpu_run_asking_for_a_device_the_spec_lacks_is_refused(mini, tmp_path):
     stack = resolve(mini, "torch-2.4-cuda12.4")
     (tmp_path / "nvidia.yaml").write_text(FAKE_SPEC)
-    info = {**podman_info(["0", "all"]), "cdi_spec_dirs": [str(tmp_path)]}
-    assert gpu_mechanism(info) == "cdi"
+    info = replace(podman_info(["0", "all"]), cdi_spec_dirs=(str(tmp_path),))
+    assert info.gpu_mechanism() == "cdi"
     ok = preflight(stack, GpuRequest("devices", devices=("0",)), host=host("h100-570"), engine_info=info,
                    image=GOOD_IMAGE)
     assert errors(ok) == []

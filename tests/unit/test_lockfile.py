@@ -200,18 +200,17 @@ def test_cli_lock_errors_are_one_line_exit_2(tmp_path):
 
 def test_prune_keeps_the_images_of_a_project_with_a_malformed_lock(tmp_path):
     from envman.project.image import project_images_in_use
-
-    class Engine:
-        def inspect_image(self, ref):
-            return {"Id": BASE}
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine
 
     class Stack:
         name, is_cpu = "torch-2.3-cuda12.1", False
 
     p = project(tmp_path)
     _write(p.root, "packages = [\n")
-    refs, unsure = project_images_in_use(Engine(), lambda s: Stack(), registry={p.name: p.root})
+    engine = FakeEngine.with_images({stable_ref(Stack.name): BASE})
+    refs, unsure = project_images_in_use(engine, lambda s: Stack(), registry={p.name: p.root})
     assert refs == set() and unsure == {p.name}
     write_lock(p.root, sample_lock(base=BASE))
-    refs, unsure = project_images_in_use(Engine(), lambda s: Stack(), registry={p.name: p.root})
+    refs, unsure = project_images_in_use(engine, lambda s: Stack(), registry={p.name: p.root})
     assert unsure == set() and refs == {project_image_ref(p, "torch-2.3-cuda12.1", BASE)}

@@ -255,30 +255,17 @@ def test_render_refuses_an_unknown_platform_from_a_cached_stack():
         render_stack(make_stack(platform="linux/arm64 --evil"), probe=PROBE)
 
 
-class _FakeEngine:
-    def __init__(self):
-        self.calls = []
-
-    def inspect_image(self, ref):
-        return None
-
-    def build(self, tar, ref, **kw):
-        from envman.engine.docker import BuildEvent
-
-        self.calls.append(kw)
-        yield BuildEvent("done", "built", image_id="sha256:x")
-
-
 def test_build_passes_the_platform_to_the_engine_only_for_arm64(tmp_path, monkeypatch):
     from envman.images.build import build_stack
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
-    eng = _FakeEngine()
+    from tests.support.fake_engine import FakeEngine
+
+    eng = FakeEngine()
     build_stack(eng, make_stack(name="torch-2.4.1-cuda12.4-py3.10-arm64", platform="linux/arm64"))
     build_stack(eng, make_stack())
-    assert eng.calls[0]["platform"] == "linux/arm64"
-    assert "platform" not in eng.calls[1]
+    assert [c["platform"] for c in eng.build_calls] == ["linux/arm64", None]
 
 
 # --- CLI --------------------------------------------------------------------------------------

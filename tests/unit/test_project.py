@@ -363,23 +363,15 @@ def test_build_project_image_reuses_an_existing_tag(tmp_path):
 
     p = proj(tmp_path, 'apt = ["ffmpeg"]\n')
 
-    class FakeEngine:
-        def __init__(self, exists):
-            self.exists, self.builds = exists, []
+    from tests.support.fake_engine import FakeEngine
 
-        def inspect_image(self, ref):
-            return {"Id": "sha256:p"} if self.exists else None
-
-        def build(self, tar, tag, labels, nocache=False, pull=False):
-            self.builds.append((tag, labels["envman.project"], nocache))
-            return iter(())
-
-    e = FakeEngine(exists=True)
-    ref = build_project_image(e, p, "stack", "sha256:base")
-    assert e.builds == [] and ref == project_image_ref(p, "stack", "sha256:base")
-    e = FakeEngine(exists=False)
-    build_project_image(e, p, "stack", "sha256:base")
-    assert e.builds == [(ref, "demo", False)]
+    ref = project_image_ref(p, "stack", "sha256:base")
+    e = FakeEngine.with_images({ref: "sha256:p"})
+    assert build_project_image(e, p, "stack", "sha256:base") == ref and e.builds == []
+    e = FakeEngine()
+    assert build_project_image(e, p, "stack", "sha256:base") == ref
+    assert [(c["tag"], c["labels"]["envman.project"], c["nocache"]) for c in e.build_calls] == [(ref, "demo", False)]
+    assert e.image_exists(ref)
 
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "projects").glob("*/envman.toml"))

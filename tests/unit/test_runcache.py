@@ -245,9 +245,9 @@ def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):
         return subprocess.CompletedProcess(["docker", *args], 1, "", "Error: No such image: y\n")
 
     facts = DockerFacts(runner=cli, socket=engine.server_address)
-    assert facts.inspect_image("envman/x:latest")["Id"] == "sha256:abc"
+    assert facts.inspect_image("envman/x:latest").id == "sha256:abc"
     assert facts.inspect_image("envman/missing:latest") is None
-    assert facts.info()["server_version"] == "27.3.1"
+    assert facts.info().server_version == "27.3.1"
     assert calls == []  # all three answered on the socket
     gone = DockerFacts(runner=cli, socket=str(engine.server_address) + ".gone")
     assert gone.inspect_image("envman/y:latest") is None and calls  # no socket: the CLI answered

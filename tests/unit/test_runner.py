@@ -17,17 +17,20 @@ from envman.project.settings import CliOverrides, UserConfig, merge_settings
 from envman.project.file import GpuRequest, Mount, Port, load_project, project_identity
 from envman.project.registry import register
 from envman.stack.resolve import resolve
-from envman.engine.facts import DockerFacts, gpu_mechanism
+from envman.engine.api import EngineInfo, ImageInfo
+from envman.engine.facts import DockerFacts
 from envman.run.preflight import ImageState, preflight, suggest_stack
 from envman.run.prepare import PreflightError, prepare_run
 from envman.run.plan import RunPlan, cdi_devices, docker_argv
 from envman.matrix.source import MatrixSource, resolve_cached
 from envman.run.cache import terminal_flags
 
+from tests.support.fake_engine import FakeEngine
+
 from .test_host import FakeNvml, recorded
 
-NO_RUNTIME = {"server_version": "27.0", "runtimes": ["runc"], "nvidia_runtime": False}
-NVIDIA = {"server_version": "27.0", "runtimes": ["nvidia", "runc"], "nvidia_runtime": True}
+NO_RUNTIME = EngineInfo(server_version="27.0", runtimes=("runc",))
+NVIDIA = EngineInfo(server_version="27.0", runtimes=("nvidia", "runc"))
 GOOD_IMAGE = ImageState("envman/s:latest", "sha256:" + "1" * 64, "pass")
 
 
@@ -207,10 +210,10 @@ def test_gpus_requested_without_a_gpu_fail_with_the_cpu_fix(mini):
 def test_engine_without_runtime_but_with_cdi(tmp_path, mini):
     stack = resolve(mini, "torch-2.4-cuda12.4")
     (tmp_path / "cdi").mkdir()
-    info = {**NO_RUNTIME, "cdi_spec_dirs": [str(tmp_path / "cdi")]}
-    assert gpu_mechanism(info) is None
+    info = replace(NO_RUNTIME, cdi_spec_dirs=(str(tmp_path / "cdi"),))
+    assert info.gpu_mechanism() is None
     (tmp_path / "cdi" / "nvidia.yaml").write_text("cdiVersion: 0.5.0\n")
-    assert gpu_mechanism(info) == "cdi" and gpu_mechanism(NVIDIA) == "runtime"
+    assert info.gpu_mechanism() == "cdi" and NVIDIA.gpu_mechanism() == "runtime"
     assert errors(preflight(stack, GpuRequest("all"), host=host("h100-570"), engine_info=info, image=GOOD_IMAGE)) == []
 
 
@@ -266,9 +269,9 @@ def test_docker_cli_inspect_and_info():
         "image": (0, json.dumps({"Id": "sha256:abc"}) + "\n", ""),
         "info": (0, json.dumps({"ServerVersion": "27.3.1", "Runtimes": {"runc": {}, "nvidia": {}}, "CDISpecDirs": ["/etc/cdi"]}), ""),
     }))
-    assert d.inspect_image("envman/x:latest") == {"Id": "sha256:abc"}
+    assert d.inspect_image("envman/x:latest") == ImageInfo("sha256:abc")
     info = d.info()
-    assert info["nvidia_runtime"] and info["runtimes"] == ["nvidia", "runc"] and info["cdi_spec_dirs"] == ["/etc/cdi"]
+    assert info.nvidia_runtime and info.runtimes == ("nvidia", "runc") and info.cdi_spec_dirs == ("/etc/cdi",)
 
 
 def test_docker_cli_missing_image_and_unreachable_engine():
@@ -285,20 +288,6 @@ def test_docker_cli_missing_image_and_unreachable_engine():
 
 
 # --------------------------------------------------------------------------- prepare_run
-
-
-class FakeEngine:
-    def __init__(self, images, info=NO_RUNTIME):
-        self.images, self._info, self.inspected = dict(images), info, []
-
-    def inspect_image(self, ref):
-        self.inspected.append(ref)
-        if ref in self.images:
-            return {"Id": self.images[ref]}
-        return {"Id": ref} if ref in self.images.values() else None
-
-    def info(self):
-        return self._info
 
 
 def write_report(image_id, overall="pass"):
@@ -328,7 +317,7 @@ def test_prepare_cpu_run_of_a_project_without_extras(tmp_path, mini):
     stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
     write_report("sha256:stable")
     built = []
-    prep = prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine({stable: "sha256:stable"}),
+    prep = prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine.with_images({stable: "sha256:stable"}),
                     cli=CliOverrides(gpus=None, gpus_set=True), built=built)
     assert prep.plan.image == "sha256:stable" and built == [] and prep.plan.gpus is None  # pinned by id
     assert (prep.plan.uid, prep.plan.gid) == (1000, 1001)
@@ -343,11 +332,11 @@ def test_prepare_builds_the_project_image_once(tmp_path, mini):
     write_report("sha256:stable")
     text = 'name = "p"\nstack = "torch-2.4-cuda12.4"\ngpus = "none"\nrequirements = ["einops"]\n'
     built = []
-    prep = prepared(tmp_path, mini, text, FakeEngine({stable: "sha256:stable"}), built=built)
+    prep = prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable"}), built=built)
     assert built == ["sha256:stable"] and prep.plan.image == "envman/project-x:built"
     ref = project_image_ref(load_project(tmp_path / "p"), "torch-2.4.1-cuda12.4-py3.10", "sha256:stable")
     built = []
-    prep = prepared(tmp_path, mini, text, FakeEngine({stable: "sha256:stable", ref: "sha256:proj"}), built=built)
+    prep = prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable", ref: "sha256:proj"}), built=built)
     assert built == [] and prep.plan.image == "sha256:proj"
 
 
@@ -355,7 +344,7 @@ def test_prepare_refuses_a_gpu_run_without_gpus(tmp_path, mini):
     stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
     write_report("sha256:stable")
     with pytest.raises(PreflightError) as e:
-        prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine({stable: "sha256:stable"}), built=[])
+        prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine.with_images({stable: "sha256:stable"}), built=[])
     assert e.value.exit_code == 1 and "--no-gpu" in e.value.line() and "(and 1 more: envman doctor)" in e.value.line()
     assert "\n" not in e.value.line()
 
@@ -388,7 +377,7 @@ def test_doctor_json_shape(tmp_path, mini):
     (tmp_path / "broken" / "envman.toml").write_text("gpus = 'lots'\n")
     stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
     write_report("sha256:stable")
-    engine = FakeEngine({stable: "sha256:stable"}, info=NVIDIA)
+    engine = FakeEngine.with_images({stable: "sha256:stable"}, engine_info=NVIDIA)
     h = host("rtx3090-470")
     from envman.project.registry import read_registry
 
@@ -415,7 +404,7 @@ def test_doctor_json_shape(tmp_path, mini):
 
 
 def test_doctor_on_a_host_without_gpu_says_so(mini):
-    report = doctor_report(host=NOGPU, engine=FakeEngine({}), engine_error=None, rows=[])
+    report = doctor_report(host=NOGPU, engine=FakeEngine.with_images({}), engine_error=None, rows=[])
     (p,) = report["problems"]
     assert p["level"] == "warning" and p["message"].startswith("no NVIDIA GPU on this host")
     assert report["ok"] is True and report["host"]["has_gpu"] is False
@@ -435,10 +424,10 @@ def test_cli_run_dry_run_splits_at_double_dash(tmp_path, monkeypatch, capsys):
 
     class AnyStable(FakeEngine):  # the stack's canonical name depends on the shipped matrix too
         def inspect_image(self, ref):
-            return {"Id": "sha256:stable"} if ref.endswith(":latest") else None
+            return ImageInfo("sha256:stable") if ref.endswith(":latest") else None
 
     write_report("sha256:stable")
-    monkeypatch.setattr(runner, "docker_facts", lambda: AnyStable({}))
+    monkeypatch.setattr(runner, "docker_facts", lambda: AnyStable())
     proj = tmp_path / "p"
     proj.mkdir()
     (proj / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\n')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,9 @@ from envman.images import store as smokestore
 from envman.images.build import ImageRow, PruneScope, prune_selection
 
 # The pipeline's fake engine and fixtures (a private state directory, a fake render, a stack).
-from .test_build_pipeline import FakeEngine, isolated, stack  # noqa: F401
+from envman.engine.api import ContainerInfo, ImageInfo
+
+from .test_build_pipeline import image_store, isolated, pipeline_engine, stack  # noqa: F401
 
 ME, OTHER = 1001, 1002
 
@@ -22,31 +25,31 @@ ME, OTHER = 1001, 1002
 
 
 def test_a_verdict_taken_by_one_user_is_read_by_another(stack, tmp_path, monkeypatch):
-    eng = FakeEngine()
+    eng = pipeline_engine()
     first = B.build_smoke_promote(eng, stack)
     assert first.promoted and len(eng.runs) == 1
     stable = eng.inspect_image(f"envman/{stack.name}:latest")
-    verdict = L.parse_smoke(stable["Config"]["Labels"])
+    verdict = L.parse_smoke(stable.labels)
     assert verdict is not None and verdict.status == "pass" and verdict.image_id == first.build.image_id
     assert verdict.report_digest == smokestore.report_digest(first.smoke.to_json())
     # the candidate tag moved to the verdict image too: the next build finds the verdict there
-    assert eng.inspect_image(first.build.ref)["Id"] == stable["Id"] != first.build.image_id
+    assert eng.inspect_image(first.build.ref).id == stable.id != first.build.image_id
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-b"))  # another user: no cached report
     again = B.build_smoke_promote(eng, stack)
     assert again.build.cached and again.promoted and again.smoke.overall == "pass"
     assert len(eng.runs) == 1  # no second probe: the image said it was tested
     listed = {r.image_id: r for r in B.list_envman_images(eng)}
-    assert listed[stable["Id"]].smoke == "pass" and listed[stable["Id"]].stable
+    assert listed[stable.id].smoke == "pass" and listed[stable.id].stable
 
 
 def test_a_verdict_is_believed_only_for_the_layers_it_was_taken_on():
     v = L.SmokeVerdict(status="pass", rootfs="sha256:" + "1" * 64)
-    info = {"Id": "sha256:child", "Config": {"Labels": v.to_labels()}, "RootFS": {"Layers": ["sha256:l1", "sha256:l2"]}}
+    info = ImageInfo("sha256:child", labels=v.to_labels(), layers=("sha256:l1", "sha256:l2"))
     assert smokestore.image_verdict(info) is None  # an image built FROM a tested one: other layers
-    tested = {"Id": "sha256:t", "RootFS": {"Layers": ["sha256:l1"]}}
+    tested = ImageInfo("sha256:t", layers=("sha256:l1",))
     v2 = L.SmokeVerdict(status="pass", rootfs=smokestore.rootfs_digest(tested))
-    assert smokestore.image_verdict({**tested, "Config": {"Labels": v2.to_labels()}}) == v2
+    assert smokestore.image_verdict(replace(tested, labels=v2.to_labels())) == v2
 
 
 def test_verdict_labels_carry_who_and_a_bounded_summary():
@@ -60,9 +63,9 @@ def test_verdict_labels_carry_who_and_a_bounded_summary():
 
 
 def test_builds_record_their_builder(stack):
-    eng = FakeEngine()
+    eng = pipeline_engine()
     b = B.build_stack(eng, stack)
-    got = L.parse(eng.inspect_image(b.ref)["Config"]["Labels"])
+    got = L.parse(eng.inspect_image(b.ref).labels)
     assert got.built_by_uid == os.getuid() and got.built_by_user
 
 
@@ -100,11 +103,7 @@ def test_prune_keeps_stables_project_refs_pins_and_unsure_projects():
 
 
 def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(stack):
-    from envman.engine.docker import ContainerInfo
-
-    from .test_build_pipeline import ImageStore
-
-    store = ImageStore(containers=[ContainerInfo("c1", "x", "envman/s:used", "exited", {}, image_id="sha256:used")])
+    store = image_store(containers=[ContainerInfo("c1", "x", "envman/s:used", "exited", {}, image_id="sha256:used")])
     store.add("envman/s:used", "sha256:used")
     store.add("envman/s:other-user", "sha256:theirs", uid=OTHER)
     store.add("envman/s:legacy", "sha256:legacy", uid="none")
@@ -118,7 +117,7 @@ def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(st
 
 def info(image_id, layers=("l1",), verdict=None):
     labels = verdict.to_labels() if verdict else {}
-    return {"Id": image_id, "RootFS": {"Layers": list(layers)}, "Config": {"Labels": labels}}
+    return ImageInfo(image_id, labels=labels, layers=tuple(layers))
 
 
 def choose(stable, pinned, pin, update=False, uid=ME):
@@ -131,24 +130,24 @@ PASS_BY_OTHER = L.SmokeVerdict(status="pass", by_uid=OTHER, by_user="bob", at=20
 
 def test_first_run_pins_the_stable_image():
     c = choose(info("sha256:new", verdict=PASS_BY_OTHER), None, None)
-    assert c.info["Id"] == "sha256:new" and c.repin and not c.pinned and c.note is None
+    assert c.info.id == "sha256:new" and c.repin and not c.pinned and c.note is None
 
 
 def test_a_stable_moved_by_another_user_does_not_move_the_run():
     pin = pins.Pin("s", "sha256:old", at=100)
     c = choose(info("sha256:new", ("l2",), PASS_BY_OTHER), info("sha256:old", verdict=PASS_BY_OTHER), pin)
-    assert c.info["Id"] == "sha256:old" and c.pinned and not c.repin
+    assert c.info.id == "sha256:old" and c.pinned and not c.repin
     assert "newer stable" in c.note and "bob" in c.note and "--update" in c.note and "\n" not in c.note
 
 
 def test_the_run_follows_when_asked_when_only_labels_changed_or_when_i_promoted():
     pin = pins.Pin("s", "sha256:old", at=100)
     old = info("sha256:old", verdict=PASS_BY_OTHER)
-    assert choose(info("sha256:new", ("l2",), PASS_BY_OTHER), old, pin, update=True).info["Id"] == "sha256:new"
+    assert choose(info("sha256:new", ("l2",), PASS_BY_OTHER), old, pin, update=True).info.id == "sha256:new"
     relabelled = info("sha256:new", ("l1",), PASS_BY_OTHER)  # same layers as the pin
-    assert choose(relabelled, old, pin).info["Id"] == "sha256:new"
+    assert choose(relabelled, old, pin).info.id == "sha256:new"
     mine = L.SmokeVerdict(status="pass", by_uid=ME, at=300)
-    assert choose(info("sha256:new", ("l2",), mine), old, pin).info["Id"] == "sha256:new"
+    assert choose(info("sha256:new", ("l2",), mine), old, pin).info.id == "sha256:new"
     mine_before_pin = L.SmokeVerdict(status="pass", by_uid=ME, at=50)
     assert choose(info("sha256:new", ("l2",), mine_before_pin), old, pin).pinned
 
@@ -157,16 +156,16 @@ def test_a_gone_or_failed_pin_falls_back_to_stable_with_a_note():
     pin = pins.Pin("s", "sha256:old", at=100)
     new = info("sha256:new", ("l2",), PASS_BY_OTHER)
     gone = choose(new, None, pin)
-    assert gone.info["Id"] == "sha256:new" and gone.repin and "gone" in gone.note
+    assert gone.info.id == "sha256:new" and gone.repin and "gone" in gone.note
     failed = choose(new, info("sha256:old", verdict=L.SmokeVerdict(status="fail")), pin)
-    assert failed.info["Id"] == "sha256:new" and failed.repin and "no longer smoke-tested" in failed.note
+    assert failed.info.id == "sha256:new" and failed.repin and "no longer smoke-tested" in failed.note
     no_stable = choose(None, info("sha256:old", verdict=PASS_BY_OTHER), pin)
-    assert no_stable.info["Id"] == "sha256:old"
+    assert no_stable.info.id == "sha256:old"
 
 
 def test_a_pin_for_another_stack_is_ignored():
     c = choose(info("sha256:new"), info("sha256:old"), pins.Pin("other-stack", "sha256:old", 1))
-    assert c.info["Id"] == "sha256:new" and c.repin
+    assert c.info.id == "sha256:new" and c.repin
 
 
 def test_pins_are_stored_per_project_identity(tmp_path):
