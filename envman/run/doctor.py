@@ -146,7 +146,7 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
         except ValueError as exc:
             raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05") from None
     if gpu is not None and sm is not None:
-        raise UserError("give --gpu or --sm, not both", where="envman doctor")
+        raise UserError("give --gpu or --sm, not both", where="envman doctor", fix="drop one of them")
     name, cc = None, None
     if sm is not None:
         try:

@@ -166,3 +166,29 @@ def test_build_options_reach_the_render(tmp_path, monkeypatch):
     opts = network_options(**none, offline=False, python_mirror="https://pbs.example.org/releases/download")
     assert not opts.offline  # --online wins over the config
     assert opts.python_install_mirror == "https://pbs.example.org/releases/download"
+
+
+def test_every_command_is_declared_once_in_the_commands_table():
+    """envman.cli.COMMANDS is the one place that names and registers commands: the click tree
+    holds exactly its entries, in its order, and no command module registers anything itself."""
+    import re
+    from pathlib import Path
+
+    from typer.main import get_command
+
+    import envman.cli as cli
+
+    root = get_command(cli.app)
+    plain = [c for c in cli.COMMANDS if isinstance(c, cli.Command)]
+    groups = [g for g in cli.COMMANDS if isinstance(g, cli.Group)]
+    assert list(root.commands) == [c.name for c in plain] + [g.name for g in groups]
+    assert {n for n, c in root.commands.items() if c.hidden} == {c.name for c in plain if c.hidden}
+    for g in groups:
+        assert list(root.commands[g.name].commands) == [c.name for c in g.commands]
+        assert root.commands[g.name].help == g.help
+    for entry in [*plain, *(c for g in groups for c in g.commands)]:
+        module, name = entry.target.split(":")
+        assert callable(getattr(__import__(f"envman.cli.{module}", fromlist=[name]), name))
+    for f in Path(cli.__file__).parent.glob("*.py"):
+        if f.name != "__init__.py":
+            assert not re.search(r"\b(app|root)\.command\(|add_typer\(|^def register\(|^app = typer\.Typer\(", f.read_text(), re.M), f

@@ -471,3 +471,54 @@ def test_cli_project_init_and_ls(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         main(["project", "init", "--env", "torch-2.4-cuda12"])
     assert e.value.code == 2 and "already exists" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- doctor's what-if host
+
+
+def test_what_if_host_from_a_compute_capability_or_a_matrix_gpu(mini):
+    from types import SimpleNamespace
+
+    from envman.run.doctor import what_if_host
+
+    src = SimpleNamespace(matrix=mini)  # what_if_host reads only the source's matrix
+    real = host("rtx3090-470")
+    h = what_if_host(real, src, driver="570.124.06", sm="12.0")
+    assert h.driver == "570.124.06" and [(g.name, g.compute_cap) for g in h.gpus] == [("hypothetical GPU", "12.0")]
+    h = what_if_host(real, src, gpu="h100-sxm")  # by id, on this host's driver
+    assert h.driver == real.driver and [(g.name, g.compute_cap) for g in h.gpus] == [("H100 SXM5 80GB", "9.0")]
+    assert what_if_host(real, src, gpu="GeForce RTX 3090").gpus[0].compute_cap == "8.6"
+    h = what_if_host(real, src, driver="535.104.05")  # this host's GPUs with another driver
+    assert h.driver == "535.104.05" and h.source == "what-if" and h.gpus == real.gpus
+
+
+@pytest.mark.parametrize("kw, where, words", [
+    ({"gpu": "GeForce RTX 3900"}, "--gpu", "unknown GPU 'GeForce RTX 3900' — did you mean GeForce RTX 3090"),
+    ({"gpu": "zzzz"}, "--gpu", "unknown GPU 'zzzz' — or give --sm X.Y"),
+    ({"gpu": "h100-sxm", "sm": "9.0"}, "envman doctor", "give --gpu or --sm, not both"),
+    ({"sm": "eight"}, "--sm", "e.g. --sm 8.6"),
+    ({"driver": "banana", "sm": "8.0"}, "--driver", "e.g. --driver 535.104.05"),
+])
+def test_what_if_host_refuses_in_one_line(mini, kw, where, words):
+    from types import SimpleNamespace
+
+    from envman.errors import UserError
+    from envman.run.doctor import what_if_host
+
+    with pytest.raises(UserError) as e:
+        what_if_host(host("rtx3090-470"), SimpleNamespace(matrix=mini), **kw)
+    line = e.value.line()
+    assert line.startswith(f"{where}: ") and words in line and "\n" not in line and " — " in line
+
+
+def test_what_if_host_needs_a_gpu_or_a_driver(mini):
+    from types import SimpleNamespace
+
+    from envman.errors import UserError
+    from envman.run.doctor import what_if_host
+
+    src = SimpleNamespace(matrix=mini)
+    with pytest.raises(UserError, match="this host has no GPU to ask about"):
+        what_if_host(NOGPU, src, driver="535.104.05")
+    with pytest.raises(UserError, match="no NVIDIA driver to assume"):
+        what_if_host(NOGPU, src, sm="8.6")
