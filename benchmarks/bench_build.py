@@ -217,7 +217,7 @@ def compare_builders(tmp: Path) -> int:
     rows: dict[str, dict[str, object]] = {}
     with Engine.connect() as engine:
         base_du = image_du(engine, stack.base_image)
-        base_size = int(engine.inspect_image(stack.base_image)["Size"])
+        base_size = engine.inspect_image(stack.base_image).size
         try:
             for kind in ("classic", "buildkit"):
                 builder = ClassicBuilder(engine) if kind == "classic" else select_builder(engine, "buildkit")
@@ -253,11 +253,11 @@ def compare_builders(tmp: Path) -> int:
                 second = build_project_image(engine, more, stack_name, warm.image_id, builder=builder)
                 row["project"] = time.perf_counter() - t
                 built.append(second)
-                stack_layers = engine.inspect_image(warm.image_id)["RootFS"]["Layers"]
-                project_layers = engine.inspect_image(second)["RootFS"]["Layers"]
+                stack_layers = list(engine.inspect_image(warm.image_id).layers)
+                project_layers = list(engine.inspect_image(second).layers)
                 row["project_only"] = project_layers[: len(stack_layers)] == stack_layers
                 row["project_new_layers"] = len(project_layers) - len(stack_layers)
-                size = int(engine.inspect_image(cold.ref)["Size"])
+                size = engine.inspect_image(cold.ref).size
                 floor = base_size + image_du(engine, cold.ref) - base_du
                 row["size"], row["floor"] = size, floor
                 row["wheel_bytes"], row["wheels"] = wheel_bytes(cold.ref)
