@@ -36,7 +36,7 @@ from envman import labels as labels_mod
 from envman.engine.api import (
     BuildEvent, ContainerInfo, EngineInfo, GpuRequest, ImageInfo, LabelFilter, Mount, RunResult, label_filters,
 )
-from envman.engine.select import EngineKind
+from envman.engine.select import EngineKind, says_podman
 from envman.errors import BuildError, EngineError, UserError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
@@ -266,8 +266,7 @@ class Engine:
         if self._kind is None:
             with self._errors("docker version"):
                 version = self._api.version()
-            podman = any(c.get("Name") == "Podman Engine" for c in version.get("Components") or ()
-                         if isinstance(c, Mapping))
+            podman = says_podman(version)
             libpod = self._libpod_get("/info") if podman else None
             with self._errors("docker info"):
                 info = None if podman else self._api.info()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, label_filters
-from envman.engine.select import EngineKind
+from envman.engine.select import EngineKind, says_podman
 from envman.engine.socket import NoAnswer, api_get, image_path, local_socket
 from envman.errors import EngineError
 
@@ -99,8 +99,7 @@ class DockerFacts:
             version = info = libpod = None
             try:
                 status, version = self._get("/version")
-                if status == 200 and isinstance(version, dict) and any(
-                        c.get("Name") == "Podman Engine" for c in version.get("Components") or () if isinstance(c, dict)):
+                if status == 200 and says_podman(version):
                     status, libpod = self._get("/v4.0.0/libpod/info")
                 else:
                     status, info = self._get("/info")

@@ -105,13 +105,17 @@ def socket_path(url: str) -> str | None:
     return url[len("unix://"):] if url.startswith("unix://") else None
 
 
+def says_podman(version: Any) -> bool:
+    """Whether an engine's ``/version`` answer names a ``Podman Engine`` component."""
+    components = version.get("Components") if isinstance(version, Mapping) else None
+    return any(isinstance(c, Mapping) and c.get("Name") == "Podman Engine" for c in components or ())
+
+
 def kind_from(version: Mapping[str, Any] | None, docker_info: Mapping[str, Any] | None,
               libpod_info: Mapping[str, Any] | None) -> EngineKind:
     """Pure: the engine's kind from its ``/version``, ``/info`` and (Podman) libpod ``/info``."""
     version = version or {}
-    components = version.get("Components") or []
-    names = {str(c.get("Name", "")) for c in components if isinstance(c, Mapping)}
-    if "Podman Engine" in names:
+    if says_podman(version):
         host = (libpod_info or {}).get("host") or {}
         rootless = bool((host.get("security") or {}).get("rootless"))
         return EngineKind(PODMAN, str(version.get("Version", "")), rootless, str(version.get("ApiVersion", "")))
