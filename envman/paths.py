@@ -1,19 +1,33 @@
-"""Where envman's data lives: shipped templates and matrices, and the user's own state."""
+"""Where envman's data lives: shipped templates and matrices, and the user's own state.
+
+Only ``os`` and ``sys`` at import (``pathlib`` inside the functions that return paths):
+:func:`cache_dir` is on the hot path of every ``envman run``.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Iterable
+import sys
 
-_PKG = Path(__file__).resolve().parent
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Iterable, Mapping
+
+
+def package_dir() -> Path:
+    """The installed ``envman`` package."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent
 
 
 def _data_dir(name: str) -> Path:
-    installed = _PKG / "_data" / name
+    pkg = package_dir()
+    installed = pkg / "_data" / name
     if installed.is_dir():
         return installed
-    return _PKG.parent / name  # source checkout / editable install
+    return pkg.parent / name  # source checkout / editable install
 
 
 def templates_dir() -> Path:
@@ -31,6 +45,8 @@ MATRIX_ENV = "ENVMAN_MATRIX"
 def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
     """User files: ``[matrix] files`` of the user config first, then ENVMAN_MATRIX
     (os.pathsep-separated), then --matrix options (a file named twice is loaded once, last)."""
+    from pathlib import Path
+
     from envman.config import load_matrix_config
 
     paths = list(load_matrix_config()["files"])
@@ -52,6 +68,8 @@ def matrix_files(extra: Iterable[str | os.PathLike[str]] = (), *, shipped: bool 
 
 def config_dir() -> Path:
     """User config (``config.toml``, the project registry). ``ENVMAN_CONFIG_DIR`` overrides."""
+    from pathlib import Path
+
     env = os.environ.get("ENVMAN_CONFIG_DIR")
     if env:
         return Path(env)
@@ -62,9 +80,25 @@ def config_dir() -> Path:
 
 def state_dir() -> Path:
     """Build logs, smoke reports, locks. ``ENVMAN_STATE_DIR`` overrides."""
+    from pathlib import Path
+
     env = os.environ.get("ENVMAN_STATE_DIR")
     if env:
         return Path(env)
     from platformdirs import user_state_dir
 
     return Path(user_state_dir("envman", appauthor=False))
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The user's envman cache folder (the run-plan cache, rendered layer Dockerfiles):
+    ``ENVMAN_CACHE_DIR``, else ``$ENVMAN_STATE_DIR/cache``, else the user's cache directory
+    (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS) ``/envman``."""
+    env = os.environ if environ is None else environ
+    if env.get("ENVMAN_CACHE_DIR"):
+        return env["ENVMAN_CACHE_DIR"]
+    if env.get("ENVMAN_STATE_DIR"):
+        return os.path.join(env["ENVMAN_STATE_DIR"], "cache")
+    if sys.platform == "darwin":
+        return os.path.join(os.path.expanduser("~/Library/Caches"), "envman")
+    return os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")

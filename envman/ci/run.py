@@ -424,9 +424,10 @@ def find_hadolint() -> str | None:
 def find_hadolint_config() -> str | None:
     """envman's ``.hadolint.yaml`` (rules the templates ignore on purpose, with why): in a source
     checkout at the repository root; in a wheel as ``envman/_data/hadolint.yaml``."""
-    from envman.paths import _PKG
+    from envman.paths import package_dir
 
-    for cfg in (_PKG / "_data" / "hadolint.yaml", _PKG.parent / ".hadolint.yaml"):
+    pkg = package_dir()
+    for cfg in (pkg / "_data" / "hadolint.yaml", pkg.parent / ".hadolint.yaml"):
         if cfg.is_file():
             return str(cfg)
     return None

@@ -4,7 +4,8 @@ strict Jinja environment over ``templates/dockerfiles``.
 Strict: a name or attribute the plan does not have is an error (``StrictUndefined``), never an
 empty ``FROM``; no HTML escaping (it would turn ``&&`` into ``&amp;&amp;``); block tags leave no
 blank lines; the output keeps its last newline. The templates receive the plan as ``plan`` and
-nothing else.
+nothing else. Project and notebook layers go through the user's render cache
+(:mod:`envman.render.cache`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,22 @@ def jinja_env() -> jinja2.Environment:
 
 def render_dockerfile(plan: DockerfilePlan) -> str:
     """The Dockerfile ``plan`` describes, laid out by its template (a template missing from the
-    installation is a :class:`~envman.errors.RenderError`)."""
+    installation is a :class:`~envman.errors.RenderError`). A project image's or the notebook
+    layer's text comes from the user's render cache when this plan, these templates and this
+    envman rendered it before (:mod:`envman.render.cache`): jinja2 is then not imported."""
+    from envman.paths import templates_dir
+    from envman.render import cache
+
+    key = cache.render_key(plan, str(templates_dir()))
+    text = cache.lookup(key) if key is not None else None
+    if text is None:
+        text = _render(plan)
+        if key is not None:
+            cache.store(key, text)
+    return text
+
+
+def _render(plan: DockerfilePlan) -> str:
     import jinja2
 
     from envman.errors import RenderError

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 from envman import __version__
 from envman.engine.handoff import exec_docker, which
 from envman.engine.socket import NoAnswer, image_id, local_socket
+from envman.paths import cache_dir
 
 CACHE_FORMAT = 2
 MAX_ENTRIES = 32
@@ -104,18 +105,8 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str:
-    """``ENVMAN_CACHE_DIR``, else ``$ENVMAN_STATE_DIR/cache``, else the user's cache directory
-    (``$XDG_CACHE_HOME`` or ``~/.cache``; ``~/Library/Caches`` on macOS), ``/envman/runs.json``."""
-    env = os.environ if environ is None else environ
-    if env.get("ENVMAN_CACHE_DIR"):
-        base = env["ENVMAN_CACHE_DIR"]
-    elif env.get("ENVMAN_STATE_DIR"):
-        base = os.path.join(env["ENVMAN_STATE_DIR"], "cache")
-    elif sys.platform == "darwin":
-        base = os.path.join(os.path.expanduser("~/Library/Caches"), "envman")
-    else:
-        base = os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")
-    return os.path.join(base, "runs.json")
+    """``runs.json`` in the user's envman cache folder (:func:`envman.paths.cache_dir`)."""
+    return os.path.join(cache_dir(environ), "runs.json")
 
 
 def cache_key(matrix: Sequence[str], args: Sequence[str], command: Sequence[str],

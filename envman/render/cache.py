@@ -1,0 +1,197 @@
+"""Rendered layer Dockerfiles (project images, the notebook layer), kept per user.
+
+``envman run`` works out a project image's tag from its Dockerfile on every run that is not served
+by the run-plan cache (every GPU run), and laying a plan out through Jinja costs ~50 ms (importing
+jinja2, compiling the template) against ~3 ms for the rest. So the text a plan rendered to is kept
+in ``renders.json`` in the user's envman cache folder (:func:`envman.paths.cache_dir`), under a
+key (:func:`render_key`) that is a sha256 over
+
+* the whole plan: every field of every section, with each section's type, serialised canonically
+  (:func:`canonical`);
+* the bytes of every template file the render reads: the plan's template and the ones it
+  imports, includes or extends (:func:`template_files`), and of ``envman/render/template.py``
+  (the Jinja environment's settings);
+* the bytes of the installed ``jinja2/__init__.py`` (its version), and envman's version.
+
+Only plans of ``project.Dockerfile.j2`` without network settings are kept: they hold names, ids,
+package names and paths, never an index URL or a credential (a stack image's plan may carry
+index settings; it is rendered on build, off the run path, and never cached). Anything in doubt
+(an unreadable, corrupt, foreign-owned or group/world-writable file, a template that names
+another one through an expression, a value the serialisation does not know) is a miss, and the
+render runs as without a cache. Each entry keeps the text's sha256 beside it and is checked
+against it. The file is written atomically, mode 0600, in a 0700 folder, and keeps the last
+:data:`MAX_ENTRIES` renders.
+
+Standard library only: a hit must not import jinja2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+
+from envman import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from envman.render.plan import DockerfilePlan
+
+CACHE_FORMAT = 1
+RENDER_CACHE = "renders.json"
+MAX_ENTRIES = 64
+#: Templates whose plans hold no secret (see the module docstring).
+CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
+#: A tag that loads another template; its argument must be a string literal for the file to be cached.
+_LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)
+_LITERAL = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\s*(\"([^\"\\]+)\"|'([^'\\]+)')", re.S)
+
+
+def canonical(value: Any) -> Any:
+    """``value`` (a plan) as JSON-ready data: a dataclass becomes its type name and every field;
+    tuples and lists become lists. A value of any other type raises :class:`TypeError`."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out["@type"] = f"{type(value).__module__}.{type(value).__qualname__}"
+        return out
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    raise TypeError(f"{type(value).__name__} in a Dockerfile plan")
+
+
+def template_files(name: str, root: str) -> dict[str, bytes] | None:
+    """``name`` and every template it loads, transitively, under ``root``: {name: bytes}; ``None``
+    when one cannot be read or one is loaded through an expression."""
+    found: dict[str, bytes] = {}
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        try:
+            with open(os.path.join(root, current), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        found[current] = data
+        text = data.decode("utf-8", "replace")
+        literal = [m.group(2) or m.group(3) for m in _LITERAL.finditer(text)]
+        if len(literal) != len(_LOADS.findall(text)):
+            return None
+        todo += literal
+    return found
+
+
+def _jinja_fingerprint() -> bytes | None:
+    """The installed ``jinja2/__init__.py`` (it holds the version), found without importing jinja2."""
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("jinja2")
+        if spec is None or not spec.origin:
+            return None
+        with open(spec.origin, "rb") as fh:
+            return fh.read()
+    except (OSError, ImportError, ValueError):
+        return None
+
+
+def render_key(plan: DockerfilePlan, root: str) -> str | None:
+    """The cache key of ``plan`` rendered from the templates in ``root``; ``None``: not cached."""
+    if plan.template not in CACHED_TEMPLATES or plan.network is not None:
+        return None
+    templates = template_files(plan.template, root)
+    jinja = _jinja_fingerprint()
+    if templates is None or jinja is None:
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "template.py"), "rb") as fh:
+            environment = fh.read()
+        body = json.dumps(canonical(plan), sort_keys=True, ensure_ascii=True, allow_nan=False)
+    except (OSError, TypeError, ValueError):
+        return None
+    h = hashlib.sha256(f"envman-render:{CACHE_FORMAT}:{__version__}\0".encode())
+    h.update(body.encode() + b"\0")
+    for part in (environment, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))):
+        h.update(hashlib.sha256(part).digest())
+    return h.hexdigest()
+
+
+def cache_path() -> str:
+    from envman.paths import cache_dir
+
+    return os.path.join(cache_dir(), RENDER_CACHE)
+
+
+def _load(path: str) -> dict[str, Any]:
+    """The cache's entries; {} for a missing, unreadable, corrupt, foreign-owned or
+    group/world-writable file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return {}
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = json.loads(fh.read())
+    except (OSError, ValueError):
+        return {}
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("renders"), dict):
+        return {}
+    return data["renders"]
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def lookup(key: str) -> str | None:
+    """The text rendered under ``key``, if it is there and intact."""
+    entry = _load(cache_path()).get(key)
+    if not isinstance(entry, dict):
+        return None
+    text, digest = entry.get("text"), entry.get("sha256")
+    if not isinstance(text, str) or not isinstance(digest, str):
+        return None
+    try:
+        return text if _text_hash(text) == digest else None
+    except UnicodeError:
+        return None
+
+
+def store(key: str, text: str) -> None:
+    """Keep ``text`` under ``key`` (the newest of the last :data:`MAX_ENTRIES`); a cache that cannot
+    be written only costs time."""
+    from pathlib import Path
+
+    from envman.errors import EnvmanError
+    from envman.safefile import private_dir
+    from envman.state import atomic_write
+
+    path = Path(cache_path())
+    renders = _load(str(path))
+    renders.pop(key, None)
+    renders[key] = {"text": text, "sha256": _text_hash(text)}
+    while len(renders) > MAX_ENTRIES:
+        renders.pop(next(iter(renders)))
+    try:
+        private_dir(path.parent)
+        atomic_write(path, json.dumps({"format": CACHE_FORMAT, "renders": renders}))
+    except (OSError, EnvmanError):
+        pass
+
+
+__all__ = ["CACHED_TEMPLATES", "MAX_ENTRIES", "RENDER_CACHE", "canonical", "lookup", "render_key", "store",
+           "template_files"]

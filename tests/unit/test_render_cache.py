@@ -1,0 +1,346 @@
+"""The render cache (envman.render.cache): a hit gives the exact text a fresh render gives, without
+jinja2; anything that could change the text, and anything in doubt about the file, is a miss."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envman.paths import templates_dir
+from envman.render import cache
+from envman.render import template as template_mod
+from envman.render.plan import (
+    DockerfilePlan,
+    NetworkOptions,
+    notebook_plan,
+    project_plan,
+    stack_plan,
+)
+from envman.render.dockerfile import RenderOptions
+from envman.render.template import jinja_env, render_dockerfile
+from tests.unit.test_render import make_stack
+
+BASE = "sha256:" + "c" * 64
+
+
+def plan(**kw) -> DockerfilePlan:
+    args = dict(apt=("git", "curl=7.81.0-1ubuntu1.16"), requirements=True, locked=True,
+                report_path="/opt/envman/project/report.json", where="envman.toml")
+    args.update(kw)
+    return project_plan("demo", "torch-2.4.1-cuda12.4-py3.10", BASE, **args)
+
+
+def fresh(p: DockerfilePlan) -> str:
+    return jinja_env().get_template(p.template).render(plan=p)
+
+
+def entries() -> dict:
+    return json.loads(Path(cache.cache_path()).read_text())["renders"]
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many times the Jinja render ran."""
+    calls = []
+    real = template_mod._render
+
+    def spy(p):
+        calls.append(p)
+        return real(p)
+
+    monkeypatch.setattr(template_mod, "_render", spy)
+    return calls
+
+
+@pytest.mark.parametrize("p", [plan(), plan(apt=()), plan(requirements=False), plan(locked=False),
+                               notebook_plan(BASE, "jupyterlab==4.2.5")], ids=str)
+def test_a_hit_is_byte_identical_to_a_fresh_render_and_skips_jinja(p, counted):
+    first = render_dockerfile(p)
+    second = render_dockerfile(p)
+    assert first == second == fresh(p)
+    assert len(counted) == 1
+    assert len(entries()) == 1
+
+
+def test_the_cache_file_is_private_in_a_private_folder(counted):
+    render_dockerfile(plan())
+    path = Path(cache.cache_path())
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
+
+
+def _variants(value):
+    """One changed copy of ``value`` per field it holds, nested sections included (field path, copy)."""
+    for f in dataclasses.fields(value):
+        current = getattr(value, f.name)
+        if dataclasses.is_dataclass(current):
+            for path, changed in _variants(current):
+                yield f"{f.name}.{path}", dataclasses.replace(value, **{f.name: changed})
+            continue
+        if isinstance(current, bool):
+            new = not current
+        elif isinstance(current, str):
+            new = current + "x"
+        elif isinstance(current, tuple):
+            new = (*current, "extra")
+        elif current is None:
+            new = "x"
+        else:
+            raise AssertionError(f"no variant for {f.name}: {current!r}")
+        yield f.name, dataclasses.replace(value, **{f.name: new})
+
+
+def test_every_field_of_the_plan_is_in_the_key():
+    p = plan()
+    root = str(templates_dir())
+    key = cache.render_key(p, root)
+    assert key is not None
+    variants = list(_variants(p))
+    # every section and every field of the sections a project plan has
+    names = {name for name, _ in variants}
+    assert {"title", "template", "base.image", "base.from_image", "base.platform", "os_packages.packages",
+            "os_packages.install_env", "project.requirements.install", "project.requirements.check",
+            "project.name", "builder.kind", "labels", "nvidia", "pip_packages"} <= names
+    keys = set()
+    for name, changed in variants:
+        k = cache.render_key(changed, root)
+        if changed.template != "project.Dockerfile.j2" or changed.network is not None:
+            assert k is None, name
+            continue
+        assert k is not None and k != key, name
+        keys.add(k)
+    assert len(keys) == len([1 for _, c in variants if c.template == "project.Dockerfile.j2" and c.network is None])
+
+
+def test_a_section_of_another_type_with_the_same_fields_is_another_key():
+    @dataclasses.dataclass(frozen=True)
+    class Twin:
+        name: str
+        stack: str
+        requirements: object
+
+    p = plan()
+    twin = dataclasses.replace(p, project=Twin(p.project.name, p.project.stack, p.project.requirements))
+    assert cache.render_key(twin, str(templates_dir())) != cache.render_key(p, str(templates_dir()))
+
+
+def test_plans_that_may_hold_index_settings_are_never_cached(counted):
+    p = dataclasses.replace(plan(), network=NetworkOptions(pip_env=('PIP_INDEX_URL="https://u:p@h/simple"',)))
+    assert cache.render_key(p, str(templates_dir())) is None
+    render_dockerfile(p)
+    stack = stack_plan(make_stack(), RenderOptions(pip_index="https://user:secret@pypi.example/simple"), [])
+    render_dockerfile(stack)
+    render_dockerfile(stack)
+    assert cache.render_key(stack, str(templates_dir())) is None
+    assert len(counted) == 3
+    assert not Path(cache.cache_path()).exists()
+
+
+def copy_templates(tmp_path) -> Path:
+    root = tmp_path / "templates"
+    shutil.copytree(templates_dir(), root)
+    return root
+
+
+@pytest.mark.parametrize("name", ["project.Dockerfile.j2", "_macros.j2"])
+def test_a_changed_byte_in_any_template_the_render_reads_is_a_miss(tmp_path, name):
+    root = copy_templates(tmp_path)
+    before = cache.render_key(plan(), str(root))
+    with open(root / name, "ab") as fh:
+        fh.write(b" ")
+    after = cache.render_key(plan(), str(root))
+    assert before is not None and after is not None and before != after
+
+
+def test_a_template_the_project_render_does_not_read_is_not_in_the_key(tmp_path):
+    root = copy_templates(tmp_path)
+    before = cache.render_key(plan(), str(root))
+    with open(root / "Dockerfile.j2", "ab") as fh:
+        fh.write(b" ")
+    assert cache.render_key(plan(), str(root)) == before
+
+
+def test_the_templates_found_are_the_ones_jinja_loads():
+    import jinja2
+
+    loaded = []
+
+    class Recording(jinja2.FileSystemLoader):
+        def get_source(self, environment, template):
+            loaded.append(template)
+            return super().get_source(environment, template)
+
+    env = jinja_env().overlay(loader=Recording(str(templates_dir())), cache_size=0)
+    for p in (plan(), notebook_plan(BASE, "jupyterlab")):
+        env.get_template(p.template).render(plan=p)
+        assert set(loaded) == set(cache.template_files(p.template, str(templates_dir())))
+        loaded.clear()
+
+
+@pytest.mark.parametrize("tag", ['{% include plan.template %}', '{% import name as m %}',
+                                 '{%- from ["_macros.j2"][0] import x %}', '{% extends  base %}'])
+def test_a_template_loaded_through_an_expression_is_never_cached(tmp_path, tag):
+    root = copy_templates(tmp_path)
+    with open(root / "_macros.j2", "a") as fh:
+        fh.write(tag + "\n")
+    assert cache.render_key(plan(), str(root)) is None
+
+
+def test_a_missing_template_is_not_cached_and_still_an_error(tmp_path):
+    root = copy_templates(tmp_path)
+    (root / "_macros.j2").unlink()
+    assert cache.render_key(plan(), str(root)) is None
+
+
+def test_another_envman_version_is_a_miss(monkeypatch):
+    before = cache.render_key(plan(), str(templates_dir()))
+    monkeypatch.setattr(cache, "__version__", "0.0.0+other")
+    assert cache.render_key(plan(), str(templates_dir())) != before
+
+
+def test_another_jinja_or_environment_is_a_miss(monkeypatch):
+    before = cache.render_key(plan(), str(templates_dir()))
+    monkeypatch.setattr(cache, "_jinja_fingerprint", lambda: b"__version__ = '9.9'")
+    assert cache.render_key(plan(), str(templates_dir())) != before
+    monkeypatch.setattr(cache, "_jinja_fingerprint", lambda: None)
+    assert cache.render_key(plan(), str(templates_dir())) is None
+
+
+def _poison(text: str) -> None:
+    """Replace every entry's text (keeping the recorded hash)."""
+    path = Path(cache.cache_path())
+    data = json.loads(path.read_text())
+    for entry in data["renders"].values():
+        entry["text"] = text
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "not-a-dict", "wrong-format", "text-changed",
+                                    "entry-not-a-dict", "hash-missing", "empty"])
+def test_a_damaged_cache_is_a_miss_never_a_wrong_text(damage, counted):
+    p = plan()
+    expected = render_dockerfile(p)
+    path = Path(cache.cache_path())
+    raw = path.read_text()
+    data = json.loads(raw)
+    if damage == "truncate":
+        path.write_text(raw[: len(raw) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"\xff\x00garbage")
+    elif damage == "not-a-dict":
+        path.write_text("[1, 2]")
+    elif damage == "wrong-format":
+        data["format"] = 999
+        path.write_text(json.dumps(data))
+    elif damage == "text-changed":
+        _poison("FROM evil\n")
+    elif damage == "entry-not-a-dict":
+        path.write_text(json.dumps({"format": cache.CACHE_FORMAT, "renders": {k: "FROM evil\n" for k in data["renders"]}}))
+    elif damage == "hash-missing":
+        path.write_text(json.dumps({"format": cache.CACHE_FORMAT,
+                                    "renders": {k: {"text": "FROM evil\n"} for k in data["renders"]}}))
+    elif damage == "empty":
+        path.write_text("")
+    assert render_dockerfile(p) == expected
+    assert len(counted) == 2
+    assert render_dockerfile(p) == expected  # rewritten: a hit again
+    assert len(counted) == 2
+
+
+def test_a_group_or_world_writable_cache_file_is_a_miss(counted):
+    render_dockerfile(plan())
+    path = Path(cache.cache_path())
+    os.chmod(path, 0o666)
+    _poison("FROM evil\n")
+    os.chmod(path, 0o666)
+    assert render_dockerfile(plan()) == fresh(plan())
+    assert len(counted) == 2
+
+
+def test_an_unreadable_cache_file_is_a_miss(counted, monkeypatch):
+    render_dockerfile(plan())
+    path = cache.cache_path()
+    real_open = os.open
+
+    def refuse(name, *args, **kw):  # what a file mode 000 gives a user other than root
+        if os.fspath(name) == path:
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, *args, **kw)
+
+    monkeypatch.setattr(cache.os, "open", refuse)
+    assert render_dockerfile(plan()) == fresh(plan())
+    assert len(counted) == 2
+
+
+def test_a_cache_file_owned_by_someone_else_is_a_miss(counted, monkeypatch):
+    render_dockerfile(plan())
+    monkeypatch.setattr(cache.os, "getuid", lambda: os.stat(cache.cache_path()).st_uid + 1)
+    assert cache.lookup(cache.render_key(plan(), str(templates_dir()))) is None
+
+
+def test_a_symlinked_cache_file_is_a_miss(tmp_path, counted):
+    render_dockerfile(plan())
+    path = Path(cache.cache_path())
+    target = tmp_path / "elsewhere.json"
+    path.rename(target)
+    path.symlink_to(target)
+    assert cache.lookup(cache.render_key(plan(), str(templates_dir()))) is None
+
+
+def test_an_unwritable_cache_folder_only_costs_time(tmp_path, monkeypatch, counted):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(blocker / "cache"))
+    assert render_dockerfile(plan()) == fresh(plan())
+    assert render_dockerfile(plan()) == fresh(plan())
+    assert len(counted) == 2
+
+
+def test_the_cache_keeps_the_newest_entries_only(counted):
+    for i in range(cache.MAX_ENTRIES + 5):
+        render_dockerfile(notebook_plan(BASE, f"jupyterlab=={i}"))
+    kept = entries()
+    assert len(kept) == cache.MAX_ENTRIES
+    counted.clear()
+    render_dockerfile(notebook_plan(BASE, f"jupyterlab=={cache.MAX_ENTRIES + 4}"))  # newest: a hit
+    assert counted == []
+    render_dockerfile(notebook_plan(BASE, "jupyterlab==0"))  # oldest: evicted
+    assert len(counted) == 1
+
+
+HIT_SCRIPT = """
+import sys
+from pathlib import Path
+from envman.project.file import load_project
+from envman.project.image import project_image_ref
+p = load_project(Path(sys.argv[1]))
+print(project_image_ref(p, "torch-2.4.1-cuda12.4-py3.10", "sha256:" + "c" * 64))
+print("jinja2" in sys.modules)
+"""
+
+
+def test_a_run_path_hit_does_not_import_jinja2(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "envman.toml").write_text('stack = "torch-2.4"\nname = "demo"\napt = ["git"]\n'
+                                      'requirements = ["einops==0.8.0"]\n')
+    env = {**os.environ, "ENVMAN_CACHE_DIR": str(tmp_path / "cache"), "ENVMAN_STATE_DIR": str(tmp_path / "state"),
+           "ENVMAN_CONFIG_DIR": str(tmp_path / "config")}
+
+    def run() -> list[str]:
+        out = subprocess.run([sys.executable, "-c", HIT_SCRIPT, str(root)], env=env, capture_output=True,
+                             text=True, check=True)
+        return out.stdout.split()
+
+    miss, hit = run(), run()
+    assert miss[1] == "True" and hit[1] == "False"
+    assert miss[0] == hit[0]
+    (tmp_path / "cache" / cache.RENDER_CACHE).unlink()
+    assert run() == miss  # the same tag without the cache
