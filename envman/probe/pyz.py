@@ -13,8 +13,6 @@ This module uses the standard library only, so it can be loaded on its own by pa
 
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 
 #: The package's name inside the archive (unlikely to shadow a module of any framework).
@@ -59,6 +57,9 @@ def entries(app_dir: Path) -> list[tuple[str, bytes]]:
 
 def build_pyz(app_dir: Path) -> bytes:
     """The zipapp of the probe package in ``app_dir`` (the same bytes for the same modules)."""
+    import io
+    import zipfile  # here, not at import: project images' Dockerfiles name the probe's paths
+
     buf = io.BytesIO()
     buf.write(SHEBANG)
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
