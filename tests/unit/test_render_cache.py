@@ -344,3 +344,17 @@ def test_a_run_path_hit_does_not_import_jinja2(tmp_path):
     assert miss[0] == hit[0]
     (tmp_path / "cache" / cache.RENDER_CACHE).unlink()
     assert run() == miss  # the same tag without the cache
+
+
+def test_envman_clean_removes_the_render_cache(tmp_path, monkeypatch):
+    from envman.run.clean import apply, plan as clean_plan
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    render_dockerfile(plan())
+    path = Path(cache.cache_path())
+    (path.parent / "mine.txt").write_text("keep")
+    p = clean_plan()
+    assert path in p.paths
+    apply(p)
+    assert not path.exists() and (path.parent / "mine.txt").exists()
