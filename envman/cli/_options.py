@@ -21,7 +21,7 @@ Wheelhouse = Annotated[Optional[Path], typer.Option("--wheelhouse", help="Direct
 Offline = Annotated[Optional[bool], typer.Option("--offline/--online", help="Install only from --wheelhouse, no index (default: config, else online).", show_default=False)]
 AptMirror = Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)]
 Platform = Annotated[Optional[str], typer.Option("--platform", help="Build for this platform: linux/amd64 (default) or linux/arm64 (same as an -arm64 stack name).", show_default=False)]
-BuilderOpt = Annotated[Optional[str], typer.Option("--builder", help="auto (BuildKit when the engine and a docker CLI support it), buildkit or classic (default: [build] builder in the config, else auto).", show_default=False)]
+BuilderOpt = Annotated[Optional[str], typer.Option("--builder", help="auto (BuildKit when the engine and a docker CLI support it), buildkit or classic (default: \\[build] builder in the config, else auto).", show_default=False)]
 PythonMirror = Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)]
 
 

@@ -36,7 +36,7 @@ def _detect_host():
 
 
 def init(
-    env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: [project] stack in the user config).")] = None,
+    env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: \\[project] stack in the user config).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
 ) -> None:
     """Write envman.toml in the current directory, register the project and trust the file."""

@@ -36,12 +36,12 @@ def _int(value: str | None, where: str, minimum: int) -> int | None:
 def submit(
     ctx: typer.Context,
     project: Annotated[Optional[str], typer.Argument(help="Registered project name or path (default: the project of the current directory).")] = None,
-    partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="Slurm partition (default: [slurm] partition in the user config, else the cluster's default).")] = None,
+    partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="Slurm partition (default: \\[slurm] partition in the user config, else the cluster's default).")] = None,
     gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPUs to allocate; the container gets exactly those (default: the project's count, 1 for \"all\", 0 for a CPU stack).")] = None,
     time_limit: Annotated[Optional[str], typer.Option("--time", "-t", help="Time limit: minutes, H:MM:SS, D-HH[:MM[:SS]] or UNLIMITED.")] = None,
     cpus: Annotated[Optional[str], typer.Option("--cpus", "-c", help="CPUs for the job (--cpus-per-task).")] = None,
     mem: Annotated[Optional[str], typer.Option("--mem", help="Memory per node, e.g. 16G (K, M, G, T; default unit M).")] = None,
-    runtime: Annotated[Optional[str], typer.Option("--runtime", help="docker, podman, pyxis, apptainer or charliecloud (default: [slurm] runtime in the user config, else docker).")] = None,
+    runtime: Annotated[Optional[str], typer.Option("--runtime", help="docker, podman, pyxis, apptainer or charliecloud (default: \\[slurm] runtime in the user config, else docker).")] = None,
     image: Annotated[Optional[str], typer.Option("--image", help="For pyxis/apptainer/charliecloud: the image to run (default: the promoted image from the node's Docker engine).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the batch script instead of submitting it.")] = False,
 ) -> None:
