@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -282,31 +280,41 @@ def test_crash_during_write_leaves_the_old_registry(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "config").iterdir() if p.suffix == ".tmp"] == []
 
 
-WRITER = r"""
-import sys
-from pathlib import Path
-from envman.project.registry import update_registry
-i = 0
-while True:
-    i += 1
-    def change(projects, i=i):
-        projects.clear()
-        for k in range(200):  # a registry big enough that a write takes a while
-            projects[f"p{k}"] = Path(f"/projects/{i}/{k}")
-    update_registry(change)
-    if i == 1:
-        print("ready", flush=True)
-"""
+def _start_writer(config: Path) -> tuple[int, int]:
+    """A process (forked from this one) that rewrites a 200-project registry in ``config`` until
+    it is killed; (its pid, a pipe that says "ready" once the first write is done)."""
+    ready, say = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(ready)
+            os.environ["ENVMAN_CONFIG_DIR"] = str(config)
+            i = 0
+            while True:
+                i += 1
+
+                def change(projects, i=i):
+                    projects.clear()
+                    for k in range(200):  # a registry big enough that a write takes a while
+                        projects[f"p{k}"] = Path(f"/projects/{i}/{k}")
+
+                update_registry(change)
+                if i == 1:
+                    os.write(say, b"ready\n")
+        finally:
+            os._exit(1)
+    os.close(say)
+    return pid, ready
 
 
 def test_killing_envman_mid_write_never_corrupts_the_registry(tmp_path):
-    env = {**os.environ, "ENVMAN_CONFIG_DIR": str(tmp_path / "config")}
     for attempt in range(15):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER], env=env, stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
+        pid, ready = _start_writer(tmp_path / "config")
+        with os.fdopen(ready) as said:
+            assert said.readline().strip() == "ready"
         time.sleep(0.005 * (attempt % 5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
         projects = read_registry(tmp_path / "config" / "projects.json")
         assert len(projects) == 200
         assert len({str(r.parent) for r in projects.values()}) == 1  # one whole write, not a mix
