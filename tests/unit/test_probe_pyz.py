@@ -41,14 +41,25 @@ def rel(path: Path) -> str:
 
 
 def _interpreters() -> dict[tuple[int, int], str]:
-    """One working interpreter per Python 3.6+ version installed here: {(3, minor): path}."""
-    cands = [shutil.which("python3.%d" % m) for m in range(6, 15)]
+    """One working interpreter per Python 3.6+ version installed here: {(3, minor): path}. The
+    installed files first; then, for a version none of them has, the ones on PATH (wrappers such
+    as pyenv's shims cost a process of their own)."""
+    installed: list[str] = []
     for pattern in ("~/.pyenv/versions/3.*/bin/python3.*", "/root/.pyenv/versions/3.*/bin/python3.*",
                     "/usr/bin/python3.*", "/usr/local/bin/python3.*"):
-        cands += sorted(glob.glob(os.path.expanduser(pattern)))
-    unique: dict[str, str] = {}  # one run per real file, all of them at once
+        installed += sorted(glob.glob(os.path.expanduser(pattern)))
+    found = _versions(installed)
+    on_path = [shutil.which("python3.%d" % m) for m in range(6, 15) if (3, m) not in found]
+    for version, path in _versions([c for c in on_path if c]).items():
+        found.setdefault(version, path)
+    return found
+
+
+def _versions(cands: list[str]) -> dict[tuple[int, int], str]:
+    """{version: the first of ``cands`` that runs as it}, asked of each real file once, all at once."""
+    unique: dict[str, str] = {}
     for c in cands:
-        if c and re.search(r"python3\.\d+$", c):
+        if re.search(r"python3\.\d+$", c):
             unique.setdefault(os.path.realpath(c), c)
     runs = []
     for c in unique.values():
