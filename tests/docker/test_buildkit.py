@@ -29,32 +29,22 @@ from envman.stack.resolve import resolve
 
 from ..conftest import in_ci
 from .conftest import host_ca_bundle
+from tests.support.rows import cpu_torch_matrix
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.pypi]
 
-ROW = """schema = 1
-kind = "framework"
-framework = "torch"
-
-[[build]]
-version = "13.0.13"
-variant = "cpu"
-python = ["3.11"]
-packages = [{packages}]
-source = ["test fixture: a small stack for the builder tests"]
-status = "confirmed"
-"""
 PACKAGES = ('"six==1.17.0"', '"requests==2.32.3"')
 #: A version no other test builds: the docker tests of whole stacks remove every test image of
 #: their stack names when they start and end, and may run at the same time as these.
-STACK = "torch-13.0.13-cpu"
+VERSION = "13.0.13"
+STACK = f"torch-{VERSION}-cpu"
 #: Debian's python3-venv ships ensurepip's wheels here (package python3-pip-whl): OS files that
 #: `python -m venv` needs, in every image with a distribution Python, whatever the builder.
 DISTRO_WHEELS = "usr/share/python-wheels/"
 
 
 def write_matrix(path: Path, *packages: str) -> Path:
-    path.write_text(ROW.format(packages=", ".join(packages)))
+    path.write_text(cpu_torch_matrix(VERSION, "test fixture: a small stack for the builder tests", ", ".join(packages)))
     return path
 
 

@@ -19,24 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cdi import FAKE_NVIDIA_CDI
 from tests.support.multiuser import STANDIN_DRIVER, create_user, delete_user, require_user_tools, user_python
 
 from .test_shared_engine import MATRIX, STACK_QUERY
 
 pytestmark = [pytest.mark.docker, pytest.mark.podman, pytest.mark.slow]
 
-FAKE_CDI = """cdiVersion: "0.5.0"
-kind: nvidia.com/gpu
-devices:
-  - name: "0"
-    containerEdits:
-      env: ["FAKE_GPU=0"]
-  - name: all
-    containerEdits:
-      env: ["FAKE_GPU=all"]
-containerEdits:
-  env: ["FAKE_CDI=1"]
-"""
 CDI_FILE = Path("/etc/cdi/envman-test-fake-nvidia.yaml")
 
 GPU_CHECK = r'''
@@ -168,7 +157,7 @@ def test_podman_gpu_request_goes_through_cdi_or_is_refused(pod):
     refused = check()
     assert refused["ok"] is False and "Podman cannot attach" in refused["error"], refused
     CDI_FILE.parent.mkdir(parents=True, exist_ok=True)
-    CDI_FILE.write_text(FAKE_CDI)
+    CDI_FILE.write_text(FAKE_NVIDIA_CDI)
     try:
         attached = check()
         assert attached == {"ok": True, "stdout": "gpu=0\n", "exit": 0}, attached

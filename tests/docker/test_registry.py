@@ -22,22 +22,12 @@ from pathlib import Path
 import pytest
 
 from envman.engine.context import deterministic_tar
+from tests.support.rows import cpu_torch_matrix
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
 
 VERSION = f"0.9.{int(uuid.uuid4().hex[:6], 16)}"
-MATRIX = f"""schema = 1
-kind = "framework"
-framework = "torch"
-
-[[build]]
-version = "{VERSION}"
-variant = "cpu"
-python = ["3.11"]
-packages = ["torch=={VERSION}"]
-source = ["test fixture: never installed"]
-status = "confirmed"
-"""
+MATRIX = cpu_torch_matrix(VERSION, "test fixture: never installed")
 STACK = f"torch-{VERSION}-cpu-py3.11"
 
 

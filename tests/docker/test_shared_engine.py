@@ -16,23 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.rows import cpu_torch_matrix
 from tests.support.multiuser import STANDIN_DRIVER, TestUser, engine_users, require_user_tools, user_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.multiuser, pytest.mark.slow]
 
 STACK_QUERY = "torch-0.0.9-cpu"
-MATRIX = """schema = 1
-kind = "framework"
-framework = "torch"
-
-[[build]]
-version = "0.0.9"
-variant = "cpu"
-python = ["3.11"]
-packages = ["torch==0.0.9"]
-source = ["test fixture: the shared-engine tests' stand-in stack, never installed"]
-status = "confirmed"
-"""
+MATRIX = cpu_torch_matrix("0.0.9", "test fixture: the shared-engine tests' stand-in stack, never installed")
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from envman.engine.api import EngineInfo
 from envman.engine.facts import DockerFacts
 from envman.run.plan import docker_argv
 from envman.run.preflight import preflight
+from tests.support.cdi import FAKE_NVIDIA_CDI
 
 from .test_runner import GOOD_IMAGE, errors, host, plan
 
@@ -111,23 +112,9 @@ def test_docker_facts_say_podman_from_the_socket(monkeypatch):
 # --------------------------------------------------------------------------- CDI specs
 
 
-FAKE_SPEC = """cdiVersion: "0.5.0"
-kind: nvidia.com/gpu
-devices:
-  - name: "0"
-    containerEdits:
-      env: ["FAKE_GPU=0"]
-  - name: all
-    containerEdits:
-      env: ["FAKE_GPU=all"]
-containerEdits:
-  env: ["FAKE_CDI=1"]
-"""
-
-
 def test_cdi_device_names_from_yaml_and_json_specs(tmp_path):
-    (tmp_path / "nvidia.yaml").write_text(FAKE_SPEC)
-    (tmp_path / "other.yaml").write_text(FAKE_SPEC.replace("nvidia.com/gpu", "vendor.com/fpga").replace('"0"', '"9"'))
+    (tmp_path / "nvidia.yaml").write_text(FAKE_NVIDIA_CDI)
+    (tmp_path / "other.yaml").write_text(FAKE_NVIDIA_CDI.replace("nvidia.com/gpu", "vendor.com/fpga").replace('"0"', '"9"'))
     (tmp_path / "gpu.json").write_text('{"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": [{"name": "GPU-abc"}]}')
     (tmp_path / "broken.json").write_text("{")
     (tmp_path / "notes.txt").write_text("kind: nvidia.com/gpu\ndevices:\n  - name: 7\n")
@@ -182,7 +169,7 @@ def test_podman_gpu_run_without_a_cdi_spec_is_refused_not_started(mini):
 
 def test_podman_gpu_run_asking_for_a_device_the_spec_lacks_is_refused(mini, tmp_path):
     stack = resolve(mini, "torch-2.4-cuda12.4")
-    (tmp_path / "nvidia.yaml").write_text(FAKE_SPEC)
+    (tmp_path / "nvidia.yaml").write_text(FAKE_NVIDIA_CDI)
     info = replace(podman_info(["0", "all"]), cdi_spec_dirs=(str(tmp_path),))
     assert info.gpu_mechanism() == "cdi"
     ok = preflight(stack, GpuRequest("devices", devices=("0",)), host=host("h100-570"), engine_info=info,

@@ -14,19 +14,9 @@ import pytest
 from envman.matrix import load as matrix_load
 from envman.matrix.source import MatrixSource
 from envman.paths import matrices_dir
+from tests.support.rows import cpu_torch_matrix
 
-USER_ROWS = """schema = 1
-kind = "framework"
-framework = "torch"
-
-[[build]]
-version = "0.0.7"
-variant = "cpu"
-python = ["3.11"]
-packages = ["torch==0.0.7"]
-source = ["test fixture"]
-status = "confirmed"
-"""
+USER_ROWS = cpu_torch_matrix("0.0.7", "test fixture")
 
 
 @pytest.fixture
