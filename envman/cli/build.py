@@ -152,11 +152,9 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str,
     next identical ``envman build`` prints this result without rendering (envman.run.cache).
     ``argv`` is the console script's words as given (``None`` when the CLI was called otherwise:
     nothing is recorded then)."""
-    import envman
     from envman.boundary import run_argv
     from envman.config import config_path
     from envman.matrix.source import MatrixSource
-    from envman.paths import matrices_dir, templates_dir
     from envman.run.cache import build_key, record, tree_files
     from envman.state import report_path
 
@@ -166,9 +164,8 @@ def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str,
     if split is None:
         return
     matrix, words = split
-    package = Path(envman.__file__).resolve().parent
-    deps = tree_files(str(package), str(templates_dir()), str(matrices_dir()))
-    deps += [str(config_path()), *map(str, MatrixSource.of(matrix).user_files)]
+    # envman's loaded modules, templates and matrices are added by record (code_files)
+    deps = [str(config_path()), *map(str, MatrixSource.of(matrix).user_files)]
     if options.ca_bundle is not None:
         deps.append(str(options.ca_bundle))
     if options.wheelhouse is not None:

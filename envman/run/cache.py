@@ -4,8 +4,9 @@ A run's ``docker run`` command line is a pure function of what the full path
 (:func:`envman.run.command.run_cli`) reads: its own command line and matrix options, the current
 directory, the uid and gid, envman's and Docker's environment variables, the host's RAM, the
 files it consulted (the project file, and that no nearer ``envman.toml`` exists, the project
-registry, the user config, a requirements file, the matrix files, the smoke report, envman's
-own code) and the engine's image ids. After a successful CPU-run preflight the full path records
+registry, the user config, a requirements file, the matrix files, the smoke report, and envman's
+own code: the source of every envman module the full path loaded, its templates and matrices, see
+:func:`code_files`) and the engine's image ids. After a successful CPU-run preflight the full path records
 the plan together with each file's size and mtime and each image's id (:func:`record`). The next
 identical ``envman run`` (:func:`try_cached_run`) stats those files and asks the engine for those
 image ids on its Unix socket; if every one is unchanged it execs the same ``docker run`` without
@@ -13,8 +14,8 @@ loading the CLI, the matrix or the TOML parser (about 15 ms instead of 50–100 
 difference, error or doubt is a miss, and the full path runs with all its checks.
 
 The same holds for a no-op ``envman build``: when every stack of the last identical invocation
-was already built, smoke-tested and promoted and nothing it depended on (envman's code,
-templates and matrices, the user's matrix files, config, CA bundle and wheelhouse, the smoke
+was already built, smoke-tested and promoted and nothing it depended on (the envman modules the
+full build path loaded, its templates and matrices, the user's matrix files, config, CA bundle and wheelhouse, the smoke
 reports, the candidate and stable image ids) has changed, :func:`try_cached_build` prints the
 same result without rendering anything.
 
@@ -52,14 +53,6 @@ MAX_ENTRIES = 32
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 #: Words of ``envman run`` that always take the full path.
 UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json", "--name", "--detach", "-d")
-#: envman's modules that decide a plan: an edited (editable) install is a miss.
-#: Paths relative to the ``envman`` package.
-CODE_FILES = ("run/cache.py", "run/command.py", "run/plan.py", "run/preflight.py", "run/prepare.py", "matrix/source.py",
-              "images/pins.py", "engine/facts.py", "engine/socket.py", "engine/handoff.py", "project/file.py",
-              "project/settings.py", "project/registry.py", "project/image.py", "project/trust.py", "stack/names.py",
-              "state.py", "paths.py", "main.py", "boundary.py",
-              "images/store.py", "labels.py")
-
 # --------------------------------------------------------------------------- terminal and exec
 
 
@@ -137,8 +130,19 @@ def signature(path: str) -> list[int] | None:
 
 
 def code_files() -> list[str]:
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [os.path.join(package, *f.split("/")) for f in CODE_FILES]
+    """The files of envman that decided what this process is about to record: the source of every
+    ``envman`` module it has loaded (all the full path needed, however deep its lazy imports went)
+    and every file and folder of the shipped templates and matrices. Computed, not listed: an
+    edited module, template or matrix of an editable install (or an upgrade) is a miss."""
+    from envman.paths import matrices_dir, templates_dir
+
+    files = set(tree_files(str(templates_dir()), str(matrices_dir())))
+    for name, module in list(sys.modules.items()):
+        if name == "envman" or name.startswith("envman."):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and os.path.isfile(path):
+                files.add(os.path.abspath(path))
+    return sorted(files)
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -199,7 +203,8 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
 
 def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], **payload: Any) -> None:
     """Keep what a command decided (``payload``) with what it decided it from: the files
-    ``deps`` (envman's code is added) and the image ids ``images``. The file signatures are taken
+    ``deps`` (envman's loaded code, templates and matrices are added: :func:`code_files`) and
+    the image ids ``images``. The file signatures are taken
     now, so a change during the command is a miss next time."""
     if not enabled():
         return

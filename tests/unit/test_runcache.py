@@ -314,14 +314,87 @@ def test_human_build_lines_match_the_full_path():
     assert build_line({"result": "build-failed", "name": "s", "error": "x"}) == ("build failed", "red", "s: x")
 
 
-def test_every_code_file_of_the_run_cache_exists():
-    """An edited module on the run path invalidates the cache only if it is in the list."""
-    from envman.run.cache import code_files
+@pytest.fixture
+def copied_envman(tmp_path):
+    """A copy of envman's package, templates and matrices (a source checkout's layout, as an
+    editable install has it) whose files a test may edit; its folder goes first on PYTHONPATH."""
+    import shutil
 
-    files = code_files()
-    assert len(files) >= 10
-    missing = [f for f in files if not os.path.isfile(f)]
-    assert missing == []
+    import envman
+
+    repo = Path(envman.__file__).resolve().parents[1]
+    site = tmp_path / "site"
+    shutil.copytree(repo / "envman", site / "envman", ignore=shutil.ignore_patterns("__pycache__"))
+    for data in ("templates", "matrices"):
+        shutil.copytree(repo / data, site / data)
+    return site
+
+
+def envman_process(site: Path, *words: str) -> None:
+    """``envman run WORDS`` in a fresh process from the copy at ``site`` (its docker is the
+    world's fake one, which exits 0)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
+    p = subprocess.run([sys.executable, "-c", "import sys; from envman.main import main; main(sys.argv[1:])",
+                        *MATRIX, "run", *words], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+
+
+def recorded_deps() -> dict[str, list | None]:
+    (entry,) = json.loads(Path(runcache.cache_file()).read_text())["runs"].values()
+    return {path: sig for path, sig in entry["deps"]}
+
+
+#: Modules of the run path that a hand-kept list once left out; each must be watched.
+ONCE_UNWATCHED = ("project/policy.py", "config.py", "safefile.py", "engine/select.py")
+
+
+def test_the_run_cache_watches_every_envman_module_the_full_path_loaded(world, engine, copied_envman):
+    """The watched files are what the full path loaded (its own report of sys.modules), the
+    templates and the matrices: nothing hand-kept that an added import could outgrow."""
+    import subprocess
+    import sys
+
+    listing = copied_envman.parent / "loaded.txt"
+    probe = ("import sys\n"
+             "import envman.run.command as full\n"
+             "def exec_docker(argv, env=()):\n"  # what was loaded when the full path hands over to docker
+             f"    open({str(listing)!r}, 'w').write('\\n'.join(m.__file__ for n, m in list(sys.modules.items())"
+             " if n.split('.')[0] == 'envman' and getattr(m, '__file__', None)))\n"
+             "    sys.exit(0)\n"
+             "full.exec_docker = exec_docker\n"
+             "from envman.main import main\n"
+             "main(sys.argv[1:])\n")
+    subprocess.run([sys.executable, "-c", probe, *MATRIX, "run", "--no-gpu", "--", "true"],
+                   env={**os.environ, "PYTHONPATH": str(copied_envman)}, check=True)
+    deps = recorded_deps()
+    loaded = listing.read_text().split()
+    assert len(loaded) > 20
+    unwatched = [f for f in loaded if os.path.abspath(f) not in deps]
+    assert unwatched == []
+    for data in ("templates/dockerfiles", "matrices"):  # the Dockerfile templates and every matrix file
+        assert [f for f in (copied_envman / data).rglob("*") if str(f) not in deps] == []
+    for rel in ONCE_UNWATCHED:
+        assert str(copied_envman / "envman" / rel) in deps, rel
+
+
+@pytest.mark.parametrize("rel", [*ONCE_UNWATCHED, "run/cache.py", "templates/dockerfiles/Dockerfile.j2"])
+def test_an_edited_module_on_the_run_path_is_a_miss(world, engine, copied_envman, rel):
+    """Edit one file of envman (a comment, as an upgrade or an editable checkout changes it):
+    the next identical run takes the full path, which records the run afresh."""
+    envman_process(copied_envman, "--no-gpu", "--", "true")
+    cache = Path(runcache.cache_file())
+    recorded = cache.read_bytes()
+    envman_process(copied_envman, "--no-gpu", "--", "true")
+    assert cache.read_bytes() == recorded  # served from the cache: nothing recorded again
+    path = copied_envman / rel if rel.startswith("templates/") else copied_envman / "envman" / rel
+    with path.open("a") as fh:
+        fh.write("\n" + ("{# edited #}" if rel.endswith(".j2") else "# edited") + "\n")
+    envman_process(copied_envman, "--no-gpu", "--", "true")
+    assert cache.read_bytes() != recorded  # the full path ran and recorded the run again
+    assert recorded_deps()[str(path)] == runcache.signature(str(path))
 
 
 def test_a_recorded_human_no_op_build_prints_the_lines_the_full_path_printed(noop, capsys, monkeypatch):
