@@ -52,7 +52,7 @@ class Settings:
 @dataclass(frozen=True)
 class NewRow:
     framework: str
-    data: dict[str, Any]  # the TOML row, keys in the README's order
+    data: dict[str, Any]  # the TOML row, keys in the order of matrices/README.md
     unconfirmed: tuple[str, ...]  # facts inherited, not derived
 
     @property

@@ -145,7 +145,7 @@ def shm_bytes(text: str) -> int:
 
 
 def default_shm_size(total_ram: int | None = None) -> str:
-    """8 GiB, or half the host's RAM when that is less (documented in the README)."""
+    """8 GiB, or half the host's RAM when that is less (documented in docs/projects.md)."""
     if total_ram is None:
         try:
             total_ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

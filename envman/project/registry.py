@@ -164,7 +164,7 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
 
 def init_text(stack: str, name: str | None = None) -> str:
     lines = [
-        "# envman project file (format: README, Projects); `envman project show` prints the effective settings",
+        "# envman project file (format: docs/projects.md); `envman project show` prints the effective settings",
         f'stack = "{stack}"',
     ]
     if name:

@@ -223,7 +223,7 @@ def doctor_report(
     what_if: bool = False,
     matrix: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``envman doctor --json`` document (shape documented in the README)."""
+    """The ``envman doctor --json`` document (shape documented in docs/projects.md)."""
     engine_json: dict[str, Any] = {"reachable": engine is not None and engine_error is None, "error": engine_error}
     problems: list[Problem] = []
     if engine_error:

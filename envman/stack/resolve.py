@@ -78,7 +78,7 @@ def _os_rank(name: str) -> tuple:
 def _pick_image(
     matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
 ):
-    """Choose (image, python, strategy) for a build; ranking documented in README (Design)."""
+    """Choose (image, python, strategy) for a build; ranking documented in docs/design.md."""
     needed = build.flavour_needed
     if flavour is not None:
         allowed = _flavours_for(needed)

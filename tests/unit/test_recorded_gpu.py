@@ -4,7 +4,7 @@ The recording is the probe's document from a real GPU run: torch 2.11.0+cu130 on
 HBM3, driver 580.159.04, inside a container (``host.in_container`` is true; the probe ran from the
 image's virtual environment). These tests feed it to the host's report parser and re-run the
 probe's aggregation and bench arithmetic over it, so a change to either that would judge this
-run differently, or a README figure that no longer matches it, fails here.
+run differently, or a documented figure (docs/performance.md) that no longer matches it, fails here.
 """
 
 from __future__ import annotations
@@ -120,12 +120,12 @@ def test_kernel_result_of_the_recording_is_exact(doc):
     assert "1048576 results exact" in kernel["reason"]
 
 
-def test_readme_figures_are_the_recordings(doc):
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_documented_figures_are_the_recordings(doc):
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
     m = re.search(
         r"device copy (\d+) GB/s \((0\.\d+) of datasheet\), pinned H2D/D2H ([\d.]+)/([\d.]+) GB/s, "
         r"FP32 matmul ([\d.]+) TFLOP/s \((0\.\d+)\), FP16 (\d+) TFLOP/s \((0\.\d+)\)", text)
-    assert m, "the README's H100 figures are missing or reworded"
+    assert m, "the H100 figures of docs/performance.md are missing or reworded"
     b, f = doc["bench"], doc["bench"]["fraction_of_datasheet"]
     assert int(m.group(1)) == round(b["device_bandwidth_gb_s"])
     assert float(m.group(2)) == round(f["bandwidth_gb_s"], 2)
