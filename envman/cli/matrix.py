@@ -94,6 +94,19 @@ def _platforms_cell(d: dict) -> str:
     return short + ("?" if d["platform_status"] != "confirmed" and len(d["platforms"]) > 1 else "")
 
 
+def _tag_history_fields(m, ref: str) -> dict[str, str | None]:
+    """``base_image_published`` / ``base_image_served`` of a stack's base image from the tag
+    histories, each followed by ``(unconfirmed)`` or ``(partially confirmed)`` where its source is
+    indirect; nothing for an image the histories do not know."""
+    repository, _, tag = ref.rpartition(":")
+    h = m.tag_history(repository, tag)
+    if h is None:
+        return {}
+    mark = "" if h.status == "confirmed" else f" ({h.status})"
+    served = {True: "yes", False: "no (deleted)"}.get(h.served, str(h.served)) if isinstance(h.served, bool) else str(h.served)
+    return {"base_image_published": (h.published or "unknown") + mark, "base_image_served": served + mark}
+
+
 def show(
     name: Annotated[str, typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
@@ -113,6 +126,7 @@ def show(
     build = next((b for b in m.builds if b.name == stack.row), None)
     if build is not None:
         data["row_platforms"] = list(build.platforms)
+    data.update(_tag_history_fields(m, stack.base_image))
     if as_json:
         emit_json(data)
         return

@@ -30,7 +30,9 @@ from envman.matrix.model import (
     Gpu,
     Matrix,
     OsInfo,
+    SERVED_UNKNOWN,
     PublishedTags,
+    TagHistory,
 )
 
 
@@ -360,14 +362,33 @@ def _parse_gpus(doc: dict, file: str) -> list[Gpu]:
     ]
 
 
-def _parse_tags(doc: dict, file: str) -> list[PublishedTags]:
-    out = []
+def _parse_tags(doc: dict, file: str) -> list[PublishedTags | TagHistory]:
+    out: list[PublishedTags | TagHistory] = []
     for r in _each_row(doc, "repository", file):
         tags = r.strs("tags", default=...)
         if not tags:
             raise r._fail("tags", "a non-empty list of tags")
         out.append(PublishedTags(repository=r.str("name"), tags=frozenset(tags), source=r.sources(), status=r.status()))
+        r.str("note", default="")
+    for r in _each_row(doc, "history", file):
+        repository, source, status = r.str("repository"), r.sources(), r.status()
+        entries = r.list("tags", _history_entry, "tables {tag = \"...\", published = \"YYYY-MM-DD\", served = true|false|\"unknown\"}",
+                         default=...)
+        if not entries:
+            raise r._fail("tags", "a non-empty list of tag histories")
+        out.extend(TagHistory(repository, tag, published, served, source, status) for tag, published, served in entries)
     return out
+
+
+def _history_entry(v: Any) -> tuple[str, str | None, bool | str]:
+    """One ``{tag, published, served}`` table of a ``[[history]]`` row."""
+    if not isinstance(v, dict) or not set(v) <= {"tag", "published", "served"} or "tag" not in v or "served" not in v:
+        raise ValueError
+    served = v["served"]
+    if not (isinstance(served, bool) or served == SERVED_UNKNOWN):
+        raise ValueError
+    published = _date(v["published"]) if "published" in v else None
+    return _string(v["tag"]), published, served
 
 
 _TOP_KEYS = {
@@ -376,7 +397,7 @@ _TOP_KEYS = {
     "images": {"image"},
     "framework": {"framework", "build"},
     "gpus": {"gpu"},
-    "tags": {"repository"},
+    "tags": {"repository", "history"},
 }
 
 
@@ -445,6 +466,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
     builds: dict[tuple, FrameworkBuild] = {}
     gpus: dict[str, Gpu] = {}
     published: list[PublishedTags] = []
+    history: list[TagHistory] = []
     parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
     for kind, rows in parsed:
         if kind == "cuda":
@@ -462,7 +484,8 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         elif kind == "gpus":
             gpus.update((g.id, g) for g in rows)
         elif kind == "tags":
-            published.extend(rows)  # user lists add to the shipped ones
+            published.extend(r for r in rows if isinstance(r, PublishedTags))  # user lists add to the shipped ones
+            history.extend(r for r in rows if isinstance(r, TagHistory))
     return Matrix(
         cuda=tuple(sorted(cuda.values(), key=lambda r: r.version)),
         never_released=tuple(sorted(never.values())),
@@ -472,6 +495,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         gpus=tuple(gpus.values()),
         files=tuple(str(f) for f in files),
         published=tuple(published),
+        history=tuple(history),
     )
 
 

@@ -291,6 +291,27 @@ class PublishedTags:
     status: str
 
 
+#: ``served`` of a tag whose deletion NVIDIA's lists do not settle.
+SERVED_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class TagHistory:
+    """When a registry tag was first published and whether the registry still serves it
+    (``[[history]]`` of ``kind = "tags"``)."""
+
+    repository: str
+    tag: str
+    published: str | None  # ISO date of the first publication; None where no source dates it
+    served: bool | str  # True, False (deleted) or SERVED_UNKNOWN
+    source: tuple[str, ...]
+    status: str  # how well the sources back published and served
+
+    @property
+    def deleted(self) -> bool:
+        return self.served is False
+
+
 @dataclass(frozen=True)
 class Matrix:
     """Everything envman knows; built once per process by ``envman.matrix.load``."""
@@ -303,6 +324,15 @@ class Matrix:
     gpus: tuple[Gpu, ...]
     files: tuple[str, ...] = field(default=())
     published: tuple[PublishedTags, ...] = field(default=())
+    history: tuple[TagHistory, ...] = field(default=())
+
+    @functools.cached_property
+    def _history_index(self) -> dict[tuple[str, str], TagHistory]:
+        return {(h.repository, h.tag): h for h in self.history}  # later files win
+
+    def tag_history(self, repository: str, tag: str) -> TagHistory | None:
+        """Published date and served state of ``repository:tag``, or None when the matrix has none."""
+        return self._history_index.get((repository, tag))
 
     def published_tags(self, repository: str) -> frozenset[str] | None:
         """The tags ``repository`` ever published, or None when the matrix has no list for it."""

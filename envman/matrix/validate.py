@@ -134,6 +134,26 @@ def _check_wheel_python(b: FrameworkBuild, add) -> None:
         add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
 
+def _check_history(matrix: Matrix, add) -> None:
+    """Every tag history names a published tag, dates it no later than today, and every published
+    tag of a repository that has histories has one (published when, served now or deleted)."""
+    import datetime
+
+    today = datetime.date.today().isoformat()
+    for h in matrix.history:
+        where = f"tag {h.repository}:{h.tag}"
+        published = matrix.published_tags(h.repository)
+        if published is None or h.tag not in published:
+            add(where, "has a history but is not in the repository's published tags (kind = \"tags\")")
+        if h.published is not None and h.published > today:
+            add(where, f"published {h.published} lies in the future")
+    for repo in sorted({h.repository for h in matrix.history}):
+        missing = sorted((matrix.published_tags(repo) or frozenset()) - {h.tag for h in matrix.history if h.repository == repo})
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            add(f"tags {repo}", f"{len(missing)} published tags have no history (published, served): {shown}")
+
+
 def validate(matrix: Matrix) -> list[Problem]:
     problems: list[Problem] = []
     add = lambda where, what: problems.append(Problem(where, what))  # noqa: E731
@@ -184,6 +204,13 @@ def validate(matrix: Matrix) -> list[Problem]:
         published = matrix.published_tags(img.repository)
         if published is not None and img.tag not in published:
             add(where, "NVIDIA never published this tag" + _published_hint(img, published))
+        hist = matrix.tag_history(img.repository, img.tag)
+        if hist is not None and isinstance(hist.served, bool):
+            want_status = "published" if hist.served else "deleted"
+            if img.status != want_status:
+                said = "still serves" if hist.served else "no longer serves"
+                add(where, f"status is {img.status!r}, but the tag history says the registry {said} it: "
+                           f"set status = {want_status!r}")
         if img.flavour.startswith("cudnn"):
             if img.cudnn is None:
                 add(where, "a cudnn flavour needs cudnn (the major version)")
@@ -191,6 +218,8 @@ def validate(matrix: Matrix) -> list[Problem]:
                 add(where, f"cuDNN {img.cudnn} was not shipped in nvidia/cuda images of CUDA {img.cuda}")
         elif img.cudnn is not None:
             add(where, "cudnn is set but the flavour has no cuDNN")
+
+    _check_history(matrix, add)
 
     builds_seen: set[tuple] = set()
     for b in matrix.builds:
