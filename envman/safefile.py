@@ -61,13 +61,17 @@ def is_within(path: str, root: str) -> bool:
 
 
 def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
-              inside: str | os.PathLike[str] | None = None, fix: str | None = None) -> bytes:
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False) -> bytes:
     """The bytes of a regular file, at most ``limit`` of them; ``FileNotFoundError`` passes
-    through (callers word it for their case), every other problem is a ``UserError``."""
+    through (callers word it for their case), every other problem is a ``UserError``.
+    ``private``: the file is one of the user's own records (:func:`state_problem`), so one that
+    another user owns or can write is refused too."""
     where = str(path)
     if "\0" in where:
         raise UserError(f"{what} path contains a NUL byte", where=repr(where), fix=fix or "give a real path")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if private:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(where, flags)
     except FileNotFoundError:
@@ -85,6 +89,9 @@ def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = 
         if not stat.S_ISREG(st.st_mode):
             raise UserError(f"is {_kind(st.st_mode)}, expected a regular {what}", where=where,
                             fix=fix or "give a regular file")
+        if private and state_problem(st):
+            raise UserError(f"the {what} is {state_problem(st)}, so it is not believed", where=where,
+                            fix=fix or "remove it (or chmod go-w it if it is yours)")
         if inside is not None:
             real = fd_real_path(fd, where)
             root = os.path.realpath(inside)
@@ -115,6 +122,92 @@ def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = 
         os.close(fd)
 
 
+#: State files envman keeps for the user (run and render caches, pins, trust, push records, job
+#: records, cached reports): at most this many bytes are believed.
+STATE_LIMIT = 16 * 1024 * 1024
+
+
+def state_problem(st: os.stat_result) -> str | None:
+    """Why a state file with this ``lstat``/``fstat`` result cannot be believed, or ``None``:
+    it must be a regular file owned by the current user that neither its group nor others can
+    write (anyone who can write it could plant a cached ``docker run`` line or a trust record)."""
+    if not stat.S_ISREG(st.st_mode):
+        return _kind(st.st_mode) if not stat.S_ISLNK(st.st_mode) else "a symbolic link"
+    if st.st_uid != os.getuid():
+        return f"owned by uid {st.st_uid}, not by you"
+    if st.st_mode & 0o022:
+        return "writable by its group or by others"
+    return None
+
+
+def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit: int = STATE_LIMIT,
+               warn: bool = True) -> bytes | None:
+    """The bytes of one of envman's own state files, or ``None`` when it is missing or cannot be
+    believed (:func:`state_problem`: a symlink, a FIFO, a device, someone else's, writable by
+    others, larger than ``limit``, unreadable). Opened with ``O_NOFOLLOW | O_NONBLOCK`` and
+    checked on the descriptor, so a FIFO never hangs and ``/dev/zero`` is never read. A file that
+    exists but is not believed is named in one warning line on stderr (``warn``); the caller then
+    acts as if it were absent, and its next write replaces it."""
+    where = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+
+    def ignored(why: str) -> None:
+        if warn:
+            sys.stderr.write(f"envman: warning: ignoring the {what} {where}: {why} (remove it; envman writes a new one)\n")
+        return None
+
+    try:
+        fd = os.open(where, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # ELOOP: a symlink (O_NOFOLLOW); EACCES; ENXIO: a socket
+        try:
+            why = state_problem(os.lstat(where)) or (exc.strerror or str(exc))
+        except OSError:
+            why = exc.strerror or str(exc)
+        return ignored(why)
+    except ValueError:  # a NUL byte in the path
+        return None
+    try:
+        st = os.fstat(fd)
+        why = state_problem(st)
+        if why:
+            return ignored(why)
+        if st.st_size > limit:
+            return ignored(f"{st.st_size} bytes, more than the {limit} accepted")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            try:
+                data = os.read(fd, min(1 << 16, limit + 1 - total))
+            except OSError as exc:
+                return ignored(exc.strerror or str(exc))
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+        if total > limit:
+            return ignored(f"more than the {limit} bytes accepted")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_state_json(path: str | os.PathLike[str], *, what: str = "state file", limit: int = STATE_LIMIT,
+                    warn: bool = True) -> object:
+    """:func:`read_state`, parsed as JSON; ``None`` when absent, not believed or not JSON."""
+    import json
+
+    data = read_state(path, what=what, limit=limit, warn=warn)
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+
+
 def decode_text(data: bytes, *, what: str, where: str, fix: str | None = None) -> str:
     """UTF-8 text (a leading UTF-8 BOM dropped); anything else is one ``UserError`` line."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -133,9 +226,9 @@ def decode_text(data: bytes, *, what: str, where: str, fix: str | None = None) -
 
 
 def read_text(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
-              inside: str | os.PathLike[str] | None = None, fix: str | None = None) -> str:
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False) -> str:
     """:func:`read_file`, then :func:`decode_text`."""
-    return decode_text(read_file(path, what=what, limit=limit, inside=inside, fix=fix), what=what,
+    return decode_text(read_file(path, what=what, limit=limit, inside=inside, fix=fix, private=private), what=what,
                        where=str(path), fix=fix)
 
 

@@ -89,16 +89,15 @@ def save_report_json(image_id: str, report: dict) -> Path:
 def read_json_object(path: Path) -> dict:
     """A JSON object kept in a state file; ``{}`` when the file is missing, unreadable, not JSON
     or not an object."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    from envman.safefile import read_state_json
+
+    data = read_state_json(path, what=f"state file {path.name}")
     return data if isinstance(data, dict) else {}
 
 
 def load_report(image_id: str) -> dict | None:
     """The smoke report kept for an image id, or ``None``."""
-    try:
-        return json.loads(report_path(image_id).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+    from envman.safefile import read_state_json
+
+    data = read_state_json(report_path(image_id), what="cached smoke report")
+    return data if isinstance(data, dict) else None

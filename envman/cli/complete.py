@@ -57,8 +57,10 @@ def cached_names() -> dict[str, list[str]]:
     source = MatrixSource()
     key = source.fingerprint()
     path = _cache_path()
+    from envman.safefile import read_state_json
+
     try:
-        data = json.loads(path.read_text())
+        data = read_state_json(path, what="completion cache")
         if key is not None and data.get("key") == key:
             return data["names"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -497,8 +497,10 @@ def load_records() -> list[JobRecord]:
     out = []
     d = _jobs_dir()
     for f in d.glob("*.json") if d.is_dir() else ():
+        from envman.safefile import read_state_json
+
+        doc = read_state_json(f, what="job record", limit=64 * 1024)
         try:
-            doc = json.loads(f.read_text())
             out.append(JobRecord(**{k: doc[k] for k in JobRecord.__dataclass_fields__ if k in doc}))
         except (OSError, ValueError, TypeError):
             continue

@@ -254,10 +254,9 @@ def pushed_path() -> Path:
 
 
 def read_pushed() -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(pushed_path().read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
+    from envman.safefile import read_state_json
+
+    data = read_state_json(pushed_path(), what="push record")
     return data if isinstance(data, dict) else {}
 
 

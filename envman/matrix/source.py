@@ -105,10 +105,9 @@ def resolve_cached(name: str, key: str | None, load: Callable[[], Any]) -> Stack
     cache = _cache_file()
     data: dict[str, Any] = {}
     if key is not None:
-        try:
-            data = json.loads(cache.read_text())
-        except (OSError, ValueError):
-            data = {}
+        from envman.safefile import read_state_json
+
+        data = read_state_json(cache, what="stack cache")
         if not isinstance(data, dict):
             data = {}
         stacks = data.get("stacks")

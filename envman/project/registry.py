@@ -45,7 +45,7 @@ def read_registry(path: Path | None = None) -> dict[str, Path]:
     where = str(file)
     fix = "restore it or delete it, then register the projects again with envman project add PATH"
     try:
-        raw = read_text(file, what="project registry", limit=16 * 1024 * 1024, fix=fix)
+        raw = read_text(file, what="project registry", limit=16 * 1024 * 1024, fix=fix, private=True)
     except FileNotFoundError:
         return {}
     try:

@@ -132,22 +132,9 @@ def cache_path() -> str:
 def _load(path: str) -> dict[str, Any]:
     """The cache's entries; {} for a missing, unreadable, corrupt, foreign-owned or
     group/world-writable file."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return {}
-    try:
-        st = os.fstat(fd)
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return {}
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return {}
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    from envman.safefile import read_state_json
+
+    data = read_state_json(path, what="render cache")
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("renders"), dict):
         return {}
     return data["renders"]

@@ -146,11 +146,9 @@ def code_files() -> list[str]:
 
 
 def _load(path: str) -> dict[str, Any]:
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return {}
+    from envman.safefile import read_state_json
+
+    data = read_state_json(path, what="run-plan cache")
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("runs"), dict):
         return {}
     return data
@@ -197,7 +195,9 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
     except Exception:  # a cache never breaks a run: the full path decides
         return
     for line in entry.get("warnings", []):
-        sys.stderr.write(f"envman: warning: {line}\n")
+        from envman.errors import printable
+
+        sys.stderr.write(f"envman: warning: {printable(line)}\n")
     exec_docker(argv, environment)
 
 
