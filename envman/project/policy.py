@@ -28,25 +28,56 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+#: Host directories a container must never get: the system's configuration and its kernel
+#: interfaces, the directories whose executables or libraries every process loads, the places
+#: cron and the engines keep what they run (whoever writes them runs code as root), and root's home.
 SYSTEM_PATHS = (
     "/etc", "/proc", "/sys", "/dev", "/boot", "/run", "/var/run", "/root",
-    "/var/lib/docker", "/var/lib/containers", "/var/lib/containerd", "/var/lib/kubelet",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+    "/var/spool/cron", "/var/lib/sss",
+    "/var/lib/docker", "/var/lib/containers", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/buildkit",
+    "/var/lib/lxc", "/var/lib/lxd", "/var/lib/incus", "/var/lib/rancher", "/var/lib/cni",
 )
 #: Socket file names of container engines and their helpers.
 ENGINE_SOCKET_NAMES = (
     "docker.sock", "podman.sock", "containerd.sock", "dockershim.sock", "crio.sock", "cri-dockerd.sock",
     "buildkitd.sock", "io.podman", "docker",
 )
-#: Credential folders and files, relative to a home directory.
-CREDENTIAL_NAMES = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".docker", ".kube", ".netrc", ".git-credentials", ".gitconfig",
-    ".pypirc", ".npmrc", ".yarnrc", ".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml",
-    ".vault-token", ".password-store", ".terraform.d", ".oci", ".huggingface", ".cache/huggingface/token",
-    ".config/gcloud", ".config/gh", ".config/hub", ".config/containers", ".config/rclone", ".config/git",
-    ".config/envman", ".local/share/keyrings", ".local/share/envman", ".local/state/envman",
-    ".mozilla", ".config/google-chrome", ".config/chromium", ".bash_history", ".zsh_history",
-    ".bashrc", ".profile", ".bash_profile", ".zshrc", ".config/autostart", ".config/systemd",
+#: What a login or interactive shell reads when it starts (bash(1) INVOCATION, zsh(1) STARTUP/
+#: SHUTDOWN FILES, fish's ~/.config/fish, csh/tcsh, ksh/mksh, readline, PAM's and systemd's user
+#: environment, X session scripts), the directories a default PATH puts first (Debian's
+#: ~/.profile adds ~/bin and ~/.local/bin) and Python's user site (any ``.pth`` file there runs
+#: at every interpreter start): writing any of them runs code as the user at their next login,
+#: shell or ``python``. Relative to a home directory.
+STARTUP_NAMES = (
+    ".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".inputrc",
+    ".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zsh", ".oh-my-zsh", ".config/zsh",
+    ".config/fish", ".local/share/fish", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc", ".mkshrc",
+    ".pam_environment", ".config/environment.d", ".xprofile", ".xinitrc", ".xsession", ".xsessionrc",
+    ".config/autostart", ".config/systemd", ".config/user-dirs.dirs",
+    "bin", ".local/bin", ".local/lib", ".pythonrc", ".pythonstartup", ".ipython", ".jupyter",
+    ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".screenrc",
+    ".gitconfig", ".config/git", ".config/pip", ".pip", ".condarc",
 )
+#: Where tools keep credentials (keys, tokens, passwords, cookies, shell histories that hold
+#: them) and where rootless engines keep their storage, relative to a home directory.
+CREDENTIAL_NAMES = (
+    ".ssh", ".gnupg", ".aws", ".azure", ".docker", ".kube", ".netrc", ".git-credentials",
+    ".pypirc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".cargo/credentials", ".cargo/credentials.toml", ".m2/settings.xml",
+    ".gradle/gradle.properties", ".vault-token", ".password-store", ".terraform.d", ".oci", ".huggingface",
+    ".cache/huggingface/token", ".cache/huggingface/stored_tokens", ".kaggle", ".databrickscfg", ".s3cfg", ".boto",
+    ".mc", ".pgpass", ".my.cnf", ".wandb", ".config/wandb", ".streamlit/credentials.toml", ".singularity",
+    ".apptainer", ".config/enroot", ".config/gcloud", ".config/gh", ".config/glab-cli", ".config/hub",
+    ".config/helm", ".config/containers", ".local/share/containers", ".config/rclone", ".config/op",
+    ".config/envman", ".local/share/keyrings", ".local/share/envman", ".local/state/envman", ".cache/envman",
+    ".mozilla", ".config/google-chrome", ".config/chromium", ".bash_history", ".zsh_history", ".python_history",
+    ".psql_history", ".mysql_history", ".sqlite_history", ".node_repl_history", ".lesshst",
+)
+#: Every path under a home directory that no file may mount.
+HOME_NAMES = STARTUP_NAMES + CREDENTIAL_NAMES
+#: At most this many entries are looked at for hard links: in each protected folder (to learn
+#: the inodes of its files) and in a mounted folder (to find a link to one of them).
+HARDLINK_SCAN_LIMIT = 5000
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,7 @@ def protected_paths(environ: Mapping[str, str] | None = None) -> list[Protected]
     out = [Protected(p, "a host system directory") for p in SYSTEM_PATHS]
     for h in _homes():
         out.append(Protected(h, "a home directory", contents=False))
+        out += [Protected(os.path.join(h, c), "a file a shell or a tool runs at start-up") for c in STARTUP_NAMES]
         out += [Protected(os.path.join(h, c), "a credentials file or folder") for c in CREDENTIAL_NAMES]
     for var in ("DOCKER_HOST", "CONTAINER_HOST"):
         v = env.get(var, "")
@@ -123,10 +155,118 @@ def _engine_socket_inside(directory: str) -> str | None:
     return None
 
 
-def forbidden_reason(source: str, protected: Iterable[Protected] | None = None) -> str | None:
+@dataclass(frozen=True)
+class _Entry:
+    p: Protected
+    real: str  # its real path
+    ident: tuple[int, int] | None  # (device, inode) when it exists
+    chain: frozenset[str]  # its real path and every parent
+    chain_ids: frozenset[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The protected paths, resolved once: each check of a mount is then a few set lookups,
+    so a file with thousands of mounts is checked in time linear in their number."""
+
+    entries: tuple[_Entry, ...]
+    #: (device, inode) of every regular file inside a protected folder, for hard links to them.
+    file_ids: dict[tuple[int, int], str]
+
+    @classmethod
+    def of(cls, protected: Iterable[Protected]) -> Policy:
+        entries = []
+        file_ids: dict[tuple[int, int], str] = {}
+        for p in protected:
+            real = os.path.realpath(p.path)
+            chain = _chain(real)
+            entries.append(_Entry(p, real, _ident(real), frozenset(chain),
+                                  frozenset(i for i in map(_ident, chain) if i is not None)))
+            if p.contents and p.why != "a host system directory":
+                _file_ids(real, file_ids)
+        return cls(tuple(entries), file_ids)
+
+
+def _file_ids(real: str, out: dict[tuple[int, int], str]) -> None:
+    """Add the (device, inode) of the regular files at or under ``real`` (bounded)."""
+    seen = 0
+    stack = [real]
+    while stack and seen < HARDLINK_SCAN_LIMIT:
+        path = stack.pop()
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            continue
+        seen += 1
+        if stat.S_ISREG(st.st_mode):
+            out.setdefault((st.st_dev, st.st_ino), path)
+        elif stat.S_ISDIR(st.st_mode):
+            try:
+                with os.scandir(path) as it:
+                    stack.extend(e.path for e in it)
+            except OSError:
+                continue
+
+
+def _policy_key(environ: Mapping[str, str]) -> tuple[str, ...]:
+    from envman.paths import config_dir, state_dir
+
+    return (os.path.expanduser("~"), environ.get("DOCKER_HOST", ""), environ.get("CONTAINER_HOST", ""),
+            environ.get("XDG_RUNTIME_DIR", ""), str(config_dir()), str(state_dir()))
+
+
+_CACHE: dict[tuple[str, ...], Policy] = {}
+
+
+def current_policy() -> Policy:
+    """The policy for this process's environment (resolved once per environment)."""
+    key = _policy_key(os.environ)
+    pol = _CACHE.get(key)
+    if pol is None:
+        _CACHE.clear()
+        pol = _CACHE[key] = Policy.of(protected_paths())
+    return pol
+
+
+def _hard_link(real: str, st: os.stat_result, policy: Policy) -> str | None:
+    """A protected file that ``real`` (a file, or a file in the folder ``real``) is a hard link
+    to, or ``None``."""
+    if not policy.file_ids:
+        return None
+    if stat.S_ISREG(st.st_mode):
+        return policy.file_ids.get((st.st_dev, st.st_ino)) if st.st_nlink > 1 else None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    seen = 0
+    stack = [real]
+    while stack and seen < HARDLINK_SCAN_LIMIT:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    seen += 1
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            est = e.stat(follow_symlinks=False)
+                            if est.st_nlink > 1 and (est.st_dev, est.st_ino) in policy.file_ids:
+                                return f"{e.path} → {policy.file_ids[(est.st_dev, est.st_ino)]}"
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return None
+
+
+def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None = None) -> str | None:
     """Why ``source`` (an absolute host path) may not be mounted from a file, or ``None``."""
     real = os.path.realpath(source)
-    prot = list(protected) if protected is not None else protected_paths()
+    if protected is None:
+        pol = current_policy()
+    elif isinstance(protected, Policy):
+        pol = protected
+    else:
+        pol = Policy.of(protected)
     name = os.path.basename(real)
     try:
         st = os.stat(real)
@@ -137,20 +277,23 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | None = None) 
     if name in ENGINE_SOCKET_NAMES[:-2] or name.endswith(".sock"):
         return f"{real} is named like a container engine socket"
     chain = _chain(real)
+    chain_set = frozenset(chain)
     chain_ids = {i for i in map(_ident, chain) if i is not None}
-    own = _ident(real)
-    for p in prot:
-        preal = os.path.realpath(p.path)
-        pchain = _chain(preal)
-        pid = _ident(preal)
-        if preal == real or (pid is not None and pid == own):
+    own = (st.st_dev, st.st_ino) if st is not None else None
+    for e in pol.entries:
+        p = e.p
+        if e.real == real or (e.ident is not None and e.ident == own):
             return f"{real} is {p.why} ({p.path})"
         # inside a protected path
-        if p.contents and (preal in chain or (pid is not None and pid in chain_ids)):
-            return f"{real} is {p.why} ({p.path})" if preal == real else f"{real} lies inside {p.why} ({p.path})"
+        if p.contents and (e.real in chain_set or (e.ident is not None and e.ident in chain_ids)):
+            return f"{real} lies inside {p.why} ({p.path})"
         # a parent of a protected path
-        if real in pchain or (own is not None and own in {i for i in map(_ident, pchain) if i is not None}):
+        if real in e.chain or (own is not None and own in e.chain_ids):
             return f"{real} contains {p.why} ({p.path})"
+    if st is not None:
+        link = _hard_link(real, st, pol)
+        if link:
+            return f"{real} is or holds a hard link to a protected file ({link})"
     if st is not None and stat.S_ISDIR(st.st_mode):
         sock = _engine_socket_inside(real)
         if sock:
