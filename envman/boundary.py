@@ -43,7 +43,9 @@ def run_argv(argv: Sequence[str], command: str = "run") -> tuple[list[str], list
 
 
 def _err(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    from envman.errors import printable
+
+    sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
 
 
@@ -59,7 +61,19 @@ def guarded(fn: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         _err("envman: interrupted")
         return 130
-    except OSError as exc:  # a path given by the user: too long, a directory, no permission, ...
+    except RecursionError:  # a parser (TOML, JSON) fed a document nested thousands deep
+        _err("envman: error: an input file is nested too deeply to read — flatten it (a few levels of tables suffice)")
+        return 2
+    except OSError as exc:
+        import errno
+
+        if exc.errno in _FULL:  # the disk, not the input: the operation failed (exit 1)
+            name = str(exc.filename if exc.filename is not None else "")[:200]
+            _err(f"envman: error: {name + ': ' if name else ''}{exc.strerror or errno.errorcode.get(exc.errno or 0, exc)}"
+                 " — free some space (or fix the file system) and try again")
+            return 1
+        if _engine_failure(exc):
+            return _engine_line(exc)
         if exc.filename is None and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
             return _internal(exc)
         name = str(exc.filename if exc.filename is not None else "")[:200]
@@ -69,9 +83,41 @@ def guarded(fn: Callable[[], int | None]) -> int:
         if "null byte" in str(exc) or "null character" in str(exc):
             _err("envman: error: an argument contains a NUL byte — remove it")
             return 2
+        if "integer string conversion" in str(exc) or "Exceeds the limit" in str(exc):
+            _err("envman: error: a number in the input has thousands of digits — give a shorter value")
+            return 2
         return _internal(exc)
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        if _engine_failure(exc):
+            return _engine_line(exc)
         return _internal(exc)
+
+
+#: errno values that say the disk is full or cannot be written (ENOSPC, EDQUOT, EROFS, EIO).
+_FULL = (28, 122, 30, 5)
+#: The HTTP stacks the engine client talks through: an exception of theirs that reaches the
+#: boundary is a connection to the engine that broke (the engine stopped or restarted in the
+#: middle of a build, a pull or a run), not a bug of envman's.
+_ENGINE_MODULES = ("urllib3.", "requests.", "docker.errors", "http.client")
+
+
+def _engine_failure(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if any(k.__module__ == m.rstrip(".") or k.__module__.startswith(m) for k in type(cur).__mro__
+               for m in _ENGINE_MODULES):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _engine_line(exc: BaseException) -> int:
+    text = " ".join(str(exc).split())[:200]
+    _err(f"envman: error: the container engine connection broke ({type(exc).__name__}: {text}) — "
+         "check that the engine runs (docker info) and retry; nothing was promoted")
+    return 1
 
 
 def _internal(exc: BaseException) -> int:

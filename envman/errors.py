@@ -5,6 +5,47 @@ Domain code raises these; ``envman.cli`` catches them once at the edge (fastapi-
 
 from __future__ import annotations
 
+#: Characters that change what a terminal shows rather than showing themselves: C0 controls
+#: (ESC starts a control sequence, CR returns to the line's start, LF forges a new line), DEL,
+#: C1 controls (U+009B is a one-character CSI), the bidirectional overrides, embeddings and
+#: isolates (U+202A-U+202E, U+2066-U+2069: "Trojan Source"), the invisible direction marks and
+#: the Unicode line and paragraph separators.
+_UNSAFE_CHARS = frozenset(
+    [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+     0x200E, 0x200F, 0x061C, 0x2028, 0x2029]
+)
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE_CHARS}
+#: How much of one value a message shows before it says how much more there was.
+CLIP = 300
+
+
+def printable(text: object) -> str:
+    """``text`` with every character a terminal would act on (:data:`_UNSAFE_CHARS`) written as
+    a visible escape (``\\x1b``, ``\\u202e``): what came from a file or a state file is shown,
+    never obeyed. Ordinary printable text, any script or emoji, is unchanged."""
+    s = str(text)
+    return s.translate(_ESCAPES) if any(ord(c) in _UNSAFE_CHARS for c in s) else s
+
+
+def clip(text: object, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    s = str(text)
+    return s if len(s) <= limit else f"{s[:limit]}… ({len(s) - limit} more characters)"
+
+
+def clip_list(items: list[str], limit: int = CLIP, sep: str = ", ") -> str:
+    """``items`` joined with ``sep``, at most about ``limit`` characters of them, then
+    ``… (N more)``: a refusal names what it refuses without printing thousands of entries."""
+    out: list[str] = []
+    size = 0
+    for i, item in enumerate(items):
+        if out and size + len(sep) + len(item) > limit:
+            return sep.join(out) + f"{sep}… ({len(items) - i} more)"
+        out.append(clip(item, limit))
+        size += len(sep) * bool(i) + len(out[-1])
+    return sep.join(out)
+
+
 
 class EnvmanError(Exception):
     """A failure the user can act on: *what* went wrong, *where*, and *how to fix it*.
@@ -22,13 +63,13 @@ class EnvmanError(Exception):
         super().__init__(self.line())
 
     def line(self) -> str:
-        parts = [self.what]
-        if self.where:
-            parts[0] = f"{self.where}: {self.what}"
+        what = clip(self.what, 4 * CLIP)
+        parts = [f"{clip(self.where)}: {what}" if self.where else what]
         if self.fix:
-            parts.append(self.fix)
-        # One line, always: user data (a path, a matrix value) must not break it.
-        return " — ".join(p.replace("\n", " ").strip() for p in parts)
+            parts.append(clip(self.fix, 2 * CLIP))
+        # One line, always: user data (a path, a matrix value, a file's command) must neither break
+        # it nor drive the terminal; a line break is shown as a space, any other control escaped.
+        return " — ".join(printable(p.replace("\n", " ")).strip() for p in parts)
 
 
 class UserError(EnvmanError):

@@ -46,7 +46,9 @@ def ps(
 def _plain(text: str):
     from rich.text import Text
 
-    return Text(text)  # user data: never markup
+    from envman.errors import printable
+
+    return Text(printable(text))  # user data: never markup, never a control sequence
 
 
 def stop(

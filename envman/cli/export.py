@@ -63,7 +63,9 @@ def _shown(path: Path) -> str:
 
 
 def _say(line: str) -> None:
-    typer.echo(line, err=True)  # plain text: paths and names are printed as they are
+    from envman.errors import printable
+
+    typer.echo(printable(line), err=True)  # paths and names as they are, control characters escaped
 
 
 def k8s(

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from envman.errors import printable
+
 #: Phase → (label, colour) in the live view; the pipeline reports these through ``on_phase``.
 PHASES = {
     "queued": ("queued", "dim"),
@@ -108,7 +110,7 @@ class BuildProgress:
         """Print ``text`` (markup: user data in it is escaped by the callers)."""
         if self._quiet:
             return
-        self._console.print(text, markup=True, highlight=False, soft_wrap=True)
+        self._console.print(printable(text), markup=True, highlight=False, soft_wrap=True)
 
     # -- the live view -----------------------------------------------------------------------
 
@@ -134,13 +136,13 @@ class BuildProgress:
             else:
                 mark = self._spinner(r.name, colour)
             elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:.0f}s"
-            what = Text(r.text, style="dim")
+            what = Text(printable(r.text), style="dim")
             if r.phase == "build" and (r.detail or r.step_started is not None):
                 # a long step shows that it is alive: its own elapsed time, with or without detail
                 in_step = f" {now - r.step_started:.0f}s" if r.step_started is not None else ""
                 detail = f" · {r.detail}" if r.detail else " ·"
                 what = Text.assemble((r.text[:40] if r.detail else r.text[:60], "dim"), (f"{detail}{in_step}", "cyan"))
-            table.add_row(mark, Text(r.name, style="bold"), Text(label, style=colour), r.step, what, elapsed)
+            table.add_row(mark, Text(printable(r.name), style="bold"), Text(label, style=colour), printable(r.step), what, elapsed)
         return table
 
     def _spinner(self, name: str, colour: str) -> Any:

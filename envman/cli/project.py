@@ -72,7 +72,7 @@ def init(
     except BaseException:
         file.unlink(missing_ok=True)  # nothing half-done: no file without its registration
         raise
-    trust(project.real_file, project.digest)
+    trust(project.real_file, project.digest, root=project.root)
     console().print(f"wrote {file} and registered project {project.name} (stack {stack}); run it: envman run {project.name} -- CMD",
                     markup=False, highlight=False, soft_wrap=True)
 
@@ -86,7 +86,7 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
 
     project = load_project(path)
     new = register(project)
-    trust(project.real_file, project.digest)
+    trust(project.real_file, project.digest, root=project.root)
     asks = trust_asks(project)
     console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}"
                     + (f" (trusted, it asks for {'; '.join(asks)})" if asks else " (trusted)"),
@@ -100,7 +100,7 @@ def trust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or it
     from envman.project.trust import trust
 
     project = load_project(path)
-    trust(project.real_file, project.digest)
+    trust(project.real_file, project.digest, root=project.root)
     asks = trust_asks(project)
     foreign = unsafe_reason(project.file)
     console().print(f"trusted {project.real_file} (sha256 {project.digest[:16]})"
@@ -172,7 +172,7 @@ def project_ls(as_json: JsonOpt = False) -> None:
     for col in ("project", "root", "stack"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        t.add_row(plain(r["name"]), plain(r["root"]), plain(r["stack"]) if r["stack"] else Text(r["error"], style="red"))
+        t.add_row(plain(r["name"]), plain(r["root"]), plain(r["stack"]) if r["stack"] else plain(r["error"], style="red"))
     console().print(t)
 
 
@@ -196,7 +196,7 @@ def show(
         "stack": stack.name,
         "settings": settings.to_json(),
         "home": str(home_dir(project)),
-        "trusted": is_trusted(project.real_file, project.digest),
+        "trusted": is_trusted(project.real_file, project.digest, root=project.root),
         "asks": trust_asks(project),
     }
     if as_json:
@@ -210,9 +210,11 @@ def show(
     for k in ("gpus", "shm_size", "command"):
         v = doc["settings"][k]
         c.print(f"  {k:<11} {v if v not in ([], '') else '(image default)'}  [{origin.get(k, '')}]", markup=False, highlight=False)
-    for k in ("environment", "mounts", "ports"):
+    if doc["settings"]["environment"]:  # names only: values may be secrets (--json has them)
+        c.print(f"  {'environment':<11} {', '.join(doc['settings']['environment'])}", markup=False, highlight=False)
+    for k in ("mounts", "ports"):
         if doc["settings"][k]:
-            c.print(f"  {k:<11} {doc['settings'][k]}", markup=False, highlight=False)
+            c.print(f"  {k:<11} {', '.join(map(str, doc['settings'][k]))}", markup=False, highlight=False)
     if project.needs_image:
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
                 f"{len(p['requirements'])} lines)", markup=False, highlight=False)
@@ -469,11 +471,11 @@ def _print_doctor(report: dict) -> None:
         c.print(f"matrix  {age}; newest: {newest}{checked}", markup=False, highlight=False, soft_wrap=True)
     _print_rows(report["projects"])
     for p in report["problems"]:
-        c.print(Text(p["level"], style="red" if p["level"] == "error" else "yellow") + Text(f": {p['message']}"),
+        c.print(plain(p["level"], style="red" if p["level"] == "error" else "yellow") + plain(f": {p['message']}"),
                 highlight=False, soft_wrap=True)
     for r in report["projects"]:
         for p in r["problems"]:
-            c.print(Text(p["level"], style="red" if p["level"] == "error" else "yellow") + Text(f": {r['name']}: {p['message']}"),
+            c.print(plain(p["level"], style="red" if p["level"] == "error" else "yellow") + plain(f": {r['name']}: {p['message']}"),
                     highlight=False, soft_wrap=True)
     if not report["projects"]:
         c.print("no registered projects (envman project init --env STACK, or envman project add PATH)")
@@ -489,10 +491,10 @@ def _print_rows(rows: list[dict]) -> None:
     for col in ("project", "stack", "image", "smoke", "verdict"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        img = Text(f"{r['image'] or '-'} ") + Text(f"({r['image_status']})", style=_colour(r["image_status"]))
-        t.add_row(plain(r["name"]), plain(r["stack"]) if r["stack"] else Text("invalid", style="red"), img,
-                  Text(r["smoke"] or "-", style=_colour(r["smoke"])),
-                  Text(f"{r['verdict'] or '-'} ({r['gpus']})" if r["gpus"] else (r["verdict"] or "-"), style=_colour(r["verdict"])))
+        img = plain(f"{r['image'] or '-'} ") + plain(f"({r['image_status']})", style=_colour(r["image_status"]))
+        t.add_row(plain(r["name"]), plain(r["stack"]) if r["stack"] else plain("invalid", style="red"), img,
+                  plain(r["smoke"] or "-", style=_colour(r["smoke"])),
+                  plain(f"{r['verdict'] or '-'} ({r['gpus']})" if r["gpus"] else (r["verdict"] or "-"), style=_colour(r["verdict"])))
     console().print(t)
 
 
@@ -514,7 +516,7 @@ def ls(as_json: JsonOpt = False) -> None:
     for r in rows:  # why a row is invalid (the rest of the problems: envman doctor)
         for p in r["problems"]:
             if p["check"] == "project":
-                console().print(Text("error", style="red") + Text(f": {r['name']}: {p['message']}"),
+                console().print(plain("error", style="red") + plain(f": {r['name']}: {p['message']}"),
                                 highlight=False, soft_wrap=True)
 
 
@@ -557,5 +559,7 @@ def lock(
                    "changed": not kept, "packages": packages})
         return
     state = "up to date" if kept else "written"
-    typer.echo(f"{lock_path(p.root)}: {state}, {len(packages)} packages on {stack.name} ({ref})")
+    from envman.errors import printable
+
+    typer.echo(printable(f"{lock_path(p.root)}: {state}, {len(packages)} packages on {stack.name} ({ref})"))
 

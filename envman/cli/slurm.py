@@ -125,7 +125,9 @@ def logs(
         return
     rec, text = read_log(job)
     if not text:
-        sys.stderr.write(f"envman: job {rec.id} has written nothing yet ({rec.log})\n")
+        from envman.errors import printable
+
+        sys.stderr.write(printable(f"envman: job {rec.id} has written nothing yet ({rec.log})") + "\n")
     sys.stdout.write(text)
 
 
@@ -137,12 +139,12 @@ def node_check(
     """On a Slurm node: the driver and architecture checks envman run makes (used by non-docker job scripts)."""
     import sys
 
-    from envman.errors import UserError
+    from envman.errors import UserError, printable
     from envman.cluster.slurm import node_check as check
     from envman.cli import matrix_source
 
     if no_gpu == (gpus is not None) or (gpus is not None and gpus != "slurm"):
         raise UserError("give --gpus slurm or --no-gpu", where="envman node-check")
     for w in check(project, gpus is not None, matrix_source()):
-        sys.stderr.write(f"envman: warning: {w}\n")
+        sys.stderr.write(f"envman: warning: {printable(w)}\n")
 

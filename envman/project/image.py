@@ -197,8 +197,10 @@ def record_lock(engine, project: ProjectConfig, stack_name: str, base_image_id: 
     try:
         write_lock(project.root, lock)
     except OSError as exc:  # a read-only checkout still builds and runs, without a lock
-        print(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
-              " (the next build resolves the requirements again)", file=sys.stderr)
+        from envman.errors import printable
+
+        print(printable(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
+                        " (the next build resolves the requirements again)"), file=sys.stderr)
         return ref
     locked = project_image_ref(project, stack_name, base_image_id)
     engine.tag(ref, locked)

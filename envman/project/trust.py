@@ -19,13 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from envman.errors import UserError
+from envman.errors import UserError, clip_list, printable
 from envman.paths import config_dir
 import shlex
+
 from envman.project.file import ProjectConfig, default_shm_size, mount_text, shm_bytes, unsafe_reason
 
 TRUST_FILE = "trust.json"
@@ -40,24 +40,36 @@ def digest(data: bytes) -> str:
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
-    from envman.safefile import read_file
+    """The records in ``path``; nothing when it is missing or cannot be believed (someone else's
+    file, writable by others, a symlink, a FIFO: :func:`envman.safefile.read_state`)."""
+    from envman.safefile import read_state_json
 
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {}
-    except OSError:
-        return {}
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        return {}  # not ours, or writable by others: believe nothing in it
-    try:
-        doc = json.loads(read_file(path, what="trust record").decode("utf-8"))
-    except (FileNotFoundError, UnicodeDecodeError, ValueError, UserError):
-        return {}
+    doc = read_state_json(path, what="trust record")
     files = doc.get("files") if isinstance(doc, dict) and doc.get("schema") == 1 else None
     if not isinstance(files, dict):
         return {}
     return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)}
+
+
+def _roots(real_path: str, entry: dict[str, Any]) -> list[str]:
+    """The directories ``entry`` trusts its file to be used from (a record without any: the
+    file's own directory)."""
+    roots = entry.get("roots")
+    if isinstance(roots, list) and all(isinstance(r, str) for r in roots):
+        return roots
+    return [os.path.dirname(real_path)]
+
+
+def trusted_entry(real_path: str, sha256: str, root: str | os.PathLike[str] | None = None,
+                  path: Path | None = None) -> dict[str, Any] | None:
+    """The record that trusts the file at ``real_path`` with content ``sha256`` used as the
+    project file of the directory ``root`` (default: the file's own directory), or ``None``.
+    Trust is bound to both: a symlink elsewhere to a trusted file is not trusted."""
+    entry = _read(path or trust_path()).get(real_path)
+    if entry is None or entry.get("sha256") != sha256:
+        return None
+    where = os.path.realpath(root) if root is not None else os.path.dirname(real_path)
+    return entry if where in _roots(real_path, entry) else None
 
 
 def records(path: Path | None = None) -> dict[str, dict[str, Any]]:
@@ -65,9 +77,9 @@ def records(path: Path | None = None) -> dict[str, dict[str, Any]]:
     return dict(sorted(_read(path or trust_path()).items()))
 
 
-def is_trusted(real_path: str, sha256: str, path: Path | None = None) -> bool:
-    entry = _read(path or trust_path()).get(real_path)
-    return entry is not None and entry.get("sha256") == sha256
+def is_trusted(real_path: str, sha256: str, path: Path | None = None, *,
+               root: str | os.PathLike[str] | None = None) -> bool:
+    return trusted_entry(real_path, sha256, root, path) is not None
 
 
 def _update(change, path: Path | None = None) -> None:
@@ -85,14 +97,20 @@ def _update(change, path: Path | None = None) -> None:
         atomic_write(file, json.dumps(doc, indent=2) + "\n", mode=0o600)
 
 
-def trust(real_path: str, sha256: str, path: Path | None = None) -> None:
-    """Record the file at ``real_path`` with content hash ``sha256`` as trusted."""
+def trust(real_path: str, sha256: str, path: Path | None = None, *,
+          root: str | os.PathLike[str] | None = None) -> None:
+    """Record the file at ``real_path`` with content hash ``sha256`` as trusted when used from
+    the directory ``root`` (default: its own directory). Other directories trusted for the same
+    content stay trusted; a new content forgets them."""
     import datetime as _dt
 
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    where = os.path.realpath(root) if root is not None else os.path.dirname(real_path)
 
     def change(files: dict[str, dict[str, Any]]) -> None:
-        files[real_path] = {"sha256": sha256, "trusted": now}
+        old = files.get(real_path)
+        roots = set(_roots(real_path, old)) if old is not None and old.get("sha256") == sha256 else set()
+        files[real_path] = {"sha256": sha256, "trusted": now, "roots": sorted(roots | {where})}
 
     _update(change, path)
 
@@ -125,15 +143,17 @@ def trust_asks(project: ProjectConfig) -> list[str]:
     outside = [m for m in project.mounts if not _inside(m.source, root)]
     inside = [m for m in project.mounts if _inside(m.source, root)]
     if outside:
-        asks.append("mounts outside the project: " + ", ".join(mount_text(m) for m in outside))
+        asks.append("mounts outside the project: " + clip_list([mount_text(m) for m in outside]))
     if inside:
-        asks.append("mounts: " + ", ".join(mount_text(m) for m in inside))
+        asks.append("mounts: " + clip_list([mount_text(m) for m in inside]))
     if project.ports:
-        asks.append("ports (127.0.0.1): " + ", ".join(f"{p.host}:{p.container}" for p in project.ports))
+        asks.append("ports (127.0.0.1): " + clip_list([f"{p.host}:{p.container}" for p in project.ports]))
     if project.environment:
-        asks.append("environment: " + ", ".join(k for k, _ in project.environment))
+        asks.append("environment: " + clip_list([k for k, _ in project.environment]))
     if project.command:
-        asks.append("command: " + shlex.join(project.command))
+        # Shown whole (a command is read to be trusted; a long one is one long line), every
+        # control character escaped, so "curl …|sh\x1b[2K\rpython train.py" shows the curl.
+        asks.append("command: " + printable(shlex.join(project.command)))
     if project.gpus is not None:  # "none" asks for less than the default: no trust needed
         asks.append(f"gpus: {project.gpus}")
     if project.shm_size is not None and shm_bytes(project.shm_size) > shm_bytes(default_shm_size()):
@@ -151,17 +171,20 @@ def require_trust(project: ProjectConfig, *, explicit: bool = True) -> None:
     """Refuse ``project`` unless its file is trusted as it is now, or asks for nothing that needs
     trust and is the user's own (:func:`unsafe_reason`). One line lists every ask and the command
     that trusts the file."""
-    from envman.project.trust import records
-
     record = records().get(project.real_file)
-    if record is not None and record.get("sha256") == project.digest:
+    if trusted_entry(project.real_file, project.digest, project.root) is not None:
         return
     asks = trust_asks(project)
     foreign = unsafe_reason(project.file)
     if not asks and not foreign:
         return
     what = "; ".join(asks) if asks else "nothing beyond a stack"
-    state = "changed since you trusted it" if record is not None else "new to you"
+    if record is None:
+        state = "new to you"
+    elif record.get("sha256") == project.digest:
+        state = f"trusted only as the project file of {', '.join(_roots(project.real_file, record))}"
+    else:
+        state = "changed since you trusted it"
     why = f"it is not trusted ({state}; {foreign}) and asks for {what}" if foreign else \
         f"it is not trusted ({state}) and asks for {what}"
     raise UserError(why, where=str(project.file),

@@ -333,5 +333,7 @@ def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tupl
 
 
 def _err(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    from envman.errors import printable
+
+    sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()

@@ -196,10 +196,20 @@ def test_trust_is_keyed_by_real_path_and_content(home, tmp_path):
     g = write(tmp_path / "q", f.read_text())
     with pytest.raises(UserError):
         require_trust(load_project(g))
-    # a symlink to the trusted file is the trusted file
+    # a symlink in another directory to the trusted file does not lend it that trust: the file
+    # would run its mounts, variables and command against the other directory
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "envman.toml").symlink_to(f)
-    require_trust(load_project(tmp_path / "r"))
+    linked = load_project(tmp_path / "r")
+    with pytest.raises(UserError, match="trusted only as the project file of"):
+        require_trust(linked)
+    # ... until it is trusted from there too (both directories then stay trusted)
+    trust.trust(linked.real_file, linked.digest, root=linked.root)
+    require_trust(linked)
+    require_trust(load_project(f))
+    # a directory symlink to the trusted project is the same directory
+    (tmp_path / "alias").symlink_to(tmp_path / "p")
+    require_trust(load_project(tmp_path / "alias"))
 
 
 def test_trust_record_is_private_and_a_planted_one_is_ignored(home, tmp_path):

