@@ -529,9 +529,9 @@ def lock(
     """Write envman.lock: the exact versions and sha256 hashes of the project image's packages."""
     from envman.engine.docker import Engine
     from envman.errors import UserError
-    from envman.project.lock import lock_path, read_lock
+    from envman.project.lock import lock_path, lock_text, read_lock
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
-    from envman.project.image import build_project_image, project_lock
+    from envman.project.image import build_project_image
     from envman.project.registry import locate
     from envman.run.command import print_step
     from envman.state import stable_ref
@@ -550,10 +550,14 @@ def lock(
         if base is None:
             raise UserError(f"no promoted image {stable_ref(stack.name)} to lock {p.name} on", where=str(p.file),
                             fix=f"envman build {stack.name} (or envman pull {stack.name})")
-        kept = not upgrade and project_lock(p, stack.name, base.id) is not None
+        before = _lock_or_none(p.root)
         ref = build_project_image(engine, p, stack.name, base.id, on_event=print_step, relock=upgrade)
     current = read_lock(p.root)
-    packages = [pin.line() for pin in current.packages] if current is not None else []
+    if current is None:  # never say "written" when nothing was: a read-only checkout warned above
+        raise UserError(f"{lock_path(p.root)} was not written", where=str(p.file),
+                        fix="make the project folder writable by you, then envman lock again")
+    packages = [pin.line() for pin in current.packages]
+    kept = before is not None and lock_text(before) == lock_text(current)
     if as_json:
         emit_json({"project": p.name, "lock": str(lock_path(p.root)), "image": ref, "stack": stack.name,
                    "changed": not kept, "packages": packages})
@@ -561,5 +565,17 @@ def lock(
     state = "up to date" if kept else "written"
     from envman.errors import printable
 
-    typer.echo(printable(f"{lock_path(p.root)}: {state}, {len(packages)} packages on {stack.name} ({ref})"))
+    what = f"{len(packages)} packages" if packages else "0 packages (the stack image already satisfies every requirement)"
+    typer.echo(printable(f"{lock_path(p.root)}: {state}, {what} on {stack.name} ({ref})"))
+
+
+def _lock_or_none(root: Path):
+    """The project's lock as it is now, or None (absent, or malformed: --upgrade replaces it)."""
+    from envman.errors import EnvmanError
+    from envman.project.lock import read_lock
+
+    try:
+        return read_lock(root)
+    except EnvmanError:
+        return None
 

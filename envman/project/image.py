@@ -160,8 +160,11 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
         files = project_context(project, stack_name, base_image_id, relock=relock)
         ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
+        resolved = bool(project.requirements.strip()) and "envman.lock.txt" not in files
         if not nocache and not relock and engine.inspect_image(ref) is not None:
-            return ref
+            # an image that resolved its requirements holds pip's report: a project whose lock
+            # went missing (or no longer matched) gets it back without a build
+            return record_lock(engine, project, stack_name, base_image_id, ref) if resolved else ref
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
             with from_image_id(engine, run, files, base_image_id) as buildable:
@@ -174,7 +177,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
                 f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
                 where=str(project.file), fix="check the apt packages, requirements and envman.lock (log tail above)",
             ) from None
-        if project.requirements.strip() and "envman.lock.txt" not in files:
+        if resolved:
             ref = record_lock(engine, project, stack_name, base_image_id, ref)
     return ref
 

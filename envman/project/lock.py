@@ -106,8 +106,8 @@ def parse_lock(doc: dict[str, Any], *, where: str) -> Lock:
     base = field("base_image", _IMAGE_ID, "an image id sha256:<64 hex>")
     req = field("requirements_sha256", _HEX64, "64 hex digits")
     lines = doc.get("packages")
-    if not isinstance(lines, list) or not lines:
-        raise UserError("key packages: expected a non-empty list of package lines", where=where, fix=_FIX)
+    if not isinstance(lines, list):  # empty is valid: the stack image already has every requirement
+        raise UserError("key packages: expected a list of package lines", where=where, fix=_FIX)
     lock = make_lock(stack, base, "", [parse_pin(x, where=where) for x in lines])
     return Lock(lock.stack, lock.base_image, req, lock.packages)
 

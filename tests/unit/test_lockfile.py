@@ -214,3 +214,43 @@ def test_prune_keeps_the_images_of_a_project_with_a_malformed_lock(tmp_path):
     write_lock(p.root, sample_lock(base=BASE))
     refs, unsure = project_images_in_use(engine, lambda s: Stack(), registry={p.name: p.root})
     assert unsure == set() and refs == {project_image_ref(p, "torch-2.3-cuda12.1", BASE)}
+
+
+def test_an_empty_lock_is_a_valid_lock(tmp_path):
+    """Requirements the stack image already satisfies lock to no package: that lock is written,
+    read back, and used by the next build (which installs nothing and checks nothing extra)."""
+    p = project(tmp_path, "numpy>=2\n")
+    lock = make_lock("torch-2.3-cuda12.1", BASE, p.requirements, [])
+    write_lock(p.root, lock)
+    assert "packages = [\n]\n" in (p.root / LOCK_NAME).read_text()
+    assert read_lock(p.root) == lock
+    files = project_context(p, "torch-2.3-cuda12.1", BASE)
+    assert files["envman.lock.txt"] == b"" and "--require-hashes" in files["Dockerfile"].decode()
+
+
+def _report_engine(report):
+    from tests.support.fake_engine import FakeEngine
+    from envman.engine.api import RunResult
+
+    return FakeEngine(on_run=lambda image, command, kw: RunResult(0, json.dumps(report), ""))
+
+
+@pytest.mark.parametrize("installed", [[], [("rich", "13.7.1", H2)]])
+def test_a_reused_resolved_image_gives_its_lock_back(tmp_path, installed):
+    """A project whose unlocked image exists but whose lock is missing (deleted, or refused before
+    the fix) gets envman.lock from that image's pip report, without a build."""
+    from envman.project.image import build_project_image
+
+    p = project(tmp_path, "numpy>=2\n" if not installed else REQ)
+    report = {"install": [{"metadata": {"name": n, "version": v},
+                           "download_info": {"archive_info": {"hashes": {"sha256": h}}}} for n, v, h in installed]}
+    engine = _report_engine(report)
+    unlocked = project_image_ref(p, "torch-2.3-cuda12.1", BASE)
+    engine.add_image(unlocked, "sha256:" + "e" * 64)
+    assert read_lock(p.root) is None
+    ref = build_project_image(engine, p, "torch-2.3-cuda12.1", BASE)
+    assert engine.builds == []
+    lock = read_lock(p.root)
+    assert lock is not None and [x.name for x in lock.packages] == [n for n, _, _ in installed]
+    assert ref == project_image_ref(p, "torch-2.3-cuda12.1", BASE) != unlocked  # the locked ref, tagged
+    assert engine.image_exists(ref)
