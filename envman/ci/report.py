@@ -33,8 +33,8 @@ LABELS = {
 }
 SYMBOLS = {"pass": "✓", "cpu-only": "◐", "fail": "✗", "not-buildable": "⊘", "not-tested": "?", "not-in-matrix": "—"}
 MEANINGS = {
-    "pass": "built, and every smoke check passed on a GPU",
-    "cpu-only": "built and smoke-tested, but no GPU check could run on that runner",
+    "pass": "built, and every smoke check passed: on a GPU for a CUDA row, the CPU checks for a CPU row",
+    "cpu-only": "a CUDA row built and smoke-tested, but no GPU check could run on that runner",
     "fail": "a step failed (validate, render, lint, build or smoke)",
     "not-buildable": "could not be validated on that runner (base image deleted upstream, or no GPU when required)",
     "not-tested": "in the matrix, but no result in these reports",

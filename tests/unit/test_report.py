@@ -208,3 +208,12 @@ def test_full_matrix_grids_scroll_in_their_column_and_the_details_keep_cuda(tmp_
     data = json.loads(re.search(r'(\{"rows".*?)</script>', page, re.S).group(1))
     untested = data["untested"]["torch-2.4.1-cuda12.4"]["stack"]
     assert untested["cuda"] == "12.4" and untested["min_driver"]
+
+
+def test_the_legend_holds_for_cpu_rows_too():
+    """A CPU row passes without a GPU: the legend may not say a pass needs one (it did), and
+    cpu-only (a CUDA row tested without a GPU) says which rows it is about."""
+    assert "CPU row" in R.MEANINGS["pass"] and not R.MEANINGS["pass"].endswith("passed on a GPU")
+    assert "CUDA row" in R.MEANINGS["cpu-only"]
+    for state, meaning in R.MEANINGS.items():
+        assert meaning and "\n" not in meaning, state
