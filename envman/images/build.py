@@ -178,8 +178,10 @@ def smoke_image(
     bench: bool = False,
     timeout: float = 900,
 ) -> SmokeReport:
-    """Run the probe inside ``image``; the verdict goes on the engine (a verdict image that the
-    image's stack tags move to, see :mod:`envman.images.store`) and the report into this user's cache."""
+    """Run the probe inside ``image``; the report goes into this user's cache and, for an image not
+    yet promoted, the verdict onto the engine (a verdict image that the image's stack tags move
+    to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
+    the id its projects were built and locked on."""
     gpus = _gpu_mode(engine, require_gpu)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
@@ -212,8 +214,12 @@ def smoke_image(
     )
     from envman.images.store import record_verdict
 
-    verdict_id = record_verdict(engine, stack.name, report.to_json())
-    report.verdict_image_id = verdict_id if verdict_id != image_id else None
+    stable = engine.inspect_image(stable_ref(stack.name))
+    if stable is None or stable.id != image_id:
+        verdict_id = record_verdict(engine, stack.name, report.to_json())
+        report.verdict_image_id = verdict_id if verdict_id != image_id else None
+    # else: a promoted image keeps its id (project images and their locks are built FROM it):
+    # its new verdict is this user's report, which readers take when it is newer than the labels
     save_report(report)
     return report
 

@@ -292,12 +292,14 @@ def promoted_image(engine, stack: Stack) -> ImageInfo:
         raise UserError(f"the smoke verdict of {ref} {what}", where=f"stack {stack.name}",
                         fix=f"envman smoke {stack.name}; only a passing or cpu-only image is pushed")
     on_image = L.parse_smoke(info.labels)
-    if on_image is None or on_image.rootfs != rootfs_digest(info):
+    if on_image is None or on_image.rootfs != rootfs_digest(info) or on_image.report_digest != verdict.report_digest:
         report = load_report(info.id)
         if report is None:  # pragma: no cover - image_verdict found it a moment ago
             raise UserError(f"the smoke report of {ref} vanished", where=f"stack {stack.name}")
-        record_verdict(engine, stack.name, {**report, "image_id": info.id})
-        info = engine.inspect_image(ref) or info
+        # the verdict travels on an image of its own: the promoted image keeps its id, which
+        # project images and their locks here were built on
+        pushed = record_verdict(engine, stack.name, {**report, "image_id": info.id}, move_tags=False)
+        info = engine.inspect_image(pushed) or info
     return info
 
 

@@ -97,9 +97,20 @@ def image_verdict(info: ImageInfo | None) -> L.SmokeVerdict | None:
     if not info:
         return None
     verdict = L.parse_smoke(info.labels)
-    if verdict is not None and (verdict.rootfs is None or verdict.rootfs == rootfs_digest(info)):
-        return verdict
-    return cached_verdict(info.id)
+    if verdict is not None and not (verdict.rootfs is None or verdict.rootfs == rootfs_digest(info)):
+        verdict = None
+    return newest(verdict, cached_verdict(info.id))
+
+
+def newest(on_image: L.SmokeVerdict | None, cached: L.SmokeVerdict | None) -> L.SmokeVerdict | None:
+    """The image's own verdict, unless this user's report for the same image is a later one (a
+    smoke test rerun on a promoted image, which is never re-labelled: see ``smoke_image``)."""
+    if on_image is None:
+        return cached
+    if (cached is not None and cached.at is not None and on_image.at is not None and cached.at >= on_image.at
+            and cached.report_digest != on_image.report_digest):
+        return cached
+    return on_image
 
 
 def cached_verdict(image_id: str) -> L.SmokeVerdict | None:
@@ -107,14 +118,16 @@ def cached_verdict(image_id: str) -> L.SmokeVerdict | None:
     rep = load_report(image_id) if image_id else None
     if not rep or rep.get("overall") not in L.SMOKE_STATUSES:
         return None
+    created = rep.get("created")
     return L.SmokeVerdict(status=rep["overall"], reason=str(rep.get("reason") or ""),
                           report_digest=report_digest(rep), checks=checks_summary(rep.get("probe")),
-                          gpus_requested=bool(rep.get("gpus_requested")), image_id=image_id)
+                          gpus_requested=bool(rep.get("gpus_requested")), image_id=image_id,
+                          at=int(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None)
 
 
 def labels_verdict(labels: Mapping[str, str] | None, image_id: str) -> L.SmokeVerdict | None:
     """A verdict from a listed image's labels (no layers to check against), else the cache."""
-    return L.parse_smoke(labels) or cached_verdict(image_id)
+    return newest(L.parse_smoke(labels), cached_verdict(image_id))
 
 
 def same_repository(tag: str, repo: str) -> bool:
@@ -125,9 +138,10 @@ def same_repository(tag: str, repo: str) -> bool:
     return False
 
 
-def record_verdict(engine, stack_name: str, report: Mapping[str, Any]) -> str:
+def record_verdict(engine, stack_name: str, report: Mapping[str, Any], *, move_tags: bool = True) -> str:
     """Put ``report``'s verdict on the engine: build the verdict image on the tested image and
-    move the stack's tags that pointed at the tested image to it. Returns the verdict image's id;
+    move the stack's tags that pointed at the tested image to it (with ``move_tags=False``, none:
+    the verdict image gets a tag of its own, e.g. to be pushed). Returns the verdict image's id;
     the report is cached under both ids."""
     from envman.engine.context import deterministic_tar
 
@@ -142,7 +156,7 @@ def record_verdict(engine, stack_name: str, report: Mapping[str, Any]) -> str:
         if k in (L.BUILT_BY_UID, L.BUILT_BY_USER) and v:
             labels[k] = v  # who built the layers stays who built them
     repo = repository(stack_name)
-    moving = [t for t in info.tags if same_repository(t, repo)]
+    moving = [t for t in info.tags if same_repository(t, repo)] if move_tags else []
     files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info.id).encode()}
     target = moving[0] if moving else f"{repo}:verdict-{verdict.report_digest[7:23]}"
     new_id = None

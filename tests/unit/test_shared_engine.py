@@ -176,3 +176,39 @@ def test_pins_are_stored_per_project_identity(tmp_path):
     assert pins.pinned_ids() == {"sha256:1"}
     pins.pins_file().write_text("{not json")
     assert pins.load_pin(a) is None and pins.pinned_ids() == frozenset()
+
+
+# --------------------------------------------------------------------------- a promoted image keeps its id
+
+
+def test_smoke_and_push_leave_the_promoted_image_id_alone(stack, monkeypatch):
+    """A project image and its envman.lock are built on the promoted image's id: a smoke test
+    rerun on it, and a push, may not change that id (they re-labelled it, which did)."""
+    from envman.images.registry import parse_registry, push_stack
+    from envman.state import stable_ref
+
+    eng = pipeline_engine("cpu-only")
+    first = B.build_smoke_promote(eng, stack, accept_cpu_only=True)
+    assert first.promoted
+    promoted = eng.inspect_image(stable_ref(stack.name)).id
+    eng.outcome["overall"] = "pass"  # the rerun, say on a GPU host, passes
+    rep = B.smoke_image(eng, stack, stable_ref(stack.name))
+    assert rep.overall == "pass" and rep.verdict_image_id is None
+    assert eng.inspect_image(stable_ref(stack.name)).id == promoted
+    # this user reads the later verdict; the image's labels still say what they said
+    assert smokestore.image_verdict(eng.inspect_image(stable_ref(stack.name))).status == "pass"
+    assert {r.image_id: r.smoke for r in B.list_envman_images(eng)}[promoted] == "pass"
+    # the push carries the later verdict on an image of its own; the promoted id stays
+    monkeypatch.setattr(eng, "insecure_registries", lambda: (("127.0.0.0/8",), ()))
+    pushed = push_stack(eng, stack, parse_registry("127.0.0.1:5000/lab", where="--registry"))
+    assert eng.inspect_image(stable_ref(stack.name)).id == promoted
+    sent = eng.inspect_image(pushed.image_id)
+    assert pushed.image_id != promoted and L.parse_smoke(sent.labels).status == "pass"
+    assert pushed.smoke == "pass"
+
+
+def test_a_verdict_taken_before_promotion_still_goes_on_the_image(stack):
+    eng = pipeline_engine("pass")
+    first = B.build_smoke_promote(eng, stack)
+    stable = eng.inspect_image(f"envman/{stack.name}:latest")
+    assert first.smoke.verdict_image_id == stable.id and L.parse_smoke(stable.labels).status == "pass"
