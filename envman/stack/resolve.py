@@ -21,7 +21,7 @@ import re
 from packaging.version import Version
 
 from envman.errors import ResolveError
-from envman.matrix.model import BaseImage, FrameworkBuild, Matrix, OsInfo, cudnn_fits
+from envman.matrix.model import BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
 from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
@@ -42,6 +42,60 @@ def version_matches(partial: str, version: Version) -> bool:
         len(want) > len(version.release)
         and tuple(version.release) + (0,) * (len(want) - len(version.release)) == want
     )
+
+
+# --- lookup tables -----------------------------------------------------------------------------
+
+#: Release prefixes longer than this are matched by a scan instead of the table.
+_MAX_PARTS = 6
+
+
+class _Index:
+    """A matrix's rows by what a query selects them on, built once per matrix, so resolving a
+    name costs the rows that match it, not the whole matrix (resolving every name is linear in
+    the rows, not quadratic)."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        self.builds: dict[tuple[str, tuple[int, ...]], list[FrameworkBuild]] = {}
+        self.frameworks: dict[str, list[FrameworkBuild]] = {}
+        for b in matrix.builds:  # every prefix of each release, and its zero-padded forms
+            self.frameworks.setdefault(b.framework, []).append(b)
+            release = tuple(b.version.release)
+            keys = {release[:k] for k in range(1, len(release) + 1)}
+            keys |= {release + (0,) * k for k in range(1, _MAX_PARTS - len(release) + 1)}
+            for key in keys:
+                self.builds.setdefault((b.framework, key), []).append(b)
+        self.images_by_cuda: dict[Version | None, list[BaseImage]] = {}
+        self.images_by_ref: dict[str, list[BaseImage]] = {}
+        for img in matrix.images:
+            self.images_by_cuda.setdefault(img.cuda, []).append(img)
+            self.images_by_ref.setdefault(img.ref, []).append(img)
+        self.oses: dict[str, OsInfo] = {}
+        for o in matrix.oses:
+            self.oses.setdefault(o.name, o)  # the first row of a name, as Matrix.os_info
+        self.cuda: dict[tuple[int, int], CudaRelease] = {}
+        for r in matrix.cuda:
+            self.cuda.setdefault((r.version.major, r.version.minor), r)  # as Matrix.cuda_release
+
+    def select(self, framework: str, partial: str) -> list[FrameworkBuild]:
+        """The rows of ``framework`` whose version matches ``partial`` (:func:`version_matches`), in matrix order."""
+        want = tuple(int(p) for p in partial.split("."))
+        rows = self.builds.get((framework, want), []) if len(want) <= _MAX_PARTS else self.frameworks.get(framework, [])
+        return [b for b in rows if version_matches(partial, b.version)]
+
+
+_INDEXES: list[tuple[Matrix, _Index]] = []
+
+
+def _index(matrix: Matrix) -> _Index:
+    """The lookup tables of ``matrix`` (the last few matrices' are kept, by identity)."""
+    for m, index in _INDEXES:
+        if m is matrix:
+            return index
+    index = _Index(matrix)
+    _INDEXES.insert(0, (matrix, index))
+    del _INDEXES[4:]
+    return index
 
 
 # --- resolution ------------------------------------------------------------------------------
@@ -91,8 +145,9 @@ def _pick_image(
     else:
         wanted = [needed]
     candidates: list[BaseImage] = []
+    index = _index(matrix)
     if build.base_image:
-        candidates = [i for i in matrix.images if i.ref == build.base_image]
+        candidates = list(index.images_by_ref.get(build.base_image, ()))
         if not candidates:
             raise ResolveError(
                 f"{build.name} pins base image {build.base_image!r}, which no [[image]] row describes",
@@ -100,7 +155,7 @@ def _pick_image(
             )
         candidates = [i for i in candidates if platform in i.platforms]
     else:
-        for img in matrix.images:
+        for img in index.images_by_cuda.get(build.cuda, ()):
             if img.custom:
                 continue
             if build.cuda is None:
@@ -117,7 +172,7 @@ def _pick_image(
             candidates.append(img)
     best = None
     for img in candidates:
-        choice = _python_choice(build, matrix.os_info(img.os), python)
+        choice = _python_choice(build, index.oses.get(img.os), python)
         if choice is None:
             continue
         py, strategy = choice
@@ -149,7 +204,7 @@ def _pick_image(
 
 
 def _select_builds(matrix: Matrix, q: StackQuery) -> list[FrameworkBuild]:
-    rows = [b for b in matrix.builds if b.framework == q.framework and version_matches(q.version, b.version)]
+    rows = _index(matrix).select(q.framework, q.version)
     # An exact release wins over longer ones it is a prefix of: "0.9.0" is 0.9.0, not 0.9.0.1.
     asked = tuple(int(p) for p in q.version.split("."))
     exact = [b for b in rows if b.version.release == asked]
@@ -214,7 +269,7 @@ def make_stack(
     matrix: Matrix, build: FrameworkBuild, img: BaseImage, python: Version, strategy: str,
     platform: str = DEFAULT_PLATFORM,
 ) -> Stack:
-    cuda_rel = matrix.cuda_release(build.cuda) if build.cuda else None
+    cuda_rel = _index(matrix).cuda.get((build.cuda.major, build.cuda.minor)) if build.cuda else None
     notes = []
     if build.note:
         notes.append(build.note)
