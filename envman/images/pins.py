@@ -28,6 +28,8 @@ from envman.labels import SmokeVerdict
 from envman.paths import state_dir
 
 if TYPE_CHECKING:
+    from typing import Mapping
+
     from envman.engine.api import ImageInfo
 
 RUNNABLE = ("pass", "cpu-only")
@@ -59,14 +61,17 @@ def project_key(name: str, root: str) -> str:
     return hashlib.sha256(f"{name}\0{root}".encode()).hexdigest()[:32]
 
 
-def _read() -> dict[str, Any]:
+def read_pins() -> dict[str, Any]:
+    """Every pin of this user, as stored (read once where many projects are looked at)."""
     from envman.state import read_json_object
 
     return read_json_object(pins_file())
 
 
-def load_pin(key: str) -> Pin | None:
-    raw = _read().get(key)
+
+def load_pin(key: str, pins: Mapping[str, Any] | None = None) -> Pin | None:
+    """The pin of ``key``, from ``pins`` (:func:`read_pins`) when given, else from the file."""
+    raw = (read_pins() if pins is None else pins).get(key)
     try:
         return Pin(str(raw["stack"]), str(raw["image_id"]), int(raw["at"]))
     except (TypeError, KeyError, ValueError):
@@ -77,7 +82,7 @@ def save_pin(key: str, stack: str, image_id: str, now: float | None = None) -> P
     from envman.state import atomic_write
 
     pin = Pin(stack, image_id, int(time.time() if now is None else now))
-    data = _read()
+    data = read_pins()
     data[key] = asdict(pin)
     atomic_write(pins_file(), json.dumps(data, indent=1, sort_keys=True))
     return pin
@@ -85,7 +90,7 @@ def save_pin(key: str, stack: str, image_id: str, now: float | None = None) -> P
 
 def pinned_ids() -> frozenset[str]:
     """Every image id this user's projects are pinned to (``prune`` keeps them)."""
-    return frozenset(str(v.get("image_id")) for v in _read().values() if isinstance(v, dict) and v.get("image_id"))
+    return frozenset(str(v.get("image_id")) for v in read_pins().values() if isinstance(v, dict) and v.get("image_id"))
 
 
 def choose(stack: str, stable: ImageInfo | None, pinned: ImageInfo | None, pin: Pin | None, *,

@@ -107,36 +107,51 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
     load, whose stack does not resolve or whose stack image is missing keeps every image it has:
     the user may be halfway through a fix.
     """
+    from envman.images.pins import read_pins
+    from envman.render.cache import batched
+
+    pins = read_pins()  # read once: a pin per project
+    refs: set[str] = set()
+    unsure: set[str] = set()
+    stable_ids: dict[str, str | None] = {}  # one inspect per stack image, however many projects use it
+    user = user if user is not None else load_user_config()
+    with batched():  # every project's render read from one load of the render cache, written once
+        for name, root in (read_registry() if registry is None else registry).items():
+            _keep(engine, resolve_name, user, pins, name, root, stable_ids, refs, unsure)
+    return refs, unsure
+
+
+def _keep(engine, resolve_name: Callable[[str], Any], user: UserConfig, pins: Mapping[str, Any], name: str,
+          root: Path, stable_ids: dict[str, str | None], refs: set[str], unsure: set[str]) -> None:
+    """One registered project's part of :func:`project_images_in_use`."""
     from envman.errors import EnvmanError
     from envman.images.pins import load_pin, project_key
     from envman.state import stable_ref
 
-    refs: set[str] = set()
-    unsure: set[str] = set()
-    user = user if user is not None else load_user_config()
-    for name, root in (read_registry() if registry is None else registry).items():
-        try:
-            project = load_project(root)
-            settings = merge_settings(project, user, CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
-            stack = resolve_name(settings.stack)
-        except EnvmanError:
-            unsure.add(name)
-            continue
-        if not project.needs_image:
-            continue
-        pin = load_pin(project_key(project.name, str(project.root.resolve())))
-        base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
+    try:
+        project = load_project(root)
+        settings = merge_settings(project, user, CliOverrides(), stack_is_cpu=lambda s: resolve_name(s).is_cpu)
+        stack = resolve_name(settings.stack)
+    except EnvmanError:
+        unsure.add(name)
+        return
+    if not project.needs_image:
+        return
+    pin = load_pin(project_key(project.name, str(project.root.resolve())), pins)
+    base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
+    if stack.name not in stable_ids:
         base = engine.inspect_image(stable_ref(stack.name))
-        if base is not None:
-            base_ids.add(base.id)
-        if not base_ids:
-            unsure.add(name)
-            continue
-        try:
-            refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
-        except EnvmanError:  # a malformed envman.lock: keep its images until it is fixed
-            unsure.add(name)
-    return refs, unsure
+        stable_ids[stack.name] = base.id if base is not None else None
+    stable_id = stable_ids[stack.name]
+    if stable_id is not None:
+        base_ids.add(stable_id)
+    if not base_ids:
+        unsure.add(name)
+        return
+    try:
+        refs.update(project_image_ref(project, stack.name, b) for b in base_ids)
+    except EnvmanError:  # a malformed envman.lock: keep its images until it is fixed
+        unsure.add(name)
 
 
 def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,

@@ -20,7 +20,8 @@ index settings; it is rendered on build, off the run path, and never cached). An
 another one through an expression, a value the serialisation does not know) is a miss, and the
 render runs as without a cache. Each entry keeps the text's sha256 beside it and is checked
 against it. The file is written atomically, mode 0600, in a 0700 folder, and keeps the last
-:data:`MAX_ENTRIES` renders.
+:data:`MAX_ENTRIES` renders. Inside :func:`batched` (``envman prune`` working out every registered
+project's image) the file is read once and written once, however many renders the batch asks for.
 
 Standard library only: a hit must not import jinja2.
 """
@@ -144,9 +145,45 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: The open batch (:func:`batched`): the entries read once, and whether the batch changed them.
+_BATCH: list[dict[str, Any]] = []
+
+
+def batched() -> Any:
+    """A context in which the cache file is read at most once and written at most once (at the
+    end): many renders cost one load and one write, not one of each per render. Nested, the
+    outermost batch is the one."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def batch() -> Any:
+        if _BATCH:
+            yield
+            return
+        state: dict[str, Any] = {"renders": None, "dirty": False}
+        _BATCH.append(state)
+        try:
+            yield
+        finally:
+            _BATCH.clear()
+            if state["dirty"]:
+                _write(state["renders"])
+
+    return batch()
+
+
+def _entries() -> dict[str, Any]:
+    """The cache's entries: the batch's (loaded on first use) inside :func:`batched`, else the file's."""
+    if not _BATCH:
+        return _load(cache_path())
+    if _BATCH[0]["renders"] is None:
+        _BATCH[0]["renders"] = _load(cache_path())
+    return _BATCH[0]["renders"]
+
+
 def lookup(key: str) -> str | None:
     """The text rendered under ``key``, if it is there and intact."""
-    entry = _load(cache_path()).get(key)
+    entry = _entries().get(key)
     if not isinstance(entry, dict):
         return None
     text, digest = entry.get("text"), entry.get("sha256")
@@ -160,7 +197,17 @@ def lookup(key: str) -> str | None:
 
 def store(key: str, text: str) -> None:
     """Keep ``text`` under ``key`` (the newest of the last :data:`MAX_ENTRIES`); a cache that cannot
-    be written only costs time."""
+    be written only costs time. Inside :func:`batched` it is written when the batch ends."""
+    renders = _entries()
+    renders.pop(key, None)
+    renders[key] = {"text": text, "sha256": _text_hash(text)}
+    if _BATCH:
+        _BATCH[0]["dirty"] = True
+    else:
+        _write(renders)
+
+
+def _write(renders: dict[str, Any]) -> None:
     from pathlib import Path
 
     from envman.errors import EnvmanError
@@ -168,9 +215,6 @@ def store(key: str, text: str) -> None:
     from envman.state import atomic_write
 
     path = Path(cache_path())
-    renders = _load(str(path))
-    renders.pop(key, None)
-    renders[key] = {"text": text, "sha256": _text_hash(text)}
     while len(renders) > MAX_ENTRIES:
         renders.pop(next(iter(renders)))
     try:
@@ -180,5 +224,5 @@ def store(key: str, text: str) -> None:
         pass
 
 
-__all__ = ["CACHED_TEMPLATES", "MAX_ENTRIES", "RENDER_CACHE", "canonical", "lookup", "render_key", "store",
+__all__ = ["CACHED_TEMPLATES", "MAX_ENTRIES", "RENDER_CACHE", "batched", "canonical", "lookup", "render_key", "store",
            "template_files"]

@@ -5,6 +5,7 @@ import os
 import threading
 
 import pytest
+from pathlib import Path
 
 from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
@@ -153,6 +154,45 @@ def image_store(containers=()) -> FakeEngine:
 
     engine.add = add  # type: ignore[attr-defined]
     return engine
+
+
+@pytest.mark.parametrize("projects", [1, 3, 12])
+def test_prune_reads_each_image_and_each_state_file_once_however_many_projects(tmp_path, monkeypatch, mini, projects):
+    """Working out what the registered projects use asks the engine once per stack image (not
+    once per project), reads the pins and the render cache once and writes the cache at most once."""
+    from collections import Counter
+
+    import envman.images.pins as P
+    import envman.render.cache as RC
+    import envman.state as S
+    from envman.project.file import load_project
+    from envman.project.image import project_images_in_use
+    from envman.project.registry import register
+    from envman.stack.resolve import resolve
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "cache"))
+    store = image_store()
+    stacks = ["torch-2.4-cuda12", "torch-2.4-cpu"]
+    for name in stacks:
+        store.add(f"envman/{resolve(mini, name).name}:latest", f"sha256:{name}")
+    for i in range(projects):
+        root = tmp_path / f"p{i}"
+        root.mkdir()
+        (root / "envman.toml").write_text(f'name = "p{i}"\nstack = "{stacks[i % 2]}"\nrequirements = ["six=={i}"]\n')
+        register(load_project(root))
+    reads = Counter()
+    real_pins, real_load, real_write = P.read_pins, RC._load, S.atomic_write
+    monkeypatch.setattr(P, "read_pins", lambda: reads.update(["pins"]) or real_pins())
+    monkeypatch.setattr(RC, "_load", lambda path: reads.update(["renders"]) or real_load(path))
+    monkeypatch.setattr(S, "atomic_write", lambda path, text: reads.update([Path(path).name]) or real_write(path, text))
+    for attempt in ("cold cache", "warm cache"):
+        reads.clear()
+        store.inspected.clear()
+        refs, unsure = project_images_in_use(store, lambda n: resolve(mini, n))
+        assert len(refs) == projects and unsure == set()
+        assert sorted(Counter(store.inspected).values()) == [1] * min(projects, 2), attempt
+        assert reads["pins"] == 1 and reads["renders"] == 1 and reads[RC.RENDER_CACHE] <= 1, (attempt, reads)
 
 
 def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path, monkeypatch, mini):

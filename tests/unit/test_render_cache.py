@@ -315,6 +315,29 @@ def test_the_cache_keeps_the_newest_entries_only(counted):
     assert len(counted) == 1
 
 
+@pytest.mark.parametrize("renders", [1, 5, 40])
+def test_a_batch_reads_and_writes_the_cache_file_once(counted, monkeypatch, renders):
+    """Many renders in one batch (prune's): one load and one write, and every render hits the
+    next time; outside a batch each miss is written at once."""
+    import envman.state as S
+
+    loads, writes = [], []
+    real_load, real_write = cache._load, S.atomic_write
+    monkeypatch.setattr(cache, "_load", lambda path: loads.append(path) or real_load(path))
+    monkeypatch.setattr(S, "atomic_write", lambda path, text: writes.append(path) or real_write(path, text))
+    plans = [notebook_plan(BASE, f"jupyterlab=={i}") for i in range(renders)]
+    for _ in range(2):
+        with cache.batched():
+            texts = [render_dockerfile(p) for p in plans]
+            with cache.batched():  # nested: still the one batch
+                assert render_dockerfile(plans[0]) == texts[0]
+        assert texts == [fresh(p) for p in plans]
+    assert len(loads) == 2 and len(writes) == 1  # the second batch hit every render: nothing to write
+    assert len(counted) == renders
+    render_dockerfile(notebook_plan(BASE, "jupyterlab==outside"))
+    assert len(writes) == 2
+
+
 HIT_SCRIPT = """
 import sys
 from pathlib import Path
