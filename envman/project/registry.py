@@ -82,7 +82,9 @@ def update_registry(change: Callable[[dict[str, Path]], None], path: Path | None
 
 def register(project: ProjectConfig, path: Path | None = None) -> bool:
     """Register ``project`` under its name; ``False`` when it already was. A name taken by
-    another root is an error; a root registered under an older name is renamed."""
+    another root is an error; a root registered under an older name is renamed. The cost does
+    not grow with the registry beyond reading and writing it: only this project's root and the
+    entry under its name are resolved."""
     root = project.root.resolve()
     added = []
 
@@ -94,7 +96,9 @@ def register(project: ProjectConfig, path: Path | None = None) -> bool:
                 where=str(project.file),
                 fix=f'set another name = "..." in the file, or remove the old one: envman project rm {project.name}',
             )
-        for n in [n for n, r in projects.items() if r.resolve() == root and n != project.name]:
+        # roots are stored resolved (as written below), so an equal root is an equal path: no
+        # registration resolves every root registered before it
+        for n in [n for n, r in projects.items() if r == root and n != project.name]:
             del projects[n]
         if other is None:
             added.append(project.name)

@@ -253,6 +253,27 @@ def test_name_taken_by_another_root_and_renames(tmp_path):
     assert read_registry() == {"renamed": tmp_path / "a"}
 
 
+@pytest.mark.parametrize("registered", [0, 5, 50])
+def test_registering_resolves_no_root_registered_before(tmp_path, monkeypatch, registered):
+    """One more registration costs the same however many projects are registered: it resolves
+    only its own root and the entry under its name, never every root."""
+    from envman.project.registry import update_registry
+
+    update_registry(lambda projects: projects.update(
+        {f"old{i}": (tmp_path / f"old{i}").resolve() for i in range(registered)}))
+    a = load_project(write_project(tmp_path / "a", 'stack = "torch-2.4"\nname = "a"\n', req=None))
+    resolved: list[Path] = []
+    real = Path.resolve
+    renamed = write_project(tmp_path / "a", 'stack = "torch-2.4"\nname = "renamed"\n', req=None)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "resolve", lambda self, *a, **k: resolved.append(self) or real(self, *a, **k))
+        assert register(a)
+        assert register(load_project(renamed))  # a root under an older name is still renamed
+    assert [r for r in resolved if r.name.startswith("old")] == []
+    assert "a" not in read_registry() and read_registry()["renamed"] == (tmp_path / "a").resolve()
+    assert len(read_registry()) == registered + 1
+
+
 def test_corrupt_registry_is_one_line_user_error(tmp_path):
     reg = tmp_path / "config" / "projects.json"
     reg.parent.mkdir(parents=True)
