@@ -67,6 +67,7 @@ def render(
         on = plat or DEFAULT_PLATFORM
         stacks = [resolve_row(m, b, on) for b in m.builds if on in b.platforms]
         seen: dict[str, object] = {}
+        shared: dict = {}  # one probe archive on disk, hard-linked into every context
         for stack in stacks:
             if stack.name in seen:
                 if seen[stack.name] == stack:  # two rows resolving to one stack: render it once
@@ -77,7 +78,7 @@ def render(
                     fix="make the rows differ in version, CUDA or Python (envman matrix validate)",
                 )
             seen[stack.name] = stack
-            render_stack(stack, options, builder=kind).write(root / stack.name)
+            render_stack(stack, options, builder=kind).write(root / stack.name, shared)
         typer.echo(f"{len(seen)} contexts in {root}")
         return
 

@@ -249,11 +249,15 @@ class BuildContext:
         """Uncompressed tar, byte-identical for identical contexts (so cache keys and hashes are stable)."""
         return deterministic_tar({name: (data, self.modes[name]) for name, data in self.files.items()})
 
-    def write(self, dest: str | os.PathLike[str]) -> Path:
+    def write(self, dest: str | os.PathLike[str], shared: dict[tuple[str, bytes], Path] | None = None) -> Path:
         """Write the context to ``dest`` atomically: a temporary sibling, then a rename.
 
         ``dest`` may exist only as an empty directory or an earlier envman context (it is
         replaced whole); anything else is refused rather than overwritten.
+
+        ``shared`` (kept by the caller across contexts, e.g. ``render --all``) makes the probe
+        archive one file on disk: a context whose probe has the bytes of one written before
+        gets a hard link to it (a plain file to a build), not another copy.
         """
         dest = Path(dest).absolute()
         if dest.exists() and not _replaceable(dest):
@@ -264,11 +268,22 @@ class BuildContext:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
         try:
+            pool = shared if shared is not None else {}
+            linked: dict[tuple[str, bytes], str] = {}
             for name, data in self.files.items():
                 path = tmp / name
                 path.parent.mkdir(parents=True, exist_ok=True)
+                key = (name, hashlib.sha256(data).digest()) if shared is not None and name == PROBE_CONTEXT_FILE else None
+                if key is not None and key in pool:
+                    try:
+                        os.link(pool[key], path)
+                        continue
+                    except OSError:  # another file system, or the first copy is gone: write it
+                        pass
                 path.write_bytes(data)
                 os.chmod(path, self.modes[name])
+                if key is not None:
+                    linked[key] = name
             os.chmod(tmp, 0o755)
             if dest.exists():
                 old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".old", dir=dest.parent))
@@ -277,6 +292,7 @@ class BuildContext:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(tmp, dest)
+            pool.update((key, dest / name) for key, name in linked.items())
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

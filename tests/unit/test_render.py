@@ -20,6 +20,7 @@ from envman import __version__
 from envman.errors import RenderError, UserError
 from envman.render.dockerfile import (
     CA_DEST,
+    PROBE_CONTEXT_FILE,
     UV_VERSION,
     BuildContext,
     RenderOptions,
@@ -663,6 +664,31 @@ def test_cli_renders_every_row(tmp_path):
     for d in dirs:
         assert (d / "Dockerfile").is_file() and (d / "envman" / "stack.json").is_file()
     verify_context(dirs[0])
+    # one probe archive on disk, hard-linked into every context
+    probes = {(d / PROBE_CONTEXT_FILE).stat().st_ino for d in dirs}
+    assert len(probes) == 1 and (dirs[0] / PROBE_CONTEXT_FILE).stat().st_nlink == len(dirs)
+
+
+def test_contexts_written_with_a_shared_pool_share_one_probe_file(tmp_path):
+    """The probe is one inode across contexts; each context is still whole on its own (a plain
+    file, replaced without touching the others); a pool entry that is gone is written again."""
+    shared: dict = {}
+    first = render_stack(make_stack(name="a-cpu"), probe=b"probe bytes")
+    second = render_stack(make_stack(name="b-cpu"), probe=b"probe bytes")
+    other = render_stack(make_stack(name="c-cpu"), probe=b"other probe")
+    for ctx, d in ((first, "a"), (second, "b"), (other, "c")):
+        ctx.write(tmp_path / d, shared)
+    ino = {d: (tmp_path / d / PROBE_CONTEXT_FILE).stat().st_ino for d in "abc"}
+    assert ino["a"] == ino["b"] != ino["c"]
+    for d in "abc":
+        assert not (tmp_path / d / PROBE_CONTEXT_FILE).is_symlink()
+    first.write(tmp_path / "a", shared)  # replaced whole: b keeps its probe
+    assert (tmp_path / "b" / PROBE_CONTEXT_FILE).read_bytes() == b"probe bytes"
+    shutil.rmtree(tmp_path / "a")
+    shutil.rmtree(tmp_path / "b")
+    second.write(tmp_path / "b", shared)
+    assert (tmp_path / "b" / PROBE_CONTEXT_FILE).read_bytes() == b"probe bytes"
+    assert oct((tmp_path / "b" / PROBE_CONTEXT_FILE).stat().st_mode & 0o777) == oct(second.modes[PROBE_CONTEXT_FILE])
 
 
 # --- golden files ------------------------------------------------------------------------------------
