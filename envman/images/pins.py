@@ -68,7 +68,6 @@ def read_pins() -> dict[str, Any]:
     return read_json_object(pins_file())
 
 
-
 def load_pin(key: str, pins: Mapping[str, Any] | None = None) -> Pin | None:
     """The pin of ``key``, from ``pins`` (:func:`read_pins`) when given, else from the file."""
     raw = (read_pins() if pins is None else pins).get(key)

@@ -184,7 +184,7 @@ def _state_files():
          lambda: run_cache._load(run_cache.cache_file())),
         ("renders.json", lambda: Path(render_cache.cache_path()), {"format": render_cache.CACHE_FORMAT, "renders": {"k": "v"}},
          lambda: render_cache._load(render_cache.cache_path())),
-        ("pins.json", pins.pins_file, {"k": {"stack": "s", "image_id": "i", "at": 1}}, pins._read),
+        ("pins.json", pins.pins_file, {"k": {"stack": "s", "image_id": "i", "at": 1}}, pins.read_pins),
         ("trust.json", trust.trust_path, {"schema": 1, "files": {"/x/envman.toml": {"sha256": "a"}}}, trust.records),
         ("pushed.json", registry.pushed_path, {"r": {"s": {}}}, registry.read_pushed),
         ("report", lambda: state.report_path("sha256:" + "a" * 64), {"overall": "pass"},
