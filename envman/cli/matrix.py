@@ -171,11 +171,9 @@ def explain(
     else:
         g = m.gpu(gpu)
         if g is None:
-            import difflib
+            from envman.matrix.gpus import unknown_gpu_fix
 
-            names = [x.name for x in m.gpus] + [x.id for x in m.gpus]
-            close = difflib.get_close_matches(gpu, names, n=3, cutoff=0.4)
-            raise UserError(f"unknown GPU {gpu!r}", where="--gpu", fix=("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y")
+            raise UserError(f"unknown GPU {gpu!r}", where="--gpu", fix=unknown_gpu_fix(m.gpu_index, gpu))
         arch = g.cc
     stack = resolve(m, name)
     v = verdict(stack, drv, arch)

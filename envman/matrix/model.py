@@ -352,13 +352,14 @@ class Matrix:
                 return o
         return None
 
+    @functools.cached_property
+    def gpu_index(self):
+        """The GPUs by the names users type and ``nvidia-smi`` prints (``envman.matrix.gpus``)."""
+        from envman.matrix.gpus import GpuIndex
+
+        return GpuIndex(self.gpus)
+
     def gpu(self, query: str) -> Gpu | None:
-        q = _norm(query)
-        for g in self.gpus:
-            if q in {_norm(g.id), _norm(g.name), *(_norm(a) for a in g.aliases)}:
-                return g
-        return None
-
-
-def _norm(s: str) -> str:
-    return "".join(ch for ch in s.lower() if ch.isalnum())
+        """The GPU ``query`` names (``NVIDIA L40S``, ``Tesla V100-SXM2-16GB``, ``4090``), or None
+        when it names none or ties between several (``gpu_index.suggestions`` says which)."""
+        return self.gpu_index.lookup(query)

@@ -280,4 +280,20 @@ def validate(matrix: Matrix) -> list[Problem]:
         if g.id in ids:
             add(f"gpu {g.id}", "duplicate id")
         ids.add(g.id)
+    _check_gpu_names(matrix, add)
     return problems
+
+
+def _check_gpu_names(matrix: Matrix, add) -> None:
+    """Each GPU answers to its own name: no two GPUs have names, ids or aliases that read the same
+    once case, spacing and brand words are set aside (``envman.matrix.gpus.tokens``)."""
+    from envman.matrix.gpus import tokens
+
+    owner: dict[frozenset[str], str] = {}
+    for g in matrix.gpus:
+        for n in dict.fromkeys((g.name, g.id, *g.aliases)):
+            key = frozenset(tokens(n))
+            if not key:
+                add(f"gpu {g.id}", f"name {n!r} has no word that identifies a GPU")
+            elif owner.setdefault(key, g.id) != g.id:
+                add(f"gpu {g.id}", f"{n!r} reads the same as a name of gpu {owner[key]}: one of them can never be found")

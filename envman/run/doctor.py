@@ -155,15 +155,12 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
             raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6") from None
         name = "hypothetical GPU"
     elif gpu is not None:
-        import difflib
+        from envman.matrix.gpus import unknown_gpu_fix
 
         m = matrix.matrix
         g = m.gpu(gpu)
         if g is None:
-            names = [x.name for x in m.gpus] + [x.id for x in m.gpus]
-            close = difflib.get_close_matches(gpu, names, n=3, cutoff=0.4)
-            raise UserError(f"unknown GPU {gpu!r}", where="--gpu",
-                            fix=("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y")
+            raise UserError(f"unknown GPU {gpu!r}", where="--gpu", fix=unknown_gpu_fix(m.gpu_index, gpu))
         name, cc = g.name, str(g.cc)
     drv = driver or real.driver
     if cc is None:  # --driver alone: this host's GPUs with another driver

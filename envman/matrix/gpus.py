@@ -1,0 +1,152 @@
+"""Find a GPU of the matrix by the name a user types or ``nvidia-smi`` prints.
+
+Matching is by rule, not by a list of spellings: a name becomes a set of tokens (case, spaces,
+dashes and brand words do not count: ``NVIDIA GeForce RTX 4090``, ``rtx4090`` and ``RTX-4090``
+are the same tokens), then
+
+1. the tokens of the query equal those of a GPU's name, id or alias;
+2. else they do once the board details ``nvidia-smi`` appends are set aside (memory size
+   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``): among several GPUs
+   that differ only there (A100 40GB and 80GB), the one sharing most of those details wins;
+3. else the query is a short form (``4090``, ``L40S``, ``rtx 3060``): the GPUs whose tokens
+   include all of the query's, and the one whose name has the fewest other words (board details
+   aside) wins.
+
+A tie at any step is no answer (the caller suggests the tied names). :func:`suggestions` offers
+names on a miss: GPUs sharing the query's model number, then close spellings (difflib).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+#: Words that name the maker or the product line, not the GPU.
+NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro", "generation", "gpu", "graphics", "edition", "card"})
+#: Board details nvidia-smi appends to a GPU's name (memory type, form factor).
+DETAIL_WORDS = frozenset({
+    "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x", "gddr7",
+    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "fhhl", "oam", "mezzanine",
+})
+#: Detail words that name a form factor: a GPU of another form factor is a worse match.
+FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "mezzanine"})
+#: Letter prefixes written together with a model number (``rtx4090``, ``gh200``).
+SERIES = ("rtx", "gtx", "gts", "gt", "mx", "gh", "gb", "gp", "gv", "tk")
+#: Suffixes written together with a model number (``1080ti``, ``80gb``, ``4070super``).
+SUFFIXES = ("super", "ti", "gb")
+#: Words written differently for the same thing.
+SYNONYMS = {"mobile": "laptop", "fhhl": "pcie"}
+
+_WORD = re.compile(r"[a-z0-9]+")
+_SPLIT_SERIES = re.compile(r"^(%s)(\d\w*)$" % "|".join(SERIES))
+_SPLIT_SUFFIX = re.compile(r"^(\w*\d)(%s)$" % "|".join(SUFFIXES))
+
+
+def tokens(name: str) -> tuple[str, ...]:
+    """The words of ``name`` that identify a GPU, in order (see the module docstring)."""
+    text = name.lower().replace("max-q", "maxq")
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        parts = [word]
+        m = _SPLIT_SERIES.match(word)
+        if m:
+            parts = [m.group(1), m.group(2)]
+        m = _SPLIT_SUFFIX.match(parts[-1])
+        if m and not m.group(1).isalpha():
+            parts[-1:] = [m.group(1), m.group(2)]
+        out.extend(SYNONYMS.get(p, p) for p in parts if p not in NOISE)
+    return tuple(out)
+
+
+def split_details(toks: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(core tokens, board-detail tokens): a memory size (``80 gb``), memory type or form factor
+    is a detail."""
+    core, details = [], []
+    for i, t in enumerate(toks):
+        nxt = next((x for x in toks[i + 1:] if not x.isdigit()), "")  # "16/32 GB": both are sizes
+        model_number = i > 0 and toks[i - 1] in SERIES  # "gh 200" of GH200, not a size
+        if t in DETAIL_WORDS or (t == "gb" and i > 0 and toks[i - 1].isdigit()) or (t.isdigit() and nxt == "gb" and not model_number):
+            details.append(t)
+        else:
+            core.append(t)
+    return frozenset(core), frozenset(details)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    key: object  # what the caller gets back (a Gpu)
+    names: tuple[tuple[str, ...], ...]  # token tuples of its name, id and aliases
+
+
+class GpuIndex:
+    """The three matching steps over a fixed list of GPUs (built once per matrix)."""
+
+    def __init__(self, gpus: Iterable) -> None:
+        self.entries = [_Entry(g, tuple(tokens(n) for n in (g.name, g.id, *g.aliases))) for g in gpus]
+        self.display = [(g.name, g) for g in gpus]
+
+    def lookup(self, query: str) -> object | None:
+        found, _ = self._find(query)
+        return found
+
+    def ambiguous(self, query: str) -> list[object]:
+        """The GPUs a query ties between (empty when it finds one or none)."""
+        return self._find(query)[1]
+
+    def _find(self, query: str) -> tuple[object | None, list[object]]:
+        q = tokens(query)
+        if not q:
+            return None, []
+        qset = frozenset(q)
+        exact = self._unique([e.key for e in self.entries if any(frozenset(n) == qset for n in e.names)])
+        if exact:
+            return exact
+        qcore, qdet = split_details(q)
+        if qcore:
+            best: dict[int, list[object]] = {}
+            qff = qdet & FORM_FACTORS
+            for e in self.entries:
+                score = max((len(qdet & d) - bool(qff and (d & FORM_FACTORS) - qff)
+                             for c, d in map(split_details, e.names) if c == qcore), default=None)
+                if score is not None:
+                    best.setdefault(score, []).append(e.key)
+            if best:
+                return self._unique(best[max(best)])
+        extra: dict[int, list[object]] = {}
+        for e in self.entries:  # fewest words besides, counted on the GPU's name without details
+            if any(qset <= set(n) for n in e.names):
+                extra.setdefault(len(split_details(e.names[0])[0] - qset), []).append(e.key)
+        if extra:
+            return self._unique(extra[min(extra)])
+        return None, []
+
+    @staticmethod
+    def _unique(keys: list[object]) -> tuple[object | None, list[object]] | None:
+        if not keys:
+            return None
+        uniq = list(dict.fromkeys(keys))
+        return (uniq[0], []) if len(uniq) == 1 else (None, uniq)
+
+    def suggestions(self, query: str, n: int = 4) -> list[str]:
+        """Up to ``n`` GPU names for a query that found none: the GPUs it ties between, those that
+        share its model number (a token with a digit), then close spellings."""
+        out: list[str] = [g.name for g in self.ambiguous(query)]
+        q = tokens(query)
+        numbers = {t for t in q if any(ch.isdigit() for ch in t) and len(t) >= 2}
+        if numbers:
+            sharing = [(len(set(q) & set(e.names[0])), e.key.name) for e in self.entries if numbers & set(e.names[0])]
+            out += [name for _, name in sorted(sharing, key=lambda x: (-x[0], x[1]))]
+        flat = {" ".join(tokens(name)): name for name, _ in self.display}
+        out += [flat[c] for c in difflib.get_close_matches(" ".join(q), list(flat), n=n, cutoff=0.5)]
+        return list(dict.fromkeys(out))[:n]
+
+
+def unknown_gpu_fix(index: GpuIndex, query: str) -> str:
+    """The ``fix`` of the one-line error for a ``--gpu`` that names no GPU of the matrix."""
+    close = index.suggestions(query)
+    return ("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y"
+
+
+__all__ = ["tokens", "split_details", "GpuIndex", "unknown_gpu_fix"]
