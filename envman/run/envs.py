@@ -32,8 +32,20 @@ if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
-#: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh.
-SHELL_COMMAND = ("/bin/sh", "-c", 'if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi')
+#: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh;
+#: interactive, with the start-up files a login shell reads, and then the image's own PATH (the
+#: stack's venv first) put back in front: a base image's /etc/profile (Debian's and Ubuntu's set
+#: PATH outright) or a user's ~/.bashrc may not hide the stack's python. The start-up file comes
+#: on fd 3 (a here-document), so nothing is written into the image or the container.
+_SHELL_RC = """[ -r /etc/profile ] && . /etc/profile
+[ -r "$HOME/{rc}" ] && . "$HOME/{rc}"
+PATH="$ENVMAN_IMAGE_PATH:$PATH"; export PATH; unset ENVMAN_IMAGE_PATH
+"""
+SHELL_COMMAND = ("/bin/sh", "-c", "ENVMAN_IMAGE_PATH=\"$PATH\"; export ENVMAN_IMAGE_PATH\n"
+                 "if command -v bash >/dev/null 2>&1; then exec bash --rcfile /dev/fd/3 -i 3<<'ENVMAN_RC'\n"
+                 + _SHELL_RC.format(rc=".bashrc") + "ENVMAN_RC\n"
+                 "else ENV=/dev/fd/3 exec sh -i 3<<'ENVMAN_RC'\n"
+                 + _SHELL_RC.format(rc=".profile") + "ENVMAN_RC\nfi\n")
 
 
 @dataclass(frozen=True)

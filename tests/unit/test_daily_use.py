@@ -342,3 +342,31 @@ def test_images_lists_own_tags_and_project_names():
     assert foreign.tags == ("envman/s:abc",) and not foreign.stable  # a foreign :latest is not the stable tag
     proj = own_tags(ImageRow("s", ("envman/project-alpha:0123",), "sha256:3", 1, 0, False, "untested", project="alpha"))
     assert proj.project == "alpha" and proj.tags == ("envman/project-alpha:0123",)
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+def test_the_shell_envman_opens_keeps_the_stack_venv_first_on_path(tmp_path, shell):
+    """`envman shell` and a bare `envman exec` ran a login shell, whose /etc/profile (Debian and
+    Ubuntu set PATH outright) and start-up files hid the venv: `python: command not found`. Here
+    the user's start-up files reset PATH too, and the venv's python must still be the one found."""
+    import shutil
+    import subprocess
+
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("#!/bin/sh\necho venv\n")
+    (venv / "python").chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    for rc in (".bashrc", ".profile", ".bash_profile"):
+        (home / rc).write_text("PATH=/usr/bin:/bin\n")
+    tools = tmp_path / "tools"  # the shells the image has: bash and sh, or sh alone
+    tools.mkdir()
+    for name in ("sh", "bash") if shell == "bash" else ("sh",):
+        (tools / name).symlink_to(shutil.which(name))
+    r = subprocess.run(list(SHELL_COMMAND), input='command -v python; echo "bash=${BASH:-}"; exit\n',
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                       env={"HOME": str(home), "PATH": f"{venv}:{tools}", "TERM": "dumb"})
+    out = r.stdout.splitlines()
+    assert r.returncode == 0 and out[0] == str(venv / "python"), (r.stdout, r.stderr)
+    assert (out[1] != "bash=") == (shell == "bash")  # bash where the image has it, else sh
