@@ -58,11 +58,14 @@ def init(
     if stack is None:
         raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
     check_stack_name(stack, where="--env", key="stack")
-    _matrix().resolve(stack)  # a stack that does not exist is refused here, with the closest names, as run would
+    # a stack that does not exist is refused here, with the closest names, as run would; the file
+    # gets the pinned name it resolves to today, so a newer matrix does not move the project
+    typed, stack = stack, _matrix().resolve(stack).name
     if name is not None and ("\n" in name or "\0" in name or not 1 <= len(name) <= 63):
         raise UserError(f"{name[:80]!r} is not a project name", where="--name",
                         fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
-    text = init_text(stack, name)
+    requirements = "requirements.txt" if (cwd / "requirements.txt").is_file() else None
+    text = init_text(stack, name, requirements=requirements, typed=typed)
     parse_project(tomllib.loads(text), file)  # validates --name before anything is written
     # 0644: colleagues who run the same project must be able to read it.
     atomic_write(file, text, mode=0o644)
@@ -73,8 +76,9 @@ def init(
         file.unlink(missing_ok=True)  # nothing half-done: no file without its registration
         raise
     trust(project.real_file, project.digest, root=project.root)
-    console().print(f"wrote {file} and registered project {project.name} (stack {stack}); run it: envman run {project.name} -- CMD",
-                    markup=False, highlight=False, soft_wrap=True)
+    uses = f", requirements from {requirements}" if requirements else ""
+    console().print(f"wrote {file} and registered project {project.name} (stack {stack}{uses}); "
+                    f"run it: envman run {project.name} -- CMD", markup=False, highlight=False, soft_wrap=True)
 
 
 def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:

@@ -166,15 +166,20 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
     raise unknown_project(target, projects)
 
 
-def init_text(stack: str, name: str | None = None) -> str:
+def init_text(stack: str, name: str | None = None, *, requirements: str | None = None, typed: str | None = None) -> str:
+    """A new project file: ``stack`` (the pinned name; ``typed``, what the user asked for, in a
+    comment when it differs), ``requirements`` when the folder has a requirements file."""
     lines = [
         "# envman project file (format: docs/projects.md); `envman project show` prints the effective settings",
-        f'stack = "{stack}"',
+        f'stack = "{stack}"' + (f"    # envman project init --env {typed}" if typed and typed != stack else ""),
     ]
     if name:
         lines.append(f'name = "{name}"')
+    if requirements:
+        lines.append(f'requirements = "{requirements}"    # builds a project image; envman.lock pins it')
     lines += [
-        "# requirements = \"requirements.txt\"    # or a list: [\"einops==0.8.0\"]; builds a project image",
+        *([] if requirements else
+          ["# requirements = \"requirements.txt\"    # or a list: [\"einops==0.8.0\"]; builds a project image"]),
         "# apt = [\"ffmpeg\"]                     # extra Debian/Ubuntu packages (project image)",
         "# command = [\"python\", \"train.py\"]     # default for `envman run NAME`",
         "# gpus = \"all\"                         # \"all\", \"none\", 2, \"device=0,2\"",
