@@ -76,21 +76,36 @@ def k8s(
     registry: Annotated[Optional[str], typer.Option("--registry", help="Take the digest pushed to this registry.", show_default=False)] = None,
     uid: Annotated[int, typer.Option("--uid", help="Non-root uid the pod runs as.")] = 1000,
     gid: Annotated[int, typer.Option("--gid", help="Its gid (and fsGroup).")] = 1000,
+    push: Annotated[bool, typer.Option("--push", help="Push the image the project runs on (the stack's, or the project image) to --registry (or \\[registry] default) first, and use its digest.")] = False,
+    git: Annotated[Optional[str], typer.Option("--git", help="https URL of the project's repository: an init container clones it into /workspace (default: /workspace is empty).", show_default=False)] = None,
+    git_ref: Annotated[Optional[str], typer.Option("--git-ref", help="Branch, tag or commit to check out (default: the project folder's current commit).", show_default=False)] = None,
     output: Output = None,
     force: Force = False,
 ) -> None:
     """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
     from envman.errors import UserError
     from envman.project.file import cluster_gpu_count
-    from envman.cluster.export import k8s_job, k8s_name, to_yaml, write_output
+    from envman.cluster.export import check_git, k8s_job, k8s_name, to_yaml, write_output
     from envman.images.registry import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
-    if image is None:
+    workspace = None
+    if git is not None:
+        workspace = check_git(git, git_ref or _head_commit(proj.root))
+    elif git_ref is not None:
+        raise UserError("--git-ref needs --git URL", where="--git-ref", fix="add --git https://HOST/PATH")
+    if push:
+        if image is not None:
+            raise UserError("--push and --image both name the image", where="--push",
+                            fix="drop --image to push what the project runs on, or drop --push")
+        from dataclasses import replace
+
+        x = replace(x, image=_push_run_image(proj, x.stack, registry))
+    elif image is None:
         if proj.needs_image:
-            raise UserError(f"project {proj.name} has its own packages, and envman pushes stack images only",
+            raise UserError(f"project {proj.name} runs on its own project image, which no registry has yet",
                             where="envman export k8s",
-                            fix="push an image with them yourself and pass --image REPO@sha256:...")
+                            fix="add --push (with --registry HOST[/PREFIX]) to push it, or pass --image REPO@sha256:...")
         reg = parse_registry(registry, where="--registry") if registry else load_registry_settings().default
         ref = digest_ref(x.stack.name, registry=reg)
         if ref is None:
@@ -105,21 +120,72 @@ def k8s(
                 ref = None
         if ref is None:
             raise UserError(f"no pushed image of {x.stack.name}" + (f" in {reg}" if reg else ""), where="envman export k8s",
-                            fix=f"envman push {x.stack.name} --registry HOST[/PREFIX] first, or pass --image REPO@sha256:...")
+                            fix="add --push (with --registry HOST[/PREFIX]) to push it now, or pass --image REPO@sha256:...")
         from dataclasses import replace
 
         x = replace(x, image=ref)
     count = cluster_gpu_count(x.gpus) if gpus is None else gpus
     if gpus is None and x.stack.cuda is None:
         count = 0
-    job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid)
+    job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid, git=workspace)
     dest = output or f"{k8s_name(x.project)}.job.yaml"
     write_output({Path(dest): to_yaml(job)}, dest, force=force)
     if dest != "-":
         _say(f"wrote {dest}: Job {job['metadata']['name']} on {x.image}, {count} GPU(s)")
+    if workspace is None:
+        _say("its /workspace starts empty (an emptyDir): clone the code there with --git URL [--git-ref REF], "
+             "or pass --image with an image that holds the code")
+    else:
+        _say(f"an init container clones {workspace[0]} at {workspace[1]} into /workspace")
     if secret_keys:
         _say(f"the Job reads {', '.join(secret_keys)} from the Secret {job['metadata']['name']}-env: create it with "
              f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file=FILE")
+
+
+def _head_commit(root: Path) -> str:
+    """The commit the project folder has checked out, for ``--git`` without ``--git-ref``."""
+    import subprocess
+
+    from envman.errors import UserError
+
+    try:
+        res = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "HEAD^{commit}"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        res = None
+    if res is None or res.returncode != 0:
+        raise UserError(f"{root} is not a git checkout with a commit", where="--git",
+                        fix="pass --git-ref BRANCH|TAG|COMMIT")
+    return res.stdout.strip()
+
+
+def _push_run_image(proj, stack, registry: str | None) -> str:
+    """Push what ``envman run`` runs the project on (the promoted stack image with its verdict,
+    or the project image) and return it as REPO@sha256:..."""
+    from envman.cluster.export import k8s_name
+    from envman.engine.docker import Engine
+    from envman.errors import UserError
+    from envman.images.registry import check_transport, load_registry_settings, parse_registry, push_stack
+
+    settings = load_registry_settings()
+    reg = parse_registry(registry, where="--registry") if registry else settings.default
+    if reg is None:
+        raise UserError("--push: no registry to push to", where="envman export k8s",
+                        fix="pass --registry HOST[:PORT][/PREFIX], or set default under [registry] in config.toml")
+    if not proj.needs_image:
+        with Engine.connect() as engine:
+            pushed = push_stack(engine, stack, reg, allow_http=settings.allow_http)
+        _say(f"pushed {pushed.ref}")
+        return pushed.ref
+    local = _local_run_image(proj, stack)
+    repo = f"{reg}/envman/project-{k8s_name(proj.name)}"
+    with Engine.connect() as engine:
+        check_transport(reg, *engine.insecure_registries(), allow_http=settings.allow_http)
+        tag = f"{repo}:{local.rsplit(':', 1)[1]}"
+        engine.tag(local, tag)
+        ref = f"{repo}@{engine.push(tag)}"
+    _say(f"pushed {ref}")
+    return ref
 
 
 def devcontainer_cmd(

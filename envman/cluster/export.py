@@ -193,9 +193,31 @@ class ExportInput:
 # --------------------------------------------------------------------------- Kubernetes
 
 
+#: The image of the init container that clones the project into the workspace: git on Alpine, as
+#: published by the alpine-docker/git project (its README names v2.30.2 as a multi-arch release).
+GIT_IMAGE = "alpine/git:v2.30.2"
+_GIT_URL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%+/-]*)?")
+_GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
+#: Clone the repository (``$0``) into the workspace and check out the ref (``$1``); both are
+#: arguments of the shell, never part of its code.
+_CLONE = 'git clone --quiet -- "$0" /workspace && git -C /workspace checkout --quiet --detach "$1"'
+
+
+def check_git(url: str, ref: str) -> tuple[str, str]:
+    """A repository URL (https, no credentials, no query) and a ref (branch, tag or commit)."""
+    if not _GIT_URL.fullmatch(url) or ".." in url:
+        raise UserError(f"{url[:120]!r} is not a repository URL envman puts in a Job", where="--git",
+                        fix="https://HOST/PATH without user@ or ?query (a private repository: a Secret and your own init container)")
+    if not _GIT_REF.fullmatch(ref) or ".." in ref or ref.endswith((".lock", "/")):
+        raise UserError(f"{ref[:80]!r} is not a git ref", where="--git-ref", fix="a branch, a tag or a commit id")
+    return url, ref
+
+
 def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid: int = 1000,
-            gid: int = 1000) -> tuple[dict[str, Any], list[str]]:
-    """The Job, and the names of the variables it reads from the Secret ``<job>-env``."""
+            gid: int = 1000, git: tuple[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The Job, and the names of the variables it reads from the Secret ``<job>-env``. The
+    workspace is an empty ``emptyDir``; with ``git`` (URL, ref), an init container clones the
+    project into it at that ref."""
     if not DIGEST_REF_RE.fullmatch(x.image):
         raise UserError(f"image {x.image!r} is not pinned by digest", where="envman export k8s",
                         fix="push it (envman push STACK prints REPO@sha256:...) or pass --image REPO@sha256:...")
@@ -243,6 +265,16 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
             {"name": "workspace", "emptyDir": {}},
         ],
     }
+    if git is not None:
+        url, ref = check_git(*git)
+        pod["initContainers"] = [{
+            "name": "clone",
+            "image": GIT_IMAGE,
+            "command": ["/bin/sh", "-c", _CLONE, url, ref],
+            "env": [{"name": "HOME", "value": "/tmp"}],
+            "securityContext": container["securityContext"],
+            "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE}],
+        }]
     if runtime_class is not None:
         if len(runtime_class) > 253 or not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", runtime_class):
             raise UserError(f"{runtime_class!r} is not a RuntimeClass name", where="--runtime-class",
@@ -256,7 +288,9 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "labels": meta_labels,
-                     "annotations": {"envman/stack": x.stack.name, "envman/image": x.image}},
+                     "annotations": {"envman/stack": x.stack.name, "envman/image": x.image,
+                                     "envman/workspace": (f"cloned from {git[0]} at {git[1]}" if git else
+                                                          "empty: the code is in the image, or add --git URL")}},
         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": meta_labels}, "spec": pod}},
     }
     return job, secret_keys
@@ -331,6 +365,7 @@ def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[st
         "image": x.image,
         "user": f"{uid}:{gid}",
         "init": True,
+        "cap_drop": ["ALL"],  # the hardening of envman run (see envman.run.plan.docker_argv)
         "security_opt": ["no-new-privileges"],
         "working_dir": WORKSPACE,
         "shm_size": x.shm_size,

@@ -8,6 +8,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import os
+
 import pytest
 import yaml
 
@@ -325,4 +327,125 @@ def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
         r = run(*args)
         assert r.returncode == 2 and match in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = run()  # nothing pushed, no registry: says how to get a digest
-    assert r.returncode == 2 and "envman push" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--push" in r.stderr, r.stderr
+
+
+#: envman run's hardening options (``docker_argv``) and what a compose service says for each.
+RUN_HARDENING = {
+    ("--cap-drop", "ALL"): ("cap_drop", ["ALL"]),
+    ("--security-opt", "no-new-privileges"): ("security_opt", ["no-new-privileges"]),
+    ("--init",): ("init", True),
+}
+
+
+def test_compose_services_carry_every_hardening_option_of_envman_run():
+    from envman.run.plan import RunPlan, docker_argv
+
+    argv = docker_argv(RunPlan(image="envman/s:latest", project="demo", stack="s", root="/p", home="/h",
+                               uid=1000, gid=1000))
+    present = [opt for opt in RUN_HARDENING if any(argv[i:i + len(opt)] == list(opt) for i in range(len(argv)))]
+    assert present == list(RUN_HARDENING), "envman run's hardening changed: update RUN_HARDENING and compose_service"
+    svc = yaml.safe_load(to_yaml(compose({"a": compose_service(_input(), uid=1000, gid=1000, home="/h")})))["services"]["a"]
+    for opt, (key, value) in RUN_HARDENING.items():
+        assert svc.get(key) == value, f"compose lacks {' '.join(opt)}"
+
+
+# --------------------------------------------------------------------------- the Job's workspace and --push
+
+
+def test_without_git_the_jobs_workspace_is_empty_and_says_so():
+    job, _ = k8s_job(_input(), gpus=1)
+    pod = job["spec"]["template"]["spec"]
+    assert {"name": "workspace", "emptyDir": {}} in pod["volumes"] and "initContainers" not in pod
+    assert job["metadata"]["annotations"]["envman/workspace"].startswith("empty")
+
+
+def test_with_git_an_init_container_clones_the_project_at_the_ref():
+    url, ref = "https://git.example.org/lab/vision.git", "0123456789abcdef0123456789abcdef01234567"
+    job, _ = k8s_job(_input(), gpus=1, git=(url, ref))
+    parsed = yaml.safe_load(to_yaml(job))
+    _validate(parsed)
+    pod = parsed["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert init["command"][:2] == ["/bin/sh", "-c"] and init["command"][3:] == [url, ref]
+    assert url not in init["command"][2] and ref not in init["command"][2]  # arguments, never shell code
+    assert init["volumeMounts"] == [{"name": "workspace", "mountPath": "/workspace"}]
+    assert init["securityContext"] == pod["containers"][0]["securityContext"]
+    assert parsed["metadata"]["annotations"]["envman/workspace"] == f"cloned from {url} at {ref}"
+
+
+def test_the_clone_script_checks_out_the_ref(tmp_path):
+    """The init container's script, run here against a local repository: the ref's tree lands in
+    the workspace (the URL and ref reach git as arguments)."""
+    import shutil
+    import subprocess
+
+    from envman.cluster.export import _CLONE
+
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    (repo / "train.py").write_text("v1\n")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "one"], check=True, env=env)
+    first = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, env=env,
+                           capture_output=True, text=True).stdout.strip()
+    (repo / "train.py").write_text("v2\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "two"], check=True, env=env)
+    script = _CLONE.replace("/workspace", str(tmp_path / "ws"))
+    subprocess.run(["/bin/sh", "-c", script, str(repo), first], check=True, env=env)
+    assert (tmp_path / "ws" / "train.py").read_text() == "v1\n"
+
+
+@pytest.mark.parametrize("url, ref, where", [
+    ("http://git.example.org/x.git", "main", "--git"),
+    ("https://user:pw@git.example.org/x.git", "main", "--git"),
+    ("https://git.example.org/x.git?token=abc", "main", "--git"),
+    ("https://git.example.org/x.git;rm -rf /", "main", "--git"),
+    ("git@github.com:x/y.git", "main", "--git"),
+    ("https://git.example.org/../x", "main", "--git"),
+    ("https://git.example.org/x.git", "-c core.sshCommand=evil", "--git-ref"),
+    ("https://git.example.org/x.git", "--upload-pack=evil", "--git-ref"),
+    ("https://git.example.org/x.git", "main..evil", "--git-ref"),
+    ("https://git.example.org/x.git", "a b", "--git-ref"),
+    ("https://git.example.org/x.git", "", "--git-ref"),
+])
+def test_git_url_and_ref_are_validated(url, ref, where):
+    from envman.cluster.export import check_git
+
+    with pytest.raises(UserError) as e:
+        check_git(url, ref)
+    assert e.value.where == where and "\n" not in e.value.what
+
+
+def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeypatch, capsys):
+    """`export k8s --push` of a project with its own packages: the project image goes to the
+    registry and the Job names it by digest (it used to need a push by hand)."""
+    from envman.cli import export as X
+    from envman.engine import docker as D
+    from envman.images.registry import parse_registry
+    from tests.support.fake_engine import FakeEngine
+
+    eng = FakeEngine()
+    eng.add_image("envman/project-demo:abcd", "sha256:" + "9" * 64)
+    monkeypatch.setattr(eng, "insecure_registries", lambda: (("127.0.0.0/8",), ()))
+
+    class Connect:
+        def __enter__(self):
+            return eng
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: Connect()))
+    monkeypatch.setattr(X, "_local_run_image", lambda proj, stack: "envman/project-demo:abcd")
+    proj = type("P", (), {"needs_image": True, "name": "demo"})()
+    ref = X._push_run_image(proj, None, "127.0.0.1:5000/lab")
+    assert ref.startswith("127.0.0.1:5000/lab/envman/project-demo@sha256:")
+    assert eng.pushed == ["127.0.0.1:5000/lab/envman/project-demo:abcd"]
+    assert parse_registry("127.0.0.1:5000/lab", where="x")  # the registry the ref names
+    assert "pushed " + ref in capsys.readouterr().err
