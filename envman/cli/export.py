@@ -54,12 +54,37 @@ def _local_run_image(project, stack) -> str:
         return build_project_image(engine, project, stack.name, base.id)
 
 
+def _env_file(project, environment, *, shell: bool = False) -> str | None:
+    """Write the project's variables to ``<state dir>/exports/<project identity>.env`` (``.sh``
+    with ``shell``: export lines), mode 0600 in a 0700 folder, for the exported file (or the
+    user) to name; ``None`` when it sets none."""
+    from envman.cluster.export import env_file_text, shell_env_file_text
+    from envman.paths import state_dir
+    from envman.safefile import private_dir
+    from envman.state import atomic_write
+
+    if not environment:
+        return None
+    folder = private_dir(state_dir() / "exports")
+    path = folder / f"{project.identity}.{'sh' if shell else 'env'}"
+    atomic_write(path, (shell_env_file_text if shell else env_file_text)(environment), mode=0o600)
+    return str(path.absolute())
+
+
 def _shown(path: Path) -> str:
     """``path`` relative to the current directory when it is below it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    import os
+
+    from envman.safefile import is_within
+
+    return is_within(os.path.realpath(path), os.path.realpath(root))
 
 
 def _say(line: str) -> None:
@@ -138,8 +163,11 @@ def k8s(
     else:
         _say(f"an init container clones {workspace[0]} at {workspace[1]} into /workspace")
     if secret_keys:
+        import shlex
+
+        env_file = _env_file(proj, x.environment)
         _say(f"the Job reads {', '.join(secret_keys)} from the Secret {job['metadata']['name']}-env: create it with "
-             f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file=FILE")
+             f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file={shlex.quote(env_file or '')}")
 
 
 def _head_commit(root: Path) -> str:
@@ -198,13 +226,22 @@ def devcontainer_cmd(
 
     from envman.cluster.export import devcontainer, write_output
 
+    import os
+
+    from envman.errors import UserError
+
     proj, x = _inputs(project)
-    doc, dockerfile = devcontainer(x)
+    folder = Path(output) if output not in (None, "-") else proj.root / ".devcontainer"
+    if output is None and (os.path.islink(folder) or not _inside(folder, proj.root)):
+        # A .devcontainer that is a symlink (planted in a cloned project) would have envman write
+        # into whatever folder it points at.
+        raise UserError(f"{folder} is a symbolic link or leads outside the project", where="envman export devcontainer",
+                        fix="remove it, or choose the folder with -o")
+    doc, dockerfile = devcontainer(x, _env_file(proj, x.environment))
     text = json.dumps(doc, indent=2) + "\n"
     if output == "-":
         write_output({Path("devcontainer.json"): text}, "-", force=force)
         return
-    folder = Path(output) if output else proj.root / ".devcontainer"
     written = write_output({folder / "devcontainer.json": text, folder / "Dockerfile": dockerfile}, str(folder), force=force)
     _say(f"wrote {', '.join(_shown(p) for p in written)} (image {x.image})")
 
@@ -222,6 +259,7 @@ def compose_cmd(
     from envman.project.image import prepare_home
 
     services = {}
+    sources: list[tuple[str, list[str], str | None]] = []
     for target in projects:
         proj, x = _inputs(target)
         name = k8s_name(x.project, what="compose service name")
@@ -229,8 +267,15 @@ def compose_cmd(
             raise UserError(f"project {x.project} is given twice (or two names make service {name})", where="envman export compose")
         home = prepare_home(proj)  # the HOME envman run mounts for this project
         services[name] = compose_service(x, uid=os.getuid(), gid=os.getgid(), home=str(home.resolve()))
+        if x.environment:
+            sources.append((name, [k for k, _ in x.environment], _env_file(proj, x.environment, shell=True)))
     dest = output or "compose.yaml"
     write_output({Path(dest): to_yaml(compose(services))}, dest, force=force)
     if dest != "-":
         _say(f"wrote {dest}: services {', '.join(services)}")
+    for name, keys, path in sources:
+        import shlex
+
+        _say(f"service {name} reads {', '.join(keys)} from the shell compose runs in: "
+             f"set -a; . {shlex.quote(path or '')}; set +a (a file only you can read)")
 

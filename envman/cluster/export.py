@@ -15,10 +15,23 @@ Everything here is pure (data in, a dict out) except :func:`write_output`. The f
 * **Compose** (:func:`compose`): one service per project, GPUs as
   ``deploy.resources.reservations.devices``.
 
-Environment values: those from the project file and the user config are written, except values
-whose *name* looks secret (:func:`looks_secret`): Kubernetes gets a ``secretKeyRef`` to a Secret
-named after the Job, a devcontainer ``${localEnv:NAME}``, compose ``${NAME}`` — all read when the
-tool runs, never stored in the file. Nothing is ever taken from envman's own environment.
+Environment values (the project file's and the user config's ``[environment]``) are never
+written into an exported file, whatever their names: any of them may be a secret. Kubernetes gets
+a ``secretKeyRef`` per variable to a Secret named after the Job, and the Dev Container a
+``runArgs`` ``--env-file``, both from a file in envman's private state directory, mode 0600
+(:func:`env_file_text`, written by the command, which prints the kubectl command that creates
+the Secret from it). Compose services name the variables without a value (compose takes them
+from the shell it runs in; the command writes them as ``export`` lines to source first,
+:func:`shell_env_file_text`): Compose v1 and v2 parse ``env_file`` values differently (quotes,
+``$``), so no env file could mean the same to both. Nothing is ever taken from envman's own
+environment.
+
+Mounts are exported under the same policy as ``envman run`` (:func:`envman.project.policy.
+forbidden_reason` on every source, checked again here) and in a form each tool reads field by
+field: compose's long syntax, the Dev Container's object form. The Dev Containers tools turn
+those objects (and ``workspaceMount``) into ``--mount`` strings without quoting and substitute
+``${...}`` in them, so a path holding ``,``, ``"``, ``=`` or ``${`` is refused rather than
+exported (``./data:/t,source=/etc`` would otherwise mount the host's ``/etc``).
 """
 
 from __future__ import annotations
@@ -46,7 +59,6 @@ GFD_COMPUTE_MINOR = "nvidia.com/gpu.compute.minor"
 GPU_RESOURCE = "nvidia.com/gpu"
 K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")
-_SECRET_NAME_RE = re.compile(r"(?i)(secret|token|passw(or)?d|passwd|api_?key|access_?key|private_?key|credential|auth|cookie|session)")
 DEVCONTAINER_USER = "envman"
 
 Expr = dict[str, Any]
@@ -152,11 +164,6 @@ def gfd_node_terms(stack: Stack) -> list[Term]:
 # --------------------------------------------------------------------------- shared pieces
 
 
-def looks_secret(name: str) -> bool:
-    """Whether an environment variable's name suggests its value is a secret."""
-    return bool(_SECRET_NAME_RE.search(name))
-
-
 def k8s_name(text: str, *, what: str = "name") -> str:
     """``text`` as a DNS-1123 label (lowercase, digits, ``-``; 1-63 characters)."""
     name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")
@@ -213,9 +220,29 @@ def check_git(url: str, ref: str) -> tuple[str, str]:
     return url, ref
 
 
+def env_file_text(environment: Sequence[tuple[str, str]]) -> str:
+    """``NAME=value`` lines, as ``docker run --env-file``, ``kubectl create secret generic
+    --from-env-file`` and compose's ``raw`` env files read them: the value literally, up to the
+    end of the line (the project file's parser refuses values with line breaks or NUL bytes)."""
+    for k, v in environment:
+        if any(c in v for c in "\0\n\r"):
+            raise UserError(f"environment variable {k}: its value holds a line break or a NUL byte",
+                            where="envman export", fix="put multi-line data in a file in the project and read it")
+    return "".join(f"{k}={v}\n" for k, v in environment)
+
+
+def shell_env_file_text(environment: Sequence[tuple[str, str]]) -> str:
+    """``export NAME='value'`` lines a POSIX shell sources (``set -a; . FILE``)."""
+    import shlex
+
+    env_file_text(environment)  # the same checks
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in environment)
+
+
 def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid: int = 1000,
             gid: int = 1000, git: tuple[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """The Job, and the names of the variables it reads from the Secret ``<job>-env``. The
+    """The Job, and the names of the variables it reads from the Secret ``<job>-env`` (every
+    variable of the project's: values are never written into the Job). The
     workspace is an empty ``emptyDir``; with ``git`` (URL, ref), an init container clones the
     project into it at that ref."""
     if not DIGEST_REF_RE.fullmatch(x.image):
@@ -233,12 +260,9 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
     env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": x.project},
                                  {"name": "ENVMAN_STACK", "value": x.stack.name}]
     secret_keys = []
-    for key, value in x.environment:
-        if looks_secret(key):
-            secret_keys.append(key)
-            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
-        else:
-            env.append({"name": key, "value": value})
+    for key, _value in x.environment:
+        secret_keys.append(key)
+        env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
     container: dict[str, Any] = {
         "name": "main",
         "image": x.image,
@@ -299,19 +323,54 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
 # --------------------------------------------------------------------------- Dev Containers
 
 
-def devcontainer(x: ExportInput) -> tuple[dict[str, Any], str]:
-    """``devcontainer.json`` and its ``Dockerfile`` (FROM the run image, plus a named user)."""
+#: What the Dev Containers tools cannot carry in a mount field: they join the fields into one
+#: ``--mount`` string (a comma or a quote would add a field) and substitute ``${...}``.
+_DEVCONTAINER_UNSAFE = (",", '"', "=", "${", "\n", "\r", "\0")
+
+
+def _devcontainer_path(path: str, what: str) -> str:
+    bad = next((c for c in _DEVCONTAINER_UNSAFE if c in path), None)
+    if bad is not None:
+        raise UserError(f"{what} {path!r} holds {bad!r}, which the Dev Containers tools would read as mount syntax",
+                        where="envman export devcontainer", fix="rename the folder, or use envman run (it quotes mounts)")
+    return path
+
+
+def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
+    """``mounts`` under ``envman run``'s policy, checked again at export time: a source that no
+    file may mount (:func:`envman.project.policy.forbidden_reason`) is refused."""
+    from envman.project.policy import forbidden_reason
+
+    for m in mounts:
+        why = forbidden_reason(m.source)
+        if why:
+            raise UserError(f"mount {m.source}:{m.target} is refused: {why}", where="envman export",
+                            fix="no exported file may mount it")
+    return tuple(mounts)
+
+
+def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str, Any], str]:
+    """``devcontainer.json`` and its ``Dockerfile`` (FROM the run image, plus a named user).
+    ``env_file``: the file holding the project's variables (needed when it has any)."""
     run_args = ["--init", "--security-opt", "no-new-privileges", "--shm-size", x.shm_size]
     for k, v in L.run_labels(x.project, x.stack.name).items():
         run_args += ["--label", f"{k}={v}"]
     if x.gpus is not None:
         run_args += ["--gpus", _docker_gpus(x.gpus)]
-    for k, v in x.environment:
-        if "${" in v and not looks_secret(k):  # devcontainer.json has no escape for its ${...}
-            raise UserError(f"environment variable {k}: its value contains '${{', which the Dev Containers tools would "
-                            "replace", where="envman export devcontainer", fix="set it in the container instead (postCreateCommand)")
-    env = {k: ("${localEnv:%s}" % k if looks_secret(k) else v) for k, v in x.environment}
-    env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
+    if x.environment:
+        if env_file is None:
+            raise UserError("the project sets environment variables: they need an env file", where="envman export devcontainer")
+        run_args += ["--env-file", _devcontainer_path(env_file, "env file")]
+    _devcontainer_path(str(x.root), "project folder")  # ${localWorkspaceFolder} lands in workspaceMount
+    mounts = checked_mounts(x.mounts)
+    for m in mounts:
+        _devcontainer_path(m.source, "mount source")
+        _devcontainer_path(m.target, "mount target")
+        if m.read_only:  # the object form has no read-only field: the same --mount envman run passes
+            from envman.run.plan import mount_flag
+
+            run_args += ["--mount", mount_flag(m.source, m.target, True)]
+    env = {"ENVMAN_PROJECT": x.project, "ENVMAN_STACK": x.stack.name, "HOME": CONTAINER_HOME}
     doc: dict[str, Any] = {
         "name": f"{x.project} ({x.stack.name})",
         "build": {"dockerfile": "Dockerfile"},
@@ -322,8 +381,7 @@ def devcontainer(x: ExportInput) -> tuple[dict[str, Any], str]:
         "updateRemoteUserUID": True,
         "containerEnv": env,
         "runArgs": run_args,
-        "mounts": [{"type": "bind", "source": m.source, "target": m.target} for m in x.mounts if not m.read_only]
-                  + [f"type=bind,source={m.source},target={m.target},readonly" for m in x.mounts if m.read_only],
+        "mounts": [{"type": "bind", "source": m.source, "target": m.target} for m in mounts if not m.read_only],
         "hostRequirements": {"gpu": bool(x.gpus is not None and x.stack.cuda)},
     }
     if x.ports:
@@ -355,12 +413,13 @@ def _compose_escape(value: str) -> str:
 
 
 def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[str, Any]:
-    env = {k: ("${%s}" % k if looks_secret(k) else _compose_escape(v)) for k, v in x.environment}
+    """One service; the project's variables by name only (compose reads them from its shell)."""
+    env: dict[str, Any] = {k: None for k, _ in x.environment}
     env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
     volumes = [{"type": "bind", "source": _compose_escape(str(x.root)), "target": WORKSPACE},
                {"type": "bind", "source": _compose_escape(home), "target": CONTAINER_HOME}]
-    volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": m.target, "read_only": m.read_only}
-                for m in x.mounts]
+    volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": _compose_escape(m.target),
+                 "read_only": m.read_only} for m in checked_mounts(x.mounts)]
     svc: dict[str, Any] = {
         "image": x.image,
         "user": f"{uid}:{gid}",
@@ -407,6 +466,8 @@ def to_yaml(value: Any, indent: int = 0) -> str:
 
 
 def _scalar(v: Any) -> str:
+    if v is None:
+        return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

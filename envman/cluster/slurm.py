@@ -209,6 +209,10 @@ class JobSpec:
     state_dir: str = ""
     config_dir: str = ""
     matrix_env: str = ""  # ENVMAN_MATRIX as the submitter had it (absolute paths)
+    #: The file (mode 0600, in the user's private state directory) that carries the container's
+    #: environment to the pyxis, apptainer and charliecloud runtimes: values never appear on a
+    #: command line (``ps`` on the node, ch-run's syslog line) nor in the batch script.
+    env_file: str = ""
 
     @property
     def job_name(self) -> str:
@@ -306,15 +310,41 @@ def _environment(spec: JobSpec) -> list[tuple[str, str]]:
             *spec.environment]
 
 
+def _pyxis_env(spec: JobSpec) -> list[tuple[str, str]]:
+    # HOME stays the host's on this side (enroot keeps its cache under it); inside, the image's
+    # HOME (/home/envman in envman's images) holds the project's home directory.
+    return [(k, v) for k, v in _environment(spec) if k != "HOME"]
+
+
+def env_file_text(spec: JobSpec) -> str:
+    """What :attr:`JobSpec.env_file` holds for ``spec``'s runtime (empty for docker and podman,
+    whose ``envman run`` on the node reads the project's variables itself): shell ``export``
+    lines the script sources for pyxis (``--container-env`` then passes them by name) and
+    apptainer (``APPTAINERENV_*``), ``NAME='value'`` lines for ch-run's ``--set-env=FILE`` (it
+    strips one pair of single quotes and, after ``--env-no-expand``, expands nothing)."""
+    if spec.runtime == "pyxis":
+        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _pyxis_env(spec))
+    if spec.runtime == "apptainer":
+        return "".join(f"export APPTAINERENV_{k}={shlex.quote(v)}\n" for k, v in _environment(spec))
+    if spec.runtime == "charliecloud":
+        return "".join(f"{k}='{v}'\n" for k, v in _environment(spec))
+    return ""
+
+
+def _source_env(spec: JobSpec, names: Iterable[str]) -> list[str]:
+    if not spec.env_file:
+        raise UserError(f"runtime {spec.runtime} needs an environment file", where="envman submit")
+    return [f"# The container's environment ({', '.join(names)}): values in a file only you can read.",
+            f". {shlex.quote(spec.env_file)} || exit 1"]
+
+
 def _pyxis_body(spec: JobSpec) -> list[str]:
     _needs_command(spec)
     mounts = ",".join(f"{_check_bind_path(m.source, 'pyxis')}:{_check_bind_path(m.target, 'pyxis')}"
                       + (":ro" if m.read_only else "") for m in _binds(spec))
-    # HOME stays the host's on this side (enroot keeps its cache under it); inside, the image's
-    # HOME (/home/envman in envman's images) holds the project's home directory.
-    env = [(k, v) for k, v in _environment(spec) if k != "HOME"]
+    env = _pyxis_env(spec)
     lines = [_node_check(spec)]
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in env]
+    lines += _source_env(spec, [k for k, _ in env])
     srun = ["srun", "--ntasks=1", f"--container-image={spec.image}", f"--container-mounts={mounts}",
             f"--container-workdir={WORKSPACE}", "--no-container-mount-home",
             "--container-env=" + ",".join(k for k, _ in env)]
@@ -326,7 +356,7 @@ def _apptainer_body(spec: JobSpec) -> list[str]:
     _needs_command(spec)
     lines = [_node_check(spec)]
     # APPTAINERENV_X sets X in the container whatever its value holds (no comma splitting).
-    lines += [f"export APPTAINERENV_{k}={shlex.quote(v)}" for k, v in _environment(spec)]
+    lines += _source_env(spec, [k for k, _ in _environment(spec)])
     argv = ["apptainer", "exec"]
     if spec.resources.gpus:
         argv.append("--nv")  # the node's driver libraries and devices; CUDA_VISIBLE_DEVICES selects Slurm's GPUs
@@ -370,9 +400,14 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
     for m in _binds(spec):
         argv.append(f"--bind={_check_bind_path(m.source, 'charliecloud')}:{_check_bind_path(m.target, 'charliecloud')}")
     # A bare --set-env loads the image's own ENV (kept by ch-convert, already expanded), then the
-    # project's, taken literally (ch-run would otherwise expand "$X" in the values).
-    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--env-no-expand", "--set-env"]
-    argv += [f"--set-env={k}={v}" for k, v in _environment(spec)]
+    # project's from a file only the user can read, taken literally (ch-run would otherwise expand
+    # "$X" in the values). Never --set-env=NAME=VALUE: ch-run logs its argv to syslog.
+    if not spec.env_file:
+        raise UserError("runtime charliecloud needs an environment file", where="envman submit")
+    lines.insert(1, f"# The container's environment ({', '.join(k for k, _ in _environment(spec))}): values in "
+                    "a file only you can read.")
+    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--env-no-expand", "--set-env",
+             f"--set-env={spec.env_file}"]
     lines.append(_q(argv) + ' "$img" -- ' + _q(spec.command))
     return lines
 
@@ -469,10 +504,18 @@ def submit(spec: JobSpec, run: SubmitRunner = _run, *, now: Callable[[], float] 
     scripts = base / "scripts"
     stamp = f"{spec.project}-{int(now() * 1000)}-{os.getpid()}"
     script = scripts / f"{stamp}.sh"
+    env_text = env_file_text(spec)
+    if env_text:
+        from envman.safefile import private_dir
+
+        private_dir(Path(spec.env_file).parent)
+        atomic_write(Path(spec.env_file), env_text, mode=0o600)
     atomic_write(script, script_text)
     p = run(sbatch_argv(script, log_pattern))
     if p.returncode != 0:
         script.unlink(missing_ok=True)
+        if env_text:
+            Path(spec.env_file).unlink(missing_ok=True)
         why = _first_error(p)
         bad_request = any(w in why.lower() for w in ("invalid", "not available", "requested", "time limit"))
         cls = UserError if bad_request else EnvmanError
@@ -697,6 +740,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
         mounts=settings.mounts, home=str(home.resolve()), state_dir=str(state_dir().absolute()),
         config_dir=str(config_dir().absolute()),
         matrix_env=os.pathsep.join(str(p.absolute()) for p in MatrixSource().user_files),
+        env_file=str(slurm_dir().absolute() / "env" / f"{project.name}-{int(time.time() * 1000)}-{os.getpid()}.env"),
     )
 
 

@@ -86,7 +86,7 @@ def container_workdir(root: Path, cwd: Path) -> str:
     return WORKSPACE if rel == Path(".") else f"{WORKSPACE}/{rel.as_posix()}"
 
 
-def _mount_flag(source: str, target: str, read_only: bool = False) -> str:
+def mount_flag(source: str, target: str, read_only: bool = False) -> str:
     """``--mount`` value; CSV-quoted so a comma or quote in a path cannot add options."""
     fields = ["type=bind", f"source={source}", f"target={target}"]
     if read_only:
@@ -146,8 +146,8 @@ def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = No
         "--security-opt", "no-new-privileges",
         "--user", f"{plan.uid}:{plan.gid}",
         *(a for k, v in run_labels(plan.project, plan.stack, plan.uid, plan.env_name).items() for a in ("--label", f"{k}={v}")),
-        "--mount", _mount_flag(plan.root, WORKSPACE),
-        "--mount", _mount_flag(plan.home, CONTAINER_HOME),
+        "--mount", mount_flag(plan.root, WORKSPACE),
+        "--mount", mount_flag(plan.home, CONTAINER_HOME),
         "--workdir", plan.workdir,
         "--env", f"HOME={CONTAINER_HOME}",
         "--env", f"ENVMAN_PROJECT={plan.project}",
@@ -155,7 +155,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = No
         "--shm-size", plan.shm_size,
     ]
     for m in plan.mounts:
-        argv += ["--mount", _mount_flag(m.source, m.target, m.read_only)]
+        argv += ["--mount", mount_flag(m.source, m.target, m.read_only)]
     if plan.gpus is None:
         argv += ["--env", "NVIDIA_VISIBLE_DEVICES=void"]
     if plan.environment:

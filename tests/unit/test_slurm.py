@@ -17,6 +17,7 @@ from envman.run.command import check_container_name
 from envman.run.prepare import allocated_gpus
 from envman.project.file import cluster_gpu_count
 from envman.cluster.slurm import (
+    env_file_text,
     JobSpec, Resources, check_job_id, check_mem, check_partition, check_runtime, check_time,
     job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
     render_script, submit,
@@ -128,7 +129,7 @@ def spec(runtime="docker", gpus=1, command=("python", "-c", "print('$(id); `x`')
                 resources=Resources(partition="gpu", gpus=gpus, time="1:00:00", cpus=4, mem="16G"),
                 envman=("/opt/venv/bin/python", "-m", "envman"), command=command, matrix_files=("/m/x.toml",),
                 environment=(("WANDB_MODE", "off line"),), home="/state/homes/demo", state_dir="/state",
-                config_dir="/config")
+                config_dir="/config", env_file="/state/slurm/env/demo.env")
     base.update(kw)
     return JobSpec(**base)
 
@@ -195,7 +196,8 @@ def test_apptainer_script():
     ex = next(w for w in words if w[0] == "apptainer")
     assert ex[:3] == ["apptainer", "exec", "--nv"]
     assert ["--bind", "/srv/projects/demo dir:/workspace"] == ex[ex.index("--bind"):ex.index("--bind") + 2]
-    assert ["export", "APPTAINERENV_WANDB_MODE=off line"] in words
+    assert [".", "/state/slurm/env/demo.env", "||", "exit", "1"] in words  # the values, from a private file
+    assert "export APPTAINERENV_WANDB_MODE='off line'\n" in env_file_text(spec("apptainer"))
     assert ["export", "APPTAINERENV_CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-}"] in words
     assert words.index(next(w for w in words if w[:2] == ["envman", "node-check"])) < words.index(ex)
     cpu = commands(render_script(spec("apptainer", gpus=0)))
@@ -222,7 +224,7 @@ def test_charliecloud_script():
     run = next(w for w in words if w[0] == "ch-run")
     assert "--bind=/srv/projects/demo dir:/workspace" in run and "--cd=/workspace" in run
     assert run.index("--env-no-expand") < min(i for i, w in enumerate(run) if w.startswith("--set-env"))
-    assert "--set-env=WANDB_MODE=off line" in run and run[run.index("--") + 1:] == ["python", "-c", "print('$(id); `x`')"]
+    assert "--set-env=/state/slurm/env/demo.env" in run and run[run.index("--") + 1:] == ["python", "-c", "print('$(id); `x`')"]
     assert "ch-convert -i docker envman/torch-2.4.1-cuda12.4-py3.10:latest" in text
     with pytest.raises(UserError, match="read-only"):
         render_script(spec("charliecloud", mounts=(Mount("/data", "/data", True),)))
