@@ -184,9 +184,9 @@ def test_job_validates_against_the_kubernetes_schema_and_has_the_run_settings():
     assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
     assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
     env = {e["name"]: e for e in c["env"]}
-    assert env["WANDB_MODE"]["value"] == "offline"
-    assert env["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "my-proj-v2-env", "key": "HF_TOKEN"}}}
-    assert "hf_x" not in to_yaml(job) and secrets == ["HF_TOKEN"]
+    for name in ("WANDB_MODE", "HF_TOKEN"):  # every variable, whatever its name, by reference
+        assert env[name] == {"name": name, "valueFrom": {"secretKeyRef": {"name": "my-proj-v2-env", "key": name}}}
+    assert "hf_x" not in to_yaml(job) and "offline" not in to_yaml(job) and secrets == ["WANDB_MODE", "HF_TOKEN"]
     assert parsed["metadata"]["name"] == "my-proj-v2"
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": t} for t in gfd_node_terms(_input().stack)]
@@ -236,25 +236,28 @@ def test_hostile_values_stay_values_in_yaml():
 
 
 def test_devcontainer_document():
-    doc, dockerfile = devcontainer(_input(image="envman/torch-2.4.1-cuda12.4-py3.10:latest", gpus=GpuRequest("all")))
+    doc, dockerfile = devcontainer(_input(image="envman/torch-2.4.1-cuda12.4-py3.10:latest", gpus=GpuRequest("all")),
+                                   "/state/exports/p.env")
     assert doc["workspaceFolder"] == "/workspace" and "target=/workspace" in doc["workspaceMount"]
     assert doc["remoteUser"] == "envman" and doc["updateRemoteUserUID"] is True
     assert doc["hostRequirements"] == {"gpu": True}
     assert doc["runArgs"][doc["runArgs"].index("--gpus") + 1] == "all"
     assert "no-new-privileges" in doc["runArgs"] and "--privileged" not in doc["runArgs"]
-    assert doc["containerEnv"]["HF_TOKEN"] == "${localEnv:HF_TOKEN}" and doc["containerEnv"]["WANDB_MODE"] == "offline"
+    assert "HF_TOKEN" not in doc["containerEnv"] and "hf_x" not in json.dumps(doc)
+    assert doc["runArgs"][doc["runArgs"].index("--env-file") + 1] == "/state/exports/p.env"
     assert dockerfile.splitlines()[2] == "FROM envman/torch-2.4.1-cuda12.4-py3.10:latest"
-    cpu, _ = devcontainer(_input("torch-2.4-cpu", gpus=None))
+    cpu, _ = devcontainer(_input("torch-2.4-cpu", gpus=None), "/e")
     assert cpu["hostRequirements"] == {"gpu": False} and "--gpus" not in cpu["runArgs"]
 
 
 def test_compose_services_escape_dollars_and_reserve_gpus():
     a = compose_service(_input(project="a", environment=(("PRICE", "5$"), ("DB_PASSWORD", "pw"))), uid=1000, gid=1000,
                         home="/h/a")
-    b = compose_service(_input("torch-2.4-cpu", project="b", gpus=None, command=()), uid=1000, gid=1000, home="/h/b")
+    b = compose_service(_input("torch-2.4-cpu", project="b", gpus=None, command=(), environment=()), uid=1000, gid=1000,
+                        home="/h/b")
     doc = yaml.safe_load(to_yaml(compose({"a": a, "b": b})))
     sa, sb = doc["services"]["a"], doc["services"]["b"]
-    assert sa["environment"]["PRICE"] == "5$$" and sa["environment"]["DB_PASSWORD"] == "${DB_PASSWORD}"
+    assert sa["environment"]["PRICE"] is None and sa["environment"]["DB_PASSWORD"] is None and "pw" not in str(sa)
     assert sa["command"] == ["python", "train.py", "--x", "$$HOME"]
     assert sa["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "capabilities": ["gpu"], "count": 2}]
     assert sa["ports"] == ["127.0.0.1:8888:8888"] and sa["user"] == "1000:1000"
@@ -291,9 +294,9 @@ def test_yaml_round_trips_json_like_documents():
     assert json.loads(json.dumps(doc)) == doc
 
 
-def test_devcontainer_refuses_values_its_tools_would_substitute():
-    with pytest.raises(UserError, match=r"contains '\$\{'"):
-        devcontainer(_input(environment=(("A", "${localEnv:HOME}"),)))
+def test_devcontainer_carries_values_its_tools_would_substitute_in_the_env_file():
+    doc, _ = devcontainer(_input(environment=(("A", "${localEnv:HOME}"),)), "/e")
+    assert "localEnv:HOME" not in json.dumps(doc)
 
 
 def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
@@ -319,7 +322,9 @@ def test_cli_writes_a_valid_job_and_refuses_bad_input(tmp_path):
     assert r.returncode == 0, r.stderr
     job = yaml.safe_load(r.stdout)
     _validate(job)
-    assert "ghp_secret" not in r.stdout and "GH_TOKEN" in r.stderr
+    assert "ghp_secret" not in r.stdout and "ghp_secret" not in r.stderr and "GH_TOKEN" in r.stderr
+    env_file = r.stderr.split("--from-env-file=")[1].split()[0]
+    assert Path(env_file).read_text() == "GH_TOKEN=ghp_secret\n" and os.stat(env_file).st_mode & 0o777 == 0o600
     assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 1
     for args, match in ((("--image", "reg.example/x:latest"), "not pinned by digest"),
                         (("--image", image, "--runtime-class", "Bad Name"), "RuntimeClass"),
