@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from envman.errors import UserError
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
@@ -272,6 +273,17 @@ def test_registering_resolves_no_root_registered_before(tmp_path, monkeypatch, r
     assert [r for r in resolved if r.name.startswith("old")] == []
     assert "a" not in read_registry() and read_registry()["renamed"] == (tmp_path / "a").resolve()
     assert len(read_registry()) == registered + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1), st.text(min_size=1).map(lambda t: Path("/" + t)), max_size=6))
+def test_the_registry_file_is_the_indented_json_dump_byte_for_byte(projects):
+    import json
+
+    from envman.project.registry import registry_text
+
+    doc = {"schema": 1, "projects": {n: {"root": str(r)} for n, r in sorted(projects.items())}}
+    assert registry_text(projects) == json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def test_corrupt_registry_is_one_line_user_error(tmp_path):
