@@ -135,6 +135,29 @@ def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) ->
     return words, []
 
 
+def _locate_or_offer_command(project: str | None, command: Sequence[str]):
+    """The project ``envman run`` names; when the word is no project (``envman run pwd``), the
+    error offers it as the command: ``envman run -- pwd``."""
+    import shlex
+
+    from envman.errors import EnvmanError
+    from envman.project.registry import locate
+
+    try:
+        return locate(project)
+    except UserError as exc:
+        if project is None or project.startswith("-") or not exc.what.startswith("no project named"):
+            raise
+        try:
+            here = locate(None)
+        except EnvmanError:
+            here = None
+        as_command = shlex.join(["envman", "run", "--", project, *command])
+        offer = (f"to run {project!r} in {here.name} (the project here): {as_command}" if here is not None
+                 else f"a command goes after the project, or after -- inside a project folder: {as_command}")
+        raise UserError(exc.what, where=exc.where, fix=f"{offer}; {exc.fix}") from None
+
+
 def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
     """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
     Execs ``docker run`` (does not return) unless ``--dry-run``."""
@@ -142,7 +165,6 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -
 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import check_shm, check_stack_name, parse_gpus
-    from envman.project.registry import locate
     from envman.project.trust import require_trust
 
     parser = run_parser()
@@ -158,7 +180,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -
         check_stack_name(a.stack, where="--stack", key="--stack")
     if a.name is not None:
         check_container_name(a.name)
-    proj = locate(a.project)
+    proj = _locate_or_offer_command(a.project, command)
     require_trust(proj)
     check_project_root(proj)
     if a.gpus is not None and a.gpus.strip().lower() == "slurm":

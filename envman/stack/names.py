@@ -51,6 +51,38 @@ _NAME_RE = re.compile(
 )
 
 
+#: The words of the grammar a typo is matched against, and the prefixes of its numbered parts.
+_WORDS = (*ALIASES, *FLAVOURS, *PLATFORM_WORDS, "cpu")
+_PREFIXES = ("cuda", "cu", "py")
+
+
+def spelling_fixes(text: str, limit: int = 3) -> list[str]:
+    """Names one misspelt word away from ``text`` that parse: a framework, flavour, platform or
+    the ``cuda``/``py`` prefix of a number (``torhc-2.7-cuda12.8`` → ``torch-2.7-cuda12.8``,
+    ``torch-2.7-cuda12.8-cudnn-rt`` → ``...-cudnn-runtime``), closest first."""
+    import difflib
+
+    if len(text) > 200:
+        return []
+    words = text.strip().lower().split("-")
+    found: list[tuple[float, str]] = []
+    for i in range(len(words)):
+        for span in (1, 2):
+            if i + span > len(words):
+                continue
+            part = "-".join(words[i:i + span])
+            options = difflib.get_close_matches(part, _WORDS, n=3, cutoff=0.6)
+            numbered = re.fullmatch(r"([a-z]+)(\d[\d.]*)", part)
+            if numbered and span == 1:
+                options += [p + numbered.group(2)
+                            for p in difflib.get_close_matches(numbered.group(1), _PREFIXES, n=2, cutoff=0.5)]
+            for w in options:
+                cand = "-".join(words[:i] + [w] + words[i + span:])
+                if cand != "-".join(words) and _NAME_RE.match(cand) and cand not in (c for _, c in found):
+                    found.append((difflib.SequenceMatcher(None, part, w).ratio(), cand))
+    return [c for _, c in sorted(found, key=lambda f: -f[0])][:limit]
+
+
 def parse_platform(text: str) -> str:
     """``linux/arm64``, ``arm64`` or ``aarch64`` → ``linux/arm64`` (likewise amd64); ``UserError`` otherwise."""
     t = text.strip().lower()

@@ -20,9 +20,9 @@ import difflib
 import re
 from packaging.version import Version
 
-from envman.errors import ResolveError
+from envman.errors import EnvmanError, ResolveError
 from envman.matrix.model import BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
-from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name
+from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name, spelling_fixes
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
 _FLAVOUR_CONTENT = {
@@ -246,7 +246,21 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
 
     ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
     must agree with it."""
-    q = parse_name(name)
+    try:
+        q = parse_name(name)
+    except ResolveError as exc:
+        fixes, seen = [], set()
+        for cand in spelling_fixes(name):
+            try:
+                canonical = resolve(matrix, cand, platform).name
+            except EnvmanError:
+                continue
+            if canonical not in seen:  # torch- and pytorch- are one suggestion
+                seen.add(canonical)
+                fixes.append(f"{cand} ({canonical})")
+        if not fixes:
+            raise
+        raise ResolveError(exc.what, where=exc.where, fix=f"did you mean {' or '.join(fixes)}? ({exc.fix})") from None
     rows = _select_builds(matrix, q)
     if not rows:
         raise ResolveError(_no_match(matrix, q), fix=_suggest(matrix, q))
@@ -364,6 +378,16 @@ def _no_match(matrix: Matrix, q: StackQuery) -> str:
 def _suggest(matrix: Matrix, q: StackQuery, n: int = 5) -> str:
     names = sorted({b.name for b in matrix.builds})
     same = [b for b in matrix.builds if b.framework == q.framework and version_matches(q.version, b.version)]
+    fw = [b for b in matrix.builds if b.framework == q.framework]
+    if not same and fw and Version(q.version) > max(b.version for b in fw):
+        newest = max(b.version for b in fw)  # a release newer than the matrix: offer the newest
+        pool = [b for b in fw if b.version == newest]
+        fits = [b for b in pool if (b.cuda is None) == q.cpu and (q.cuda is None or b.cuda is None
+                                                                  or str(b.cuda).startswith(q.cuda.split(".")[0]))]
+        short = f"{q.framework}-{newest}" + ("-cpu" if q.cpu else f"-cuda{q.cuda}" if q.cuda and fits else "")
+        return (f"the newest {q.framework} release in the matrix is {newest}: {short} ("
+                + ", ".join(sorted(b.name for b in (fits or pool))[:n])
+                + "); newer releases: envman matrix update")
     if same:
         newest = max(b.version for b in same)
         close = sorted({b.name for b in same if b.version == newest})

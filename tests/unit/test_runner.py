@@ -547,3 +547,21 @@ def test_what_if_host_needs_a_gpu_or_a_driver(mini):
         what_if_host(NOGPU, src, driver="535.104.05")
     with pytest.raises(UserError, match="no NVIDIA driver to assume"):
         what_if_host(NOGPU, src, sm="8.6")
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_run_with_a_word_that_is_no_project_offers_it_as_the_command(tmp_path, monkeypatch, capsys, inside):
+    """`envman run pwd` said only "no project named 'pwd'": the words are now offered as the
+    command (`envman run -- ls /tmp`)."""
+    from envman.cli import main
+
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\n')
+    monkeypatch.chdir(proj if inside else tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["run", "ls", "/tmp"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1
+    assert "no project named 'ls'" in err and "envman run -- ls /tmp" in err
+    assert ("in p (the project here)" in err) == inside

@@ -180,3 +180,57 @@ def test_stack_json_round_trip(mini):
                                            ("tf-2.15.0.0-cpu", "2.15.0.0")])
 def test_four_part_releases(text, version):
     assert parse_name(text).version == version
+
+
+# --------------------------------------------------------------------------- typos get a suggestion
+
+
+def _typos(word: str) -> list[str]:
+    """Adjacent letters swapped, and one letter dropped, at each position (not the word itself)."""
+    out = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)}
+    out |= {word[:i] + word[i + 1:] for i in range(len(word)) if len(word) > 3}
+    return sorted(w for w in out if w != word and not any(w == x for x in (*ALIASES, *FLAVOURS, *PLATFORM_WORDS)))
+
+
+_WORD_CASES = (
+    [(f"{{}}-2.7-cuda12.8", alias) for alias in ALIASES if len(alias) > 3]
+    + [(f"torch-2.7-cuda12.8-{{}}", flavour) for flavour in FLAVOURS]
+    + [(f"torch-2.9-cuda12.8-{{}}", platform) for platform in PLATFORM_WORDS]
+    + [("torch-2.7-{}12.8", "cuda"), ("torch-2.4-cuda12-{}3.10", "py")]
+)
+
+
+@pytest.mark.parametrize("template, word", _WORD_CASES)
+def test_a_misspelt_word_of_a_name_is_offered_back(template, word):
+    """Every word of the grammar, misspelt in each simple way, is offered back spelt right
+    (`torhc-2.7-cuda12.8` got only the grammar)."""
+    from envman.stack.names import spelling_fixes
+
+    for typo in _typos(word):
+        name = template.format(typo)
+        try:
+            parse_name(name)
+            continue  # the typo is itself another valid word (e.g. cu for cuda)
+        except ResolveError:
+            pass
+        assert template.format(word) in spelling_fixes(name), (name, spelling_fixes(name))
+
+
+@given(st.text(max_size=60))
+def test_spelling_fixes_only_offer_names_that_parse(text):
+    from envman.stack.names import spelling_fixes
+
+    for cand in spelling_fixes(text):
+        parse_name(cand)
+
+
+def test_resolve_offers_the_fix_and_the_newest_release(mini):
+    from envman.stack.resolve import resolve
+
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torhc-2.4-cuda12")
+    assert "did you mean torch-2.4-cuda12 (" in e.value.fix and "pytorch-2.4" not in e.value.fix
+    newest = max(b.version for b in mini.builds if b.framework == "torch")
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, "torch-99.0")
+    assert f"newest torch release in the matrix is {newest}" in e.value.fix
