@@ -195,6 +195,16 @@ def _date(v: Any) -> str:
     return datetime.date.fromisoformat(v).isoformat()
 
 
+def _update(v: Any) -> tuple[Version, DriverVersion]:
+    """One ``{cuda, toolkit_driver}`` table of a release's ``updates``."""
+    if not isinstance(v, dict) or set(v) != {"cuda", "toolkit_driver"}:
+        raise ValueError
+    cuda = _version(v["cuda"])
+    if len(cuda.release) != 3:
+        raise ValueError
+    return cuda, _driver(v["toolkit_driver"])
+
+
 def _str_table(v: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
         raise TypeError
@@ -246,6 +256,7 @@ def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str
                 sm=r.list("sm", _arch, "compute capabilities like '8.6'"),
                 cudnn=r.strs("cudnn"),
                 **r.provenance(),
+                updates=r.list("updates", _update, 'tables {cuda = "12.4.1", toolkit_driver = "550.54.15"}'),
             )
         )
     never = []

@@ -142,10 +142,24 @@ class CudaRelease:
     source: tuple[str, ...]
     status: str
     note: str = ""
+    #: (full version, toolkit driver) of each release NVIDIA's driver table lists beyond the GA
+    #: (``13.2.1`` = 13.2 Update 1 needs 595.58.03, not the GA's 595.45.04), ascending.
+    updates: tuple[tuple[Version, DriverVersion], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.version.major}.{self.version.minor}"
+
+    def toolkit_driver_for(self, patch: Version | None) -> DriverVersion:
+        """The toolkit driver of the release ``patch`` (an image's full CUDA version): its own
+        update's figure, else that of the latest update before it (a lower bound), else the GA's."""
+        known = [d for v, d in self.updates if patch is not None and v <= patch]
+        return known[-1] if known else self.toolkit_driver
+
+    def min_driver_for(self, patch: Version | None) -> DriverVersion:
+        """:attr:`min_driver` for the release ``patch``."""
+        own = self.toolkit_driver_for(patch)
+        return own if self.minor_compat_driver is None else min(self.minor_compat_driver, own)
 
     @property
     def min_driver(self) -> DriverVersion:

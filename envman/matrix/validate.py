@@ -134,6 +134,21 @@ def _check_wheel_python(b: FrameworkBuild, add) -> None:
         add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
 
+def _check_updates(r: CudaRelease, add) -> None:
+    """A release's updates are its own (same major.minor), in ascending order, each needing no
+    older a driver than the GA and the update before it."""
+    where = f"cuda {r.key}"
+    prev_v, prev_d = None, r.toolkit_driver
+    for v, d in r.updates:
+        if (v.major, v.minor) != (r.version.major, r.version.minor):
+            add(where, f"update {v} is not a release of CUDA {r.key}")
+        if prev_v is not None and v <= prev_v:
+            add(where, f"update {v} is listed after {prev_v}: list updates once each, in ascending order")
+        if d < prev_d:
+            add(where, f"update {v} needs driver {d}, older than the {prev_d} of the release before it")
+        prev_v, prev_d = v, max(d, prev_d)
+
+
 def _check_history(matrix: Matrix, add) -> None:
     """Every tag history names a published tag, dates it no later than today, and every published
     tag of a repository that has histories has one (published when, served now or deleted)."""
@@ -169,6 +184,7 @@ def validate(matrix: Matrix) -> list[Problem]:
             add(f"cuda {r.key}", "CUDA < 11 has no minor-version compatibility: remove minor_compat_driver")
         if not r.sm:
             add(f"cuda {r.key}", "sm (compute capabilities nvcc targets) is empty")
+        _check_updates(r, add)
     prev = None
     for r in matrix.cuda:  # sorted by version
         if prev and r.toolkit_driver < prev.toolkit_driver:

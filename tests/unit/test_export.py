@@ -126,13 +126,15 @@ def test_affinity_admits_exactly_the_nodes_the_verdict_accepts(shipped_stacks):
 
 def test_affinity_of_a_ptx_stack_covers_newer_gpus_only_with_the_toolkit_driver():
     """A stack with SASS 8.0/9.0 and PTX 9.0 on CUDA 12.4: an sm_120 GPU runs it by JIT, which
-    minor-version compatibility does not cover: the driver floor for that GPU is 12.4's own."""
+    minor-version compatibility does not cover: the driver floor for that GPU is that of 12.4
+    Update 1 (550.54.15), the release of its 12.4.1 image."""
     m = load_matrix()
     stack = replace(resolve(m, "torch-2.4-cuda12.4"), sass_archs=("8.0", "9.0"), ptx_archs=("9.0",))
     terms = gfd_node_terms(stack)
     assert node_admitted(terms, gfd_labels("535.104.05", "8.6"))  # SASS 8.0 runs on 8.6 via compat
-    assert not node_admitted(terms, gfd_labels("535.104.05", "12.0"))  # PTX JIT needs 550.54.14
-    assert node_admitted(terms, gfd_labels("550.54.14", "12.0"))
+    assert not node_admitted(terms, gfd_labels("535.104.05", "12.0"))  # PTX JIT needs 550.54.15
+    assert not node_admitted(terms, gfd_labels("550.54.14", "12.0"))  # the GA's driver is not enough
+    assert node_admitted(terms, gfd_labels("550.54.15", "12.0"))
     assert not node_admitted(terms, gfd_labels("550.54.14", "7.5"))  # older than every arch
     assert not node_admitted(terms, gfd_labels("525.60.12", "9.0"))  # below the 12.x floor
     ops = {e["operator"] for t in terms for e in t}

@@ -316,7 +316,7 @@ def test_shipped_cuda_13_2_and_13_3_with_drivers_cudnn_and_images():
         assert {i.flavour for i in imgs} == {"base", "runtime", "cudnn-runtime", "devel", "cudnn-devel"}
         assert all("linux/arm64" in i.platforms and i.platform_source for i in imgs)
         assert all(i.tag in m.published_tags("nvidia/cuda") for i in imgs)
-    assert [str(r.version) for r in m.cuda][-2:] == ["13.2", "13.3"]
+    assert [str(r.version) for r in m.cuda][-4:] == ["13.2", "13.3", "13.4", "13.5"]
 
 
 @pytest.mark.parametrize(
