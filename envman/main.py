@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
+    if argv is None and "_ENVMAN_COMPLETE" in _environ():
+        _complete()  # a Tab: value completions are answered without the CLI framework
     args = list(sys.argv[1:] if argv is None else argv)
     build = run_argv(args, "build")
     if build is not None:  # a no-op build the last identical one recorded: print its result
@@ -58,6 +60,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     from envman.cli import main as cli_main
 
     cli_main(args, invocation=tuple(args))
+
+
+def _environ():
+    import os
+
+    return os.environ
+
+
+def _complete() -> None:
+    """Answer the shell's completion request for a value (a project, a stack, a GPU) and exit;
+    return for anything else (the CLI framework completes command and option names)."""
+    try:
+        from envman.run.complete import fast_complete
+
+        got = fast_complete(_environ())
+    except Exception:  # noqa: BLE001 - completion never fails loudly: the CLI's own path answers
+        return
+    if got is not None:
+        out, code = got
+        if out:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+        sys.exit(code)
 
 
 def _asks_help(words: Sequence[str]) -> bool:

@@ -52,7 +52,7 @@ def _plain(text: str):
 
 
 def stop(
-    target: Annotated[str, typer.Argument(metavar="NAME|PROJECT", help="An environment's name, or a project: all of its environments.")],
+    target: Annotated[str, typer.Argument(metavar="NAME|PROJECT", help="An environment's name, or a project: all of its environments.", autocompletion=complete_project)],
     timeout: Annotated[int, typer.Option("--time", "-t", min=0, help="Seconds to wait before killing.")] = 10,
 ) -> None:
     """Stop your environments called NAME, or all of PROJECT's (their containers are removed)."""

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.cli.complete import complete_project
+
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Where to write ('-': stdout).", show_default=False)]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files.")]
 
@@ -94,7 +96,7 @@ def _say(line: str) -> None:
 
 
 def k8s(
-    project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
+    project: Annotated[str, typer.Argument(help="Project: registered name or path.", autocompletion=complete_project)],
     gpus: Annotated[Optional[int], typer.Option("--gpus", min=0, help="GPUs per pod (default: the project's; 'all' counts as 1).", show_default=False)] = None,
     image: Annotated[Optional[str], typer.Option("--image", help="REPO@sha256:... (default: what envman push printed for the stack).", show_default=False)] = None,
     runtime_class: Annotated[Optional[str], typer.Option("--runtime-class", help="runtimeClassName, e.g. nvidia.", show_default=False)] = None,
@@ -217,7 +219,7 @@ def _push_run_image(proj, stack, registry: str | None) -> str:
 
 
 def devcontainer_cmd(
-    project: Annotated[str, typer.Argument(help="Project: registered name or path.")],
+    project: Annotated[str, typer.Argument(help="Project: registered name or path.", autocompletion=complete_project)],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Folder to write devcontainer.json and Dockerfile to ('-': print devcontainer.json).", show_default=False)] = None,
     force: Force = False,
 ) -> None:
@@ -247,7 +249,7 @@ def devcontainer_cmd(
 
 
 def compose_cmd(
-    projects: Annotated[list[str], typer.Argument(help="Projects: registered names or paths (one service each).")],
+    projects: Annotated[list[str], typer.Argument(help="Projects: registered names or paths (one service each).", autocompletion=complete_project)],
     output: Output = None,
     force: Force = False,
 ) -> None:

@@ -6,9 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.cli.complete import complete_stack_or_project
+
 from envman.cli._out import emit_json
 
-Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.")]
+Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.",
+                                       autocompletion=complete_stack_or_project)]
 RegistryOpt = Annotated[Optional[str], typer.Option("--registry", help="HOST[:PORT]\\[/PREFIX] (default: \\[registry] default in config.toml).", show_default=False)]
 AllowHttp = Annotated[bool, typer.Option("--allow-http", help="Allow a non-loopback registry the engine reaches over plain HTTP.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]

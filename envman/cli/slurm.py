@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+
+from envman.cli.complete import complete_project
 from typer.core import TyperCommand
 
 from envman.cli._out import console, emit_json
@@ -35,7 +37,7 @@ def _int(value: str | None, where: str, minimum: int) -> int | None:
 
 def submit(
     ctx: typer.Context,
-    project: Annotated[Optional[str], typer.Argument(help="Registered project name or path (default: the project of the current directory).")] = None,
+    project: Annotated[Optional[str], typer.Argument(help="Registered project name or path (default: the project of the current directory).", autocompletion=complete_project)] = None,
     partition: Annotated[Optional[str], typer.Option("--partition", "-p", help="Slurm partition (default: \\[slurm] partition in the user config, else the cluster's default).")] = None,
     gpus: Annotated[Optional[str], typer.Option("--gpus", help="GPUs to allocate; the container gets exactly those (default: the project's count, 1 for \"all\", 0 for a CPU stack).")] = None,
     time_limit: Annotated[Optional[str], typer.Option("--time", "-t", help="Time limit: minutes, H:MM:SS, D-HH[:MM[:SS]] or UNLIMITED.")] = None,
