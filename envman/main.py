@@ -6,7 +6,8 @@ path (``envman run P -- python train.py`` many times a day), and the typer CLI c
 if nothing it was made from changed), else :func:`envman.run.command.run_cli`. Likewise an
 ``envman build`` that the last identical one recorded as a no-op prints that result
 (:func:`envman.run.cache.try_cached_build`). Everything else, ``envman --help`` (which lists
-``run``) included, goes to the typer CLI in :mod:`envman.cli`. Both paths share the one error
+``run``) included, goes to the typer CLI in :mod:`envman.cli`; a bare ``envman --version`` prints
+the version without it. Both paths share the one error
 boundary, :func:`envman.boundary.guarded`.
 
 This module imports nothing beyond the standard library's ``os`` and ``sys`` and
@@ -29,6 +30,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if argv is None and "_ENVMAN_COMPLETE" in _environ():
         _complete()  # a Tab: value completions are answered without the CLI framework
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # what the CLI prints, without loading it
+        from envman import __version__
+
+        sys.stdout.write(f"envman {__version__}\n")
+        sys.exit(0)
     build = run_argv(args, "build")
     if build is not None:  # a no-op build the last identical one recorded: print its result
         from envman.run.cache import try_cached_build

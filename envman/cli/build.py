@@ -212,11 +212,11 @@ def images(as_json: JsonOpt = False) -> None:
     """List envman's images with stack, size, smoke status and date."""
     import datetime
 
+    from envman.engine.facts import docker_facts
     from envman.images.build import list_envman_images
-    from envman.engine.docker import Engine
 
-    with Engine.connect() as engine:
-        rows = [own_tags(r) for r in list_envman_images(engine)]
+    # one request on the engine's socket (the docker CLI where there is none), not the Docker SDK
+    rows = [own_tags(r) for r in list_envman_images(docker_facts())]
     rows.sort(key=lambda r: (r.project or r.stack, -r.created))
     if as_json:
         emit_json([{**r.__dict__, "tags": list(r.tags)} for r in rows])
