@@ -430,7 +430,13 @@ def parse_file(path: Path) -> tuple[str, Any]:
 @functools.lru_cache(maxsize=32)
 def _parse_bytes(file: str, data: bytes) -> tuple[str, Any]:
     """:func:`parse_file` of ``data`` read from ``file``; rows come back as tuples (shared by
-    every caller that read the same bytes)."""
+    every caller that read the same bytes, and kept between invocations: :mod:`envman.matrix.parsed`)."""
+    from envman.matrix.parsed import kept
+
+    return kept(file, data, _parse_fresh)
+
+
+def _parse_fresh(file: str, data: bytes) -> tuple[str, Any]:
     from envman.safefile import parse_toml
 
     doc = parse_toml(data, what="matrix file", where=file, error=MatrixError)

@@ -5,7 +5,8 @@ What goes (each only where it exists):
 * state (``$ENVMAN_STATE_DIR``, else the user's state directory): the project homes mounted as
   HOME, build logs, smoke reports, locks, caches, pins, run records — only the entries envman
   names there (:data:`STATE_ENTRIES`), never anything else a user keeps in that directory;
-* the run-plan cache and the render cache (``runs.json`` and ``renders.json`` in
+* the run-plan cache, the render cache and the kept matrix parses (``runs.json``, ``renders.json``
+  and ``matrix/`` in
   ``envman.paths.cache_dir()``);
 * with ``--config``: the project registry and ``config.toml`` (the project files themselves,
   ``envman.toml`` in each project, are the user's and stay);
@@ -58,6 +59,7 @@ def _entries(base: Path, names: tuple[str, ...]) -> list[Path]:
 
 def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | None = None) -> CleanPlan:
     """What ``envman clean`` would remove for this user (``engine``: for ``images``)."""
+    from envman.matrix.parsed import PARSED_FOLDER
     from envman.paths import config_dir, state_dir
     from envman.render.cache import RENDER_CACHE
     from envman.run.cache import cache_file
@@ -67,7 +69,7 @@ def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | 
     cache = Path(cache_file()).parent
     dirs = [state]
     if cache.exists() and cache.resolve() != (state / "cache").resolve():
-        paths += _entries(cache, ("runs.json", RENDER_CACHE))
+        paths += _entries(cache, ("runs.json", RENDER_CACHE, PARSED_FOLDER))
         dirs.append(cache)
     if config:
         paths += _entries(config_dir(), CONFIG_ENTRIES)

@@ -1,0 +1,135 @@
+"""Parsed matrix files kept between invocations (envman.matrix.parsed): a kept parse is the parse,
+exactly; any change of bytes, path or code is a miss; an entry in doubt is a miss and never runs
+anything."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+import envman.matrix.load as L
+import envman.matrix.parsed as P
+from envman.errors import MatrixError
+from envman.paths import matrix_files
+
+
+@pytest.fixture
+def counted(tmp_path, monkeypatch):
+    """A private cache folder, the in-process cache emptied, and every real parse counted."""
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENVMAN_RUN_CACHE", raising=False)
+    L._parse_bytes.cache_clear()
+    calls: list[str] = []
+    real = L._parse_fresh
+    monkeypatch.setattr(L, "_parse_fresh", lambda file, data: calls.append(file) or real(file, data))
+    yield calls
+    L._parse_bytes.cache_clear()
+
+
+def fresh(path: Path):
+    L._parse_bytes.cache_clear()
+    return L._parse_fresh(str(path), path.read_bytes())
+
+
+@pytest.mark.parametrize("path", matrix_files(shipped=True), ids=lambda p: p.name)
+def test_a_kept_parse_of_every_shipped_file_is_the_parse(counted, path):
+    first = L.parse_file(path)
+    L._parse_bytes.cache_clear()
+    again = L.parse_file(path)
+    assert counted == [str(path)]  # the second came from the kept parse
+    assert again == first
+
+
+def test_changed_bytes_a_moved_file_or_changed_code_are_misses(counted, tmp_path, monkeypatch):
+    src = matrix_files(shipped=True)[0]
+    a = tmp_path / "a.toml"
+    a.write_bytes(src.read_bytes())
+    L.parse_file(a)
+    a.write_bytes(src.read_bytes() + b"\n# another byte\n")
+    L._parse_bytes.cache_clear()
+    L.parse_file(a)
+    b = tmp_path / "b.toml"
+    b.write_bytes(a.read_bytes())
+    L._parse_bytes.cache_clear()
+    L.parse_file(b)
+    monkeypatch.setattr(P, "_code", ["another envman"])
+    L._parse_bytes.cache_clear()
+    L.parse_file(b)
+    assert counted == [str(a), str(a), str(b), str(b)]
+
+
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("touch planted",))
+
+
+@pytest.mark.parametrize("damage", ["foreign global", "not a pickle", "wrong shape", "group-writable", "symlink"])
+def test_an_entry_in_doubt_is_a_miss_and_runs_nothing(counted, tmp_path, monkeypatch, damage):
+    monkeypatch.chdir(tmp_path)
+    src = matrix_files(shipped=True)[0]
+    L.parse_file(src)
+    (entry,) = (tmp_path / "cache" / "matrix").iterdir()
+    if damage == "foreign global":
+        entry.write_bytes(pickle.dumps(("cuda", Boom())))
+    elif damage == "not a pickle":
+        entry.write_bytes(b"\x80\x05junk")
+    elif damage == "wrong shape":
+        entry.write_bytes(pickle.dumps(["cuda"]))
+    elif damage == "group-writable":
+        entry.chmod(0o664)
+    else:
+        other = tmp_path / "other"
+        other.write_bytes(entry.read_bytes())
+        entry.unlink()
+        entry.symlink_to(other)
+    L._parse_bytes.cache_clear()
+    result = L.parse_file(src)
+    assert counted == [str(src), str(src)]  # parsed again
+    assert result == fresh(src)
+    assert not (tmp_path / "planted").exists()
+
+
+def test_a_file_that_fails_to_parse_is_never_kept(counted, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('schema = 1\nkind = "nonsense"\n')
+    for _ in range(2):
+        L._parse_bytes.cache_clear()
+        with pytest.raises(MatrixError, match="key kind"):
+            L.parse_file(bad)
+    assert counted == [str(bad), str(bad)]
+    assert not (tmp_path / "cache" / "matrix").exists() or list((tmp_path / "cache" / "matrix").iterdir()) == []
+
+
+def test_the_folder_keeps_the_newest_entries_and_the_switch_turns_it_off(counted, tmp_path, monkeypatch):
+    src = matrix_files(shipped=True)[0].read_bytes()
+    monkeypatch.setattr(P, "MAX_ENTRIES", 3)
+    for i in range(5):
+        f = tmp_path / f"m{i}.toml"
+        f.write_bytes(src)
+        L.parse_file(f)
+    folder = tmp_path / "cache" / "matrix"
+    assert len(list(folder.iterdir())) == 3
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert {oct(e.stat().st_mode & 0o777) for e in folder.iterdir()} == {"0o600"}
+    monkeypatch.setenv("ENVMAN_RUN_CACHE", "0")
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "off"))
+    L._parse_bytes.cache_clear()
+    L.parse_file(tmp_path / "m4.toml")
+    assert not (tmp_path / "off").exists()
+
+
+def test_envman_clean_removes_the_kept_parses_and_nothing_beside_them(counted, tmp_path, monkeypatch):
+    from envman.run.clean import apply, plan as clean_plan
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    L.parse_file(matrix_files(shipped=True)[0])
+    folder = tmp_path / "cache" / P.PARSED_FOLDER
+    (tmp_path / "cache" / "mine.txt").write_text("keep")
+    p = clean_plan()
+    assert folder in p.paths
+    apply(p)
+    assert not folder.exists() and (tmp_path / "cache" / "mine.txt").exists()
