@@ -331,6 +331,13 @@ def build_smoke_promote(
     return PipelineResult(b, rep, promoted)
 
 
+def expected_render_hashes(stack: Stack, options=None) -> frozenset[str]:
+    """The render hashes this host gives ``stack`` with ``options`` (default: the user config's),
+    in each builder dialect: what a pulled image's ``envman.render-hash`` must be one of to be
+    the image this host would build (the same recipe, envman version and network options)."""
+    return frozenset(_render(stack, options, kind).render_hash for kind in ("classic", "buildkit"))
+
+
 def kept_report(engine, b: BuildResult) -> SmokeReport | None:
     """The verdict a cached candidate already carries (its labels, whoever ran the smoke test;
     else this user's cached report), as a report; ``None`` when it has none."""
@@ -349,6 +356,10 @@ def kept_report(engine, b: BuildResult) -> SmokeReport | None:
                           probe=None, exit_code=0 if verdict.status != FAIL else 1, stderr_tail="")
     if verdict.image_id and verdict.image_id != b.image_id:
         rep.verdict_image_id = b.image_id
+    if rep.promotable_id != b.image_id and engine.inspect_image(rep.promotable_id) is None:
+        # A cached report naming a verdict image that was removed since: not a verdict to keep
+        # (promoting it would fail with "No such image" on every retry); test again.
+        return None
     return rep
 
 

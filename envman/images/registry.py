@@ -337,8 +337,10 @@ class Pulled:
 
 
 def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None = None,
-               allow_http: bool = False) -> Pulled:
-    """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here."""
+               allow_http: bool = False, render_hashes: frozenset[str] | None = None) -> Pulled:
+    """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here.
+    ``render_hashes``: the render hashes this host gives the stack (default: computed,
+    :func:`envman.images.build.expected_render_hashes`); the image's label must be one of them."""
     from envman.images.store import rootfs_digest
     from envman.state import stable_ref
 
@@ -358,6 +360,15 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
         problems.append(f"the engine's digests of the pulled image are {list(info.repo_digests)}, not {want}")
     labels = info.labels
     problems += label_problems(labels, stack, rootfs_digest(info))
+    if not problems:
+        if render_hashes is None:
+            from envman.images.build import expected_render_hashes
+
+            render_hashes = expected_render_hashes(stack, _config_options())
+        got = L.parse(labels).render_hash
+        if got not in render_hashes:
+            problems.append(f"its {L.RENDER_HASH} label {got} is not what this host renders for {stack.name} "
+                            "(another recipe, envman version or network options)")
     if problems:
         if not had:
             engine.remove_image(ref, force=False)
@@ -369,6 +380,13 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
     engine.tag(info.id, stable_ref(stack.name))  # the verdict travels on the image's labels
     smoke = L.parse_smoke(labels)
     return Pulled(stack.name, ref, want, info.id, smoke.status if smoke else "", already)
+
+
+def _config_options():
+    """The render options of the user config (what a plain ``envman build`` uses)."""
+    from envman.render.dockerfile import RenderOptions
+
+    return RenderOptions.from_config()
 
 
 def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:

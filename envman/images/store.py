@@ -92,12 +92,14 @@ def verdict_of_report(report: Mapping[str, Any], *, rootfs: str | None, uid: int
 
 
 def image_verdict(info: ImageInfo | None) -> L.SmokeVerdict | None:
-    """The smoke verdict of an inspected image: its labels first (when they are about these very
-    layers), else this user's cached report for its id; ``None`` when neither has one."""
+    """The smoke verdict of an inspected image: its labels first when they are about these very
+    layers (``envman.smoke.rootfs`` present and equal to the image's own layers: a blank or
+    missing one, or an image with a layer added on top, proves nothing), else this user's cached
+    report for its id; ``None`` when neither has one."""
     if not info:
         return None
     verdict = L.parse_smoke(info.labels)
-    if verdict is not None and not (verdict.rootfs is None or verdict.rootfs == rootfs_digest(info)):
+    if verdict is not None and (verdict.rootfs is None or verdict.rootfs != rootfs_digest(info)):
         verdict = None
     return newest(verdict, cached_verdict(info.id))
 

@@ -11,7 +11,6 @@ digest, the checks, the promotion and the ``docker run``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -55,14 +54,16 @@ def stack_obj(matrix: Path):
 
 def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str, str] | None = None,
                         tag: str | None = None) -> str:
-    """An image labelled like a promoted envman image of ``stack`` (FROM the stand-in rootfs)."""
-    from envman.render.dockerfile import stack_label_json
+    """An image labelled like a promoted envman image of ``stack`` (FROM the stand-in rootfs),
+    with the render hash a host with no network options gives the stack (what pull expects)."""
+    from envman.images.build import expected_render_hashes
+    from envman.render.dockerfile import RenderOptions, stack_label_json
 
     base = standin.rootfs("bookworm")
     stack_json = stack_label_json(stack)
     all_labels = {
         "envman.managed": "true", "envman.name": stack.name, "envman.stack": stack_json,
-        "envman.render-hash": hashlib.sha256(stack_json.encode()).hexdigest(), "envman.role": "candidate",
+        "envman.render-hash": min(expected_render_hashes(stack, RenderOptions())), "envman.role": "candidate",
         **test_labels, **(labels or {}),
     }
     ref = tag or f"envman/{stack.name}:latest"
@@ -170,9 +171,12 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         drop_repo_images(docker_engine, repo, local)
 
 
-@pytest.mark.parametrize("case", ["tampered-stack", "no-smoke-label", "failed-smoke", "verdict-of-other-layers"])
+@pytest.mark.parametrize("case", ["tampered-stack", "no-smoke-label", "failed-smoke", "verdict-of-other-layers",
+                                  "blank-rootfs", "other-render-hash"])
 def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         case, docker_engine, standin, registry_server, matrix, hosts, test_labels, test_session_id):
+    from envman.images.store import rootfs_digest
+
     stack = stack_obj(matrix)
     reg = f"{registry_server.host}/envman-test-{test_session_id}-{case}"
     repo = f"{reg}/envman/{stack.name}"
@@ -183,6 +187,9 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         "no-smoke-label": {},
         "failed-smoke": {"envman.smoke.status": "fail"},
         "verdict-of-other-layers": {"envman.smoke.status": "pass", "envman.smoke.rootfs": "sha256:" + "1" * 64},
+        "blank-rootfs": {"envman.smoke.status": "pass", "envman.smoke.rootfs": ""},
+        "other-render-hash": {"envman.smoke.status": "pass", "envman.render-hash": "b" * 64,
+                              "envman.smoke.rootfs": rootfs_digest(docker_engine.inspect_image(standin.rootfs("bookworm")))},
     }[case]
     try:
         build_fixture_image(docker_engine, standin, stack, test_labels, labels=extra, tag=f"{repo}:latest")
@@ -193,7 +200,8 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         assert r.stderr.count("\n") == 1 and "refused" in r.stderr, r.stderr
         assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke.status",
                 "failed-smoke": "smoke verdict is 'fail'",
-                "verdict-of-other-layers": "not taken on these layers"}[case] in r.stderr
+                "verdict-of-other-layers": "not taken on these layers", "blank-rootfs": "not taken on these layers",
+                "other-render-hash": "not what this host renders"}[case] in r.stderr
         assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
         assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind
     finally:

@@ -53,6 +53,18 @@ def from_line(context_tar: bytes) -> str:
     return ""
 
 
+def adds_layers(context_tar: bytes) -> bool:
+    """Whether the context's Dockerfile adds a file system layer (RUN, COPY or ADD): a
+    ``FROM x`` plus ``LABEL`` lines (a verdict image) keeps its base's layers, as Docker does."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(context_tar)) as tf:
+            member = tf.extractfile("Dockerfile")
+            text = member.read().decode() if member else ""
+    except (tarfile.TarError, KeyError):
+        return True
+    return any(line.split()[0].upper() in ("RUN", "COPY", "ADD") for line in text.splitlines() if line.split())
+
+
 def matches(labels: Mapping[str, str], label_filter: LabelFilter) -> bool:
     """Whether ``labels`` pass every filter (``{"k": "v"}`` or ``["k", "k=v"]``), as the engine says."""
     wanted = [f"{k}={v}" for k, v in label_filter.items()] if isinstance(label_filter, Mapping) else list(label_filter)
@@ -105,7 +117,8 @@ class FakeEngine:
                   created: int = 0, size: int = 1) -> str:
         """Put an image on the engine (tagged ``ref`` when given); its id."""
         image_id = image_id or _digest("image", ref, next(self._serial))
-        self._images[image_id] = ImageInfo(image_id, (), dict(labels or {}), size, created)
+        self._images[image_id] = ImageInfo(image_id, (), dict(labels or {}), size, created,
+                                           layers=(_digest("layer", image_id),))
         if ref:
             self._tags[_full(ref)] = image_id
         return image_id
@@ -145,7 +158,7 @@ class FakeEngine:
         img = self._images[image_id]
         tags = tuple(sorted(t for t, i in self._tags.items() if i == image_id))
         return ImageInfo(img.id, tags, dict(img.labels), img.size, img.created, img.repo_digests,
-                         img.architecture, img.os)
+                         img.architecture, img.os, img.layers)
 
     def inspect_image(self, ref: str) -> ImageInfo | None:
         self.inspected.append(ref)
@@ -185,9 +198,12 @@ class FakeEngine:
         base = self._resolve(from_line(context_tar)) if from_line(context_tar) else None
         inherited = dict(self._images[base].labels) if base else {}
         image_id = _digest("build", tag, serial, context_tar)
+        layers = self._images[base].layers if base else ()
+        if adds_layers(context_tar) or not layers:
+            layers = (*layers, _digest("layer", image_id))
         with self.lock:
             self._images[image_id] = ImageInfo(image_id, (), {**inherited, **L.namespaced(labels)}, len(context_tar),
-                                               int(time.time()))
+                                               int(time.time()), layers=layers)
             self._tags[_full(tag)] = image_id
         yield BuildEvent("done", f"built {image_id}", image_id=image_id)
 
@@ -247,7 +263,7 @@ class FakeEngine:
         self.registry[f"{repo}@{digest}"] = found
         img = self._images[found]
         self._images[found] = ImageInfo(img.id, (), img.labels, img.size, img.created,
-                                        tuple(sorted({*img.repo_digests, f"{repo}@{digest}"})))
+                                        tuple(sorted({*img.repo_digests, f"{repo}@{digest}"})), layers=img.layers)
         self.pushed.append(ref)
         return digest
 

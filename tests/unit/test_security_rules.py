@@ -611,3 +611,101 @@ def test_submit_dry_run_shows_names_not_values(home, tmp_path):
         assert not any(v in r.stdout + r.stderr for _, v in SECRETS), runtime
         if runtime not in ("docker", "podman"):
             assert all(k in r.stdout for k, _ in SECRETS), runtime
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def _verdict_labels(rootfs):
+    from envman import labels as L
+
+    return L.SmokeVerdict(status="pass", by_uid=1, by_user="u", at=1, rootfs=rootfs).to_labels()
+
+
+@pytest.mark.parametrize("case", ["missing", "blank", "other-layers", "extra-layer-on-top", "no-layers"])
+def test_a_verdict_label_not_bound_to_these_layers_is_no_verdict(home, case):
+    from envman.engine.api import ImageInfo
+    from envman.images.store import image_verdict, rootfs_digest
+
+    layers = ("sha256:l1", "sha256:l2")
+    tested = rootfs_digest(ImageInfo("x", layers=layers))
+    labels = {"missing": {k: v for k, v in _verdict_labels(tested).items() if not k.endswith("rootfs")},
+              "blank": {**_verdict_labels(tested), **{k: "" for k in _verdict_labels(tested) if k.endswith("rootfs")}},
+              "other-layers": _verdict_labels("sha256:" + "9" * 64),
+              "extra-layer-on-top": _verdict_labels(tested),
+              "no-layers": _verdict_labels(tested)}[case]
+    image_layers = {"extra-layer-on-top": (*layers, "sha256:l3"), "no-layers": ()}.get(case, layers)
+    assert image_verdict(ImageInfo("sha256:img", labels=labels, layers=image_layers)) is None
+    assert image_verdict(ImageInfo("sha256:img", labels=_verdict_labels(tested), layers=layers)).status == "pass"
+
+
+def _pullable(engine, stack, render_hash):
+    from envman import labels as L
+    from envman.engine.api import ImageInfo
+    from envman.images.store import rootfs_digest
+    from envman.render.dockerfile import stack_label_json
+
+    image_id = engine.add_image("reg.example:5000/envman/" + stack.name + ":latest")
+    layers = engine.inspect_image(image_id).layers
+    labels = {L.MANAGED: "true", L.NAME: stack.name, L.STACK: stack_label_json(stack), L.RENDER_HASH: render_hash,
+              **_verdict_labels(rootfs_digest(ImageInfo("x", layers=layers)))}
+    engine._images[image_id] = ImageInfo(image_id, labels=labels, layers=layers)
+    engine.registry[f"reg.example:5000/envman/{stack.name}:latest"] = image_id
+    digest = engine.registry_digest(f"reg.example:5000/envman/{stack.name}:latest")
+    engine.registry[f"reg.example:5000/envman/{stack.name}@{digest}"] = image_id
+    engine._images[image_id] = ImageInfo(image_id, labels=labels, layers=layers,
+                                         repo_digests=(f"reg.example:5000/envman/{stack.name}@{digest}",))
+    return image_id
+
+
+@given(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+@settings(max_examples=10, deadline=None)
+def test_pull_promotes_only_a_render_hash_this_host_renders(other):
+    from envman.images.registry import Registry, RegistryError, pull_stack
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from tests.support.fake_engine import FakeEngine
+
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    mine = "a" * 64
+    engine = FakeEngine()
+    _pullable(engine, stack, other)
+    if other != mine:
+        with pytest.raises(RegistryError, match="not what this host renders"):
+            pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({mine}))
+        assert engine.inspect_image(f"envman/{stack.name}:latest") is None
+    pulled = pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({other}))
+    assert engine.inspect_image(f"envman/{stack.name}:latest").id == pulled.image_id
+
+
+def test_expected_render_hashes_are_the_builds_of_both_dialects():
+    from envman.images.build import _render, expected_render_hashes
+    from envman.matrix.load import load_matrix
+    from envman.render.dockerfile import RenderOptions
+    from envman.stack.resolve import resolve
+
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    got = expected_render_hashes(stack, RenderOptions())
+    assert got == {_render(stack, RenderOptions(), k).render_hash for k in ("classic", "buildkit")} and len(got) == 2
+
+
+def test_a_stale_cached_report_naming_a_removed_verdict_image_is_not_kept(home):
+    """Images removed, a rebuild killed during smoke: the cached report names a verdict image
+    that is gone. It must not be kept (promoting it fails with "No such image" on every retry)."""
+    from envman.images import build as B
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from tests.support.fake_engine import FakeEngine
+
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    engine = FakeEngine()
+    image_id = engine.add_image(f"envman/{stack.name}:abcd")
+    rep = B.SmokeReport(stack=stack.name, image=f"envman/{stack.name}:abcd", image_id=image_id, overall="pass",
+                        reason="ok", gpus_requested=False, probe=None, exit_code=0, stderr_tail="",
+                        verdict_image_id="sha256:" + "e" * 64)  # the verdict image, removed since
+    B.save_report(rep)
+    b = B.BuildResult(stack, f"envman/{stack.name}:abcd", image_id, "abcd" * 16, True, 0.0)
+    assert B.kept_report(engine, b) is None  # smoke again instead
+    rep.verdict_image_id = None
+    B.save_report(rep)
+    assert B.kept_report(engine, b).overall == "pass"  # a report about an image that is there is kept

@@ -116,7 +116,12 @@ def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(st
 
 
 def info(image_id, layers=("l1",), verdict=None):
-    labels = verdict.to_labels() if verdict else {}
+    """An image whose verdict label (if any) was taken on its own layers (a verdict without
+    ``envman.smoke.rootfs``, or about other layers, is no verdict)."""
+    from dataclasses import replace
+
+    bare = ImageInfo(image_id, layers=tuple(layers))
+    labels = replace(verdict, rootfs=smokestore.rootfs_digest(bare)).to_labels() if verdict else {}
     return ImageInfo(image_id, labels=labels, layers=tuple(layers))
 
 
