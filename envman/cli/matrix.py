@@ -67,6 +67,7 @@ def ls(
             "cuda": f"{b.cuda.major}.{b.cuda.minor}" if b.cuda else None,
             "cudnn": b.cudnn,
             "python": [str(p) for p in b.python],
+            "python_freethreaded": [f"{p}t" for p in b.python_freethreaded],
             "platforms": list(b.platforms),
             "platform_status": b.platform_status,
             "default": b.default,

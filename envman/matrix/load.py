@@ -345,6 +345,7 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),
                 released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
+                python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
             )
         )

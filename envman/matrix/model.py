@@ -244,6 +244,9 @@ class FrameworkBuild:
     sass_arm64: tuple[Arch, ...] | None = None
     ptx_arm64: tuple[Arch, ...] | None = None
     released: str | None = None  # ISO date of the release's first upload to the index
+    #: Pythons whose free-threaded build (``3.14t``, PEP 703) has wheels of every package the row
+    #: installs; each is also in ``python``.
+    python_freethreaded: tuple[Version, ...] = ()
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:

@@ -250,6 +250,11 @@ def validate(matrix: Matrix) -> list[Problem]:
             if not _PY_RE.match(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")
         _check_wheel_python(b, add)
+        for p in b.python_freethreaded:
+            if p not in b.python:
+                add(where, f"claims free-threaded Python {p}t but not Python {p} (python)")
+            if p < Version("3.13"):
+                add(where, f"claims free-threaded Python {p}t, but CPython has free-threaded builds from 3.13 on")
         if b.cuda is None:
             if b.sass or b.ptx:
                 add(where, "a CPU build cannot carry GPU architectures")

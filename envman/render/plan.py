@@ -229,7 +229,7 @@ class Wheelhouse:
 class Python:
     """The interpreter and the venv every later pip step uses."""
 
-    version: str  # X.Y
+    version: str  # X.Y, or X.Yt for a free-threaded build (strategy "standalone")
     strategy: Literal["apt", "standalone"]
     os: str
     run: str
@@ -574,7 +574,7 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
     if builder == "buildkit":
         run += _mount_flags(options, cache=True, wheels=bool(wheels) and options.offline,
                             secret=secret and not options.offline)
-    return Python(python, "standalone" if standalone else "apt", stack.os, run, pip_upgrade, pip_note,
+    return Python(stack.interpreter, "standalone" if standalone else "apt", stack.os, run, pip_upgrade, pip_note,
                   bootstrap_pip=bootstrap_pip, bootstrap_flags=offline_flags, uv_env=uv_env)
 
 

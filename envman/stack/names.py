@@ -45,7 +45,7 @@ _NAME_RE = re.compile(
     r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
     r"-(?P<ver>" + _VERSION + r")"
     r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>\d+(?:\.\d+)?)|cu(?P<cu>\d{2,3})))?"
-    r"(?:-py(?P<py>\d\.\d{1,2}))?"
+    r"(?:-py(?P<py>\d\.\d{1,2}t?))?"
     r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?"
     r"(?:-(?P<platform>" + "|".join(sorted(PLATFORM_WORDS, key=len, reverse=True)) + r"))?$"
 )
@@ -105,7 +105,7 @@ class StackQuery:
     version: str
     cpu: bool = False
     cuda: str | None = None
-    python: str | None = None
+    python: str | None = None  # "3.14"; "3.14t" asks for the free-threaded build
     flavour: str | None = None
     platform: str | None = None  # "linux/arm64"...; None: not named (the default, linux/amd64)
 
@@ -118,7 +118,7 @@ def parse_name(text: str) -> StackQuery:
     if not m:
         raise ResolveError(
             f"cannot parse stack name {raw!r}",
-            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>][-arm64|-amd64], "
+            fix="expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>[t]][-<flavour>][-arm64|-amd64], "
             "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)",
         )
     cuda = m.group("cuda")
@@ -170,6 +170,7 @@ class Stack:
     status: str
     notes: tuple[str, ...] = field(default=())
     platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
+    freethreaded: bool = False  # the free-threaded build of ``python`` (PEP 703; the name says py3.14t)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
@@ -181,6 +182,8 @@ class Stack:
                 d[k] = list(v)
         if d["platform"] == DEFAULT_PLATFORM:
             del d["platform"]
+        if not d["freethreaded"]:  # likewise: stacks of a GIL build keep their JSON
+            del d["freethreaded"]
         return d
 
     @classmethod
@@ -188,6 +191,11 @@ class Stack:
         fields = {f for f in cls.__dataclass_fields__}
         kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in fields}
         return cls(**kw)
+
+    @property
+    def interpreter(self) -> str:
+        """The Python the stack runs, as uv and a name write it: ``3.12``, ``3.14t``."""
+        return self.python + ("t" if self.freethreaded else "")
 
     @property
     def is_cpu(self) -> bool:

@@ -274,9 +274,29 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
         rows = defaults or gpu_rows or rows
     rows.sort(key=lambda b: (b.cuda or Version("0"), b.variant))
     build = rows[-1]
-    py = Version(q.python) if q.python else None
+    freethreaded = bool(q.python and q.python.endswith("t"))
+    py = Version(q.python.rstrip("t")) if q.python else None
+    if freethreaded and py not in build.python_freethreaded:
+        have = ", ".join(f"{p}t" for p in build.python_freethreaded)
+        raise ResolveError(
+            f"{build.name} has no free-threaded Python {py}t wheels" + (f" (it has {have})" if have else ""),
+            fix=f"choose py{build.python_freethreaded[-1]}t" if have else f"drop the t (py{py}) for the GIL build",
+        )
     img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat)
-    return make_stack(matrix, build, img, python, strategy, plat)
+    stack = make_stack(matrix, build, img, python, strategy, plat)
+    return _freethreaded(stack) if freethreaded else stack
+
+
+def _freethreaded(stack: Stack) -> Stack:
+    """``stack`` on the free-threaded build of its Python: python-build-standalone's, which uv
+    installs (no distribution here packages a free-threaded python3.X with its venv module)."""
+    from dataclasses import replace
+
+    tail = f"-py{stack.python}"
+    name = stack.name.replace(tail, tail + "t", 1)
+    note = (f"free-threaded CPython {stack.python}t (PEP 703), python-build-standalone installed by uv; "
+            "the row lists its wheels for it (python_freethreaded)")
+    return replace(stack, name=name, freethreaded=True, python_strategy="standalone", notes=stack.notes + (note,))
 
 
 def make_stack(

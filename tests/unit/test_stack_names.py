@@ -156,7 +156,7 @@ def test_any_text_parses_or_fails_cleanly(text):
 def test_the_refusal_states_the_grammar():
     with pytest.raises(ResolveError) as e:
         parse_name("torch")
-    assert e.value.fix == ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>][-<flavour>][-arm64|-amd64], "
+    assert e.value.fix == ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>[t]][-<flavour>][-arm64|-amd64], "
                            "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)")
     assert e.value.what == "cannot parse stack name 'torch'"
 
