@@ -205,7 +205,27 @@ def main(argv: list[str] | None = None, *, invocation: tuple[str, ...] | None = 
     them (handed to the commands as the click context's ``obj``)."""
     from envman.boundary import guarded
 
+    _help_width(sys.argv[1:] if argv is None else argv)
     sys.exit(guarded(lambda: _invoke(argv, invocation)))
+
+
+#: The width of help sent to a pipe or a file: rich assumes 80 columns there and cut option
+#: defaults short (``python-build-standa…``).
+PIPED_HELP_WIDTH = 160
+
+
+def _help_width(argv: list[str]) -> None:
+    """Help written to a pipe or a file is laid out at :data:`PIPED_HELP_WIDTH` columns, unless
+    ``TERMINAL_WIDTH`` or ``COLUMNS`` says otherwise (a terminal keeps its own width)."""
+    import os
+
+    if not (not argv or "--help" in argv or "-h" in argv) or sys.stdout.isatty():
+        return
+    if os.environ.get("TERMINAL_WIDTH") or os.environ.get("COLUMNS"):
+        return
+    import typer.rich_utils
+
+    typer.rich_utils.MAX_WIDTH = PIPED_HELP_WIDTH
 
 
 @functools.cache

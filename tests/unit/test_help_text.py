@@ -50,3 +50,18 @@ def test_help_renders_every_option_as_written(path):
             continue
         expected = _flat(text.replace("\\[", "["))
         assert expected in shown, (param.name, expected)
+
+
+@pytest.mark.parametrize("path", [p for p, _ in PATHS], ids=lambda p: " ".join(p) or "envman")
+def test_help_sent_to_a_pipe_is_not_cut(path):
+    """`envman build --help | less` showed `python-build-standa…`: help to a pipe was laid out at
+    rich's 80 columns. No line of any command's piped help may be cut short."""
+    import os
+
+    from tests.support.cli import run_envman
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "LINES")}
+    r = run_envman([*path, "--help"], env={**env, "TERM": "dumb", "NO_COLOR": "1"})
+    assert r.returncode == 0, r.stderr
+    cut = [line for line in r.stdout.splitlines() if re.search(r"…\s*│?\s*$", line)]  # rich's ellipsis ends a cell
+    assert cut == []
