@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -238,9 +239,15 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -
 
 
 def print_step(ev: Any) -> None:
-    """A build's steps on stderr, one short line each (what a run shows while it builds)."""
-    if ev.kind == "step":
+    """A build's steps on stderr, one short line each (what a run shows while it builds); the
+    classic builder's steps for the image's labels (one LABEL step per label given to the build)
+    say nothing a user acts on and are left out."""
+    if ev.kind == "step" and not _LABEL_STEP.match(ev.text):
         _err(f"  {ev.text[:120]}")
+
+
+#: ``Step 7/22 : LABEL envman.managed=true`` (the classic builder), ``Step 3/5 : LABEL ...`` (BuildKit's, as parsed).
+_LABEL_STEP = re.compile(r"Step \S+ : LABEL\b", re.IGNORECASE)
 
 
 def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Stack, str], str]:

@@ -80,6 +80,70 @@ def notebook_url(port: int, token: str) -> str:
     return f"http://127.0.0.1:{port}/lab?token={token}"
 
 
+#: How long ``envman notebook`` waits for JupyterLab to answer before it says so (seconds).
+READY_TIMEOUT = 120.0
+
+
+def answers_http(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+    """Whether an HTTP server answers on ``host:port`` (any status line: it is up). A bare TCP
+    connect is not enough: the engine's port proxy accepts before the server inside listens."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"GET /api HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            return s.recv(16).startswith(b"HTTP/")
+    except OSError:
+        return False
+
+
+def wait_until_ready(port: int, timeout: float, alive, *, pause: float = 0.25) -> str:
+    """``"ready"`` once the server on ``port`` answers, ``"exited"`` when ``alive()`` says the
+    server's process ended first, ``"timeout"`` after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if not alive():
+            return "exited"
+        if answers_http(port):
+            return "ready"
+        if time.monotonic() >= deadline:
+            return "timeout"
+        time.sleep(pause)
+
+
+def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIMEOUT) -> int:  # pragma: no cover - forks
+    """Run ``start`` (which execs the server and never returns) in a child, print ``announce``'s
+    lines once the server answers on ``port`` (or say it did not within ``timeout``), and return
+    the child's exit code. Ctrl-C reaches the child (same process group); this process waits."""
+    import signal
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            start()
+        finally:
+            os._exit(127)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        def alive() -> bool:
+            return os.waitpid(pid, os.WNOHANG) == (0, 0)
+
+        state = wait_until_ready(port, timeout, alive)
+        if state == "ready":
+            sys.stdout.write(announce())
+        elif state == "timeout":
+            sys.stderr.write(f"envman: warning: JupyterLab did not answer on 127.0.0.1:{port} within "
+                             f"{timeout:.0f} s; it may still be starting (its log is above) — Ctrl-C stops it\n")
+            sys.stdout.write(announce())
+        sys.stdout.flush()
+        if state == "exited":
+            return 1
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
     """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
     from filelock import FileLock
@@ -156,8 +220,9 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         sys.stdout.write(shlex.join(argv) + "\n")
         return
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
-    sys.stdout.write(f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
-                     "(on 127.0.0.1 only: from another machine, ssh -L "
-                     f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")
-    sys.stdout.flush()
-    exec_docker(argv)
+    _err(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
+    sys.exit(serve_and_announce(
+        lambda: exec_docker(argv), host_port,
+        lambda: (f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
+                 "(on 127.0.0.1 only: from another machine, ssh -L "
+                 f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")))

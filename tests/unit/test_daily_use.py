@@ -370,3 +370,59 @@ def test_the_shell_envman_opens_keeps_the_stack_venv_first_on_path(tmp_path, she
     out = r.stdout.splitlines()
     assert r.returncode == 0 and out[0] == str(venv / "python"), (r.stdout, r.stderr)
     assert (out[1] != "bash=") == (shell == "bash")  # bash where the image has it, else sh
+
+
+def test_a_project_build_shows_its_steps_but_not_one_line_per_label(capsys):
+    """The classic builder turns each label into a LABEL step: a project build printed 22 steps,
+    16 of them labels. Steps are shown; label steps are not."""
+    from envman.engine.api import BuildEvent
+    from envman.run.command import print_step
+
+    steps = ["Step 1/22 : FROM sha256:abc", "Step 2/22 : USER root", "Step 3/22 : RUN pip install -r x",
+             *[f"Step {i}/22 : LABEL envman.k{i}=v" for i in range(4, 20)], "Step 20/22 : label x=y",
+             "Step 5/7 : RUN echo LABEL", "Step 2/5 : LABEL a=b c=d"]
+    for s in steps:
+        print_step(BuildEvent("step", s, step=s.split()[1]))
+    shown = capsys.readouterr().err.splitlines()
+    assert shown == [f"  {s}" for s in steps if " : LABEL " not in s.upper()]
+    assert len(shown) == 4
+
+
+_ONE_ANSWER_SERVER = """
+import socket, sys, time
+time.sleep(float(sys.argv[2]))  # the server takes a while to come up
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c, _ = s.accept(); c.recv(100); c.sendall(b"HTTP/1.0 403 Forbidden\\r\\n\\r\\n"); c.close()
+sys.exit(int(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_notebook_prints_its_url_only_once_the_server_answers(tmp_path, code):
+    """The URL was printed before Jupyter answered. Now the server runs in a child and the URL
+    comes once it answers HTTP; the exit code is the server's."""
+    from envman.run.notebook import free_port, serve_and_announce
+
+    port = free_port()
+    out = tmp_path / "out"
+    pid = os.fork()
+    if pid == 0:  # a child of the test, so that its stdout can be a file
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT)
+        os.dup2(fd, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        start = lambda: os.execv(sys.executable, [sys.executable, "-c", _ONE_ANSWER_SERVER, str(port), "0.5", str(code)])
+        got = serve_and_announce(start, port, lambda: f"URL {port}\n", timeout=60)
+        os._exit(got)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == code
+    assert out.read_text() == f"URL {port}\n"
+
+
+def test_waiting_for_a_server_ends_when_it_exits_or_times_out():
+    from envman.run.notebook import answers_http, free_port, wait_until_ready
+
+    port = free_port()
+    assert not answers_http(port)
+    assert wait_until_ready(port, 60, alive=lambda: False) == "exited"
+    assert wait_until_ready(port, 0, alive=lambda: True, pause=0) == "timeout"
