@@ -128,48 +128,102 @@ _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_
                    "cs_", "jfrt", "akcp")
 
 
-def token_in_path(url: str) -> str | None:
-    """A path segment of ``url`` that looks like a secret (a known token prefix, or a long
-    random-looking mix of letters and digits), or ``None``. Such a segment would be baked into
-    the image with the URL, so it is refused; a user:token@ goes into a build secret instead."""
+def looks_like_token(seg: str) -> bool:
+    """Whether one URL component (a path segment, a host label) looks like a secret: a known
+    token prefix, or a long random-looking mix of letters and digits."""
     import math
-    import re
 
-    path = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*", "", url)
-    for seg in path.split("/"):
-        low = seg.lower()
-        if len(seg) >= 20 and low.startswith(_TOKEN_PREFIXES):
+    if len(seg) < 20:
+        return False
+    if seg.lower().startswith(_TOKEN_PREFIXES):
+        return True
+    if re.search(r"[0-9]", seg) and re.search(r"[A-Za-z]", seg):
+        counts = {c: seg.count(c) for c in set(seg)}
+        entropy = -sum(n / len(seg) * math.log2(n / len(seg)) for n in counts.values())
+        return entropy >= 3.5
+    return False
+
+
+def _url_parts(url: str) -> tuple[str, str, str, str]:
+    """(scheme://, userinfo, host[:port], path) of ``url``, leniently (for messages and checks)."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)?([^/?#]*)([^?#]*)", url)
+    scheme, authority, path = (m.group(1) or "", m.group(2), m.group(3)) if m else ("", url, "")
+    userinfo, _, hostport = authority.rpartition("@")
+    return scheme, userinfo, hostport, path
+
+
+def token_in_path(url: str) -> str | None:
+    """A host label or path segment of ``url`` that looks like a secret (:func:`looks_like_token`),
+    or ``None``. Such a component would be baked into the image with the URL, so it is refused;
+    a user:token@ goes into a build secret instead."""
+    _, _, hostport, path = _url_parts(url)
+    for seg in [*re.split(r"[.:\[\]]", hostport), *path.split("/")]:
+        if looks_like_token(seg):
             return seg
-        if len(seg) >= 20 and re.search(r"[0-9]", seg) and re.search(r"[A-Za-z]", seg):
-            counts = {c: seg.count(c) for c in set(seg)}
-            entropy = -sum(n / len(seg) * math.log2(n / len(seg)) for n in counts.values())
-            if entropy >= 3.5:
-                return seg
     return None
 
 
-def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> str:
+def shown_url(value: object) -> str:
+    """``value`` as a message may show it: ``user[:password]@`` as ``***@``, a query or fragment
+    as ``?…``, any host label or path segment that looks like a token as ``***``, at most 200
+    characters. Never the secret a URL may carry, wherever in it."""
+    if not isinstance(value, str):
+        return repr(value)[:200]
+    scheme, userinfo, hostport, path = _url_parts(value)
+    rest = value[len(scheme) + len(userinfo) + (1 if userinfo else 0) + len(hostport) + len(path):]
+    host = re.sub(r"[^.:\[\]]+", lambda m: "***" if looks_like_token(m.group(0)) else m.group(0), hostport)
+    path = "/".join("***" if looks_like_token(seg) else seg for seg in path.split("/"))
+    text = scheme + ("***@" if userinfo else "") + host + path + ("?…" if rest else "")
+    return text[:200]
+
+
+def ip_literal(host: str):
+    """The IP address a URL's host is (brackets dropped, an IPv4-mapped IPv6 address as the IPv4
+    address it carries), or ``None`` for a name."""
+    import ipaddress
+
+    try:
+        addr = ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+    except ValueError:
+        return None
+    return getattr(addr, "ipv4_mapped", None) or addr
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` (no port) is this machine by rule: ``localhost`` or a loopback address
+    literal (127.0.0.0/8, ``::1``, ``::ffff:127.x.y.z``). A name that resolves to loopback is not
+    taken: what it resolves to can change."""
+    if host.lower() == "localhost":
+        return True
+    addr = ip_literal(host)
+    return addr is not None and addr.is_loopback
+
+
+def check_url(value: Any, *, what: str = "URL", credentials: bool = False, plain_http: bool = False) -> str:
     """An http(s) URL with a strict character set; returns it unchanged.
 
     ``credentials``: ``user[:password]@`` is accepted (see :func:`split_credentials`); it never
-    appears in an error message. Otherwise a URL with credentials is refused.
+    appears in an error message. Otherwise a URL with credentials is refused. ``plain_http``:
+    ``http://`` to any host (an apt mirror: apt checks every package's signature); otherwise
+    plain HTTP only to a loopback host (:func:`is_loopback_host`), as packages and credentials
+    would cross the network unencrypted. Messages show URLs through :func:`shown_url`.
     """
     if not isinstance(value, str) or not value:
-        raise Invalid(f"{what} must be a non-empty string, got {value!r}", "e.g. https://pypi.corp.example/simple")
+        raise Invalid(f"{what} must be a non-empty string, got {shown_url(value)!r}", "e.g. https://pypi.corp.example/simple")
     if credentials and _USERINFO_RE.match(value):
         bare, _, _ = split_credentials(value)
         if _CREDENTIALS_RE.match(bare):
-            raise Invalid(f"{what} {redact(value)!r} has more than one @ before its path", "give one user[:password]@")
-        check_url(bare, what=what)
+            raise Invalid(f"{what} {shown_url(value)!r} has more than one @ before its path", "give one user[:password]@")
+        check_url(bare, what=what, plain_http=plain_http)
         return value
     if credentials and _CREDENTIALS_RE.match(value):
         raise Invalid(
-            f"{what} {redact(value)!r}: its user[:password]@ has characters a URL does not carry as they are",
+            f"{what} {shown_url(value)!r}: its user[:password]@ has characters a URL does not carry as they are",
             "percent-escape them (e.g. @ as %40, : in a user name as %3A)",
         )
     if isinstance(value, str) and token_in_path(value):
         raise Invalid(
-            f"{what} seems to carry a token in its path ({redact(value).split('://', 1)[0]}://…): "
+            f"{what} seems to carry a token ({shown_url(value)}): "
             "an index URL is written into the image, so a token there would be kept in it",
             "give the token as user:token@host (carried as a build secret, BuildKit), or download on the host "
             "(pip download ... -d DIR) and pass --wheelhouse DIR",
@@ -181,12 +235,20 @@ def check_url(value: Any, *, what: str = "URL", credentials: bool = False) -> st
             "(pip download ... -d DIR) and pass --wheelhouse DIR",
         )
     if not _URL_RE.fullmatch(value):
-        shown = redact(value).split("?", 1)[0].split("#", 1)[0]  # a query may hold a token: never echoed
         raise Invalid(
-            f"{what} {shown[:200]!r}{' (with a query string)' if '?' in value else ''} is not an accepted URL",
+            f"{what} {shown_url(value)!r}{' (with a query string)' if '?' in value else ''} is not an accepted URL",
             "use http:// or https://, a host name, an optional :port and a path of letters, digits "
             "and . _ ~ % + = , : / - (no query string, spaces, quotes or shell characters)",
         )
+    if value[:7].lower() == "http://" and not plain_http:
+        host = _url_parts(value)[2]
+        host = host[:host.index("]") + 1] if host.startswith("[") else host.rsplit(":", 1)[0]
+        if not is_loopback_host(host):
+            raise Invalid(
+                f"{what} {shown_url(value)!r} is plain http:// to a host that is not this machine: packages "
+                "(and any credentials) would cross the network unencrypted",
+                "use https:// (or a loopback address such as 127.0.0.1 for a local index)",
+            )
     return value
 
 
@@ -200,11 +262,11 @@ def check_registry_mirror(value: Any) -> str:
             "log in to the registry with `docker login HOST` instead; the engine keeps the credentials",
         )
     if "://" in value:
-        raise Invalid(f"registry mirror {value!r} has a URL scheme", "give HOST[:PORT][/PATH] without http(s)://")
+        raise Invalid(f"registry mirror {shown_url(value)!r} has a URL scheme", "give HOST[:PORT][/PATH] without http(s)://")
     m = _REGISTRY_RE.fullmatch(value.rstrip("/"))
     if not m:
         raise Invalid(
-            f"registry mirror {value!r} is not HOST[:PORT][/PATH]",
+            f"registry mirror {shown_url(value)!r} is not HOST[:PORT][/PATH]",
             "e.g. registry.corp.example:5000 or mirror.corp.example/dockerhub (path: lowercase letters, digits, . _ -)",
         )
     host = m.group("host")
@@ -266,7 +328,7 @@ VALIDATORS: dict[str, Callable[[Any], Any]] = {
     "framework_index": lambda v: check_url(v, what="framework index", credentials=True),
     "wheelhouse": check_wheelhouse,
     "offline": check_bool,
-    "apt_mirror": lambda v: check_url(v, what="apt mirror"),
+    "apt_mirror": lambda v: check_url(v, what="apt mirror", plain_http=True),
     "python_install_mirror": lambda v: check_url(v, what="Python install mirror"),
 }
 

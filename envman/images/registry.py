@@ -139,14 +139,12 @@ def choose_registry(given: str | None, settings: RegistrySettings) -> Registry:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` (no port) is this machine: ``localhost``, 127.0.0.0/8, ``::1``, or a
-    name that resolves only to those."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
+    """Whether ``host`` (no port) is this machine: ``localhost``, 127.0.0.0/8, ``::1`` (an
+    IPv4-mapped address by the IPv4 address it carries), or a name that resolves only to those."""
+    from envman.config import ip_literal, is_loopback_host
+
+    if is_loopback_host(host) or ip_literal(host) is not None:
+        return is_loopback_host(host)
     addrs = _resolve(host)
     return bool(addrs) and all(a.is_loopback for a in addrs)
 
@@ -159,9 +157,10 @@ def _resolve(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     out = []
     for info in infos:
         try:
-            out.append(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]))
+            addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         except ValueError:
             continue
+        out.append(getattr(addr, "ipv4_mapped", None) or addr)
     return out
 
 
@@ -169,10 +168,10 @@ def engine_uses_http(registry: Registry, cidrs: tuple[str, ...], names: tuple[st
     """Whether the engine would fall back to plain HTTP for ``registry`` (its insecure list)."""
     if registry.host in names or registry.hostname in names:
         return True
-    try:
-        addrs = [ipaddress.ip_address(registry.hostname)]
-    except ValueError:
-        addrs = _resolve(registry.hostname)
+    from envman.config import ip_literal
+
+    literal = ip_literal(registry.hostname)  # [::ffff:10.1.2.3] is 10.1.2.3, as the engine reads it
+    addrs = [literal] if literal is not None else _resolve(registry.hostname)
     nets = []
     for c in cidrs:
         try:

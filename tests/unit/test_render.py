@@ -522,7 +522,7 @@ def test_offline_standalone_needs_uv_and_a_python_mirror(wheelhouse):
     (wheelhouse / uv).write_bytes(make_wheel(uv, [])[0])
     with pytest.raises(RenderError, match="python-build-standalone mirror"):
         render(s, RenderOptions(wheelhouse=wheelhouse, offline=True))
-    d = render(s, RenderOptions(wheelhouse=wheelhouse, offline=True, python_install_mirror="http://pbs.corp.example/dl")).dockerfile
+    d = render(s, RenderOptions(wheelhouse=wheelhouse, offline=True, python_install_mirror="https://pbs.corp.example/dl")).dockerfile
     assert f"--ignore-requires-python --no-index --find-links /opt/envman/wheels uv=={UV_VERSION};" in d
     assert "wheels/uv-" not in d.split("# 3.")[1]  # the uv wheel is not forced into the venv
 
