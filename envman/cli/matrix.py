@@ -259,7 +259,7 @@ def update(
     framework: Annotated[Optional[list[str]], typer.Option("--framework", "-f", help="Only this framework (repeatable): torch, tensorflow (tf), jax, onnxruntime (ort).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the new rows to this overlay matrix file (merged with its rows if it exists).", show_default=False)] = None,
     write: Annotated[bool, typer.Option("--write", help="Maintainers: append the new rows to the shipped matrices/<framework>.toml.")] = False,
-    check: Annotated[bool, typer.Option("--check", help="Only list releases newer than the shipped matrix; exit 1 when there are any (for a scheduled CI job).")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only list releases newer than the shipped matrix (frameworks, CUDA) and a stale GPU list; exit 1 when there are any (for a scheduled CI job).")] = False,
     pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Simple index (PEP 503/691) to read instead of PyPI (default: \\[network] pip_index of config.toml).", show_default=False)] = None,
     torch_index: Annotated[Optional[str], typer.Option("--torch-index", help="Base URL of PyTorch's variant index or a mirror of it (…/whl; default: \\[matrix] torch_index, else PyTorch's).", show_default=False)] = None,
     no_torch_index: Annotated[bool, typer.Option("--no-torch-index", help="Read only the main index (the build plain pip install gives).")] = False,
@@ -268,7 +268,7 @@ def update(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
     matrix: MatrixOpt = None,
 ) -> None:
-    """Find framework releases newer than the matrix on the index and derive rows from their wheels' metadata."""
+    """Find framework releases newer than the matrix on the index and derive rows from their wheels' metadata; report CUDA releases (cuda-toolkit) and what the matrix cannot fill for them."""
     import sys
     import time
 
@@ -307,6 +307,7 @@ def update(
         index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
         torch_index_required=bool(torch_index or mcfg["torch_index"]),
         frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
+        cuda=not fws,  # --framework narrows the run to frameworks
     )
     http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
     # What the new rows are compared with and checked against: the shipped matrix for --check
@@ -350,6 +351,10 @@ def update(
         else:
             c = console()
             for fw, vs in behind.items():
+                if fw == "gpus":
+                    for why in vs:
+                        c.print(f"gpus: stale: {why}", markup=False, soft_wrap=True)
+                    continue
                 c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
             c.print(("the shipped matrix is behind" if behind else "the shipped matrix is up to date")
                     + f" ({http.requests} requests, {seconds} s)", markup=False, soft_wrap=True)
@@ -383,6 +388,8 @@ def update(
         unc = f"  (unconfirmed: {', '.join(r.unconfirmed)})" if r.unconfirmed else ""
         c.print(f"  + {r.name} {r.data['variant']} cudnn {r.data.get('cudnn', '-')} python "
                 f"{r.data['python'][0]}–{r.data['python'][-1]}{unc}", markup=False, soft_wrap=True)
+    for u in result.unfilled:
+        err.print(f"not filled: {u}", markup=False, soft_wrap=True)
     for s in result.skipped:
         err.print(f"skipped: {s}", markup=False, soft_wrap=True)
     for w in result.warnings:

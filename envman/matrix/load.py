@@ -357,8 +357,10 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
     return out
 
 
-def _parse_gpus(doc: dict, file: str) -> list[Gpu]:
-    return [
+def _parse_gpus(doc: dict, file: str) -> list[Gpu | str]:
+    checked = _Row({"checked": doc.get("checked")}, file, "(top level)").get(
+        "checked", _date, "the day the list was compared with NVIDIA's CUDA GPUs pages, like '2026-11-26'", default=None)
+    return ([checked] if checked else []) + [
         Gpu(
             id=r.str("id"),
             name=r.str("name"),
@@ -408,7 +410,7 @@ _TOP_KEYS = {
     "os": {"os"},
     "images": {"image"},
     "framework": {"framework", "build"},
-    "gpus": {"gpu"},
+    "gpus": {"gpu", "checked"},
     "tags": {"repository", "history"},
 }
 
@@ -483,6 +485,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
     images: dict[str, BaseImage] = {}
     builds: dict[tuple, FrameworkBuild] = {}
     gpus: dict[str, Gpu] = {}
+    gpus_checked: str | None = None
     published: list[PublishedTags] = []
     history: list[TagHistory] = []
     parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
@@ -500,7 +503,9 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         elif kind == "framework":
             builds.update(((b.framework, str(b.version), b.variant), b) for b in rows)
         elif kind == "gpus":
-            gpus.update((g.id, g) for g in rows)
+            gpus.update((g.id, g) for g in rows if isinstance(g, Gpu))
+            days = [d for d in rows if isinstance(d, str)]
+            gpus_checked = max([*days, *([gpus_checked] if gpus_checked else [])], default=None)
         elif kind == "tags":
             published.extend(r for r in rows if isinstance(r, PublishedTags))  # user lists add to the shipped ones
             history.extend(r for r in rows if isinstance(r, TagHistory))
@@ -514,6 +519,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         files=tuple(str(f) for f in files),
         published=tuple(published),
         history=tuple(history),
+        gpus_checked=gpus_checked,
     )
 
 

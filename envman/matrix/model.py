@@ -342,6 +342,7 @@ class Matrix:
     files: tuple[str, ...] = field(default=())
     published: tuple[PublishedTags, ...] = field(default=())
     history: tuple[TagHistory, ...] = field(default=())
+    gpus_checked: str | None = None  # ISO day the GPU list was last compared with NVIDIA's pages
 
     @functools.cached_property
     def _history_index(self) -> dict[tuple[str, str], TagHistory]:

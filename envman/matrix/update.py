@@ -47,6 +47,7 @@ class Settings:
     frameworks: tuple[str, ...] = tuple(PROJECTS)
     since: Mapping[str, Version] = field(default_factory=dict)  # framework -> look above this
     workers: int = 4
+    cuda: bool = True  # also read the CUDA releases (cuda-toolkit) and judge the GPU list's age
 
 
 @dataclass(frozen=True)
@@ -71,10 +72,12 @@ class Result:
     rows: list[NewRow] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "name: why"
     warnings: list[str] = field(default_factory=list)
+    unfilled: list[str] = field(default_factory=list)  # CUDA facts the index cannot give (driver, images)
 
     def summary(self, http: Http) -> dict[str, Any]:
         return {
             "new_releases": self.new_releases,
+            "unfilled": self.unfilled,
             "new_rows": [r.name + f" ({r.data['variant']})" for r in self.rows],
             "unconfirmed": {r.name + f" ({r.data['variant']})": list(r.unconfirmed) for r in self.rows if r.unconfirmed},
             "skipped": self.skipped,
@@ -628,11 +631,83 @@ DERIVERS: dict[str, Callable[[_Ctx, Result], None]] = {
 }
 
 
+# --- CUDA releases and the GPU list ------------------------------------------------------------
+
+#: The PyPI project whose releases are CUDA's (``cuda-toolkit 13.4.2`` is CUDA 13.4.2).
+CUDA_PROJECT = "cuda-toolkit"
+#: Days after which the GPU list, compared with NVIDIA's CUDA GPUs pages on its ``checked`` date, is stale.
+GPU_LIST_MAX_AGE = 180
+
+
+def cuda_versions(ctx: _Ctx) -> dict[Version, str | None]:
+    """CUDA releases on the index (``X.Y.Z``; a fourth part is a repackaging) -> first upload day."""
+    out: dict[Version, str | None] = {}
+    for f in ctx.files(CUDA_PROJECT):
+        v = final_version(f.filename.split("-")[1]) if f.filename.count("-") >= 2 else None
+        if v is None or len(v.release) < 3:
+            continue
+        v = Version(".".join(str(p) for p in v.release[:3]))
+        day = _date(f.upload_time)
+        if v not in out or (day and (out[v] is None or day < out[v])):
+            out[v] = day
+    return out
+
+
+def cuda_report(matrix: Matrix, versions: Mapping[Version, str | None]) -> tuple[list[str], list[str]]:
+    """(CUDA releases the matrix lacks, what the matrix cannot fill for the releases it has): a
+    release's own toolkit driver (each update has one: NVIDIA's table, not the index) and nvidia/cuda
+    images of it. Nothing is guessed; every line says where the fact would come from."""
+    new: list[str] = []
+    unfilled: list[str] = []
+    for v in sorted(versions):
+        rel = matrix.cuda_release(v)
+        when = f" (released {versions[v]})" if versions[v] else ""
+        if rel is None:
+            new.append(str(v))
+            unfilled.append(f"CUDA {v}{when}: no [[release]] {v.major}.{v.minor} in cuda.toml: its toolkit driver "
+                            "(NVIDIA's release notes, Table 3), nvcc's compute capabilities and images are not known")
+            continue
+        ga = v.micro == 0 or (not any(u <= v for u, _ in rel.updates) and v == min(x for x in versions if (x.major, x.minor) == (v.major, v.minor)))
+        if not ga and v not in {u for u, _ in rel.updates}:
+            unfilled.append(f"CUDA {v}{when}: no toolkit driver recorded for this update (updates of cuda.toml "
+                            f"{rel.key}); stacks on its images use {rel.toolkit_driver_for(v)}, a lower bound")
+        newest = v == max(x for x in versions if (x.major, x.minor) == (v.major, v.minor))
+        if newest and not any(i.cuda_patch == v and not i.custom for i in matrix.images):  # rows carry the newest patch
+            unfilled.append(f"CUDA {v}{when}: no nvidia/cuda image row (images.toml) of this release, the newest of {rel.key}")
+    return new, unfilled
+
+
+def gpu_list_age(matrix: Matrix, today: _dt.date | None = None) -> tuple[int | None, list[str]]:
+    """(days since the GPU list was compared with NVIDIA's pages, why it is stale): stale when that
+    is over :data:`GPU_LIST_MAX_AGE` days ago or not recorded, or when the newest CUDA release
+    targets a compute capability above every GPU of the list (a new GPU generation it lacks)."""
+    today = today or _dt.date.today()
+    why: list[str] = []
+    age = None
+    if matrix.gpus_checked is None:
+        why.append("the GPU list records no date it was compared with NVIDIA's CUDA GPUs pages (checked)")
+    else:
+        age = (today - _dt.date.fromisoformat(matrix.gpus_checked)).days
+        if age > GPU_LIST_MAX_AGE:
+            why.append(f"the GPU list was compared with NVIDIA's CUDA GPUs pages {age} days ago ({matrix.gpus_checked})")
+    top = max((g.cc for g in matrix.gpus), default=None)
+    newest = max(matrix.cuda, key=lambda r: r.version, default=None)
+    missing = sorted(a for a in newest.sm if top is None or a > top) if newest else []
+    if missing:
+        why.append(f"CUDA {newest.key} targets compute capability {', '.join(str(a) for a in missing)}, "
+                   f"above every GPU of the list (the newest: {top})")
+    return age, why
+
+
 def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGRESS = lambda s: None) -> Result:
     """Derive rows for every release newer than ``matrix`` (nothing is written here)."""
     ctx = _Ctx(http, settings, matrix, progress)
     result = Result()
     try:
+        if settings.cuda:
+            new, result.unfilled = _cuda_lines(ctx, result.warnings)
+            if new:
+                result.new_releases["cuda"] = new
         for fw in settings.frameworks:
             DERIVERS[fw](ctx, result)
     except IndexFileError as exc:
@@ -642,11 +717,27 @@ def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGR
     return result
 
 
+def _cuda_lines(ctx: _Ctx, warnings: list[str]) -> tuple[list[str], list[str]]:
+    try:
+        return cuda_report(ctx.matrix, cuda_versions(ctx))
+    except NotFound:
+        warnings.append(f"the index has no {CUDA_PROJECT} project: CUDA releases were not checked")
+        return [], []
+
+
 def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRESS = lambda s: None) -> dict[str, list[str]]:
-    """Releases on the index newer than ``matrix`` per framework (no metadata reads)."""
+    """Releases on the index newer than ``matrix`` per framework (no metadata reads); with
+    ``settings.cuda`` also CUDA releases the matrix lacks and why the GPU list is stale."""
     ctx = _Ctx(http, settings, matrix, progress)
     try:
         out = {}
+        if settings.cuda:
+            new, _ = _cuda_lines(ctx, [])
+            if new:
+                out["cuda"] = new
+            _, stale = gpu_list_age(matrix)
+            if stale:
+                out["gpus"] = stale
         for fw in settings.frameworks:
             _, new = discover(ctx, fw)
             if new:
@@ -656,7 +747,8 @@ def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRES
         ctx.pool.shutdown(wait=False, cancel_futures=True)
 
 
-__all__ = ["Settings", "NewRow", "Result", "find_updates", "check_only", "TORCH_INDEX", "UserError", "Pin"]
+__all__ = ["Settings", "NewRow", "Result", "find_updates", "check_only", "cuda_report", "gpu_list_age", "TORCH_INDEX",
+           "UserError", "Pin"]
 
 
 # --- checking and writing ----------------------------------------------------------------------
