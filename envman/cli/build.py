@@ -264,12 +264,36 @@ def prune(
         refs, unsure = project_images_in_use(engine, matrix_source().resolve)
         scope = PruneScope(uid=os.getuid(), all_users=all_users, keep=frozenset(refs), keep_projects=frozenset(unsure),
                            keep_ids=pinned_ids())
+        before = _storage(engine)
         removed = _prune(engine, scope, dry_run=dry_run)
+        after = _storage(engine) if removed and not dry_run else before
     if as_json:
         emit_json([{"stack": r.stack, "tags": list(r.tags), "image_id": r.image_id, "size": r.size} for r in removed])
         return
     verb = "would remove" if dry_run else "removed"
     for r in removed:
         console().print(f"{verb} {r.stack} {', '.join(r.tags) or r.image_id}", highlight=False)
-    console().print(f"{len(removed)} images {verb}, {sum(r.size for r in removed) / 1e6:.0f} MB")
+    if dry_run:  # layers shared with images that stay are not freed: only a real prune can tell
+        console().print(f"{len(removed)} images would be removed: at most {sum(r.size for r in removed) / 1e6:.0f} MB "
+                        "(their sizes; layers shared with images that stay are not freed)", highlight=False)
+    elif before is not None and after is not None:
+        console().print(f"{len(removed)} images removed, {max(0, before[0] - after[0]) / 1e6:.0f} MB freed "
+                        "(the engine's image storage before and after)", highlight=False)
+    else:
+        console().print(f"{len(removed)} images removed", highlight=False)
+    if before is not None and before[1]:
+        console().print(build_cache_note(before[1]), highlight=False)
+
+
+def build_cache_note(cache_bytes: int) -> str:
+    """What envman leaves alone: the engine's build cache, shared by everyone who builds on it."""
+    return (f"the engine's build cache holds {cache_bytes / 1e6:.0f} MB, shared by everyone who builds on this "
+            "engine; envman leaves it: docker builder prune reclaims it (as someone the engine trusts)")
+
+
+def _storage(engine) -> tuple[int, int] | None:
+    try:
+        return engine.storage()
+    except Exception:  # noqa: BLE001 - an engine without disk usage: say less, remove as asked
+        return None
 

@@ -82,6 +82,17 @@ def notebook(
                  matrix=matrix_source())
 
 
+def _build_cache_line(engine) -> str:
+    """The engine's build cache, which clean leaves (it is the engine's, shared by its users)."""
+    from envman.cli.build import _storage, build_cache_note
+
+    storage = _storage(engine) if engine is not None else None
+    if storage is not None and storage[1]:
+        return build_cache_note(storage[1])
+    return ("the engine's build cache (often the largest item, shared by everyone who builds on the engine) is "
+            "not envman's to remove: docker builder prune reclaims it (as someone the engine trusts)")
+
+
 def clean(
     images: Annotated[bool, typer.Option("--images", help="Also remove the images you built (stacks, project images, notebook layers) that no container uses.")] = False,
     config: Annotated[bool, typer.Option("--config", help="Also remove the project registry and config.toml (project files stay).")] = False,
@@ -114,6 +125,7 @@ def clean(
                 c.print(f"keep image {what}: a container uses it", markup=False, highlight=False)
             if p.empty:
                 c.print("nothing to remove", markup=False)
+            c.print(_build_cache_line(engine), markup=False, highlight=False)
         if dry_run or p.empty:
             if as_json:
                 emit_json(doc)

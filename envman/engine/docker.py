@@ -419,6 +419,15 @@ class Engine:
             raise EngineError(f"ask the registry about {ref}: no manifest digest in its answer")
         return str(digest)
 
+    def storage(self) -> tuple[int, int]:
+        """``(bytes of image layers, bytes of build cache)`` the engine holds (``docker system
+        df``): what removing images really freed is the first before minus after."""
+        with self._errors("docker system df"):
+            raw = self._api.df()
+        layers = raw.get("LayersSize") or 0
+        cache = sum(int(c.get("Size") or 0) for c in (raw.get("BuildCache") or ()) if isinstance(c, Mapping))
+        return int(layers), cache
+
     def insecure_registries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(CIDRs, host[:port] names)`` this engine talks to over plain HTTP when HTTPS fails
         (``insecure-registries`` in daemon.json; 127.0.0.0/8 by default)."""

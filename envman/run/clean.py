@@ -8,7 +8,7 @@ What goes (each only where it exists):
 * the run-plan cache, the render cache and the kept matrix parses (``runs.json``, ``renders.json``
   and ``matrix/`` in
   ``envman.paths.cache_dir()``);
-* with ``--config``: the project registry and ``config.toml`` (the project files themselves,
+* with ``--config``: the project registry, the trust records and ``config.toml`` (the project files themselves,
   ``envman.toml`` in each project, are the user's and stay);
 * with ``--images``: the images the invoking user built (label ``envman.built-by.uid``: stack
   candidates and promoted stacks, project images, notebook layers) that no container uses.
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: What envman writes under its state directory (files and folders).
-STATE_ENTRIES = ("homes", "logs", "reports", "locks", "cache", "registry", "slurm", "pins.json",
-                 "matrix-origins.json")
-#: What envman writes under its config directory.
-CONFIG_ENTRIES = ("projects.json", "projects.json.lock", "config.toml")
+STATE_ENTRIES = ("homes", "logs", "reports", "locks", "cache", "registry", "slurm", "charliecloud", "exports",
+                 "pins.json", "matrix-origins.json")
+#: What envman writes under its config directory (trust.json: the files you trusted).
+CONFIG_ENTRIES = ("projects.json", "projects.json.lock", "trust.json", "trust.json.lock", "config.toml")
 
 
 @dataclass(frozen=True)

@@ -283,6 +283,10 @@ class FakeEngine:
     def insecure_registries(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return ("127.0.0.0/8",), ()
 
+    def storage(self) -> tuple[int, int]:
+        """Each image's size once (the fake keeps no layers), and no build cache."""
+        return sum(i.size for i in self._images.values()), 0
+
 
 def _full(ref: str) -> str:
     """``repo`` → ``repo:latest``, as the engine reads a ref without a tag."""

@@ -426,3 +426,53 @@ def test_waiting_for_a_server_ends_when_it_exits_or_times_out():
     assert not answers_http(port)
     assert wait_until_ready(port, 60, alive=lambda: False) == "exited"
     assert wait_until_ready(port, 0, alive=lambda: True, pause=0) == "timeout"
+
+
+def test_clean_knows_every_file_and_folder_envman_writes_for_a_user():
+    """clean left Charliecloud's converted images and trust.json behind. Every name the code
+    joins onto the state or config directory must be one clean removes."""
+    from envman.run.clean import CONFIG_ENTRIES, STATE_ENTRIES
+
+    root = Path(__file__).resolve().parents[2] / "envman"
+    state, config = set(), set()
+    for f in root.rglob("*.py"):
+        text = f.read_text(encoding="utf-8")
+        state |= set(re.findall(r'(?:state_dir\(\)|Path\(state_dir\)|spec\.state_dir\)?) / "([^"/]+)"', text))
+        config |= set(re.findall(r'config_dir\(\) / "([^"/]+)"', text))
+        for const in re.findall(r'^(?:ORIGINS_FILE|TRUST_FILE|REGISTRY_FILE)\s*=\s*"([^"]+)"', text, re.M):
+            (config if const in ("trust.json", "projects.json") else state).add(const)
+    assert state and config
+    assert state <= set(STATE_ENTRIES), state - set(STATE_ENTRIES)
+    assert config <= set(CONFIG_ENTRIES), config - set(CONFIG_ENTRIES)
+    assert {"charliecloud", "matrix-origins.json"} <= state and "trust.json" in config
+
+
+def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path, monkeypatch, capsys):
+    """prune added up image sizes (shared layers counted once per image); it now reports the
+    engine's image storage before minus after, and says who reclaims the build cache."""
+    from envman.cli import build as CB
+    from envman.engine import docker as D
+    import envman.project.image as PI
+    from tests.unit.test_build_pipeline import image_store
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "s"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "c"))
+    store = image_store()
+    for i in range(3):  # three images of 1000 bytes each in the fake's listing...
+        store.add(f"envman/torch-0.0.{i}-cpu-py3.11:old{i}", f"sha256:{i}" * 2, **{"envman.name": f"torch-0.0.{i}-cpu-py3.11"})
+    sizes = iter([(10_000_000, 3_200_000_000), (8_500_000, 3_200_000_000)])  # ...that free 1.5 MB together
+    monkeypatch.setattr(store, "storage", lambda: next(sizes), raising=False)
+
+    class Connect:
+        def __enter__(self):
+            return store
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: Connect()))
+    monkeypatch.setattr(PI, "project_images_in_use", lambda engine, resolve: (set(), set()))
+    CB.prune(dry_run=False, all_users=False, as_json=False)
+    out = capsys.readouterr().out
+    assert "3 images removed, 2 MB freed (the engine's image storage before and after)" in " ".join(out.split())
+    assert "build cache holds 3200 MB" in out and "docker builder prune" in " ".join(out.split())
