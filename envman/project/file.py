@@ -410,19 +410,67 @@ def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
     return str(v).lower()
 
 
-def check_requirements(text: str, *, where: str) -> None:
-    """Requirements go into the image build as one file: nothing may point outside it."""
-    for line in text.splitlines():
-        s = line.split(" #", 1)[0].strip()
-        if not s or s.startswith("#"):
+#: The only pip options a project's requirements may carry (exact spellings): they choose among
+#: the packages of envman's configured index and never point pip anywhere else. pip also reads
+#: ``-r``/``-c`` (other files), ``-e`` (an editable checkout), ``-i``/``--index-url``,
+#: ``--extra-index-url``, ``--no-index``, ``-f``/``--find-links``, ``--trusted-host`` (no TLS
+#: check) and more, each with short forms (``-rfile``) and any unambiguous abbreviation
+#: (``--requirem=``, ``--constr``, ``--ind``): all of them are refused by this rule, whatever the
+#: spelling, as is a direct reference to a local path or a ``file:`` URL (``pkg @ file:///x``)
+#: and pip's ``${VAR}`` expansion (it would read the build's environment).
+REQUIREMENT_OPTIONS = ("--hash", "--pre", "--prefer-binary", "--only-binary", "--no-binary", "--require-hashes")
+#: Of those, the ones that may take their value as the next word (``--hash sha256:...``).
+_OPTIONS_WITH_VALUE = ("--hash", "--only-binary", "--no-binary")
+
+
+def requirement_lines(text: str) -> list[str]:
+    """The logical lines of a requirements file as pip reads them: a line ending in ``\\`` is
+    joined with the next, a ``#`` at the start or after whitespace starts a comment, blank lines
+    are dropped."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    out = []
+    for line in joined.splitlines():
+        s = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if s:
+            out.append(s)
+    return out
+
+
+def requirement_problem(line: str) -> str | None:
+    """Why one logical requirements line may not go into an image build, or ``None``."""
+    if "${" in line:
+        return "pip would expand ${...} from the build's environment"
+    words = line.split()
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
             continue
-        low = s.lower()
-        if re.match(r"^(-r|-c|-e|--requirement|--constraint|--editable)\b", low):
-            raise UserError(f"{s!r}: other files and editable installs cannot be used in the image",
-                            where=where, fix="inline the requirements; install the project itself at run time (pip install --user -e .)")
-        if low.startswith(("./", "../", "/", "~", "file:")) or low == ".":
-            raise UserError(f"{s!r}: a local path is not available inside the image build", where=where,
-                            fix="use a package name or URL; install local code at run time from /workspace")
+        if word.startswith("-"):
+            name = word.split("=", 1)[0]
+            if name not in REQUIREMENT_OPTIONS:
+                return (f"the pip option {name} is not accepted (only {', '.join(REQUIREMENT_OPTIONS)}: nothing may "
+                        "point pip at another index, file or folder)")
+            skip = "=" not in word and name in _OPTIONS_WITH_VALUE
+            continue
+        low = word.lower()
+        target = low.split("@", 1)[1] if "@" in low and "://" not in low.split("@", 1)[0] else low
+        if target.startswith(("./", "../", "/", "~", "file:", ".\\")) or target in (".", "..") or "file:" in low:
+            return "a local path or file: URL is not available inside the image build"
+    return None
+
+
+def check_requirements(text: str, *, where: str) -> None:
+    """Requirements go into the image build as one file: no line may point pip anywhere but the
+    configured index (:data:`REQUIREMENT_OPTIONS`, :func:`requirement_problem`)."""
+    from envman.errors import clip
+
+    for s in requirement_lines(text):
+        why = requirement_problem(s)
+        if why:
+            raise UserError(f"{clip(s, 120)!r}: {why}", where=where,
+                            fix="list package names (pkg==1.2, pkg @ https://...) only; the index is envman's "
+                                "(config [network] pip_index); install local code at run time from /workspace")
 
 
 def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[tuple[str, str], ...]:

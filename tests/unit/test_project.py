@@ -98,7 +98,7 @@ def test_minimal_file_defaults_name_to_directory(tmp_path):
         ('apt = ["bad;rm -rf /"]', "key apt", "Debian package names"),
         ('requirements = 3', "key requirements", "requirements file"),
         ('requirements = "missing.txt"', "key requirements", "not found"),
-        ('requirements = ["-r other.txt"]', "requirements", "other files"),
+        ('requirements = ["-r other.txt"]', "requirements", "another index, file or folder"),
         ('requirements = ["./local/pkg"]', "requirements", "local path"),
         ('command = []', "key command", "non-empty"),
         ('command = "unterminated \'quote"', "key command", "shell-like"),
