@@ -6,8 +6,10 @@ are the same tokens), then
 
 1. the tokens of the query equal those of a GPU's name, id or alias;
 2. else they do once the board details ``nvidia-smi`` appends are set aside (memory size
-   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``): among several GPUs
-   that differ only there (A100 40GB and 80GB), the one sharing most of those details wins;
+   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``/``Laptop``): among
+   several GPUs that differ only there (A100 40GB and 80GB), the one sharing most of those details
+   wins, and a GPU of another form factor loses to one without (a laptop GPU the list lacks is
+   its desktop chip: same compute capability);
 3. else the query is a short form (``4090``, ``L40S``, ``rtx 3060``): the GPUs whose tokens
    include all of the query's, and the one whose name has the fewest other words (board details
    aside) wins.
@@ -28,10 +30,10 @@ NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro", "generation", "gpu", 
 #: Board details nvidia-smi appends to a GPU's name (memory type, form factor).
 DETAIL_WORDS = frozenset({
     "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x", "gddr7",
-    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "fhhl", "oam", "mezzanine",
+    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "fhhl", "oam", "mezzanine", "laptop",
 })
 #: Detail words that name a form factor: a GPU of another form factor is a worse match.
-FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "mezzanine"})
+FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "mezzanine", "laptop"})
 #: Letter prefixes written together with a model number (``rtx4090``, ``gh200``).
 SERIES = ("rtx", "gtx", "gts", "gt", "mx", "gh", "gb", "gp", "gv", "tk")
 #: Suffixes written together with a model number (``1080ti``, ``80gb``, ``4070super``).
@@ -115,9 +117,10 @@ class GpuIndex:
             if best:
                 return self._unique(best[max(best)])
         extra: dict[int, list[object]] = {}
-        for e in self.entries:  # fewest words besides, counted on the GPU's name without details
+        for e in self.entries:  # fewest words besides, on the GPU's name: model words, then details
             if any(qset <= set(n) for n in e.names):
-                extra.setdefault(len(split_details(e.names[0])[0] - qset), []).append(e.key)
+                core, det = split_details(e.names[0])
+                extra.setdefault((len(core - qset), len(det - qset)), []).append(e.key)
         if extra:
             return self._unique(extra[min(extra)])
         return None, []

@@ -296,6 +296,9 @@ def test_geforce_model_numbers_alone_and_glued_to_the_series_answer(m):
     ("1080ti", "gtx1080ti"),
     ("GTX TITAN X", "gtx-titan-x"),  # Maxwell, 5.2 ...
     ("TITAN X", "titanx-pascal"),  # ... and Pascal, 6.1: the words tell them apart
+    ("NVIDIA GeForce RTX 5090 Laptop GPU", "rtx5090-laptop"),  # the laptop row where the list has one
+    ("NVIDIA GeForce RTX 4060 Laptop GPU", "rtx-4060"),  # else its desktop chip (same compute capability)
+    ("5090", "rtx5090"),  # a short form is the desktop card, not the laptop one
 ])
 def test_names_nvidia_smi_prints_and_short_forms(m, smi, gid):
     g = m.gpu(smi)
@@ -304,7 +307,7 @@ def test_names_nvidia_smi_prints_and_short_forms(m, smi, gid):
 
 @pytest.mark.parametrize("query, among", [
     ("Orin", {"Jetson AGX Orin", "Jetson Orin NX", "Jetson Orin Nano"}),  # a tie answers nothing
-    ("RTX 4080 Mobile", {"GeForce RTX 4080"}),
+    ("RTX 4080 Ultra", {"GeForce RTX 4080"}),
     ("geforce rtx 4085", {"GeForce RTX 4080"}),
     ("Quadro P6200", {"Quadro P6000"}),
 ])
@@ -316,10 +319,10 @@ def test_a_miss_suggests_names_by_words_and_spelling(m, query, among):
 def test_unknown_gpu_is_one_line_exit_2_with_suggestions():
     from tests.support.cli import run_envman
 
-    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "RTX 4080 Mobile"])
+    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "RTX 4080 Ultra"])
     assert p.returncode == 2 and "Traceback" not in p.stderr
     line = p.stderr.strip()
-    assert "\n" not in line and "unknown GPU 'RTX 4080 Mobile'" in line and "did you mean GeForce RTX 4080" in line
+    assert "\n" not in line and "unknown GPU 'RTX 4080 Ultra'" in line and "did you mean GeForce RTX 4080" in line
 
 
 def test_explain_answers_for_an_nvidia_smi_name():
