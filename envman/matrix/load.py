@@ -7,6 +7,7 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -24,7 +25,9 @@ from envman.matrix.model import (
     STATUSES,
     Arch,
     BaseImage,
+    BaseRecipe,
     CudaRelease,
+    Download,
     DriverVersion,
     FrameworkBuild,
     Gpu,
@@ -36,7 +39,7 @@ from envman.matrix.model import (
 )
 
 
-KINDS = ("cuda", "os", "images", "framework", "gpus", "tags")
+KINDS = ("cuda", "os", "images", "framework", "gpus", "tags", "recipes")
 
 
 class _Row:
@@ -403,6 +406,105 @@ def _history_entry(v: Any) -> tuple[str, str | None, bool | str]:
         raise ValueError
     published = _date(v["published"]) if "published" in v else None
     return _string(v["tag"]), published, served
+# --- base recipes: every value reaches a RUN line or an ENV/LABEL of a Dockerfile, so each one
+# must match its pattern whole (no shell text, no spaces where a word is expected).
+
+_URL_PATH = r"(?:/[A-Za-z0-9._~%+-]+)*/?"
+RECIPE_PATTERNS: dict[str, tuple[str, str]] = {
+    "tag": (r"[0-9]{1,2}\.[0-9]{1,2}(?:\.[0-9]{1,3})?-[a-z0-9.-]{1,64}", "an nvidia/cuda tag like '10.0-base-ubuntu18.04'"),
+    "from": (r"[a-z0-9]+(?:[._/-][a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "an image reference like 'ubuntu:18.04'"),
+    "url": (rf"https?://[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{{1,5}})?{_URL_PATH}", "an http(s) URL of letters, digits and . _ ~ % + - /"),
+    "package": (r"[a-z0-9][a-z0-9+.-]{0,127}(?:=[A-Za-z0-9][A-Za-z0-9.+~:-]{0,127})?", "a Debian package, 'name' or 'name=version'"),
+    "fingerprint": (r"[0-9A-F]{40}", "a 40-digit upper-case hex OpenPGP fingerprint"),
+    "sha256": (r"[0-9a-f]{64}", "a sha256 in 64 lower-case hex digits"),
+    "deb": (r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,200}\.deb", "a .deb file name"),
+    "env_key": (r"[A-Za-z_][A-Za-z0-9_]{0,127}", "an environment variable name"),
+    "label_key": (r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a label name"),
+    "path": (r"/?[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*", "a path of letters, digits and . _ - /"),
+    "abs_path": (r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*", "an absolute path of letters, digits and . _ - /"),
+    "commit": (r"[0-9a-f]{40}", "a 40-digit git commit"),
+    "text": (r"[ -~]{1,300}", "one line of printable ASCII"),
+}
+_RECIPE_RES = {k: re.compile(p) for k, (p, _) in RECIPE_PATTERNS.items()}
+#: The only variables an ENV value of a recipe may refer to (the parent image's values).
+ENV_REFERENCES = ("PATH", "LD_LIBRARY_PATH")
+
+
+def _shaped(kind: str) -> Callable[[Any], str]:
+    def conv(v: Any) -> str:
+        text = _string(v)
+        if not _RECIPE_RES[kind].fullmatch(text):
+            raise ValueError(text)
+        return text
+    return conv
+
+
+def _env_value(v: Any) -> str:
+    text = _string(v)
+    if not _RECIPE_RES["text"].fullmatch(text) and text != "":
+        raise ValueError(text)
+    rest = re.sub(r"\$\{(" + "|".join(ENV_REFERENCES) + r")\}", "", text)
+    if "$" in rest or "\\" in rest:
+        raise ValueError(text)
+    return text
+
+
+def _pairs(first: str, second: Callable[[Any], str]) -> Callable[[Any], tuple[str, str]]:
+    def conv(v: Any) -> tuple[str, str]:
+        if not isinstance(v, list) or len(v) != 2:
+            raise ValueError(v)
+        return _shaped(first)(v[0]), second(v[1])
+    return conv
+
+
+def _download(v: Any) -> Download:
+    if not isinstance(v, dict) or set(v) != {"url", "sha256"}:
+        raise ValueError(v)
+    d = Download(url=_shaped("url")(v["url"]), sha256=_shaped("sha256")(v["sha256"]))
+    _shaped("deb")(d.file)
+    return d
+
+
+def _parse_recipes(doc: dict, file: str) -> list[BaseRecipe]:
+    out = []
+    for r in _each_row(doc, "recipe", file):
+        word = lambda key, kind, **kw: r.get(key, _shaped(kind), RECIPE_PATTERNS[kind][1], **kw)  # noqa: E731
+        many = lambda key, kind: r.list(key, _shaped(kind), RECIPE_PATTERNS[kind][1])  # noqa: E731
+        tag = word("tag", "tag")
+        parent = word("parent", "tag", default=None)
+        from_image = word("from", "from", default=None)
+        if (parent is None) == (from_image is None):
+            raise r._fail("from", "exactly one of 'from' (the plain OS image) and 'parent' (a tag)")
+        recipe = BaseRecipe(
+            tag=tag,
+            platform=r.str("platform", choices=PLATFORMS),
+            parent=parent,
+            from_image=from_image,
+            path=word("path", "path"),
+            commit=word("commit", "commit"),
+            repositories=many("repositories", "url"),
+            setup_packages=many("setup_packages", "package"),
+            key_url=word("key_url", "url", default=None),
+            key_fingerprint=word("key_fingerprint", "fingerprint", default=None),
+            replaced_key=word("replaced_key", "url", default=None),
+            env=r.list("env", _pairs("env_key", _env_value), "[NAME, value] pairs (values: printable ASCII, "
+                       "no $ but ${PATH} or ${LD_LIBRARY_PATH})"),
+            labels=r.list("labels", _pairs("label_key", _shaped("text")), "[name, value] pairs"),
+            packages=many("packages", "package"),
+            downloads=r.list("downloads", _download, "{ url = URL of a .deb, sha256 = 64 hex digits } tables"),
+            hold=many("hold", "package"),
+            symlinks=r.list("symlinks", _pairs("path", _shaped("abs_path")), "[target, absolute link path] pairs"),
+            ld_so_conf=many("ld_so_conf", "abs_path"),
+            omitted=many("omitted", "text"),
+            os_archive=word("os_archive", "url", default=None),
+            os_archive_status=r.str("os_archive_status", default="confirmed", choices=STATUSES),
+            **r.provenance(),
+        )
+        if from_image is not None and (not recipe.repositories or recipe.key_url is None or recipe.key_fingerprint is None):
+            raise r._fail("repositories", "the apt repositories, key_url and key_fingerprint of a recipe that starts "
+                          "from the plain OS image")
+        out.append(recipe)
+    return out
 
 
 _TOP_KEYS = {
@@ -412,6 +514,7 @@ _TOP_KEYS = {
     "framework": {"framework", "build"},
     "gpus": {"gpu", "checked"},
     "tags": {"repository", "history"},
+    "recipes": {"recipe"},
 }
 
 
@@ -464,6 +567,7 @@ def _parse_fresh(file: str, data: bytes) -> tuple[str, Any]:
         "framework": _parse_framework,
         "gpus": _parse_gpus,
         "tags": _parse_tags,
+        "recipes": _parse_recipes,
     }[kind]
     rows = parser(doc, file)
     if kind == "cuda":
@@ -488,6 +592,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
     gpus_checked: str | None = None
     published: list[PublishedTags] = []
     history: list[TagHistory] = []
+    recipes: dict[tuple[str, str], BaseRecipe] = {}
     parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
     for kind, rows in parsed:
         if kind == "cuda":
@@ -509,6 +614,8 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         elif kind == "tags":
             published.extend(r for r in rows if isinstance(r, PublishedTags))  # user lists add to the shipped ones
             history.extend(r for r in rows if isinstance(r, TagHistory))
+        elif kind == "recipes":
+            recipes.update(((r.tag, r.platform), r) for r in rows)
     return Matrix(
         cuda=tuple(sorted(cuda.values(), key=lambda r: r.version)),
         never_released=tuple(sorted(never.values())),
@@ -520,6 +627,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         published=tuple(published),
         history=tuple(history),
         gpus_checked=gpus_checked,
+        recipes=tuple(recipes.values()),
     )
 
 

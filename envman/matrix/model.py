@@ -208,6 +208,56 @@ class BaseImage:
 
 
 @dataclass(frozen=True)
+class Download:
+    """A file a recipe fetches directly (not through apt), checked against its sha256."""
+
+    url: str
+    sha256: str
+
+    @property
+    def file(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class BaseRecipe:
+    """How NVIDIA built one ``nvidia/cuda`` tag, to rebuild it where the tag is no longer served.
+
+    A recipe starts either ``from_image`` (the plain OS image: it also sets up NVIDIA's apt
+    repositories and key) or on ``parent`` (the recipe of the flavour below: base -> runtime ->
+    devel, runtime -> cudnn-runtime, devel -> cudnn-devel)."""
+
+    tag: str
+    platform: str
+    parent: str | None
+    from_image: str | None
+    path: str  # the Dockerfile in NVIDIA's repository it was read from
+    commit: str  # ... at this commit
+    repositories: tuple[str, ...]  # NVIDIA's apt repositories (deb URL /)
+    setup_packages: tuple[str, ...]  # what the repository set-up installs first (ca-certificates, ...)
+    key_url: str | None
+    key_fingerprint: str | None
+    replaced_key: str | None  # the key the recipe named before NVIDIA's 2022 rotation
+    env: tuple[tuple[str, str], ...]
+    labels: tuple[tuple[str, str], ...]
+    packages: tuple[str, ...]  # apt packages, ``name`` or ``name=version``
+    downloads: tuple[Download, ...]
+    hold: tuple[str, ...]
+    symlinks: tuple[tuple[str, str], ...]  # (target, link name)
+    ld_so_conf: tuple[str, ...]
+    omitted: tuple[str, ...]  # instructions of NVIDIA's file not carried over (its own entrypoint, ...)
+    os_archive: str | None  # where the OS release's packages are now, when not in its image's sources
+    os_archive_status: str
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"nvidia/cuda:{self.tag}"
+
+
+@dataclass(frozen=True)
 class FrameworkBuild:
     """One installable framework build: a release x a wheel variant (or the CPU build)."""
 
@@ -343,6 +393,7 @@ class Matrix:
     published: tuple[PublishedTags, ...] = field(default=())
     history: tuple[TagHistory, ...] = field(default=())
     gpus_checked: str | None = None  # ISO day the GPU list was last compared with NVIDIA's pages
+    recipes: tuple[BaseRecipe, ...] = field(default=())
 
     @functools.cached_property
     def _history_index(self) -> dict[tuple[str, str], TagHistory]:
@@ -351,6 +402,33 @@ class Matrix:
     def tag_history(self, repository: str, tag: str) -> TagHistory | None:
         """Published date and served state of ``repository:tag``, or None when the matrix has none."""
         return self._history_index.get((repository, tag))
+
+    def recipe(self, tag: str, platform: str = DEFAULT_PLATFORMS[0]) -> BaseRecipe | None:
+        """The recipe that rebuilds ``nvidia/cuda:<tag>`` for ``platform``, if the matrix has one."""
+        return self._recipe_index.get((tag, platform))
+
+    @functools.cached_property
+    def _recipe_index(self) -> dict[tuple[str, str], BaseRecipe]:
+        return {(r.tag, r.platform): r for r in self.recipes}
+
+    def recipe_chain(self, tag: str, platform: str = DEFAULT_PLATFORMS[0]) -> tuple[BaseRecipe, ...] | None:
+        """The recipes from the plain OS image up to ``tag`` (``None``: a link is missing or the
+        parents loop)."""
+        chain: list[BaseRecipe] = []
+        seen: set[str] = set()
+        cur: str | None = tag
+        while cur is not None:
+            r = self.recipe(cur, platform)
+            if r is None or cur in seen:
+                return None
+            seen.add(cur)
+            chain.append(r)
+            cur = r.parent
+        return tuple(reversed(chain))
+
+    def rebuildable(self, image: "BaseImage", platform: str = DEFAULT_PLATFORMS[0]) -> bool:
+        """Whether ``image`` can be rebuilt from NVIDIA's recipes on ``platform``."""
+        return image.repository == "nvidia/cuda" and self.recipe_chain(image.tag, platform) is not None
 
     def published_tags(self, repository: str) -> frozenset[str] | None:
         """The tags ``repository`` ever published, or None when the matrix has no list for it."""

@@ -121,7 +121,15 @@ def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version 
     return max(build.python), "standalone"
 
 
-_STATUS_RANK = {"published": 2, "unknown": 1, "deleted": 0}
+def _availability(matrix: Matrix, img: BaseImage, platform: str, *, pinned: bool) -> int | None:
+    """How a build can get ``img``: 2 pulled (served today), 1 rebuilt from NVIDIA's recipe (a tag
+    NVIDIA deleted, or one not confirmed served), ``None`` neither. A base a row pins by name (a
+    custom or mirrored image) is taken as the row says."""
+    if img.status == "published" or img.custom or pinned:
+        return 2
+    if matrix.rebuildable(img, platform):
+        return 1
+    return None
 
 
 def _os_rank(name: str) -> tuple:
@@ -172,12 +180,15 @@ def _pick_image(
             candidates.append(img)
     best = None
     for img in candidates:
+        rank = _availability(matrix, img, platform, pinned=bool(build.base_image))
+        if rank is None:
+            continue  # neither served nor rebuildable: a build on it could never start
         choice = _python_choice(build, index.oses.get(img.os), python)
         if choice is None:
             continue
         py, strategy = choice
         key = (
-            _STATUS_RANK.get(img.status, 0),
+            rank,
             strategy == "apt",
             _os_rank(img.os),
             img.cuda_patch or Version("0"),
@@ -196,8 +207,8 @@ def _pick_image(
             what += f" (cuDNN {build.cudnn.split('.')[0]})"
         on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
         raise ResolveError(
-            f"no {what} base image{on} in the matrix for {build.name}",
-            fix="add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant",
+            f"no {what} base image{on} that is served or can be rebuilt from NVIDIA's recipe in the matrix for {build.name}",
+            fix="add an [[image]] row (a mirror or a custom base) or a [[recipe]] with --matrix, or pick another CUDA variant",
         )
     _, img, py, strategy = best
     return img, py, strategy
@@ -307,11 +318,10 @@ def make_stack(
     notes = []
     if build.note:
         notes.append(build.note)
-    if img.status == "deleted":
-        notes.append(
-            f"base image {img.ref} was deleted from Docker Hub (end of life): build it with "
-            "--registry-mirror pointing at a registry that still has it, or a custom base row"
-        )
+    if img.status != "published" and not img.custom and matrix.rebuildable(img, platform):
+        gone = "was deleted from Docker Hub (end of life)" if img.status == "deleted" else "is not confirmed served"
+        notes.append(f"base image {img.ref} {gone}: envman rebuilds it from NVIDIA's recipe (--base pull: "
+                     "pull it, e.g. through --registry-mirror)")
     if build.arch_status != "confirmed":
         notes.append(f"architecture list is {build.arch_status} (see the row's note and sources)")
     if platform != DEFAULT_PLATFORM:
