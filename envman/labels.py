@@ -31,6 +31,9 @@ PROJECT = "envman.project"  # the project a project image or run container belon
 PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag)
 BUILT_BY_UID = "envman.built-by.uid"  # who built the image: numeric uid on the engine's host
 BUILT_BY_USER = "envman.built-by.user"  # ... and that uid's login name (informative only)
+# A base rebuilt from NVIDIA's recipe (envman.images.base); images built on it inherit both.
+BASE_RECIPE = "envman.base.recipe"  # sha256 of the base's Dockerfile: what the image was built from
+BASE_SOURCE = "envman.base.source"  # NVIDIA's recipe files, "<path> @ <commit>" each
 
 # The smoke verdict, carried by the image it is about (see envman.images.store): every user of the
 # engine reads it, whoever ran the smoke test.
@@ -60,7 +63,8 @@ ROLE_SMOKE = "smoke"  # the container the probe runs in
 ROLE_RUN = "run"  # an `envman run` container
 ROLE_PROJECT = "project"  # a project image (stack image + the project's packages)
 ROLE_RELEASE = "release"  # a promoted image with its smoke verdict, as pushed to a registry
-ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE})
+ROLE_BASE = "base"  # an nvidia/cuda base rebuilt from NVIDIA's recipe (envman/base:<tag>)
+ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE, ROLE_BASE})
 SMOKE_STATUSES = frozenset({"pass", "cpu-only", "fail"})
 
 #: The filter / label set that marks an object as envman's.
@@ -82,6 +86,7 @@ class EnvmanLabels:
     built_by_uid: int | None = None
     built_by_user: str | None = None
     smoke: SmokeVerdict | None = None
+    base_recipe: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,7 @@ def parse(labels: Mapping[str, str] | None) -> EnvmanLabels:
         built_by_uid=_uint(got, BUILT_BY_UID),
         built_by_user=_text(got, BUILT_BY_USER),
         smoke=parse_smoke(got),
+        base_recipe=_text(got, BASE_RECIPE),
     )
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate the golden Dockerfiles: examples/golden/<stack name>/Dockerfile (classic builder) and
-examples/golden/<stack name>.buildkit/Dockerfile (BuildKit, for specs with builder = "buildkit").
+examples/golden/<stack name>.buildkit/Dockerfile (BuildKit, for specs with builder = "buildkit"), and
+<dir>/base/Dockerfile beside it where the stack's base is rebuilt from NVIDIA's recipe (`--base auto`).
 
     python scripts/regen-golden.py           # rewrite them (after a deliberate change)
     python scripts/regen-golden.py --check   # exit 1 and list the differences (what CI's tests do)
@@ -59,10 +60,12 @@ def load_specs(path: Path = SPEC_FILE) -> list[Golden]:
 
 
 def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
-    """{golden directory name: Dockerfile text} for every golden spec (``<stack>`` for the classic
-    builder, ``<stack>.buildkit`` for BuildKit)."""
+    """{golden file: text} for every golden spec: ``<stack>/Dockerfile`` for the classic builder,
+    ``<stack>.buildkit/Dockerfile`` for BuildKit, and ``<dir>/base/Dockerfile`` where the base is
+    rebuilt from NVIDIA's recipe."""
     from envman.config import validate_network
     from envman.matrix.load import load_matrix
+    from envman.render.base import choose_base
     from envman.render.dockerfile import RenderOptions, render_stack
     from envman.stack.resolve import resolve
 
@@ -77,9 +80,14 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
         options = RenderOptions(**validate_network(spec.network, where=lambda k, q=spec.query: f"goldens.toml {q}: {k}"))
         stack = resolve(matrix, spec.query)
         name = stack.name if spec.builder == "classic" else f"{stack.name}.{spec.builder}"
-        if name in out:
+        if f"{name}/Dockerfile" in out:
             raise SystemExit(f"two goldens render {name}: give each its own stack or builder")
-        out[name] = render_stack(stack, options, probe=PROBE_PLACEHOLDER, builder=spec.builder).dockerfile
+        base = choose_base(matrix, stack, registry_mirror=options.registry_mirror, apt_mirror=options.apt_mirror,
+                           ca_bundle=options.ca_bundle)
+        ctx = render_stack(stack, options, probe=PROBE_PLACEHOLDER, builder=spec.builder, base=base)
+        out[f"{name}/Dockerfile"] = ctx.dockerfile
+        if base is not None:
+            out[f"{name}/base/Dockerfile"] = base.dockerfile
     return out
 
 
@@ -92,24 +100,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 on a difference")
     args = ap.parse_args(argv)
     rendered = render_goldens()
-    stale = [d for d in golden_dirs() if d.name not in rendered]
+    dirs = {name.split("/")[0] for name in rendered}
+    stale = [d for d in golden_dirs() if d.name not in dirs]
+    stale_files = [p for d in golden_dirs() for p in d.rglob("Dockerfile")
+                   if p.relative_to(GOLDEN_DIR).as_posix() not in rendered]
     if args.check:
         bad = 0
         for name, text in rendered.items():
-            path = GOLDEN_DIR / name / "Dockerfile"
+            path = GOLDEN_DIR / name
             old = path.read_text(encoding="utf-8") if path.exists() else ""
             if old != text:
                 bad += 1
                 sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), text.splitlines(True), str(path), "rendered"))
-        for d in stale:
+        for d in [*stale, *stale_files]:
             bad += 1
             print(f"stale golden (no spec renders it): {d}")
         print(f"{len(rendered)} goldens, {bad} differ" + (": run python scripts/regen-golden.py" if bad else ""))
         return 1 if bad else 0
     for d in stale:
         shutil.rmtree(d)
+    for f in stale_files:
+        f.unlink(missing_ok=True)
     for name, text in rendered.items():
-        path = GOLDEN_DIR / name / "Dockerfile"
+        path = GOLDEN_DIR / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     print(f"wrote {len(rendered)} goldens under {GOLDEN_DIR.relative_to(ROOT)}" + (f", removed {len(stale)} stale" if stale else ""))

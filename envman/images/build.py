@@ -48,10 +48,10 @@ class BuildResult:
     log_path: str | None = None
 
 
-def _render(stack: Stack, options, builder: str = "classic"):
+def _render(stack: Stack, options, builder: str = "classic", base=None):
     from envman.render.dockerfile import RenderOptions, render_stack
 
-    return render_stack(stack, options or RenderOptions(), builder=builder)
+    return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 
 
 def _builder(engine, builder):
@@ -71,17 +71,20 @@ def build_stack(
     on_event: Callable[[Any], None] | None = None,
     lock_timeout: float = 3600,
     builder=None,
+    base=None,
 ) -> BuildResult:
     """Render and build ``stack`` unless its content-addressed candidate already exists.
 
     ``builder`` (``envman.engine.builder.select_builder``) picks the Dockerfile dialect and runs the
     build; by default the engine's classic builder. Its secrets (index credentials) go to the
-    builder only, never to the log or the context."""
+    builder only, never to the log or the context. ``base`` (``envman.render.base.choose_base``):
+    the stack's base rebuilt from NVIDIA's recipe, built first unless the engine has it
+    (``envman.images.base``); ``pull`` then applies to the base's own plain OS image."""
     from filelock import FileLock, Timeout
 
     t0 = time.perf_counter()
     builder = _builder(engine, builder)
-    ctx = _render(stack, options, builder.kind)
+    ctx = _render(stack, options, builder.kind, base)
     ref = candidate_ref(stack.name, ctx.render_hash)
     locks_dir().mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(locks_dir() / f"{safe_name(stack.name)}.lock"))
@@ -102,6 +105,11 @@ def build_stack(
         from envman.images.store import current_user
 
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
+        if base is not None:
+            from envman.images.base import ensure_base
+
+            ensure_base(engine, builder, base, nocache=nocache, pull=pull, on_event=on_event)
+            pull = False  # the stack starts FROM the local envman/base image: nothing to pull
         image_id = None
         with open(log_path, "w") as log:
             try:
@@ -315,13 +323,14 @@ def build_smoke_promote(
     on_event=None,
     on_phase: Callable[[str], None] | None = None,
     builder=None,
+    base=None,
 ) -> PipelineResult:
     """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
     when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
     starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
     phase = on_phase or (lambda _p: None)
     phase("build")
-    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder)
+    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder, base=base)
     phase("cached" if b.cached else "built")
     rep = kept_report(engine, b) if b.cached else None
     if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
@@ -378,6 +387,8 @@ class ImageRow:
     project: str | None = None
     built_by_uid: int | None = None  # None: an image from before envman recorded its builder
     built_by_user: str | None = None
+    role: str | None = None
+    base_recipe: str | None = None  # the rebuilt base the image is (role base) or is built on
 
 
 def list_envman_images(engine) -> list[ImageRow]:
@@ -387,7 +398,7 @@ def list_envman_images(engine) -> list[ImageRow]:
     rows = []
     for img in engine.list_images(L.MANAGED_LABELS):
         labels = L.parse(img.labels)
-        verdict = labels_verdict(img.labels, img.id) if labels.role != L.ROLE_PROJECT else None
+        verdict = labels_verdict(img.labels, img.id) if labels.role not in (L.ROLE_PROJECT, L.ROLE_BASE) else None
         rows.append(
             ImageRow(
                 stack=labels.name or "?",
@@ -396,10 +407,12 @@ def list_envman_images(engine) -> list[ImageRow]:
                 size=img.size,
                 created=img.created,
                 stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
-                smoke=verdict.status if verdict else "untested",
+                smoke=verdict.status if verdict else "base" if labels.role == L.ROLE_BASE else "untested",
                 project=labels.project,
                 built_by_uid=labels.built_by_uid,
                 built_by_user=labels.built_by_user,
+                role=labels.role,
+                base_recipe=labels.base_recipe,
             )
         )
     rows.sort(key=lambda r: (r.stack, -r.created))
@@ -421,7 +434,9 @@ class PruneScope:
 def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRow]:
     """The images ``prune`` removes: built by the invoking user (any user's with ``all_users``),
     not stable, not used by any container, not what a registered project of the user runs on or
-    is pinned to. An image that records no builder is never the invoking user's."""
+    is pinned to. An image that records no builder is never the invoking user's. A rebuilt base
+    (role ``base``) goes only with the last envman image built on it."""
+    rows = list(rows)
     out = []
     for row in rows:
         if row.stable or row.image_id in scope.in_use or any(t in scope.in_use for t in row.tags):
@@ -433,7 +448,9 @@ def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRo
         if row.project and row.project in scope.keep_projects:
             continue
         out.append(row)
-    return out
+    going = {r.image_id for r in out}
+    still_on = {r.base_recipe for r in rows if r.role != L.ROLE_BASE and r.image_id not in going and r.base_recipe}
+    return [r for r in out if not (r.role == L.ROLE_BASE and r.base_recipe in still_on)]
 
 
 def images_in_use(engine) -> frozenset[str]:

@@ -43,7 +43,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -83,7 +83,12 @@ from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref,
 from envman.render.template import render_dockerfile
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
 
+if TYPE_CHECKING:
+    from envman.render.base import BaseBuild
+
 RENDER_HASH_LABEL = L.RENDER_HASH
+#: Where a stack's context carries the Dockerfile of its rebuilt base (``envman render -o DIR``).
+BASE_CONTEXT_DIR = "base"
 CONTEXT_FILES = ("Dockerfile", *ENVMAN_FILES)
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
@@ -488,13 +493,16 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
 
 
 def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: bytes | None = None,
-                 builder: str = "classic") -> BuildContext:
+                 builder: str = "classic", base: BaseBuild | None = None) -> BuildContext:
     """Render ``stack`` with ``options`` into a ``BuildContext`` (no Docker needed).
 
     ``probe`` replaces the probe archive's content (the golden files use a fixed one so they change
     only when rendering changes); by default it is read from the envman package. ``builder``
     (``classic`` or ``buildkit``) picks the Dockerfile dialect; index credentials are possible on
     BuildKit only and travel in ``BuildContext.secrets``, outside the context and its hash.
+    ``base`` (:func:`envman.render.base.choose_base`): the stack starts ``FROM`` its base rebuilt
+    from NVIDIA's recipe, whose Dockerfile the context carries as ``base/Dockerfile`` (so the
+    render hash covers it).
     """
     options = options or RenderOptions()
     if builder not in BUILDER_KINDS:
@@ -502,7 +510,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     check_stack(stack)
     options, secrets = index_secrets(options, builder)
     wheels = _selected_wheels(stack, options)
-    body = render_dockerfile(stack_plan(stack, options, wheels, builder, bool(secrets)))
+    body = render_dockerfile(stack_plan(stack, options, wheels, builder, bool(secrets), base.ref if base else None))
     files: dict[str, bytes] = {
         "Dockerfile": body.encode(),
         "envman/entrypoint.sh": _static("entrypoint.sh"),
@@ -511,6 +519,8 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     }
     if options.ca_bundle is not None:
         files["envman/ca-bundle.crt"] = options.ca_bundle.read_bytes()
+    if base is not None:
+        files.update({f"{BASE_CONTEXT_DIR}/{name}": data for name, data in base.context().items()})
     for w in wheels:
         files[f"wheels/{w.filename}"] = (options.wheelhouse / w.filename).read_bytes()  # type: ignore[operator]
     digest = render_hash(files, dockerfile_has_hash_line=False)

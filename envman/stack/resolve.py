@@ -179,10 +179,12 @@ def _pick_image(
                 continue  # the build loads cuDNN from the image: the majors must agree
             candidates.append(img)
     best = None
+    unavailable: list[BaseImage] = []
     for img in candidates:
         rank = _availability(matrix, img, platform, pinned=bool(build.base_image))
         if rank is None:
-            continue  # neither served nor rebuildable: a build on it could never start
+            unavailable.append(img)  # neither served nor rebuildable: a build on it could never start
+            continue
         choice = _python_choice(build, index.oses.get(img.os), python)
         if choice is None:
             continue
@@ -206,9 +208,17 @@ def _pick_image(
         if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
             what += f" (cuDNN {build.cudnn.split('.')[0]})"
         on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
+        if unavailable:
+            raise ResolveError(
+                f"no {what} base image{on} in the matrix for {build.name} is served or can be rebuilt from NVIDIA's "
+                f"recipe ({', '.join(i.ref for i in unavailable[:3])} {'is' if len(unavailable) == 1 else 'are'} "
+                "no longer served and no [[recipe]] rebuilds them)",
+                fix="add a [[recipe]] or an [[image]] row (a mirror, a custom base) with --matrix, or pick another "
+                    "CUDA variant",
+            )
         raise ResolveError(
-            f"no {what} base image{on} that is served or can be rebuilt from NVIDIA's recipe in the matrix for {build.name}",
-            fix="add an [[image]] row (a mirror or a custom base) or a [[recipe]] with --matrix, or pick another CUDA variant",
+            f"no {what} base image{on} in the matrix for {build.name}",
+            fix="add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant",
         )
     _, img, py, strategy = best
     return img, py, strategy

@@ -32,7 +32,7 @@ def pipeline_engine(probe_overall: str = "pass", *, fail_build: bool = False, gp
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic": FakeContext("ab" * 32))
+    monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic", base=None: FakeContext("ab" * 32))
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_failing_smoke_leaves_previous_stable_untouched_and_keeps_report(stack, 
     eng = pipeline_engine("pass")
     B.build_smoke_promote(eng, stack)
     before = eng.inspect_image(B.stable_ref(stack.name))
-    monkeypatch.setattr(B, "_render", lambda s, o=None, builder="classic": FakeContext("cd" * 32))
+    monkeypatch.setattr(B, "_render", lambda s, o=None, builder="classic", base=None: FakeContext("cd" * 32))
     eng.outcome["overall"] = "fail"
     res = B.build_smoke_promote(eng, stack)
     assert not res.promoted and res.smoke.overall == "fail"

@@ -246,7 +246,7 @@ def ci_engine(outcomes=None, gpu=False) -> FakeEngine:
 def fake_render(monkeypatch, tmp_path):
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
 
-    def render(stack, options=None, builder="classic"):
+    def render(stack, options=None, builder="classic", base=None):
         h = hashlib.sha256(stack.name.encode()).hexdigest()
         return FakeContext(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
 
@@ -310,7 +310,7 @@ def test_require_gpu_without_gpu_is_not_buildable_for_cuda_rows_only(mini, fake_
 
 
 def test_build_failure_is_a_failed_row_with_the_log_tail(mini, fake_render, monkeypatch):
-    def render(stack, options=None, builder="classic"):
+    def render(stack, options=None, builder="classic", base=None):
         return FakeContext("broken-build" + "0" * 52, "FROM x\n")
 
     monkeypatch.setattr(B, "candidate_ref", lambda name, h: f"envman/broken-build:{h[:16]}")

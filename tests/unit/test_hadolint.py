@@ -69,11 +69,16 @@ def _variants(tmp_path: Path) -> list[tuple[str, str, str]]:
     return out
 
 
+#: The Dockerfiles of the bases rebuilt from NVIDIA's recipes that the rows use (filled by _rows).
+BASES: dict[str, str] = {}
+
+
 def _rows() -> list[tuple[str, str, str]]:
     if not (ROOT / "matrices" / "torch.toml").exists():
         golden = sorted((ROOT / "examples" / "golden").glob("*/Dockerfile"))
         return [(p.parent.name, p.read_text(), instructions(p.read_text())[0][1]) for p in golden]
     from envman.matrix.load import load_matrix
+    from envman.render.base import choose_base
     from envman.stack.resolve import resolve, resolve_row
 
     saved = os.environ.pop("ENVMAN_MATRIX", None)
@@ -85,7 +90,10 @@ def _rows() -> list[tuple[str, str, str]]:
     out = []
     for b in m.builds:
         s = resolve_row(m, b)
-        out.append((s.name, render_stack(s, None, probe=PROBE).dockerfile, s.base_image))
+        base = choose_base(m, s)
+        out.append((s.name, render_stack(s, None, probe=PROBE, base=base).dockerfile, base.ref if base else s.base_image))
+        if base is not None:
+            BASES[base.tag] = base.dockerfile
     for name in ("torch-2.4-cuda12.4-devel", "tf-2.15-cudnn-devel"):
         s = resolve(m, name)
         out.append((s.name, render_stack(s, None, probe=PROBE).dockerfile, s.base_image))
@@ -118,6 +126,18 @@ def test_every_rendered_dockerfile_passes_hadolint(tmp_path):
         out, err = proc.communicate(timeout=600)
         linted.append((proc.returncode, out, err))
     assert sum(len(c) for c in chunks) == len(files)
+    if (ROOT / "matrices" / "recipes.toml").exists():
+        assert len(BASES) >= 10, "the rows on deleted bases rebuild them: their Dockerfiles are linted too"
+    for tag, dockerfile in sorted(BASES.items()):
+        ins = instructions(dockerfile)
+        assert ins[0][0] == "FROM" and ins[0][1].startswith("ubuntu:"), tag
+        path = tmp_path / "lint" / f"base-{tag}.Dockerfile"
+        path.write_text(dockerfile)
+        chunks[0].append(str(path))
+        procs.append(subprocess.Popen([hadolint, "--no-color", "--config", str(CONFIG), str(path)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+        out, err = procs[-1].communicate(timeout=600)
+        linted.append((procs[-1].returncode, out, err))
     for code, out, err in linted:
         assert code == 0 and not out.strip(), out[-4000:] + err[-2000:]
 

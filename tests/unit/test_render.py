@@ -710,10 +710,10 @@ def test_golden_dockerfiles_match_exactly(monkeypatch):
     regen = _regen_module()
     rendered = regen.render_goldens()
     assert len(rendered) >= 7
-    on_disk = {d.name for d in regen.golden_dirs()}
+    on_disk = {p.relative_to(regen.GOLDEN_DIR).as_posix() for d in regen.golden_dirs() for p in d.rglob("Dockerfile")}
     assert on_disk == set(rendered), "golden directories and goldens.toml disagree: run python scripts/regen-golden.py"
     for name, text in rendered.items():
-        path = regen.GOLDEN_DIR / name / "Dockerfile"
+        path = regen.GOLDEN_DIR / name
         assert path.read_text(encoding="utf-8") == text, f"{path} differs from a fresh render: run python scripts/regen-golden.py"
 
 
@@ -721,8 +721,15 @@ def test_golden_dockerfiles_match_exactly(monkeypatch):
 def test_goldens_cover_what_they_promise(monkeypatch):
     monkeypatch.delenv("ENVMAN_MATRIX", raising=False)
     rendered = _regen_module().render_goldens()
-    names = set(rendered)
+    names = {n.split("/")[0] for n in rendered}
     assert "torch-1.0.1-cuda10.0-py3.6" in names
+    # the mission's own stack: NVIDIA deleted its base, so it is rebuilt from NVIDIA's recipe, on both builders
+    for d in ("torch-1.0.1-cuda10.0-py3.6", "torch-1.0.1-cuda10.0-py3.6.buildkit"):
+        assert "FROM envman/base:10.0-base-ubuntu18.04\n" in rendered[f"{d}/Dockerfile"]
+        assert rendered[f"{d}/base/Dockerfile"].splitlines()[5].startswith("# 10.0-base-ubuntu18.04: ")
+        assert "\nFROM ubuntu:18.04 AS " in rendered[f"{d}/base/Dockerfile"]
+    # a served base is pulled as before: no base/Dockerfile
+    assert not any(n.endswith("/base/Dockerfile") and "cuda12" in n for n in rendered)
     assert any(n.startswith("torch-2.") and "-cuda12" in n for n in names)
     assert any(n.startswith("tensorflow-1.") for n in names) and any(n.startswith("tensorflow-2.") for n in names)
     assert any(n.startswith("jax-") for n in names) and any("-cpu-" in n for n in names)

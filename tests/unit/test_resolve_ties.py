@@ -14,7 +14,7 @@ import pytest
 from packaging.version import Version
 
 from envman.errors import ResolveError
-from envman.matrix.model import BaseImage, Matrix, OsInfo
+from envman.matrix.model import BaseRecipe, BaseImage, Matrix, OsInfo
 from envman.stack.resolve import resolve, resolve_row, version_matches
 
 V = Version
@@ -99,13 +99,60 @@ def test_published_image_wins_over_deleted_even_on_an_older_os(mini):
     assert resolve(m, "torch-2.4-cuda12").base_image.endswith("ubuntu22.04")
 
 
-def test_unknown_status_ranks_between_published_and_deleted(mini):
-    m = only_images(mini, img("12.4.1-base-ubuntu22.04", status="unknown"),
-                    img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="deleted"))
-    assert resolve(m, "torch-2.4-cuda12").base_image_status == "unknown"
-    m = only_images(mini, img("12.4.1-base-ubuntu22.04", status="unknown"),
-                    img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="published"))
-    assert resolve(m, "torch-2.4-cuda12").base_image_status == "published"
+def recipe(tag: str, parent: str | None = None) -> BaseRecipe:
+    """A recipe that rebuilds ``nvidia/cuda:<tag>`` (from plain Ubuntu unless ``parent``)."""
+    return BaseRecipe(
+        tag=tag, platform="linux/amd64", parent=parent, from_image=None if parent else "ubuntu:22.04",
+        path="dist/x/Dockerfile", commit="0" * 40, repositories=() if parent else ("https://example.invalid/repo",),
+        setup_packages=(), key_url=None if parent else "https://example.invalid/repo/k.pub",
+        key_fingerprint=None if parent else "A" * 40, replaced_key=None, env=(), labels=(), packages=("x",),
+        downloads=(), hold=(), symlinks=(), ld_so_conf=(), omitted=(), os_archive=None,
+        os_archive_status="confirmed", source=("test",), status="confirmed")
+
+
+def with_recipes(m: Matrix, *recipes: BaseRecipe) -> Matrix:
+    return replace(m, recipes=tuple(recipes))
+
+
+@pytest.mark.parametrize("status", ["unknown", "deleted"])
+def test_a_base_that_is_not_served_is_chosen_only_when_a_recipe_rebuilds_it(mini, status):
+    gone = img("12.4.1-base-ubuntu22.04", status=status)
+    m = with_recipes(only_images(mini, gone))
+    with pytest.raises(ResolveError, match=r"is served or can be rebuilt from NVIDIA's recipe .*no longer served"):
+        resolve(m, "torch-2.4-cuda12")
+    m = with_recipes(only_images(mini, gone), recipe("12.4.1-base-ubuntu22.04"))
+    s = resolve(m, "torch-2.4-cuda12")
+    assert (s.base_image, s.base_image_status) == ("nvidia/cuda:12.4.1-base-ubuntu22.04", status)
+    assert any("rebuilds it from NVIDIA's recipe" in n for n in s.notes)
+
+
+def test_a_recipe_chain_with_a_missing_link_rebuilds_nothing(mini):
+    m = with_recipes(only_images(mini, img("12.4.1-runtime-ubuntu22.04", flavour="runtime", status="deleted")),
+                     recipe("12.4.1-runtime-ubuntu22.04", parent="12.4.1-base-ubuntu22.04"))
+    assert not m.rebuildable(m.images[0])
+    m = with_recipes(m, *m.recipes, recipe("12.4.1-base-ubuntu22.04"))
+    assert m.rebuildable(m.images[0]) and [r.tag for r in m.recipe_chain("12.4.1-runtime-ubuntu22.04")] == [
+        "12.4.1-base-ubuntu22.04", "12.4.1-runtime-ubuntu22.04"]
+    loop = with_recipes(m, recipe("12.4.1-runtime-ubuntu22.04", parent="12.4.1-runtime-ubuntu22.04"))
+    assert loop.recipe_chain("12.4.1-runtime-ubuntu22.04") is None
+
+
+def test_a_served_base_wins_over_a_rebuilt_one_even_of_an_older_patch(mini):
+    m = with_recipes(only_images(mini, img("12.4.1-base-ubuntu22.04", status="unknown"),
+                                 img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="published")),
+                     recipe("12.4.1-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.0-base-ubuntu22.04"
+    # between two rebuildable bases the newer patch wins, whatever their status says
+    m = with_recipes(only_images(mini, img("12.4.1-base-ubuntu22.04", status="deleted"),
+                                 img("12.4.0-base-ubuntu22.04", cuda="12.4.0", status="unknown")),
+                     recipe("12.4.1-base-ubuntu22.04"), recipe("12.4.0-base-ubuntu22.04"))
+    assert resolve(m, "torch-2.4-cuda12").base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+def test_a_pinned_or_custom_base_is_taken_as_the_row_says(mini):
+    mine = img("mine", repository="example/base", custom=True, status="unknown")
+    m = set_build(only_images(mini, mine), "torch-2.4.1-cuda12.4", base_image=mine.ref)
+    assert resolve(m, "torch-2.4-cuda12").base_image == mine.ref
 
 
 def test_apt_python_wins_over_a_newer_os_needing_standalone(mini):
@@ -449,8 +496,8 @@ def test_error_texts(mini):
         resolve(mini, "torch-2.4-cuda12-runtime")
     assert e.value.fix == "add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant"
     note = resolve(mini, "torch-1.0-cuda10").notes[0]
-    assert note == ("base image nvidia/cuda:10.0-base-ubuntu18.04 was deleted from Docker Hub (end of life): build it "
-                    "with --registry-mirror pointing at a registry that still has it, or a custom base row")
+    assert note == ("base image nvidia/cuda:10.0-base-ubuntu18.04 was deleted from Docker Hub (end of life): envman "
+                    "rebuilds it from NVIDIA's recipe (--base pull: pull it, e.g. through --registry-mirror)")
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,120 @@
+"""Build a rebuilt ``nvidia/cuda`` base once, and share it.
+
+A :class:`~envman.render.base.BaseBuild` is built as ``envman/base:<nvidia tag>`` with the recipe's
+hash in its labels. :func:`ensure_base` reuses the image when it exists with that hash (whoever
+built it: every user of the engine shares it, like the build cache), and builds it otherwise,
+under a per-tag lock so that concurrent builds of stacks on the same base build it once. A changed
+recipe gives a new hash and so a new build; an unchanged one is never rebuilt.
+
+The image carries the same owner labels as a stack image (``envman.built-by.*``) and the role
+``base``; ``envman prune`` removes a base only when no envman image built on it is left.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from envman import labels as L
+from envman.errors import BuildError, EnvmanError
+from envman.state import locks_dir, logs_dir, safe_name
+
+#: A base's lines that say why its build failed (apt, dpkg, curl, envman's own checks).
+_CAUSE_RE = re.compile(r"^(?:envman: |E: |dpkg: error|curl: \(\d+\)|W: GPG error|gpg: |sha256sum: )")
+
+
+@dataclass
+class BaseResult:
+    ref: str
+    image_id: str
+    cached: bool
+    seconds: float
+    log_path: str | None = None
+
+
+def base_labels(base: Any, uid: int, user: str) -> dict[str, str]:
+    """What a rebuilt base says about itself."""
+    return {L.MANAGED: L.TRUE, L.ROLE: L.ROLE_BASE, L.NAME: base.nvidia_ref, L.BASE_RECIPE: base.recipe_hash,
+            L.BASE_SOURCE: " ; ".join(base.sources)[:1000], **L.builder_labels(uid, user)}
+
+
+def ensure_base(engine: Any, builder: Any, base: Any, *, nocache: bool = False, pull: bool = False,
+                on_event: Callable[[Any], None] | None = None, lock_timeout: float = 3600) -> BaseResult:
+    """``base`` (a :class:`~envman.render.base.BaseBuild`) as an image on ``engine``: the one there
+    when its recipe hash matches, else built now with ``builder``."""
+    from filelock import FileLock, Timeout
+
+    from envman.engine.context import deterministic_tar
+    from envman.images.store import current_user
+
+    t0 = time.perf_counter()
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks_dir() / f"base-{safe_name(base.tag)}.lock"))
+    try:
+        lock.acquire(timeout=lock_timeout)
+    except Timeout:
+        raise EnvmanError(f"another envman build of {base.ref} has held its lock for {lock_timeout:.0f} s",
+                          where=str(lock.lock_file), fix="wait for it to finish, or remove the lock file if no envman "
+                          "process is running") from None
+    try:
+        existing = engine.inspect_image(base.ref)
+        if existing and not nocache and existing.labels.get(L.BASE_RECIPE) == base.recipe_hash:
+            return BaseResult(base.ref, existing.id, True, time.perf_counter() - t0)
+        logs_dir().mkdir(parents=True, exist_ok=True)
+        log_path = logs_dir() / f"base-{safe_name(base.tag)}-{base.recipe_hash[:16]}.log"
+        context = deterministic_tar({name: (data, 0o644) for name, data in base.context().items()})
+        image_id = None
+        with open(log_path, "w") as log:
+            try:
+                for ev in builder.build(context, base.ref, labels=base_labels(base, *current_user()), nocache=nocache,
+                                        pull=pull):
+                    log.write(ev.text.rstrip("\n") + "\n")
+                    if on_event:
+                        on_event(ev)
+                    if ev.kind == "done":
+                        image_id = ev.image_id
+            except BuildError as exc:
+                log.write(f"\nenvman: build failed: {exc.what}\n")
+                raise BuildError(
+                    f"rebuilding {base.nvidia_ref} from NVIDIA's recipe failed: {failure_cause(exc)}",
+                    log_tail=exc.log_tail,
+                    where=str(log_path),
+                    fix=_fix(exc),
+                ) from None
+        if image_id is None:
+            info = engine.inspect_image(base.ref)
+            image_id = info.id if info else base.ref
+        return BaseResult(base.ref, image_id, False, time.perf_counter() - t0, str(log_path))
+    finally:
+        lock.release()
+
+
+def failure_cause(exc: BuildError) -> str:
+    """The line of a failed base build that says why (the last one apt, curl or envman printed)."""
+    lines = [ln.strip() for ln in (exc.log_tail or "").splitlines()]
+    causes = [ln for ln in lines if _CAUSE_RE.search(_strip_step(ln))]
+    return _strip_step(causes[-1]) if causes else exc.what
+
+
+def _strip_step(line: str) -> str:
+    """A BuildKit progress line without its ``#12 0.345`` prefix."""
+    return re.sub(r"^#\d+ \d+(?:\.\d+)? ", "", line)
+
+
+def _fix(exc: BuildError) -> str:
+    text = exc.log_tail or ""
+    if "certificate" in text.lower() or "SSL" in text:
+        return "this site's TLS needs its own CA: pass --ca-bundle FILE (PEM)"
+    if "does not match the sha256" in text or "Hash Sum mismatch" in text or "NO_PUBKEY" in text \
+            or "BADSIG" in text or "fingerprint" in text:
+        return ("a download did not match NVIDIA's recipe: do not work around it; check the network path "
+                "(proxy, mirror) or report it")
+    if "Could not resolve" in text or "Temporary failure resolving" in text or "Failed to fetch" in text:
+        return ("the base is rebuilt from NVIDIA's and Ubuntu's package repositories: make them reachable, "
+                "or pull the tag through --registry-mirror (--base pull)")
+    return "read the log tail above / the full log; --base pull with --registry-mirror pulls the tag instead"
+
+
+__all__ = ["BaseResult", "base_labels", "ensure_base", "failure_cause"]
