@@ -366,7 +366,7 @@ MATRIX_KEYS = ("files", "torch_index")
 #: Every table config.toml may hold and the keys of each: what :func:`read_config` checks.
 TABLES: dict[str, tuple[str, ...]] = {
     "network": tuple(NETWORK_KEYS),
-    "build": ("builder",),
+    "build": ("builder", "base"),
     "engine": ("host",),
     "registry": ("default", "allow_http", "pull_on_run"),
     "matrix": MATRIX_KEYS,
@@ -457,6 +457,20 @@ def load_builder_config(path: Path | None = None) -> str:
     return value
 
 
+#: ``[build] base`` and ``--base``: how a stack gets an ``nvidia/cuda`` base NVIDIA no longer serves.
+BASE_MODES = ("auto", "pull", "rebuild")
+
+
+def load_base_config(path: Path | None = None) -> str:
+    """``[build] base`` of the user config: ``auto`` (the default), ``pull`` or ``rebuild``."""
+    cfg = read_config(path)
+    value = cfg.table("build").get("base", "auto")
+    if value not in BASE_MODES:
+        raise UserError(f"base {value!r} is not one of {', '.join(BASE_MODES)}", where=cfg.where("build", "base"),
+                        fix='write base = "auto", "pull" or "rebuild"')
+    return value
+
+
 def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
     """The validated ``[matrix]`` table: ``files`` (matrix files the user relies on, loaded after
     the shipped ones; relative paths are taken relative to the config file) and ``torch_index``
@@ -494,6 +508,8 @@ __all__ = [
     "load_matrix_config",
     "NETWORK_KEYS",
     "load_builder_config",
+    "load_base_config",
+    "BASE_MODES",
     "redact",
     "split_credentials",
     "Invalid",

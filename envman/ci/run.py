@@ -5,9 +5,11 @@ smoke per row) and the machine-readable results (``results.json``, JUnit XML).
   image groups*: rows that start ``FROM`` the same image always land in the same shard, so a
   shard pulls each base once and its builds share layers. ``--changed-since REF`` keeps only the
   rows whose render changed since a git ref (the matrix files are read at REF with ``git show``).
-* **Run** — one :class:`RowResult` per row, one :class:`StepResult` per step. A row this runner
-  cannot build (its base image was deleted upstream and no ``--registry-mirror`` is given; no GPU
-  here while ``--require-gpu`` asks for one) is ``not-buildable`` with the reason — never a pass.
+* **Run** — one :class:`RowResult` per row, one :class:`StepResult` per step. A base NVIDIA no
+  longer serves is rebuilt from NVIDIA's recipe (``--base``, :mod:`envman.render.base`); its
+  Dockerfile is linted with the stack's. A row this runner cannot build (``--base pull`` on a
+  deleted base with no ``--registry-mirror``; no GPU here while ``--require-gpu`` asks for one) is
+  ``not-buildable`` with the reason — never a pass.
 
 Everything that touches Docker goes through the ``engine`` argument (an ``envman.engine.docker.Engine``
 or a fake with the same methods), so the pipeline is unit-tested without a daemon.
@@ -145,15 +147,15 @@ def plan_shards(rows: Sequence[PlanRow], n: int) -> list[Shard]:
     return shards
 
 
-#: Expected cost of a row whose base image was deleted upstream: render and lint only, unless
-#: the runner has a registry mirror (weights must not depend on runner options: ``ci plan`` and
-#: every ``ci run --shard`` must compute the same shards).
+#: Expected cost of a row that cannot be built: render and lint only (weights must not depend on
+#: runner options: ``ci plan`` and every ``ci run --shard`` must compute the same shards).
 DELETED_BASE_WEIGHT = 0.25
 
 
 def plan_rows(matrix: Matrix, builds: Sequence[FrameworkBuild], platform: str = DEFAULT_PLATFORM) -> list[PlanRow]:
     """Rows weighted by expected cost: 1 for a build (its framework install dominates, the shared
-    base image is paid once per group), :data:`DELETED_BASE_WEIGHT` on a deleted base."""
+    base image, pulled or rebuilt from NVIDIA's recipe, is paid once per group),
+    :data:`DELETED_BASE_WEIGHT` for a row that does not resolve."""
     out = []
     for b in builds:
         try:
@@ -161,8 +163,7 @@ def plan_rows(matrix: Matrix, builds: Sequence[FrameworkBuild], platform: str = 
         except EnvmanError:
             out.append(PlanRow(b.name, UNRESOLVED_GROUP, DELETED_BASE_WEIGHT))
             continue
-        weight = DELETED_BASE_WEIGHT if stack.base_image_status == "deleted" else 1.0
-        out.append(PlanRow(b.name, stack.base_image, weight))
+        out.append(PlanRow(b.name, stack.base_image, 1.0))
     return out
 
 
@@ -400,16 +401,25 @@ class RunOptions:
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
     builder: Any = None  # an envman.engine.builder.Builder; None: the engine's classic builder
     platform: str = DEFAULT_PLATFORM  # the platform every row is resolved and built for
+    base: str = "auto"  # --base: auto | pull | rebuild (envman.render.base)
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _render(stack: Stack, options, builder: str = "classic"):
+def _render(stack: Stack, options, builder: str = "classic", base=None):
     from envman.render.dockerfile import RenderOptions, render_stack
 
-    return render_stack(stack, options or RenderOptions(), builder=builder)
+    return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
+
+
+def _rebuilt_base(matrix: Matrix, stack: Stack, opts: RunOptions):
+    from envman.render.base import choose_base
+
+    ro = opts.render_options
+    return choose_base(matrix, stack, opts.base, registry_mirror=opts.registry_mirror,
+                       apt_mirror=getattr(ro, "apt_mirror", None), ca_bundle=getattr(ro, "ca_bundle", None))
 
 
 def find_hadolint() -> str | None:
@@ -471,11 +481,12 @@ def row_problems(problems: Sequence[Any], build: FrameworkBuild, stack: Stack | 
     return [str(p) for p in problems if p.where in wheres]
 
 
-def not_buildable_reason(stack: Stack, opts: RunOptions, gpu_here: bool) -> str | None:
-    """Why this runner cannot build/validate ``stack``, or None."""
-    if stack.base_image_status == "deleted" and not opts.registry_mirror:
-        return (f"base image {stack.base_image} was deleted upstream and no --registry-mirror was given "
-                "(point it at a registry that still has the image)")
+def not_buildable_reason(stack: Stack, opts: RunOptions, gpu_here: bool, rebuilt: Any = None) -> str | None:
+    """Why this runner cannot build/validate ``stack``, or None (``rebuilt``: the stack's base,
+    rebuilt from NVIDIA's recipe)."""
+    if stack.base_image_status == "deleted" and not opts.registry_mirror and rebuilt is None:
+        return (f"base image {stack.base_image} was deleted upstream, --base {opts.base} does not rebuild it and no "
+                "--registry-mirror was given (use --base auto, or a registry that still has the image)")
     if opts.require_gpu and stack.cuda is not None and not gpu_here:
         return "--require-gpu: this runner's Docker engine has no NVIDIA runtime or CDI GPU"
     return None
@@ -554,21 +565,32 @@ def run_row(
     # render
     t0 = time.perf_counter()
     try:
-        ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic")
+        rebuilt = _rebuilt_base(matrix, stack, opts)
+        ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic", rebuilt)
     except EnvmanError as exc:
         record("render", StepResult(FAIL, time.perf_counter() - t0, exc.line()))
         _skip_rest(res, "render", SKIP, "render failed")
         return _finish(res, opts)
     res.render_hash = ctx.render_hash
-    record("render", StepResult(PASS, time.perf_counter() - t0, f"render hash {ctx.render_hash[:16]}",
-                                data={"render_hash": ctx.render_hash}))
+    base_note = f"; base rebuilt from NVIDIA's recipe as {rebuilt.ref}" if rebuilt is not None else ""
+    record("render", StepResult(PASS, time.perf_counter() - t0, f"render hash {ctx.render_hash[:16]}{base_note}",
+                                data={"render_hash": ctx.render_hash,
+                                      **({"base": rebuilt.ref, "base_recipe": rebuilt.recipe_hash} if rebuilt else {})}))
     if opts.artifacts is not None:
         _write_artifact(opts.artifacts / "dockerfiles" / f"{build.name}.Dockerfile", ctx.dockerfile)
+        if rebuilt is not None:
+            _write_artifact(opts.artifacts / "dockerfiles" / f"{build.name}.base.Dockerfile", rebuilt.dockerfile)
 
-    # lint (runs for every rendered row, buildable here or not)
-    record("lint", lint_dockerfile(ctx.dockerfile, opts.hadolint, opts.hadolint_config))
+    # lint (runs for every rendered row, buildable here or not): the stack's Dockerfile, then its rebuilt base's
+    lint = lint_dockerfile(ctx.dockerfile, opts.hadolint, opts.hadolint_config)
+    if rebuilt is not None and lint.status == PASS:
+        base_lint = lint_dockerfile(rebuilt.dockerfile, opts.hadolint, opts.hadolint_config)
+        if base_lint.status != PASS:
+            base_lint.message = f"base/Dockerfile: {base_lint.message}"
+            lint = base_lint
+    record("lint", lint)
 
-    why = not_buildable_reason(stack, opts, gpu_here)
+    why = not_buildable_reason(stack, opts, gpu_here, rebuilt)
     if why:
         record("build", StepResult(NOT_BUILDABLE, 0.0, why))
         record("smoke", StepResult(NOT_BUILDABLE, 0.0, why))
@@ -577,7 +599,8 @@ def run_row(
     # build
     t0 = time.perf_counter()
     try:
-        b = build_stack(engine, stack, opts.render_options, nocache=opts.nocache, pull=opts.pull, builder=opts.builder)
+        b = build_stack(engine, stack, opts.render_options, nocache=opts.nocache, pull=opts.pull, builder=opts.builder,
+                        base=rebuilt)
     except EnvmanError as exc:
         record("build", StepResult(FAIL, time.perf_counter() - t0, exc.what, getattr(exc, "log_tail", ""),
                                    {"log": exc.where}))

@@ -22,6 +22,7 @@ Offline = Annotated[Optional[bool], typer.Option("--offline/--online", help="Ins
 AptMirror = Annotated[Optional[str], typer.Option("--apt-mirror", help="Rewrite the image's apt sources to this mirror URL.", show_default=False)]
 Platform = Annotated[Optional[str], typer.Option("--platform", help="Build for this platform: linux/amd64 (default) or linux/arm64 (same as an -arm64 stack name).", show_default=False)]
 BuilderOpt = Annotated[Optional[str], typer.Option("--builder", help="auto (BuildKit when the engine and a docker CLI support it), buildkit or classic (default: \\[build] builder in the config, else auto).", show_default=False)]
+BaseOpt = Annotated[Optional[str], typer.Option("--base", help="How a stack gets an nvidia/cuda base NVIDIA no longer serves: auto (pull what is served, rebuild the rest from NVIDIA's recipe), pull or rebuild (default: \\[build] base in the config, else auto).", show_default=False)]
 PythonMirror = Annotated[Optional[str], typer.Option("--python-mirror", help="python-build-standalone mirror for uv (UV_PYTHON_INSTALL_MIRROR).", show_default=False)]
 
 
@@ -58,6 +59,19 @@ def platform_option(value: str | None) -> str | None:
     from envman.stack.names import parse_platform
 
     return parse_platform(value) if value is not None else None
+
+
+def base_preference(value: str | None) -> str:
+    """``--base`` when given, else ``[build] base`` of the user config, else ``auto``."""
+    from envman.config import BASE_MODES, load_base_config
+    from envman.errors import UserError
+
+    if value is None:
+        return load_base_config()
+    if value not in BASE_MODES:
+        raise UserError(f"--base {value!r} is not one of {', '.join(BASE_MODES)}", where="--base",
+                        fix="use --base auto, pull or rebuild")
+    return value
 
 
 def builder_preference(value: str | None) -> str:

@@ -12,7 +12,7 @@ from envman.cli.complete import complete_stack
 
 from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
-    Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
+    Wheelhouse, BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
 from envman.cli._out import console, emit_json, plain, tagged
 
@@ -61,6 +61,7 @@ def build(
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
     builder: BuilderOpt = None,
+    base: BaseOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
@@ -77,6 +78,7 @@ def build(
         python_mirror=python_mirror,
     )
     preference = builder_preference(builder)
+    bases = stack_bases(stacks, options, base_preference(base))
     from envman.engine.builder import select_builder
 
     with Engine.connect() as first:  # fail fast, one line, before any work
@@ -84,6 +86,10 @@ def build(
     from envman.cli.progress import BuildProgress
 
     err = console(stderr=True)
+    if not as_json:
+        for stack in stacks:
+            if bases[stack.name][1]:
+                err.print(plain(f"{stack.name}: {bases[stack.name][1]}"), highlight=False)
     progress = BuildProgress([s.name for s in stacks], err, live=err.is_terminal, quiet=as_json)
 
     def one(stack):
@@ -94,6 +100,7 @@ def build(
                     accept_cpu_only=accept_cpu_only, on_event=lambda ev: progress.event(stack.name, ev),
                     on_phase=lambda ph: progress.phase(stack.name, ph),
                     builder=chosen if chosen.kind == "buildkit" else None,  # classic: this thread's engine
+                    base=bases[stack.name][0],
                 )
                 progress.phase(stack.name, "failed" if res.smoke.overall == FAIL else "done")
                 return stack, res, None
@@ -133,6 +140,19 @@ def build(
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
         _remember_noop(rows, options, as_json=as_json, argv=ctx.obj)
+
+
+def stack_bases(stacks, options, mode: str) -> dict:
+    """{stack name: (its rebuilt base or None, the line that says how it gets its base or None)}."""
+    from envman.cli import get_matrix
+    from envman.render.base import base_line, choose_base
+
+    out = {}
+    for stack in stacks:
+        rebuilt = choose_base(get_matrix(), stack, mode, registry_mirror=options.registry_mirror,
+                              apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
+        out[stack.name] = (rebuilt, base_line(stack, rebuilt, mode, registry_mirror=options.registry_mirror))
+    return out
 
 
 def build_line(row: dict) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ import typer
 
 from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    BuilderOpt, builder_preference, network_options, platform_option,
+    BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
 from envman.cli._out import console, emit_json, plain, tagged
 from envman.stack.names import DEFAULT_PLATFORM
@@ -104,6 +104,7 @@ def run(
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
     builder: BuilderOpt = None,
+    base: BaseOpt = None,
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
@@ -134,7 +135,7 @@ def run(
     builder_pref = builder_preference(builder)
     opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
-                      smoke_timeout=smoke_timeout, platform=plat)
+                      smoke_timeout=smoke_timeout, platform=plat, base=base_preference(base))
     err = console(stderr=True)
     err.print(f"envman ci run: {len(builds)} rows" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)

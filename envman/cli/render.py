@@ -11,7 +11,7 @@ from envman.cli.complete import complete_stack, complete_flavour
 
 from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
-    Wheelhouse, BuilderOpt, builder_preference, network_options, platform_option,
+    Wheelhouse, BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
 
 DEFAULT_OUT = Path("envman-context")
@@ -39,8 +39,9 @@ def render(
     apt_mirror: AptMirror = None,
     python_mirror: PythonMirror = None,
     builder: BuilderOpt = None,
+    base: BaseOpt = None,
 ) -> None:
-    """Render a stack's build context (Dockerfile, entrypoint, probe) without Docker."""
+    """Render a stack's build context (Dockerfile, entrypoint, probe; base/Dockerfile where the base is rebuilt from NVIDIA's recipe) without Docker."""
     from envman.engine.builder import builder_for_render
     from envman.errors import UserError
     from envman.render.dockerfile import render_stack
@@ -57,7 +58,15 @@ def render(
     )
     plat = platform_option(platform)
     kind = builder_for_render(builder_preference(builder))
+    mode = base_preference(base)
     m = get_matrix()
+
+    def rebuilt(stack):
+        from envman.render.base import choose_base
+
+        return choose_base(m, stack, mode, registry_mirror=options.registry_mirror, apt_mirror=options.apt_mirror,
+                           ca_bundle=options.ca_bundle)
+
     if all_:
         if flavour is not None:
             raise UserError("--flavour applies to one stack, not to --all", where="envman render", fix="render the rows, then the flavour you need by name")
@@ -78,7 +87,7 @@ def render(
                     fix="make the rows differ in version, CUDA or Python (envman matrix validate)",
                 )
             seen[stack.name] = stack
-            render_stack(stack, options, builder=kind).write(root / stack.name, shared)
+            render_stack(stack, options, builder=kind, base=rebuilt(stack)).write(root / stack.name, shared)
         typer.echo(f"{len(seen)} contexts in {root}")
         return
 
@@ -94,7 +103,7 @@ def render(
         if not q.flavour:
             name = f"{name}-{flavour}"
     stack = resolve(m, name, plat)
-    ctx = render_stack(stack, options, builder=kind)
+    ctx = render_stack(stack, options, builder=kind, base=rebuilt(stack))
     if output == "-":
         typer.echo(ctx.dockerfile, nl=False)
         return
@@ -102,3 +111,6 @@ def render(
     # Plain lines (no wrapping): scripts read them.
     typer.echo(str(dest))
     typer.echo(f"render-hash {ctx.render_hash}")
+    if "base/Dockerfile" in ctx.files:
+        typer.echo(f"base {stack.base_image} is no longer served by NVIDIA: {dest / 'base' / 'Dockerfile'} rebuilds it "
+                   "from NVIDIA's recipe")

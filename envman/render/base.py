@@ -24,6 +24,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from envman.config import BASE_MODES
 from envman.errors import RenderError, UserError
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word
 
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from envman.stack.names import Stack
 
 BASE_REPOSITORY = "envman/base"
-BASE_MODES = ("auto", "pull", "rebuild")
 KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 GNUPG_HOME = "/tmp/envman-gnupg"
 DOWNLOADS = "/tmp/envman-downloads"
@@ -110,6 +110,18 @@ def choose_base(matrix: Matrix, stack: Stack, mode: str = "auto", *, registry_mi
             fix="use --base auto or pull (the tag is pulled), or add a [[recipe]] for it with --matrix",
         )
     return render_base(chain, registry_mirror=registry_mirror, apt_mirror=apt_mirror, ca_bundle=ca_bundle)
+
+
+def base_line(stack: Stack, base: BaseBuild | None, mode: str = "auto", *, registry_mirror: str | None = None) -> str | None:
+    """One line on how ``stack`` gets its base, when that is news: rebuilt from NVIDIA's recipe, or
+    a tag NVIDIA no longer serves that ``--base pull`` will try to pull anyway."""
+    if base is not None:
+        return f"base {stack.base_image} is no longer served by NVIDIA: rebuilt from NVIDIA's recipe as {base.ref}"
+    if mode != "pull" or registry_mirror or nvidia_tag(stack) is None or stack.base_image_status == "published":
+        return None
+    gone = "was deleted by NVIDIA (end of life)" if stack.base_image_status == "deleted" else "is not confirmed served"
+    return (f"base {stack.base_image} {gone}: --base pull will likely fail to pull it; use --base auto to rebuild "
+            "it from NVIDIA's recipe, or --registry-mirror with a registry that still has it")
 
 
 def render_base(chain: tuple[BaseRecipe, ...], *, registry_mirror: str | None = None, apt_mirror: str | None = None,
@@ -245,4 +257,4 @@ def _repository_setup(recipe: BaseRecipe, apt: str, apt_mirror: str | None, ca: 
     return lines
 
 
-__all__ = ["BASE_MODES", "BASE_REPOSITORY", "BaseBuild", "choose_base", "nvidia_tag", "render_base"]
+__all__ = ["BASE_MODES", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]

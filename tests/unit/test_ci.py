@@ -78,10 +78,10 @@ def test_more_shards_than_groups_leaves_empty_shards_out_of_the_github_matrix():
                               {"shard": "2/4", "rows": "b-row0", "count": 1}]}
 
 
-def test_plan_rows_group_by_base_image_and_weigh_deleted_bases_light(mini):
+def test_plan_rows_group_by_base_image_and_weigh_rebuilt_bases_as_builds(mini):
     rows = {r.row: r for r in ci.plan_rows(mini, mini.builds)}
     assert rows["torch-1.0.0-cuda10.0"].group == rows["torch-1.0.1-cuda10.0"].group == "nvidia/cuda:10.0-base-ubuntu18.04"
-    assert rows["torch-1.0.0-cuda10.0"].weight == ci.DELETED_BASE_WEIGHT  # render and lint only
+    assert rows["torch-1.0.0-cuda10.0"].weight == 1.0  # the deleted base is rebuilt from NVIDIA's recipe: a real build
     assert rows["torch-2.4.1-cpu"] == ci.PlanRow("torch-2.4.1-cpu", "ubuntu:22.04", 1.0)
 
 
@@ -269,11 +269,17 @@ def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp
     assert by["torch-2.4.1-cuda12.4"].result == "pass"
     assert by["torch-2.4.1-cpu"].result == "cpu-only" and not by["torch-2.4.1-cpu"].accepted
     assert by["torch-2.4.1-cuda11.8"].result == "fail" and by["torch-2.4.1-cuda11.8"].reason.startswith("smoke:")
-    old = by["torch-1.0.0-cuda10.0"]
+    old = by["torch-1.0.0-cuda10.0"]  # NVIDIA deleted its base: rebuilt from NVIDIA's recipe, then built
+    assert old.result == "pass" and "base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in \
+        old.steps["render"].message
+    assert any(t.startswith("envman/base:10.0-base-ubuntu18.04") for t in eng.builds)
+    assert ci.failed(results) == ["torch-2.4.1-cpu", "torch-2.4.1-cuda11.8"]
+    # --base pull: the deleted tag cannot be pulled, so the row is not buildable here, and nothing is built
+    eng = ci_engine()
+    (old,) = ci.run_rows(eng, mini, builds[:1], _opts(shard="1/1", base="pull"), report_dir=tmp_path / "rep-pull")
     assert old.result == "not-buildable" and "deleted upstream" in old.reason and "--registry-mirror" in old.reason
     assert old.steps["render"].status == "pass" and old.steps["build"].status == "not-buildable"
-    assert not any("torch-1.0.0" in t for t in eng.builds)  # never tried to build on a deleted base
-    assert ci.failed(results) == ["torch-2.4.1-cpu", "torch-2.4.1-cuda11.8"]
+    assert not eng.builds  # never tried to build on a deleted base
     # the report directory holds all three files, and the Dockerfiles
     rep = tmp_path / "rep"
     data = json.loads((rep / "results.json").read_text())
@@ -358,7 +364,7 @@ def test_junit_validates_against_the_schema_and_counts_right(mini, fake_render, 
     schema = _schema()
     eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
     builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
-    ci.run_rows(eng, mini, builds, _opts(), report_dir=tmp_path)
+    ci.run_rows(eng, mini, builds, _opts(base="pull"), report_dir=tmp_path)  # pull: the deleted base is not buildable
     xml = (tmp_path / "junit.xml").read_text()
     schema.validate(xml)
     root = ET.fromstring(xml)
