@@ -217,6 +217,11 @@ def run(r: Recipe, cmd: str, sums: dict[str, str]) -> None:
         if mm:
             r.old_key = mm.group(1)
             continue
+        mm = re.fullmatch(r"curl -fsSLO (\S+)/cuda-keyring_\S+\.deb", seg)
+        if mm:  # NVIDIA's keyring package: its repository, signed by the same key
+            r.repos.append(mm.group(1))
+            r.old_key = seg.split()[-1]
+            continue
         mm = re.fullmatch(r'echo "deb (\S+) /" > /etc/apt/sources.list.d/\S+', seg)
         if mm:
             r.repos.append(mm.group(1))
@@ -274,8 +279,16 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("matrices/recipes.toml"))
     args = ap.parse_args()
     images = tomllib.loads(args.images.read_text())["image"]
-    tags = sorted({i["tag"] for i in images if i["repository"] == "nvidia/cuda" and i["status"] != "published"
-                   and i["os"].startswith("ubuntu")})
+    eol = set(subprocess.run(["git", "-C", str(args.clone), "ls-tree", "--name-only", f"{COMMITS[0]}:dist/end-of-life"],
+                             capture_output=True, text=True, check=True).stdout.split())
+
+    def wanted(i: dict) -> bool:
+        """Every Ubuntu tag not confirmed served, and every tag of a release NVIDIA moved to its
+        end-of-life tree (served today, but with no promise: ``--base rebuild`` can rebuild it)."""
+        m = _TAG_RE.match(i["tag"])
+        return bool(m) and i["repository"] == "nvidia/cuda" and (i["status"] != "published" or m["v"] in eol)
+
+    tags = sorted({i["tag"] for i in images if wanted(i)})
     out = [HEADER]
     missing = []
     for tag in tags:
@@ -293,7 +306,22 @@ def main() -> int:
         lines.append(f"path = {q(path)}")
         lines.append(f"commit = {q(commit)}")
         lines.append(f"source = [{q(f'{MIRROR}/blob/{commit}/{path}')}, {q(f'{REPO_URL} ({path} at mirror commit {commit[:8]})')}]")
-        lines.append('status = "confirmed"')
+        status, note = "confirmed", ""
+        cudnn_tag = _TAG_RE.match(tag)["cudnn"]
+        if cudnn_tag and not any(p.startswith("libcudnn") for p in r.packages):
+            pkg = dict(r.env).get("NV_CUDNN_PACKAGE")
+            if not pkg:
+                raise SystemExit(f"{tag}: a cuDNN tag whose recipe names no cuDNN package")
+            # NVIDIA's file at this commit sets NV_CUDNN_PACKAGE but its final stage never
+            # installs it (the same release's other Ubuntu recipes do): install it as they do.
+            r.packages.append(pkg)
+            r.hold.append(pkg.split("=")[0])
+            status = "partially confirmed"
+            note = (f"NVIDIA's {path} at {commit[:8]} sets NV_CUDNN_PACKAGE={pkg} but installs nothing in its final "
+                    "stage; envman installs and holds it, as NVIDIA's other Ubuntu recipes of the release do")
+        lines.append(f"status = {q(status)}")
+        if note:
+            lines.append(f"note = {q(note)}")
         if not m:
             if not r.repos:
                 raise SystemExit(f"{tag}: no apt repository in {path}")

@@ -108,6 +108,23 @@ def _tag_history_fields(m, ref: str) -> dict[str, str | None]:
     return {"base_image_published": (h.published or "unknown") + mark, "base_image_served": served + mark}
 
 
+def _rebuild_fields(m, stack) -> dict[str, str]:
+    """``base_image_rebuilt``: how ``envman build`` (``--base auto``) gets a base NVIDIA no longer
+    serves, from which recipes, and what of them is unconfirmed; nothing for a served base."""
+    from envman.render.base import BASE_REPOSITORY, nvidia_tag
+
+    tag = nvidia_tag(stack)
+    chain = m.recipe_chain(tag, stack.platform) if tag and stack.base_image_status != "published" else None
+    if not chain:
+        return {}
+    files = ", ".join(f"{r.path} @ {r.commit[:8]}" for r in chain)
+    out = {"base_image_rebuilt": f"from NVIDIA's recipe as {BASE_REPOSITORY}:{tag} (built once, shared): {files}"}
+    unsure = [r for r in chain if r.os_archive_status != "confirmed" and r.note]
+    if unsure:
+        out["base_image_rebuilt_note"] = f"{unsure[0].note} ({unsure[0].os_archive_status})"
+    return out
+
+
 def show(
     name: Annotated[str, typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
     platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
@@ -128,6 +145,7 @@ def show(
     if build is not None:
         data["row_platforms"] = list(build.platforms)
     data.update(_tag_history_fields(m, stack.base_image))
+    data.update(_rebuild_fields(m, stack))
     if as_json:
         emit_json(data)
         return
@@ -187,6 +205,10 @@ def explain(
         c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
         for r in v.reasons:
             c.print(f"  - {r}", markup=False)
+        rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
+        if rebuilt:
+            c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt.split(' (built once')[0]}",
+                    markup=False)
         if not v.runs:
             c.print(f"  compatible: {alternative}" if alternative else
                     f"  no {stack.framework} build in the matrix runs there", markup=False)

@@ -424,6 +424,7 @@ RECIPE_PATTERNS: dict[str, tuple[str, str]] = {
     "abs_path": (r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*", "an absolute path of letters, digits and . _ - /"),
     "commit": (r"[0-9a-f]{40}", "a 40-digit git commit"),
     "text": (r"[ -~]{1,300}", "one line of printable ASCII"),
+    "env_text": (r"[ -~]{1,4000}", "one line of printable ASCII"),
 }
 _RECIPE_RES = {k: re.compile(p) for k, (p, _) in RECIPE_PATTERNS.items()}
 #: The only variables an ENV value of a recipe may refer to (the parent image's values).
@@ -441,7 +442,7 @@ def _shaped(kind: str) -> Callable[[Any], str]:
 
 def _env_value(v: Any) -> str:
     text = _string(v)
-    if not _RECIPE_RES["text"].fullmatch(text) and text != "":
+    if not _RECIPE_RES["env_text"].fullmatch(text) and text != "":
         raise ValueError(text)
     rest = re.sub(r"\$\{(" + "|".join(ENV_REFERENCES) + r")\}", "", text)
     if "$" in rest or "\\" in rest:

@@ -169,6 +169,56 @@ def _check_history(matrix: Matrix, add) -> None:
             add(f"tags {repo}", f"{len(missing)} published tags have no history (published, served): {shown}")
 
 
+def _check_recipes(matrix: Matrix, add) -> None:
+    """Base recipes: each rebuilds a tag NVIDIA published, on a chain that reaches the plain OS
+    image; its packages agree with the image row's CUDA and cuDNN; every row whose base is not
+    served can rebuild it (the resolver never picks a base that is neither)."""
+    import re
+
+    from envman.errors import EnvmanError
+    from envman.stack.resolve import resolve_row
+
+    published = matrix.published_tags("nvidia/cuda")
+    images = {(i.tag, p): i for i in matrix.images if i.repository == "nvidia/cuda" for p in i.platforms}
+    for r in matrix.recipes:
+        where = f"recipe nvidia/cuda:{r.tag} ({r.platform})"
+        if published is not None and r.tag not in published:
+            add(where, "rebuilds a tag NVIDIA never published (kind = \"tags\")")
+        chain = matrix.recipe_chain(r.tag, r.platform)
+        if chain is None:
+            add(where, f"its parent chain is broken: no recipe for {r.parent!r} on {r.platform}, or the parents loop")
+            continue
+        img = images.get((r.tag, r.platform))
+        if img is None or img.cuda is None:
+            continue
+        env = dict(kv for link in chain for kv in link.env)
+        full = env.get("CUDA_VERSION", "")
+        if not full.startswith(f"{img.cuda.major}.{img.cuda.minor}."):
+            add(where, f"CUDA_VERSION {full!r} is not a CUDA {img.cuda.major}.{img.cuda.minor} release (the image row says {img.cuda_patch})")
+        dashed = f"-{img.cuda.major}-{img.cuda.minor}"
+        cudart = [p for link in chain for p in link.packages if p.startswith("cuda-cudart" + dashed)]
+        if not cudart:
+            add(where, f"installs no cuda-cudart{dashed} package: not a CUDA {img.cuda.major}.{img.cuda.minor} base")
+        cudnn = [p for link in chain for p in link.packages if re.match(r"libcudnn\d", p)]
+        if img.cudnn is not None:
+            want = f"libcudnn{img.cudnn}"
+            if not any(p.split("=")[0] in (want, f"{want}-dev") and f"+cuda{img.cuda.major}.{img.cuda.minor}" in p
+                       for p in cudnn):
+                add(where, f"installs no {want}=...+cuda{img.cuda.major}.{img.cuda.minor}: not the cuDNN {img.cudnn} its tag names")
+        elif cudnn:
+            add(where, f"installs {cudnn[0]} but its tag names no cuDNN")
+        for d in r.downloads:
+            if not any(p.split("=")[0] == d.file.split("_")[0] for link in chain for p in link.packages):
+                add(where, f"downloads {d.file} but installs no package of that name with apt (the pin it serves)")
+    for b in matrix.builds:
+        for plat in b.platforms:
+            try:
+                resolve_row(matrix, b, plat)
+            except EnvmanError as exc:
+                if "can be rebuilt from NVIDIA's recipe" in exc.what:
+                    add(f"{b.framework} {b.version} {b.variant}", f"on {plat}: {exc.what}")
+
+
 def validate(matrix: Matrix) -> list[Problem]:
     problems: list[Problem] = []
     add = lambda where, what: problems.append(Problem(where, what))  # noqa: E731
@@ -236,6 +286,7 @@ def validate(matrix: Matrix) -> list[Problem]:
             add(where, "cudnn is set but the flavour has no cuDNN")
 
     _check_history(matrix, add)
+    _check_recipes(matrix, add)
 
     builds_seen: set[tuple] = set()
     for b in matrix.builds:

@@ -127,7 +127,7 @@ def test_every_rendered_dockerfile_passes_hadolint(tmp_path):
         linted.append((proc.returncode, out, err))
     assert sum(len(c) for c in chunks) == len(files)
     if (ROOT / "matrices" / "recipes.toml").exists():
-        assert len(BASES) >= 10, "the rows on deleted bases rebuild them: their Dockerfiles are linted too"
+        assert len(BASES) >= 8, "the rows on deleted bases rebuild them: their Dockerfiles are linted too"
     for tag, dockerfile in sorted(BASES.items()):
         ins = instructions(dockerfile)
         assert ins[0][0] == "FROM" and ins[0][1].startswith("ubuntu:"), tag

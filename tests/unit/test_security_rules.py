@@ -259,7 +259,7 @@ _NOT_STATE = {
     "envman/probe/pyz.py", "envman/engine/socket.py", "envman/engine/select.py", "envman/engine/context.py",
     "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/cache.py", "envman/images/build.py",
     "envman/project/lock.py", "envman/cluster/slurm.py", "envman/safefile.py", "envman/state.py",
-    "envman/matrix/write.py",
+    "envman/matrix/write.py", "envman/images/base.py", "envman/render/base.py",
 }
 
 

@@ -38,7 +38,9 @@ def clean(mini):
 
 
 def _only(m) -> tuple[str, str]:
-    problems = validate(m)
+    # an image said not to be served leaves its rows nothing to build on unless a recipe rebuilds
+    # it: that is its own rule (tests/unit/test_recipes.py), set aside here
+    problems = [p for p in validate(m) if "can be rebuilt from NVIDIA's recipe" not in p.what]
     assert len(problems) == 1, [str(p) for p in problems]
     return problems[0].where, problems[0].what
 
@@ -82,7 +84,7 @@ def test_an_image_status_that_contradicts_the_history_is_reported(clean, served,
 def test_an_unsettled_history_accepts_any_status(clean, status):
     m = _hist(clean, IMG, served=SERVED_UNKNOWN)
     m = replace(m, images=tuple(replace(i, status=status) if i.tag == IMG else i for i in m.images))
-    assert validate(m) == []
+    assert [p for p in validate(m) if "can be rebuilt from NVIDIA's recipe" not in p.what] == []
 
 
 # --- the loader ---------------------------------------------------------------------------------
@@ -159,8 +161,11 @@ def test_matrix_show_says_when_the_base_image_was_published_and_whether_it_is_se
 
     from tests.support.cli import run_envman
 
-    deleted = json.loads(run_envman(["matrix", "show", "torch-1.7-cuda11.0", "--json"]).stdout)
-    assert deleted["base_image"] == "nvidia/cuda:11.0-base-ubuntu20.04"
-    assert (deleted["base_image_published"], deleted["base_image_served"]) == ("2020-07-16", "no (deleted)")
+    served = json.loads(run_envman(["matrix", "show", "torch-1.7-cuda11.0", "--json"]).stdout)
+    assert served["base_image"] == "nvidia/cuda:11.0.3-base-ubuntu20.04"  # not the deleted legacy 11.0-* tag
+    assert (served["base_image_published"], served["base_image_served"]) == ("2021-01-14", "yes")
+    deleted = json.loads(run_envman(["matrix", "show", "torch-1.0-cuda10", "--json"]).stdout)
+    assert deleted["base_image"] == "nvidia/cuda:10.0-base-ubuntu18.04"
+    assert deleted["base_image_served"].startswith("no (deleted)")
     indirect = run_envman(["matrix", "show", "torch-2.15-cuda13.2"]).stdout
     assert "base_image_published  2026-04-14 (unconfirmed)" in indirect  # an indirect date says so
