@@ -366,7 +366,7 @@ MATRIX_KEYS = ("files", "torch_index")
 #: Every table config.toml may hold and the keys of each: what :func:`read_config` checks.
 TABLES: dict[str, tuple[str, ...]] = {
     "network": tuple(NETWORK_KEYS),
-    "build": ("builder", "base"),
+    "build": ("builder", "base", "network"),
     "engine": ("host",),
     "registry": ("default", "allow_http", "pull_on_run"),
     "matrix": MATRIX_KEYS,
@@ -471,6 +471,21 @@ def load_base_config(path: Path | None = None) -> str:
     return value
 
 
+#: ``[build] network``: the network of a build's RUN steps. ``host`` reaches a proxy, cache or
+#: package mirror on the host's own loopback (apt-cacher-ng on 127.0.0.1:3142, ...).
+BUILD_NETWORKS = ("default", "host")
+
+
+def load_build_network(path: Path | None = None) -> str | None:
+    """``[build] network`` of the user config: ``None`` for the engine's default, or ``host``."""
+    cfg = read_config(path)
+    value = cfg.table("build").get("network", "default")
+    if value not in BUILD_NETWORKS:
+        raise UserError(f"network {value!r} is not one of {', '.join(BUILD_NETWORKS)}", where=cfg.where("build", "network"),
+                        fix='write network = "default" or "host"')
+    return None if value == "default" else value
+
+
 def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
     """The validated ``[matrix]`` table: ``files`` (matrix files the user relies on, loaded after
     the shipped ones; relative paths are taken relative to the config file) and ``torch_index``
@@ -509,6 +524,7 @@ __all__ = [
     "NETWORK_KEYS",
     "load_builder_config",
     "load_base_config",
+    "load_build_network",
     "BASE_MODES",
     "redact",
     "split_credentials",

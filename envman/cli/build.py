@@ -79,17 +79,19 @@ def build(
     )
     preference = builder_preference(builder)
     bases = stack_bases(stacks, options, base_preference(base))
-    from envman.engine.builder import select_builder
+    from envman.engine.builder import ClassicBuilder, select_builder
 
+    from envman.config import load_build_network
+
+    network = load_build_network()
     with Engine.connect() as first:  # fail fast, one line, before any work
-        chosen = select_builder(first, preference)
+        chosen = select_builder(first, preference, network=network)
     from envman.cli.progress import BuildProgress
 
     err = console(stderr=True)
-    if not as_json:
-        for stack in stacks:
-            if bases[stack.name][1]:
-                err.print(plain(f"{stack.name}: {bases[stack.name][1]}"), highlight=False)
+    for stack in stacks:  # on stderr, so also beside --json
+        if bases[stack.name][1]:
+            err.print(plain(f"{stack.name}: {bases[stack.name][1]}"), highlight=False, soft_wrap=True)
     progress = BuildProgress([s.name for s in stacks], err, live=err.is_terminal, quiet=as_json)
 
     def one(stack):
@@ -99,7 +101,8 @@ def build(
                     engine, stack, options, nocache=no_cache, pull=pull, require_gpu=require_gpu,
                     accept_cpu_only=accept_cpu_only, on_event=lambda ev: progress.event(stack.name, ev),
                     on_phase=lambda ph: progress.phase(stack.name, ph),
-                    builder=chosen if chosen.kind == "buildkit" else None,  # classic: this thread's engine
+                    # classic: a builder on this thread's engine
+                    builder=chosen if chosen.kind == "buildkit" else ClassicBuilder(engine, network=network),
                     base=bases[stack.name][0],
                 )
                 progress.phase(stack.name, "failed" if res.smoke.overall == FAIL else "done")
@@ -126,6 +129,8 @@ def build(
             "build_seconds": round(res.build.seconds, 2), "smoke": smoke.overall, "reason": smoke.reason,
             "promoted": res.promoted, "stable": f"envman/{stack.name}:latest" if res.promoted else None,
             "log": res.build.log_path,
+            **({"base": res.build.base.ref, "base_cached": res.build.base.cached,
+                "base_seconds": round(res.build.base.seconds, 2)} if res.build.base is not None else {}),
         })
     if as_json:
         emit_json(rows)

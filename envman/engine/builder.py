@@ -74,6 +74,7 @@ class ClassicBuilder:
 
     engine: Engine
     kind: BuilderKind = "classic"
+    network: str | None = None  # the RUN steps' network (``[build] network``); None: the engine's default
 
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False,
               pull: bool = False, secrets: Mapping[str, bytes] | None = None,
@@ -81,7 +82,9 @@ class ClassicBuilder:
         if secrets:
             raise UserError("the classic builder cannot pass build secrets", where=f"build {tag}",
                             fix="build with --builder buildkit")
-        extra = {"platform": platform} if platform else {}
+        extra: dict[str, str] = {"platform": platform} if platform else {}
+        if self.network:
+            extra["network"] = self.network
         return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull, **extra)
 
 
@@ -326,22 +329,24 @@ def _feed(proc: subprocess.Popen[str], data: bytes) -> None:
 # --------------------------------------------------------------------------- selection
 
 
-def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli | None | Literal[False] = False) -> Builder:
+def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli | None | Literal[False] = False,
+                   network: str | None = None) -> Builder:
     """The builder for ``engine``: ``auto``, ``buildkit`` or ``classic`` (see the module docstring).
 
-    ``cli`` overrides the search for a docker CLI (``None``: there is none), for tests.
+    ``cli`` overrides the search for a docker CLI (``None``: there is none), for tests. ``network``
+    (``host``, from ``[build] network``): the network of the RUN steps.
     """
     if preference not in BUILDER_CHOICES:
         raise UserError(f"unknown builder {preference!r}", where="--builder", fix="use auto, buildkit or classic")
     if preference == "classic":
-        return ClassicBuilder(engine)
+        return ClassicBuilder(engine, network=network)
     found = find_buildkit_cli() if cli is False else cli
     podman = bool(getattr(engine, "is_podman", False))  # its Docker API has no BuildKit sessions
     engine_ok = not podman and engine_has_buildkit(engine.info())
     if found is not None and engine_ok:
-        return BuildKitBuilder(found, engine.url)
+        return BuildKitBuilder(found, engine.url, network=network)
     if preference == "auto":
-        return ClassicBuilder(engine)
+        return ClassicBuilder(engine, network=network)
     if podman:
         raise UserError("--builder buildkit: the engine is Podman, whose Docker API builds with its own (classic) builder",
                         where="--builder", fix="pass --builder classic (or auto) with Podman")

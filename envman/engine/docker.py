@@ -298,10 +298,12 @@ class Engine:
         pull: bool = False,
         dockerfile: str = "Dockerfile",
         platform: str | None = None,
+        network: str | None = None,
     ) -> Iterator[BuildEvent]:
         """Build ``context_tar`` (see :func:`deterministic_tar`) as ``tag``, streaming events.
 
         ``platform`` (``linux/arm64``) asks the engine for that platform; ``None``: the engine's own.
+        ``network`` (``host``): the network of the RUN steps; ``None``: the engine's default.
 
         Intermediate containers are always removed. Raises :class:`BuildError` with the log
         tail on failure, after yielding an ``error`` event.
@@ -321,6 +323,7 @@ class Engine:
                 pull=pull,
                 dockerfile=dockerfile,
                 platform=platform,
+                network_mode=network,
                 rm=True,
                 forcerm=True,
                 decode=True,

@@ -81,7 +81,7 @@ def ensure_base(engine: Any, builder: Any, base: Any, *, nocache: bool = False, 
                     f"rebuilding {base.nvidia_ref} from NVIDIA's recipe failed: {failure_cause(exc)}",
                     log_tail=exc.log_tail,
                     where=str(log_path),
-                    fix=_fix(exc),
+                    fix=failure_fix(exc),
                 ) from None
         if image_id is None:
             info = engine.inspect_image(base.ref)
@@ -92,29 +92,41 @@ def ensure_base(engine: Any, builder: Any, base: Any, *, nocache: bool = False, 
 
 
 def failure_cause(exc: BuildError) -> str:
-    """The line of a failed base build that says why (the last one apt, curl or envman printed)."""
-    lines = [ln.strip() for ln in (exc.log_tail or "").splitlines()]
-    causes = [ln for ln in lines if _CAUSE_RE.search(_strip_step(ln))]
-    return _strip_step(causes[-1]) if causes else exc.what
+    """The line of a failed base build that says why: envman's own check, else the first error apt,
+    dpkg, curl or gpg printed."""
+    lines = [_strip_step(ln.strip()) for ln in (exc.log_tail or "").splitlines()]
+    causes = [ln for ln in lines if _CAUSE_RE.search(ln)]
+    ours = [ln for ln in causes if ln.startswith("envman: ")]
+    # envman's own check says it best; else apt's first error (the later ones sum it up)
+    return (ours or causes or [exc.what])[0]
 
 
 def _strip_step(line: str) -> str:
-    """A BuildKit progress line without its ``#12 0.345`` prefix."""
-    return re.sub(r"^#\d+ \d+(?:\.\d+)? ", "", line)
+    """A log line without terminal colours and BuildKit's ``#12 0.345`` prefix."""
+    return re.sub(r"^#\d+ \d+(?:\.\d+)? ", "", re.sub(r"\x1b\[[0-9;]*m", "", line)).strip()
 
 
-def _fix(exc: BuildError) -> str:
+#: What a failed base build's log says, and what to do about it (first match wins).
+_FIXES = (
+    (("does not match the sha256", "Hash Sum mismatch", "unexpected size", "NO_PUBKEY", "BADSIG", "has fingerprint",
+      "not signed"),
+     "a download did not match NVIDIA's recipe: do not work around it; check the network path (proxy, mirror) "
+     "or report it"),
+    (("certificate verify failed", "SSL certificate problem", "server certificate verification failed",
+      "UnknownIssuer", "self-signed certificate", "self signed certificate"),
+     "this site's TLS needs its own CA: pass --ca-bundle FILE (PEM)"),
+    (("Could not resolve", "Temporary failure resolving", "Failed to fetch", "Connection refused", "timed out"),
+     "the base is rebuilt from NVIDIA's and Ubuntu's package repositories: make them reachable, or pull the tag "
+     "through --registry-mirror (--base pull)"),
+)
+
+
+def failure_fix(exc: BuildError) -> str:
     text = exc.log_tail or ""
-    if "certificate" in text.lower() or "SSL" in text:
-        return "this site's TLS needs its own CA: pass --ca-bundle FILE (PEM)"
-    if "does not match the sha256" in text or "Hash Sum mismatch" in text or "NO_PUBKEY" in text \
-            or "BADSIG" in text or "fingerprint" in text:
-        return ("a download did not match NVIDIA's recipe: do not work around it; check the network path "
-                "(proxy, mirror) or report it")
-    if "Could not resolve" in text or "Temporary failure resolving" in text or "Failed to fetch" in text:
-        return ("the base is rebuilt from NVIDIA's and Ubuntu's package repositories: make them reachable, "
-                "or pull the tag through --registry-mirror (--base pull)")
+    for needles, fix in _FIXES:
+        if any(n in text for n in needles):
+            return fix
     return "read the log tail above / the full log; --base pull with --registry-mirror pulls the tag instead"
 
 
-__all__ = ["BaseResult", "base_labels", "ensure_base", "failure_cause"]
+__all__ = ["BaseResult", "base_labels", "ensure_base", "failure_cause", "failure_fix"]

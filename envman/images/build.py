@@ -46,6 +46,7 @@ class BuildResult:
     cached: bool
     seconds: float
     log_path: str | None = None
+    base: Any = None  # the rebuilt base's envman.images.base.BaseResult, when the stack has one
 
 
 def _render(stack: Stack, options, builder: str = "classic", base=None):
@@ -105,10 +106,11 @@ def build_stack(
         from envman.images.store import current_user
 
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
+        base_result = None
         if base is not None:
             from envman.images.base import ensure_base
 
-            ensure_base(engine, builder, base, nocache=nocache, pull=pull, on_event=on_event)
+            base_result = ensure_base(engine, builder, base, nocache=nocache, pull=pull, on_event=on_event)
             pull = False  # the stack starts FROM the local envman/base image: nothing to pull
         image_id = None
         with open(log_path, "w") as log:
@@ -131,7 +133,8 @@ def build_stack(
         if image_id is None:
             info = engine.inspect_image(ref)
             image_id = info.id if info else ref
-        return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path))
+        return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path),
+                           base=base_result)
     finally:
         lock.release()
 

@@ -324,3 +324,25 @@ def test_prune_keeps_a_base_another_user_built():
     base = _row("nvidia/cuda:10.0-base-ubuntu18.04", "b", role="base", uid=2000)
     assert prune_selection([base], PruneScope(uid=1000)) == []
     assert [r.image_id for r in prune_selection([base], PruneScope(uid=1000, all_users=True))] == ["b"]
+
+
+# --- a failed base build: the line that says why ------------------------------------------------
+
+@pytest.mark.parametrize("tail, cause, fix", [
+    ("Step 5/9 : RUN x\n\x1b[91mE: Failed to fetch http://r/x.deb  Hash Sum mismatch\nE: Unable to fetch some archives\n",
+     "E: Failed to fetch http://r/x.deb  Hash Sum mismatch", "do not work around it"),
+    ("#9 1.2 sha256sum: WARNING: 1 computed checksum did NOT match\n#9 1.2 envman: x.deb does not match the sha256 ...\n",
+     "envman: x.deb does not match the sha256 ...", "do not work around it"),
+    ("curl: (60) SSL certificate problem: unable to get local issuer certificate\n",
+     "curl: (60) SSL certificate problem: unable to get local issuer certificate", "--ca-bundle"),
+    ("Setting up ca-certificates ...\nE: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'\n",
+     "E: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'", "make them reachable"),
+    ("something else entirely\n", "the build failed", "read the log tail"),
+])
+def test_a_failed_base_build_names_its_cause_and_the_fix_for_it(tail, cause, fix):
+    from envman.errors import BuildError
+    from envman.images.base import failure_cause, failure_fix
+
+    exc = BuildError("the build failed", log_tail=tail)
+    assert failure_cause(exc) == cause
+    assert fix in failure_fix(exc)
