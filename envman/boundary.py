@@ -56,6 +56,17 @@ def guarded(fn: Callable[[], int | None]) -> int:
     try:
         return fn() or 0
     except EnvmanError as exc:
+        tail = getattr(exc, "log_tail", "")
+        if tail:  # a failed build: what and why first, then its step, its error lines and the known fix
+            from envman.errors import printable
+            from envman.images.failure import reason_of, summarize, without_script
+
+            why = summarize(exc.what, tail, getattr(exc, "step", None))
+            reason = f"{reason_of(why.error_class)}: " if why.error_class else ""
+            _err(f"envman: error: {reason}{without_script(exc.line())}")
+            for line in why.lines():
+                _err(printable(line))
+            return exc.exit_code
         _err(f"envman: error: {exc.line()}")
         return exc.exit_code
     except KeyboardInterrupt:

@@ -119,7 +119,17 @@ def build(
         if exc is not None:
             failed += 1
             tail = getattr(exc, "log_tail", "")
-            rows.append({"name": stack.name, "result": "build-failed", "error": exc.line(), "log_tail": tail})
+            from envman.images.failure import summarize
+
+            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)) if tail else None
+            from envman.images.failure import reason_of, without_script
+
+            first = without_script(exc.line())
+            if why is not None and why.error_class:
+                first = f"{reason_of(why.error_class)}: {first}"
+            rows.append({"name": stack.name, "result": "build-failed", "error": first, "log_tail": tail,
+                         "failing_step": why.step if why else None, "error_lines": list(why.errors) if why else [],
+                         "error_class": why.error_class if why else None, "hint": why.hint if why else None})
             continue
         smoke = res.smoke
         if smoke.overall == FAIL or not res.promoted:  # a build that is not promoted is not a success
@@ -138,9 +148,16 @@ def build(
         c = console()
         for r in rows:
             status, colour, rest = build_line(r)
+            if r.get("result") == "build-failed":  # on stderr: what failed and why, then the evidence
+                err = console(stderr=True)
+                err.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
+                from envman.images.failure import Failure
+
+                why = Failure(r["failing_step"], tuple(r["error_lines"]), r["error_class"], r["hint"])
+                for line in why.lines():
+                    err.print(line, markup=False, highlight=False, soft_wrap=True)
+                continue
             c.print(tagged(status, colour, f" {rest}"), highlight=False)
-            if r.get("log_tail"):
-                c.print(r["log_tail"], markup=False, highlight=False)
     if failed:
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):

@@ -113,23 +113,28 @@ def build_stack(
             base_result = ensure_base(engine, builder, base, nocache=nocache, pull=pull, on_event=on_event)
             pull = False  # the stack starts FROM the local envman/base image: nothing to pull
         image_id = None
+        step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
             try:
                 for ev in builder.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
                                          **_platform_kw(stack)):
                     log.write(ev.text.rstrip("\n") + "\n")
+                    step = ev.text if ev.kind == "step" else step
                     if on_event:
                         on_event(ev)
                     if ev.kind == "done":
                         image_id = ev.image_id
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
-                raise BuildError(
+                failed = BuildError(
                     f"build of {stack.name} failed: {exc.what}",
                     log_tail=exc.log_tail,
                     where=str(log_path),
-                    fix="read the log tail above / the full log; fix the matrix row or network options and rerun",
-                ) from None
+                    fix="the failing step and its error lines follow (the full log is this file); fix the matrix "
+                        "row or network options and rerun",
+                )
+                failed.step = step
+                raise failed from None
         if image_id is None:
             info = engine.inspect_image(ref)
             image_id = info.id if info else ref

@@ -190,7 +190,7 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
         except BuildError as exc:
             raise BuildError(
                 f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
-                where=str(project.file), fix="check the apt packages, requirements and envman.lock (log tail above)",
+                where=str(project.file), fix="check the apt packages, requirements and envman.lock (the failing step and its error lines follow)",
             ) from None
         if resolved:
             ref = record_lock(engine, project, stack_name, base_image_id, ref)

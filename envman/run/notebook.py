@@ -167,7 +167,7 @@ def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebui
                 print_step(ev)
         except BuildError as exc:
             raise BuildError(f"the notebook layer of {project_name} failed to build: {exc.what}", log_tail=exc.log_tail,
-                             fix="check that pip reaches its index from containers (log tail above)") from None
+                             fix="check that pip reaches its index from containers (the failing step and its error lines follow)") from None
     return ref
 
 

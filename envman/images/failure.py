@@ -1,0 +1,121 @@
+"""What a failed build shows: the failing step once, the last lines that carry an error, and the
+fix known for the error's class.
+
+A build log repeats the failing ``RUN`` script (the step header, BuildKit's ``> [5/9] RUN ...``
+summary, the Dockerfile excerpt) and buries the cause (``invalid peer certificate:
+UnknownIssuer`` from uv, line 72 of 128). :func:`summarize` keeps what a user acts on; the full
+log stays in its file. Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: How many error lines are shown, at most, and how long each may be.
+MAX_LINES = 8
+MAX_WIDTH = 240
+
+_ERROR_WORDS = re.compile(
+    r"error|failed|fatal|could not|couldn't|cannot|unable to|not found|denied|refused|timed out|"
+    r"invalid|conflict|unsatisfiable|no matching distribution|no solution|because .* depends on|"
+    r"temporary failure|name or service not known|unreachable|non-zero code|exit code|^e: ", re.IGNORECASE)
+#: Lines that only repeat the step or frame the log: never an error line of their own.
+_ECHO = re.compile(
+    r"^\s*(#\d+ \[|#\d+ (DONE|CACHED)|step \d+/\d+ :|-{4,}|>\s*\[|\d+\s*\|\s|dockerfile:\d+|\s*\d+ \|)|"
+    r"^\s*(RUN|COPY|FROM|ENV|ARG|LABEL|USER|WORKDIR)\s", re.IGNORECASE)
+_VERTEX = re.compile(r"^#\d+ (\d+(\.\d+)? )?")
+#: The step's script quoted in an error line: said once, as the failing step.
+_SCRIPT = re.compile(r'process "/bin/(?:ba)?sh -c .*" (did not|returned)')
+_CLASSIC_SCRIPT = re.compile(r"The command '/bin/(?:ba)?sh -c .*' returned")
+
+
+@dataclass(frozen=True)
+class ErrorClass:
+    name: str
+    pattern: re.Pattern[str]
+    hint: str
+    reason: str = ""  # the cause in a few words, for the first line
+
+
+#: Known classes, checked in this order on the error lines (first match wins).
+CLASSES = (
+    ErrorClass("tls", re.compile(
+        r"invalid peer certificate|certificate verify failed|unknownissuer|self[- ]signed certificate|"
+        r"x509: certificate|unable to get local issuer certificate|ssl: certificate", re.IGNORECASE),
+        "TLS: a server's certificate is not trusted here (a proxy or a private index?): pass --ca-bundle FILE "
+        "(your CA's PEM), or set ca_bundle under [network] in config.toml", "a TLS certificate is not trusted"),
+    ErrorClass("resolver", re.compile(
+        r"resolutionimpossible|conflicting dependencies|no solution found when resolving|"
+        r"because .* depends on|no matching distribution found|could not find a version that satisfies|"
+        r"unsatisfiable", re.IGNORECASE),
+        "the requirements cannot be installed together with the stack's pins: compare them with the pins "
+        "(envman matrix show STACK: packages) and loosen or change the pin that conflicts",
+        "the requirements conflict"),
+    ErrorClass("network", re.compile(
+        r"temporary failure in name resolution|could not resolve host|name or service not known|"
+        r"connection refused|network is unreachable|timed out|dial tcp|no route to host|"
+        r"failed to resolve source metadata|failed to fetch|connection reset|tls handshake timeout", re.IGNORECASE),
+        "network: the build could not reach a server: --registry-mirror HOST for base images, --pip-index / "
+        "--pip-extra-index / --framework-index URL (or --wheelhouse DIR) for Python packages, --apt-mirror URL "
+        "for apt (or the same keys under [network] in config.toml)", "a server could not be reached"),
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    step: str | None  # the failing step, once ("Step 5/9 : RUN ...", clipped)
+    errors: tuple[str, ...]  # the last lines that carry an error, oldest first
+    error_class: str | None  # one of CLASSES' names
+    hint: str | None
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.step:
+            out.append(f"  failing step: {self.step}")
+        out += [f"  | {e}" for e in self.errors]
+        if self.hint:
+            out.append(f"  hint: {self.hint}")
+        return out
+
+
+def without_script(text: str) -> str:
+    """``text`` with a quoted step script replaced by "the step's command" (the step is shown once)."""
+    return _CLASSIC_SCRIPT.sub("The step's command returned", _SCRIPT.sub(r"the step's command \1", text))
+
+
+def reason_of(error_class: str | None) -> str:
+    return next((c.reason for c in CLASSES if c.name == error_class), "")
+
+
+def _clip(text: str, width: int = MAX_WIDTH) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summarize(what: str, log_tail: str, step: str | None = None) -> Failure:
+    """The failing step (given by the builder's events, else found in the log), the last error
+    lines of the log (without the lines that repeat the step) and the hint of the first known
+    error class among them and ``what``."""
+    found_step = step
+    errors: list[str] = []
+    for raw in log_tail.splitlines():
+        line = _VERTEX.sub("", raw).strip()  # BuildKit's "#8 12.3 " prefix of a step's output
+        if not line:
+            continue
+        m = re.match(r"^(?:#\d+ \[[^\]]*?(\d+/\d+)\]|step (\d+/\d+) :)\s*(.*)$", raw.strip(), re.IGNORECASE)
+        if m and step is None:
+            found_step = f"Step {m.group(1) or m.group(2)} : {m.group(3)}"
+            continue
+        if _ECHO.match(raw) or _ECHO.match(line):
+            continue
+        line = without_script(line)
+        if _ERROR_WORDS.search(line) or any(c.pattern.search(line) for c in CLASSES):
+            clipped = _clip(line)
+            if clipped in errors:
+                errors.remove(clipped)
+            errors.append(clipped)
+    errors = errors[-MAX_LINES:]
+    cls = next((c for c in CLASSES for text in (*errors, what) if c.pattern.search(text)), None)
+    return Failure(_clip(found_step, 200) if found_step else None, tuple(errors),
+                   cls.name if cls else None, cls.hint if cls else None)
