@@ -309,3 +309,12 @@ class FakeContext:
 
     def tar(self) -> bytes:
         return deterministic_tar({"Dockerfile": self.dockerfile.encode()})
+
+
+def patch_connect(monkeypatch, engine: FakeEngine) -> None:
+    """``Engine.connect()`` hands out ``engine`` (as a context manager, like the real one)."""
+    from contextlib import nullcontext
+
+    from envman.engine import docker as D
+
+    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: nullcontext(engine)))

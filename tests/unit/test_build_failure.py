@@ -72,7 +72,6 @@ def test_the_cli_puts_a_failure_on_stderr_cause_first(tmp_path, monkeypatch, min
     import typer
 
     from envman.cli import build as CB
-    from envman.engine import docker as D
     from envman.engine import builder as EB
     from envman.errors import BuildError
     from envman.images import build as B
@@ -83,14 +82,9 @@ def test_the_cli_puts_a_failure_on_stderr_cause_first(tmp_path, monkeypatch, min
     what = f'process "/bin/sh -c {SCRIPT}" did not complete successfully: exit code: 2'
     eng = FakeEngine(fail_build=True, build_error=BuildError(what, log_tail=log))
 
-    class Connect:
-        def __enter__(self):
-            return eng
+    from tests.support.fake_engine import patch_connect
 
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: Connect()))
+    patch_connect(monkeypatch, eng)
     monkeypatch.setattr(EB, "select_builder", lambda engine, pref: type("B", (), {"kind": "classic"})())
     monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic": FakeContext("ab" * 32))
     monkeypatch.setattr(CB, "_stacks", lambda names, all_, platform: [__import__("envman.stack.resolve", fromlist=["x"]).resolve(mini, "torch-2.4-cpu")])

@@ -451,7 +451,6 @@ def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path,
     """prune added up image sizes (shared layers counted once per image); it now reports the
     engine's image storage before minus after, and says who reclaims the build cache."""
     from envman.cli import build as CB
-    from envman.engine import docker as D
     import envman.project.image as PI
     from tests.unit.test_build_pipeline import image_store
 
@@ -463,14 +462,9 @@ def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path,
     sizes = iter([(10_000_000, 3_200_000_000), (8_500_000, 3_200_000_000)])  # ...that free 1.5 MB together
     monkeypatch.setattr(store, "storage", lambda: next(sizes), raising=False)
 
-    class Connect:
-        def __enter__(self):
-            return store
+    from tests.support.fake_engine import patch_connect
 
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: Connect()))
+    patch_connect(monkeypatch, store)
     monkeypatch.setattr(PI, "project_images_in_use", lambda engine, resolve: (set(), set()))
     CB.prune(dry_run=False, all_users=False, as_json=False)
     out = capsys.readouterr().out

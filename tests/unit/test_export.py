@@ -433,7 +433,6 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     """`export k8s --push` of a project with its own packages: the project image goes to the
     registry and the Job names it by digest (it used to need a push by hand)."""
     from envman.cli import export as X
-    from envman.engine import docker as D
     from envman.images.registry import parse_registry
     from tests.support.fake_engine import FakeEngine
 
@@ -441,14 +440,9 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     eng.add_image("envman/project-demo:abcd", "sha256:" + "9" * 64)
     monkeypatch.setattr(eng, "insecure_registries", lambda: (("127.0.0.0/8",), ()))
 
-    class Connect:
-        def __enter__(self):
-            return eng
+    from tests.support.fake_engine import patch_connect
 
-        def __exit__(self, *a):
-            return False
-
-    monkeypatch.setattr(D.Engine, "connect", classmethod(lambda cls, *a, **k: Connect()))
+    patch_connect(monkeypatch, eng)
     monkeypatch.setattr(X, "_local_run_image", lambda proj, stack: "envman/project-demo:abcd")
     proj = type("P", (), {"needs_image": True, "name": "demo"})()
     ref = X._push_run_image(proj, None, "127.0.0.1:5000/lab")
