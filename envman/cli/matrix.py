@@ -182,6 +182,7 @@ def explain(
         drv = DriverVersion.parse_option(driver)
     except ValueError as exc:
         raise UserError(str(exc), where="--driver", fix="e.g. --driver 535.104.05")
+    g = None
     if sm is not None:
         try:
             arch = Arch.parse(sm)
@@ -190,19 +191,25 @@ def explain(
     else:
         g = m.gpu(gpu)
         if g is None:
-            from envman.matrix.gpus import unknown_gpu_fix
+            from envman.matrix.gpus import unknown_gpu
 
-            raise UserError(f"unknown GPU {gpu!r}", where="--gpu", fix=unknown_gpu_fix(m.gpu_index, gpu))
+            what, fix = unknown_gpu(m.gpu_index, gpu)
+            raise UserError(what, where="--gpu", fix=fix)
         arch = g.cc
     stack = resolve(m, name)
     v = verdict(stack, drv, arch)
     alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
+    gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
     if as_json:
-        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative})
+        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative,
+                   **gpu_fields})
     else:
         c = console()
         colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
         c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
+        if g is not None:  # which GPU the name found, and how well its compute capability is sourced
+            c.print(f"  - GPU {g.name}: compute capability {g.cc}" + ("" if g.status == "confirmed" else f" ({g.status})"),
+                    markup=False)
         for r in v.reasons:
             c.print(f"  - {r}", markup=False)
         rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")

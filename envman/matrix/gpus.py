@@ -146,10 +146,11 @@ class GpuIndex:
         return list(dict.fromkeys(out))[:n]
 
 
-def unknown_gpu_fix(index: GpuIndex, query: str) -> str:
-    """The ``fix`` of the one-line error for a ``--gpu`` that names no GPU of the matrix."""
+def unknown_gpu(index: GpuIndex, query: str) -> tuple[str, str]:
+    """(what, fix) of the one-line error for a ``--gpu`` that names no one GPU of the matrix."""
     close = index.suggestions(query)
-    return ("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y"
+    what = f"GPU {query!r} names several GPUs" if index.ambiguous(query) else f"unknown GPU {query!r}"
+    return what, ("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y"
 
 
-__all__ = ["tokens", "split_details", "GpuIndex", "unknown_gpu_fix"]
+__all__ = ["tokens", "split_details", "GpuIndex", "unknown_gpu"]

@@ -155,12 +155,13 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
             raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6") from None
         name = "hypothetical GPU"
     elif gpu is not None:
-        from envman.matrix.gpus import unknown_gpu_fix
+        from envman.matrix.gpus import unknown_gpu
 
         m = matrix.matrix
         g = m.gpu(gpu)
         if g is None:
-            raise UserError(f"unknown GPU {gpu!r}", where="--gpu", fix=unknown_gpu_fix(m.gpu_index, gpu))
+            what, fix = unknown_gpu(m.gpu_index, gpu)
+            raise UserError(what, where="--gpu", fix=fix)
         name, cc = g.name, str(g.cc)
     drv = driver or real.driver
     if cc is None:  # --driver alone: this host's GPUs with another driver

@@ -377,3 +377,23 @@ def test_a_gpu_name_of_brand_words_only_is_reported(mini):
 
 def test_an_index_of_no_gpus_finds_nothing():
     assert GpuIndex([]).lookup("4090") is None and GpuIndex([]).suggestions("4090") == []
+
+
+def test_a_name_that_ties_says_it_names_several_gpus():
+    from tests.support.cli import run_envman
+
+    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "Orin"])
+    line = p.stderr.strip()
+    assert p.returncode == 2 and "\n" not in line
+    assert "GPU 'Orin' names several GPUs" in line and "Jetson AGX Orin" in line and "Jetson Orin Nano" in line
+
+
+def test_explain_names_the_gpu_it_found_and_marks_an_unconfirmed_compute_capability(m):
+    import json
+
+    from tests.support.cli import run_envman
+
+    text = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "quadro rtx 8000"]).stdout
+    assert "  - GPU Quadro RTX 8000: compute capability 7.5 (unconfirmed)" in text.splitlines()
+    d = json.loads(run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "L40S", "--json"]).stdout)
+    assert (d["gpu"], d["gpu_status"], d["sm"]) == ("NVIDIA L40S", "confirmed", "8.9")
