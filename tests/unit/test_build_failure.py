@@ -85,8 +85,8 @@ def test_the_cli_puts_a_failure_on_stderr_cause_first(tmp_path, monkeypatch, min
     from tests.support.fake_engine import patch_connect
 
     patch_connect(monkeypatch, eng)
-    monkeypatch.setattr(EB, "select_builder", lambda engine, pref: type("B", (), {"kind": "classic"})())
-    monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic": FakeContext("ab" * 32))
+    monkeypatch.setattr(EB, "select_builder", lambda engine, pref, **k: type("B", (), {"kind": "classic"})())
+    monkeypatch.setattr(B, "_render", lambda stack, *a, **k: FakeContext("ab" * 32))
     monkeypatch.setattr(CB, "_stacks", lambda names, all_, platform: [__import__("envman.stack.resolve", fromlist=["x"]).resolve(mini, "torch-2.4-cpu")])
     with pytest.raises(typer.Exit):
         CB.build(type("Ctx", (), {"obj": None})(), names=["torch-2.4-cpu"], all_=False, jobs=1, no_cache=False,
