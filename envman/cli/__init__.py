@@ -31,14 +31,40 @@ def _type_column(self, ctx) -> str | None:
     label = self.display_type(ctx).strip("<>")
     if label.startswith("list[") and label.endswith("]"):
         label = label[5:-1]
-    return {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN",
-            "int range": "INTEGER", "float range": "NUMBER"}.get(label.lower(), label.upper())
+    return _TYPE_LABELS.get(label.lower(), label.upper())
 
 
+_TYPE_LABELS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN",
+                "int range": "INTEGER", "float range": "NUMBER"}
+
+
+_READS_DISPLAY_TYPE = hasattr(typer.core.TyperOption, "display_type_rich")  # typer >= 0.29
 typer.core.TyperOption.display_type_rich = _type_column  # type: ignore[method-assign]
 typer.core.TyperArgument.display_type_rich = _type_column  # type: ignore[method-assign]
 
-app = typer.Typer(
+
+def _no_argument_type() -> None:
+    """typer before 0.29 has no ``display_type_rich``: its help shows a parameter's type as
+    ``param.type.get_metavar(...)``, else ``<str>``. Types that name no metavar of their own give
+    what :func:`_type_column` gives: none for an argument (its name is shown) or a flag, else
+    click's upper-case type name (TEXT, PATH, INTEGER)."""
+    try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
+        from typer._click.types import ParamType
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click.types import ParamType
+    def get_metavar(self, param, ctx=None, *args, **kwargs):
+        if isinstance(param, typer.core.TyperArgument) or getattr(param, "is_flag", False) or getattr(param, "count", False):
+            return ""
+        label = str(self.name).strip("<>")
+        return _TYPE_LABELS.get(label.lower(), label.upper())
+
+    ParamType.get_metavar = get_metavar  # type: ignore[method-assign]
+
+
+if not _READS_DISPLAY_TYPE:
+    _no_argument_type()
+
+_app = typer.Typer(
     name="envman",
     help="Containerised multi-CUDA environments: resolve, render, build, smoke-test and run GPU stacks side by side.",
     no_args_is_help=True,
@@ -63,7 +89,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def root(
     matrix: Annotated[
         Optional[list[Path]],
@@ -185,18 +211,88 @@ def _add(to: typer.Typer, c: Command) -> None:
     to.command(c.name, cls=_find(c.cls) if c.cls else None, hidden=c.hidden)(_find(c.target))
 
 
+def _group_typer(entry: Group) -> typer.Typer:
+    group = typer.Typer(no_args_is_help=True)
+    for c in entry.commands:
+        _add(group, c)
+    return group
+
+
+_registered: list[bool] = []
+
+
 def _register() -> None:
+    """Every command of :data:`COMMANDS` on :data:`app` (once; on first use of ``envman.cli.app``)."""
+    if _registered:
+        return
+    _registered.append(True)
     for entry in COMMANDS:
         if isinstance(entry, Group):
-            group = typer.Typer(no_args_is_help=True)
-            for c in entry.commands:
-                _add(group, c)
-            app.add_typer(group, name=entry.name, help=entry.help)
+            _app.add_typer(_group_typer(entry), name=entry.name, help=entry.help)
         else:
-            _add(app, entry)
+            _add(_app, entry)
 
 
-_register()
+def __getattr__(name: str):
+    """``envman.cli.app``: the typer app with every command registered (the whole tree, for
+    tools and tests); the console script builds only the commands it runs (:func:`_command`)."""
+    if name == "app":
+        _register()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """The root command: the click command of an entry of :data:`COMMANDS` is built when it is
+    first asked for, so ``envman project ls`` builds the ``project`` group and nothing else
+    (typer's reflection over every command's signature, and their modules' imports, were a
+    fifth of each command's start-up). Listing the commands (``envman --help``) builds them all,
+    exactly as an eagerly registered tree would have them."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return [entry.name for entry in COMMANDS]
+
+    def resolve_command(self, ctx, args):
+        """typer's, with its "Did you mean" drawn from every command, built or not."""
+        from difflib import get_close_matches
+
+        try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
+            from typer._click.exceptions import UsageError
+        except ImportError:  # pragma: no cover - depends on the installed typer
+            from click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as e:
+            suggest = getattr(self, "suggest_commands", True)
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args and suggest else []
+            if matches and "Did you mean" not in e.message:
+                e.message = f"{e.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands:
+            entry = next((e for e in COMMANDS if e.name == cmd_name), None)
+            if entry is None:
+                return None
+            self.commands[cmd_name] = _build(entry)
+        return self.commands[cmd_name]
+
+
+def _build(entry: Command | Group):
+    """The click command of one entry, as typer builds it inside the whole tree."""
+    from typer.models import TyperInfo
+
+    if isinstance(entry, Group):
+        more = {"suggest_commands": _app.suggest_commands} if hasattr(_app, "suggest_commands") else {}
+        return typer.main.get_group_from_info(
+            TyperInfo(_group_typer(entry), name=entry.name, help=entry.help),
+            pretty_exceptions_short=_app.pretty_exceptions_short, rich_markup_mode=_app.rich_markup_mode, **more)
+    one = typer.Typer()
+    _add(one, entry)
+    return typer.main.get_command_from_info(one.registered_commands[0],
+                                            pretty_exceptions_short=_app.pretty_exceptions_short,
+                                            rich_markup_mode=_app.rich_markup_mode)
 
 
 def main(argv: list[str] | None = None, *, invocation: tuple[str, ...] | None = None) -> None:
@@ -230,9 +326,16 @@ def _help_width(argv: list[str]) -> None:
 
 @functools.cache
 def _command() -> typer.core.TyperGroup:
-    """The click command typer builds from :data:`app`, built once per process (a click command
-    keeps no state between invocations; every call gets its own context)."""
-    return typer.main.get_command(app)  # type: ignore[return-value]
+    """The root click command (:class:`_LazyGroup`: its commands are built as they are asked for),
+    built once per process (a click command keeps no state between invocations; every call gets
+    its own context). When ``envman.cli.app`` was asked for, its whole registered tree."""
+    if _registered:
+        return typer.main.get_command(_app)  # type: ignore[return-value]
+    _app.info.cls = _LazyGroup
+    try:
+        return typer.main.get_command(_app)  # type: ignore[return-value]
+    finally:
+        _app.info.cls = None
 
 
 def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -> int:

@@ -89,11 +89,16 @@ def _warm() -> None:
     # and emoji, NVML, the Docker SDK, the templates' jinja2
     for name in ("typer._adapters", "typer._click.decorators", "rich.console", "rich.table", "rich.live",
                  "rich.progress", "rich._emoji_codes", "pynvml", "docker", "jinja2"):
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError:  # typer before 0.29 has no pydantic adapters, before 0.17 no vendored click
+            pass
     from rich.cells import cell_len
 
     cell_len("\u00e9")  # loads rich's table of character widths
-    envman.cli._command()
+    root = envman.cli._command()
+    for name in root.list_commands(None):  # the console script builds each command when it runs it
+        root.get_command(None, name)
     load_matrix()
     _WARM.append(True)
 

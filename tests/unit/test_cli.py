@@ -168,6 +168,43 @@ def test_build_options_reach_the_render(tmp_path, monkeypatch):
     assert opts.python_install_mirror == "https://pbs.example.org/releases/download"
 
 
+def test_the_console_script_builds_only_the_command_it_runs_and_the_same_tree():
+    """The console script's root builds a command when it is first asked for; built, the tree
+    is the one the registered app gives (every command, option, help text and flag)."""
+    code = """
+import json, sys
+import envman.cli as cli
+root = cli._command()
+from envman.cli import _registered
+cmd = root.get_command(None, "project")
+print(json.dumps({"built": sorted(root.commands), "registered": bool(_registered),
+                  "modules": sorted(m for m in sys.modules if m.startswith("envman.cli."))}))
+"""
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert out["built"] == ["project"] and not out["registered"]
+    assert "envman.cli.build" not in out["modules"] and "envman.cli.project" in out["modules"]
+
+    from typer.main import get_command
+
+    import envman.cli as cli
+
+    def described(c) -> dict:
+        params = [{**{k: repr(getattr(p, k, None)) for k in ("name", "opts", "secondary_opts", "required", "default",
+                                                              "help", "is_flag", "multiple", "hidden", "metavar")},
+                   "type": f"{type(p.type).__name__}:{getattr(p.type, 'name', '')}"} for p in c.params]
+        subs = {n: described(s) for n, s in getattr(c, "commands", {}).items()}
+        return {"type": type(c).__name__, "name": c.name, "help": c.help, "short_help": c.short_help,
+                "hidden": c.hidden, "no_args_is_help": getattr(c, "no_args_is_help", None), "params": params,
+                "commands": subs}
+
+    lazy = cli._LazyGroup(name="envman")
+    eager = get_command(cli.app)
+    ctx = eager.make_context("envman", [], resilient_parsing=True)
+    assert lazy.list_commands(ctx) == list(eager.commands)
+    for name in lazy.list_commands(ctx):
+        assert described(lazy.get_command(ctx, name)) == described(eager.commands[name]), name
+
+
 def test_every_command_is_declared_once_in_the_commands_table():
     """envman.cli.COMMANDS is the one place that names and registers commands: the click tree
     holds exactly its entries, in its order, and no command module registers anything itself."""
