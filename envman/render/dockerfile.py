@@ -147,6 +147,10 @@ def check_stack(stack: Stack) -> None:
         )
     if stack.python_strategy not in ("apt", "standalone"):
         raise _bad(stack, "python_strategy", "'apt' or 'standalone'", stack.python_strategy)
+    if not isinstance(stack.freethreaded, bool):
+        raise _bad(stack, "freethreaded", "true or false", stack.freethreaded)
+    if stack.freethreaded and stack.python_strategy != "standalone":  # no distribution here packages one
+        raise _bad(stack, "python_strategy", "'standalone' for a free-threaded Python", stack.python_strategy)
     _check_field(stack, "os")
     parse_image_ref(stack.base_image)
     if stack.platform not in PLATFORM_SUFFIX:

@@ -127,3 +127,17 @@ def test_a_row_may_claim_ubuntu_26_04(tmp_path):
         s = resolve(m, name)
         assert (s.base_image, s.os, s.python, s.python_strategy, s.platform) == (
             "nvidia/cuda:13.3.1-base-ubuntu26.04", "ubuntu26.04", "3.14", "apt", plat)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"freethreaded": "$(reboot)"}, "freethreaded '$(reboot)' is not safe to render: expected true or false"),
+    ({"python_strategy": "apt"}, "python_strategy 'apt' is not safe to render: expected 'standalone' for a free-threaded Python"),
+])
+def test_a_tampered_free_threaded_stack_is_refused_before_rendering(shipped, change, words):
+    from envman.errors import RenderError
+    from envman.render.dockerfile import render_stack
+
+    s = replace(resolve(shipped, "torch-2.12-py3.14t"), **change)
+    with pytest.raises(RenderError) as exc:
+        render_stack(s, probe=b"# probe\n")
+    assert words in exc.value.line()
