@@ -117,8 +117,8 @@ def _rebuild_fields(m, stack) -> dict[str, str]:
     chain = m.recipe_chain(tag, stack.platform) if tag and stack.base_image_status != "published" else None
     if not chain:
         return {}
-    files = ", ".join(f"{r.path} @ {r.commit[:8]}" for r in chain)
-    out = {"base_image_rebuilt": f"from NVIDIA's recipe as {BASE_REPOSITORY}:{tag} (built once, shared): {files}"}
+    out = {"base_image_rebuilt": f"as {BASE_REPOSITORY}:{tag}, from NVIDIA's recipe",
+           "base_image_recipe": ", ".join(f"{r.path} @ {r.commit[:8]}" for r in chain)}
     unsure = [r for r in chain if r.os_archive_status != "confirmed" and r.note]
     if unsure:
         out["base_image_rebuilt_note"] = f"{unsure[0].note} ({unsure[0].os_archive_status})"
@@ -214,7 +214,7 @@ def explain(
             c.print(f"  - {r}", markup=False)
         rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
         if rebuilt:
-            c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt.split(' (built once')[0]}",
+            c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt}",
                     markup=False)
         if not v.runs:
             c.print(f"  compatible: {alternative}" if alternative else

@@ -122,10 +122,15 @@ _FIXES = (
 
 
 def failure_fix(exc: BuildError) -> str:
-    text = exc.log_tail or ""
-    for needles, fix in _FIXES:
-        if any(n in text for n in needles):
-            return fix
+    """What to do about a failed base build: judged on the line that says why, else on the log's
+    output lines (never on the RUN commands the log echoes, which name every check envman makes)."""
+    cause = failure_cause(exc)
+    output = [ln for ln in (_strip_step(x) for x in (exc.log_tail or "").splitlines())
+              if not re.match(r"(?:Step \d+/\d+ : |RUN |\[[^\]]*\] RUN |The command '/bin/sh -c )", ln)]
+    for text in (cause, "\n".join(output)):
+        for needles, fix in _FIXES:
+            if any(n in text for n in needles):
+                return fix
     return "read the log tail above / the full log; --base pull with --registry-mirror pulls the tag instead"
 
 
