@@ -67,7 +67,10 @@ def push(
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
-        pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http)
+        if not as_json:
+            typer.echo(f"pushing {stack.name} to {reg}", err=True)
+        pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http,
+                            on_progress=None if as_json else (lambda line: typer.echo(f"  {line}", err=True)))
     if as_json:
         emit_json(pushed.__dict__)
         return

@@ -23,7 +23,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, Union
@@ -324,7 +324,7 @@ class ContainerEngine(EngineFacts, Protocol):
     def import_image(self, tar_path: str, ref: str, *, changes: Sequence[str] = ()) -> str:
         ...
 
-    def push(self, ref: str) -> str:
+    def push(self, ref: str, *, on_progress: Callable[[str], None] | None = None) -> str:
         ...
 
     def pull(self, ref: str) -> None:

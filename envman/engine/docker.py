@@ -28,7 +28,7 @@ import io
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +199,29 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 # --------------------------------------------------------------------------- the engine
 
+
+
+def layer_progress(item: Any, seen: dict[str, tuple[str, int]]) -> str | None:
+    """One line for a push or pull stream item, or None: a layer's new state (``Preparing``,
+    ``Pushed``, ``Layer already exists``...), and for an upload with a known size each quarter
+    done (``1a2b3c4d5e6f: Pushing 50% of 812 MB``). ``seen`` keeps each layer's last state."""
+    if not isinstance(item, Mapping):
+        return None
+    layer, status = item.get("id"), item.get("status")
+    if not isinstance(layer, str) or not isinstance(status, str) or not layer or len(layer) > 80:
+        return None
+    detail = item.get("progressDetail") if isinstance(item.get("progressDetail"), Mapping) else {}
+    current, total = detail.get("current"), detail.get("total")
+    quarter = 0
+    if isinstance(current, int) and isinstance(total, int) and total > 0:
+        quarter = min(3, 4 * current // total)
+    state = (status, quarter)
+    if seen.get(layer) == state or (seen.get(layer, ("", 0))[0] == status and quarter == 0):
+        return None
+    seen[layer] = state
+    if quarter and isinstance(total, int):
+        return f"{layer}: {status} {25 * quarter}% of {total / 1e6:.0f} MB"
+    return f"{layer}: {status}"
 
 class Engine:
     """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""
@@ -385,17 +408,22 @@ class Engine:
     # ``DOCKER_CONFIG``) and its credential helpers / store, exactly as the docker CLI does;
     # envman passes none and stores none.
 
-    def push(self, ref: str) -> str:
+    def push(self, ref: str, *, on_progress: Callable[[str], None] | None = None) -> str:
         """Push ``ref`` (``REGISTRY/REPO:TAG``); returns the manifest digest the registry
         reported. The push stream carries errors as items, never as exceptions: every item
-        is checked."""
+        is checked. ``on_progress`` gets a line per layer as its state changes (and every
+        quarter of a large upload), as :func:`layer_progress` words them."""
         from docker.utils import parse_repository_tag
 
         repository, tag = parse_repository_tag(ref)
         digest = None
+        seen: dict[str, tuple[str, int]] = {}
         with self._errors(f"push {ref}"):
             for item in self._api.push(repository, tag=tag or "latest", stream=True, decode=True):
                 self._stream_error(item, f"push {ref}")
+                line = layer_progress(item, seen) if on_progress else None
+                if line:
+                    on_progress(line)
                 aux = item.get("aux") if isinstance(item, Mapping) else None
                 if isinstance(aux, Mapping) and isinstance(aux.get("Digest"), str):
                     digest = aux["Digest"]

@@ -302,7 +302,8 @@ def promoted_image(engine, stack: Stack) -> ImageInfo:
     return info
 
 
-def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False) -> Pushed:
+def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False,
+               on_progress=None) -> Pushed:
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     info = promoted_image(engine, stack)
@@ -312,9 +313,9 @@ def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = F
     tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
     for t in tags:
         engine.tag(info.id, t)
-    digest = engine.push(tags[0])
+    digest = engine.push(tags[0], on_progress=on_progress)
     for t in tags[1:]:
-        engine.push(t)
+        engine.push(t)  # the same layers: nothing more to show
     smoke = L.parse_smoke(labels)
     pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, info.id,
                     smoke.status if smoke else "")

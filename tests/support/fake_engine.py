@@ -253,10 +253,13 @@ class FakeEngine:
         labels = dict(_label_change(c) for c in changes if c.upper().startswith("LABEL "))
         return self.add_image(ref, labels=labels)
 
-    def push(self, ref: str) -> str:
+    def push(self, ref: str, *, on_progress: Callable[[str], None] | None = None) -> str:
         found = self._resolve(ref)
         if found is None:
             raise EngineError(f"push {ref}: An image does not exist locally with the tag: {ref}")
+        if on_progress is not None:  # what the engine's stream says of one layer, as the real client words it
+            on_progress(f"{found[7:19]}: Preparing")
+            on_progress(f"{found[7:19]}: Pushed")
         digest = _digest("manifest", found)
         repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
         self.registry[ref] = found
