@@ -36,7 +36,8 @@ MEANINGS = {
     "pass": "built, and every smoke check passed: on a GPU for a CUDA row, the CPU checks for a CPU row",
     "cpu-only": "a CUDA row built and smoke-tested, but no GPU check could run on that runner",
     "fail": "a step failed (validate, render, lint, build or smoke)",
-    "not-buildable": "could not be validated on that runner (base image deleted upstream, or no GPU when required)",
+    "not-buildable": "could not be validated on that runner (--base pull on a base deleted upstream with no registry "
+                     "mirror, or no GPU when required); a deleted base is otherwise rebuilt from NVIDIA's recipe",
     "not-tested": "in the matrix, but no result in these reports",
     "not-in-matrix": "the matrix has no row for this framework version and CUDA version",
 }

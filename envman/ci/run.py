@@ -511,6 +511,9 @@ def _finish(res: RowResult, opts: RunOptions) -> RowResult:
         res.result, res.reason = PASS, res.steps["smoke"].message
     else:  # pragma: no cover - every path above sets smoke
         res.result, res.reason = FAIL, "the smoke test did not run"
+    rebuilt = res.steps.get("render").data.get("base") if res.steps.get("render") else None
+    if rebuilt and res.result != NOT_BUILDABLE:
+        res.reason = f"{res.reason} (base rebuilt from NVIDIA's recipe as {rebuilt})"
     res.accepted = res.result in (PASS, NOT_BUILDABLE) or (res.result == CPU_ONLY and opts.accept_cpu_only)
     res.timings = {k: round(s.seconds, 3) for k, s in res.steps.items()}
     res.timings["total"] = round(sum(s.seconds for s in res.steps.values()), 3)

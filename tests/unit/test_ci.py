@@ -273,6 +273,7 @@ def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp
     assert old.result == "pass" and "base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in \
         old.steps["render"].message
     assert any(t.startswith("envman/base:10.0-base-ubuntu18.04") for t in eng.builds)
+    assert old.reason.endswith("(base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04)")
     assert ci.failed(results) == ["torch-2.4.1-cpu", "torch-2.4.1-cuda11.8"]
     # --base pull: the deleted tag cannot be pulled, so the row is not buildable here, and nothing is built
     eng = ci_engine()
