@@ -246,11 +246,20 @@ class _LazyGroup(typer.core.TyperGroup):
     """The root command: the click command of an entry of :data:`COMMANDS` is built when it is
     first asked for, so ``envman project ls`` builds the ``project`` group and nothing else
     (typer's reflection over every command's signature, and their modules' imports, were a
-    fifth of each command's start-up). Listing the commands (``envman --help``) builds them all,
-    exactly as an eagerly registered tree would have them."""
+    fifth of each command's start-up). Its own help (``envman --help``) lists every command from
+    a stand-in that carries what the list shows (name, help, hidden), not the whole command."""
+
+    _listing = False
 
     def list_commands(self, ctx) -> list[str]:
         return [entry.name for entry in COMMANDS]
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
 
     def resolve_command(self, ctx, args):
         """typer's, with its "Did you mean" drawn from every command, built or not."""
@@ -275,8 +284,20 @@ class _LazyGroup(typer.core.TyperGroup):
             entry = next((e for e in COMMANDS if e.name == cmd_name), None)
             if entry is None:
                 return None
+            if self._listing:
+                return _listed(entry)
             self.commands[cmd_name] = _build(entry)
         return self.commands[cmd_name]
+
+
+def _listed(entry: Command | Group):
+    """What the root help shows of an entry: its name, its help (a group's, or the command
+    function's docstring, as typer reads it) and whether it is hidden."""
+    import inspect
+
+    if isinstance(entry, Group):
+        return typer.core.TyperGroup(name=entry.name, help=entry.help)
+    return typer.core.TyperCommand(name=entry.name, help=inspect.getdoc(_find(entry.target)), hidden=entry.hidden)
 
 
 def _build(entry: Command | Group):

@@ -205,6 +205,19 @@ print(json.dumps({"built": sorted(root.commands), "registered": bool(_registered
         assert described(lazy.get_command(ctx, name)) == described(eager.commands[name]), name
 
 
+def test_the_root_help_of_the_console_script_is_the_registered_trees():
+    """The console script lists the commands from stand-ins (name, help, hidden): its --help is
+    byte for byte the help of the whole registered tree."""
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb"}
+    lazy = subprocess.run([sys.executable, "-c", "from envman.main import main; main(['--help'])"], env=env,
+                          capture_output=True, text=True)
+    eager = subprocess.run([sys.executable, "-c", "from typer.main import get_command; from envman.cli import app; "
+                            "get_command(app)(['--help'], prog_name='envman')"], env=env, capture_output=True, text=True)
+    assert lazy.returncode == eager.returncode == 0, (lazy.stderr, eager.stderr)
+    assert "render" in lazy.stdout and "node-check" not in lazy.stdout  # a hidden command stays hidden
+    assert lazy.stdout == eager.stdout
+
+
 def test_every_command_is_declared_once_in_the_commands_table():
     """envman.cli.COMMANDS is the one place that names and registers commands: the click tree
     holds exactly its entries, in its order, and no command module registers anything itself."""
