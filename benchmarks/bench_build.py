@@ -7,8 +7,9 @@ same context with the same builder, interleaved; prints the ratios.
 For each builder (both by default): the first ``envman build --builder B`` (not timed) builds,
 smoke-tests and promotes the stack; it may take minutes. ``envman render --builder B`` then
 writes the very context that build used (a BuildKit context has cache mounts a classic build
-refuses), and one ``docker build`` of it with the same builder (``DOCKER_BUILDKIT=1`` or ``0``)
-warms that command. Timed, interleaved, ``-n`` rounds:
+refuses), and one ``docker build`` of it with the same builder (``DOCKER_BUILDKIT=0``; for
+BuildKit the CLI envman's builder uses: ``docker buildx build --load``, else a docker CLI before 23
+with ``DOCKER_BUILDKIT=1``) warms that command. Timed, interleaved, ``-n`` rounds:
 
 * ``envman build STACK``: the result of the last identical no-op, served by the cache of
   ``envman.run.cache`` after checking that nothing it depends on changed (code, templates,
@@ -315,6 +316,13 @@ def noop_vs_docker(report: Report, kind: str, matrix: list[str], stack: str, opt
     ctx = tmp / f"context-{kind}"
     run([*envman_cmd(), *matrix, "render", stack, "--builder", kind, "-o", str(ctx), *opts], env, "envman render")
     docker = ["docker", "build", "-q", "-t", BENCH_TAG, str(ctx)]
+    if kind == "buildkit":  # the docker CLI envman's BuildKit builder uses: buildx, else DOCKER_BUILDKIT=1
+        from envman.engine.builder import find_buildkit_cli
+
+        cli = find_buildkit_cli()
+        if cli is None:
+            raise SystemExit("no docker CLI here builds with BuildKit (buildx, or a CLI before 23 with DOCKER_BUILDKIT=1)")
+        docker = [cli.docker, "buildx", "build", "--load", *docker[2:]] if cli.buildx else [cli.docker, *docker[1:]]
     full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
 
     def envman_build(e: dict[str, str]) -> float:
