@@ -201,7 +201,15 @@ def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def _md(text: Any) -> str:
-    return str(text if text is not None else "").replace("|", "\\|").replace("\n", " ").strip()
+    """A table cell or line of data from results files: raw HTML escaped (GitHub renders it in a
+    job summary), ``|`` and backticks escaped, line breaks and control characters shown, never
+    obeyed."""
+    import html
+
+    from envman.errors import printable
+
+    s = str(text if text is not None else "").replace("\n", " ").replace("\r", " ")
+    return printable(html.escape(s, quote=False)).replace("|", "\\|").replace("`", "\\`").strip()
 
 
 def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman CI validation",
@@ -214,11 +222,11 @@ def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman 
     lines.append(f"{total} rows: " + ", ".join(f"{SYMBOLS[s]} {c[s]} {LABELS[s]}" for s in c) + ".")
     shards = sorted({r.get("shard") for r in results if r.get("shard")})
     if shards:
-        lines.append(f"Shards: {', '.join(shards)}.")
+        lines.append(f"Shards: {', '.join(_md(s) for s in shards)}.")
     if sources:
-        lines.append("Sources: " + ", ".join(f"`{s}`" for s in sources) + ".")
+        lines.append("Sources: " + ", ".join(_md(s) for s in sources) + ".")
     for n in notes:
-        lines.append(f"> {n}")
+        lines.append(f"> {_md(n)}")
     lines.append("")
     if not results:
         lines.append("No rows were validated.")
@@ -226,21 +234,21 @@ def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman 
     lines.append("Legend: " + "; ".join(f"{SYMBOLS[s]} {LABELS[s]}" for s in LEGEND) + ".")
     lines.append("")
     for t in support_tables(results, matrix):
-        lines.append(f"## {t.title}")
+        lines.append(f"## {_md(t.title)}")
         lines.append("")
-        lines.append("| version | " + " | ".join("CPU" if c_ == "cpu" else f"CUDA {c_}" for c_ in t.columns) + " |")
+        lines.append("| version | " + " | ".join("CPU" if c_ == "cpu" else f"CUDA {_md(c_)}" for c_ in t.columns) + " |")
         lines.append("|---" * (len(t.columns) + 1) + "|")
         for ver, cells in t.rows:
-            lines.append(f"| {ver} | " + " | ".join(f"{SYMBOLS[cell.state]} {LABELS[cell.state]}" for cell in cells) + " |")
+            lines.append(f"| {_md(ver)} | " + " | ".join(f"{SYMBOLS[cell.state]} {LABELS[cell.state]}" for cell in cells) + " |")
         lines.append("")
     lines.append("## Rows")
     lines.append("")
     lines.append("| row | stack | result | steps | reason |")
     lines.append("|---|---|---|---|---|")
     for r in sorted(results, key=lambda r: (STATES.index(r["result"]) if r["result"] in STATES else 0, r["row"])):
-        steps = " ".join(f"{k} {SYMBOLS.get(_step_state(s['status']), '·')}" for k, s in (r.get("steps") or {}).items())
+        steps = " ".join(f"{_md(k)} {SYMBOLS.get(_step_state(s['status']), '·')}" for k, s in (r.get("steps") or {}).items())
         lines.append(f"| {_md(r['row'])} | {_md(r.get('name') or '-')} | {SYMBOLS.get(r['result'], '')} "
-                     f"{LABELS.get(r['result'], r['result'])} | {steps} | {_md(r.get('reason'))[:300]} |")
+                     f"{_md(LABELS.get(r['result'], r['result']))} | {steps} | {_md(r.get('reason'))[:300]} |")
     return "\n".join(lines) + "\n"
 
 

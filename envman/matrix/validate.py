@@ -24,7 +24,9 @@ class Problem:
     what: str
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.what}"
+        from envman.errors import clip
+
+        return f"{clip(self.where, 120)}: {clip(self.what)}"
 
 
 def cudnn_token(cuda: Version, cudnn_major: str | None) -> str | None:
@@ -147,6 +149,25 @@ def _check_updates(r: CudaRelease, add) -> None:
         if d < prev_d:
             add(where, f"update {v} needs driver {d}, older than the {prev_d} of the release before it")
         prev_v, prev_d = v, max(d, prev_d)
+
+
+#: A variant as image tags, labels and the render's field rules carry it.
+_VARIANT_RE = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
+
+
+def _check_renderable_names(b: FrameworkBuild, where: str, add) -> None:
+    """What validation accepts must resolve and render: the row's name must parse as a stack
+    name (a local version such as ``2.4.1+corp1`` does not) and its variant must fit a tag."""
+    from envman.errors import ResolveError
+    from envman.stack.names import parse_name
+
+    try:
+        parse_name(b.name)
+    except ResolveError:
+        add(where, f"the row name {b.name[:80]!r} is not a stack name users can type (a local version such as "
+                   "+corp1, or characters beyond letters, digits and .-)")
+    if not re.fullmatch(_VARIANT_RE, b.variant):
+        add(where, f"variant {b.variant[:40]!r}{'…' if len(b.variant) > 40 else ''} is not 1-64 letters, digits or ._+-")
 
 
 def _check_history(matrix: Matrix, add) -> None:
@@ -295,6 +316,7 @@ def validate(matrix: Matrix) -> list[Problem]:
         if key in builds_seen:
             add(where, "duplicate build row")
         builds_seen.add(key)
+        _check_renderable_names(b, where, add)
         if b.platforms != DEFAULT_PLATFORMS and not b.platform_source:
             add(where, "platforms beyond linux/amd64 need a platform_source")
         for req in b.packages:

@@ -188,13 +188,28 @@ def build_project_image(engine, project: ProjectConfig, stack_name: str, base_im
                     if on_event:
                         on_event(ev)
         except BuildError as exc:
+            said = build_reason(exc.log_tail)
             raise BuildError(
-                f"project image of {project.name} failed to build: {exc.what}", log_tail=exc.log_tail,
-                where=str(project.file), fix="check the apt packages, requirements and envman.lock (the failing step and its error lines follow)",
+                f"project image of {project.name} failed to build: {said or exc.what}", log_tail=exc.log_tail,
+                where=str(project.file),
+                fix="envman lock --upgrade" if said and "envman.lock" in said else
+                "check the apt packages, requirements and envman.lock (the failing step and its error lines follow)",
             ) from None
         if resolved:
             ref = record_lock(engine, project, stack_name, base_image_id, ref)
     return ref
+
+
+def build_reason(log_tail: str) -> str | None:
+    """The last line envman's own build steps printed (``envman: ...``, e.g. the lock check's
+    "names packages the requirements do not need"), without the prefix: the reason a user must
+    see in the one error line, not only in a log tail that ``envman run`` does not print."""
+    for line in reversed((log_tail or "").splitlines()):
+        s = line.strip()
+        at = s.find("envman: ")
+        if at >= 0:
+            return s[at + len("envman: "):].strip() or None
+    return None
 
 
 def record_lock(engine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:

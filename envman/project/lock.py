@@ -129,18 +129,17 @@ def lock_path(root: Path) -> Path:
 def read_lock(root: Path) -> Lock | None:
     """The project's lock, or None when there is none; a lock that is not a regular file inside
     the project, too large or malformed is one error line."""
-    from envman.safefile import tomllib
-    from envman.safefile import read_text
+    from envman.safefile import parse_toml, read_file
 
     path = lock_path(root)
     try:
-        text = read_text(path, what="lock file", inside=root, fix=_FIX)
+        data = read_file(path, what="lock file", inside=root, fix=_FIX)
     except FileNotFoundError:
         return None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"not valid TOML: {exc}", where=str(path), fix=_FIX) from None
+    try:  # a syntax error, bad UTF-8 or nesting thousands deep: one line naming the file
+        doc = parse_toml(data, what="lock file", where=str(path))
+    except UserError as exc:
+        raise UserError(exc.what, where=exc.where, fix=_FIX) from None
     return parse_lock(doc, where=str(path))
 
 

@@ -110,9 +110,16 @@ class StackQuery:
     platform: str | None = None  # "linux/arm64"...; None: not named (the default, linux/amd64)
 
 
+#: The longest stack name read (the longest shipped one is about 60 characters).
+MAX_NAME = 200
+
+
 def parse_name(text: str) -> StackQuery:
     """Parse a stack name; raises ``ResolveError`` (exit 2) with the grammar on failure."""
     raw = text
+    if len(text) > MAX_NAME:  # a version of thousands of digits would reach int() (its digit limit)
+        raise ResolveError(f"stack name {text[:40]!r}… is {len(text)} characters long, more than {MAX_NAME}",
+                           fix="give a stack name such as torch-2.4-cuda12 (list them: envman matrix ls)")
     t = text.strip().lower()
     m = _NAME_RE.match(t)
     if not m:
