@@ -187,6 +187,21 @@ def pythons(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
     return out
 
 
+def free_threaded(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
+    """Pythons whose free-threaded build (``cp314t``) has a wheel for ``platform`` (for every one
+    of several platforms); a wheel of no ABI (``py3-none``) serves every Python."""
+    if not isinstance(platform, str):
+        sets = [free_threaded(ws, p) for p in platform]
+        return set.intersection(*sets) if sets else set()
+    out: set[str] = set()
+    for w in ws:
+        if platform in w.tags.platforms or w.tags.any_platform:
+            out.update(w.tags.free_threaded)
+            if w.tags.pythons and w.file.filename.split("-")[-2] == "none":  # py3-none: no ABI to match
+                out.update(w.tags.pythons)
+    return out
+
+
 def platforms(ws: Iterable[Wheel]) -> tuple[str, ...]:
     return tuple(sorted({p for w in ws for p in w.tags.platforms}))
 
@@ -285,7 +300,7 @@ class RowBuilder:
                           + (f" from {prev.framework}-{prev.version} {prev.variant}" if prev else " (none known)"))
 
     def build(self, *, note: str = "") -> NewRow:
-        order = ["version", "variant", "cuda", "cudnn", "python", "packages", "index_url", "extra_index_url",
+        order = ["version", "variant", "cuda", "cudnn", "python", "python_freethreaded", "packages", "index_url", "extra_index_url",
                  "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
                  "platform_status", "platform_source", "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
         if self._arm64 is not None and "linux/arm64" in self.data.get("platforms", ()):
@@ -457,6 +472,13 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
         b.data["wheel_python_source"] = [page, ctx.page_url("torchvision", index_url)]
         _pythons_fact(b, b.wheel_python["torch"] & b.wheel_python["torchvision"], [page],
                       "CPython tags of the Linux torch and torchvision wheels")
+    threaded = free_threaded(ws, plats) & set(b.data["python"])
+    if pair is not None:
+        threaded &= free_threaded(pair[1], plats)
+    if threaded:
+        b.data["python_freethreaded"] = sorted(threaded, key=Version)
+        b.derived["python_freethreaded"] = ("free-threaded CPython tags (cp3XYt; py3-none wheels serve any) of the Linux torch"
+                                            + (" and torchvision" if pair is not None else "") + f" wheels ({page})")
     b.data["packages"] = packages
     if index_url:
         b.data["index_url"] = index_url

@@ -189,11 +189,11 @@ def test_unreachable_index_is_one_line_and_bounded() -> None:
 TORCH_V, TV_V = "2.99.0", "0.114.0"
 
 
-def _torch_index(srv: IndexServer, *, variants: bool = False) -> None:
+def _torch_index(srv: IndexServer, *, variants: bool = False, threaded: tuple[str, ...] = ()) -> None:
     files = []
     for plat in ("x86_64", "aarch64"):
-        for py in ("cp311", "cp312", "cp313"):
-            name = f"torch-{TORCH_V}-{py}-{py}-manylinux_2_28_{plat}.whl"
+        for py in ("cp311", "cp312", "cp313", *threaded):
+            name = f"torch-{TORCH_V}-{py.rstrip('t')}-{py}-manylinux_2_28_{plat}.whl"  # cp313-cp313t: free-threaded
             reqs = ["filelock", "cuda-toolkit[cudart,cublas]==13.0.2; platform_system == 'Linux'",
                     "nvidia-cudnn-cu13==9.20.0.48; platform_system == 'Linux'"]
             w, _ = make_wheel(name, reqs, requires_python=">=3.11")
@@ -447,3 +447,17 @@ def test_write_appends_to_the_shipped_file_and_keeps_it(tmp_path: Path) -> None:
     _, builds = parse_file(tmp_path / "jax.toml")
     new = [b for b in builds if str(b.version) == "9.9.9"]
     assert len(new) == 1 and new[0].note == 'a "quoted" note' and dict(new[0].derived)["cuda"].startswith("pinned")
+
+
+def test_update_derives_the_free_threaded_pythons_of_a_row(tmp_path: Path, config_dir: Path) -> None:
+    out = tmp_path / "ours.toml"
+    with IndexServer() as srv:
+        _torch_index(srv, threaded=("cp313t", "cp314t"))  # cp314t: no regular 3.14 wheel, so not claimed
+        rc, text = _run("matrix", "update", "-f", "torch", "--pip-index", srv.url + "/simple", "--no-torch-index",
+                        "-o", str(out), "--json")
+    assert rc == 0, text
+    d = {r["variant"]: r for r in tomllib.loads(out.read_text())["build"]}["cu130"]
+    assert d["python"] == ["3.12", "3.13"] and d["python_freethreaded"] == ["3.13"]
+    assert "free-threaded CPython tags" in d["derived"]["python_freethreaded"]
+    rc, text = _run("matrix", "show", f"torch-{TORCH_V}-cuda13.0-py3.13t", "--matrix", str(out), "--json")
+    assert rc == 0 and json.loads(text)["freethreaded"] is True, text
