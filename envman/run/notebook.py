@@ -114,16 +114,26 @@ def wait_until_ready(port: int, timeout: float, alive, *, pause: float = 0.25) -
 def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIMEOUT) -> int:  # pragma: no cover - forks
     """Run ``start`` (which execs the server and never returns) in a child, print ``announce``'s
     lines once the server answers on ``port`` (or say it did not within ``timeout``), and return
-    the child's exit code. Ctrl-C reaches the child (same process group); this process waits."""
+    the child's exit code. The child runs in a process group of its own (it reads no terminal):
+    Ctrl-C, and any INT, TERM or HUP sent to this process, reach it exactly once, forwarded."""
     import signal
 
     pid = os.fork()
     if pid == 0:
         try:
+            os.setpgid(0, 0)
             start()
         finally:
             os._exit(127)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def forward(signum, _frame) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in forwarded}
     try:
         def alive() -> bool:
             return os.waitpid(pid, os.WNOHANG) == (0, 0)
@@ -141,7 +151,8 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:

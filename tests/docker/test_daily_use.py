@@ -129,10 +129,12 @@ def test_shell_reads_commands_from_stdin(matrix_files, project):  # noqa: F811
     env = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
     env.update(ENVMAN_CONFIG_DIR=str(config), ENVMAN_STATE_DIR=str(state))
     argv = [sys.executable, "-m", "envman", *[a for f in matrix_files for a in ("--matrix", f)], "shell", "envman-test-daily"]
-    p = subprocess.run(argv, input='echo "shell in $(pwd) as $(id -u)"; exit 3\n', capture_output=True, text=True,
-                       env=env, cwd=root / "sub", timeout=300)
+    p = subprocess.run(argv, input='echo "shell in $(pwd) as $(id -u)"; echo "python=$(command -v python)"; exit 3\n',
+                       capture_output=True, text=True, env=env, cwd=root / "sub", timeout=300)
     assert p.returncode == 3, p.stderr
     assert f"shell in /workspace/sub as {os.getuid()}" in p.stdout
+    # the image's /etc/profile (Debian's) sets PATH outright: the stack's venv must still come first
+    assert "python=/opt/venv/bin/python" in p.stdout, p.stdout
     r = subprocess.run([*argv, "ls"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "takes no command" in r.stderr, r.stderr
 

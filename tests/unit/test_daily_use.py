@@ -470,3 +470,43 @@ def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path,
     out = capsys.readouterr().out
     assert "3 images removed, 2 MB freed (the engine's image storage before and after)" in " ".join(out.split())
     assert "build cache holds 3200 MB" in out and "docker builder prune" in " ".join(out.split())
+
+
+_SERVER_UNTIL_INTERRUPTED = """
+import os, signal, socket, sys, time
+signal.signal(signal.SIGINT, lambda *a: os._exit(42))
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c, _ = s.accept(); c.recv(100); c.sendall(b"HTTP/1.0 200 OK\\r\\n\\r\\n"); c.close()
+time.sleep(120)
+"""
+
+
+def test_ctrl_c_sent_to_envman_notebook_reaches_the_server():
+    """The server runs in a child: an INT sent to envman (Ctrl-C, or a supervisor) is forwarded to
+    it, and envman ends with the server's code."""
+    import signal
+    import time
+
+    from envman.run.notebook import free_port, serve_and_announce
+
+    port = free_port()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.dup2(w, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        start = lambda: os.execv(sys.executable, [sys.executable, "-c", _SERVER_UNTIL_INTERRUPTED, str(port)])
+        os._exit(serve_and_announce(start, port, lambda: "ready\n", timeout=60))
+    os.close(w)
+    with os.fdopen(r) as out:
+        assert out.readline() == "ready\n"  # the server answered
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("envman notebook did not end after Ctrl-C")
+    assert os.waitstatus_to_exitcode(done[1]) == 42
