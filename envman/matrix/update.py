@@ -175,31 +175,26 @@ def representative(ws: Iterable[Wheel], platform: str) -> Wheel | None:
     return max(cands, key=lambda w: (platform in w.tags.platforms, max((Version(p) for p in w.tags.pythons), default=Version("0")), w.file.filename))
 
 
+def _on_every(ws: Iterable[Wheel], platform: str | Iterable[str], of: Callable[[Wheel], Iterable[str]]) -> set[str]:
+    """The union of ``of(wheel)`` over the wheels for ``platform`` (for several platforms: the
+    Pythons every one of them has)."""
+    ws = list(ws)
+    if not isinstance(platform, str):
+        sets = [_on_every(ws, p, of) for p in platform]
+        return set.intersection(*sets) if sets else set()
+    return {py for w in ws if platform in w.tags.platforms or w.tags.any_platform for py in of(w)}
+
+
 def pythons(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
     """Python versions with a wheel for ``platform`` (for every one of several platforms)."""
-    if not isinstance(platform, str):
-        sets = [pythons(ws, p) for p in platform]
-        return set.intersection(*sets) if sets else set()
-    out: set[str] = set()
-    for w in ws:
-        if platform in w.tags.platforms or w.tags.any_platform:
-            out.update(w.tags.pythons)
-    return out
+    return _on_every(ws, platform, lambda w: w.tags.pythons)
 
 
 def free_threaded(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
     """Pythons whose free-threaded build (``cp314t``) has a wheel for ``platform`` (for every one
     of several platforms); a wheel of no ABI (``py3-none``) serves every Python."""
-    if not isinstance(platform, str):
-        sets = [free_threaded(ws, p) for p in platform]
-        return set.intersection(*sets) if sets else set()
-    out: set[str] = set()
-    for w in ws:
-        if platform in w.tags.platforms or w.tags.any_platform:
-            out.update(w.tags.free_threaded)
-            if w.tags.pythons and w.file.filename.split("-")[-2] == "none":  # py3-none: no ABI to match
-                out.update(w.tags.pythons)
-    return out
+    no_abi = lambda w: w.tags.pythons if w.file.filename.split("-")[-2] == "none" else ()  # noqa: E731
+    return _on_every(ws, platform, lambda w: (*w.tags.free_threaded, *no_abi(w)))
 
 
 def platforms(ws: Iterable[Wheel]) -> tuple[str, ...]:
