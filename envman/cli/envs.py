@@ -135,14 +135,17 @@ def clean(
                 raise UserError("not confirmed", where="envman clean", fix="pass --yes to remove without asking (or --dry-run to list)")
             if not typer.confirm(f"remove {len(p.paths)} paths and {len(p.images)} images?", default=False):
                 raise typer.Exit(1)
-        failed = apply(p, engine)
-        doc["removed"], doc["failed"] = True, failed
+        based_on: list[str] = []
+        failed = apply(p, engine, kept=based_on)
+        doc["removed"], doc["failed"], doc["kept_as_base"] = True, failed, based_on
         if as_json:
             emit_json(doc)
         else:
             for f in failed:
                 console(stderr=True).print(f"could not remove image {f}", markup=False, highlight=False)
-            console().print(f"removed {len(p.paths)} paths, {len(p.images) - len(failed)} images "
+            for k in based_on:
+                console().print(f"keep image {k}", markup=False, highlight=False)
+            console().print(f"removed {len(p.paths)} paths, {len(p.images) - len(failed) - len(based_on)} images "
                             f"({doc['bytes'] / 1e6:.0f} MB)", markup=False, highlight=False)
         if failed:
             raise typer.Exit(1)

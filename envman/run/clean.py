@@ -103,8 +103,12 @@ def _remove(p: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def apply(p: CleanPlan, engine=None) -> list[str]:
-    """Remove what ``p`` lists; the images that could not be removed (with the engine's reason)."""
+def apply(p: CleanPlan, engine=None, kept: list[str] | None = None) -> list[str]:
+    """Remove what ``p`` lists; the images that could not be removed (with the engine's reason).
+
+    An image others are built on (a rebuilt base under its stacks) goes after them: removal
+    repeats while it makes progress; one that still has children (another user's, say) is kept
+    and named in ``kept``, not a failure."""
     for path in p.paths:
         _remove(path)
     for d in p.dirs:
@@ -112,10 +116,24 @@ def apply(p: CleanPlan, engine=None) -> list[str]:
             d.rmdir()  # only when nothing else is left in it
         except OSError:
             pass
+    todo = list(p.images)
+    errors: dict[str, str] = {}
+    while todo:
+        left = []
+        for image_id, what, size in todo:
+            try:
+                engine.remove_image(image_id, force=True)  # force: untag every tag of this user's image
+            except Exception as exc:  # noqa: BLE001 - an image in use since the plan: say so, go on
+                left.append((image_id, what, size))
+                errors[image_id] = str(exc)
+        if len(left) == len(todo):
+            break
+        todo = left
     failed = []
-    for image_id, what, _size in p.images:
-        try:
-            engine.remove_image(image_id, force=True)  # force: untag every tag of this user's image
-        except Exception as exc:  # noqa: BLE001 - an image in use since the plan: say so, go on
-            failed.append(f"{what}: {exc}")
+    for image_id, what, _size in todo:
+        if "dependent child" in errors[image_id]:
+            if kept is not None:
+                kept.append(f"{what}: other images are built on it")
+        else:
+            failed.append(f"{what}: {errors[image_id]}")
     return failed

@@ -510,3 +510,27 @@ def test_ctrl_c_sent_to_envman_notebook_reaches_the_server():
         os.kill(pid, signal.SIGKILL)
         pytest.fail("envman notebook did not end after Ctrl-C")
     assert os.waitstatus_to_exitcode(done[1]) == 42
+
+
+def test_clean_removes_an_image_after_those_built_on_it_and_keeps_one_others_build_on(tmp_path):
+    """clean --images failed on a rebuilt base listed before its stacks ("image has dependent
+    child images"): children go first, and a base another user's image still stands on is kept."""
+    from envman.errors import EngineError
+    from envman.run.clean import CleanPlan, apply
+
+    children = {"sha256:base": {"sha256:stack"}, "sha256:shared": {"sha256:theirs"}}
+    removed = []
+
+    class Engine:
+        def remove_image(self, ref, force=False):
+            if children.get(ref, set()) - set(removed):
+                raise EngineError(f"remove image {ref}: conflict: unable to delete (cannot be forced) - "
+                                  "image has dependent child images")
+            removed.append(ref)
+
+    plan = CleanPlan(images=(("sha256:base", "envman/base:10.0", 1), ("sha256:stack", "envman/s:latest", 1),
+                             ("sha256:shared", "envman/base:11.0", 1)))
+    kept: list[str] = []
+    assert apply(plan, Engine(), kept=kept) == []
+    assert removed == ["sha256:stack", "sha256:base"]
+    assert kept == ["envman/base:11.0: other images are built on it"]
