@@ -97,6 +97,39 @@ def test_build_writes_the_lock_and_the_next_build_installs_from_it(docker_engine
         docker_engine.remove_image(base_ref, force=True)
 
 
+def test_requirements_the_stack_already_meets_lock_to_an_empty_lock_that_builds(docker_engine, stacks, workdir,
+                                                                                  unique_tag, test_labels, monkeypatch):
+    """A project whose requirements the stack image satisfies got `packages = [ ]`, then refused
+    that lock on the next run. The empty lock is written, read back and built from."""
+    from envman.engine.context import deterministic_tar
+
+    ids, _ = stacks
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(workdir / "state-empty-lock"))
+    base_ref = unique_tag("emptylock")
+    files = {"Dockerfile": f"FROM {ids[STACK]}\nENV PIP_NO_INDEX=1\n".encode()}
+    root = workdir / "emptylock"
+    root.mkdir()
+    (root / "envman.toml").write_text('stack = "torch-0.0.1-cuda11.8"\nrequirements = ["pip"]\n')  # the venv has pip
+    project = load_project(root)
+    try:
+        for _ in docker_engine.build(deterministic_tar(files), base_ref, labels=test_labels):
+            pass
+        base_id = docker_engine.inspect_image(base_ref).id
+        ref = build_project_image(docker_engine, project, STACK, base_id)
+        lock = read_lock(root)
+        assert lock is not None and lock.packages == () and lock.base_image == base_id
+        text = (root / LOCK_NAME).read_text()
+        events = []
+        assert build_project_image(docker_engine, project, STACK, base_id, nocache=True, on_event=events.append) == ref
+        assert "--require-hashes" in "\n".join(str(e) for e in events)
+        assert (root / LOCK_NAME).read_text() == text
+    finally:
+        for image in docker_engine.list_images({"envman.project-id": project.identity}):
+            for tag in image.tags or (image.id,):
+                docker_engine.remove_image(tag, force=True)
+        docker_engine.remove_image(base_ref, force=True)
+
+
 def test_envman_lock_command_writes_keeps_and_upgrades(docker_engine, stacks, matrix_files, workdir):
     """`envman lock` from the command line, on a promoted stand-in stack: writes the lock, then
     says it is up to date, then re-resolves with --upgrade; a project without requirements is one
