@@ -36,7 +36,8 @@ SYSTEM_PATHS = (
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
     "/var/spool/cron", "/var/lib/sss",
     "/var/lib/docker", "/var/lib/containers", "/var/lib/containerd", "/var/lib/kubelet", "/var/lib/buildkit",
-    "/var/lib/lxc", "/var/lib/lxd", "/var/lib/incus", "/var/lib/rancher", "/var/lib/cni",
+    "/var/lib/lxc", "/var/lib/lxd", "/var/lib/incus", "/var/lib/rancher", "/var/lib/cni", "/var/snap/docker",
+    "/var/snap/lxd", "/var/lib/snapd",
 )
 #: Socket file names of container engines and their helpers.
 ENGINE_SOCKET_NAMES = (
@@ -52,7 +53,8 @@ ENGINE_SOCKET_NAMES = (
 STARTUP_NAMES = (
     ".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".inputrc",
     ".zshenv", ".zprofile", ".zshrc", ".zlogin", ".zlogout", ".zsh", ".oh-my-zsh", ".config/zsh",
-    ".config/fish", ".local/share/fish", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc", ".mkshrc",
+    ".config/fish", ".local/share/fish", ".xonshrc", ".config/xonsh", ".config/nushell", ".elvish",
+    ".config/elvish", ".config/powershell", ".cshrc", ".tcshrc", ".login", ".logout", ".kshrc", ".mkshrc",
     ".pam_environment", ".config/environment.d", ".xprofile", ".xinitrc", ".xsession", ".xsessionrc",
     ".config/autostart", ".config/systemd", ".config/user-dirs.dirs",
     "bin", ".local/bin", ".local/lib", ".pythonrc", ".pythonstartup", ".ipython", ".jupyter",
@@ -68,7 +70,8 @@ CREDENTIAL_NAMES = (
     ".cache/huggingface/token", ".cache/huggingface/stored_tokens", ".kaggle", ".databrickscfg", ".s3cfg", ".boto",
     ".mc", ".pgpass", ".my.cnf", ".wandb", ".config/wandb", ".streamlit/credentials.toml", ".singularity",
     ".apptainer", ".config/enroot", ".config/gcloud", ".config/gh", ".config/glab-cli", ".config/hub",
-    ".config/helm", ".config/containers", ".local/share/containers", ".config/rclone", ".config/op",
+    ".config/helm", ".config/doctl", ".config/openstack", ".config/hcloud", ".terraformrc", ".ibmcloud",
+    ".aliyun", ".config/containers", ".local/share/containers", ".config/rclone", ".config/op",
     ".config/envman", ".local/share/keyrings", ".local/share/envman", ".local/state/envman", ".cache/envman",
     ".mozilla", ".config/google-chrome", ".config/chromium", ".bash_history", ".zsh_history", ".python_history",
     ".psql_history", ".mysql_history", ".sqlite_history", ".node_repl_history", ".lesshst",
