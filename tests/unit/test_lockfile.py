@@ -254,3 +254,38 @@ def test_a_reused_resolved_image_gives_its_lock_back(tmp_path, installed):
     assert lock is not None and [x.name for x in lock.packages] == [n for n, _, _ in installed]
     assert ref == project_image_ref(p, "torch-2.3-cuda12.1", BASE) != unlocked  # the locked ref, tagged
     assert engine.image_exists(ref)
+
+
+@pytest.mark.parametrize("installed", [[], [("rich", "13.7.1", H2)]])
+def test_envman_lock_says_written_only_when_the_file_changed(tmp_path, monkeypatch, capsys, installed):
+    """`envman lock` printed "written, 0 packages" while no file existed; now it says written when
+    the file's content changed, up to date when not, and fails when it could not write it."""
+    import typer
+
+    from envman.cli import project as CP
+    from envman.engine.api import RunResult
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine, patch_connect
+
+    p = project(tmp_path, REQ if installed else "numpy>=2\n")
+    monkeypatch.chdir(p.root)
+    from envman.cli import get_matrix
+    from envman.stack.resolve import resolve
+
+    stack = resolve(get_matrix(), "torch-2.3-cuda12.1").name
+    report = {"install": [{"metadata": {"name": n, "version": v},
+                           "download_info": {"archive_info": {"hashes": {"sha256": h}}}} for n, v, h in installed]}
+    eng = FakeEngine(on_run=lambda image, command, kw: RunResult(0, json.dumps(report), ""))
+    eng.add_image(stable_ref(stack), BASE)
+    patch_connect(monkeypatch, eng)
+    CP.lock(project=None, upgrade=False, as_json=False)
+    first = capsys.readouterr().out
+    assert ": written, " in first and (p.root / LOCK_NAME).is_file()
+    assert (f"{len(installed)} packages" in first) and (("already satisfies" in first) == (not installed))
+    CP.lock(project=None, upgrade=False, as_json=False)
+    assert ": up to date, " in capsys.readouterr().out
+    (p.root / LOCK_NAME).unlink()
+    monkeypatch.setattr("envman.project.lock.write_lock", lambda root, lock: (_ for _ in ()).throw(PermissionError(13, "Permission denied")))
+    with pytest.raises(UserError, match="was not written"):
+        CP.lock(project=None, upgrade=False, as_json=False)
+    assert not (p.root / LOCK_NAME).exists()
