@@ -1469,3 +1469,60 @@ def test_read_file_refusals_exactly(tmp_path):
     assert _err(lambda: read_file(link, what="widget", inside=d)) == (
         f"the widget resolves to {f}, outside {d}", str(link), f"keep the file inside {d} (no symlinks or .. leading out)")
     assert read_file(link, inside=tmp_path) == b"hello"
+
+
+# --- policy: the homes taken from passwd, engine sockets in folders, symlinks in mounted folders ---
+
+
+def test_the_homes_of_people_are_protected_not_those_of_system_accounts(home, monkeypatch):
+    import pwd
+
+    entries = [(0, "/root-like"), (999, "/srv/system"), (1000, "/home/first"), (59999, "/home/last"),
+               (60000, "/home/nobody-range"), (65534, "/nonexistent"), (1001, "/"), (1002, "/nonexistent")]
+    fake = [pwd.struct_passwd(("u", "x", uid, uid, "", d, "/bin/sh")) for uid, d in entries]
+    monkeypatch.setattr(pwd, "getpwall", lambda: fake)
+    homes = policy._homes()
+    assert {"/root-like", "/home/first", "/home/last", str(home)} <= set(homes)
+    assert not {"/srv/system", "/home/nobody-range", "/", "/nonexistent"} & set(homes)
+
+
+def test_engine_sockets_in_a_folder_by_name_and_type(home, tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "docker.sock").write_text("not a socket")  # a regular file by that name
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(d / "agent"))  # a socket by another name
+    try:
+        assert policy._engine_socket_inside(str(d)) is None
+        real = tmp_path / "run"
+        real.mkdir()
+        s2 = socket.socket(socket.AF_UNIX)
+        s2.bind(str(real / "engine"))
+        try:
+            (d / "docker.sock").unlink()
+            (d / "docker.sock").symlink_to(real / "engine")  # a link named like one, to a socket
+            assert policy._engine_socket_inside(str(d)) == str(d / "docker.sock")
+        finally:
+            s2.close()
+    finally:
+        s.close()
+
+
+def test_a_symlink_inside_a_mounted_folder_exposes_nothing_and_is_allowed(home, tmp_path):
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("KEY")
+    data = home / "data" / "set"
+    data.mkdir(parents=True)
+    (data / "keys").symlink_to(home / ".ssh")  # the container sees a dangling link, not the key
+    (data / "key").symlink_to(home / ".ssh" / "id_ed25519")
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(data)) is None
+
+
+def test_expand_user():
+    assert policy.expand_user("~") == os.path.expanduser("~")
+    assert policy.expand_user("~/x") == os.path.expanduser("~") + "/x"
+    assert policy.expand_user("/a/~b") == "/a/~b"
+    with pytest.raises(ValueError) as e:
+        policy.expand_user("~root/x")
+    assert str(e.value) == "only ~ or ~/path (your own home) may be used, not ~user"
