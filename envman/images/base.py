@@ -106,32 +106,13 @@ def _strip_step(line: str) -> str:
     return re.sub(r"^#\d+ \d+(?:\.\d+)? ", "", re.sub(r"\x1b\[[0-9;]*m", "", line)).strip()
 
 
-#: What a failed base build's log says, and what to do about it (first match wins).
-_FIXES = (
-    (("does not match the sha256", "Hash Sum mismatch", "unexpected size", "NO_PUBKEY", "BADSIG", "has fingerprint",
-      "not signed"),
-     "a download did not match NVIDIA's recipe: do not work around it; check the network path (proxy, mirror) "
-     "or report it"),
-    (("certificate verify failed", "SSL certificate problem", "server certificate verification failed",
-      "UnknownIssuer", "self-signed certificate", "self signed certificate"),
-     "this site's TLS needs its own CA: pass --ca-bundle FILE (PEM)"),
-    (("Could not resolve", "Temporary failure resolving", "Failed to fetch", "Connection refused", "timed out"),
-     "the base is rebuilt from NVIDIA's and Ubuntu's package repositories: make them reachable, or pull the tag "
-     "through --registry-mirror (--base pull)"),
-)
-
-
 def failure_fix(exc: BuildError) -> str:
-    """What to do about a failed base build: judged on the line that says why, else on the log's
-    output lines (never on the RUN commands the log echoes, which name every check envman makes)."""
-    cause = failure_cause(exc)
-    output = [ln for ln in (_strip_step(x) for x in (exc.log_tail or "").splitlines())
-              if not re.match(r"(?:Step \d+/\d+ : |RUN |\[[^\]]*\] RUN |The command '/bin/sh -c )", ln)]
-    for text in (cause, "\n".join(output)):
-        for needles, fix in _FIXES:
-            if any(n in text for n in needles):
-                return fix
-    return "read the log tail above / the full log; --base pull with --registry-mirror pulls the tag instead"
+    """What to do about a failed base build: the hint of its error class (envman.images.failure,
+    which reads the log's output lines, never the RUN commands it echoes)."""
+    from envman.images.failure import summarize
+
+    why = summarize(failure_cause(exc), exc.log_tail or "")
+    return why.hint or "read the log tail above / the full log; --base pull with --registry-mirror pulls the tag instead"
 
 
 __all__ = ["BaseResult", "base_labels", "ensure_base", "failure_cause", "failure_fix"]

@@ -40,6 +40,11 @@ class ErrorClass:
 
 #: Known classes, checked in this order on the error lines (first match wins).
 CLASSES = (
+    ErrorClass("tampered", re.compile(
+        r"does not match the sha256|hash sum mismatch|file has unexpected size|no_pubkey|badsig|"
+        r"the following signatures were invalid|has fingerprint \S* ?, not|is not signed", re.IGNORECASE),
+        "a download does not match what its recipe or signed index says: do not work around it; check the "
+        "network path (proxy, mirror) for interference, or report it", "a download was tampered with or corrupted"),
     ErrorClass("tls", re.compile(
         r"invalid peer certificate|certificate verify failed|unknownissuer|self[- ]signed certificate|"
         r"x509: certificate|unable to get local issuer certificate|ssl: certificate", re.IGNORECASE),

@@ -336,14 +336,17 @@ def test_prune_keeps_a_base_another_user_built():
     ("curl: (60) SSL certificate problem: unable to get local issuer certificate\n",
      "curl: (60) SSL certificate problem: unable to get local issuer certificate", "--ca-bundle"),
     ("Setting up ca-certificates ...\nE: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'\n",
-     "E: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'", "make them reachable"),
+     "E: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'", "could not reach a server"),
+    ("#5 0.9 envman: the key at https://r/3bf863cc.pub has fingerprint ABCD, not NVIDIA's EB69: refusing it\n",
+     "envman: the key at https://r/3bf863cc.pub has fingerprint ABCD, not NVIDIA's EB69: refusing it",
+     "do not work around it"),
     ("something else entirely\n", "the build failed", "read the log tail"),
     # the log echoes the RUN line, which names every check: the fix follows the output, not the command
     ("Step 2/4 : RUN curl -o k.pub U && { [ \"$fpr\" = X ] || { echo \"envman: the key has fingerprint $fpr\"; }; }"
      " && echo x | sha256sum -c || echo \"does not match the sha256\"\n"
      "curl: (6) Could not resolve host: developer.download.nvidia.com\n"
      "The command '/bin/sh -c curl -o k.pub U && ... does not match the sha256' returned a non-zero code: 6\n",
-     "curl: (6) Could not resolve host: developer.download.nvidia.com", "make them reachable"),
+     "curl: (6) Could not resolve host: developer.download.nvidia.com", "could not reach a server"),
 ])
 def test_a_failed_base_build_names_its_cause_and_the_fix_for_it(tail, cause, fix):
     from envman.errors import BuildError
