@@ -1,6 +1,7 @@
 """``envman ci run`` end to end on stand-in bases: a CPU row that passes its CPU checks, a broken
-row whose smoke test must fail, and a row on a base image deleted upstream that must be reported
-not-buildable (never a pass). Then the JUnit XML is checked against a JUnit schema and the
+row whose smoke test must fail, and a row on a base image deleted upstream that, under ``--base
+pull`` (no rebuild from NVIDIA's recipe, no registry mirror), must be reported not-buildable (never
+a pass; the rebuild itself is tests/docker/test_base_rebuild.py). Then the JUnit XML is checked against a JUnit schema and the
 results are turned into the support-matrix page.
 """
 
@@ -51,7 +52,8 @@ def run(bases, docker_engine, wheelhouse, ca_bundle, tmp_path_factory):
     p = subprocess.run(
         [sys.executable, "-m", "envman", "--matrix", str(STANDIN_MATRIX), "ci", "run",
          "--rows", f"{CPU} {BROKEN}", "--rows", DELETED,
-         "--wheelhouse", str(wheelhouse), "--ca-bundle", ca_bundle, "--accept-cpu-only", "--report", str(report)],
+         "--wheelhouse", str(wheelhouse), "--ca-bundle", ca_bundle, "--accept-cpu-only", "--base", "pull",
+         "--report", str(report)],
         capture_output=True, text=True, env=env, timeout=3000,
     )
     results = json.loads((report / "results.json").read_text()) if (report / "results.json").exists() else None
