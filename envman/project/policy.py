@@ -78,8 +78,8 @@ CREDENTIAL_NAMES = (
 )
 #: Every path under a home directory that no file may mount.
 HOME_NAMES = STARTUP_NAMES + CREDENTIAL_NAMES
-#: At most this many entries are looked at for hard links: in each protected folder (to learn
-#: the inodes of its files) and in a mounted folder (to find a link to one of them).
+#: At most this many entries are looked at for hard links: in your protected folders together
+#: (to learn the inodes of their files) and in a mounted folder (to find a link to one of them).
 HARDLINK_SCAN_LIMIT = 5000
 
 
@@ -177,30 +177,35 @@ class Policy:
     file_ids: dict[tuple[int, int], str]
 
     @classmethod
-    def of(cls, protected: Iterable[Protected]) -> Policy:
+    def of(cls, protected: Iterable[Protected], home: str | None = None) -> Policy:
+        """``home``: the folder whose protected entries are scanned for the inodes of their files
+        (default: the invoking user's; only you can hard-link your own files, as Linux's
+        ``fs.protected_hardlinks`` keeps others from linking files they cannot read and write)."""
+        mine = os.path.realpath(home or os.path.expanduser("~"))
         entries = []
         file_ids: dict[tuple[int, int], str] = {}
+        budget = [HARDLINK_SCAN_LIMIT]
         for p in protected:
             real = os.path.realpath(p.path)
             chain = _chain(real)
             entries.append(_Entry(p, real, _ident(real), frozenset(chain),
                                   frozenset(i for i in map(_ident, chain) if i is not None)))
-            if p.contents and p.why != "a host system directory":
-                _file_ids(real, file_ids)
+            if p.contents and p.why != "a host system directory" and real.startswith(mine + "/"):
+                _file_ids(real, file_ids, budget)
         return cls(tuple(entries), file_ids)
 
 
-def _file_ids(real: str, out: dict[tuple[int, int], str]) -> None:
-    """Add the (device, inode) of the regular files at or under ``real`` (bounded)."""
-    seen = 0
+def _file_ids(real: str, out: dict[tuple[int, int], str], budget: list[int]) -> None:
+    """Add the (device, inode) of the regular files at or under ``real``; ``budget`` bounds the
+    entries looked at over all calls."""
     stack = [real]
-    while stack and seen < HARDLINK_SCAN_LIMIT:
+    while stack and budget[0] > 0:
         path = stack.pop()
         try:
             st = os.lstat(path)
         except (OSError, ValueError):
             continue
-        seen += 1
+        budget[0] -= 1
         if stat.S_ISREG(st.st_mode):
             out.setdefault((st.st_dev, st.st_ino), path)
         elif stat.S_ISDIR(st.st_mode):
