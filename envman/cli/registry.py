@@ -67,10 +67,16 @@ def push(
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
-        if not as_json:
-            typer.echo(f"pushing {stack.name} to {reg}", err=True)
+        started: list[bool] = []
+
+        def progress(line: str) -> None:  # a heading once the upload starts (checks may refuse first)
+            if not started:
+                started.append(True)
+                typer.echo(f"pushing {stack.name} to {reg}", err=True)
+            typer.echo(f"  {line}", err=True)
+
         pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http,
-                            on_progress=None if as_json else (lambda line: typer.echo(f"  {line}", err=True)))
+                            on_progress=None if as_json else progress)
     if as_json:
         emit_json(pushed.__dict__)
         return
