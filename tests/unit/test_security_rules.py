@@ -1526,3 +1526,41 @@ def test_expand_user():
     with pytest.raises(ValueError) as e:
         policy.expand_user("~root/x")
     assert str(e.value) == "only ~ or ~/path (your own home) may be used, not ~user"
+
+
+def test_state_problem_names_a_socket_and_odd_roots(tmp_path):
+    from envman.safefile import is_within
+
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(tmp_path / "sock"))
+    try:
+        assert state_problem(os.lstat(tmp_path / "sock")) == "a socket"
+    finally:
+        s.close()
+    assert not is_within("/w/proj/a", "/w/projX") and is_within("/w/projX/a", "/w/projX/")
+
+
+def test_trust_records_survive_odd_entries_and_legacy_roots(home, tmp_path):
+    from envman.project import trust as T
+    from envman.project.trust import require_trust
+
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"schema": 1, "files": {"/a/envman.toml": "not a record", "/b/envman.toml": {"sha256": 1},
+                                                    "/c/envman.toml": {"sha256": "c" * 64}}}))
+    os.chmod(f, 0o600)
+    assert T.records(f) == {"/c/envman.toml": {"sha256": "c" * 64}}
+    T.trust("/c/envman.toml", "c" * 64, f, root="/elsewhere")  # the legacy record's own directory stays trusted
+    assert json.loads(f.read_text())["files"]["/c/envman.toml"]["roots"] == ["/c", "/elsewhere"]
+    good = _trusted_project(tmp_path, "ports = [1]\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "envman.toml").symlink_to(good / "envman.toml")
+    third = tmp_path / "third"
+    third.mkdir()
+    (third / "envman.toml").symlink_to(good / "envman.toml")
+    T.trust(str(good / "envman.toml"), load_project(good).digest, root=third)
+    p = load_project(other)
+    with pytest.raises(UserError) as e:
+        require_trust(p)
+    assert e.value.where == str(other / "envman.toml")
+    assert f"trusted only as the project file of {good}, {third}" in e.value.what
