@@ -142,7 +142,7 @@ class BuildProgress:
                 in_step = f" {now - r.step_started:.0f}s" if r.step_started is not None else ""
                 detail = f" · {r.detail}" if r.detail else " ·"
                 what = Text.assemble((r.text[:40] if r.detail else r.text[:60], "dim"), (f"{detail}{in_step}", "cyan"))
-            table.add_row(mark, Text(printable(r.name), style="bold"), Text(label, style=colour), printable(r.step), what, elapsed)
+            table.add_row(mark, Text(printable(r.name), style="bold"), Text(label, style=colour), Text(printable(r.step)), what, elapsed)
         return table
 
     def _spinner(self, name: str, colour: str) -> Any:

@@ -9,7 +9,7 @@ import typer
 from envman.cli.complete import complete_project
 from typer.core import TyperCommand
 
-from envman.cli._out import console, emit_json
+from envman.cli._out import console, emit_json, plain
 
 _META_CMD = "envman.submit.command"
 
@@ -103,7 +103,7 @@ def jobs(
             code += f" (signal {s.signal})"
         state = s.state + (f" ({s.reason})" if s.reason and s.state == "PENDING" else "")
         when = datetime.datetime.fromtimestamp(r.submitted).strftime("%m-%d %H:%M:%S")
-        t.add_row(r.id, r.project, r.runtime, str(r.gpus), state, code, when)
+        t.add_row(*map(plain, (r.id, r.project, r.runtime, str(r.gpus), state, code, when)))
     console().print(t, markup=False)
 
 
