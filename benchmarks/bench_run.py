@@ -18,7 +18,9 @@ Timed: ``envman run`` as users run it (after the first run, the run-plan cache o
 ``envman.run.cache`` serves it while nothing it depends on changed), and the same run with
 ``ENVMAN_RUN_CACHE=0``, the full path with every check (what a first run, or a run after any
 change, costs). Python bytecode caches are allowed (as in a pip install), even where
-PYTHONDONTWRITEBYTECODE is set. Goals (issue 26): at most 1.05x cached and 1.1x on the full
+PYTHONDONTWRITEBYTECODE is set. ``--compare PYTHON`` times another installation's envman (the
+console script beside PYTHON, e.g. a checkout of an older commit) in the same rounds, so the two
+can be compared under the same load. Goals (issue 26): at most 1.05x cached and 1.1x on the full
 path, with and without a project image; ratios are per interleaved round (median, min, max).
 """
 
@@ -86,11 +88,11 @@ def pick_base(asked: str | None) -> str:
                      "pull one, or give --base IMAGE")
 
 
-def project_ref(env: dict[str, str], root: Path, image_id: str) -> str:
+def project_ref(env: dict[str, str], root: Path, image_id: str, python: str = sys.executable) -> str:
     """The tag a run of the project at ``root`` uses for its project image on the stack image."""
     code = ("import sys\nfrom envman.project.file import load_project\nfrom envman.project.image import project_image_ref\n"
             "print(project_image_ref(load_project(sys.argv[1]), sys.argv[2], sys.argv[3]))\n")
-    return subprocess.run([sys.executable, "-c", code, str(root), STACK, image_id], env=env, check=True,
+    return subprocess.run([python, "-c", code, str(root), STACK, image_id], env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
@@ -100,6 +102,9 @@ def main() -> int:
     ap.add_argument("--project", help="a registered project to run instead of the throw-away ones")
     ap.add_argument("--base", help="local image for the throw-away stack")
     ap.add_argument("-n", type=int, default=15, help="rounds (default 15)")
+    ap.add_argument("--compare", metavar="PYTHON",
+                    help="also time the envman installed beside this interpreter (e.g. another checkout's venv), "
+                         "in the same rounds, with its own run-plan cache")
     args = ap.parse_args(argv)
 
     env = dict(os.environ)
@@ -140,9 +145,11 @@ def main() -> int:
                 (proj / "envman.toml").write_text(f'name = "{name}"\nstack = "torch-0.0.1-cpu"\n{body}')
                 subprocess.run([*envman_cmd(), *extra, "project", "add", str(proj)], env=env, check=True, capture_output=True)
                 if body:  # its project image: a tag of the stack image under the ref the run works out
-                    ref = project_ref(env, proj, image_id)
-                    subprocess.run(["docker", "tag", stable, ref], check=True)
-                    tags.append(ref)
+                    for python in dict.fromkeys([sys.executable, *([args.compare] if args.compare else [])]):
+                        ref = project_ref(env, proj, image_id, python)
+                        if ref not in tags:
+                            subprocess.run(["docker", "tag", stable, ref], check=True)
+                            tags.append(ref)
                 projects[name] = name
             cwd = str(tmp)
         for label, project in projects.items():
@@ -154,15 +161,26 @@ def main() -> int:
             run = [*envman_cmd(), *extra, "run", project, "--no-gpu", "--", "true"]
             docker = ["docker", "run", "--rm", image, "true"]
             full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
-            times = interleaved({
+            samples = {
                 "docker": lambda: run_once(docker, env, cwd),
                 "cached": lambda: run_once(run, env, cwd),
                 "full": lambda: run_once(run, full_env, cwd),
-            }, args.n)
+            }
+            if args.compare:
+                other = [str(Path(args.compare).with_name("envman")), *run[len(envman_cmd()):]]
+                other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare")}  # its own run-plan cache
+                samples["other cached"] = lambda: run_once(other, other_env, cwd)
+                samples["other full"] = lambda: run_once(other, {**other_env, "ENVMAN_RUN_CACHE": "0"}, cwd)
+            times = interleaved(samples, args.n)
             what = "project image" if label != "bench" and not args.project else "stack image"
             report.ratio(f"envman run ({what}) / docker run, cached", times["cached"], times["docker"], GOAL_CACHED)
             report.ratio(f"envman run ({what}) / docker run, full path", times["full"], times["docker"], GOAL_FULL,
                          "(ENVMAN_RUN_CACHE=0)")
+            if args.compare:
+                report.ratio(f"  --compare's envman run ({what}) / docker run, cached", times["other cached"],
+                             times["docker"], None)
+                report.ratio(f"  --compare's envman run ({what}) / docker run, full path", times["other full"],
+                             times["docker"], None)
     finally:
         for ref in reversed(tags):
             subprocess.run(["docker", "rmi", ref], capture_output=True)  # removes the tags only
