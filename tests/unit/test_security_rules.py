@@ -1564,3 +1564,22 @@ def test_trust_records_survive_odd_entries_and_legacy_roots(home, tmp_path):
         require_trust(p)
     assert e.value.where == str(other / "envman.toml")
     assert f"trusted only as the project file of {good}, {third}" in e.value.what
+
+
+def test_a_private_file_read_never_waits_on_a_fifo(tmp_path):
+    from envman.safefile import read_file
+
+    p = tmp_path / "projects.json"
+    os.mkfifo(p)
+    result: list = []
+
+    def read():
+        try:
+            read_file(p, what="registry", private=True)
+        except UserError as exc:
+            result.append(exc.what)
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(30)  # a bound only so that a regression cannot hang the suite
+    assert not t.is_alive() and result == ["is a FIFO (named pipe), expected a regular registry"]
