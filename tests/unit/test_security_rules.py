@@ -1583,3 +1583,13 @@ def test_a_private_file_read_never_waits_on_a_fifo(tmp_path):
     t.start()
     t.join(30)  # a bound only so that a regression cannot hang the suite
     assert not t.is_alive() and result == ["is a FIFO (named pipe), expected a regular registry"]
+
+
+def test_a_file_larger_than_its_size_says_is_cut_at_the_limit():
+    """/proc files report size 0: the limit holds on what is read, not only on what fstat says."""
+    from envman.safefile import read_file
+
+    assert _err(lambda: read_file("/proc/self/status", what="widget", limit=10)) == (
+        "the widget is more than 10 bytes", "/proc/self/status", "give a smaller file")
+    assert _err(lambda: read_file("/proc/self/status", what="widget", limit=10, fix="F"))[2] == "F"
+    assert b"Name:" in read_file("/proc/self/status", limit=1 << 20)
