@@ -1511,6 +1511,7 @@ def test_engine_sockets_in_a_folder_by_name_and_type(home, tmp_path):
 def test_a_symlink_inside_a_mounted_folder_exposes_nothing_and_is_allowed(home, tmp_path):
     (home / ".ssh").mkdir()
     (home / ".ssh" / "id_ed25519").write_text("KEY")
+    os.link(home / ".ssh" / "id_ed25519", home / ".ssh" / "id_ed25519.bak")  # two names, one inode
     data = home / "data" / "set"
     data.mkdir(parents=True)
     (data / "keys").symlink_to(home / ".ssh")  # the container sees a dangling link, not the key
@@ -1593,3 +1594,25 @@ def test_a_file_larger_than_its_size_says_is_cut_at_the_limit():
         "the widget is more than 10 bytes", "/proc/self/status", "give a smaller file")
     assert _err(lambda: read_file("/proc/self/status", what="widget", limit=10, fix="F"))[2] == "F"
     assert b"Name:" in read_file("/proc/self/status", limit=1 << 20)
+
+
+def test_each_protected_path_says_what_it_is(home, tmp_path, monkeypatch):
+    for name in (".zshenv", ".ssh"):
+        (home / name).mkdir()
+    policy._CACHE.clear()
+    real_home = os.path.realpath(home)
+    assert policy.forbidden_reason("/etc") == "/etc is a host system directory (/etc)"
+    assert policy.forbidden_reason(str(home)) == f"{real_home} is a home directory ({home})"
+    assert policy.forbidden_reason(str(home / ".ssh")) == f"{real_home}/.ssh is a credentials file or folder ({home}/.ssh)"
+    assert policy.forbidden_reason(str(home / ".zshenv")) == (
+        f"{real_home}/.zshenv is a file a shell or a tool runs at start-up ({home}/.zshenv)")
+    assert policy.forbidden_reason(str(home / ".ssh" / "x")) == (
+        f"{real_home}/.ssh/x lies inside a credentials file or folder ({home}/.ssh)")
+    for var in ("DOCKER_HOST", "CONTAINER_HOST"):
+        sock = tmp_path / f"{var}-engine"
+        prot = policy.protected_paths({var: f"unix://{sock}"})
+        assert any(p.path == str(sock) and p.why == "the container engine's socket" for p in prot)
+        assert not any(p.path == str(sock) for p in policy.protected_paths({}))
+        monkeypatch.setenv(var, f"unix://{sock}")
+        policy._CACHE.clear()
+        assert policy.forbidden_reason(str(sock)) == f"{sock} is the container engine's socket ({sock})"
