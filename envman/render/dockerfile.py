@@ -43,7 +43,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -83,8 +83,14 @@ from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref,
 from envman.render.template import render_dockerfile
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
 
-if TYPE_CHECKING:
-    from envman.render.base import BaseBuild
+
+class RebuiltBase(Protocol):
+    """What a stack's render needs of its base rebuilt from NVIDIA's recipe
+    (:class:`envman.render.base.BaseBuild`): the image the stack starts from, and its context."""
+
+    ref: str
+
+    def context(self) -> dict[str, bytes]: ...
 
 RENDER_HASH_LABEL = L.RENDER_HASH
 #: Where a stack's context carries the Dockerfile of its rebuilt base (``envman render -o DIR``).
@@ -497,7 +503,7 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
 
 
 def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: bytes | None = None,
-                 builder: str = "classic", base: BaseBuild | None = None) -> BuildContext:
+                 builder: str = "classic", base: RebuiltBase | None = None) -> BuildContext:
     """Render ``stack`` with ``options`` into a ``BuildContext`` (no Docker needed).
 
     ``probe`` replaces the probe archive's content (the golden files use a fixed one so they change
