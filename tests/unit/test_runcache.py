@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import socketserver
+from tests.support.socket_engine import SocketEngine
 import threading
 from pathlib import Path
 
@@ -36,37 +36,23 @@ class Exec(BaseException):
         self.argv, self.path = list(argv), path
 
 
-class EngineAPI(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """``GET /images/REF/json`` and ``GET /info`` over a Unix socket, HTTP/1.0 like the engine."""
-
-    daemon_threads = True
+class EngineAPI(SocketEngine):
+    """``GET /images/REF/json`` and ``GET /info``."""
 
     def __init__(self, path: str) -> None:
         self.images: dict[str, str] = {}
         self.info: dict = {"ServerVersion": "27.3.1", "Runtimes": {"runc": {}}}
-        self.requests: list[str] = []
-        super().__init__(path, _Handler)
+        super().__init__(path)
 
-
-class _Handler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        line = self.rfile.readline().decode()
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-            pass
-        path = line.split()[1]
-        srv: EngineAPI = self.server  # type: ignore[assignment]
-        srv.requests.append(path)
+    def answer(self, path: str):
+        ref = path[8:-5] if path.startswith("/images/") and path.endswith("/json") else None
         if path == "/info":
-            status, body = 200, srv.info
-        elif path.startswith("/images/") and path.endswith("/json") and path[8:-5] in srv.images:
-            status, body = 200, {"Id": srv.images[path[8:-5]], "RepoTags": [path[8:-5]]}
-        elif path.startswith("/images/") and path.endswith("/json") and path[8:-5] in srv.images.values():
-            ref = path[8:-5]
-            status, body = 200, {"Id": ref, "RepoTags": [t for t, i in srv.images.items() if i == ref]}
-        else:
-            status, body = 404, {"message": "No such image"}
-        data = json.dumps(body).encode()
-        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)
+            return 200, self.info
+        if ref is not None and ref in self.images:
+            return 200, {"Id": self.images[ref], "RepoTags": [ref]}
+        if ref is not None and ref in self.images.values():
+            return 200, {"Id": ref, "RepoTags": [t for t, i in self.images.items() if i == ref]}
+        return 404, {"message": "No such image"}
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import socketserver
+from tests.support.socket_engine import SocketEngine
 import subprocess
 import sys
 import threading
@@ -64,30 +64,15 @@ def test_version_loads_no_cli_framework(env):
     assert {"typer", "click", "rich"} & mods == set()
 
 
-class ImagesAPI(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """``GET /images/json`` (one managed image) over a Unix socket, HTTP/1.0 like the engine."""
+class ImagesAPI(SocketEngine):
+    """``GET /images/json`` (one managed image)."""
 
-    daemon_threads = True
     image = {"Id": "sha256:" + "a" * 64, "RepoTags": ["envman/torch-2.4.1-cpu-py3.11:latest"], "Size": 5_000_000,
              "Created": 1_700_000_000, "Labels": {"envman.managed": "true", "envman.name": "torch-2.4.1-cpu-py3.11",
                                                    "envman.role": "stack"}}
 
-    def __init__(self, path: str) -> None:
-        self.requests: list[str] = []
-        super().__init__(path, _Handler)
-
-
-class _Handler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        line = self.rfile.readline().decode()
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-            pass
-        path = line.split()[1]
-        srv: ImagesAPI = self.server  # type: ignore[assignment]
-        srv.requests.append(path)
-        status, body = (200, [srv.image]) if path.startswith("/images/json") else (404, {"message": "no"})
-        data = json.dumps(body).encode()
-        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)
+    def answer(self, path: str):
+        return (200, [self.image]) if path.startswith("/images/json") else (404, {"message": "no"})
 
 
 def test_images_asks_the_engine_socket_without_the_docker_sdk(env, tmp_path):

@@ -1,0 +1,34 @@
+"""A fake engine on a Unix socket that speaks the Engine API's HTTP/1.0, as the real one does for
+envman's raw-socket client: each test's server says what it answers by overriding ``answer``."""
+
+from __future__ import annotations
+
+import json
+import socketserver
+from typing import Any
+
+
+class SocketEngine(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """Records every request path in ``requests``; ``answer(path)`` gives ``(status, JSON body)``."""
+
+    daemon_threads = True
+
+    def __init__(self, path: str) -> None:
+        self.requests: list[str] = []
+        super().__init__(path, _Handler)
+
+    def answer(self, path: str) -> tuple[int, Any]:
+        return 404, {"message": "no"}
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline().decode()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        path = line.split()[1]
+        srv: SocketEngine = self.server  # type: ignore[assignment]
+        srv.requests.append(path)
+        status, body = srv.answer(path)
+        data = json.dumps(body).encode()
+        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)
