@@ -21,6 +21,7 @@ A builder for Podman (buildah also mounts caches and secrets) fits the same inte
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import shutil
@@ -32,11 +33,11 @@ from contextlib import contextmanager
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from envman.config import BUILDERS as BUILDER_CHOICES
-from envman.engine.api import EngineInfo
-from envman.engine.docker import LOG_TAIL_LINES, BuildEvent, Engine
+from envman.engine.api import BuildEvent, EngineInfo
+from envman.engine.docker import LOG_TAIL_LINES, Engine
 from envman.labels import namespaced as _namespaced
 from envman.errors import BuildError, EngineError, UserError
 
@@ -53,7 +54,8 @@ BUILDKIT_FIX = ("install the buildx plugin (Debian: apt-get install docker-build
 class Builder(Protocol):
     """Builds a context into a tagged image, streaming :class:`BuildEvent` objects."""
 
-    kind: BuilderKind
+    @property
+    def kind(self) -> BuilderKind: ...
 
     def build(
         self,
@@ -82,10 +84,8 @@ class ClassicBuilder:
         if secrets:
             raise UserError("the classic builder cannot pass build secrets", where=f"build {tag}",
                             fix="build with --builder buildkit")
-        extra: dict[str, str] = {"platform": platform} if platform else {}
-        if self.network:
-            extra["network"] = self.network
-        return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull, **extra)
+        return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull,
+                                 platform=platform or None, network=self.network or None)
 
 
 # --------------------------------------------------------------------------- the docker CLI
@@ -319,9 +319,10 @@ class BuildKitBuilder:
 def _feed(proc: subprocess.Popen[str], data: bytes) -> None:
     """Write the context tar to the CLI's stdin (binary, under the text wrapper) and close it."""
     assert proc.stdin is not None
+    stdin = cast(io.TextIOWrapper, proc.stdin)  # text=True: a TextIOWrapper over the binary pipe
     try:
-        proc.stdin.buffer.write(data)
-        proc.stdin.close()
+        stdin.buffer.write(data)
+        stdin.close()
     except (BrokenPipeError, OSError, ValueError):
         pass  # the CLI died early; its output says why
 

@@ -187,7 +187,9 @@ def podman_cdi_names(gpus: GpuRequest | None) -> list[str]:
         return []
     if gpus == "all":
         return ["all"]
-    if isinstance(gpus, int) and not isinstance(gpus, bool):
+    if isinstance(gpus, bool):  # gpu_device_requests refuses it before this is asked
+        raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
+    if isinstance(gpus, int):
         return [str(i) for i in range(gpus)]
     return [str(g) for g in gpus]
 
@@ -210,7 +212,8 @@ def layer_progress(item: Any, seen: dict[str, tuple[str, int]]) -> str | None:
     layer, status = item.get("id"), item.get("status")
     if not isinstance(layer, str) or not isinstance(status, str) or not layer or len(layer) > 80:
         return None
-    detail = item.get("progressDetail") if isinstance(item.get("progressDetail"), Mapping) else {}
+    raw_detail = item.get("progressDetail")
+    detail: Mapping[str, Any] = raw_detail if isinstance(raw_detail, Mapping) else {}
     current, total = detail.get("current"), detail.get("total")
     quarter = 0
     if isinstance(current, int) and isinstance(total, int) and total > 0:
@@ -305,7 +308,7 @@ class Engine:
 
     def _libpod_get(self, path: str) -> dict[str, Any] | None:
         with self._errors(f"podman {path}"):
-            res = self._api._get(self._libpod_url(path))
+            res = self._api._get(self._libpod_url(path))  # type: ignore[attr-defined]  # the SDK's GET with its timeout; not in types-docker
             return res.json() if res.status_code == 200 else None
 
     # -- build ------------------------------------------------------------------------------
@@ -416,13 +419,13 @@ class Engine:
         from docker.utils import parse_repository_tag
 
         repository, tag = parse_repository_tag(ref)
-        digest = None
+        digest: str | None = None
         seen: dict[str, tuple[str, int]] = {}
         with self._errors(f"push {ref}"):
             for item in self._api.push(repository, tag=tag or "latest", stream=True, decode=True):
                 self._stream_error(item, f"push {ref}")
                 line = layer_progress(item, seen) if on_progress else None
-                if line:
+                if line and on_progress:
                     on_progress(line)
                 aux = item.get("aux") if isinstance(item, Mapping) else None
                 if isinstance(aux, Mapping) and isinstance(aux.get("Digest"), str):
@@ -536,7 +539,7 @@ class Engine:
         with self._errors(f"create container from {image}"):
             host_config = self._api.create_host_config(
                 binds=[f"{host}:{ctr}:{mode}" for host, ctr, mode in (mounts or [])] or None,
-                device_requests=device_requests or None,
+                device_requests=device_requests or None,  # type: ignore[arg-type]  # the SDK makes DeviceRequests of dicts
                 shm_size=shm_size,
                 port_bindings={c: ("127.0.0.1", h) for c, h in port_map.items()} or None,
                 security_opt=list(security_opt) if security_opt else None,
@@ -582,7 +585,7 @@ class Engine:
                 raise EngineError(f"start container from {image}: {_one_line(exc.explanation or str(exc))}") from exc
             timed_out = False
             try:
-                status = self._api.wait(cid, timeout=timeout)
+                status = self._api.wait(cid, timeout=timeout)  # type: ignore[arg-type]  # requests takes a float
                 exit_code = int(status.get("StatusCode", -1))
             except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
                 timed_out = True
@@ -629,8 +632,9 @@ class Engine:
         if network == "none":
             spec["netns"] = {"nsmode": "none"}
         with self._errors(f"create container from {image}"):
-            res = self._api._post(self._libpod_url("/containers/create"), data=json.dumps(spec),
-                                  headers={"Content-Type": "application/json"})
+            res = self._api._post(  # type: ignore[attr-defined]  # the SDK's POST with its timeout; not in types-docker
+                self._libpod_url("/containers/create"), data=json.dumps(spec),
+                headers={"Content-Type": "application/json"})
         body = res.json() if res.headers.get("Content-Type", "").startswith("application/json") else {}
         if res.status_code >= 400 or not body.get("Id"):
             msg = _one_line(str(body.get("message") or body.get("cause") or res.text))

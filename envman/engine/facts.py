@@ -37,7 +37,7 @@ class DockerFacts:
     """
 
     def __init__(self, docker: str = "docker",
-                 runner: Callable[[list[str]], subprocess.CompletedProcess] | None = None,
+                 runner: Callable[[list[str]], subprocess.CompletedProcess[str]] | None = None,
                  socket: str | None = None, source: str = "") -> None:
         self.docker = docker
         self._run = runner or self._subprocess
@@ -51,7 +51,7 @@ class DockerFacts:
         """``GET path`` on the socket; :class:`NoAnswer` when there is none or it says nothing clean."""
         return api_get(self.socket, path)
 
-    def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess:
+    def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         exe = shutil.which(self.docker)
         if exe is None:
             raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
@@ -60,7 +60,7 @@ class DockerFacts:
         # `docker stop` waits for the container's own grace period first
         return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120 if args[:1] == ["stop"] else 60)
 
-    def _unreachable(self, p: subprocess.CompletedProcess, what: str = "Docker engine not reachable") -> EngineError:
+    def _unreachable(self, p: subprocess.CompletedProcess[str], what: str = "Docker engine not reachable") -> EngineError:
         from envman.engine.docker import UNREACHABLE_FIX
 
         line = next((ln.strip() for ln in (p.stderr or p.stdout or "").splitlines() if ln.strip()), f"exit {p.returncode}")

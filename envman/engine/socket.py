@@ -97,4 +97,5 @@ def image_id(socket_path: str | None, ref: str) -> str | None:
         return None
     if status != 200 or not isinstance(body, dict) or not isinstance(body.get("Id"), str):
         raise NoAnswer()
-    return body["Id"]
+    image: str = body["Id"]
+    return image

@@ -196,7 +196,7 @@ class Stack:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Stack":
         fields = {f for f in cls.__dataclass_fields__}
-        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in fields}
+        kw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in fields}
         return cls(**kw)
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 ORIGINS_FILE = "matrix-origins.json"
 MAX_NAMES = 256
@@ -24,7 +24,7 @@ def _path() -> Path:
     return state_dir() / ORIGINS_FILE
 
 
-def _load() -> dict[str, dict]:
+def _load() -> dict[str, dict[str, Any]]:
     from envman.state import read_json_object
 
     return read_json_object(_path())

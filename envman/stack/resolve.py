@@ -106,7 +106,7 @@ def _flavours_for(needed: str) -> list[str]:
     return [f for f in FLAVOURS if need <= _FLAVOUR_CONTENT[f]]
 
 
-def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None):
+def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None) -> tuple[Version, str] | None:
     """(python, strategy) for a build on an OS, or None if the build can't have ``want``."""
     apt = set(os_info.python_apt) if os_info else set()
     if want is not None:
@@ -132,14 +132,14 @@ def _availability(matrix: Matrix, img: BaseImage, platform: str, *, pinned: bool
     return None
 
 
-def _os_rank(name: str) -> tuple:
+def _os_rank(name: str) -> tuple[Version]:
     m = re.search(r"(\d+(?:\.\d+)*)$", name)
     return (Version(m.group(1)),) if m else (Version("0"),)
 
 
 def _pick_image(
     matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
-):
+) -> tuple[BaseImage, Version, str]:
     """Choose (image, python, strategy) for a build; ranking documented in docs/design.md."""
     needed = build.flavour_needed
     if flavour is not None:
@@ -178,7 +178,7 @@ def _pick_image(
             if build.system_cudnn and img.flavour.startswith("cudnn") and not cudnn_fits(img.cudnn, build.cudnn):
                 continue  # the build loads cuDNN from the image: the majors must agree
             candidates.append(img)
-    best = None
+    best: tuple[tuple[int, bool, tuple[Version], Version, str], BaseImage, Version, str] | None = None
     unavailable: list[BaseImage] = []
     for img in candidates:
         rank = _availability(matrix, img, platform, pinned=bool(build.base_image))

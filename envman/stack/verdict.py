@@ -15,6 +15,7 @@ CUDA's rules (NVIDIA's CUDA Compatibility guide and the Blackwell/Hopper compati
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from envman.matrix.model import Arch, DriverVersion
 from envman.stack.names import Stack
@@ -35,7 +36,7 @@ class Verdict:
     def runs(self) -> bool:
         return self.verdict in (OK, JIT_ONLY)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"verdict": self.verdict, "reasons": list(self.reasons)}
 
 
@@ -59,8 +60,9 @@ def verdict(stack: Stack, driver: DriverVersion | str, gpu: Arch | str) -> Verdi
     if stack.cuda is None:
         return Verdict(OK, (f"{stack.name} is a CPU build: it uses no GPU and needs no driver",))
 
-    min_driver = DriverVersion.parse(stack.min_driver)
-    toolkit_driver = DriverVersion.parse(stack.toolkit_driver)
+    # a CUDA stack names both drivers (the resolver sets them with its CUDA version)
+    min_driver = DriverVersion.parse(cast(str, stack.min_driver))
+    toolkit_driver = DriverVersion.parse(cast(str, stack.toolkit_driver))
     if drv < min_driver:
         how = (
             f"minor-version compatibility of CUDA {stack.cuda.split('.')[0]}.x needs at least {min_driver}"
