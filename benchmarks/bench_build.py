@@ -206,7 +206,7 @@ def compare_builders(tmp: Path) -> int:
     from envman.matrix.load import load_matrix
     from envman.project.file import ProjectConfig
     from envman.project.image import build_project_image
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
     from envman.stack.resolve import resolve
 
     _, stack_name, opts = standin_setup(tmp)

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from envman.matrix.load import load_matrix
-from envman.render.dockerfile import RenderOptions, render_stack
+from envman.render.dockerfile import render_stack
+from envman.render.options import RenderOptions
 from envman.stack.resolve import resolve_row
 
 

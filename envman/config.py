@@ -25,17 +25,19 @@ the validators here are the same ones ``RenderOptions`` applies to CLI values.
 The file is read by one reader, :func:`read_config` (one parse per content), and each of the
 tables of :data:`TABLES` is checked by one function when it is asked for (a table, with only its
 keys; one error style). Tables envman does not know are left alone. Each table has its typed
-loader: ``[network]``, ``[build]`` and ``[matrix]`` here,
+loader: ``[network]``, ``[build]`` and ``[matrix]`` here (with the user's matrix files it names,
+:func:`user_matrix_paths`),
 ``[run]``/``[project]`` in ``envman.project.settings``, ``[engine]`` in ``envman.engine.select``,
 ``[registry]`` in ``envman.images.registry``, ``[slurm]`` in ``envman.cluster.slurm``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from envman.errors import UserError
 
@@ -516,11 +518,40 @@ def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
     return out
 
 
+#: Extra matrix files, os.pathsep-separated (before any --matrix option).
+MATRIX_ENV = "ENVMAN_MATRIX"
+
+
+def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
+    """User files: ``[matrix] files`` of the user config first, then ENVMAN_MATRIX
+    (os.pathsep-separated), then --matrix options (a file named twice is loaded once, last)."""
+    paths = list(load_matrix_config()["files"])
+    paths += [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
+    paths += [Path(p) for p in extra]
+    seen: dict[Path, Path] = {}
+    for p in paths:  # later wins, as a later file's rows replace an earlier one's
+        key = p.expanduser().absolute()
+        seen.pop(key, None)
+        seen[key] = p
+    return list(seen.values())
+
+
+def matrix_files(extra: Iterable[str | os.PathLike[str]] = (), *, shipped: bool = True) -> list[Path]:
+    """Every matrix file of an invocation, in load order: the shipped ones (sorted), then the
+    user's (``[matrix] files``, ``ENVMAN_MATRIX``, then ``--matrix``)."""
+    from envman.paths import matrices_dir
+
+    return [*(sorted(matrices_dir().glob("*.toml")) if shipped else []), *user_matrix_paths(extra)]
+
+
 __all__ = [
     "BUILDERS",
     "CREDENTIAL_KEYS",
     "MATRIX_KEYS",
     "load_matrix_config",
+    "MATRIX_ENV",
+    "user_matrix_paths",
+    "matrix_files",
     "NETWORK_KEYS",
     "load_builder_config",
     "load_base_config",

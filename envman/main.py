@@ -46,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         options, command = _split_command(words)
         from envman.run.cache import try_cached_run
 
-        try_cached_run(matrix, options, command)  # execs docker when the last identical run's plan holds
+        # execs docker when the last identical run's plan holds
+        try_cached_run(matrix, options, command, environment_of=_cached_run_environment)
         from envman.matrix.source import MatrixSource
         from envman.run.command import run_cli
 
@@ -56,16 +57,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         if split is not None and not _asks_help(split[1]):
             matrix, words = split
             options, command = _split_command(words)
-            from envman.run import envs
-
             if name == "exec":
-                sys.exit(guarded(lambda: envs.exec_cli(options, command)))
-            from envman.matrix.source import MatrixSource
+                from envman.run.envs import exec_cli
 
-            sys.exit(guarded(lambda: envs.shell_cli(options, command, MatrixSource.of(matrix))))
+                sys.exit(guarded(lambda: exec_cli(options, command)))
+            from envman.matrix.source import MatrixSource
+            from envman.run.command import shell_cli
+
+            sys.exit(guarded(lambda: shell_cli(options, command, MatrixSource.of(matrix))))
     from envman.cli import main as cli_main
 
     cli_main(args, invocation=tuple(args))
+
+
+def _cached_run_environment(project_file: str, args: Sequence[str]) -> Sequence[tuple[str, str]]:
+    """A cached run's environment, worked out again by the full path's rules (loaded only for a
+    cached run that has one)."""
+    from envman.run.command import cached_run_environment
+
+    return cached_run_environment(project_file, args)
 
 
 def _environ():
@@ -96,7 +106,8 @@ def _asks_help(words: Sequence[str]) -> bool:
     options = words[:words.index("--")] if "--" in words else words
     if not any(w in ("-h", "--help") for w in options):
         return False
-    from envman.run.command import run_parser, split_bare_command
+    from envman.run.command import run_parser
+    from envman.run.prepare import split_bare_command
 
     options, _ = split_bare_command(run_parser(), options)
     return any(w in ("-h", "--help") for w in options)

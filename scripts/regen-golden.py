@@ -66,7 +66,8 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
     from envman.config import validate_network
     from envman.matrix.load import load_matrix
     from envman.render.base import choose_base
-    from envman.render.dockerfile import RenderOptions, render_stack
+    from envman.render.dockerfile import render_stack
+    from envman.render.options import RenderOptions
     from envman.stack.resolve import resolve
 
     saved = os.environ.pop("ENVMAN_MATRIX", None)

@@ -246,7 +246,7 @@ def matrix_files_at(files: Sequence[str | Path], ref: str, dest: Path) -> tuple[
 @contextlib.contextmanager
 def _no_env_matrix() -> Iterator[None]:
     """``load_matrix`` also reads ENVMAN_MATRIX; the files at REF replace those, so hide it."""
-    from envman.matrix.load import MATRIX_ENV
+    from envman.config import MATRIX_ENV
 
     saved = os.environ.pop(MATRIX_ENV, None)
     try:
@@ -386,7 +386,7 @@ class RowResult:
 
 @dataclass
 class RunOptions:
-    """What ``envman ci run`` does per row. ``render_options`` is an ``envman.render.dockerfile.RenderOptions``."""
+    """What ``envman ci run`` does per row. ``render_options`` is an ``envman.render.options.RenderOptions``."""
 
     render_options: Any = None
     registry_mirror: str | None = None
@@ -409,7 +409,8 @@ def _now() -> str:
 
 
 def _render(stack: Stack, options, builder: str = "classic", base=None):
-    from envman.render.dockerfile import RenderOptions, render_stack
+    from envman.render.dockerfile import render_stack
+    from envman.render.options import RenderOptions
 
     return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 

@@ -1,5 +1,5 @@
 """Network options shared by ``envman render``, ``envman build`` and ``envman ci run``: the same
-names, the same help, and one conversion to :class:`envman.render.dockerfile.RenderOptions`.
+names, the same help, and one conversion to :class:`envman.render.options.RenderOptions`.
 
 Each option is ``None`` when not given, so the user config (``[network]`` in ``config.toml``)
 fills it; ``--offline/--online`` is three-valued for the same reason.
@@ -39,7 +39,7 @@ def network_options(
     python_mirror: str | None,
 ):
     """RenderOptions from the command line (``None``: not given) over the user config."""
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
 
     return RenderOptions.from_config({
         "registry_mirror": registry_mirror,

@@ -312,7 +312,7 @@ def update(
     from envman.matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
     from envman.matrix.write import atomic_write_all
     from envman.paths import matrices_dir
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
     from envman.stack.names import ALIASES
 
     _extra_matrix(matrix)

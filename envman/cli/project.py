@@ -265,7 +265,8 @@ class _PassThroughCommand(TyperCommand):
     def parse_args(self, ctx, args):
         before = args[:args.index("--")] if "--" in args else args
         if any(w in ("-h", "--help") for w in before):
-            from envman.run.command import run_parser, split_bare_command
+            from envman.run.command import run_parser
+            from envman.run.prepare import split_bare_command
 
             if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
                 self.params = _help_params(*self.help_source())  # only now: envman --help stays fast
@@ -332,7 +333,7 @@ def exec_(ctx: typer.Context) -> None:
 
 def shell(ctx: typer.Context) -> None:
     """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
-    from envman.run.envs import shell_cli
+    from envman.run.command import shell_cli
 
     shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), _matrix())
 
@@ -432,7 +433,7 @@ def _matrix_freshness(check_updates: bool) -> dict:
     if check_updates:
         from envman.matrix.index import PYPI_SIMPLE, Http
         from envman.matrix.update import Settings, check_only
-        from envman.render.dockerfile import RenderOptions
+        from envman.render.options import RenderOptions
 
         try:
             net = RenderOptions.from_config({})

@@ -1,7 +1,8 @@
 """Hand the terminal to the ``docker`` CLI: ``envman run`` and ``envman exec`` end by exec-ing it.
 
 The environment of a run reaches ``docker`` through an in-memory env file (never an argv), whose
-path fills :data:`ENV_FILE_SLOT` in the argv. Standard library only, and only ``os`` and ``sys``
+path fills :data:`ENV_FILE_SLOT` in the argv; ``--interactive``/``--tty`` are given as the caller's
+own terminal allows (:func:`terminal_flags`, :func:`with_terminal`). Standard library only, and only ``os`` and ``sys``
 at import: this is on the hot path of every run.
 """
 
@@ -12,7 +13,7 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
-    from typing import Sequence
+    from typing import Any, Sequence
 
 
 def which(name: str) -> str | None:
@@ -24,6 +25,39 @@ def which(name: str) -> str | None:
         if os.access(p, os.X_OK) and not os.path.isdir(p):
             return p
     return None
+
+
+def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
+    """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
+    a terminal, a pipe or a file (not /dev/null or closed)."""
+    import stat
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+
+    def isatty(f: Any) -> bool:
+        try:
+            return f is not None and f.isatty()
+        except (ValueError, AttributeError):
+            return False
+
+    tty = isatty(stdin) and isatty(stdout)
+    interactive = isatty(stdin)
+    if not interactive:
+        try:
+            mode = os.fstat(stdin.fileno()).st_mode
+            interactive = stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
+        except (OSError, ValueError, AttributeError):
+            interactive = False
+    return tty, interactive
+
+
+def with_terminal(argv: Sequence[str], tty: bool, interactive: bool) -> list[str]:
+    """``docker run`` / ``docker exec`` argv with ``--interactive`` / ``--tty`` right after the
+    subcommand (the first ``run`` or ``exec``: the words before it are envman's, e.g.
+    ``podman --remote --url URL run``)."""
+    at = next(i for i, w in enumerate(argv) if w in ("run", "exec")) + 1
+    return [*argv[:at], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[at:]]
 
 
 #: Where a run's argv names its env file; :func:`exec_docker` puts the real path there.

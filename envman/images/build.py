@@ -50,7 +50,8 @@ class BuildResult:
 
 
 def _render(stack: Stack, options, builder: str = "classic", base=None):
-    from envman.render.dockerfile import RenderOptions, render_stack
+    from envman.render.dockerfile import render_stack
+    from envman.render.options import RenderOptions
 
     return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 

@@ -384,7 +384,7 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
 
 def _config_options():
     """The render options of the user config (what a plain ``envman build`` uses)."""
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
 
     return RenderOptions.from_config()
 

@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import MatrixError
-from envman.paths import MATRIX_ENV, matrix_files, user_matrix_paths
+from envman.config import MATRIX_ENV, matrix_files, user_matrix_paths
 from envman.stack.names import FLAVOURS
 from envman.matrix.model import (
     DEFAULT_PLATFORMS,
@@ -643,4 +643,4 @@ def get_matrix(extra: Iterable[str | Path] = ()) -> Matrix:
     return _CACHE[key]
 
 
-__all__ = ["load_matrix", "load_files", "get_matrix", "parse_file", "user_matrix_paths", "MATRIX_ENV"]
+__all__ = ["load_matrix", "load_files", "get_matrix", "parse_file"]

@@ -2,7 +2,7 @@
 
 :class:`MatrixSource` holds what decides which matrix a command sees: the shipped files, then the
 user's (``[matrix] files`` of config.toml, ``ENVMAN_MATRIX``, ``--matrix`` options, combined by
-:func:`envman.paths.user_matrix_paths`). The matrix is parsed at most once, and only when a
+:func:`envman.config.user_matrix_paths`). The matrix is parsed at most once, and only when a
 command needs it; a stack name is resolved once per invocation, through a small on-disk cache
 keyed by the matrix files' sizes and mtimes, so a warm ``envman run`` parses no matrix at all.
 
@@ -44,7 +44,7 @@ class MatrixSource:
     @cached_property
     def user_files(self) -> tuple[Path, ...]:
         """The user's files, in load order: ``[matrix] files``, ``ENVMAN_MATRIX``, ``--matrix``."""
-        from envman.paths import user_matrix_paths
+        from envman.config import user_matrix_paths
 
         return tuple(user_matrix_paths(self.extra))
 

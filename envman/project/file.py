@@ -262,8 +262,9 @@ def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
     """Parse and validate an ``envman.toml`` (``path`` is the file or its directory). The file is
     read once, as a regular file of at most 1 MiB (:mod:`envman.safefile`); its sha256 is kept
     with the result (:attr:`ProjectConfig.digest`), so trust is checked against what was parsed."""
+    import hashlib  # not at module level: `envman run` imports this module on its hot path
+
     from envman.safefile import load_toml
-    from envman.project.trust import digest
 
     file = _project_file_path(path)
     where = str(file)
@@ -272,7 +273,7 @@ def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
     except FileNotFoundError:
         raise UserError("no such project file", where=where,
                         fix="create one with `envman project init --env STACK` in the project's root") from None
-    return replace(parse_project(doc, file), digest=digest(data))
+    return replace(parse_project(doc, file), digest=hashlib.sha256(data).hexdigest())
 
 
 def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:

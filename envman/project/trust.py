@@ -16,7 +16,6 @@ What a file asks for and whether that needs trust is decided below (:func:`trust
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -33,10 +32,6 @@ TRUST_FILE = "trust.json"
 
 def trust_path() -> Path:
     return config_dir() / TRUST_FILE
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:

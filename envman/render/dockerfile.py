@@ -41,7 +41,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -49,16 +49,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from envman.config import (
-    CREDENTIAL_KEYS,
-    NETWORK_KEYS,
-    Invalid,
-    check_url,
-    load_network_config,
-    redact,
-    split_credentials,
-    validate_network,
-)
+from envman.config import Invalid, check_url, load_network_config, split_credentials
 from envman import labels as L
 from envman.engine.context import deterministic_tar
 from envman.errors import RenderError, UserError
@@ -79,6 +70,7 @@ from envman.render.plan import (
     pip_requirement,
     stack_plan,
 )
+from envman.render.options import RenderOptions
 from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref, stack_label_json
 from envman.render.template import render_dockerfile
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
@@ -178,69 +170,6 @@ def check_stack(stack: Stack) -> None:
             check_url(value, what=key)
         except Invalid as exc:
             raise RenderError(exc.what, where=f"stack {stack.row!r}: {key}", fix=exc.fix) from None
-
-
-# --- options ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RenderOptions:
-    """Network options of a render (all optional). Validated on construction.
-
-    Build one from CLI values and the user config with ``RenderOptions.from_config``.
-    """
-
-    registry_mirror: str | None = None
-    ca_bundle: Path | None = None
-    pip_index: str | None = None
-    pip_extra_index: str | None = None
-    framework_index: str | None = None
-    wheelhouse: Path | None = None
-    offline: bool = False
-    apt_mirror: str | None = None
-    python_install_mirror: str | None = None
-
-    def __post_init__(self) -> None:
-        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, False)}
-        checked = validate_network(given, where=lambda k: NETWORK_KEYS[k])
-        for k, v in checked.items():
-            object.__setattr__(self, k, v)
-        if self.offline and self.wheelhouse is None:
-            raise UserError(
-                "--offline needs a wheelhouse: with no index, every package must come from one",
-                where="--offline",
-                fix="pip download the stack's packages (and their dependencies) into a directory and pass --wheelhouse DIR",
-            )
-
-    @classmethod
-    def from_config(
-        cls,
-        cli_overrides: Mapping[str, Any] | None = None,
-        *,
-        config_file: Path | None = None,
-        project: Mapping[str, Any] | None = None,
-    ) -> "RenderOptions":
-        """CLI values > ``project`` values (none of today's callers pass any) > the user config file.
-
-        ``cli_overrides`` uses the ``[network]`` key names (``pip_index``, ``ca_bundle``...);
-        ``None`` means "not given".
-        """
-        merged: dict[str, Any] = dict(load_network_config(config_file))
-        if project:
-            merged.update(validate_network(dict(project), where=lambda k: f"project file: [network].{k}"))
-        cli = {k: v for k, v in (cli_overrides or {}).items() if v is not None}
-        merged.update(validate_network(cli, where=lambda k: NETWORK_KEYS.get(k, k)))
-        return cls(**merged)
-
-    def describe(self) -> dict[str, Any]:
-        """The options that are set, as plain values (for messages and JSON)."""
-        return {f.name: (str(v) if isinstance(v, Path) else redact(v) if isinstance(v, str) else v)
-                for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
-
-    def credentials(self) -> dict[str, str]:
-        """The index options that carry ``user[:password]@`` (key -> the CLI option)."""
-        return {k: NETWORK_KEYS[k] for k in CREDENTIAL_KEYS
-                if isinstance(getattr(self, k), str) and split_credentials(getattr(self, k))[1] is not None}
 
 
 # --- the build context ----------------------------------------------------------------------
@@ -546,7 +475,6 @@ __all__ = [
     "BuildContext",
     "CA_DEST",
     "NETRC_SECRET",
-    "RenderOptions",
     "UV_VERSION",
     "render_stack",
     "render_hash",

@@ -32,7 +32,7 @@ from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_l
 from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
     from envman.render.wheels import Wheel
 
 # --- where things go in the image ------------------------------------------------------------

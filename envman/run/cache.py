@@ -26,11 +26,12 @@ builds with ``--no-cache`` or ``--pull``, or whose result was anything but a pro
 and holds no secret: entries are keyed by a hash of the invocation (whose ``-e NAME=VALUE``
 words may carry values), and a run's environment is kept as names and value hashes only. A
 cached run with an environment works its values out again from the same files and options
-(:func:`envman.run.command.cached_run_environment`), checks them against the hashes and hands them
+(``environment_of``, :func:`envman.run.command.cached_run_environment`), checks them against the hashes and hands them
 to ``docker`` through :func:`exec_docker`'s in-memory env file, never on an argv.
 
 Standard library only, and only ``os``, ``sys`` and ``json`` at import: this module is on the
-hot path of every run. It also holds the pieces of a run the full path shares with it.
+hot path of every run. It imports nothing of the full path: a cached run's environment is worked
+out again by the function its caller hands it (``environment_of``).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ import os
 import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
+    from typing import Any, Callable, Mapping, Sequence
 
 from envman import __version__
-from envman.engine.handoff import exec_docker, which
+from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
 from envman.engine.socket import NoAnswer, image_id, local_socket
 from envman.paths import cache_dir
 
@@ -53,40 +54,6 @@ MAX_ENTRIES = 32
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
 #: Words of ``envman run`` that always take the full path.
 UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json", "--name", "--detach", "-d")
-# --------------------------------------------------------------------------- terminal and exec
-
-
-def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
-    """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
-    a terminal, a pipe or a file (not /dev/null or closed)."""
-    import stat
-
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-
-    def isatty(f: Any) -> bool:
-        try:
-            return f is not None and f.isatty()
-        except (ValueError, AttributeError):
-            return False
-
-    tty = isatty(stdin) and isatty(stdout)
-    interactive = isatty(stdin)
-    if not interactive:
-        try:
-            mode = os.fstat(stdin.fileno()).st_mode
-            interactive = stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode)
-        except (OSError, ValueError, AttributeError):
-            interactive = False
-    return tty, interactive
-
-
-def with_terminal(argv: Sequence[str], tty: bool, interactive: bool) -> list[str]:
-    """``docker run`` / ``docker exec`` argv with ``--interactive`` / ``--tty`` right after the
-    subcommand (the first ``run`` or ``exec``: the words before it are envman's, e.g.
-    ``podman --remote --url URL run``)."""
-    at = next(i for i, w in enumerate(argv) if w in ("run", "exec")) + 1
-    return [*argv[:at], *(["--interactive"] if interactive else []), *(["--tty"] if tty else []), *argv[at:]]
 
 
 # --------------------------------------------------------------------------- the cache
@@ -173,8 +140,12 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
     return entry
 
 
-def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence[str]) -> None:
-    """Exec the recorded ``docker run`` when the plan is still valid; return on a miss."""
+def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence[str],
+                   environment_of: Callable[[str, Sequence[str]], Sequence[tuple[str, str]]] | None = None) -> None:
+    """Exec the recorded ``docker run`` when the plan is still valid; return on a miss.
+
+    ``environment_of(project_file, args)`` works out a cached run's environment again
+    (:func:`envman.run.command.cached_run_environment`); without it a run that has one is a miss."""
     if any(w.split("=", 1)[0] in UNCACHED_WORDS for w in args) or not enabled():
         return
     try:
@@ -187,9 +158,9 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
             return  # the full path says what is missing
         environment: list[tuple[str, str]] = []
         if entry.get("env"):
-            from envman.run.command import cached_run_environment
-
-            environment = list(cached_run_environment(entry["project_file"], args))
+            if environment_of is None:
+                return
+            environment = list(environment_of(entry["project_file"], args))
             if [[k, value_hash(v)] for k, v in environment] != entry["env"]:
                 return
     except Exception:  # a cache never breaks a run: the full path decides

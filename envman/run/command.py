@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from envman.errors import UserError
 from envman.project.file import ProjectConfig
-from envman.engine.handoff import ENV_FILE_SLOT, exec_docker
-from envman.run.cache import cache_key, record_run, terminal_flags
+from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags
+from envman.run.cache import cache_key, record_run
 from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
 from envman.run.preflight import suggest_stack
-from envman.run.prepare import Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports, prepare_run
+from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports,
+                                prepare_run, split_bare_command)
 
 if TYPE_CHECKING:
 
@@ -110,30 +111,6 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--detach", action="store_true", help="start in the background (named after the project "
                    "unless --name) and print the container's id; without a command it waits for envman exec")
     return p
-
-
-def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``envman run [OPTIONS] PROJECT CMD ARGS...``: (the options and PROJECT, the command).
-
-    The command starts at the second word that is neither an option nor an option's value;
-    options that take a value are known from ``parser``. Words that do not fit are left with the
-    options, for the parser to reject.
-    """
-    words = list(words)
-    i, positionals = 0, 0
-    while i < len(words):
-        w = words[i]
-        if w.startswith("-") and w != "-":
-            name = w.split("=", 1)[0] if w.startswith("--") else w[:2]
-            action = parser._option_string_actions.get(name)
-            attached = "=" in w if w.startswith("--") else len(w) > 2
-            i += 1 if action is None or action.nargs == 0 or attached else 2
-            continue
-        positionals += 1
-        if positionals == 2:
-            return words[:i], words[i:]
-        i += 1
-    return words, []
 
 
 def _locate_or_offer_command(project: str | None, command: Sequence[str]):
@@ -359,6 +336,19 @@ def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tupl
     for src in (load_user_config().environment, load_project(project_file).environment, parse_cli_env(a.env_var)):
         env.update(src)
     return sanitize_environment(sorted(env.items()), None)[0]
+
+
+def shell_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
+    """``envman shell [OPTIONS] [PROJECT]``: an interactive shell (bash, else sh) in the project's stack,
+    with every option of ``envman run``."""
+    from envman.run.envs import SHELL_COMMAND
+
+    _, bare = split_bare_command(run_parser(), args)
+    if bare or command:
+        extra = " ".join([*bare, *command])
+        raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
+                        fix="run a command with: envman run PROJECT CMD ARGS...")
+    run_cli(args, SHELL_COMMAND, matrix)
 
 
 def _err(line: str) -> None:

@@ -1,4 +1,4 @@
-"""Named, long-lived environments: ``envman run --detach/--name``, ``exec``, ``ps``, ``stop``, ``shell``.
+"""Named, long-lived environments: ``envman run --detach/--name``, ``exec``, ``ps``, ``stop``; the shell of ``shell``.
 
 A named environment is an ``envman run`` container labelled ``envman.env=<name>`` and
 ``envman.uid=<uid>`` (every run container carries ``envman.role=run``, ``envman.project`` and
@@ -17,19 +17,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from envman import labels as L
 from envman.errors import UserError
 from envman.project.file import CONTAINER_HOME, WORKSPACE
 from envman.engine.api import ContainerInfo
 from envman.engine.facts import DockerFacts
-from envman.engine.handoff import ENV_FILE_SLOT, exec_docker
+from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags, with_terminal
 from envman.engine.socket import local_socket
-from envman.run.cache import terminal_flags, with_terminal
-
-if TYPE_CHECKING:
-    from envman.matrix.source import MatrixSource
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh;
@@ -172,8 +168,7 @@ def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     import shlex
 
     from envman.run.plan import container_workdir
-    from envman.run.prepare import parse_cli_env
-    from envman.run.command import split_bare_command
+    from envman.run.prepare import parse_cli_env, split_bare_command
 
     p = exec_parser()
     opts, bare = split_bare_command(p, args)
@@ -199,16 +194,3 @@ def stop(containers: Sequence[EnvContainer], timeout: int = 10) -> list[EnvConta
         return []
     _engine().stop_containers([c.id for c in containers], timeout)
     return list(containers)
-
-
-def shell_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
-    """``envman shell [OPTIONS] [PROJECT]``: an interactive shell (bash, else sh) in the project's stack,
-    with every option of ``envman run``."""
-    from envman.run.command import run_cli, run_parser, split_bare_command
-
-    _, bare = split_bare_command(run_parser(), args)
-    if bare or command:
-        extra = " ".join([*bare, *command])
-        raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
-                        fix="run a command with: envman run PROJECT CMD ARGS...")
-    run_cli(args, SHELL_COMMAND, matrix)

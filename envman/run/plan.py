@@ -11,17 +11,11 @@ import csv
 import io
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from envman.labels import run_labels
 from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount, Port
-from envman.run.cache import (
-    with_terminal,
-)
-
-if TYPE_CHECKING:
-
-    pass
+from envman.engine.handoff import with_terminal
 
 
 ERROR, WARNING = "error", "warning"

@@ -32,7 +32,7 @@ def _load() -> dict[str, dict[str, Any]]:
 
 def record(query: str, stack_name: str, extra: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Remember the user matrix files ``query`` resolved with (nothing when there are none)."""
-    from envman.paths import user_matrix_paths
+    from envman.config import user_matrix_paths
 
     files = [str(p.expanduser().absolute()) for p in user_matrix_paths(extra)]
     if not files:
@@ -55,7 +55,7 @@ def record(query: str, stack_name: str, extra: Sequence[str | os.PathLike[str]] 
 
 def missing_files_hint(query: str, extra: Sequence[str | os.PathLike[str]] = ()) -> str | None:
     """Why ``query`` may no longer resolve: the recorded user matrix files not loaded now."""
-    from envman.paths import user_matrix_paths
+    from envman.config import user_matrix_paths
 
     entry = _load().get(query)
     if not isinstance(entry, dict) or not isinstance(entry.get("files"), list):

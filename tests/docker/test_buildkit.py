@@ -24,7 +24,7 @@ import pytest
 from envman.images.build import build_stack
 from envman.engine.builder import BuildKitBuilder, ClassicBuilder, find_buildkit_cli, select_builder
 from envman.matrix.load import load_matrix
-from envman.render.dockerfile import RenderOptions
+from envman.render.options import RenderOptions
 from envman.stack.resolve import resolve
 
 from ..conftest import in_ci

@@ -57,7 +57,8 @@ def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str
     """An image labelled like a promoted envman image of ``stack`` (FROM the stand-in rootfs),
     with the render hash a host with no network options gives the stack (what pull expects)."""
     from envman.images.build import expected_render_hashes
-    from envman.render.dockerfile import RenderOptions, stack_label_json
+    from envman.render.dockerfile import stack_label_json
+    from envman.render.options import RenderOptions
 
     base = standin.rootfs("bookworm")
     stack_json = stack_label_json(stack)

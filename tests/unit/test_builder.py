@@ -23,7 +23,8 @@ from envman.engine.builder import (
 )
 from envman.config import load_builder_config
 from envman.errors import BuildError, RenderError, UserError
-from envman.render.dockerfile import NETRC_SECRET, RenderOptions, render_hash, render_stack
+from envman.render.dockerfile import NETRC_SECRET, render_hash, render_stack
+from envman.render.options import RenderOptions
 
 from envman.engine.api import EngineInfo
 from tests.support.fake_engine import FakeEngine

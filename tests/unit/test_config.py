@@ -8,7 +8,7 @@ import pytest
 
 from envman.config import NETWORK_KEYS, config_path, load_config, load_network_config
 from envman.errors import UserError
-from envman.render.dockerfile import RenderOptions
+from envman.render.options import RenderOptions
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 

@@ -14,7 +14,8 @@ import pytest
 from envman.run.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect, one, select
 from envman.errors import UserError
 from envman.run.plan import KEEP_ALIVE, RunPlan, container_workdir, docker_argv
-from envman.run.command import check_container_name, run_parser, split_bare_command
+from envman.run.command import check_container_name, run_parser
+from envman.run.prepare import split_bare_command
 from tests.support.cli import run_envman
 
 

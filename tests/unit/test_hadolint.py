@@ -18,7 +18,8 @@ import pytest
 
 from tests.support.index_server import make_wheel
 
-from envman.render.dockerfile import RenderOptions, mirror_image, render_stack
+from envman.render.dockerfile import mirror_image, render_stack
+from envman.render.options import RenderOptions
 
 from .test_render import PROBE, cpu_stack, instructions, make_stack
 

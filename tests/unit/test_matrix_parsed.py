@@ -13,7 +13,7 @@ import pytest
 import envman.matrix.load as L
 import envman.matrix.parsed as P
 from envman.errors import MatrixError
-from envman.paths import matrix_files
+from envman.config import matrix_files
 
 
 @pytest.fixture

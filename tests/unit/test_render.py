@@ -146,7 +146,7 @@ def test_two_renders_are_byte_identical():
 
 def test_renders_agree_across_processes_and_hash_seeds():
     code = (
-        "from tests.unit.test_render import make_stack, render; from envman.render.dockerfile import RenderOptions;"
+        "from tests.unit.test_render import make_stack, render; from envman.render.options import RenderOptions;"
         "print(render(make_stack(python='3.12', python_strategy='standalone'), RenderOptions(registry_mirror='r.example',"
         " pip_index='https://p.example/simple', apt_mirror='http://a.example/u')).render_hash)"
     )

@@ -23,7 +23,7 @@ from envman.render.plan import (
     project_plan,
     stack_plan,
 )
-from envman.render.dockerfile import RenderOptions
+from envman.render.options import RenderOptions
 from envman.render.template import jinja_env, render_dockerfile
 from tests.unit.test_render import make_stack
 

@@ -15,7 +15,8 @@ from envman import labels as L
 from envman.errors import RenderError
 from envman.project.lock import REPORT_PATH
 from envman.render import plan as P
-from envman.render.dockerfile import RenderOptions, render_stack
+from envman.render.dockerfile import render_stack
+from envman.render.options import RenderOptions
 from envman.render.plan import DockerfilePlan, notebook_plan, project_plan, stack_plan
 from envman.render.template import jinja_env, render_dockerfile
 from tests.unit.test_render import PROBE, cpu_stack, make_stack

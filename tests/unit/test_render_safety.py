@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from envman.errors import RenderError, UserError
-from envman.render.dockerfile import RenderOptions, dockerfile_quote, render_stack, stack_label_json
+from envman.render.dockerfile import dockerfile_quote, render_stack, stack_label_json
+from envman.render.options import RenderOptions
 from tests.support.index_server import make_wheel
 
 from .test_render import PROBE, cpu_stack, instructions, make_stack, parse

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import envman.engine.socket as engine_socket
+from envman.engine.handoff import with_terminal
 import envman.run.cache as runcache
 import envman.run.command as runner
 from envman.main import main
@@ -200,11 +201,33 @@ def test_a_corrupt_cache_is_a_miss_and_is_replaced(world):
     assert envman_run("--no-gpu", "--", "true")[0] == "cached"
 
 
+def test_a_cached_environment_is_worked_out_again_by_the_function_the_caller_hands_over(world, monkeypatch):
+    """The fast path imports nothing of the full path: ``envman run`` (:mod:`envman.main`) hands it
+    the function that works a cached run's environment out again; a caller that hands none gets a
+    miss for a run with an environment, never a run without its variables."""
+    envs = []
+    monkeypatch.setattr(runcache, "exec_docker", lambda argv, env=(): envs.append(list(env)) or (_ for _ in ()).throw(
+        Exec(argv, "cached")))
+    monkeypatch.setenv("PASSED_ON", "from-the-caller")
+    words = ("--no-gpu", "-e", "GIVEN=1", "-e", "PASSED_ON", "--", "true")
+    assert envman_run(*words)[0] == "full"
+    assert envman_run(*words)[0] == "cached"
+    assert envs == [[("GIVEN", "1"), ("PASSED_ON", "from-the-caller")]]
+    matrix = [w for w in MATRIX if w != "--matrix"]
+    assert runcache.try_cached_run(matrix, list(words[:5]), ["true"]) is None  # no environment_of: a miss
+    assert runcache.try_cached_run(matrix, list(words[:5]), ["true"],
+                                   environment_of=lambda f, a: [("GIVEN", "1"), ("PASSED_ON", "other")]) is None
+    assert len(envs) == 1  # neither exec'd; the same call with the right values does
+    with pytest.raises(Exec):
+        runcache.try_cached_run(matrix, list(words[:5]), ["true"],
+                                environment_of=lambda f, a: [("GIVEN", "1"), ("PASSED_ON", "from-the-caller")])
+
+
 def test_terminal_flags_go_where_the_full_path_puts_them():
     argv = ["docker", "run", "--rm", "img", "true"]
-    assert runcache.with_terminal(argv, True, True) == ["docker", "run", "--interactive", "--tty", "--rm", "img", "true"]
-    assert runcache.with_terminal(argv, False, True) == ["docker", "run", "--interactive", "--rm", "img", "true"]
-    assert runcache.with_terminal(argv, False, False) == argv
+    assert with_terminal(argv, True, True) == ["docker", "run", "--interactive", "--tty", "--rm", "img", "true"]
+    assert with_terminal(argv, False, True) == ["docker", "run", "--interactive", "--rm", "img", "true"]
+    assert with_terminal(argv, False, False) == argv
 
 
 def test_local_socket_follows_docker_host_and_contexts(tmp_path):

@@ -23,7 +23,7 @@ from envman.run.preflight import ImageState, preflight, suggest_stack
 from envman.run.prepare import PreflightError, prepare_run
 from envman.run.plan import RunPlan, cdi_devices, docker_argv
 from envman.matrix.source import MatrixSource, resolve_cached
-from envman.run.cache import terminal_flags
+from envman.engine.handoff import terminal_flags
 
 from tests.support.fake_engine import FakeEngine
 

@@ -681,7 +681,7 @@ def test_pull_promotes_only_a_render_hash_this_host_renders(other):
 def test_expected_render_hashes_are_the_builds_of_both_dialects():
     from envman.images.build import _render, expected_render_hashes
     from envman.matrix.load import load_matrix
-    from envman.render.dockerfile import RenderOptions
+    from envman.render.options import RenderOptions
     from envman.stack.resolve import resolve
 
     stack = resolve(load_matrix(), "torch-2.4-cpu")

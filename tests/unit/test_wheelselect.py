@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from envman.errors import RenderError
-from envman.render.dockerfile import RenderOptions, render_stack
+from envman.render.dockerfile import render_stack
+from envman.render.options import RenderOptions
 from tests.support.index_server import make_wheel
 
 from .test_render import make_stack
