@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, cast
+from typing import Literal, Protocol, TypedDict, cast
 
 from envman.config import BUILDERS as BUILDER_CHOICES
 from envman.engine.api import BuildEvent, EngineInfo
@@ -70,6 +70,11 @@ class Builder(Protocol):
     ) -> Iterator[BuildEvent]: ...
 
 
+class _BuildExtra(TypedDict, total=False):
+    platform: str
+    network: str
+
+
 @dataclass(frozen=True)
 class ClassicBuilder:
     """The engine's classic builder (Docker SDK). It has no secrets: asking for one is an error."""
@@ -84,8 +89,11 @@ class ClassicBuilder:
         if secrets:
             raise UserError("the classic builder cannot pass build secrets", where=f"build {tag}",
                             fix="build with --builder buildkit")
-        return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull,
-                                 platform=platform or None, network=self.network or None)
+        # only what is set goes by name: an engine without these parameters still builds the rest
+        extra: _BuildExtra = {"platform": platform} if platform else {}
+        if self.network:
+            extra["network"] = self.network
+        return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull, **extra)
 
 
 # --------------------------------------------------------------------------- the docker CLI
