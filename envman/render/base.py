@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from envman.config import BASE_MODES
 from envman.errors import RenderError, UserError
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word
+from envman.render.steps import ArgStep, Comment, CopyStep, EnvStep, FromStep, LabelStep, RunStep, Step, paragraphs
 
 if TYPE_CHECKING:
     from envman.matrix.model import BaseRecipe, Matrix
@@ -61,27 +62,6 @@ class BaseBuild:
     def context(self) -> dict[str, bytes]:
         """The base's own build context (``Dockerfile`` and what it copies)."""
         return {"Dockerfile": self.dockerfile.encode(), **dict(self.files)}
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    from_line: str
-    comments: tuple[str, ...]
-    env: tuple[str, ...]  # NAME="value", quoted for the Dockerfile lexer
-    labels: tuple[str, ...]
-    runs: tuple[str, ...]  # each a whole RUN body, its lines joined by " && \\\n    "
-
-
-@dataclass(frozen=True)
-class BasePlan:
-    """What ``base.Dockerfile.j2`` prints (the render cache never keeps it: ``network`` is unset)."""
-
-    title: tuple[str, ...]
-    stages: tuple[Stage, ...]
-    ca_copy: str | None
-    template: str = "base.Dockerfile.j2"
-    network: None = None
 
 
 def nvidia_tag(stack: Stack) -> str | None:
@@ -127,24 +107,12 @@ def base_line(stack: Stack, base: BaseBuild | None, mode: str = "auto", *, regis
 def render_base(chain: tuple[BaseRecipe, ...], *, registry_mirror: str | None = None, apt_mirror: str | None = None,
                 ca_bundle: Path | None = None) -> BaseBuild:
     """The Dockerfile that rebuilds ``chain[-1]`` (``chain[0]`` starts from the plain OS image)."""
-    from envman.render.template import render_dockerfile
+    from envman.render.template import render_steps
 
     if not chain or chain[0].from_image is None or any(r.parent != p.tag for p, r in zip(chain, chain[1:])):
         raise RenderError("a base recipe chain must start from a plain OS image and follow each parent",
                           fix="check the recipes' parent keys (matrices/README.md)")
     ca = ca_bundle.read_bytes() if ca_bundle is not None else None
-    stages = []
-    for i, recipe in enumerate(chain):
-        first = i == 0
-        image = mirror_image(recipe.from_image, registry_mirror) if first else _stage_name(chain[i - 1])
-        stages.append(Stage(
-            name=_stage_name(recipe),
-            from_line=f"FROM {image} AS {_stage_name(recipe)}",
-            comments=_stage_comments(recipe),
-            env=tuple(_env(k, v) for k, v in recipe.env),
-            labels=tuple(f"{_label_key(k)}={dockerfile_quote(v, what=f'recipe label {k}')}" for k, v in recipe.labels),
-            runs=tuple(" && \\\n    ".join(lines) for lines in _runs(recipe, first, apt_mirror, ca is not None) if lines),
-        ))
     top = chain[-1]
     title = (
         f"nvidia/cuda:{top.tag}, rebuilt by envman from NVIDIA's recipes: NVIDIA no longer serves the tag.",
@@ -152,12 +120,34 @@ def render_base(chain: tuple[BaseRecipe, ...], *, registry_mirror: str | None = 
         "Changed from the recipes as written: NVIDIA's current repository key (rotated in 2022), checked by",
         "fingerprint and installed as a signed-by keyring (no apt-key); downloads fetched with curl.",
     )
-    plan = BasePlan(title=title, stages=tuple(stages), ca_copy=CA_IN_IMAGE if ca is not None else None)
-    text = render_dockerfile(plan)  # type: ignore[arg-type]
+    text = render_steps("base.Dockerfile.j2", paragraphs(
+        [Comment(title)], *(_stage(chain, i, registry_mirror, apt_mirror, ca is not None) for i in range(len(chain)))))
     files = ((CA_FILE, ca),) if ca is not None else ()
     digest = hashlib.sha256(text.encode() + b"".join(b"\0" + n.encode() + b"\0" + d for n, d in files)).hexdigest()
     return BaseBuild(tag=top.tag, ref=f"{BASE_REPOSITORY}:{top.tag}", dockerfile=text, recipe_hash=digest,
                      sources=tuple(f"{r.path} @ {r.commit}" for r in chain), files=files)
+
+
+def _stage(chain: tuple[BaseRecipe, ...], i: int, registry_mirror: str | None, apt_mirror: str | None,
+           ca: bool) -> list[Step]:
+    """One stage of the chain: ``chain[i]``'s recipe on the stage before it (the first: on the
+    plain OS image, with apt's set-up and the CA bundle)."""
+    recipe = chain[i]
+    first = i == 0
+    image = mirror_image(recipe.from_image, registry_mirror) if first else _stage_name(chain[i - 1])
+    steps: list[Step] = [Comment(_stage_comments(recipe)), FromStep(image, stage=_stage_name(recipe))]
+    if first:
+        steps.append(ArgStep("DEBIAN_FRONTEND", "noninteractive"))
+        if ca:
+            steps += [Comment(("--ca-bundle: the certificates this site's TLS needs, for curl and apt while the base is built.",)),
+                      CopyStep((CA_FILE,), CA_IN_IMAGE)]
+    if recipe.env:
+        steps.append(EnvStep(tuple(_env(k, v) for k, v in recipe.env)))
+    if recipe.labels:
+        steps.append(LabelStep(tuple(f"{_label_key(k)}={dockerfile_quote(v, what=f'recipe label {k}')}"
+                                     for k, v in recipe.labels)))
+    steps += [RunStep(tuple(lines), chain="and") for lines in _runs(recipe, first, apt_mirror, ca) if lines]
+    return steps
 
 
 def _stage_name(recipe: BaseRecipe) -> str:

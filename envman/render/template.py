@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import jinja2
 
     from envman.render.plan import DockerfilePlan
+    from envman.render.steps import Step
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,13 +54,22 @@ def render_dockerfile(plan: DockerfilePlan) -> str:
 
 
 def _render(plan: DockerfilePlan) -> str:
+    return _render_template(plan.template, plan=plan)
+
+
+def render_steps(template: str, steps: tuple[Step, ...]) -> str:
+    """``steps`` (:mod:`envman.render.steps`), one instruction each, laid out by ``template``."""
+    return _render_template(template, steps=steps)
+
+
+def _render_template(template: str, **values: object) -> str:
     import jinja2
 
     from envman.errors import RenderError
     from envman.paths import templates_dir
 
     try:
-        return jinja_env().get_template(plan.template).render(plan=plan)
+        return jinja_env().get_template(template).render(**values)
     except jinja2.TemplateNotFound as exc:  # the template, or one it imports
         raise RenderError(f"template file {exc.name} is missing", where=str(templates_dir()),
                           fix="reinstall envman (pip install -e . in a checkout)") from None
