@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Mutation testing by module group: ``python scripts/mutation.py GROUP [MUTMUT ARGS...]``.
+
+mutmut reads one configuration, ``[tool.mutmut]`` in ``pyproject.toml`` (the ``pure`` group:
+the decision modules). Every other group runs in a copy of the repository of its own,
+``.mutation/GROUP/`` (ignored by git), whose ``pyproject.toml`` has that group's modules and test
+files in ``[tool.mutmut]``; the copy is brought up to date with the working tree at each call and
+keeps mutmut's results, so a second call only runs what changed, and several groups can run
+side by side without touching each other.
+
+    python scripts/mutation.py list                 # the groups, their modules and tests
+    python scripts/mutation.py security             # mutmut run --max-children 1
+    python scripts/mutation.py security results     # any mutmut command: results, show NAME, browse
+    python scripts/mutation.py security run 'envman.safefile.x_read_file*'   # rerun these mutants
+    python scripts/mutation.py security --fresh     # forget earlier results first
+
+``run`` gets ``--max-children 1`` unless another value is given (the machine is shared).
+A group is one entry of :data:`GROUPS`: add yours there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".mutation"
+
+#: group → the modules mutmut mutates, the test files that may kill them, and (optional) more
+#: pytest arguments. mutmut runs, for each mutant, only the selected tests that call the mutated
+#: function. Leave out tests that start a new ``python`` on envman (``-k "not ..."``): mutated
+#: code only runs inside mutmut's own processes.
+GROUPS: dict[str, dict[str, list[str]]] = {
+    # What a project file may ask for, trust, and the safe reader of files and state.
+    "security": {
+        "modules": [
+            "envman/project/policy.py", "envman/project/trust.py", "envman/safefile.py",
+            "envman/project/file.py",
+        ],
+        "tests": [
+            "tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_project.py",
+            "tests/unit/test_config.py", "tests/unit/test_runcache.py", "tests/unit/test_lockfile.py",
+            "tests/unit/test_daily_use.py", "tests/unit/test_hostile_cli.py",
+        ],
+        # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
+        "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
+    },
+}
+
+
+def _pure() -> dict[str, list[str]]:
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
+    return {"modules": list(cfg["only_mutate"]), "tests": list(cfg["pytest_add_cli_args_test_selection"])}
+
+
+def groups() -> dict[str, dict[str, list[str]]]:
+    return {"pure": _pure(), **GROUPS}
+
+
+def _tracked() -> list[str]:
+    """The working tree's files git knows of or would add (committed, changed, new, not ignored)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                         check=True, capture_output=True).stdout.decode("utf-8", "surrogateescape")
+    return sorted(p for p in out.split("\0") if p and (ROOT / p).is_file())
+
+
+def _section(group: dict[str, list[str]], top: list[str]) -> str:
+    base = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
+    cfg = {
+        "source_paths": ["envman/"],
+        "only_mutate": group["modules"],
+        # Everything else the tests may read (templates, matrices, docs, data).
+        "also_copy": [t for t in top if t != "envman"],
+        "pytest_add_cli_args": base.get("pytest_add_cli_args", []) + group.get("pytest_args", []),
+        "pytest_add_cli_args_test_selection": group["tests"],
+        # The copy has no .git: mutmut's change detection by git cannot work there.
+        "use_git_change_detection": False,
+    }
+    return "[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in cfg.items())
+
+
+def _pyproject(section: str) -> str:
+    """The repository's pyproject.toml with its ``[tool.mutmut]`` table replaced by ``section``."""
+    lines = (ROOT / "pyproject.toml").read_text("utf-8").splitlines(keepends=True)
+    out, skipping = [], False
+    for line in lines:
+        if line.strip().startswith("["):
+            skipping = line.strip() == "[tool.mutmut]"
+        if not skipping:
+            out.append(line)
+    return "".join(out).rstrip("\n") + "\n\n" + section
+
+
+def _sync(dest: Path, files: list[str], modules: list[str]) -> None:
+    """Make ``dest`` hold exactly ``files`` as in the working tree; files mutmut copied into
+    ``dest/mutants`` and does not mutate are refreshed there too (mutmut copies them once)."""
+    wanted = set(files)
+    for p in files:
+        src, dst = ROOT / p, dest / p
+        if not dst.exists() or dst.read_bytes() != src.read_bytes():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        copied = dest / "mutants" / p
+        if p not in modules and copied.exists() and copied.read_bytes() != src.read_bytes():
+            shutil.copy2(src, copied)
+    for d, dirs, names in os.walk(dest):
+        rel = Path(d).relative_to(dest)
+        if rel == Path("."):
+            dirs[:] = [x for x in dirs if x != "mutants"]
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for n in names:
+            p = (rel / n).as_posix()
+            if p not in wanted:
+                (dest / p).unlink()
+                stale = dest / "mutants" / p
+                if stale.exists():
+                    stale.unlink()
+
+
+def _mutmut() -> str:
+    exe = Path(sys.executable).with_name("mutmut")
+    found = str(exe) if exe.exists() else shutil.which("mutmut")
+    if not found:
+        sys.exit("mutmut is not installed: pip install mutmut (3.x)")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    all_groups = groups()
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        print("\ngroups: " + ", ".join(all_groups))
+        return 0 if argv else 2
+    if argv[0] == "list":
+        for name, g in all_groups.items():
+            print(f"{name}:\n  modules: {' '.join(g['modules'])}\n  tests:   {' '.join(g['tests'])}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in all_groups:
+        print(f"mutation.py: no group {name!r} (groups: {', '.join(all_groups)})", file=sys.stderr)
+        return 2
+    group = all_groups[name]
+    dest = WORK / name
+    if "--fresh" in rest:
+        rest = [a for a in rest if a != "--fresh"]
+        shutil.rmtree(dest, ignore_errors=True)
+    if not rest:
+        rest = ["run"]
+    if rest[0] == "run" and not any(a.startswith("--max-children") for a in rest):
+        rest = ["run", "--max-children", "1", *rest[1:]]
+    files = _tracked()
+    top = sorted({p.split("/", 1)[0] for p in files} - {"pyproject.toml"})
+    dest.mkdir(parents=True, exist_ok=True)
+    _sync(dest, [p for p in files if p != "pyproject.toml"], group["modules"])
+    (dest / "pyproject.toml").write_text(_pyproject(_section(group, top)), "utf-8")
+    return subprocess.call([_mutmut(), *rest], cwd=dest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

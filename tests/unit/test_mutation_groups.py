@@ -1,0 +1,57 @@
+"""scripts/mutation.py: every group names files that exist, and the configuration it writes is the
+repository's pyproject.toml with only ``[tool.mutmut]`` replaced by that group's."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("mutation_script", ROOT / "scripts" / "mutation.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MUT = _script()
+GROUPS = MUT.groups()
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_every_group_names_existing_modules_and_tests(name):
+    g = GROUPS[name]
+    assert g["modules"] and g["tests"]
+    for p in g["modules"] + g["tests"]:
+        assert (ROOT / p).is_file(), f"{name}: {p} does not exist"
+    assert all(p.startswith("envman/") and p.endswith(".py") for p in g["modules"])
+
+
+@pytest.mark.parametrize("name", sorted(GROUPS))
+def test_the_written_pyproject_differs_only_in_tool_mutmut(name):
+    g = GROUPS[name]
+    written = tomllib.loads(MUT._pyproject(MUT._section(g, ["envman", "templates", "tests"])))
+    original = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    cfg = written["tool"].pop("mutmut")
+    base = original["tool"].pop("mutmut")
+    assert written == original
+    assert cfg["only_mutate"] == g["modules"]
+    assert cfg["pytest_add_cli_args_test_selection"] == g["tests"]
+    assert cfg["also_copy"] == ["templates", "tests"]
+    assert cfg["pytest_add_cli_args"] == base["pytest_add_cli_args"] + g.get("pytest_args", [])
+
+
+def test_an_unknown_group_is_refused_with_the_list(capsys):
+    assert MUT.main(["no-such-group"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-group" in err and "security" in err and "pure" in err
