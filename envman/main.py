@@ -1,6 +1,7 @@
 """The ``envman`` console script and the one error boundary of every command.
 
-``envman [--matrix F]... run ...`` goes straight to the run path: a run sits on the user's hot
+``envman [--matrix F]... run ...`` (and ``exec``, ``shell``) goes straight to the run path, its
+words read with their grammar (:mod:`envman.run.grammar`): a run sits on the user's hot
 path (``envman run P -- python train.py`` many times a day), and the typer CLI costs about
 100 ms to start. First :func:`envman.run.cache.try_cached_run` (the last identical run's plan,
 if nothing it was made from changed), else :func:`envman.run.command.run_cli`. Likewise an
@@ -40,31 +41,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from envman.run.cache import try_cached_build
 
         try_cached_build(*build)
-    split = run_argv(args)
-    if split is not None and not _asks_help(split[1]):
-        matrix, words = split
-        options, command = _split_command(words)
-        from envman.run.cache import try_cached_run
-
-        # execs docker when the last identical run's plan holds
-        try_cached_run(matrix, options, command, environment_of=_cached_run_environment)
-        from envman.matrix.source import MatrixSource
-        from envman.run.command import run_cli
-
-        sys.exit(guarded(lambda: run_cli(options, command, MatrixSource.of(matrix))))
-    for name in ("exec", "shell"):  # the other commands that hand the terminal to docker
+    for name in ("run", "exec", "shell"):  # the commands that hand the terminal to docker
         split = run_argv(args, name)
-        if split is not None and not _asks_help(split[1]):
-            matrix, words = split
-            options, command = _split_command(words)
-            if name == "exec":
-                from envman.run.envs import exec_cli
-
-                sys.exit(guarded(lambda: exec_cli(options, command)))
-            from envman.matrix.source import MatrixSource
-            from envman.run.command import shell_cli
-
-            sys.exit(guarded(lambda: shell_cli(options, command, MatrixSource.of(matrix))))
+        if split is not None:
+            _run_without_cli(name, *split)  # returns only for --help: the full CLI prints it
+            break
     from envman.cli import main as cli_main
 
     cli_main(args, invocation=tuple(args))
@@ -101,22 +82,28 @@ def _complete() -> None:
         sys.exit(code)
 
 
-def _asks_help(words: Sequence[str]) -> bool:
-    """``-h``/``--help`` among the options (before ``--``): the full CLI prints the help."""
-    options = words[:words.index("--")] if "--" in words else words
-    if not any(w in ("-h", "--help") for w in options):
-        return False
-    from envman.run.command import run_parser
-    from envman.run.prepare import split_bare_command
+def _run_without_cli(name: str, matrix: list[str], words: list[str]) -> None:
+    """``envman run``/``exec``/``shell`` read with their grammar (:mod:`envman.run.grammar`),
+    without the CLI framework; exits, except for ``--help``."""
+    from envman.run import grammar
 
-    options, _ = split_bare_command(run_parser(), options)
-    return any(w in ("-h", "--help") for w in options)
+    if grammar.asks_help(grammar.GRAMMARS[name], words):
+        return
+    options, command = grammar.split_dashdash(words)
+    if name == "run":
+        from envman.run.cache import try_cached_run
 
+        # execs docker when the last identical run's plan holds
+        try_cached_run(matrix, options, command, environment_of=_cached_run_environment)
+        from envman.matrix.source import MatrixSource
+        from envman.run.command import run_cli
 
-def _split_command(words: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The words of ``envman run`` before ``--`` (options) and after it (the command)."""
-    words = list(words)
-    if "--" in words:
-        i = words.index("--")
-        return words[:i], words[i + 1:]
-    return words, []
+        sys.exit(guarded(lambda: run_cli(options, command, MatrixSource.of(matrix))))
+    if name == "exec":
+        from envman.run.envs import exec_cli
+
+        sys.exit(guarded(lambda: exec_cli(options, command)))
+    from envman.matrix.source import MatrixSource
+    from envman.run.command import shell_cli
+
+    sys.exit(guarded(lambda: shell_cli(options, command, MatrixSource.of(matrix))))

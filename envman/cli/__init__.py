@@ -21,49 +21,6 @@ from envman import __version__
 if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource
 
-def _type_column(self, ctx) -> str | None:
-    """The help's type column: nothing for a flag or an argument (its name is shown), else the
-    option's metavar, else click's upper-case type name (TEXT, PATH, INTEGER), not ``<str>``."""
-    if isinstance(self, typer.core.TyperArgument) or getattr(self, "is_flag", False) or getattr(self, "count", False):
-        return None
-    if self.metavar:
-        return self.metavar
-    label = self.display_type(ctx).strip("<>")
-    if label.startswith("list[") and label.endswith("]"):
-        label = label[5:-1]
-    return _TYPE_LABELS.get(label.lower(), label.upper())
-
-
-_TYPE_LABELS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN",
-                "int range": "INTEGER", "float range": "NUMBER"}
-
-
-_READS_DISPLAY_TYPE = hasattr(typer.core.TyperOption, "display_type_rich")  # typer >= 0.29
-typer.core.TyperOption.display_type_rich = _type_column  # type: ignore[method-assign]
-typer.core.TyperArgument.display_type_rich = _type_column  # type: ignore[method-assign]
-
-
-def _no_argument_type() -> None:
-    """typer before 0.29 has no ``display_type_rich``: its help shows a parameter's type as
-    ``param.type.get_metavar(...)``, else ``<str>``. Types that name no metavar of their own give
-    what :func:`_type_column` gives: none for an argument (its name is shown) or a flag, else
-    click's upper-case type name (TEXT, PATH, INTEGER)."""
-    try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
-        from typer._click.types import ParamType
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click.types import ParamType
-    def get_metavar(self, param, ctx=None, *args, **kwargs):
-        if isinstance(param, typer.core.TyperArgument) or getattr(param, "is_flag", False) or getattr(param, "count", False):
-            return ""
-        label = str(self.name).strip("<>")
-        return _TYPE_LABELS.get(label.lower(), label.upper())
-
-    ParamType.get_metavar = get_metavar  # type: ignore[method-assign]
-
-
-if not _READS_DISPLAY_TYPE:
-    _no_argument_type()
-
 _app = typer.Typer(
     name="envman",
     help="Containerised multi-CUDA environments: resolve, render, build, smoke-test and run GPU stacks side by side.",
@@ -97,6 +54,7 @@ def root(
             "--matrix",
             "-m",
             help="Extra matrix file (repeatable); also ENVMAN_MATRIX=path:path. Same format as matrices/*.toml.",
+            metavar="PATH",
             show_default=False,
         ),
     ] = None,
@@ -208,7 +166,9 @@ def _find(target: str):
 
 
 def _add(to: typer.Typer, c: Command) -> None:
-    to.command(c.name, cls=_find(c.cls) if c.cls else None, hidden=c.hidden)(_find(c.target))
+    from envman.cli._help import Command as EnvmanCommand
+
+    to.command(c.name, cls=_find(c.cls) if c.cls else EnvmanCommand, hidden=c.hidden)(_find(c.target))
 
 
 def _group_typer(entry: Group) -> typer.Typer:
@@ -333,16 +293,16 @@ PIPED_HELP_WIDTH = 160
 
 def _help_width(argv: list[str]) -> None:
     """Help written to a pipe or a file is laid out at :data:`PIPED_HELP_WIDTH` columns, unless
-    ``TERMINAL_WIDTH`` or ``COLUMNS`` says otherwise (a terminal keeps its own width)."""
+    ``TERMINAL_WIDTH`` or ``COLUMNS`` says otherwise (a terminal keeps its own width): through
+    ``COLUMNS``, which rich reads when it lays out the help (the process only prints and exits)."""
     import os
 
-    if not (not argv or "--help" in argv or "-h" in argv) or sys.stdout.isatty():
+    options = argv[:argv.index("--")] if "--" in argv else argv  # after --: a command's words
+    if not (not argv or "--help" in options or "-h" in options) or sys.stdout.isatty():
         return
     if os.environ.get("TERMINAL_WIDTH") or os.environ.get("COLUMNS"):
         return
-    import typer.rich_utils
-
-    typer.rich_utils.MAX_WIDTH = PIPED_HELP_WIDTH
+    os.environ["COLUMNS"] = str(PIPED_HELP_WIDTH)
 
 
 @functools.cache

@@ -8,9 +8,10 @@ from typing import Annotated, Any, Optional
 import typer
 
 from envman.cli.complete import complete_stack, complete_gpu, complete_project
-from typer.core import TyperCommand
+from envman.cli._help import Command, help_columns
 
 from envman.cli._out import console, emit_json, plain, tagged
+from envman.run import grammar as _grammar
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _META_CMD = "envman.run.command"
@@ -244,130 +245,110 @@ def rm(name: Annotated[str, typer.Argument(help="Registered project name.", auto
 # --------------------------------------------------------------------------- envman run
 #
 # `envman run` is the one command whose start-up is the product: it should cost about what
-# `docker run` costs. typer coerces every declared parameter through pydantic (about 100 ms for
-# the first one in a process), so `run` declares none to typer: envman.run.command parses its options
-# with argparse (same one-line errors with exit 2, its own --help). The console script
-# (envman.main) serves `envman [--matrix F]... run ...` without typer at all; this command is
-# reached only by other forms, such as `python -m envman.cli`-style calls of cli.main().
+# `docker run` costs. typer coerces every declared parameter when a command runs, so run, exec
+# and shell declare none to typer: their words are read with their grammar (envman.run.grammar,
+# one table per command: argparse, one-line errors with exit 2). The console script (envman.main)
+# serves them without typer at all; these commands are reached only by other forms, such as
+# calls of envman.cli.main(). Their --help is made from the same table.
 
-class _PassThroughCommand(TyperCommand):
-    """Hands every argument to the command's argparse parser (``envman.run.command.run_parser``,
-    ``envman.run.envs.exec_parser``); the first ``--`` starts the command. Its declared parameters,
-    made from that parser by :func:`_help_signature`, only draw ``--help``."""
+class _PassThroughCommand(Command):
+    """Hands every word to the command's grammar (:mod:`envman.run.grammar`); the first ``--``
+    starts the command. Its help parameters, made from that grammar by :func:`_help_params`,
+    exist only to draw ``--help``."""
 
-    #: () -> (the argparse parser, the help of the command words or None); set by each subclass
-    help_source: Any = None
+    #: the command's name in :data:`envman.run.grammar.GRAMMARS`; set by each subclass
+    grammar_name = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         settings = {"ignore_unknown_options": True, "allow_extra_args": True, **(kwargs.get("context_settings") or {})}
         super().__init__(*args, **{**kwargs, "context_settings": settings})
 
     def parse_args(self, ctx, args):
-        before = args[:args.index("--")] if "--" in args else args
-        if any(w in ("-h", "--help") for w in before):
-            from envman.run.command import run_parser
-            from envman.run.prepare import split_bare_command
+        from envman.run import grammar
 
-            if any(w in ("-h", "--help") for w in split_bare_command(run_parser(), before)[0]):
-                self.params = _help_params(*self.help_source())  # only now: envman --help stays fast
-                return super().parse_args(ctx, ["--help"])
+        words = grammar.GRAMMARS[self.grammar_name]
+        if grammar.asks_help(words, args):
+            self.params = _help_params(words)  # only now: envman --help stays fast
+            help_columns(self.params)
+            return super().parse_args(ctx, ["--help"])
         from envman.cli._words import keep_command_words
 
         ctx.meta[_META_ARGS] = list(keep_command_words(ctx, args, _META_CMD))
         return super().parse_args(ctx, [])
 
 
-def _help_signature(parser, command_help: str | None):
+def _sentence(text: str) -> str:
+    """Help in sentence case, like every other command's: ``run on ...`` -> ``Run on ....``."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def _help_signature(words):
     """A signature typer turns into the same help panels as every other command's, from the
-    argparse ``parser`` that really parses the command (one declaration of each option)."""
-    import argparse
+    grammar (:class:`envman.run.grammar.Grammar`) that really parses the command."""
     import inspect
 
-    params = []
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
-            continue
-        help_text = (action.help or "").replace("%%", "%")
-        if help_text:  # sentence case, like every other command's help
-            help_text = help_text[0].upper() + help_text[1:] + ("" if help_text.endswith(".") else ".")
-        if not action.option_strings:
-            ann = Annotated[Optional[str], typer.Argument(metavar=action.dest.upper(), help=help_text, show_default=False)]
-        elif action.nargs == 0:
-            ann = Annotated[bool, typer.Option(*action.option_strings, help=help_text)]
+    def param(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+    params = [param(words.target_dest, Annotated[Optional[str], typer.Argument(
+        metavar=words.target, help=_sentence(words.target_help), show_default=False)],
+        ... if words.target_required else None)]
+    for o in words.options:
+        if not o.takes_value:
+            params.append(param(o.dest, Annotated[bool, typer.Option(*o.flags, help=_sentence(o.help))], False))
         else:
-            metavar = action.metavar or action.dest.upper().replace("ENV_VAR", "NAME=VALUE")
-            kind = Optional[list[str]] if action.default == [] else Optional[str]
-            ann = Annotated[kind, typer.Option(*action.option_strings, help=help_text, metavar=metavar, show_default=False)]
-        default = False if action.nargs == 0 else None
-        params.append(inspect.Parameter(action.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
-    if command_help:
-        params.append(inspect.Parameter("cmd", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[
-            Optional[list[str]], typer.Argument(metavar="CMD", help=command_help, show_default=False)]))
+            kind = Optional[list[str]] if o.repeat else Optional[str]
+            params.append(param(o.dest, Annotated[kind, typer.Option(
+                *o.flags, help=_sentence(o.help), metavar=o.metavar, show_default=False)], None))
+    if words.command_help:
+        params.append(param("cmd", Annotated[Optional[list[str]], typer.Argument(
+            metavar="CMD", help=_sentence(words.command_help), show_default=False)], None))
     return inspect.Signature(params)
 
 
-def _help_params(parser, command_help: str | None) -> list:
+def _help_params(words) -> list:
     """The click parameters typer makes of :func:`_help_signature` (for the help panels only)."""
     def show(**_: Any) -> None:
         pass
 
-    show.__signature__ = _help_signature(parser, command_help)  # type: ignore[attr-defined]
+    show.__signature__ = _help_signature(words)  # type: ignore[attr-defined]
     one = typer.Typer(add_completion=False)
     one.command()(show)
     return list(typer.main.get_command(one).params)
 
 
 def run(ctx: typer.Context) -> None:
-    """Run a command in a project's stack: envman run [OPTIONS] [PROJECT] [CMD ARGS...] (or ... -- CMD ARGS...)."""
     from envman.run.command import run_cli
 
     run_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), _matrix())
 
 
 def exec_(ctx: typer.Context) -> None:
-    """Run a command (default: a shell) in a running named environment, as you, in the matching directory."""
     from envman.run.envs import exec_cli
 
     exec_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []))
 
 
 def shell(ctx: typer.Context) -> None:
-    """An interactive shell (bash, else sh) in a project's stack; every option of envman run."""
     from envman.run.command import shell_cli
 
     shell_cli(ctx.meta.get(_META_ARGS, []), ctx.meta.get(_META_CMD, []), _matrix())
 
 
-def _run_help():
-    from envman.run.command import run_parser
-
-    return run_parser(), "The command and its arguments (or after --); default: the project's command, else the image's."
-
-
-def _exec_help():
-    from envman.run.envs import exec_parser
-
-    return exec_parser(), "The command and its arguments (or after --); default: a shell."
-
-
-def _shell_help():
-    from envman.run.command import run_parser
-
-    parser = run_parser()
-    parser.prog = "envman shell"
-    return parser, None
+# Their help (the line in envman --help, the summary in their own) is the grammar's.
+run.__doc__, exec_.__doc__, shell.__doc__ = (_grammar.GRAMMARS[n].summary for n in ("run", "exec", "shell"))
 
 
 class RunCommand(_PassThroughCommand):
-    help_source = staticmethod(_run_help)
+    grammar_name = "run"
 
 
 class ExecCommand(_PassThroughCommand):
-    help_source = staticmethod(_exec_help)
+    grammar_name = "exec"
 
 
 class ShellCommand(_PassThroughCommand):
-    help_source = staticmethod(_shell_help)
+    grammar_name = "shell"
 
 
 # --------------------------------------------------------------------------- doctor / ls

@@ -7,14 +7,14 @@ from typing import Annotated, Optional
 import typer
 
 from envman.cli.complete import complete_project
-from typer.core import TyperCommand
+from envman.cli._help import Command
 
 from envman.cli._out import console, emit_json, plain
 
 _META_CMD = "envman.submit.command"
 
 
-class SubmitCommand(TyperCommand):
+class SubmitCommand(Command):
     """The words after the first ``--`` are the job's command, not options or arguments."""
 
     def parse_args(self, ctx, args):

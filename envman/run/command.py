@@ -13,7 +13,6 @@ The hot path imports no Docker SDK: the few facts a preflight needs come from
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -30,8 +29,9 @@ from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
 from envman.run.preflight import suggest_stack
+from envman.run import grammar
 from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports,
-                                prepare_run, split_bare_command)
+                                prepare_run)
 
 if TYPE_CHECKING:
 
@@ -71,48 +71,6 @@ def check_container_name(name: str) -> str:
     return name
 
 
-RUN_USAGE = "envman run [OPTIONS] [PROJECT] [CMD ARGS...]"
-
-
-class _RunArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line and exit 2, like every other bad input
-        raise UserError(message, where="envman run", fix="see envman run --help")
-
-
-def run_parser() -> argparse.ArgumentParser:
-    p = _RunArgumentParser(
-        prog="envman run", usage=RUN_USAGE,
-        description="Run a command in a project's stack. PROJECT is a registered name or a path; without it, the "
-                    "envman.toml in the current directory or a parent. Everything after PROJECT (or after --) is "
-                    "the command (default: the project's command, else the image's). The command starts in the "
-                    "directory under /workspace that matches the current one when that is inside the project.",
-    )
-    p.add_argument("project", nargs="?", help="registered project name or path")
-    p.add_argument("--stack", help="run on this stack instead of the project's")
-    p.add_argument("--gpus", help='"all", a count, "device=0,2", or "slurm" (exactly the GPUs Slurm allocated to the '
-                   'job this runs in) (default: all for a CUDA stack, none for a CPU stack)')
-    p.add_argument("--no-gpu", action="store_true", help="run on the CPU only (skips the GPU preflight)")
-    p.add_argument("--shm-size", help="size of /dev/shm (default: 8g, at most half the RAM)")
-    p.add_argument("-p", "--port", action="append", default=[], help="publish PORT or HOST:CONTAINER on 127.0.0.1 "
-                   "(the service must listen on 0.0.0.0 inside)")
-    p.add_argument("-v", "--mount", action="append", default=[], help="extra bind mount SOURCE:TARGET[:ro]")
-    p.add_argument("--allow-dangerous-mount", action="store_true",
-                   help="let --mount give the container a protected path (engine socket, system directory, home, "
-                        "credentials); never possible from a file")
-    p.add_argument("-e", "--env-var", action="append", default=[],
-                   help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
-    p.add_argument("--name", help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
-                   "envman stop NAME; envman submit's jobs name theirs after the job")
-    p.add_argument("--rebuild", action="store_true", help="rebuild the project image without the cache")
-    p.add_argument("--update", action="store_true", help="move the project to the stack's current stable image "
-                   "(runs stay on the image id they were pinned to when another user promotes a newer one)")
-    p.add_argument("--dry-run", action="store_true", help="preflight, then print the docker command instead of running it")
-    p.add_argument("--json", dest="as_json", action="store_true", help="with --dry-run: the plan and argv as JSON")
-    p.add_argument("-d", "--detach", action="store_true", help="start in the background (named after the project "
-                   "unless --name) and print the container's id; without a command it waits for envman exec")
-    return p
-
-
 def _locate_or_offer_command(project: str | None, command: Sequence[str]):
     """The project ``envman run`` names; when the word is no project (``envman run pwd``), the
     error offers it as the command: ``envman run -- pwd``."""
@@ -136,22 +94,23 @@ def _locate_or_offer_command(project: str | None, command: Sequence[str]):
         raise UserError(exc.what, where=exc.where, fix=f"{offer}; {exc.fix}") from None
 
 
-def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource) -> None:
+def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *,
+            words: grammar.Grammar = grammar.RUN) -> None:
     """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
-    Execs ``docker run`` (does not return) unless ``--dry-run``."""
+    Execs ``docker run`` (does not return) unless ``--dry-run``. ``words``: the grammar the
+    words are read with (``envman shell`` has run's options, under its own name)."""
     import shlex
 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import check_shm, check_stack_name, parse_gpus
     from envman.project.trust import require_trust
 
-    parser = run_parser()
-    args, bare = split_bare_command(parser, args)
+    args, bare = grammar.split(words, args)
     if bare and command:
         raise UserError(f"two commands given: {shlex.join(bare)!r} and {shlex.join(command)!r} after --",
                         where="envman run", fix="give the command once, after the project name or after --")
     command = list(command) or bare
-    a = parser.parse_args(list(args))
+    a = grammar.parse(words, args)
     if a.no_gpu and a.gpus is not None:
         raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
     if a.stack is not None:
@@ -331,7 +290,7 @@ def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tupl
     from envman.project.file import load_project
     from envman.project.settings import load_user_config
 
-    a = run_parser().parse_args(list(args))
+    a = grammar.parse(grammar.RUN, args)
     env: dict[str, str] = {}
     for src in (load_user_config().environment, load_project(project_file).environment, parse_cli_env(a.env_var)):
         env.update(src)
@@ -343,12 +302,12 @@ def shell_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource)
     with every option of ``envman run``."""
     from envman.run.envs import SHELL_COMMAND
 
-    _, bare = split_bare_command(run_parser(), args)
+    _, bare = grammar.split(grammar.SHELL, args)
     if bare or command:
         extra = " ".join([*bare, *command])
         raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
                         fix="run a command with: envman run PROJECT CMD ARGS...")
-    run_cli(args, SHELL_COMMAND, matrix)
+    run_cli(args, SHELL_COMMAND, matrix, words=grammar.SHELL)
 
 
 def _err(line: str) -> None:

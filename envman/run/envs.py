@@ -142,39 +142,18 @@ def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, wo
     return with_terminal(argv, tty, interactive)
 
 
-EXEC_USAGE = "envman exec [OPTIONS] NAME|PROJECT [CMD ARGS...]"
-
-
-def exec_parser():
-    """``envman exec``'s options (argparse, like ``envman run``'s: no typer on this path)."""
-    import argparse
-
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # one line and exit 2
-            raise UserError(message, where="envman exec", fix="see envman exec --help")
-
-    p = Parser(prog="envman exec", usage=EXEC_USAGE,
-               description="Run a command (default: a shell) in a running environment (envman run --detach or "
-                           "--name) as you, with HOME at /home/envman, starting in the directory under /workspace "
-                           "that matches the current one.")
-    p.add_argument("target", help="the environment's name, or its project's when it has one environment")
-    p.add_argument("-e", "--env-var", action="append", default=[], help="environment variable NAME=VALUE, or NAME to pass its value from your environment")
-    p.add_argument("--dry-run", action="store_true", help="print the docker command instead of running it")
-    return p
-
-
 def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     """``envman exec``: run a command (default: a shell) in a running environment of this user."""
     import shlex
 
     from envman.run.plan import container_workdir
-    from envman.run.prepare import parse_cli_env, split_bare_command
+    from envman.run import grammar
+    from envman.run.prepare import parse_cli_env
 
-    p = exec_parser()
-    opts, bare = split_bare_command(p, args)
+    opts, bare = grammar.split(grammar.EXEC, args)
     if bare and command:
         raise UserError("two commands given", where="envman exec", fix="give the command once, after NAME or after --")
-    a = p.parse_args(opts)
+    a = grammar.parse(grammar.EXEC, opts)
     c = one(list_containers(uid=os.getuid()), a.target)
     workdir = container_workdir(Path(c.root), Path.cwd()) if c.root else WORKSPACE
     tty, interactive = terminal_flags()

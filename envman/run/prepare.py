@@ -1,8 +1,8 @@
 """Putting a run together: preflight, the base image (stack or project image), and the plan.
 
 :func:`prepare_run` raises on the first preflight error and otherwise returns the plan; the
-command-line values of ``run`` (mounts, ports, environment) are parsed and checked here, and its words
-split into options and command (:func:`split_bare_command`).
+command-line values of ``run`` (mounts, ports, environment) are parsed and checked here (its words are read
+with :mod:`envman.run.grammar`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, cdi_devices, co
 from envman.run.preflight import ImageState, Problem, preflight
 
 if TYPE_CHECKING:
-    import argparse
-
     from envman.engine.api import EngineFacts, ImageInfo
     from envman.host import HostFacts, HostGpu
 
@@ -255,27 +253,3 @@ def allocated_gpus(env: Mapping[str, str]) -> GpuRequest:
         return GpuRequest("devices", devices=tuple(dict.fromkeys(ids)))
     raise UserError("Slurm allocated no GPUs to this job (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset)",
                     where="--gpus slurm", fix="submit with --gpus N (envman submit --gpus 1), or run with --no-gpu")
-
-
-def split_bare_command(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``envman run [OPTIONS] PROJECT CMD ARGS...``: (the options and PROJECT, the command).
-
-    The command starts at the second word that is neither an option nor an option's value;
-    options that take a value are known from ``parser``. Words that do not fit are left with the
-    options, for the parser to reject.
-    """
-    words = list(words)
-    i, positionals = 0, 0
-    while i < len(words):
-        w = words[i]
-        if w.startswith("-") and w != "-":
-            name = w.split("=", 1)[0] if w.startswith("--") else w[:2]
-            action = parser._option_string_actions.get(name)
-            attached = "=" in w if w.startswith("--") else len(w) > 2
-            i += 1 if action is None or action.nargs == 0 or attached else 2
-            continue
-        positionals += 1
-        if positionals == 2:
-            return words[:i], words[i:]
-        i += 1
-    return words, []

@@ -14,8 +14,8 @@ import pytest
 from envman.run.envs import EnvContainer, SHELL_COMMAND, exec_argv, from_inspect, one, select
 from envman.errors import UserError
 from envman.run.plan import KEEP_ALIVE, RunPlan, container_workdir, docker_argv
-from envman.run.command import check_container_name, run_parser
-from envman.run.prepare import split_bare_command
+from envman.run import grammar
+from envman.run.command import check_container_name
 from tests.support.cli import run_envman
 
 
@@ -36,7 +36,7 @@ def plan(**kw) -> RunPlan:
     (["-d", "--name", "bg", "alpha"], ["-d", "--name", "bg", "alpha"], []),
 ])
 def test_bare_command_starts_at_the_second_positional(words, options, command):
-    assert split_bare_command(run_parser(), words) == (options, command)
+    assert grammar.split(grammar.RUN, words) == (options, command)
 
 
 def test_working_directory_matches_the_callers(tmp_path):
