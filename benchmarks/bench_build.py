@@ -12,7 +12,7 @@ BuildKit the CLI envman's builder uses: ``docker buildx build --load``, else a d
 with ``DOCKER_BUILDKIT=1``) warms that command. Timed, interleaved, ``-n`` rounds:
 
 * ``envman build STACK``: the result of the last identical no-op, served by the cache of
-  ``envman.run.cache`` after checking that nothing it depends on changed (code, templates,
+  ``envman.run.fastpath`` after checking that nothing it depends on changed (code, templates,
   matrices, config, wheelhouse, reports, the candidate and stable image ids);
 * the same with ``ENVMAN_RUN_CACHE=0``: it renders the stack, finds its content-addressed
   candidate and the smoke report kept for it, and does no Docker build either;

@@ -15,7 +15,7 @@ the same image; envman's run also does its preflight (project file, stack, image
 report) and adds its mounts, user, shm size and ``--init``.
 
 Timed: ``envman run`` as users run it (after the first run, the run-plan cache of
-``envman.run.cache`` serves it while nothing it depends on changed), and the same run with
+``envman.run.fastpath`` serves it while nothing it depends on changed), and the same run with
 ``ENVMAN_RUN_CACHE=0``, the full path with every check (what a first run, or a run after any
 change, costs). Python bytecode caches are allowed (as in a pip install), even where
 PYTHONDONTWRITEBYTECODE is set. ``--compare PYTHON`` times another installation's envman (the

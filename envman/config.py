@@ -28,7 +28,7 @@ keys; one error style). Tables envman does not know are left alone. Each table h
 loader: ``[network]``, ``[build]`` and ``[matrix]`` here (with the user's matrix files it names,
 :func:`user_matrix_paths`),
 ``[run]``/``[project]`` in ``envman.project.settings``, ``[engine]`` in ``envman.engine.select``,
-``[registry]`` in ``envman.images.registry``, ``[slurm]`` in ``envman.cluster.slurm``.
+``[registry]`` in ``envman.images.remote``, ``[slurm]`` in ``envman.cluster.slurm``.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ SMOKE_AT = "envman.smoke.at"  # when, Unix seconds
 SMOKE_ROOTFS = "envman.smoke.rootfs"  # sha256 over the tested image's layer digests: what was tested
 SMOKE_LABELS = (SMOKE_STATUS, SMOKE_REASON, SMOKE_REPORT_DIGEST, SMOKE_CHECKS, SMOKE_GPU, SMOKE_IMAGE,
                 SMOKE_BY_UID, SMOKE_BY_USER, SMOKE_AT, SMOKE_ROOTFS)
-SMOKE = SMOKE_STATUS  # the name envman.images.registry knows it by
+SMOKE = SMOKE_STATUS  # the name envman.images.remote knows it by
 SMOKE_REASON_MAX = 300
 SMOKE_CHECKS_MAX = 2000
 UID = "envman.uid"  # the uid an `envman run` container runs as (whose it is)

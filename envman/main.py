@@ -3,10 +3,10 @@
 ``envman [--matrix F]... run ...`` (and ``exec``, ``shell``) goes straight to the run path, its
 words read with their grammar (:mod:`envman.run.grammar`): a run sits on the user's hot
 path (``envman run P -- python train.py`` many times a day), and the typer CLI costs about
-100 ms to start. First :func:`envman.run.cache.try_cached_run` (the last identical run's plan,
+100 ms to start. First :func:`envman.run.fastpath.try_cached_run` (the last identical run's plan,
 if nothing it was made from changed), else :func:`envman.run.command.run_cli`. Likewise an
 ``envman build`` that the last identical one recorded as a no-op prints that result
-(:func:`envman.run.cache.try_cached_build`). Everything else, ``envman --help`` (which lists
+(:func:`envman.run.fastpath.try_cached_build`). Everything else, ``envman --help`` (which lists
 ``run``) included, goes to the typer CLI in :mod:`envman.cli`; a bare ``envman --version`` prints
 the version without it. Both paths share the one error
 boundary, :func:`envman.boundary.guarded`.
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(0)
     build = run_argv(args, "build")
     if build is not None:  # a no-op build the last identical one recorded: print its result
-        from envman.run.cache import try_cached_build
+        from envman.run.fastpath import try_cached_build
 
         try_cached_build(*build)
     for name in ("run", "exec", "shell"):  # the commands that hand the terminal to docker
@@ -91,7 +91,7 @@ def _run_without_cli(name: str, matrix: list[str], words: list[str]) -> None:
         return
     options, command = grammar.split_dashdash(words)
     if name == "run":
-        from envman.run.cache import try_cached_run
+        from envman.run.fastpath import try_cached_run
 
         # execs docker when the last identical run's plan holds
         try_cached_run(matrix, options, command, environment_of=_cached_run_environment)

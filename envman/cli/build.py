@@ -191,13 +191,13 @@ def build_line(row: dict) -> tuple[str, str, str]:
 
 def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str, ...] | None) -> None:
     """Record a build in which every stack was already built, smoke-tested and promoted, so the
-    next identical ``envman build`` prints this result without rendering (envman.run.cache).
+    next identical ``envman build`` prints this result without rendering (envman.run.fastpath).
     ``argv`` is the console script's words as given (``None`` when the CLI was called otherwise:
     nothing is recorded then)."""
     from envman.boundary import run_argv
     from envman.config import config_path
     from envman.matrix.source import MatrixSource
-    from envman.run.cache import build_key, record, tree_files
+    from envman.run.fastpath import build_key, record, tree_files
     from envman.state import report_path
 
     if options.credentials():

@@ -113,7 +113,7 @@ def k8s(
     from envman.errors import UserError
     from envman.project.file import cluster_gpu_count
     from envman.cluster.export import check_git, k8s_job, k8s_name, to_yaml, write_output
-    from envman.images.registry import digest_ref, load_registry_settings, parse_registry
+    from envman.images.remote import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
     workspace = None
@@ -195,7 +195,7 @@ def _push_run_image(proj, stack, registry: str | None) -> str:
     from envman.cluster.export import k8s_name
     from envman.engine.docker import Engine
     from envman.errors import UserError
-    from envman.images.registry import check_transport, load_registry_settings, parse_registry, push_stack
+    from envman.images.remote import check_transport, load_registry_settings, parse_registry, push_stack
 
     settings = load_registry_settings()
     reg = parse_registry(registry, where="--registry") if registry else settings.default

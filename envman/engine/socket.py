@@ -7,7 +7,7 @@ socket gives no clean answer (:class:`NoAnswer`), callers fall back to the CLI
 (:class:`envman.engine.facts.DockerFacts`) or take their full path.
 
 Standard library only, and only ``os`` and ``json`` at import: ``envman run``'s cached fast path
-(:mod:`envman.run.cache`) imports it.
+(:mod:`envman.run.fastpath`) imports it.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
     the user may be halfway through a fix.
     """
     from envman.images.pins import read_pins
-    from envman.render.cache import batched
+    from envman.render.rendercache import batched
 
     pins = read_pins()  # read once: a pin per project
     refs: set[str] = set()

@@ -5,7 +5,7 @@ Strict: a name or attribute the plan does not have is an error (``StrictUndefine
 empty ``FROM``; no HTML escaping (it would turn ``&&`` into ``&amp;&amp;``); block tags leave no
 blank lines; the output keeps its last newline. The templates receive the plan as ``plan`` and
 nothing else. Project and notebook layers go through the user's render cache
-(:mod:`envman.render.cache`).
+(:mod:`envman.render.rendercache`).
 """
 
 from __future__ import annotations
@@ -40,16 +40,16 @@ def render_dockerfile(plan: DockerfilePlan) -> str:
     """The Dockerfile ``plan`` describes, laid out by its template (a template missing from the
     installation is a :class:`~envman.errors.RenderError`). A project image's or the notebook
     layer's text comes from the user's render cache when this plan, these templates and this
-    envman rendered it before (:mod:`envman.render.cache`): jinja2 is then not imported."""
+    envman rendered it before (:mod:`envman.render.rendercache`): jinja2 is then not imported."""
     from envman.paths import templates_dir
-    from envman.render import cache
+    from envman.render import rendercache
 
-    key = cache.render_key(plan, str(templates_dir()))
-    text = cache.lookup(key) if key is not None else None
+    key = rendercache.render_key(plan, str(templates_dir()))
+    text = rendercache.lookup(key) if key is not None else None
     if text is None:
         text = _render(plan)
         if key is not None:
-            cache.store(key, text)
+            rendercache.store(key, text)
     return text
 
 

@@ -61,8 +61,8 @@ def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | 
     """What ``envman clean`` would remove for this user (``engine``: for ``images``)."""
     from envman.matrix.parsed import PARSED_FOLDER
     from envman.paths import config_dir, state_dir
-    from envman.render.cache import RENDER_CACHE
-    from envman.run.cache import cache_file
+    from envman.render.rendercache import RENDER_CACHE
+    from envman.run.fastpath import cache_file
 
     state = state_dir()
     paths = _entries(state, STATE_ENTRIES)

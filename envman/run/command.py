@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from envman.errors import UserError
 from envman.project.file import ProjectConfig
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags
-from envman.run.cache import cache_key, record_run
+from envman.run.fastpath import cache_key, record_run
 from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
@@ -202,7 +202,7 @@ def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Sta
 def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
     """With ``[registry] pull_on_run = true`` and a default registry: a function that pulls a
     stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
-    from envman.images.registry import load_registry_settings
+    from envman.images.remote import load_registry_settings
 
     settings = load_registry_settings()
     if not settings.pull_on_run or settings.default is None:
@@ -210,7 +210,7 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
 
     def fetch(stack: Stack) -> None:
         from envman.engine.docker import Engine
-        from envman.images.registry import pull_stack
+        from envman.images.remote import pull_stack
 
         _err(f"envman: no promoted image of {stack.name} here: pulling it from {settings.default}")
         with Engine.connect() as engine:
@@ -231,7 +231,7 @@ def check_name_free(plan: RunPlan) -> None:
 
 def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report: Path | None,
                      matrix: MatrixSource) -> list[str]:
-    """Every file a run's plan was made from (see :mod:`envman.run.cache`): the project file, the
+    """Every file a run's plan was made from (see :mod:`envman.run.fastpath`): the project file, the
     ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
     there would be found first), the registry, the user config, the requirements file, the matrix
     files and their folder (a new file there), and the smoke report."""
@@ -259,7 +259,7 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
 
 def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
                  found_from: Path | None, matrix: MatrixSource) -> None:
-    """Record a CPU run that passed its preflight, for :func:`envman.run.cache.try_cached_run`."""
+    """Record a CPU run that passed its preflight, for :func:`envman.run.fastpath.try_cached_run`."""
     from dataclasses import replace
 
     from envman.state import report_path, stable_ref

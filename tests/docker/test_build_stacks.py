@@ -83,7 +83,7 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     second = json.loads(envman(state, *args, check=0).stdout)[0]
     # the candidate tag now names the image that carries the verdict: a no-op build finds that one
     assert second["cached"] and second["image_id"] == promoted_id
-    # The second was a no-op, so the third is that result again (envman.run.cache), ...
+    # The second was a no-op, so the third is that result again (envman.run.fastpath), ...
     third = json.loads(envman(state, *args, check=0).stdout)[0]
     assert {k: v for k, v in third.items() if k != "build_seconds"} == {
         k: v for k, v in second.items() if k != "build_seconds"}

@@ -163,7 +163,7 @@ def test_prune_reads_each_image_and_each_state_file_once_however_many_projects(t
     from collections import Counter
 
     import envman.images.pins as P
-    import envman.render.cache as RC
+    import envman.render.rendercache as RC
     import envman.state as S
     from envman.project.file import load_project
     from envman.project.image import project_images_in_use

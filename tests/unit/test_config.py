@@ -136,7 +136,7 @@ def _loaders():
     from envman.cluster.slurm import load_slurm_config
     from envman.config import load_builder_config, load_matrix_config
     from envman.engine.select import config_engine_host
-    from envman.images.registry import load_registry_settings
+    from envman.images.remote import load_registry_settings
     from envman.project.settings import load_user_config
 
     return {

@@ -433,7 +433,7 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     """`export k8s --push` of a project with its own packages: the project image goes to the
     registry and the Job names it by digest (it used to need a push by hand)."""
     from envman.cli import export as X
-    from envman.images.registry import parse_registry
+    from envman.images.remote import parse_registry
     from tests.support.fake_engine import FakeEngine
 
     eng = FakeEngine()

@@ -107,7 +107,7 @@ def test_a_broken_disk_cache_is_ignored(home):
 
 
 def test_the_run_fast_path_does_not_import_the_matrix():
-    code = ("import sys, envman.main, envman.run.cache; "
+    code = ("import sys, envman.main, envman.run.fastpath; "
             "print(sorted(m for m in sys.modules if m.startswith('envman')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "envman.matrix" not in out and "envman.stack" not in out, out

@@ -1,4 +1,4 @@
-"""envman.images.registry without an engine: names, the plain-HTTP rule, the label checks, the config."""
+"""envman.images.remote without an engine: names, the plain-HTTP rule, the label checks, the config."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.load import load_matrix
-from envman.images.registry import (
+from envman.images.remote import (
     Registry, check_transport, engine_uses_http, is_loopback, label_problems, load_registry_settings, parse_registry,
 )
 from envman.render.dockerfile import stack_label_json
@@ -161,7 +161,7 @@ def test_push_progress_is_a_line_per_layer_state_and_each_quarter_of_an_upload()
 
 
 def test_push_stack_reports_progress(stack, monkeypatch):
-    from envman.images.registry import parse_registry, push_stack
+    from envman.images.remote import parse_registry, push_stack
     from tests.unit.test_build_pipeline import pipeline_engine
     from envman.images import build as B
 

@@ -1,4 +1,4 @@
-"""The render cache (envman.render.cache): a hit gives the exact text a fresh render gives, without
+"""The render cache (envman.render.rendercache): a hit gives the exact text a fresh render gives, without
 jinja2; anything that could change the text, and anything in doubt about the file, is a miss."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envman.paths import templates_dir
-from envman.render import cache
+from envman.render import rendercache
 from envman.render import template as template_mod
 from envman.render.plan import (
     DockerfilePlan,
@@ -42,7 +42,7 @@ def fresh(p: DockerfilePlan) -> str:
 
 
 def entries() -> dict:
-    return json.loads(Path(cache.cache_path()).read_text())["renders"]
+    return json.loads(Path(rendercache.cache_path()).read_text())["renders"]
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_a_hit_is_byte_identical_to_a_fresh_render_and_skips_jinja(p, counted):
 
 def test_the_cache_file_is_private_in_a_private_folder(counted):
     render_dockerfile(plan())
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
 
@@ -100,7 +100,7 @@ def _variants(value):
 def test_every_field_of_the_plan_is_in_the_key():
     p = plan()
     root = str(templates_dir())
-    key = cache.render_key(p, root)
+    key = rendercache.render_key(p, root)
     assert key is not None
     variants = list(_variants(p))
     # every section and every field of the sections a project plan has
@@ -110,7 +110,7 @@ def test_every_field_of_the_plan_is_in_the_key():
             "project.name", "builder.kind", "labels", "nvidia", "pip_packages"} <= names
     keys = set()
     for name, changed in variants:
-        k = cache.render_key(changed, root)
+        k = rendercache.render_key(changed, root)
         if changed.template != "project.Dockerfile.j2" or changed.network is not None:
             assert k is None, name
             continue
@@ -128,19 +128,19 @@ def test_a_section_of_another_type_with_the_same_fields_is_another_key():
 
     p = plan()
     twin = dataclasses.replace(p, project=Twin(p.project.name, p.project.stack, p.project.requirements))
-    assert cache.render_key(twin, str(templates_dir())) != cache.render_key(p, str(templates_dir()))
+    assert rendercache.render_key(twin, str(templates_dir())) != rendercache.render_key(p, str(templates_dir()))
 
 
 def test_plans_that_may_hold_index_settings_are_never_cached(counted):
     p = dataclasses.replace(plan(), network=NetworkOptions(pip_env=('PIP_INDEX_URL="https://u:p@h/simple"',)))
-    assert cache.render_key(p, str(templates_dir())) is None
+    assert rendercache.render_key(p, str(templates_dir())) is None
     render_dockerfile(p)
     stack = stack_plan(make_stack(), RenderOptions(pip_index="https://user:secret@pypi.example/simple"), [])
     render_dockerfile(stack)
     render_dockerfile(stack)
-    assert cache.render_key(stack, str(templates_dir())) is None
+    assert rendercache.render_key(stack, str(templates_dir())) is None
     assert len(counted) == 3
-    assert not Path(cache.cache_path()).exists()
+    assert not Path(rendercache.cache_path()).exists()
 
 
 def copy_templates(tmp_path) -> Path:
@@ -152,19 +152,19 @@ def copy_templates(tmp_path) -> Path:
 @pytest.mark.parametrize("name", ["project.Dockerfile.j2", "_macros.j2"])
 def test_a_changed_byte_in_any_template_the_render_reads_is_a_miss(tmp_path, name):
     root = copy_templates(tmp_path)
-    before = cache.render_key(plan(), str(root))
+    before = rendercache.render_key(plan(), str(root))
     with open(root / name, "ab") as fh:
         fh.write(b" ")
-    after = cache.render_key(plan(), str(root))
+    after = rendercache.render_key(plan(), str(root))
     assert before is not None and after is not None and before != after
 
 
 def test_a_template_the_project_render_does_not_read_is_not_in_the_key(tmp_path):
     root = copy_templates(tmp_path)
-    before = cache.render_key(plan(), str(root))
+    before = rendercache.render_key(plan(), str(root))
     with open(root / "Dockerfile.j2", "ab") as fh:
         fh.write(b" ")
-    assert cache.render_key(plan(), str(root)) == before
+    assert rendercache.render_key(plan(), str(root)) == before
 
 
 def test_the_templates_found_are_the_ones_jinja_loads():
@@ -180,7 +180,7 @@ def test_the_templates_found_are_the_ones_jinja_loads():
     env = jinja_env().overlay(loader=Recording(str(templates_dir())), cache_size=0)
     for p in (plan(), notebook_plan(BASE, "jupyterlab")):
         env.get_template(p.template).render(plan=p)
-        assert set(loaded) == set(cache.template_files(p.template, str(templates_dir())))
+        assert set(loaded) == set(rendercache.template_files(p.template, str(templates_dir())))
         loaded.clear()
 
 
@@ -190,32 +190,32 @@ def test_a_template_loaded_through_an_expression_is_never_cached(tmp_path, tag):
     root = copy_templates(tmp_path)
     with open(root / "_macros.j2", "a") as fh:
         fh.write(tag + "\n")
-    assert cache.render_key(plan(), str(root)) is None
+    assert rendercache.render_key(plan(), str(root)) is None
 
 
 def test_a_missing_template_is_not_cached_and_still_an_error(tmp_path):
     root = copy_templates(tmp_path)
     (root / "_macros.j2").unlink()
-    assert cache.render_key(plan(), str(root)) is None
+    assert rendercache.render_key(plan(), str(root)) is None
 
 
 def test_another_envman_version_is_a_miss(monkeypatch):
-    before = cache.render_key(plan(), str(templates_dir()))
-    monkeypatch.setattr(cache, "__version__", "0.0.0+other")
-    assert cache.render_key(plan(), str(templates_dir())) != before
+    before = rendercache.render_key(plan(), str(templates_dir()))
+    monkeypatch.setattr(rendercache, "__version__", "0.0.0+other")
+    assert rendercache.render_key(plan(), str(templates_dir())) != before
 
 
 def test_another_jinja_or_environment_is_a_miss(monkeypatch):
-    before = cache.render_key(plan(), str(templates_dir()))
-    monkeypatch.setattr(cache, "_jinja_fingerprint", lambda: b"__version__ = '9.9'")
-    assert cache.render_key(plan(), str(templates_dir())) != before
-    monkeypatch.setattr(cache, "_jinja_fingerprint", lambda: None)
-    assert cache.render_key(plan(), str(templates_dir())) is None
+    before = rendercache.render_key(plan(), str(templates_dir()))
+    monkeypatch.setattr(rendercache, "_jinja_fingerprint", lambda: b"__version__ = '9.9'")
+    assert rendercache.render_key(plan(), str(templates_dir())) != before
+    monkeypatch.setattr(rendercache, "_jinja_fingerprint", lambda: None)
+    assert rendercache.render_key(plan(), str(templates_dir())) is None
 
 
 def _poison(text: str) -> None:
     """Replace every entry's text (keeping the recorded hash)."""
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     data = json.loads(path.read_text())
     for entry in data["renders"].values():
         entry["text"] = text
@@ -227,7 +227,7 @@ def _poison(text: str) -> None:
 def test_a_damaged_cache_is_a_miss_never_a_wrong_text(damage, counted):
     p = plan()
     expected = render_dockerfile(p)
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     raw = path.read_text()
     data = json.loads(raw)
     if damage == "truncate":
@@ -242,9 +242,9 @@ def test_a_damaged_cache_is_a_miss_never_a_wrong_text(damage, counted):
     elif damage == "text-changed":
         _poison("FROM evil\n")
     elif damage == "entry-not-a-dict":
-        path.write_text(json.dumps({"format": cache.CACHE_FORMAT, "renders": {k: "FROM evil\n" for k in data["renders"]}}))
+        path.write_text(json.dumps({"format": rendercache.CACHE_FORMAT, "renders": {k: "FROM evil\n" for k in data["renders"]}}))
     elif damage == "hash-missing":
-        path.write_text(json.dumps({"format": cache.CACHE_FORMAT,
+        path.write_text(json.dumps({"format": rendercache.CACHE_FORMAT,
                                     "renders": {k: {"text": "FROM evil\n"} for k in data["renders"]}}))
     elif damage == "empty":
         path.write_text("")
@@ -256,7 +256,7 @@ def test_a_damaged_cache_is_a_miss_never_a_wrong_text(damage, counted):
 
 def test_a_group_or_world_writable_cache_file_is_a_miss(counted):
     render_dockerfile(plan())
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     os.chmod(path, 0o666)
     _poison("FROM evil\n")
     os.chmod(path, 0o666)
@@ -266,7 +266,7 @@ def test_a_group_or_world_writable_cache_file_is_a_miss(counted):
 
 def test_an_unreadable_cache_file_is_a_miss(counted, monkeypatch):
     render_dockerfile(plan())
-    path = cache.cache_path()
+    path = rendercache.cache_path()
     real_open = os.open
 
     def refuse(name, *args, **kw):  # what a file mode 000 gives a user other than root
@@ -274,24 +274,24 @@ def test_an_unreadable_cache_file_is_a_miss(counted, monkeypatch):
             raise PermissionError(13, "Permission denied", name)
         return real_open(name, *args, **kw)
 
-    monkeypatch.setattr(cache.os, "open", refuse)
+    monkeypatch.setattr(rendercache.os, "open", refuse)
     assert render_dockerfile(plan()) == fresh(plan())
     assert len(counted) == 2
 
 
 def test_a_cache_file_owned_by_someone_else_is_a_miss(counted, monkeypatch):
     render_dockerfile(plan())
-    monkeypatch.setattr(cache.os, "getuid", lambda: os.stat(cache.cache_path()).st_uid + 1)
-    assert cache.lookup(cache.render_key(plan(), str(templates_dir()))) is None
+    monkeypatch.setattr(rendercache.os, "getuid", lambda: os.stat(rendercache.cache_path()).st_uid + 1)
+    assert rendercache.lookup(rendercache.render_key(plan(), str(templates_dir()))) is None
 
 
 def test_a_symlinked_cache_file_is_a_miss(tmp_path, counted):
     render_dockerfile(plan())
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     target = tmp_path / "elsewhere.json"
     path.rename(target)
     path.symlink_to(target)
-    assert cache.lookup(cache.render_key(plan(), str(templates_dir()))) is None
+    assert rendercache.lookup(rendercache.render_key(plan(), str(templates_dir()))) is None
 
 
 def test_an_unwritable_cache_folder_only_costs_time(tmp_path, monkeypatch, counted):
@@ -304,12 +304,12 @@ def test_an_unwritable_cache_folder_only_costs_time(tmp_path, monkeypatch, count
 
 
 def test_the_cache_keeps_the_newest_entries_only(counted):
-    for i in range(cache.MAX_ENTRIES + 5):
+    for i in range(rendercache.MAX_ENTRIES + 5):
         render_dockerfile(notebook_plan(BASE, f"jupyterlab=={i}"))
     kept = entries()
-    assert len(kept) == cache.MAX_ENTRIES
+    assert len(kept) == rendercache.MAX_ENTRIES
     counted.clear()
-    render_dockerfile(notebook_plan(BASE, f"jupyterlab=={cache.MAX_ENTRIES + 4}"))  # newest: a hit
+    render_dockerfile(notebook_plan(BASE, f"jupyterlab=={rendercache.MAX_ENTRIES + 4}"))  # newest: a hit
     assert counted == []
     render_dockerfile(notebook_plan(BASE, "jupyterlab==0"))  # oldest: evicted
     assert len(counted) == 1
@@ -322,14 +322,14 @@ def test_a_batch_reads_and_writes_the_cache_file_once(counted, monkeypatch, rend
     import envman.state as S
 
     loads, writes = [], []
-    real_load, real_write = cache._load, S.atomic_write
-    monkeypatch.setattr(cache, "_load", lambda path: loads.append(path) or real_load(path))
+    real_load, real_write = rendercache._load, S.atomic_write
+    monkeypatch.setattr(rendercache, "_load", lambda path: loads.append(path) or real_load(path))
     monkeypatch.setattr(S, "atomic_write", lambda path, text: writes.append(path) or real_write(path, text))
     plans = [notebook_plan(BASE, f"jupyterlab=={i}") for i in range(renders)]
     for _ in range(2):
-        with cache.batched():
+        with rendercache.batched():
             texts = [render_dockerfile(p) for p in plans]
-            with cache.batched():  # nested: still the one batch
+            with rendercache.batched():  # nested: still the one batch
                 assert render_dockerfile(plans[0]) == texts[0]
         assert texts == [fresh(p) for p in plans]
     assert len(loads) == 2 and len(writes) == 1  # the second batch hit every render: nothing to write
@@ -365,7 +365,7 @@ def test_a_run_path_hit_does_not_import_jinja2(tmp_path):
     miss, hit = run(), run()
     assert miss[1] == "True" and hit[1] == "False"
     assert miss[0] == hit[0]
-    (tmp_path / "cache" / cache.RENDER_CACHE).unlink()
+    (tmp_path / "cache" / rendercache.RENDER_CACHE).unlink()
     assert run() == miss  # the same tag without the cache
 
 
@@ -375,7 +375,7 @@ def test_envman_clean_removes_the_render_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
     render_dockerfile(plan())
-    path = Path(cache.cache_path())
+    path = Path(rendercache.cache_path())
     (path.parent / "mine.txt").write_text("keep")
     p = clean_plan()
     assert path in p.paths

@@ -17,7 +17,7 @@ import pytest
 
 import envman.engine.socket as engine_socket
 from envman.engine.handoff import with_terminal
-import envman.run.cache as runcache
+import envman.run.fastpath as runcache
 import envman.run.command as runner
 from envman.main import main
 from envman.matrix.load import load_matrix
@@ -389,7 +389,7 @@ def test_the_run_cache_watches_every_envman_module_the_full_path_loaded(world, e
         assert str(copied_envman / "envman" / rel) in deps, rel
 
 
-@pytest.mark.parametrize("rel", [*ONCE_UNWATCHED, "run/cache.py", "templates/dockerfiles/Dockerfile.j2"])
+@pytest.mark.parametrize("rel", [*ONCE_UNWATCHED, "run/fastpath.py", "templates/dockerfiles/Dockerfile.j2"])
 def test_an_edited_module_on_the_run_path_is_a_miss(world, engine, copied_envman, rel):
     """Edit one file of envman (a comment, as an upgrade or an editable checkout changes it):
     the next identical run takes the full path, which records the run afresh."""

@@ -171,10 +171,10 @@ HOSTILE = {"fifo": _fifo, "dev-zero": _dev_zero, "group-writable": _group_writab
 def _state_files():
     """(name, path of the state file, a believable content, reader → truthy when believed)."""
     from envman.cluster import slurm
-    from envman.images import pins, registry
+    from envman.images import pins, remote
     from envman.project import trust
-    from envman.render import cache as render_cache
-    from envman.run import cache as run_cache
+    from envman.render import rendercache as render_cache
+    from envman.run import fastpath as run_cache
     from envman.stack import origins
     from envman import state
 
@@ -186,7 +186,7 @@ def _state_files():
          lambda: render_cache._load(render_cache.cache_path())),
         ("pins.json", pins.pins_file, {"k": {"stack": "s", "image_id": "i", "at": 1}}, pins.read_pins),
         ("trust.json", trust.trust_path, {"schema": 1, "files": {"/x/envman.toml": {"sha256": "a"}}}, trust.records),
-        ("pushed.json", registry.pushed_path, {"r": {"s": {}}}, registry.read_pushed),
+        ("pushed.json", remote.pushed_path, {"r": {"s": {}}}, remote.read_pushed),
         ("report", lambda: state.report_path("sha256:" + "a" * 64), {"overall": "pass"},
          lambda: state.load_report("sha256:" + "a" * 64)),
         ("slurm job", lambda: slurm._jobs_dir() / "7.json", job, slurm.load_records),
@@ -233,7 +233,7 @@ def test_the_project_registry_refuses_a_file_others_can_write(home):
 
 def test_a_cached_docker_run_line_in_a_writable_runs_json_is_never_executed(home, monkeypatch):
     """The run-plan cache holds a whole ``docker run`` line: one others could write is a miss."""
-    from envman.run import cache as run_cache
+    from envman.run import fastpath as run_cache
 
     executed = []
     monkeypatch.setattr(run_cache, "exec_docker", lambda argv, env: executed.append(argv))
@@ -257,7 +257,7 @@ _STATE_READS = re.compile(r"\.read_text\(|\.read_bytes\(|json\.load\(|(?<![.\w])
 #: context, the engine's own config, job logs, files the user names), each checked by hand.
 _NOT_STATE = {
     "envman/probe/pyz.py", "envman/engine/socket.py", "envman/engine/select.py", "envman/engine/context.py",
-    "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/cache.py", "envman/images/build.py",
+    "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/rendercache.py", "envman/images/build.py",
     "envman/project/lock.py", "envman/cluster/slurm.py", "envman/safefile.py", "envman/state.py",
     "envman/matrix/write.py", "envman/images/base.py", "envman/render/base.py",
 }
@@ -661,7 +661,7 @@ def _pullable(engine, stack, render_hash):
 @given(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
 @settings(max_examples=10, deadline=None)
 def test_pull_promotes_only_a_render_hash_this_host_renders(other):
-    from envman.images.registry import Registry, RegistryError, pull_stack
+    from envman.images.remote import Registry, RegistryError, pull_stack
     from envman.matrix.load import load_matrix
     from envman.stack.resolve import resolve
     from tests.support.fake_engine import FakeEngine
@@ -769,7 +769,7 @@ def test_plain_http_indexes(url, ok):
 @given(st.ip_addresses(v=4))
 @settings(max_examples=200, deadline=None)
 def test_a_registry_is_read_by_its_embedded_ipv4_address(addr):
-    from envman.images.registry import Registry, check_transport, engine_uses_http, is_loopback
+    from envman.images.remote import Registry, check_transport, engine_uses_http, is_loopback
 
     cidrs = ("10.0.0.0/8", "127.0.0.0/8")
     plain, mapped = Registry(f"{addr}:5000"), Registry(f"[::ffff:{addr}]:5000")
@@ -783,16 +783,16 @@ def test_a_registry_is_read_by_its_embedded_ipv4_address(addr):
 def test_a_name_is_loopback_only_when_every_address_it_resolves_to_is(monkeypatch):
     import ipaddress
 
-    from envman.images import registry
+    from envman.images import remote
 
     answers = {"lo.example": ["127.0.0.1", "::1"], "mixed.example": ["127.0.0.1", "10.1.2.3"],
                "none.example": [], "mapped.example": ["::ffff:10.1.2.3"]}
-    monkeypatch.setattr(registry, "_resolve", lambda h: [ipaddress.ip_address(a) for a in answers[h]])
-    assert registry.is_loopback("lo.example")
-    assert not registry.is_loopback("mixed.example") and not registry.is_loopback("none.example")
-    assert not registry.is_loopback("mapped.example")
+    monkeypatch.setattr(remote, "_resolve", lambda h: [ipaddress.ip_address(a) for a in answers[h]])
+    assert remote.is_loopback("lo.example")
+    assert not remote.is_loopback("mixed.example") and not remote.is_loopback("none.example")
+    assert not remote.is_loopback("mapped.example")
     with pytest.raises(UserError, match="plain HTTP"):
-        registry.check_transport(registry.Registry("mixed.example:5000"), ("10.0.0.0/8",), (), allow_http=False)
+        remote.check_transport(remote.Registry("mixed.example:5000"), ("10.0.0.0/8",), (), allow_http=False)
 
 
 # --------------------------------------------------------------------------- requirements options
@@ -1063,7 +1063,7 @@ def test_a_project_root_that_is_protected_is_refused(home, root):
 
 
 def test_pull_takes_the_digest_it_is_given(home):
-    from envman.images.registry import Registry, pull_stack
+    from envman.images.remote import Registry, pull_stack
     from envman.matrix.load import load_matrix
     from envman.stack.resolve import resolve
     from tests.support.fake_engine import FakeEngine
@@ -1080,7 +1080,7 @@ def test_pull_takes_the_digest_it_is_given(home):
 
 @pytest.mark.parametrize("status", ["fail", "untested"])
 def test_a_failed_or_missing_verdict_is_never_pushed(home, status):
-    from envman.images.registry import Registry, push_stack
+    from envman.images.remote import Registry, push_stack
     from envman.matrix.load import load_matrix
     from envman.stack.resolve import resolve
     from tests.support.fake_engine import FakeEngine

@@ -189,7 +189,7 @@ def test_pins_are_stored_per_project_identity(tmp_path):
 def test_smoke_and_push_leave_the_promoted_image_id_alone(stack, monkeypatch):
     """A project image and its envman.lock are built on the promoted image's id: a smoke test
     rerun on it, and a push, may not change that id (they re-labelled it, which did)."""
-    from envman.images.registry import parse_registry, push_stack
+    from envman.images.remote import parse_registry, push_stack
     from envman.state import stable_ref
 
     eng = pipeline_engine("cpu-only")

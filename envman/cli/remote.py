@@ -1,4 +1,4 @@
-"""``envman push`` and ``envman pull``: promoted images through a registry (envman.images.registry)."""
+"""``envman push`` and ``envman pull``: promoted images through a registry (envman.images.remote)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def target_stack(target: str):
 def _registry_and_stack(registry: str | None, target: str):
     """The ``[registry]`` settings, the registry to use (``--registry`` or the config's) and the
     stack a target names."""
-    from envman.images.registry import choose_registry, load_registry_settings
+    from envman.images.remote import choose_registry, load_registry_settings
 
     settings = load_registry_settings()
     reg = choose_registry(registry, settings)
@@ -63,7 +63,7 @@ def push(
 ) -> None:
     """Push a stack's promoted image with its smoke verdict; prints the digest reference."""
     from envman.engine.docker import Engine
-    from envman.images.registry import push_stack
+    from envman.images.remote import push_stack
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
@@ -93,7 +93,7 @@ def pull(
 ) -> None:
     """Pull a stack's image by digest, check its digest and labels, and promote it here."""
     from envman.engine.docker import Engine
-    from envman.images.registry import pull_stack
+    from envman.images.remote import pull_stack
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
