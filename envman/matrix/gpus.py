@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Generic, Iterable, Protocol, Sequence, TypeVar
 
 #: Words that name the maker or the product line, not the GPU.
 NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro", "generation", "gpu", "graphics", "edition", "card"})
@@ -76,38 +76,52 @@ def split_details(toks: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(core), frozenset(details)
 
 
+class Named(Protocol):
+    """What the index reads of a GPU (``envman.matrix.model.Gpu``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
+G = TypeVar("G", bound=Named)
+
+
 @dataclass(frozen=True)
-class _Entry:
-    key: object  # what the caller gets back (a Gpu)
+class _Entry(Generic[G]):
+    key: G  # what the caller gets back (a Gpu)
     names: tuple[tuple[str, ...], ...]  # token tuples of its name, id and aliases
 
 
-class GpuIndex:
+class GpuIndex(Generic[G]):
     """The three matching steps over a fixed list of GPUs (built once per matrix)."""
 
-    def __init__(self, gpus: Iterable) -> None:
+    def __init__(self, gpus: Iterable[G]) -> None:
         self.entries = [_Entry(g, tuple(tokens(n) for n in (g.name, g.id, *g.aliases))) for g in gpus]
         self.display = [(g.name, g) for g in gpus]
 
-    def lookup(self, query: str) -> object | None:
+    def lookup(self, query: str) -> G | None:
         found, _ = self._find(query)
         return found
 
-    def ambiguous(self, query: str) -> list[object]:
+    def ambiguous(self, query: str) -> list[G]:
         """The GPUs a query ties between (empty when it finds one or none)."""
         return self._find(query)[1]
 
-    def _find(self, query: str) -> tuple[object | None, list[object]]:
+    def _find(self, query: str) -> tuple[G | None, list[G]]:
         q = tokens(query)
         if not q:
             return None, []
         qset = frozenset(q)
-        exact = self._unique([e.key for e in self.entries if any(frozenset(n) == qset for n in e.names)])
+        exact = [e.key for e in self.entries if any(frozenset(n) == qset for n in e.names)]
         if exact:
-            return exact
+            return self._unique(exact)
         qcore, qdet = split_details(q)
         if qcore:
-            best: dict[int, list[object]] = {}
+            best: dict[int, list[G]] = {}
             qff = qdet & FORM_FACTORS
             for e in self.entries:
                 score = max((len(qdet & d) - bool(qff and (d & FORM_FACTORS) - qff)
@@ -116,7 +130,7 @@ class GpuIndex:
                     best.setdefault(score, []).append(e.key)
             if best:
                 return self._unique(best[max(best)])
-        extra: dict[int, list[object]] = {}
+        extra: dict[tuple[int, int], list[G]] = {}
         for e in self.entries:  # fewest words besides, on the GPU's name: model words, then details
             if any(qset <= set(n) for n in e.names):
                 core, det = split_details(e.names[0])
@@ -126,9 +140,8 @@ class GpuIndex:
         return None, []
 
     @staticmethod
-    def _unique(keys: list[object]) -> tuple[object | None, list[object]] | None:
-        if not keys:
-            return None
+    def _unique(keys: list[G]) -> tuple[G | None, list[G]]:
+        """(the one GPU, []) or (None, the GPUs it ties between), of a non-empty list."""
         uniq = list(dict.fromkeys(keys))
         return (uniq[0], []) if len(uniq) == 1 else (None, uniq)
 
@@ -146,7 +159,7 @@ class GpuIndex:
         return list(dict.fromkeys(out))[:n]
 
 
-def unknown_gpu(index: GpuIndex, query: str) -> tuple[str, str]:
+def unknown_gpu(index: GpuIndex[G], query: str) -> tuple[str, str]:
     """(what, fix) of the one-line error for a ``--gpu`` that names no one GPU of the matrix."""
     close = index.suggestions(query)
     what = f"GPU {query!r} names several GPUs" if index.ambiguous(query) else f"unknown GPU {query!r}"

@@ -25,7 +25,7 @@ from email.parser import HeaderParser
 from email.message import Message
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
 from envman import __version__
 from envman.errors import EnvmanError
@@ -65,6 +65,12 @@ class Response:
     status: int
     headers: Mapping[str, str]
     body: bytes
+
+
+class _Body(Protocol):
+    """What :meth:`Http._read` reads: an HTTP response body."""
+
+    def read(self, amt: int, /) -> bytes: ...
 
 
 @dataclass
@@ -126,11 +132,12 @@ class Http:
             fix="check the network, or point --pip-index / --torch-index at a reachable mirror; nothing was written",
         )
 
-    def _read(self, resp, limit: int, url: str) -> bytes:
+    def _read(self, resp: _Body, limit: int, url: str) -> bytes:
         """The body, at most ``limit + 1`` bytes, within a whole-request deadline: the socket
         timeout bounds each read, the deadline a server that trickles bytes."""
         deadline = time.monotonic() + self.timeout * 4
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while size <= limit:
             chunk = resp.read(min(1 << 20, limit + 1 - size))
             if not chunk:
@@ -354,7 +361,7 @@ class RangeFile(io.RawIOBase):
                 return data[start - off:end - off]
         return None
 
-    def readinto(self, buf) -> int:  # type: ignore[override]
+    def readinto(self, buf: memoryview | bytearray) -> int:  # type: ignore[override]  # io passes a memoryview; typeshed says any buffer
         n = min(len(buf), self.size - self._pos)
         if n <= 0:
             return 0
@@ -410,6 +417,7 @@ def read_wheel_metadata(http: Http, f: IndexFile) -> WheelMetadata:
             _check_hashes(resp.body, f.metadata, f.metadata_url)
         return _parse_metadata(resp.body, f.metadata_url, "pep658")
     rf = RangeFile(http, f.url)
+    fobj: io.BufferedIOBase
     if rf.ranged:
         how, fobj = "range", io.BufferedReader(rf, buffer_size=8192)
     else:

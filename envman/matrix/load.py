@@ -6,10 +6,11 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 
 from __future__ import annotations
 
+import builtins
 import functools
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar, overload
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -42,10 +43,14 @@ from envman.matrix.model import (
 KINDS = ("cuda", "os", "images", "framework", "gpus", "tags", "recipes")
 
 
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
+
 class _Row:
     """Typed access to one TOML table, with errors that name file, key and expectation."""
 
-    def __init__(self, data: dict, file: str, where: str) -> None:
+    def __init__(self, data: dict[str, Any], file: str, where: str) -> None:
         if not isinstance(data, dict):
             raise MatrixError(f"{where} must be a table", where=file, fix="see matrices/README.md")
         self.data = data
@@ -60,6 +65,11 @@ class _Row:
             where=self.file,
             fix="fix the value (format: matrices/README.md)",
         )
+
+    @overload
+    def get(self, key: str, conv: Callable[[Any], _T], expected: str) -> _T: ...
+    @overload
+    def get(self, key: str, conv: Callable[[Any], _T], expected: str, *, default: _D) -> _T | _D: ...
 
     def get(self, key: str, conv: Callable[[Any], Any], expected: str, *, default: Any = ..., ) -> Any:
         self.used.add(key)
@@ -86,7 +96,7 @@ class _Row:
         expected = "one of " + ", ".join(repr(c) for c in choices) if choices else "a string"
         return self.get(key, conv, expected, default=default)
 
-    def bool(self, key: str, default: bool = False) -> bool:
+    def bool(self, key: builtins.str, default: bool = False) -> bool:
         def conv(v: Any) -> bool:
             if not isinstance(v, bool):
                 raise TypeError
@@ -94,7 +104,7 @@ class _Row:
 
         return self.get(key, conv, "true or false", default=default)
 
-    def float(self, key: str) -> float | None:
+    def float(self, key: builtins.str) -> float | None:
         def conv(v: Any) -> float:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
                 raise TypeError
@@ -102,21 +112,22 @@ class _Row:
 
         return self.get(key, conv, "a non-negative number", default=None)
 
-    def version(self, key: str, *, default: Any = ...) -> Any:
+    def version(self, key: builtins.str, *, default: Any = ...) -> Any:
         return self.get(key, _version, "a version string like '12.4'", default=default)
 
-    def list(self, key: str, conv: Callable[[Any], Any], expected: str, *, default: Any = ()) -> tuple:
-        def lconv(v: Any) -> tuple:
+    def list(self, key: builtins.str, conv: Callable[[Any], Any], expected: builtins.str, *,
+             default: Any = ()) -> tuple[Any, ...]:
+        def lconv(v: Any) -> tuple[Any, ...]:
             if not isinstance(v, list):
                 raise TypeError
             return tuple(conv(x) for x in v)
 
         return self.get(key, lconv, f"a list of {expected}", default=default)
 
-    def strs(self, key: str, *, default: Any = ()) -> tuple[str, ...]:
+    def strs(self, key: builtins.str, *, default: Any = ()) -> tuple[builtins.str, ...]:
         return self.list(key, _string, "strings", default=default)
 
-    def sources(self) -> tuple[str, ...]:
+    def sources(self) -> tuple[builtins.str, ...]:
         src = self.get(
             "source",
             lambda v: tuple(_string(x) for x in ([v] if isinstance(v, str) else v)),
@@ -126,17 +137,18 @@ class _Row:
             raise self._fail("source", "a non-empty list of sources")
         return src
 
-    def status(self, key: str = "status") -> str:
-        return self.str(key, choices=STATUSES)
+    def status(self, key: builtins.str = "status") -> builtins.str:
+        status: builtins.str = self.str(key, choices=STATUSES)
+        return status
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict[builtins.str, Any]:
         """``source``, ``status`` and ``note``, which every kind of row carries (read in that order)."""
         return {"source": self.sources(), "status": self.status(), "note": self.str("note", default="")}
 
-    def platforms(self) -> tuple[str, ...]:
+    def platforms(self) -> tuple[builtins.str, ...]:
         """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""
 
-        def conv(v: Any) -> tuple[str, ...]:
+        def conv(v: Any) -> tuple[builtins.str, ...]:
             if not isinstance(v, list) or not v or len(set(v)) != len(v) or any(p not in PLATFORMS for p in v):
                 raise ValueError
             return tuple(p for p in PLATFORMS if p in v)
@@ -144,13 +156,13 @@ class _Row:
         expected = "a non-empty list without repeats out of " + ", ".join(repr(p) for p in PLATFORMS)
         return self.get("platforms", conv, expected, default=DEFAULT_PLATFORMS)
 
-    def wheel_python(self) -> tuple[tuple[str, tuple[Version, ...]], ...]:
+    def wheel_python(self) -> tuple[tuple[builtins.str, tuple[Version, ...]], ...]:
         """``wheel_python``: a table {package = [Python versions with wheels]}."""
 
-        def conv(v: Any) -> tuple[tuple[str, tuple[Version, ...]], ...]:
+        def conv(v: Any) -> tuple[tuple[builtins.str, tuple[Version, ...]], ...]:
             if not isinstance(v, dict):
                 raise TypeError
-            out = []
+            out: list[tuple[builtins.str, tuple[Version, ...]]] = []
             for name, pys in v.items():
                 if not isinstance(pys, list) or not pys:
                     raise ValueError
@@ -172,7 +184,7 @@ class _Row:
             )
 
 
-def _sorted_or_none(archs: tuple | None) -> tuple | None:
+def _sorted_or_none(archs: tuple[Arch, ...] | None) -> tuple[Arch, ...] | None:
     return None if archs is None else tuple(sorted(archs))
 
 
@@ -226,14 +238,14 @@ def _driver(v: Any) -> DriverVersion:
     return DriverVersion.parse(v)
 
 
-def _rows(doc: dict, key: str, file: str) -> list[dict]:
+def _rows(doc: dict[str, Any], key: str, file: str) -> list[dict[str, Any]]:
     rows = doc.get(key, [])
     if not isinstance(rows, list):
         raise MatrixError(f"key {key}: expected an array of tables ([[{key}]])", where=file)
     return rows
 
 
-def _each_row(doc: dict, key: str, file: str) -> Iterator[_Row]:
+def _each_row(doc: dict[str, Any], key: str, file: str) -> Iterator[_Row]:
     """Each row of the array of tables ``key``; once the caller has read it (the loop moves on),
     a key it did not read is an error."""
     for i, raw in enumerate(_rows(doc, key, file)):
@@ -245,7 +257,7 @@ def _each_row(doc: dict, key: str, file: str) -> Iterator[_Row]:
 # --- per-kind parsers -----------------------------------------------------------------------
 
 
-def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str, str]]]:
+def _parse_cuda(doc: dict[str, Any], file: str) -> tuple[list[CudaRelease], list[tuple[str, str]]]:
     out = []
     for r in _each_row(doc, "release", file):
         out.append(
@@ -272,7 +284,7 @@ def _parse_cuda(doc: dict, file: str) -> tuple[list[CudaRelease], list[tuple[str
     return out, never
 
 
-def _parse_os(doc: dict, file: str) -> list[OsInfo]:
+def _parse_os(doc: dict[str, Any], file: str) -> list[OsInfo]:
     return [
         OsInfo(
             name=r.str("name"),
@@ -284,7 +296,7 @@ def _parse_os(doc: dict, file: str) -> list[OsInfo]:
     ]
 
 
-def _parse_images(doc: dict, file: str) -> list[BaseImage]:
+def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     out = []
     for r in _each_row(doc, "image", file):
         patch = r.version("cuda", default=None)
@@ -309,7 +321,7 @@ def _parse_images(doc: dict, file: str) -> list[BaseImage]:
     return out
 
 
-def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
+def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
     top = _Row({"framework": doc.get("framework")}, file, "(top level)")
     # A file of one framework names it once at the top; an overlay written by `matrix update`
     # holds several and names it per row.
@@ -360,7 +372,7 @@ def _parse_framework(doc: dict, file: str) -> list[FrameworkBuild]:
     return out
 
 
-def _parse_gpus(doc: dict, file: str) -> list[Gpu | str]:
+def _parse_gpus(doc: dict[str, Any], file: str) -> list[Gpu | str]:
     checked = _Row({"checked": doc.get("checked")}, file, "(top level)").get(
         "checked", _date, "the day the list was compared with NVIDIA's CUDA GPUs pages, like '2026-11-26'", default=None)
     return ([checked] if checked else []) + [
@@ -379,7 +391,7 @@ def _parse_gpus(doc: dict, file: str) -> list[Gpu | str]:
     ]
 
 
-def _parse_tags(doc: dict, file: str) -> list[PublishedTags | TagHistory]:
+def _parse_tags(doc: dict[str, Any], file: str) -> list[PublishedTags | TagHistory]:
     out: list[PublishedTags | TagHistory] = []
     for r in _each_row(doc, "repository", file):
         tags = r.strs("tags", default=...)
@@ -466,11 +478,15 @@ def _download(v: Any) -> Download:
     return d
 
 
-def _parse_recipes(doc: dict, file: str) -> list[BaseRecipe]:
+def _parse_recipes(doc: dict[str, Any], file: str) -> list[BaseRecipe]:
     out = []
     for r in _each_row(doc, "recipe", file):
-        word = lambda key, kind, **kw: r.get(key, _shaped(kind), RECIPE_PATTERNS[kind][1], **kw)  # noqa: E731
-        many = lambda key, kind: r.list(key, _shaped(kind), RECIPE_PATTERNS[kind][1])  # noqa: E731
+        def word(key: str, kind: str, **kw: Any) -> Any:
+            return r.get(key, _shaped(kind), RECIPE_PATTERNS[kind][1], **kw)
+
+        def many(key: str, kind: str) -> tuple[str, ...]:
+            return r.list(key, _shaped(kind), RECIPE_PATTERNS[kind][1])
+
         tag = word("tag", "tag")
         parent = word("parent", "tag", default=None)
         from_image = word("from", "from", default=None)
@@ -561,7 +577,7 @@ def _parse_fresh(file: str, data: bytes) -> tuple[str, Any]:
     extra = sorted(set(doc) - {"schema", "kind"} - _TOP_KEYS[kind])
     if extra:
         raise MatrixError(f"unknown top-level key {extra[0]} for kind {kind!r}", where=file)
-    parser = {
+    parser: Callable[[dict[str, Any], str], Any] = {
         "cuda": _parse_cuda,
         "os": _parse_os,
         "images": _parse_images,
@@ -583,18 +599,18 @@ def load_matrix(extra: Iterable[str | Path] = (), *, shipped: bool = True) -> Ma
 
 def load_files(files: Iterable[str | Path]) -> Matrix:
     """Load exactly ``files``, in order (later rows replace earlier ones with the same key)."""
-    files = [Path(f) for f in files]
+    paths = [Path(f) for f in files]
     cuda: dict[str, CudaRelease] = {}
     never: dict[str, tuple[str, str]] = {}
     oses: dict[str, OsInfo] = {}
     images: dict[str, BaseImage] = {}
-    builds: dict[tuple, FrameworkBuild] = {}
+    builds: dict[tuple[str, str, str], FrameworkBuild] = {}
     gpus: dict[str, Gpu] = {}
     gpus_checked: str | None = None
     published: list[PublishedTags] = []
     history: list[TagHistory] = []
     recipes: dict[tuple[str, str], BaseRecipe] = {}
-    parsed = [parse_file(f) for f in files]  # everything parses before anything is merged
+    parsed = [parse_file(f) for f in paths]  # everything parses before anything is merged
     for kind, rows in parsed:
         if kind == "cuda":
             releases, nev = rows
@@ -624,7 +640,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         images=tuple(images.values()),
         builds=tuple(sorted(builds.values(), key=lambda b: (b.framework, b.version, b.cuda or Version("0"), b.variant))),
         gpus=tuple(gpus.values()),
-        files=tuple(str(f) for f in files),
+        files=tuple(str(f) for f in paths),
         published=tuple(published),
         history=tuple(history),
         gpus_checked=gpus_checked,
@@ -632,7 +648,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
     )
 
 
-_CACHE: dict[tuple, Matrix] = {}
+_CACHE: dict[tuple[tuple[str, ...]], Matrix] = {}
 
 
 def get_matrix(extra: Iterable[str | Path] = ()) -> Matrix:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from functools import total_ordering
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
+
+if TYPE_CHECKING:
+    from envman.matrix.gpus import GpuIndex
 
 #: Fact status carried by every row (how well its sources back it). An ``unconfirmed`` fact is
 #: never promoted to a hard rule: verdicts that rest on one say so in their reasons.
@@ -449,7 +453,7 @@ class Matrix:
         return None
 
     @functools.cached_property
-    def gpu_index(self):
+    def gpu_index(self) -> GpuIndex[Gpu]:
         """The GPUs by the names users type and ``nvidia-smi`` prints (``envman.matrix.gpus``)."""
         from envman.matrix.gpus import GpuIndex
 

@@ -107,9 +107,9 @@ def resolve_cached(name: str, key: str | None, load: Callable[[], Any]) -> Stack
     if key is not None:
         from envman.safefile import read_state_json
 
-        data = read_state_json(cache, what="stack cache")
-        if not isinstance(data, dict):
-            data = {}
+        found = read_state_json(cache, what="stack cache")
+        if isinstance(found, dict):
+            data = found
         stacks = data.get("stacks")
         if data.get("key") == key and isinstance(stacks, dict) and name in stacks:
             try:

@@ -207,7 +207,8 @@ class RegistryClient:
             body = json.loads(resp.body or b"{}")
         except json.JSONDecodeError:
             return None
-        return body.get("token") or body.get("access_token")
+        token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
+        return token if isinstance(token, str) else None
 
 
 def _q(part: str) -> str:

@@ -193,7 +193,9 @@ def pythons(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
 def free_threaded(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
     """Pythons whose free-threaded build (``cp314t``) has a wheel for ``platform`` (for every one
     of several platforms); a wheel of no ABI (``py3-none``) serves every Python."""
-    no_abi = lambda w: w.tags.pythons if w.file.filename.split("-")[-2] == "none" else ()  # noqa: E731
+    def no_abi(w: Wheel) -> tuple[str, ...]:
+        return w.tags.pythons if w.file.filename.split("-")[-2] == "none" else ()
+
     return _on_every(ws, platform, lambda w: (*w.tags.free_threaded, *no_abi(w)))
 
 
@@ -283,9 +285,9 @@ class RowBuilder:
             sass, ptx = [a for a in sass if a in can], [a for a in ptx if a in can]
         self.data["sass"], self.data["ptx"] = sass, ptx
         if prev is not None and prev.sass_arm64 is not None:  # kept only if the row has arm64 wheels
-            can = {str(a) for a in rel.sm} if rel is not None and rel.sm else None
-            self._arm64 = ([str(a) for a in prev.sass_arm64 if can is None or str(a) in can],
-                           [str(a) for a in prev.ptx_arm64 or () if can is None or str(a) in can])
+            can_arm = {str(a) for a in rel.sm} if rel is not None and rel.sm else None
+            self._arm64 = ([str(a) for a in prev.sass_arm64 if can_arm is None or str(a) in can_arm],
+                           [str(a) for a in prev.ptx_arm64 or () if can_arm is None or str(a) in can_arm])
         if "cuda" not in self.data:
             self.data["arch_status"] = "confirmed"  # a CPU build has no GPU code
             return
@@ -391,7 +393,7 @@ def torch_rows(ctx: _Ctx, result: Result) -> None:
     variant_pages = _torch_variant_wheels(ctx, result, new)
     for v in new:
         ws = [w for w in rels[v] if w.tags.platforms]
-        reps = {p: representative(ws, p) for p in platforms(ws)}
+        reps = {p: r for p in platforms(ws) if (r := representative(ws, p)) is not None}  # never None: p is a wheel's
         mds = ctx.metadata(r.file for r in reps.values() if r)
         if "linux/amd64" not in reps:
             result.skipped.append(f"torch {v}: no Linux x86_64 wheel on the index")
@@ -406,7 +408,7 @@ def torch_rows(ctx: _Ctx, result: Result) -> None:
         for local, vws in sorted(variant_pages.get(v, {}).items()):
             if local == variant:
                 continue  # the same build as the PyPI default
-            vreps = {p: representative(vws, p) for p in platforms(vws)}
+            vreps = {p: r for p in platforms(vws) if (r := representative(vws, p)) is not None}
             if "linux/amd64" not in vreps:
                 continue
             vmds = ctx.metadata(r.file for r in vreps.values() if r)
@@ -665,7 +667,8 @@ def cuda_versions(ctx: _Ctx) -> dict[Version, str | None]:
             continue
         v = Version(".".join(str(p) for p in v.release[:3]))
         day = _date(f.upload_time)
-        if v not in out or (day and (out[v] is None or day < out[v])):
+        seen = out.get(v)
+        if v not in out or (day and (seen is None or day < seen)):
             out[v] = day
     return out
 
@@ -710,7 +713,7 @@ def gpu_list_age(matrix: Matrix, today: _dt.date | None = None) -> tuple[int | N
     top = max((g.cc for g in matrix.gpus), default=None)
     newest = max(matrix.cuda, key=lambda r: r.version, default=None)
     missing = sorted(a for a in newest.sm if top is None or a > top) if newest else []
-    if missing:
+    if missing and newest:
         why.append(f"CUDA {newest.key} targets compute capability {', '.join(str(a) for a in missing)}, "
                    f"above every GPU of the list (the newest: {top})")
     return age, why
@@ -747,7 +750,7 @@ def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRES
     ``settings.cuda`` also CUDA releases the matrix lacks and why the GPU list is stale."""
     ctx = _Ctx(http, settings, matrix, progress)
     try:
-        out = {}
+        out: dict[str, list[str]] = {}
         if settings.cuda:
             new, _ = _cuda_lines(ctx, [])
             if new:
@@ -756,9 +759,9 @@ def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRES
             if stale:
                 out["gpus"] = stale
         for fw in settings.frameworks:
-            _, new = discover(ctx, fw)
-            if new:
-                out[fw] = [str(v) for v in new]
+            _, releases = discover(ctx, fw)
+            if releases:
+                out[fw] = [str(v) for v in releases]
         return out
     finally:
         ctx.pool.shutdown(wait=False, cancel_futures=True)
@@ -798,7 +801,7 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
             else:
                 paths.append(f)
         m = load_files(paths)
-    bad: dict[tuple, str] = {}
+    bad: dict[tuple[str, str, str], str] = {}
     problems = validate(m)
     by_key = {(b.framework, str(b.version), b.variant): b for b in m.builds}
     for row in rows:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envman.matrix.model import DEFAULT_PLATFORMS, BaseImage, cudnn_fits, CudaRelease, FrameworkBuild, Matrix
+
+#: How a check reports a problem: ``add(where, what)``.
+Add = Callable[[str, str], None]
 
 _PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
 
@@ -80,7 +84,7 @@ def _published_hint(img: BaseImage, published: frozenset[str]) -> str:
     return f" (published for this release, flavour and OS: {', '.join(same)})" if same else ""
 
 
-def _check_cudnn(matrix: Matrix, b: FrameworkBuild, rel: CudaRelease, add) -> None:
+def _check_cudnn(matrix: Matrix, b: FrameworkBuild, rel: CudaRelease, add: Add) -> None:
     """A build that takes cuDNN from the base image needs an image shipping that cuDNN major, and
     (where it names one) at least that minor."""
     where = f"{b.framework} {b.version} {b.variant}"
@@ -111,7 +115,7 @@ def _requirement_name(req: str) -> str:
     return canonicalize_name(re.split(r"[\[=<>~!]", req, maxsplit=1)[0])
 
 
-def _check_wheel_python(b: FrameworkBuild, add) -> None:
+def _check_wheel_python(b: FrameworkBuild, add: Add) -> None:
     """Every Python a row claims must have a wheel of every package it installs (where the row
     records the packages' wheel Pythons; a row that records some must record all)."""
     if not b.wheel_python:
@@ -136,7 +140,7 @@ def _check_wheel_python(b: FrameworkBuild, add) -> None:
         add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
 
-def _check_updates(r: CudaRelease, add) -> None:
+def _check_updates(r: CudaRelease, add: Add) -> None:
     """A release's updates are its own (same major.minor), in ascending order, each needing no
     older a driver than the GA and the update before it."""
     where = f"cuda {r.key}"
@@ -155,7 +159,7 @@ def _check_updates(r: CudaRelease, add) -> None:
 _VARIANT_RE = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
 
 
-def _check_renderable_names(b: FrameworkBuild, where: str, add) -> None:
+def _check_renderable_names(b: FrameworkBuild, where: str, add: Add) -> None:
     """What validation accepts must resolve and render: the row's name must parse as a stack
     name (a local version such as ``2.4.1+corp1`` does not) and its variant must fit a tag."""
     from envman.errors import ResolveError
@@ -170,7 +174,7 @@ def _check_renderable_names(b: FrameworkBuild, where: str, add) -> None:
         add(where, f"variant {b.variant[:40]!r}{'…' if len(b.variant) > 40 else ''} is not 1-64 letters, digits or ._+-")
 
 
-def _check_history(matrix: Matrix, add) -> None:
+def _check_history(matrix: Matrix, add: Add) -> None:
     """Every tag history names a published tag, dates it no later than today, and every published
     tag of a repository that has histories has one (published when, served now or deleted)."""
     import datetime
@@ -190,7 +194,7 @@ def _check_history(matrix: Matrix, add) -> None:
             add(f"tags {repo}", f"{len(missing)} published tags have no history (published, served): {shown}")
 
 
-def _check_recipes(matrix: Matrix, add) -> None:
+def _check_recipes(matrix: Matrix, add: Add) -> None:
     """Base recipes: each rebuilds a tag NVIDIA published, on a chain that reaches the plain OS
     image; its packages agree with the image row's CUDA and cuDNN; every row whose base is not
     served can rebuild it (the resolver never picks a base that is neither)."""
@@ -242,7 +246,9 @@ def _check_recipes(matrix: Matrix, add) -> None:
 
 def validate(matrix: Matrix) -> list[Problem]:
     problems: list[Problem] = []
-    add = lambda where, what: problems.append(Problem(where, what))  # noqa: E731
+
+    def add(where: str, what: str) -> None:
+        problems.append(Problem(where, what))
 
     cuda_keys = {r.key for r in matrix.cuda}
     never = {v for v, _ in matrix.never_released}
@@ -309,7 +315,7 @@ def validate(matrix: Matrix) -> list[Problem]:
     _check_history(matrix, add)
     _check_recipes(matrix, add)
 
-    builds_seen: set[tuple] = set()
+    builds_seen: set[tuple[str, Version, str]] = set()
     for b in matrix.builds:
         where = f"{b.framework} {b.version} {b.variant}"
         key = (b.framework, b.version, b.variant)
@@ -350,9 +356,9 @@ def validate(matrix: Matrix) -> list[Problem]:
                 add(where, f"PTX compute_{a.major}{a.minor} cannot be built by CUDA {rel.key}")
         if (b.sass_arm64 is not None or b.ptx_arm64 is not None) and "linux/arm64" not in b.platforms:
             add(where, "sass_arm64/ptx_arm64 given but linux/arm64 is not in platforms")
-        for o in b.os:
-            if o not in os_names:
-                add(where, f"os {o!r} is not in the os matrix")
+        for os_name in b.os:
+            if os_name not in os_names:
+                add(where, f"os {os_name!r} is not in the os matrix")
         if b.system_cudnn:
             _check_cudnn(matrix, b, rel, add)
         if b.base_image is None:
@@ -378,7 +384,7 @@ def validate(matrix: Matrix) -> list[Problem]:
     return problems
 
 
-def _check_gpu_names(matrix: Matrix, add) -> None:
+def _check_gpu_names(matrix: Matrix, add: Add) -> None:
     """Each GPU answers to its own name: no two GPUs have names, ids or aliases that read the same
     once case, spacing and brand words are set aside (``envman.matrix.gpus.tokens``)."""
     from envman.matrix.gpus import tokens

@@ -112,6 +112,26 @@ def test_registry_v2_with_the_bearer_token_dance():
     assert len(fake.requests) == 4 and fake.requests[-1][2]["Authorization"] == "Bearer t0k"
 
 
+@pytest.mark.parametrize("body", [b"[]", b'"t0k"', b"3", b"null", b'{"token": 5}', b'{"token": ["t0k"]}',
+                                  b'{"access_token": {"t": 1}}'])
+def test_a_token_answer_that_is_not_an_object_with_a_string_token_is_no_token(body):
+    """The token endpoint's JSON is read only as an object whose token is a string: anything else
+    (an array, a number, a token that is not text) leaves the tag unknown (401), never a crash and
+    never a header made of it."""
+    reg = "https://mirror.example:5000"
+    manifest = f"{reg}/v2/nvidia/cuda/manifests/12.4.1-base-ubuntu22.04"
+    realm = "https://auth.example/token"
+    token_url = f"{realm}?service=mirror&scope=repository%3Anvidia%2Fcuda%3Apull"
+    fake = FakeTransport(
+        {manifest: 401, token_url: 200},
+        headers={manifest: {"WWW-Authenticate": f'Bearer realm="{realm}",service="mirror"'}},
+        bodies={token_url: body},
+    )
+    status, code, _ = T.RegistryClient(fake, registry=reg).exists("nvidia/cuda", "12.4.1-base-ubuntu22.04")
+    assert (status, code) == ("unknown", 401)
+    assert [(m, u) for m, u, _, _ in fake.requests] == [("HEAD", manifest), ("GET", token_url)]
+
+
 def test_registry_host_in_the_repository_is_asked_directly():
     assert T.split_repository("ghcr.io/acme/cuda") == ("ghcr.io", "acme/cuda")
     assert T.split_repository("localhost/x") == ("localhost", "x")
