@@ -299,8 +299,10 @@ class ContainerEngine(EngineFacts, Protocol):
 
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str],
               buildargs: Mapping[str, str] | None = None, nocache: bool = False, pull: bool = False,
-              dockerfile: str = "Dockerfile", platform: str | None = None) -> Iterator[BuildEvent]:
-        """Build a context tar (:func:`envman.engine.context.deterministic_tar`) as ``tag``."""
+              dockerfile: str = "Dockerfile", platform: str | None = None,
+              network: str | None = None) -> Iterator[BuildEvent]:
+        """Build a context tar (:func:`envman.engine.context.deterministic_tar`) as ``tag``;
+        ``network``: the RUN steps' network (``None``: the engine's default)."""
         ...
 
     def run(self, image: str, command: Sequence[str], *, env: Mapping[str, str] | None = None,

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Literal, Protocol, TypedDict, cast
 
 from envman.config import BUILDERS as BUILDER_CHOICES
-from envman.engine.api import BuildEvent, EngineInfo
-from envman.engine.docker import LOG_TAIL_LINES, Engine
+from envman.engine.api import BuildEvent, ContainerEngine, EngineInfo
+from envman.engine.docker import LOG_TAIL_LINES
 from envman.labels import namespaced as _namespaced
 from envman.errors import BuildError, EngineError, UserError
 
@@ -79,7 +79,7 @@ class _BuildExtra(TypedDict, total=False):
 class ClassicBuilder:
     """The engine's classic builder (Docker SDK). It has no secrets: asking for one is an error."""
 
-    engine: Engine
+    engine: ContainerEngine
     kind: BuilderKind = "classic"
     network: str | None = None  # the RUN steps' network (``[build] network``); None: the engine's default
 
@@ -258,7 +258,7 @@ class BuildKitBuilder:
     """BuildKit through a docker CLI (see the module docstring), on the engine at ``host``."""
 
     cli: BuildKitCli
-    host: str
+    host: str | None
     network: str | None = None  # ``--network`` of RUN steps (``none`` in tests of offline rebuilds)
     kind: BuilderKind = "buildkit"
 
@@ -270,8 +270,9 @@ class BuildKitBuilder:
             argv = self._argv(Path(private), tag, _namespaced(labels), nocache, pull, secrets or {})
             if platform:
                 argv[-3:-3] = ["--platform", platform]
-            env = {**os.environ, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": self.host, "DOCKER_CLI_HINTS": "false",
-                   "BUILDKIT_PROGRESS": "plain"}
+            env = {**os.environ, "DOCKER_BUILDKIT": "1", "DOCKER_CLI_HINTS": "false", "BUILDKIT_PROGRESS": "plain"}
+            if self.host is not None:  # None: an engine only the docker CLI knows, by its own context
+                env["DOCKER_HOST"] = self.host
             yield from self._run(argv, env, context_tar, tag, Path(private) / "iid")
 
     def _argv(self, private: Path, tag: str, labels: Mapping[str, str], nocache: bool, pull: bool,
@@ -338,7 +339,7 @@ def _feed(proc: subprocess.Popen[str], data: bytes) -> None:
 # --------------------------------------------------------------------------- selection
 
 
-def select_builder(engine: Engine, preference: str = "auto", *, cli: BuildKitCli | None | Literal[False] = False,
+def select_builder(engine: ContainerEngine, preference: str = "auto", *, cli: BuildKitCli | None | Literal[False] = False,
                    network: str | None = None) -> Builder:
     """The builder for ``engine``: ``auto``, ``buildkit`` or ``classic`` (see the module docstring).
 
@@ -370,7 +371,7 @@ ID_TAG_REPOSITORY = "envman/by-id"
 
 
 @contextmanager
-def from_image_id(engine: Engine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
+def from_image_id(engine: ContainerEngine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
     """The context ``files`` as ``builder`` can build them when the Dockerfile says ``FROM <image id>``.
 
     The classic builder reads an image id there; BuildKit reads ``sha256:...`` as a registry name.

@@ -141,7 +141,8 @@ def shm_bytes(text: str) -> int:
     m = re.fullmatch(r"(\d+)([kmgt]?)(?:i?b)?", text.strip().lower())
     if not m:
         return int(text)
-    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
+    scale: int = 1024 ** " kmgt".index(m.group(2) or " ")
+    return int(m.group(1)) * scale
 
 
 def default_shm_size(total_ram: int | None = None) -> str:

@@ -20,7 +20,10 @@ from envman.project.registry import read_registry
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
 
 if TYPE_CHECKING:
+    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts
+    from envman.engine.builder import Builder
     from envman.project.lock import Lock
+    from envman.stack.names import Stack
 
 # --------------------------------------------------------------------------- project image
 
@@ -97,7 +100,7 @@ def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[st
     return out
 
 
-def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: Mapping[str, Path] | None = None,
+def project_images_in_use(engine: EngineFacts, resolve_name: Callable[[str], Stack], registry: Mapping[str, Path] | None = None,
                           user: UserConfig | None = None) -> tuple[set[str], set[str]]:
     """What ``envman prune`` must keep for the registered projects: (the refs of the project images
     they run on now, the names of projects whose image cannot be worked out).
@@ -121,7 +124,7 @@ def project_images_in_use(engine, resolve_name: Callable[[str], Any], registry: 
     return refs, unsure
 
 
-def _keep(engine, resolve_name: Callable[[str], Any], user: UserConfig, pins: Mapping[str, Any], name: str,
+def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserConfig, pins: Mapping[str, Any], name: str,
           root: Path, stable_ids: dict[str, str | None], refs: set[str], unsure: set[str]) -> None:
     """One registered project's part of :func:`project_images_in_use`."""
     from envman.errors import EnvmanError
@@ -154,15 +157,15 @@ def _keep(engine, resolve_name: Callable[[str], Any], user: UserConfig, pins: Ma
         unsure.add(name)
 
 
-def build_project_image(engine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
-                        on_event: Callable[[Any], None] | None = None, nocache: bool = False, builder=None,
+def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
+                        on_event: Callable[[BuildEvent], None] | None = None, nocache: bool = False,
+                        builder: Builder | None = None,
                         relock: bool = False) -> str:
-    """Build (or reuse) the project image on ``engine`` (an ``envman.engine.docker.Engine``); its ref.
+    """Build (or reuse) the project image on ``engine``; its ref.
 
     A build that resolved the requirements (no matching lock, or ``relock``) writes
     ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
-    next run reuses it. ``builder`` (an ``envman.engine.builder.Builder``) runs the build; by default
-    the classic one."""
+    next run reuses it. ``builder`` runs the build; by default the classic one."""
     from envman.engine.builder import ClassicBuilder, from_image_id
 
     from filelock import FileLock
@@ -212,7 +215,7 @@ def build_reason(log_tail: str) -> str | None:
     return None
 
 
-def record_lock(engine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:
+def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:
     """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
     image under the ref the lock gives; that ref."""
     from envman.errors import BuildError

@@ -12,11 +12,14 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from envman.errors import UserError
 from envman.paths import config_dir
 from envman.project.file import NAME_RE, PROJECT_FILE, ProjectConfig, REGISTRY_FILE, find_project_file, load_project
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 if sys.version_info >= (3, 11):
     pass
@@ -30,7 +33,7 @@ def registry_path() -> Path:
     return config_dir() / REGISTRY_FILE
 
 
-def _lock(path: Path):
+def _lock(path: Path) -> BaseFileLock:
     from filelock import FileLock
 
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -174,11 +174,11 @@ def merge_settings(
     for src in (user.environment, project.environment, cli.environment):
         env.update(src)
     mounts: dict[str, Mount] = {}
-    for src in (user.mounts, project.mounts, cli.mounts):
-        mounts.update((m.target, m) for m in src)
+    for mount_src in (user.mounts, project.mounts, cli.mounts):
+        mounts.update((m.target, m) for m in mount_src)
     ports: dict[int, Port] = {}
-    for src in (project.ports, cli.ports):
-        ports.update((p.host, p) for p in src)
+    for port_src in (project.ports, cli.ports):
+        ports.update((p.host, p) for p in port_src)
     return RunSettings(
         stack=stack, gpus=gpus, shm_size=shm, environment=tuple(sorted(env.items())),
         mounts=tuple(sorted(mounts.values(), key=lambda m: m.target)),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from envman.errors import UserError, clip_list, printable
 from envman.paths import config_dir
@@ -77,7 +77,7 @@ def is_trusted(real_path: str, sha256: str, path: Path | None = None, *,
     return trusted_entry(real_path, sha256, root, path) is not None
 
 
-def _update(change, path: Path | None = None) -> None:
+def _update(change: Callable[[dict[str, dict[str, Any]]], None], path: Path | None = None) -> None:
     from filelock import FileLock
 
     from envman.safefile import private_dir

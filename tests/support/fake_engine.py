@@ -182,7 +182,8 @@ class FakeEngine:
 
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str],
               buildargs: Mapping[str, str] | None = None, nocache: bool = False, pull: bool = False,
-              dockerfile: str = "Dockerfile", platform: str | None = None) -> Iterator[BuildEvent]:
+              dockerfile: str = "Dockerfile", platform: str | None = None,
+              network: str | None = None) -> Iterator[BuildEvent]:
         with self.lock:
             self.builds.append(tag)
             self.build_calls.append({"tag": tag, "labels": dict(labels), "buildargs": dict(buildargs or {}),
