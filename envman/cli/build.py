@@ -263,16 +263,16 @@ def images(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json([{**r.__dict__, "tags": list(r.tags)} for r in rows])
         return
-    from rich.table import Table
+    from envman.cli._out import PlainTable
 
-    t = Table("name", "tag", "size", "smoke", "stable", "created", box=None, pad_edge=False)
+    cells = []
     for r in rows:
         when = datetime.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
         name = f"{r.project} (project, on {r.stack})" if r.project else r.stack
         smoke = "-" if r.project else r.smoke  # a project image is not smoke-tested itself
-        t.add_row(*map(plain, (name, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",
-                               f"{r.size / 1e6:.0f} MB", smoke, "yes" if r.stable else "", when)))
-    console().print(t)
+        cells.append((name, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",
+                      f"{r.size / 1e6:.0f} MB", smoke, "yes" if r.stable else "", when))
+    console().print(PlainTable(("name", "tag", "size", "smoke", "stable", "created"), cells))
 
 
 def own_tags(row):

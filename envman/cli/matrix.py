@@ -78,14 +78,11 @@ def ls(
     if as_json:
         emit_json(data)
         return
-    from envman.errors import printable
-    from rich.table import Table
+    from envman.cli._out import PlainTable
 
-    t = Table("name", "variant", "cuda", "cudnn", "python", "platforms", "status", box=None, pad_edge=False)
-    for d in data:
-        t.add_row(*(escape(printable(c)) for c in (
-            d["name"], d["variant"] + (" *" if d["default"] else ""), d["cuda"] or "-", d["cudnn"] or "-",
-            f"{d['python'][0]}–{d['python'][-1]}", _platforms_cell(d), d["status"])))
+    t = PlainTable(("name", "variant", "cuda", "cudnn", "python", "platforms", "status"), (
+        (d["name"], d["variant"] + (" *" if d["default"] else ""), d["cuda"] or "-", d["cudnn"] or "-",
+         f"{d['python'][0]}–{d['python'][-1]}", _platforms_cell(d), d["status"]) for d in data))
     c = console()
     c.print(t)
     c.print(f"{len(data)} rows (* = the variant plain pip install gives)")

@@ -170,15 +170,10 @@ def project_ls(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(rows)
         return
-    from rich.table import Table
-    from rich.text import Text
+    from envman.cli._out import PlainTable
 
-    t = Table(box=None, pad_edge=False)
-    for col in ("project", "root", "stack"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(plain(r["name"]), plain(r["root"]), plain(r["stack"]) if r["stack"] else plain(r["error"], style="red"))
-    console().print(t)
+    console().print(PlainTable(("project", "root", "stack"), (
+        (r["name"], r["root"], r["stack"] if r["stack"] else (r["error"], "red")) for r in rows), overflow="fold"))
 
 
 def show(
