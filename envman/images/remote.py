@@ -157,7 +157,7 @@ def _resolve(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     out = []
     for info in infos:
         try:
-            addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+            addr = ipaddress.ip_address(str(info[4][0]))  # a scoped fe80::1%eth0 parses as it is
         except ValueError:
             continue
         out.append(getattr(addr, "ipv4_mapped", None) or addr)
@@ -221,7 +221,7 @@ def label_problems(labels: Mapping[str, str], stack: Stack, rootfs: str | None) 
             keys = sorted(k for k in set(label_stack) | set(expected) if label_stack.get(k) != expected.get(k))
             problems.append(f"its {L.STACK} label differs from the stack this host resolves in {', '.join(keys[:5])} "
                             "(the matrices differ)")
-    if not _HASH_RE.fullmatch(got.render_hash or ""):
+    if not _HASH_RE.fullmatch(str(got.render_hash)):
         problems.append(f"it has no valid {L.RENDER_HASH} label")
     smoke = got.smoke
     if smoke is None:
@@ -307,18 +307,19 @@ def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = F
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     info = promoted_image(engine, stack)
-    labels = info.labels
+    got = L.parse(info.labels)
+    if got.smoke is None or got.smoke.status not in RUNNABLE_SMOKE:  # never push an image without its verdict
+        raise RegistryError(f"the image {info.id[:19]} to push carries no runnable smoke verdict in its labels",
+                            where=f"stack {stack.name}", fix=f"envman smoke {stack.name}, then push again")
     repo = registry.repository(stack.name)
-    render_hash = L.parse(labels).render_hash or ""
+    render_hash = str(got.render_hash)
     tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
     for t in tags:
         engine.tag(info.id, t)
     digest = engine.push(tags[0], on_progress=on_progress)
     for t in tags[1:]:
         engine.push(t)  # the same layers: nothing more to show
-    smoke = L.parse_smoke(labels)
-    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, info.id,
-                    smoke.status if smoke else "")
+    pushed = Pushed(str(registry), stack.name, f"{repo}@{digest}", digest, info.id, got.smoke.status)
     _record_push(pushed)
     return pushed
 

@@ -209,6 +209,7 @@ def test_job_without_gpus_and_on_a_cpu_stack_validates_and_asks_for_no_gpu_node(
     (dict(runtime_class="a;b"), "RuntimeClass"),
 ])
 def test_job_refuses_bad_input(kw, match):
+    kw = dict(kw)  # the parameter's dict is shared: a second run in one process must see it whole
     image = kw.pop("image", None)
     x = _input(image=image) if image else _input()
     with pytest.raises(UserError, match=match):
