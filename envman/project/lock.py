@@ -176,7 +176,7 @@ def pins_from_report(report: Any, *, where: str) -> list[Pin]:
             legacy = (info.get("archive_info") or {}).get("hash", "")
             sha = legacy.split("=", 1)[1] if isinstance(legacy, str) and legacy.startswith("sha256=") else sha
         line = f"{name}=={version} --hash=sha256:{sha}"
-        if not _PIN_RE.match(line):
+        if not (isinstance(name, str) and isinstance(version, str) and _PIN_RE.match(line)):  # not "None==None"
             raise UserError(f"cannot lock {str(name)[:60]!r}: pip reports no version and sha256 archive hash for it",
                             where=where, fix="install it from an index or a wheel URL, not a directory or VCS checkout")
         pins.append(parse_pin(line, where=where))

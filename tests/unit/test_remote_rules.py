@@ -1,4 +1,4 @@
-"""envman.images.registry by rule: every refusal whole, every boundary, every field of a push or a pull.
+"""envman.images.remote by rule: every refusal whole, every boundary, every field of a push or a pull.
 
 Written against the mutation run of the module (docs/security.md, "Mutation testing"): each test
 here pins a behaviour that a small change of the code would alter (what is allowed, refused,
@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from envman import labels as L
 from envman.engine.api import ImageInfo
 from envman.errors import UserError
-from envman.images import registry as R
+from envman.images import remote as R
 from envman.images.store import rootfs_digest, verdict_of_report
 from envman.render.dockerfile import stack_label_json
 from envman.state import save_report_json, stable_ref

@@ -1,0 +1,3 @@
+"""envman.run.plan and envman.run.prepare by rule (docs/security.md, "Mutation testing")."""
+
+from __future__ import annotations
