@@ -22,7 +22,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from envman.config import BASE_MODES
 from envman.errors import RenderError, UserError
@@ -134,7 +134,8 @@ def _stage(chain: tuple[BaseRecipe, ...], i: int, registry_mirror: str | None, a
     plain OS image, with apt's set-up and the CA bundle)."""
     recipe = chain[i]
     first = i == 0
-    image = mirror_image(recipe.from_image, registry_mirror) if first else _stage_name(chain[i - 1])
+    # the chain's first recipe starts from the plain OS image (load.py: exactly one of from, parent)
+    image = mirror_image(cast(str, recipe.from_image), registry_mirror) if first else _stage_name(chain[i - 1])
     steps: list[Step] = [Comment(_stage_comments(recipe)), FromStep(image, stage=_stage_name(recipe))]
     if first:
         steps.append(ArgStep("DEBIAN_FRONTEND", "noninteractive"))

@@ -409,7 +409,7 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
             fix="build with BuildKit (--builder buildkit: docker buildx, or a docker CLI that honours "
                 "DOCKER_BUILDKIT=1), or download with your credentials on the host and pass --wheelhouse DIR",
         )
-    bare: dict[str, str] = {}
+    bare: dict[str, Any] = {}  # RenderOptions fields: the index URLs without their login
     hosts: dict[str, tuple[str, str]] = {}
     for key, option in carrying.items():
         try:

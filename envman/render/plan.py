@@ -536,12 +536,13 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
     standalone = stack.python_strategy == "standalone"
     offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
     pip_req = pip_requirement(python)
-    pip_upgrade: str | None = f"--upgrade {sh_word(pip_req)}"
+    upgrade = f"--upgrade {sh_word(pip_req)}"
+    pip_upgrade: str | None = upgrade
     pip_note = ""
     if options.offline:
         spec = pip_req[3:] or ">=0"
         if _has_wheel(wheels, "pip", spec):
-            pip_upgrade = offline_flags + pip_upgrade
+            pip_upgrade = offline_flags + upgrade
         else:
             pip_upgrade = None
             pip_note = f"offline and no {pip_req} wheel in the wheelhouse: the interpreter's bundled pip stays"

@@ -138,7 +138,8 @@ def _load(path: str) -> dict[str, Any]:
     data = read_state_json(path, what="render cache")
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("renders"), dict):
         return {}
-    return data["renders"]
+    renders: dict[str, Any] = data["renders"]
+    return renders
 
 
 def _text_hash(text: str) -> str:
@@ -178,7 +179,8 @@ def _entries() -> dict[str, Any]:
         return _load(cache_path())
     if _BATCH[0]["renders"] is None:
         _BATCH[0]["renders"] = _load(cache_path())
-    return _BATCH[0]["renders"]
+    renders: dict[str, Any] = _BATCH[0]["renders"]
+    return renders
 
 
 def lookup(key: str) -> str | None:

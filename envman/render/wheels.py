@@ -146,9 +146,9 @@ def select_wheels(wheels: list[Wheel], directory: Path, roots: Iterable[str], ta
     while changed:
         chosen = {}
         for project, need in list(needs.items()):
-            w = best(project, need)
-            if w is not None:
-                chosen[project] = w
+            found = best(project, need)
+            if found is not None:
+                chosen[project] = found
         changed = False
         for project, w in chosen.items():
             changed |= _merge(needs, _requirements(metadata(w)[0], needs[project].extras, target))
