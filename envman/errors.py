@@ -97,6 +97,8 @@ class EngineError(EnvmanError):
 class BuildError(EnvmanError):
     """An image build failed; carries the tail of the build log."""
 
+    step: str | None = None  # the failing step, when the build pipeline knows it (envman.images.build)
+
     def __init__(self, what: str, *, log_tail: str = "", **kw) -> None:
         self.log_tail = log_tail
         super().__init__(what, **kw)

@@ -139,7 +139,7 @@ def smi_command(fields: Sequence[str] = SMI_FIELDS) -> list[str]:
 
 def parse_smi_csv(text: str, fields: Sequence[str] = SMI_FIELDS) -> list[HostGpu]:
     """GPUs from ``nvidia-smi --query-gpu=<fields> --format=csv,noheader`` output."""
-    gpus = []
+    gpus: list[HostGpu] = []
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -185,7 +185,7 @@ def from_nvidia_smi(run: SmiRunner) -> HostFacts | str:
         gpus = parse_smi_csv(out, fields)
     except ValueError as exc:
         return str(exc)
-    warnings = ()
+    warnings: tuple[str, ...] = ()
     if fields is SMI_FIELDS_OLD:
         warnings = ("nvidia-smi of this driver cannot report compute capabilities (needs driver >= 510); "
                     "taken from the matrix's GPU table by name",)

@@ -155,7 +155,6 @@ def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit:
     def ignored(why: str) -> None:
         if warn:
             sys.stderr.write(f"envman: warning: ignoring the {what} {where}: {why} (remove it; envman writes a new one)\n")
-        return None
 
     try:
         fd = os.open(where, flags)
@@ -166,29 +165,34 @@ def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit:
             why = state_problem(os.lstat(where)) or (exc.strerror or str(exc))
         except OSError:
             why = exc.strerror or str(exc)
-        return ignored(why)
+        ignored(why)
+        return None
     except ValueError:  # a NUL byte in the path
         return None
     try:
         st = os.fstat(fd)
-        why = state_problem(st)
-        if why:
-            return ignored(why)
+        problem = state_problem(st)
+        if problem:
+            ignored(problem)
+            return None
         if st.st_size > limit:
-            return ignored(f"{st.st_size} bytes, more than the {limit} accepted")
+            ignored(f"{st.st_size} bytes, more than the {limit} accepted")
+            return None
         chunks: list[bytes] = []
         total = 0
         while total <= limit:
             try:
                 data = os.read(fd, min(1 << 16, limit + 1 - total))
             except OSError as exc:
-                return ignored(exc.strerror or str(exc))
+                ignored(exc.strerror or str(exc))
+                return None
             if not data:
                 break
             chunks.append(data)
             total += len(data)
         if total > limit:
-            return ignored(f"more than the {limit} bytes accepted")
+            ignored(f"more than the {limit} bytes accepted")
+            return None
         return b"".join(chunks)
     finally:
         os.close(fd)

@@ -13,6 +13,11 @@ from pathlib import Path
 
 from envman.paths import state_dir
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 REPO_PREFIX = "envman/"
 STABLE_TAG = "latest"
 
@@ -79,7 +84,7 @@ def report_path(image_id: str) -> Path:
     return reports_dir() / f"{safe_name(image_id.replace('sha256:', ''))}.json"
 
 
-def save_report_json(image_id: str, report: dict) -> Path:
+def save_report_json(image_id: str, report: Mapping[str, Any]) -> Path:
     """Cache a smoke report for an image id (this user's copy; the image's labels are the truth)."""
     path = report_path(image_id)
     atomic_write(path, json.dumps(report, indent=2, sort_keys=True))

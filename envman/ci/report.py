@@ -220,7 +220,7 @@ def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman 
     lines = [f"# {title}", ""]
     total = len(results)
     lines.append(f"{total} rows: " + ", ".join(f"{SYMBOLS[s]} {c[s]} {LABELS[s]}" for s in c) + ".")
-    shards = sorted({r.get("shard") for r in results if r.get("shard")})
+    shards = sorted({shard for r in results if (shard := r.get("shard"))})
     if shards:
         lines.append(f"Shards: {', '.join(_md(s) for s in shards)}.")
     if sources:
@@ -316,7 +316,7 @@ def render_html(results: Sequence[dict[str, Any]], *, matrix=None, full_matrix: 
                 data["untested"][b.name] = {"row": b.name, "result": "not-tested", "stack": stack,
                                             "reason": "in the matrix, but no result in these reports"}
     generated = generated or datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-    shards = sorted({r.get("shard") for r in results if r.get("shard")})
+    shards = sorted({shard for r in results if (shard := r.get("shard"))})
     return _environment().get_template("support-matrix.html.j2").render(
         title=title,
         tables=tables,

@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from envman.errors import EnvmanError, UserError
 from envman.matrix.model import FrameworkBuild, Matrix
-from envman.stack.resolve import Stack, resolve_row
-from envman.stack.names import DEFAULT_PLATFORM
+from envman.stack.resolve import resolve_row
+from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 #: Row results, best first. ``not-buildable`` means "could not be validated on this runner".
 PASS, CPU_ONLY, FAIL, NOT_BUILDABLE = "pass", "cpu-only", "fail", "not-buildable"
@@ -512,7 +512,8 @@ def _finish(res: RowResult, opts: RunOptions) -> RowResult:
         res.result, res.reason = PASS, res.steps["smoke"].message
     else:  # pragma: no cover - every path above sets smoke
         res.result, res.reason = FAIL, "the smoke test did not run"
-    rebuilt = res.steps.get("render").data.get("base") if res.steps.get("render") else None
+    render_step = res.steps.get("render")
+    rebuilt = render_step.data.get("base") if render_step else None
     if rebuilt and res.result != NOT_BUILDABLE:
         res.reason = f"{res.reason} (base rebuilt from NVIDIA's recipe as {rebuilt})"
     res.accepted = res.result in (PASS, NOT_BUILDABLE) or (res.result == CPU_ONLY and opts.accept_cpu_only)

@@ -228,7 +228,7 @@ class _LazyGroup(typer.core.TyperGroup):
         try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
             from typer._click.exceptions import UsageError
         except ImportError:  # pragma: no cover - depends on the installed typer
-            from click.exceptions import UsageError
+            from click.exceptions import UsageError  # type: ignore[assignment]  # the same class, before typer vendored click
 
         try:
             return super().resolve_command(ctx, args)
@@ -327,7 +327,7 @@ def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -
     try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
         from typer._click.exceptions import ClickException, UsageError
     except ImportError:  # pragma: no cover - depends on the installed typer
-        from click.exceptions import ClickException, UsageError
+        from click.exceptions import ClickException, UsageError  # type: ignore[assignment]  # as above
 
     try:
         code = _command()(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)

@@ -60,7 +60,7 @@ def console(stderr: bool = False):
     from rich.console import Console
 
     class _Console(Console):
-        def print(self, *objects: Any, **kw: Any) -> None:  # type: ignore[override]
+        def print(self, *objects: Any, **kw: Any) -> None:
             super().print(*(scrub(o) for o in objects), **kw)
 
     return _Console(stderr=stderr, highlight=False, soft_wrap=False)

@@ -105,7 +105,7 @@ def build(
                     builder=chosen if chosen.kind == "buildkit" else ClassicBuilder(engine, network=network),
                     base=bases[stack.name][0],
                 )
-                progress.phase(stack.name, "failed" if res.smoke.overall == FAIL else "done")
+                progress.phase(stack.name, "failed" if not res.ok else "done")  # smoke is always set here
                 return stack, res, None
             except EnvmanError as exc:
                 progress.phase(stack.name, "failed")
@@ -124,10 +124,10 @@ def build(
             why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)) if tail else None
             from envman.images.failure import reason_of, without_script
 
-            first = without_script(exc.line())
+            error = without_script(exc.line())
             if why is not None and why.error_class:
-                first = f"{reason_of(why.error_class)}: {first}"
-            rows.append({"name": stack.name, "result": "build-failed", "error": first, "log_tail": tail,
+                error = f"{reason_of(why.error_class)}: {error}"
+            rows.append({"name": stack.name, "result": "build-failed", "error": error, "log_tail": tail,
                          "failing_step": why.step if why else None, "error_lines": list(why.errors) if why else [],
                          "error_class": why.error_class if why else None, "hint": why.hint if why else None})
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -113,7 +113,7 @@ def clean(
         engine = Engine.connect()
     try:
         p = plan(config=config, images=images, engine=engine)
-        doc = {"paths": [str(x) for x in p.paths], "bytes": sum(p.sizes) + sum(i[2] for i in p.images),
+        doc: dict[str, Any] = {"paths": [str(x) for x in p.paths], "bytes": sum(p.sizes) + sum(i[2] for i in p.images),
                "images": [i[1] for i in p.images], "kept_in_use": list(p.kept_in_use), "removed": False}
         if not as_json:
             c = console()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -188,6 +188,7 @@ def explain(
         except ValueError as exc:
             raise UserError(str(exc), where="--sm", fix="e.g. --sm 8.6")
     else:
+        assert gpu is not None  # exactly one of --sm and --gpu
         g = m.gpu(gpu)
         if g is None:
             from envman.matrix.gpus import unknown_gpu
@@ -264,7 +265,7 @@ def validate_cmd(
             except ResolveError as exc:
                 on = "" if plat == b.platforms[0] else f" on {plat}"
                 problems.append(f"{b.name}: does not resolve{on}: {exc.line()}")
-    summary = {
+    summary: dict[str, Any] = {
         "files": list(m.files),
         "rows": {"cuda": len(m.cuda), "os": len(m.oses), "images": len(m.images), "builds": len(m.builds), "gpus": len(m.gpus),
                  "published_tags": sum(len(p.tags) for p in m.published)},

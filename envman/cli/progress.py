@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 from envman.errors import printable
@@ -65,9 +66,10 @@ class BuildProgress:
             self._live.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self._live is not None:
-            self._live.__exit__(*exc)
+            self._live.__exit__(exc_type, exc, tb)
 
     # -- events ------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from envman import labels as L
 from envman.errors import UserError
@@ -146,8 +146,8 @@ def gfd_node_terms(stack: Stack) -> list[Term]:
     A CPU stack needs no GPU node: no terms."""
     if stack.cuda is None:
         return []
-    floor = DriverVersion.parse(stack.min_driver)
-    toolkit = DriverVersion.parse(stack.toolkit_driver or stack.min_driver)
+    floor = DriverVersion.parse(cast(str, stack.min_driver))  # a CUDA stack names its driver floor
+    toolkit = DriverVersion.parse(stack.toolkit_driver or cast(str, stack.min_driver))
     terms: list[Term] = []
     sass = [Arch.parse(a) for a in stack.sass_archs]
     if sass:
@@ -416,7 +416,7 @@ def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[st
     """One service; the project's variables by name only (compose reads them from its shell)."""
     env: dict[str, Any] = {k: None for k, _ in x.environment}
     env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
-    volumes = [{"type": "bind", "source": _compose_escape(str(x.root)), "target": WORKSPACE},
+    volumes: list[dict[str, Any]] = [{"type": "bind", "source": _compose_escape(str(x.root)), "target": WORKSPACE},
                {"type": "bind", "source": _compose_escape(home), "target": CONTAINER_HOME}]
     volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": _compose_escape(m.target),
                  "read_only": m.read_only} for m in checked_mounts(x.mounts)]

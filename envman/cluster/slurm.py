@@ -542,7 +542,7 @@ def load_records() -> list[JobRecord]:
     for f in d.glob("*.json") if d.is_dir() else ():
         from envman.safefile import read_state_json
 
-        doc = read_state_json(f, what="job record", limit=64 * 1024)
+        doc: Any = read_state_json(f, what="job record", limit=64 * 1024)  # a wrong shape fails below
         try:
             out.append(JobRecord(**{k: doc[k] for k in JobRecord.__dataclass_fields__ if k in doc}))
         except (OSError, ValueError, TypeError):

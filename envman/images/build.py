@@ -261,11 +261,13 @@ def judge_probe(stack: Stack, stdout: str, stderr: str, exit_code: int, *, timed
         tail = (stderr.strip().splitlines() or ["no output"])[-1]
         return FAIL, f"probe printed no result (exit {exit_code}): {exc}; stderr: {tail}", None
     overall, reason = probe["overall"], str(probe.get("reason", ""))
-    expect = probe.get("expect") if isinstance(probe.get("expect"), dict) else {}
+    raw_expect = probe.get("expect")
+    expect: dict[str, Any] = raw_expect if isinstance(raw_expect, dict) else {}
     if not expect.get("found"):
         return FAIL, (f"the probe ran without the stack's expectations ({expect.get('path') or 'none given'}): "
                       "nothing was checked against the stack; rebuild the image"), probe
-    found = expect.get("stack") if isinstance(expect.get("stack"), dict) else {}
+    raw_found = expect.get("stack")
+    found: dict[str, Any] = raw_found if isinstance(raw_found, dict) else {}
     want = stack.to_json()
     differ = [k for k in EXPECT_KEYS if found.get(k) != want[k]]
     if differ:

@@ -70,7 +70,7 @@ def read_pins() -> dict[str, Any]:
 
 def load_pin(key: str, pins: Mapping[str, Any] | None = None) -> Pin | None:
     """The pin of ``key``, from ``pins`` (:func:`read_pins`) when given, else from the file."""
-    raw = (read_pins() if pins is None else pins).get(key)
+    raw: Any = (read_pins() if pins is None else pins).get(key)
     try:
         return Pin(str(raw["stack"]), str(raw["image_id"]), int(raw["at"]))
     except (TypeError, KeyError, ValueError):

@@ -34,7 +34,7 @@ from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, pa
                                 prepare_run)
 
 if TYPE_CHECKING:
-
+    from envman.project.file import GpuRequest
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
 
@@ -120,6 +120,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
     proj = _locate_or_offer_command(a.project, command)
     require_trust(proj)
     check_project_root(proj)
+    asked: GpuRequest | None
     if a.gpus is not None and a.gpus.strip().lower() == "slurm":
         asked = allocated_gpus(os.environ)
     else:
@@ -207,14 +208,15 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
     settings = load_registry_settings()
     if not settings.pull_on_run or settings.default is None:
         return None
+    registry = settings.default
 
     def fetch(stack: Stack) -> None:
         from envman.engine.docker import Engine
         from envman.images.remote import pull_stack
 
-        _err(f"envman: no promoted image of {stack.name} here: pulling it from {settings.default}")
+        _err(f"envman: no promoted image of {stack.name} here: pulling it from {registry}")
         with Engine.connect() as engine:
-            pulled = pull_stack(engine, stack, settings.default, allow_http=settings.allow_http)
+            pulled = pull_stack(engine, stack, registry, allow_http=settings.allow_http)
         _err(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
 
     return fetch

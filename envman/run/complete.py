@@ -88,7 +88,7 @@ def cached_names(matrix_files: tuple[str, ...] = ()) -> dict[str, list[str]]:
     key = source.fingerprint()
     path = _cache_path()
     try:
-        data = read_state_json(path, what="completion cache")
+        data: Any = read_state_json(path, what="completion cache")  # a wrong shape is one of the errors below
         if key is not None and data.get("key") == key:
             return data["names"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -18,6 +18,8 @@ from envman.run.prepare import choose_base, image_state
 from envman.stack.names import Stack
 
 if TYPE_CHECKING:
+    import datetime
+
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
 
@@ -165,6 +167,7 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
         name, cc = g.name, str(g.cc)
     drv = driver or real.driver
     if cc is None:  # --driver alone: this host's GPUs with another driver
+        assert drv is not None  # --driver was given
         if not real.has_gpu:
             raise UserError("this host has no GPU to ask about", where="--driver", fix="add --gpu NAME or --sm X.Y")
         from dataclasses import replace
@@ -172,6 +175,7 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
         return replace(real, driver=drv, source="what-if", cuda_driver=None, note="this host's GPUs with driver " + drv)
     if drv is None:
         raise UserError("this host has no NVIDIA driver to assume", where="envman doctor", fix="add --driver VERSION")
+    assert name is not None  # set with cc, by --gpu or --sm
     return what_if(drv, cc, name)
 
 
@@ -179,7 +183,7 @@ def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:
     return resolve_name(name).is_cpu
 
 
-def matrix_freshness(matrix, today: "datetime.date", updates: Mapping[str, list[str]] | None = None,
+def matrix_freshness(matrix, today: datetime.date, updates: Mapping[str, list[str]] | None = None,
                      update_error: str | None = None) -> dict[str, Any]:
     """How old the matrix is: the newest release date its rows record, per framework and in
     all, and (when asked) what the index has that is newer."""

@@ -10,7 +10,7 @@ CPU run is asked for with ``--no-gpu``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from envman.project.file import GpuRequest
 from envman.stack.names import Stack
@@ -80,15 +80,16 @@ def gpu_verdicts(stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> list
     from envman.stack.verdict import DRIVER_TOO_OLD, verdict
 
     out = []
+    driver = cast(str, host.driver)  # asked only of a host with a GPU (has_gpu: it has a driver)
     for g in gpus:
         if g.compute_cap is None:
             # Without the architecture only the driver floor can be checked.
-            if stack.cuda and host.driver and DriverVersion.parse(host.driver) < DriverVersion.parse(stack.min_driver):
+            if stack.cuda and host.driver and DriverVersion.parse(host.driver) < DriverVersion.parse(cast(str, stack.min_driver)):
                 out.append(GpuVerdict(g, DRIVER_TOO_OLD, (f"driver {host.driver} is older than {stack.min_driver}",)))
             else:
                 out.append(GpuVerdict(g, "unknown", (f"compute capability of {g.name} unknown: architecture not checked",)))
             continue
-        v = verdict(stack, host.driver, g.compute_cap)
+        v = verdict(stack, driver, g.compute_cap)
         out.append(GpuVerdict(g, v.verdict, v.reasons))
     return out
 
@@ -127,7 +128,7 @@ def preflight(
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI "
                                     f"spec (runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
-    elif engine_info is not None and engine_info.cdi_gpu_devices is not None and mech == "cdi":
+    elif gpus is not None and engine_info is not None and engine_info.cdi_gpu_devices is not None and mech == "cdi":
         known = set(engine_info.cdi_gpu_devices)
         missing = [d for d in cdi_devices(gpus) if d not in known]
         if missing:
@@ -159,8 +160,8 @@ def gpu_problems(stack: Stack, gpus: GpuRequest, host: HostFacts | None,
     """The host's side of a GPU run: a driver and GPUs, the requested devices, the stack's
     verdict on each (``envman run``'s preflight, and ``envman node-check`` on a Slurm node)."""
     if host is None or not host.has_gpu:
-        why = host.summary() if host is not None else "no NVIDIA GPU on this host"
-        return [Problem(ERROR, "host-gpu", f"GPUs requested (--gpus {gpus}) but {why}: "
+        state = host.summary() if host is not None else "no NVIDIA GPU on this host"
+        return [Problem(ERROR, "host-gpu", f"GPUs requested (--gpus {gpus}) but {state}: "
                         f"install the NVIDIA driver, {CPU_FIX}")]
     problems = []
     chosen, why = selected_gpus(host, gpus)
@@ -183,7 +184,7 @@ def verdict_problems(stack: Stack, host: HostFacts, verdicts: Sequence[GpuVerdic
     use_alt = f" or use {alt}" if alt else ""
     devices = f"; or use only --gpus device={','.join(str(v.gpu.index) for v in good)}" if bad and good else ""
     below_floor = bool(stack.cuda and host.driver
-                       and DriverVersion.parse(host.driver) < DriverVersion.parse(stack.min_driver))
+                       and DriverVersion.parse(host.driver) < DriverVersion.parse(cast(str, stack.min_driver)))
     if below_floor:
         out.append(Problem(ERROR, "verdict", f"driver {host.driver} is older than {stack.min_driver} that CUDA "
                            f"{stack.cuda} needs: upgrade the driver{use_alt}"))
@@ -225,7 +226,7 @@ def suggest_stack(matrix, stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]
             cand = resolve_row(matrix, b)
         except ResolveError:
             continue
-        vs = [verdict(cand, host.driver, g.compute_cap) for g in gpus if g.compute_cap]
+        vs = [verdict(cand, cast(str, host.driver), g.compute_cap) for g in gpus if g.compute_cap]
         if not vs or not all(v.runs for v in vs):
             continue
         older = b.version <= current
