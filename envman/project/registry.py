@@ -42,9 +42,14 @@ def _lock(path: Path) -> BaseFileLock:
 
 def read_registry(path: Path | None = None) -> dict[str, Path]:
     """Registered projects, name → root. A missing registry is an empty one."""
+    return {name: Path(root) for name, root in sorted(_read_roots(path or registry_path()).items())}
+
+
+def _read_roots(file: Path) -> dict[str, str]:
+    """The registry as it is stored: name → root, both strings (a registration reads and writes
+    it without making a path object of every root)."""
     from envman.safefile import read_text
 
-    file = path or registry_path()
     where = str(file)
     fix = "restore it or delete it, then register the projects again with envman project add PATH"
     try:
@@ -62,11 +67,11 @@ def read_registry(path: Path | None = None) -> dict[str, Path]:
     for name, entry in projects.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("root"), str):
             raise UserError(f"project {name!r}: expected {{\"root\": PATH}}", where=where, fix=fix)
-        out[name] = Path(entry["root"])
-    return dict(sorted(out.items()))
+        out[name] = entry["root"]
+    return out
 
 
-def registry_text(projects: Mapping[str, Path]) -> str:
+def registry_text(projects: Mapping[str, Path | str]) -> str:
     """The registry file: ``json.dumps(doc, indent=2, sort_keys=True)``, byte for byte, but each
     string through the C encoder (an indented dump runs the pure-Python one, which was most of a
     registration's time with a thousand projects)."""
@@ -77,7 +82,7 @@ def registry_text(projects: Mapping[str, Path]) -> str:
     return '{\n  "projects": {\n' + entries + '\n  },\n  "schema": 1\n}\n'
 
 
-def _write_registry(path: Path, projects: Mapping[str, Path]) -> None:
+def _write_registry(path: Path, projects: Mapping[str, Path | str]) -> None:
     from envman.state import atomic_write
 
     atomic_write(path, registry_text(projects))
@@ -85,31 +90,43 @@ def _write_registry(path: Path, projects: Mapping[str, Path]) -> None:
 
 def update_registry(change: Callable[[dict[str, Path]], None], path: Path | None = None) -> dict[str, Path]:
     """Read-modify-write under the registry lock; the write is atomic."""
+    def on_paths(roots: dict[str, str]) -> None:
+        projects = {name: Path(root) for name, root in sorted(roots.items())}
+        change(projects)
+        roots.clear()
+        roots.update((name, str(root)) for name, root in projects.items())
+
+    return {name: Path(root) for name, root in _update_roots(on_paths, path).items()}
+
+
+def _update_roots(change: Callable[[dict[str, str]], None], path: Path | None = None) -> dict[str, str]:
+    """:func:`update_registry` on the stored strings."""
     file = path or registry_path()
     with _lock(file):
-        projects = read_registry(file)
-        change(projects)
-        _write_registry(file, projects)
-        return projects
+        roots = _read_roots(file)
+        change(roots)
+        _write_registry(file, roots)
+        return roots
 
 
 def register(project: ProjectConfig, path: Path | None = None) -> bool:
     """Register ``project`` under its name; ``False`` when it already was. A name taken by
     another root is an error; a root registered under an older name is renamed. The cost does
-    not grow with the registry beyond reading and writing it: only this project's root and the
-    entry under its name are resolved."""
-    root = project.root.resolve()
+    not grow with the registry beyond reading and writing its file: only this project's root and
+    the entry under its name are resolved, and the other entries stay strings (a path object
+    per root per registration was most of a registration with a thousand projects)."""
+    root = str(project.root.resolve())
     added = []
 
-    def change(projects: dict[str, Path]) -> None:
+    def change(projects: dict[str, str]) -> None:
         other = projects.get(project.name)
-        if other is not None and other.resolve() != root:
+        if other is not None and str(Path(other).resolve()) != root:
             raise UserError(
                 f"project name {project.name!r} is already registered for {other}",
                 where=str(project.file),
                 fix=f'set another name = "..." in the file, or remove the old one: envman project rm {project.name}',
             )
-        # roots are stored resolved (as written below), so an equal root is an equal path: no
+        # roots are stored resolved (as written below), so an equal root is an equal string: no
         # registration resolves every root registered before it
         for n in [n for n, r in projects.items() if r == root and n != project.name]:
             del projects[n]
@@ -117,23 +134,23 @@ def register(project: ProjectConfig, path: Path | None = None) -> bool:
             added.append(project.name)
         projects[project.name] = root
 
-    update_registry(change, path)
+    _update_roots(change, path)
     return bool(added)
 
 
 def unregister(name: str, path: Path | None = None) -> Path:
-    removed: list[Path] = []
+    removed: list[str] = []
 
-    def change(projects: dict[str, Path]) -> None:
+    def change(projects: dict[str, str]) -> None:
         if name not in projects:
             raise unknown_project(name, projects)
         removed.append(projects.pop(name))
 
-    update_registry(change, path)
-    return removed[0]
+    _update_roots(change, path)
+    return Path(removed[0])
 
 
-def unknown_project(name: str, projects: Mapping[str, Path]) -> UserError:
+def unknown_project(name: str, projects: Mapping[str, object]) -> UserError:
     import difflib
 
     close = difflib.get_close_matches(name, list(projects), n=3, cutoff=0.5) if len(name) <= 100 else []

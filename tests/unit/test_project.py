@@ -275,6 +275,34 @@ def test_registering_resolves_no_root_registered_before(tmp_path, monkeypatch, r
     assert len(read_registry()) == registered + 1
 
 
+def test_a_registration_makes_no_path_of_the_roots_registered_before(tmp_path, monkeypatch):
+    """The other entries stay strings while a registration reads, checks and writes the registry
+    (a path object per root per registration was most of a registration with 1,000 projects):
+    the paths made do not grow with the number registered."""
+    import envman.project.registry as registry
+
+    made: list[int] = []
+
+    def count(*parts):
+        made.append(1)
+        return Path(*parts)
+
+    def paths_made(registered: int) -> int:
+        cfg = tmp_path / f"cfg{registered}"
+        monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(cfg))
+        update_registry(lambda projects: projects.update(
+            {f"old{i}": (tmp_path / f"old{i}").resolve() for i in range(registered)}))
+        a = load_project(write_project(tmp_path / f"a{registered}", 'stack = "torch-2.4"\nname = "a"\n', req=None))
+        made.clear()
+        with monkeypatch.context() as m:
+            m.setattr(registry, "Path", count)
+            assert register(a)
+            assert not register(a)
+        return len(made)
+
+    assert paths_made(0) == paths_made(50) == paths_made(200)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.text(min_size=1), st.text(min_size=1).map(lambda t: Path("/" + t)), max_size=6))
 def test_the_registry_file_is_the_indented_json_dump_byte_for_byte(projects):
