@@ -12,7 +12,6 @@ loads it on every ``envman run``.
 from __future__ import annotations
 
 import os
-import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
@@ -42,60 +41,52 @@ def run_argv(argv: Sequence[str], command: str = "run") -> tuple[list[str], list
     return matrix, args[1:]
 
 
-def _err(line: str) -> None:
-    from envman.errors import printable
-
-    sys.stderr.write(printable(line) + "\n")
-    sys.stderr.flush()
-
-
 def guarded(fn: Callable[[], int | None]) -> int:
     """Run ``fn`` inside the CLI's error contract; its exit code (``None`` is 0)."""
-    from envman.errors import EnvmanError
+    from envman.errors import EnvmanError, stderr_line
 
     try:
         return fn() or 0
     except EnvmanError as exc:
         tail = getattr(exc, "log_tail", "")
         if tail:  # a failed build: what and why first, then its step, its error lines and the known fix
-            from envman.errors import printable
             from envman.images.failure import reason_of, summarize, without_script
 
             why = summarize(exc.what, tail, getattr(exc, "step", None))
             reason = f"{reason_of(why.error_class)}: " if why.error_class else ""
-            _err(f"envman: error: {reason}{without_script(exc.line())}")
+            stderr_line(f"envman: error: {reason}{without_script(exc.line())}")
             for line in why.lines():
-                _err(printable(line))
+                stderr_line(line)
             return exc.exit_code
-        _err(f"envman: error: {exc.line()}")
+        stderr_line(f"envman: error: {exc.line()}")
         return exc.exit_code
     except KeyboardInterrupt:
-        _err("envman: interrupted")
+        stderr_line("envman: interrupted")
         return 130
     except RecursionError:  # a parser (TOML, JSON) fed a document nested thousands deep
-        _err("envman: error: an input file is nested too deeply to read — flatten it (a few levels of tables suffice)")
+        stderr_line("envman: error: an input file is nested too deeply to read — flatten it (a few levels of tables suffice)")
         return 2
     except OSError as exc:
         import errno
 
         if exc.errno in _FULL:  # the disk, not the input: the operation failed (exit 1)
             name = str(exc.filename if exc.filename is not None else "")[:200]
-            _err(f"envman: error: {name + ': ' if name else ''}{exc.strerror or errno.errorcode.get(exc.errno or 0, exc)}"
-                 " — free some space (or fix the file system) and try again")
+            stderr_line(f"envman: error: {name + ': ' if name else ''}{exc.strerror or errno.errorcode.get(exc.errno or 0, exc)}"
+                        " — free some space (or fix the file system) and try again")
             return 1
         if _engine_failure(exc):
             return _engine_line(exc)
         if exc.filename is None and not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
             return _internal(exc)
         name = str(exc.filename if exc.filename is not None else "")[:200]
-        _err(f"envman: error: {name + ': ' if name else ''}{exc.strerror or exc} — check the path and try again")
+        stderr_line(f"envman: error: {name + ': ' if name else ''}{exc.strerror or exc} — check the path and try again")
         return 2
     except ValueError as exc:
         if "null byte" in str(exc) or "null character" in str(exc):
-            _err("envman: error: an argument contains a NUL byte — remove it")
+            stderr_line("envman: error: an argument contains a NUL byte — remove it")
             return 2
         if "integer string conversion" in str(exc) or "Exceeds the limit" in str(exc):
-            _err("envman: error: a number in the input has thousands of digits — give a shorter value")
+            stderr_line("envman: error: a number in the input has thousands of digits — give a shorter value")
             return 2
         return _internal(exc)
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
@@ -125,16 +116,20 @@ def _engine_failure(exc: BaseException) -> bool:
 
 
 def _engine_line(exc: BaseException) -> int:
+    from envman.errors import stderr_line
+
     text = " ".join(str(exc).split())[:200]
-    _err(f"envman: error: the container engine connection broke ({type(exc).__name__}: {text}) — "
+    stderr_line(f"envman: error: the container engine connection broke ({type(exc).__name__}: {text}) — "
          "check that the engine runs (docker info) and retry; nothing was promoted")
     return 1
 
 
 def _internal(exc: BaseException) -> int:
+    from envman.errors import stderr_line
+
     if os.environ.get("ENVMAN_DEBUG"):
         raise exc
     text = " ".join(str(exc).split())[:300]
-    _err(f"envman: internal error: {type(exc).__name__}: {text} "
+    stderr_line(f"envman: internal error: {type(exc).__name__}: {text} "
          "(rerun with ENVMAN_DEBUG=1 for the traceback and report it)")
     return 70

@@ -27,6 +27,15 @@ def printable(text: object) -> str:
     return s.translate(_ESCAPES) if any(ord(c) in _UNSAFE_CHARS for c in s) else s
 
 
+def stderr_line(line: str) -> None:
+    """Write ``line`` to stderr as one :func:`printable` line, flushed (what a command says
+    beside its output: warnings, progress, the error boundary's message)."""
+    import sys
+
+    sys.stderr.write(printable(line) + "\n")
+    sys.stderr.flush()
+
+
 def clip(text: object, limit: int = CLIP) -> str:
     """``text`` cut to ``limit`` characters, saying how many more there were."""
     s = str(text)

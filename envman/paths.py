@@ -1,4 +1,5 @@
-"""Where envman's data lives: shipped templates and matrices, and the user's own state.
+"""Where envman's data lives: shipped templates and matrices, the user's own state, and, inside
+every run's container, the project and its HOME.
 
 Only ``os`` and ``sys`` at import (``pathlib`` inside the functions that return paths):
 :func:`cache_dir` is on the hot path of every ``envman run``.
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Mapping
 
+#: Where the project root is mounted, and the working directory of every run.
+WORKSPACE = "/workspace"
+#: The HOME of every run (the stack image makes it, usable by any uid, and sets ``HOME`` to it); a
+#: per-project host directory is mounted there so ``pip install --user`` and dotfiles persist.
+CONTAINER_HOME = "/home/envman"
+
 
 def package_dir() -> Path:
     """The installed ``envman`` package."""
@@ -22,7 +29,9 @@ def package_dir() -> Path:
     return Path(__file__).resolve().parent
 
 
-def _data_dir(name: str) -> Path:
+def data_dir(name: str) -> Path:
+    """A folder of the data shipped with envman (``templates``, ``matrices``): inside the installed
+    package, else beside it in a source checkout."""
     pkg = package_dir()
     installed = pkg / "_data" / name
     if installed.is_dir():
@@ -31,11 +40,11 @@ def _data_dir(name: str) -> Path:
 
 
 def templates_dir() -> Path:
-    return _data_dir("templates") / "dockerfiles"
+    return data_dir("templates") / "dockerfiles"
 
 
 def matrices_dir() -> Path:
-    return _data_dir("matrices")
+    return data_dir("matrices")
 
 
 def config_dir() -> Path:

@@ -280,10 +280,10 @@ def _environment():
     Dockerfile environment turns it off because Dockerfiles are not HTML). Strict as the other."""
     import jinja2
 
-    from envman.paths import _data_dir
+    from envman.paths import data_dir
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_data_dir("templates") / "report")),
+        loader=jinja2.FileSystemLoader(str(data_dir("templates") / "report")),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

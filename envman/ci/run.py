@@ -260,10 +260,10 @@ def render_inputs_changed(ref: str) -> tuple[bool | None, str]:
     """Whether envman's own render inputs (Dockerfile templates, the probe) differ between
     ``ref`` and the working tree: then every row's render changed. ``None`` when it cannot
     tell (not a source checkout, or ``ref`` unknown to envman's repository)."""
-    from envman.paths import _data_dir
+    from envman.paths import data_dir
 
     pkg = Path(__file__).resolve().parent.parent
-    inputs = [p for p in (_data_dir("templates"), pkg / "probe", pkg / "render") if p.exists()]
+    inputs = [p for p in (data_dir("templates"), pkg / "probe", pkg / "render") if p.exists()]
     top = _toplevel(pkg)
     if top is None or not inputs or any(not p.resolve().is_relative_to(top) for p in inputs):
         return None, "envman is not a git checkout: template changes are not compared"
@@ -660,10 +660,10 @@ def _copy_log(opts: RunOptions, row: str, log: str | None) -> None:
 def runner_facts(engine, opts: RunOptions) -> tuple[dict[str, Any], bool]:
     """What the results say about where they were produced, and whether a GPU is usable here."""
     from envman import __version__
-    from envman.images.build import _gpu_mode
+    from envman.images.build import gpu_mode
 
     try:
-        gpu = bool(_gpu_mode(engine, False))
+        gpu = bool(gpu_mode(engine, False))
         docker = engine.info().server_version
     except EnvmanError:
         gpu, docker = False, ""

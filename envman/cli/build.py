@@ -70,6 +70,7 @@ def build(
     from envman.images.build import FAIL, build_smoke_promote
     from envman.engine.docker import Engine
     from envman.errors import EnvmanError
+    from envman.state import stable_ref
 
     stacks = _stacks(list(names or []), all_, platform)
     options = network_options(
@@ -137,7 +138,7 @@ def build(
         rows.append({
             "name": stack.name, "image": res.build.ref, "image_id": res.build.image_id, "cached": res.build.cached,
             "build_seconds": round(res.build.seconds, 2), "smoke": smoke.overall, "reason": smoke.reason,
-            "promoted": res.promoted, "stable": f"envman/{stack.name}:latest" if res.promoted else None,
+            "promoted": res.promoted, "stable": stable_ref(stack.name) if res.promoted else None,
             "log": res.build.log_path,
             **({"base": res.build.base.ref, "base_cached": res.build.base.cached,
                 "base_seconds": round(res.build.base.seconds, 2)} if res.build.base is not None else {}),
@@ -306,9 +307,9 @@ def prune(
         refs, unsure = project_images_in_use(engine, matrix_source().resolve)
         scope = PruneScope(uid=os.getuid(), all_users=all_users, keep=frozenset(refs), keep_projects=frozenset(unsure),
                            keep_ids=pinned_ids())
-        before = _storage(engine)
+        before = engine_storage(engine)
         removed = _prune(engine, scope, dry_run=dry_run)
-        after = _storage(engine) if removed and not dry_run else before
+        after = engine_storage(engine) if removed and not dry_run else before
     if as_json:
         emit_json([{"stack": r.stack, "tags": list(r.tags), "image_id": r.image_id, "size": r.size} for r in removed])
         return
@@ -333,7 +334,8 @@ def build_cache_note(cache_bytes: int) -> str:
             "engine; envman leaves it: docker builder prune reclaims it (as someone the engine trusts)")
 
 
-def _storage(engine) -> tuple[int, int] | None:
+def engine_storage(engine) -> tuple[int, int] | None:
+    """The engine's disk usage (``engine.storage()``), or ``None`` when it cannot say."""
     try:
         return engine.storage()
     except Exception:  # noqa: BLE001 - an engine without disk usage: say less, remove as asked

@@ -84,9 +84,9 @@ def notebook(
 
 def _build_cache_line(engine) -> str:
     """The engine's build cache, which clean leaves (it is the engine's, shared by its users)."""
-    from envman.cli.build import _storage, build_cache_note
+    from envman.cli.build import engine_storage, build_cache_note
 
-    storage = _storage(engine) if engine is not None else None
+    storage = engine_storage(engine) if engine is not None else None
     if storage is not None and storage[1]:
         return build_cache_note(storage[1])
     return ("the engine's build cache (often the largest item, shared by everyone who builds on the engine) is "

@@ -118,10 +118,10 @@ def untrust_cmd(path: Annotated[Path, typer.Argument(help="The project file (or 
     """Forget the trust in a project file."""
     import os
 
-    from envman.project.file import _project_file_path
+    from envman.project.file import project_file_path
     from envman.project.trust import untrust
 
-    real = os.path.realpath(_project_file_path(path))
+    real = os.path.realpath(project_file_path(path))
     removed = untrust(real)
     console().print(f"{'untrusted' if removed else 'was not trusted:'} {real}", markup=False, highlight=False)
 
@@ -186,6 +186,8 @@ def show(
     from envman.project.image import home_dir
     from envman.project.trust import trust_asks
     from envman.project.trust import is_trusted
+    from envman.paths import CONTAINER_HOME
+    from envman.state import stable_ref
 
     project = locate(name)
     matrix = _matrix()
@@ -219,8 +221,8 @@ def show(
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
                 f"{len(p['requirements'])} lines)", markup=False, highlight=False)
     else:
-        c.print(f"  image       envman/{stack.name}:latest (no own image)", markup=False, highlight=False)
-    c.print(f"  HOME        {doc['home']} → /home/envman", markup=False, highlight=False)
+        c.print(f"  image       {stable_ref(stack.name)} (no own image)", markup=False, highlight=False)
+    c.print(f"  HOME        {doc['home']} → {CONTAINER_HOME}", markup=False, highlight=False)
     if doc["asks"]:
         state = "trusted" if doc["trusted"] else f"NOT trusted (envman project trust {project.file})"
         c.print(f"  trust       {state}; the file asks for {'; '.join(doc['asks'])}", markup=False, highlight=False)

@@ -94,6 +94,7 @@ def pull(
     """Pull a stack's image by digest, check its digest and labels, and promote it here."""
     from envman.engine.docker import Engine
     from envman.images.remote import pull_stack
+    from envman.state import stable_ref
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
@@ -101,6 +102,6 @@ def pull(
     if as_json:
         emit_json(pulled.__dict__)
         return
-    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}); promoted as envman/{stack.name}:latest", err=True)
+    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}); promoted as {stable_ref(stack.name)}", err=True)
     typer.echo(pulled.ref)
 

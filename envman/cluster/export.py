@@ -47,7 +47,8 @@ from typing import Any, cast
 from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.model import Arch, DriverVersion
-from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount, Port, shm_bytes
+from envman.paths import CONTAINER_HOME, WORKSPACE
+from envman.project.file import GpuRequest, Mount, Port, shm_bytes
 from envman.stack.names import Stack
 
 # NVIDIA GPU Feature Discovery node labels (string values; the numeric ones hold decimal integers).
@@ -207,7 +208,7 @@ _GIT_URL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%+/-]
 _GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 #: Clone the repository (``$0``) into the workspace and check out the ref (``$1``); both are
 #: arguments of the shell, never part of its code.
-_CLONE = 'git clone --quiet -- "$0" /workspace && git -C /workspace checkout --quiet --detach "$1"'
+CLONE_SCRIPT = f'git clone --quiet -- "$0" {WORKSPACE} && git -C {WORKSPACE} checkout --quiet --detach "$1"'
 
 
 def check_git(url: str, ref: str) -> tuple[str, str]:
@@ -294,7 +295,7 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         pod["initContainers"] = [{
             "name": "clone",
             "image": GIT_IMAGE,
-            "command": ["/bin/sh", "-c", _CLONE, url, ref],
+            "command": ["/bin/sh", "-c", CLONE_SCRIPT, url, ref],
             "env": [{"name": "HOME", "value": "/tmp"}],
             "securityContext": container["securityContext"],
             "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE}],
@@ -393,7 +394,7 @@ def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str,
         "USER root\n"
         "RUN getent passwd envman >/dev/null || { uid=1000; while getent passwd \"$uid\" >/dev/null; do uid=$((uid + 1)); done; \\\n"
         "      getent group \"$uid\" >/dev/null || echo \"envman:x:$uid:\" >>/etc/group; \\\n"
-        "      echo \"envman:x:$uid:$uid:envman user:/home/envman:/bin/sh\" >>/etc/passwd; }\n"
+        f"      echo \"envman:x:$uid:$uid:envman user:{CONTAINER_HOME}:/bin/sh\" >>/etc/passwd; }}\n"
     )
     return doc, dockerfile
 

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from envman.errors import EnvmanError, UserError
-from envman.project.file import CONTAINER_HOME, WORKSPACE, Mount, cluster_gpu_count
+from envman.paths import CONTAINER_HOME, WORKSPACE
+from envman.project.file import Mount, cluster_gpu_count
 
 if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource

@@ -179,7 +179,7 @@ class SmokeReport:
         return asdict(self)
 
 
-def _gpu_mode(engine, require_gpu: bool) -> bool:
+def gpu_mode(engine, require_gpu: bool) -> bool:
     """Whether to request GPUs: when the engine can provide them, or when the user insists
     (then the engine's own error says how to install the NVIDIA runtime)."""
     return require_gpu or engine.info().gpu_mechanism() is not None
@@ -199,7 +199,7 @@ def smoke_image(
     yet promoted, the verdict onto the engine (a verdict image that the image's stack tags move
     to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
     the id its projects were built and locked on."""
-    gpus = _gpu_mode(engine, require_gpu)
+    gpus = gpu_mode(engine, require_gpu)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")

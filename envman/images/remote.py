@@ -305,6 +305,8 @@ def promoted_image(engine, stack: Stack) -> ImageInfo:
 def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False,
                on_progress=None) -> Pushed:
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
+    from envman.state import STABLE_TAG
+
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     info = promoted_image(engine, stack)
     got = L.parse(info.labels)
@@ -313,7 +315,7 @@ def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = F
                             where=f"stack {stack.name}", fix=f"envman smoke {stack.name}, then push again")
     repo = registry.repository(stack.name)
     render_hash = str(got.render_hash)
-    tags = [f"{repo}:latest"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
+    tags = [f"{repo}:{STABLE_TAG}"] + ([f"{repo}:{render_hash[:16]}"] if _HASH_RE.fullmatch(render_hash) else [])
     for t in tags:
         engine.tag(info.id, t)
     digest = engine.push(tags[0], on_progress=on_progress)
@@ -343,13 +345,13 @@ def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None =
     ``render_hashes``: the render hashes this host gives the stack (default: computed,
     :func:`envman.images.build.expected_render_hashes`); the image's label must be one of them."""
     from envman.images.store import rootfs_digest
-    from envman.state import stable_ref
+    from envman.state import STABLE_TAG, stable_ref
 
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     repo = registry.repository(stack.name)
     if digest is not None and not DIGEST_RE.fullmatch(digest):
         raise UserError(f"digest {digest!r} is not sha256:<64 hex digits>", where="--digest")
-    want = digest or engine.registry_digest(f"{repo}:latest")
+    want = digest or engine.registry_digest(f"{repo}:{STABLE_TAG}")
     ref = f"{repo}@{want}"
     had = engine.inspect_image(ref) is not None
     engine.pull(ref)

@@ -385,7 +385,7 @@ class RangeFile(io.RawIOBase):
         return n
 
 
-def _parse_metadata(text: bytes, url: str, how: str) -> WheelMetadata:
+def parse_metadata(text: bytes, url: str, how: str) -> WheelMetadata:
     msg: Message = HeaderParser().parsestr(text.decode("utf-8", errors="replace"))
     name, version = msg.get("Name"), msg.get("Version")
     if not name or not version:
@@ -415,7 +415,7 @@ def read_wheel_metadata(http: Http, f: IndexFile) -> WheelMetadata:
         resp = http.get(f.metadata_url, limit=MAX_METADATA_BYTES)
         if isinstance(f.metadata, tuple):
             _check_hashes(resp.body, f.metadata, f.metadata_url)
-        return _parse_metadata(resp.body, f.metadata_url, "pep658")
+        return parse_metadata(resp.body, f.metadata_url, "pep658")
     rf = RangeFile(http, f.url)
     fobj: io.BufferedIOBase
     if rf.ranged:
@@ -430,7 +430,7 @@ def read_wheel_metadata(http: Http, f: IndexFile) -> WheelMetadata:
             info = zf.getinfo(member)
             if info.file_size > MAX_METADATA_BYTES:
                 raise IndexFileError("METADATA larger than 4 MiB", where=f.url)
-            return _parse_metadata(zf.read(member), f.url, how)
+            return parse_metadata(zf.read(member), f.url, how)
     except zipfile.BadZipFile as exc:
         raise IndexFileError(f"not a readable wheel ({exc})", where=f.url, fix="check the index serves real wheels") from None
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from envman.errors import UserError
+from envman.paths import CONTAINER_HOME, WORKSPACE
+from envman.stack.names import APT_PACKAGE_PATTERN, PROJECT_NAME_PATTERN
 
 if sys.version_info >= (3, 11):
     pass
@@ -27,13 +29,6 @@ else:  # pragma: no cover
 
 PROJECT_FILE = "envman.toml"
 REGISTRY_FILE = "projects.json"
-#: Where the project root is mounted, and the working directory of every run.
-WORKSPACE = "/workspace"
-#: The HOME of every run (the stack image sets ``HOME`` to it); a per-project host directory is
-#: mounted there so ``pip install --user`` and dotfiles persist between runs.
-CONTAINER_HOME = "/home/envman"
-#: The venv of stack images (``--system-site-packages``, so ``pip install --user`` works).
-VENV_PYTHON = "/opt/venv/bin/python"
 #: Bump when the project image recipe changes: every project image is then rebuilt once.
 PROJECT_RECIPE = "1"
 #: envman's default /dev/shm: PyTorch DataLoader workers pass batches through it, and Docker's
@@ -43,9 +38,7 @@ DEFAULT_SHM_BYTES = 8 * 1024**3
 # Patterns as text: ``re`` compiles (and caches) one the first time it is used, so a run pays
 # only for the checks its project file needs. They are applied with ``re.fullmatch``: with
 # ``re.match`` the ``$`` also accepts a trailing newline, which would end a Dockerfile line.
-NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 _ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
-_APT_RE = r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~_-]+)?$"
 _SHM_RE = r"(?i)^\d+(?:[kmgt](?:i?b)?|b)?$"
 _GPU_DEVICE_RE = r"^[A-Za-z0-9:._-]+$"
 
@@ -220,14 +213,16 @@ def mount_text(m: Mount) -> str:
     return f"{m.source}:{m.target}" + (":ro" if m.read_only else "")
 
 
-def _type_error(key: str, expected: str, value: Any, where: str, fix: str | None = None) -> UserError:
+def type_error(key: str, expected: str, value: Any, where: str, fix: str | None = None) -> UserError:
+    """The one-line error for a key of a project file (or of the user config's tables that take the
+    same values) whose value is not what it must be."""
     return UserError(f"key {key}: expected {expected}, got {value!r}", where=where, fix=fix)
 
 
 def _str_list(doc: Mapping[str, Any], key: str, where: str) -> list[str]:
     v = doc[key]
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise _type_error(key, "a list of strings", v, where)
+        raise type_error(key, "a list of strings", v, where)
     return v
 
 
@@ -244,7 +239,8 @@ def project_identity(name: str, root: str | os.PathLike[str]) -> str:
     return f"{name}-{hashlib.sha256(real.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
 
 
-def _project_file_path(path: str | os.PathLike[str]) -> Path:
+def project_file_path(path: str | os.PathLike[str]) -> Path:
+    """The absolute path of a project's ``envman.toml`` from the file or its directory (not read)."""
     text = os.fspath(path)
     if "\0" in text or "\n" in text:
         raise UserError("a project path may not contain NUL bytes or newlines", where=repr(text),
@@ -267,7 +263,7 @@ def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
 
     from envman.safefile import load_toml
 
-    file = _project_file_path(path)
+    file = project_file_path(path)
     where = str(file)
     try:
         doc, data = load_toml(file, what="project file")
@@ -286,11 +282,11 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
 
     if "name" in doc:
         name = doc["name"]
-        if not isinstance(name, str) or not re.fullmatch(NAME_RE, name):
-            raise _type_error("name", "1-63 lowercase letters, digits or ._- (starting with a letter or digit)", name, where)
+        if not isinstance(name, str) or not re.fullmatch(PROJECT_NAME_PATTERN, name):
+            raise type_error("name", "1-63 lowercase letters, digits or ._- (starting with a letter or digit)", name, where)
     else:
         name = default_name(root)
-        if not re.fullmatch(NAME_RE, name):
+        if not re.fullmatch(PROJECT_NAME_PATTERN, name):
             raise UserError(f"the directory name {root.name!r} makes no valid project name", where=where,
                             fix='add name = "my-project" to the file')
 
@@ -298,7 +294,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     if "stack" in doc:
         stack = doc["stack"]
         if not isinstance(stack, str):
-            raise _type_error("stack", 'a stack name such as "torch-2.4-cuda12"', stack, where)
+            raise type_error("stack", 'a stack name such as "torch-2.4-cuda12"', stack, where)
         check_stack_name(stack, where=where)
 
     requirements, req_source = "", None
@@ -310,18 +306,18 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
             for x in v:
                 if "\n" in x or not x.strip():
-                    raise _type_error("requirements", "one requirement per list item", x, where)
+                    raise type_error("requirements", "one requirement per list item", x, where)
             requirements = "".join(x.strip() + "\n" for x in v)
         else:
-            raise _type_error("requirements", PROJECT_KEYS["requirements"], v, where)
+            raise type_error("requirements", PROJECT_KEYS["requirements"], v, where)
         check_requirements(requirements, where=f"{where}: requirements" + (f" ({req_source})" if req_source else ""))
 
     apt: tuple[str, ...] = ()
     if "apt" in doc:
         pkgs = _str_list(doc, "apt", where)
         for p in pkgs:
-            if not re.fullmatch(_APT_RE, p):
-                raise _type_error("apt", "Debian package names (optionally name=version)", p, where)
+            if not re.fullmatch(APT_PACKAGE_PATTERN, p):
+                raise type_error("apt", "Debian package names (optionally name=version)", p, where)
         apt = tuple(sorted(set(pkgs)))
 
     command: tuple[str, ...] = ()
@@ -331,15 +327,15 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
             try:
                 command = tuple(shlex.split(v))
             except ValueError as exc:
-                raise _type_error("command", f"a shell-like command line ({exc})", v, where) from None
+                raise type_error("command", f"a shell-like command line ({exc})", v, where) from None
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
             command = tuple(v)
         else:
-            raise _type_error("command", PROJECT_KEYS["command"], v, where)
+            raise type_error("command", PROJECT_KEYS["command"], v, where)
         if any("\0" in x for x in command):
-            raise _type_error("command", "words without NUL bytes", v, where)
+            raise type_error("command", "words without NUL bytes", v, where)
         if not command:
-            raise _type_error("command", "a non-empty command", v, where)
+            raise type_error("command", "a non-empty command", v, where)
 
     gpus, gpus_set = None, False
     if "gpus" in doc:
@@ -355,7 +351,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     ports: list[Port] = []
     if "ports" in doc:
         if not isinstance(doc["ports"], list):
-            raise _type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
+            raise type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
         ports = [parse_port(p, where=where) for p in doc["ports"]]
 
     return ProjectConfig(
@@ -405,10 +401,10 @@ def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
     memory only moves the failure into the container)."""
     if isinstance(v, bool) or not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.fullmatch(_SHM_RE, str(v)) \
             or shm_bytes(str(v)) <= 0:
-        raise _type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
+        raise type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
     ram = host_ram()
     if shm_bytes(str(v)) > ram:
-        raise _type_error(key, f"at most this host's RAM ({ram // 1024**2} MiB)", v, where, fix='e.g. "8g"')
+        raise type_error(key, f"at most this host's RAM ({ram // 1024**2} MiB)", v, where, fix='e.g. "8g"')
     return str(v).lower()
 
 
@@ -513,13 +509,13 @@ def check_requirements(text: str, *, where: str) -> None:
 
 def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
-        raise _type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
+        raise type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
     out = {}
     for k, val in v.items():
         if not re.fullmatch(_ENV_KEY_RE, k):
-            raise _type_error(f"{key}.{k}" if k.isprintable() else key, "a variable name (letters, digits, _)", k, where)
+            raise type_error(f"{key}.{k}" if k.isprintable() else key, "a variable name (letters, digits, _)", k, where)
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise _type_error(f"{key}.{k}", "a string or a number", val, where)
+            raise type_error(f"{key}.{k}", "a string or a number", val, where)
         if isinstance(val, str) and ("\0" in val or "\n" in val or "\r" in val):
             raise UserError(f"key {key}.{k}: the value contains a NUL byte or a line break, which cannot be passed "
                             "to a container", where=where, fix="put multi-line data in a file in the project and read it")
@@ -543,26 +539,26 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
     from envman.project.policy import expand_user, forbidden_reason, inside_root
 
     if not isinstance(text, str):
-        raise _type_error(key, '"SOURCE:TARGET[:ro]"', text, where)
+        raise type_error(key, '"SOURCE:TARGET[:ro]"', text, where)
     if any(c in text for c in "\0\n\r") or len(text) > 4096:
-        raise _type_error(key, '"SOURCE:TARGET[:ro]" without NUL bytes or line breaks, at most 4096 characters',
+        raise type_error(key, '"SOURCE:TARGET[:ro]" without NUL bytes or line breaks, at most 4096 characters',
                           text[:200], where)
     parts = text.split(":")
     mode = "rw"
     if len(parts) == 3 and parts[2] in ("ro", "rw"):
         mode = parts.pop()
     if len(parts) != 2 or not parts[0] or not parts[1]:
-        raise _type_error(key, '"SOURCE:TARGET[:ro]" (no ":" inside the paths)', text, where)
+        raise type_error(key, '"SOURCE:TARGET[:ro]" (no ":" inside the paths)', text, where)
     src, dst = parts
     try:
         src = expand_user(src)
     except ValueError as exc:
-        raise _type_error(key, str(exc), text, where) from None
+        raise type_error(key, str(exc), text, where) from None
     src_path = Path(src)
     relative = not src_path.is_absolute()
     if relative:
         if base is None:
-            raise _type_error(key, "an absolute source path (or one starting with ~)", text, where)
+            raise type_error(key, "an absolute source path (or one starting with ~)", text, where)
         src_path = base / src_path
         if not inside_root(str(src_path), base):
             raise UserError(f"key {key}: the relative source of {text!r} resolves to {os.path.realpath(src_path)}, "
@@ -571,7 +567,7 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
     target = os.path.normpath(dst)
     if not dst.startswith("/") or target in _RESERVED_TARGETS or target.startswith(("/proc/", "/sys/", "/dev/")) \
             or target.startswith("//"):
-        raise _type_error(key, f"an absolute target other than {', '.join(_RESERVED_TARGETS)}", text, where)
+        raise type_error(key, f"an absolute target other than {', '.join(_RESERVED_TARGETS)}", text, where)
     source = os.path.normpath(src_path)
     if not (from_file is False and allow_dangerous):
         why = forbidden_reason(source)
@@ -600,7 +596,7 @@ def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:
             return Port(port(h), port(c)) if sep else Port(port(h), port(h))
     except ValueError:
         pass
-    raise _type_error(key, 'ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80"', v, where)
+    raise type_error(key, 'ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80"', v, where)
 
 
 def find_project_file(start: str | os.PathLike[str] | None = None) -> Path | None:

@@ -63,13 +63,14 @@ def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) ->
 def project_context(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> dict[str, bytes]:
     """The build context; ``relock`` ignores the project's lock (``envman lock --upgrade``)."""
     from envman.project.lock import CLOSURE_CHECK
+    from envman.render.plan import LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
     files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock).encode()}
     if project.requirements.strip():
         files["requirements.txt"] = project.requirements.encode()
     if lock is not None:
-        files["envman.lock.txt"] = lock.requirements_text().encode()
+        files[LOCK_CONTEXT_FILE] = lock.requirements_text().encode()
         files["lockcheck.py"] = CLOSURE_CHECK.encode()
     return files
 
@@ -173,12 +174,13 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
     from envman.state import locks_dir
     from envman.engine.context import deterministic_tar
     from envman.errors import BuildError
+    from envman.render.plan import LOCK_CONTEXT_FILE
 
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
         files = project_context(project, stack_name, base_image_id, relock=relock)
         ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
-        resolved = bool(project.requirements.strip()) and "envman.lock.txt" not in files
+        resolved = bool(project.requirements.strip()) and LOCK_CONTEXT_FILE not in files
         if not nocache and not relock and engine.inspect_image(ref) is not None:
             # an image that resolved its requirements holds pip's report: a project whose lock
             # went missing (or no longer matched) gets it back without a build

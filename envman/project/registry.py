@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from envman.errors import UserError
 from envman.paths import config_dir
-from envman.project.file import NAME_RE, PROJECT_FILE, ProjectConfig, REGISTRY_FILE, find_project_file, load_project
+from envman.stack.names import PROJECT_NAME_PATTERN
+from envman.project.file import PROJECT_FILE, ProjectConfig, REGISTRY_FILE, find_project_file, load_project
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -182,7 +183,7 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
     if "/" in target or target in (".", "..") or target.endswith(PROJECT_FILE):
         return load_project(here / target)
     projects = read_registry(path)
-    if target not in projects and (len(target) > 255 or not re.match(NAME_RE, target)) and \
+    if target not in projects and (len(target) > 255 or not re.fullmatch(PROJECT_NAME_PATTERN, target)) and \
             not os.path.lexists(here / target):
         raise unknown_project(target, projects)
     if target in projects:

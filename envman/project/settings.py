@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envman.errors import UserError
-from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, _type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
+from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
 
 if sys.version_info >= (3, 11):
     pass
@@ -56,7 +56,7 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     proj = file.table("project")
     if "stack" in proj:
         if not isinstance(proj["stack"], str):
-            raise _type_error("project.stack", "a stack name", proj["stack"], where)
+            raise type_error("project.stack", "a stack name", proj["stack"], where)
         check_stack_name(proj["stack"], where=where, key="project.stack")
         cfg = replace(cfg, stack=proj["stack"])
     if "gpus" in run:
@@ -68,7 +68,7 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     if "mounts" in run:
         mounts = run["mounts"]
         if not isinstance(mounts, list):
-            raise _type_error("run.mounts", "a list of strings", mounts, where)
+            raise type_error("run.mounts", "a list of strings", mounts, where)
         cfg = replace(cfg, mounts=tuple(parse_mount(m, base=None, where=where, key="run.mounts") for m in mounts))
     return cfg
 

@@ -54,7 +54,7 @@ from envman import labels as L
 from envman.engine.context import deterministic_tar
 from envman.errors import RenderError, UserError
 from envman.probe import ProbeSourceMissing, probe_archive
-from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX
+from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX, STACK_NAME_PATTERN
 from envman.stack.names import Stack
 from envman.render.plan import (
     BUILDER_KINDS,
@@ -91,15 +91,14 @@ CONTEXT_FILES = ("Dockerfile", *ENVMAN_FILES)
 
 # --- strict patterns for every Stack field that reaches the Dockerfile ------------------------
 
-_NAME = r"[a-z0-9][a-z0-9._+-]{0,127}"
 _WORD = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
 
 #: Each Stack field that reaches the Dockerfile: the whole value must match the pattern; the text
 #: says what was expected.
 FIELD_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     name: (re.compile(pattern), expected) for name, pattern, expected in (
-        ("name", _NAME, "a stack name like torch-2.4.1-cuda12.4-py3.10"),
-        ("row", _NAME, "a row name like torch-2.4.1-cuda12.4"),
+        ("name", STACK_NAME_PATTERN, "a stack name like torch-2.4.1-cuda12.4-py3.10"),
+        ("row", STACK_NAME_PATTERN, "a row name like torch-2.4.1-cuda12.4"),
         ("framework", _WORD, "a framework name"),
         ("framework_version", r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}", "a PEP 440 version"),
         ("variant", _WORD, "a variant such as cu124 or cpu"),

@@ -29,7 +29,9 @@ from envman import labels as L
 from envman.errors import RenderError
 from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_label_json
-from envman.stack.names import DEFAULT_PLATFORM, Stack
+from envman.paths import CONTAINER_HOME
+from envman.state import stable_ref
+from envman.stack.names import APT_PACKAGE_PATTERN, DEFAULT_PLATFORM, PROJECT_NAME_PATTERN, STACK_NAME_PATTERN, Stack
 
 if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
     from envman.render.options import RenderOptions
@@ -43,7 +45,8 @@ ENVMAN_DIR = IMAGE_DIR
 WHEELS_DIR = f"{ENVMAN_DIR}/wheels"
 PYTHON_DIR = f"{ENVMAN_DIR}/python"  # python-build-standalone installs (strategy "standalone")
 PROJECT_DIR = f"{ENVMAN_DIR}/project"  # a project image's requirements and lock
-HOME = "/home/envman"
+#: A project image's lock (``envman.lock`` as pip reads it) in its build context and in PROJECT_DIR.
+LOCK_CONTEXT_FILE = "envman.lock.txt"
 CA_DEST = "/usr/local/share/ca-certificates/envman-ca.crt"
 SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"  # what update-ca-certificates writes (Debian/Ubuntu)
 BOOTSTRAP = "/tmp/envman-uv"
@@ -515,7 +518,7 @@ def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> O
         hide_nvidia_sources=stack.cuda is not None,
         update_ca_certificates=ca and builder != "buildkit",
         clean_lists=builder != "buildkit",
-        home=HOME,
+        home=CONTAINER_HOME,
     )
 
 
@@ -630,7 +633,7 @@ def stack_labels(stack: Stack) -> tuple[Label, ...]:
 
 
 def envman_files() -> EnvmanFiles:
-    return EnvmanFiles(files=ENVMAN_FILES, dir=ENVMAN_DIR, home=HOME, entrypoint=f"{ENVMAN_DIR}/entrypoint.sh",
+    return EnvmanFiles(files=ENVMAN_FILES, dir=ENVMAN_DIR, home=CONTAINER_HOME, entrypoint=f"{ENVMAN_DIR}/entrypoint.sh",
                        cmd="python")
 
 
@@ -665,9 +668,9 @@ def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builde
 
 # What may reach a project image's Dockerfile. The project file's parser checks the same; these
 # are checked again here, whole (a ``$`` in ``re.match`` also accepts a trailing newline).
-_PROJECT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
-_STACK_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]{0,127}")
-_APT_RE = re.compile(r"[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~_-]+)?")
+_PROJECT_NAME_RE = re.compile(PROJECT_NAME_PATTERN)
+_STACK_NAME_RE = re.compile(STACK_NAME_PATTERN)
+_APT_RE = re.compile(APT_PACKAGE_PATTERN)
 _IMAGE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,127}")
 
 
@@ -685,12 +688,12 @@ def project_requirements(locked: bool, report_path: str) -> Requirements:
     options = "--no-cache-dir --disable-pip-version-check"
     if locked:
         return Requirements(
-            copy=("requirements.txt", "envman.lock.txt", "lockcheck.py"),
+            copy=("requirements.txt", LOCK_CONTEXT_FILE, "lockcheck.py"),
             dest=f"{PROJECT_DIR}/",
             python=VENV_PYTHON,
             pip_options=options,
-            install=f"--require-hashes -r {PROJECT_DIR}/envman.lock.txt",
-            check=f"{VENV_PYTHON} {PROJECT_DIR}/lockcheck.py {PROJECT_DIR}/requirements.txt {PROJECT_DIR}/envman.lock.txt",
+            install=f"--require-hashes -r {PROJECT_DIR}/{LOCK_CONTEXT_FILE}",
+            check=f"{VENV_PYTHON} {PROJECT_DIR}/lockcheck.py {PROJECT_DIR}/requirements.txt {PROJECT_DIR}/{LOCK_CONTEXT_FILE}",
         )
     return Requirements(
         copy=("requirements.txt",),
@@ -713,7 +716,7 @@ def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[s
     packages = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in apt)
     return DockerfilePlan(
         template="project.Dockerfile.j2",
-        title=(f"envman project image for {name}: stack {stack_name} (envman/{stack_name}:latest). Generated.",),
+        title=(f"envman project image for {name}: stack {stack_name} ({stable_ref(stack_name)}). Generated.",),
         builder=BuilderOptions("classic", "--no-cache-dir"),
         base=BaseImage(image=base_image_id, from_image=base_image_id),
         os_packages=OsPackages(run="RUN ", apt_get="apt-get", packages=packages,

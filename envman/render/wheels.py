@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envman.errors import RenderError
-from envman.matrix.index import IndexFileError, _parse_metadata
+from envman.matrix.index import IndexFileError, parse_metadata
 from envman.matrix.wheels import PLATFORMS, active_requirements, wheel_tags
 
 #: OCI platform -> the ``platform_machine`` a marker sees.
@@ -86,7 +86,7 @@ def requires_dist(path: Path) -> tuple[tuple[str, ...], str | None]:
         raise RenderError(f"wheel {path.name!r} is not a readable zip ({exc})", where=where,
                           fix="pip download the wheel again, or remove it from the wheelhouse") from None
     try:
-        meta = _parse_metadata(text, str(path), "wheelhouse")
+        meta = parse_metadata(text, str(path), "wheelhouse")
     except IndexFileError as exc:
         raise RenderError(f"wheel {path.name!r}: {exc.what}", where=where, fix="pip download the wheel again") from None
     return meta.requires_dist, meta.requires_python

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from envman.errors import UserError
+from envman.errors import UserError, stderr_line
 from envman.project.file import ProjectConfig
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags
 from envman.run.fastpath import cache_key, record_run
@@ -157,7 +157,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
         prepared.plan = replace(prepared.plan, container_name=cname)
     for p in prepared.problems:
         if p.level == WARNING:
-            _err(f"envman: warning: {p.message}")
+            stderr_line(f"envman: warning: {p.message}")
     argv = docker_argv(prepared.plan, env_file=ENV_FILE_SLOT if prepared.plan.environment else None)
     if a.dry_run:
         argv = docker_argv(prepared.plan)
@@ -180,7 +180,7 @@ def print_step(ev: Any) -> None:
     classic builder's steps for the image's labels (one LABEL step per label given to the build)
     say nothing a user acts on and are left out."""
     if ev.kind == "step" and not _LABEL_STEP.match(ev.text):
-        _err(f"  {ev.text[:120]}")
+        stderr_line(f"  {ev.text[:120]}")
 
 
 #: ``Step 7/22 : LABEL envman.managed=true`` (the classic builder), ``Step 3/5 : LABEL ...`` (BuildKit's, as parsed).
@@ -193,7 +193,7 @@ def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Sta
         from envman.engine.docker import Engine
         from envman.project.image import build_project_image
 
-        _err(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
+        stderr_line(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
         with Engine.connect() as engine:
             return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild)
 
@@ -214,10 +214,10 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
         from envman.engine.docker import Engine
         from envman.images.remote import pull_stack
 
-        _err(f"envman: no promoted image of {stack.name} here: pulling it from {registry}")
+        stderr_line(f"envman: no promoted image of {stack.name} here: pulling it from {registry}")
         with Engine.connect() as engine:
             pulled = pull_stack(engine, stack, registry, allow_http=settings.allow_http)
-        _err(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
+        stderr_line(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
 
     return fetch
 
@@ -310,10 +310,3 @@ def shell_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource)
         raise UserError(f"envman shell takes no command (got {extra!r})", where="envman shell",
                         fix="run a command with: envman run PROJECT CMD ARGS...")
     run_cli(args, SHELL_COMMAND, matrix, words=grammar.SHELL)
-
-
-def _err(line: str) -> None:
-    from envman.errors import printable
-
-    sys.stderr.write(printable(line) + "\n")
-    sys.stderr.flush()

@@ -206,7 +206,8 @@ def matrix_freshness(matrix, today: datetime.date, updates: Mapping[str, list[st
     }
 
 
-def _matrix_problems(fresh: Mapping[str, Any]) -> list[Problem]:
+def matrix_problems(fresh: Mapping[str, Any]) -> list[Problem]:
+    """What ``doctor`` says about the matrix's freshness (:func:`matrix_freshness`): warnings only."""
     out = []
     if fresh.get("update_error"):
         out.append(Problem(WARNING, "matrix", f"could not check the index for newer releases: {fresh['update_error']}"))
@@ -248,7 +249,7 @@ def doctor_report(
             engine_json.update(reachable=False, error=exc.line())
             problems.append(Problem(ERROR, "engine", exc.line()))
     if matrix is not None:
-        problems += _matrix_problems(matrix)
+        problems += matrix_problems(matrix)
     if not host.has_gpu:
         problems.append(Problem(WARNING, "host-gpu", f"{host.summary()}: GPU runs will fail; "
                                 "run projects with --no-gpu (CPU) here"))

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 from envman import labels as L
 from envman.errors import UserError
-from envman.project.file import CONTAINER_HOME, WORKSPACE
+from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.engine.api import ContainerInfo
 from envman.engine.facts import DockerFacts
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags, with_terminal

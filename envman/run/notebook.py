@@ -21,7 +21,8 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from envman.errors import UserError
+from envman.errors import UserError, stderr_line
+from envman.paths import WORKSPACE
 
 if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource
@@ -52,7 +53,7 @@ def notebook_command(uid: int, port: int = CONTAINER_PORT) -> tuple[str, ...]:
     server runs as the invoking user; Jupyter refuses uid 0 unless told that it is meant."""
     return (
         "jupyter", "lab", "--ip=0.0.0.0", f"--port={port}", "--no-browser",
-        "--ServerApp.root_dir=/workspace", "--ServerApp.allow_remote_access=True",
+        f"--ServerApp.root_dir={WORKSPACE}", "--ServerApp.allow_remote_access=True",
         *(("--allow-root",) if uid == 0 else ()),
     )
 
@@ -162,7 +163,7 @@ def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebui
     from envman.engine.context import deterministic_tar
     from envman.errors import BuildError
     from envman.labels import MANAGED, NAME, PROJECT, ROLE, ROLE_PROJECT, TRUE
-    from envman.run.command import _err, print_step
+    from envman.run.command import print_step
     from envman.state import locks_dir
 
     ref = notebook_image_ref(project_name, base_image_id)
@@ -170,7 +171,7 @@ def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebui
     with FileLock(str(locks_dir() / f"notebook-{project_name}.lock"), timeout=3600):
         if not rebuild and engine.inspect_image(ref) is not None:
             return ref
-        _err(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
+        stderr_line(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
         files = {"Dockerfile": notebook_dockerfile(base_image_id).encode()}
         labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
         try:
@@ -193,7 +194,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.registry import locate
     from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
-    from envman.run.command import _err, detect_host, project_image_builder, suggester
+    from envman.run.command import detect_host, project_image_builder, suggester
     from envman.engine.facts import docker_facts
     from envman.run.prepare import prepare_run
 
@@ -218,7 +219,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
                            build_image=project_image_builder(rebuild), rebuild=rebuild)
     for p in prepared.problems:
         if p.level == WARNING:
-            _err(f"envman: warning: {p.message}")
+            stderr_line(f"envman: warning: {p.message}")
     base = engine.inspect_image(prepared.plan.image)
     if base is None:  # pragma: no cover - prepare_run checked or built it a moment ago
         raise UserError(f"image {prepared.plan.image} disappeared", where="envman notebook", fix="run it again")
@@ -231,7 +232,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         sys.stdout.write(shlex.join(argv) + "\n")
         return
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
-    _err(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
+    stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
     sys.exit(serve_and_announce(
         lambda: exec_docker(argv), host_port,
         lambda: (f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"

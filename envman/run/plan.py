@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from envman.labels import run_labels
-from envman.project.file import CONTAINER_HOME, WORKSPACE, GpuRequest, Mount, Port
+from envman.paths import CONTAINER_HOME, WORKSPACE
+from envman.project.file import GpuRequest, Mount, Port
 from envman.engine.handoff import with_terminal
 
 

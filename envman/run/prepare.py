@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from envman.errors import EnvmanError, UserError
-from envman.project.file import WORKSPACE, GpuRequest, Mount, Port, ProjectConfig
+from envman.paths import WORKSPACE
+from envman.project.file import GpuRequest, Mount, Port, ProjectConfig
 from envman.project.settings import RunSettings
 from envman.stack.names import Stack
 from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, cdi_devices, container_workdir, sanitize_environment

@@ -14,6 +14,17 @@ from typing import Any
 
 from envman.errors import ResolveError, UserError
 
+# Names that reach an image's Dockerfile, its tags and labels, as patterns applied whole (with
+# ``re.fullmatch``: with ``re.match`` a ``$`` also accepts a trailing newline, which would end a
+# Dockerfile line). Text, not compiled: ``re`` compiles one the first time it is used. Checked
+# where each value enters (the matrix, a project file) and again by the render.
+#: A stack's canonical name (and a matrix row's).
+STACK_NAME_PATTERN = r"[a-z0-9][a-z0-9._+-]{0,127}"
+#: A project's name: its image repository, its HOME folder, its containers' label.
+PROJECT_NAME_PATTERN = r"[a-z0-9][a-z0-9_.-]{0,62}"
+#: A Debian package a project asks for, ``name`` or ``name=version``.
+APT_PACKAGE_PATTERN = r"[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~_-]+)?"
+
 #: nvidia/cuda image flavours, smallest first.
 FLAVOURS = ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel")
 

@@ -172,7 +172,7 @@ def _entrypoint() -> bytes:
     return real.read_bytes() if real.is_file() else FIXTURE_ENTRYPOINT.encode()
 
 
-def _fixture_stack_image(engine, stack_name: str, base: str) -> str:
+def fixture_stack_image(engine, stack_name: str, base: str) -> str:
     """``envman/<stack>:latest`` FROM a stand-in: a test fixture, cached by recipe digest."""
     ref = f"envman/{stack_name}:latest"
     files = {"Dockerfile": STACK_DOCKERFILE.format(base=base).encode(), "entrypoint.sh": (_entrypoint(), 0o755)}
@@ -203,7 +203,7 @@ def stacks(docker_engine, standin, workdir):
     ids = {}
     for query, (name, base, suite, cuda, _py) in STACKS.items():
         standin(base, suite=suite, cuda_version=cuda)
-        ids[name] = _fixture_stack_image(docker_engine, name, base)
+        ids[name] = fixture_stack_image(docker_engine, name, base)
         for state in states.values():
             old = os.environ.get("ENVMAN_STATE_DIR")
             os.environ["ENVMAN_STATE_DIR"] = str(state)
@@ -237,7 +237,7 @@ def _as_user(uid: int, gid: int):
     return become
 
 
-def _child_pythonpath() -> str:
+def child_pythonpath() -> str:
     import site
 
     return os.pathsep.join([str(ROOT), *site.getsitepackages()])
@@ -262,7 +262,7 @@ def python_for(uid: int) -> str | None:
         for exe in dict.fromkeys(c for c in candidates if c):
             try:
                 p = subprocess.run([exe, "-c", "import envman.cli, docker, filelock, typer"], capture_output=True,
-                                   env={"PYTHONPATH": _child_pythonpath(), "PATH": os.environ.get("PATH", "")},
+                                   env={"PYTHONPATH": child_pythonpath(), "PATH": os.environ.get("PATH", "")},
                                    preexec_fn=_as_user(uid, uid), timeout=60, cwd="/")
             except (OSError, subprocess.SubprocessError):
                 continue
@@ -281,7 +281,7 @@ def envman(matrix_files, config: Path, state: Path, *args: str, cwd: Path, uid: 
     python = sys.executable
     if uid is not None and uid != os.getuid():
         python = python_for(uid)
-        env["PYTHONPATH"] = _child_pythonpath()
+        env["PYTHONPATH"] = child_pythonpath()
     argv = [python, "-m", "envman"]
     for f in matrix_files:
         argv += ["--matrix", f]

@@ -25,7 +25,7 @@ import pytest
 from envman.images.build import SmokeReport, save_report
 from tests.support.multiuser import engine_users
 
-from .test_projects import STACKS, _child_pythonpath, _fixture_stack_image, matrix_files, python_for, workdir  # noqa: F401
+from .test_projects import STACKS, child_pythonpath, fixture_stack_image, matrix_files, python_for, workdir  # noqa: F401
 
 pytestmark = [pytest.mark.docker]
 
@@ -52,7 +52,7 @@ def users(docker_engine):
 @pytest.fixture(scope="module")
 def stack_image(docker_engine, standin):
     standin(BASE, suite=SUITE, cuda_version=CUDA)
-    return _fixture_stack_image(docker_engine, STACK, BASE)
+    return fixture_stack_image(docker_engine, STACK, BASE)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def user_dirs(user: pwd.struct_passwd, stack_id: str) -> dict[str, str]:
 def as_user(user: pwd.struct_passwd, dirs: dict[str, str], matrix: list[str], *args: str, cwd: Path,
             extra_env: dict[str, str] | None = None, popen: bool = False):
     """``envman ARGS`` as ``user`` through runuser; secrets travel in the environment only."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _child_pythonpath(),
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": child_pythonpath(),
            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", **dirs, **(extra_env or {})}
     for k in ("DOCKER_HOST", "CI"):
         if k in os.environ:

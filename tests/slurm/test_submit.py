@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from envman.images.build import SmokeReport, save_report
-from tests.docker.test_projects import MATRIX_FRAMEWORK, MATRIX_IMAGES, MATRIX_OS, STACKS, _fixture_stack_image
+from tests.docker.test_projects import MATRIX_FRAMEWORK, MATRIX_IMAGES, MATRIX_OS, STACKS, fixture_stack_image
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def site(docker_engine, standin, slurm_cluster):
             (d / "matrix" / name).write_text(text)
             matrix.append(str(d / "matrix" / name))
         standin(BASE, suite=SUITE, cuda_version=CUDA)
-        image_id = _fixture_stack_image(docker_engine, STACK, BASE)
+        image_id = fixture_stack_image(docker_engine, STACK, BASE)
         state, config = d / "state", d / "config"
         env = {**slurm_cluster.env, "ENVMAN_STATE_DIR": str(state), "ENVMAN_CONFIG_DIR": str(config),
                "USER": os.environ.get("USER") or "root", "PYTHONDONTWRITEBYTECODE": "1"}

@@ -388,7 +388,7 @@ def test_the_clone_script_checks_out_the_ref(tmp_path):
     import shutil
     import subprocess
 
-    from envman.cluster.export import _CLONE
+    from envman.cluster.export import CLONE_SCRIPT
 
     git = shutil.which("git")
     if git is None:
@@ -404,7 +404,7 @@ def test_the_clone_script_checks_out_the_ref(tmp_path):
                            capture_output=True, text=True).stdout.strip()
     (repo / "train.py").write_text("v2\n")
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "two"], check=True, env=env)
-    script = _CLONE.replace("/workspace", str(tmp_path / "ws"))
+    script = CLONE_SCRIPT.replace("/workspace", str(tmp_path / "ws"))
     subprocess.run(["/bin/sh", "-c", script, str(repo), first], check=True, env=env)
     assert (tmp_path / "ws" / "train.py").read_text() == "v1\n"
 

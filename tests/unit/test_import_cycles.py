@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.imports import imported_from
+
 PACKAGE = Path(__file__).resolve().parents[2] / "envman"
 
 
@@ -32,17 +34,12 @@ def module_files(package: Path) -> dict[str, Path]:
 def imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     """Every dotted name an import statement anywhere in ``tree`` may load (relative imports
     resolved against ``module``; ``from a import b`` gives both ``a`` and ``a.b``)."""
-    base = module.split(".") if is_package else module.split(".")[:-1]
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                pkg = ".".join(base[: len(base) - node.level + 1])
-                source = f"{pkg}.{node.module}" if node.module else pkg
-            else:
-                source = node.module or ""
+            source = imported_from(node, module, is_package)
             names.add(source)
             names.update(f"{source}.{alias.name}" for alias in node.names)
     return names

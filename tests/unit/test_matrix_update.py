@@ -353,7 +353,7 @@ def test_example_workflows_are_valid_github_workflows() -> None:
 def test_doctor_matrix_freshness_and_update_warnings() -> None:
     import datetime
 
-    from envman.run.doctor import _matrix_problems, matrix_freshness
+    from envman.run.doctor import matrix_problems, matrix_freshness
     from envman.matrix.load import load_matrix
 
     m = load_matrix(shipped=True)
@@ -364,9 +364,9 @@ def test_doctor_matrix_freshness_and_update_warnings() -> None:
         assert fresh["newest_release"] == newest
         assert fresh["age_days"] == (datetime.date(2026, 11, 23) - datetime.date.fromisoformat(newest)).days
     assert fresh["newest_version"]["torch"] == str(max(b.version for b in m.builds if b.framework == "torch"))
-    probs = _matrix_problems(fresh)
+    probs = matrix_problems(fresh)
     assert len(probs) == 1 and "torch 9.0.0" in probs[0].message and probs[0].level == "warning"
-    assert "could not check" in _matrix_problems(matrix_freshness(m, datetime.date.today(), None, "x: down"))[0].message
+    assert "could not check" in matrix_problems(matrix_freshness(m, datetime.date.today(), None, "x: down"))[0].message
 
 
 def test_four_part_versions_resolve_exactly() -> None:

@@ -680,14 +680,16 @@ def test_pull_promotes_only_a_render_hash_this_host_renders(other):
 
 
 def test_expected_render_hashes_are_the_builds_of_both_dialects():
-    from envman.images.build import _render, expected_render_hashes
+    from envman.images.build import expected_render_hashes
     from envman.matrix.load import load_matrix
+    from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
     from envman.stack.resolve import resolve
 
     stack = resolve(load_matrix(), "torch-2.4-cpu")
     got = expected_render_hashes(stack, RenderOptions())
-    assert got == {_render(stack, RenderOptions(), k).render_hash for k in ("classic", "buildkit")} and len(got) == 2
+    assert got == {render_stack(stack, RenderOptions(), builder=k).render_hash for k in ("classic", "buildkit")}
+    assert len(got) == 2
 
 
 def test_a_stale_cached_report_naming_a_removed_verdict_image_is_not_kept(home):
