@@ -82,13 +82,16 @@ def container_workdir(root: Path, cwd: Path) -> str:
 
 
 def mount_flag(source: str, target: str, read_only: bool = False) -> str:
-    """``--mount`` value; CSV-quoted so a comma or quote in a path cannot add options."""
+    """``--mount`` value; CSV-quoted so a comma, quote or line break in a path cannot add or drop
+    options (the engine reads the first CSV record only: an unquoted line break ended it early,
+    dropping ``readonly``). The writer quotes a field holding any character of its line terminator,
+    so the default ``\r\n`` is kept and cut off the end."""
     fields = ["type=bind", f"source={source}", f"target={target}"]
     if read_only:
         fields.append("readonly")
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow(fields)
-    return buf.getvalue()
+    csv.writer(buf).writerow(fields)
+    return buf.getvalue().removesuffix("\r\n")
 
 
 #: The NVIDIA container runtime reads these from a container's environment to pick devices and

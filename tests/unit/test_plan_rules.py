@@ -1,3 +1,281 @@
-"""envman.run.plan and envman.run.prepare by rule (docs/security.md, "Mutation testing")."""
+"""envman.run.plan and envman.run.prepare by rule (docs/security.md, "Mutation testing").
+
+The argv of a run is compared whole, for every shape of plan: a flag lost, added or moved is a
+change of what the container may do. Mount strings are a grammar (the engine's CSV): any path
+reads back as exactly its own fields. Values from the command line are checked at their edges.
+"""
 
 from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from envman.project.file import GpuRequest, Mount, Port
+from envman.run import plan as P
+from envman.run import prepare as Q
+from tests.support.refusal import refusal
+
+IMAGE = "sha256:" + "1" * 64
+LABELS = ["--label", "envman.managed=true", "--label", "envman.role=run", "--label", "envman.project=demo",
+          "--label", "envman.name=s", "--label", "envman.uid=1000"]
+
+
+def plan(**kw):
+    base = dict(image=IMAGE, project="demo", stack="s", root="/w/demo", home="/h/demo", uid=1000, gid=1001)
+    base.update(kw)
+    return P.RunPlan(**base)
+
+
+def _head(*before_run):
+    return [*before_run, "--pull", "never", "--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+            "--user", "1000:1001"]
+
+
+COMMON = ["--mount", "type=bind,source=/w/demo,target=/workspace", "--mount", "type=bind,source=/h/demo,target=/home/envman",
+          "--workdir", "/workspace", "--env", "HOME=/home/envman", "--env", "ENVMAN_PROJECT=demo", "--env", "ENVMAN_STACK=s",
+          "--shm-size", "8g"]
+
+
+def test_the_least_plan_s_argv_whole():
+    assert P.docker_argv(plan()) == [
+        "docker", "run", "--rm", *_head()[0:], *LABELS, *COMMON, "--env", "NVIDIA_VISIBLE_DEVICES=void", IMAGE]
+
+
+def test_every_part_of_a_full_plan_s_argv_in_its_place():
+    p = plan(command=("python", "train.py"), environment=(("A", "secret-a"), ("B", "secret-b")),
+             mounts=(Mount("/data", "/data", True), Mount("/scratch", "/scratch")), ports=(Port(8888, 8888), Port(1, 2)),
+             gpus=GpuRequest("devices", devices=("0", "2")), shm_size="16g", tty=True, interactive=True,
+             container_name="envman-1000-job", workdir="/workspace/sub", env_name="dev", inherit_env=("HF_TOKEN",))
+    argv = P.docker_argv(p, docker="/usr/bin/docker", env_file="/proc/self/fd/9")
+    labels = [*LABELS, "--label", "envman.env=dev"]
+    common = [*COMMON]
+    common[common.index("--workdir") + 1] = "/workspace/sub"
+    common[-1] = "16g"
+    assert argv == [
+        "/usr/bin/docker", "run", "--interactive", "--tty", "--rm", "--name", "envman-1000-job", *_head()[0:], *labels,
+        *common, "--mount", "type=bind,source=/data,target=/data,readonly", "--mount", "type=bind,source=/scratch,target=/scratch",
+        "--env-file", "/proc/self/fd/9", "--env", "HF_TOKEN", "--publish", "127.0.0.1:8888:8888", "--publish", "127.0.0.1:1:2",
+        "--gpus", '"device=0,2"', IMAGE, "python", "train.py"]
+    assert not any("secret" in a for a in argv)
+
+
+def test_without_an_env_file_only_the_names_are_on_the_argv():
+    argv = P.docker_argv(plan(environment=(("A", "secret-a"), ("B", "b"))))
+    assert argv[argv.index("NVIDIA_VISIBLE_DEVICES=void") + 1:] == ["--env", "A", "--env", "B", IMAGE]
+    assert "secret-a" not in " ".join(argv)
+
+
+@pytest.mark.parametrize("gpus,flag", [(GpuRequest("all"), "all"), (GpuRequest("count", count=3), "3"),
+                                       (GpuRequest("devices", devices=("GPU-a",)), '"device=GPU-a"')])
+def test_the_gpus_flag(gpus, flag):
+    argv = P.docker_argv(plan(gpus=gpus))
+    assert argv[-3:] == ["--gpus", flag, IMAGE] and "NVIDIA_VISIBLE_DEVICES=void" not in argv
+
+
+def test_cdi_devices_replace_the_gpus_flag():
+    argv = P.docker_argv(plan(gpus=GpuRequest("count", count=2), gpu_mechanism="cdi", cdi_devices=("0", "1")))
+    assert argv[-5:] == ["--device", "nvidia.com/gpu=0", "--device", "nvidia.com/gpu=1", IMAGE] and "--gpus" not in argv
+
+
+@pytest.mark.parametrize("url,rootless", [("unix:///run/user/1000/podman/podman.sock", True), (None, False)])
+def test_podman_runs_through_its_service_and_takes_gpus_as_cdi_devices(url, rootless):
+    argv = P.docker_argv(plan(engine="podman", engine_url=url, rootless=rootless, gpus=GpuRequest("all"),
+                              cdi_devices=("all",)), docker="/usr/bin/docker")
+    remote = ["--remote", "--url", url] if url else []
+    userns = ["--userns", "keep-id"] if rootless else []
+    assert argv[:len(remote) + 3 + len(userns)] == ["podman", *remote, "run", "--rm", *userns]
+    assert argv[-3:] == ["--device", "nvidia.com/gpu=all", IMAGE]
+
+
+def test_a_detached_run_waits_without_a_terminal():
+    argv = P.docker_argv(plan(detach=True, tty=True, interactive=True, command=P.KEEP_ALIVE))
+    assert argv[-4:] == ["--detach", IMAGE, "sleep", "infinity"] and "--tty" not in argv and "--interactive" not in argv
+
+
+@pytest.mark.parametrize("tty,interactive", [(True, False), (False, True), (False, False)])
+def test_terminal_flags_follow_the_plan(tty, interactive):
+    argv = P.docker_argv(plan(tty=tty, interactive=interactive))
+    assert argv[2:4 - (not tty) - (not interactive)] == [*(["--interactive"] if interactive else []),
+                                                         *(["--tty"] if tty else [])]
+    assert argv[2 + tty + interactive] == "--rm"
+
+
+def test_to_json_shows_the_gpu_request_as_text():
+    assert plan(gpus=GpuRequest("count", count=2)).to_json()["gpus"] == str(GpuRequest("count", count=2))
+    d = plan().to_json()
+    assert d["gpus"] is None and d["image"] == IMAGE and d["mounts"] == ()
+
+
+# --------------------------------------------------------------------------- mount strings
+
+
+PATHS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=40)
+
+
+@given(PATHS, PATHS, st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_a_mount_string_reads_back_as_exactly_its_own_fields(source, target, read_only):
+    flag = P.mount_flag(source, target, read_only)
+    records = list(csv.reader(io.StringIO(flag, newline="")))
+    assert len(records) == 1  # one record: a line break is only ever inside a quoted field
+    fields = records[0]
+    assert fields == ["type=bind", f"source={source}", f"target={target}", *(["readonly"] if read_only else [])]
+
+
+@pytest.mark.parametrize("source", ["/a,source=/etc", '/a",source=/etc', "/a,readonly=false", "/a b", "/a\n", "/a\r,x"])
+def test_a_path_with_commas_quotes_or_line_breaks_cannot_add_or_drop_an_option(source):
+    flag = P.mount_flag("/s", source, read_only=True)
+    assert list(csv.reader(io.StringIO(flag, newline=""))) == [["type=bind", "source=/s", f"target={source}", "readonly"]]
+    assert P.mount_flag("/d\n", "/t", True) == '"type=bind","source=/d\n",target=/t,readonly'.replace('"type=bind"', "type=bind")
+
+
+# --------------------------------------------------------------------------- names, workdir, environment
+
+
+def test_container_name():
+    assert P.container_name(1000, "dev") == "envman-1000-dev"
+
+
+def test_the_workdir_follows_the_caller_inside_the_project_only(tmp_path):
+    root = tmp_path / "p"
+    (root / "a" / "b").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(root)
+    assert P.container_workdir(root, root) == "/workspace"
+    assert P.container_workdir(root, root / "a" / "b") == "/workspace/a/b"
+    assert P.container_workdir(tmp_path / "link", root / "a") == "/workspace/a"  # compared after resolving links
+    assert P.container_workdir(root, tmp_path) == "/workspace"
+    assert P.container_workdir(root, tmp_path / "p-x") == "/workspace"
+
+
+@pytest.mark.parametrize("name", [*P.GPU_SELECTION_VARS, "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+                                  "NVIDIA_REQUIRE_CUDA", "NVIDIA_"])
+@pytest.mark.parametrize("gpus", [None, GpuRequest("all")])
+def test_gpu_selection_is_envman_s(name, gpus):
+    env = (("KEEP", "1"), (name, "x"), ("NVIDIAX", "2"))
+    kept, dropped = P.sanitize_environment(env, gpus)
+    gone = name == "NVIDIA_VISIBLE_DEVICES" or gpus is None
+    assert dropped == ((name,) if gone else ())
+    assert kept == (("KEEP", "1"), *(() if gone else ((name, "x"),)), ("NVIDIAX", "2"))
+
+
+@pytest.mark.parametrize("gpus,devices", [(GpuRequest("all"), ("all",)), (GpuRequest("count", count=3), ("0", "1", "2")),
+                                          (GpuRequest("count", count=0), ()), (GpuRequest("count"), ()),
+                                          (GpuRequest("devices", devices=("3", "GPU-x")), ("3", "GPU-x"))])
+def test_cdi_device_names(gpus, devices):
+    assert P.cdi_devices(gpus) == devices
+
+
+# --------------------------------------------------------------------------- command-line values (prepare)
+
+
+@pytest.mark.parametrize("n,ok", [(1, True), (255, True), (256, False)])
+def test_a_variable_name_is_1_to_255_characters(n, ok):
+    name = "A" * n
+    if ok:
+        assert Q.parse_cli_env([f"{name}=v"]) == ((name, "v"),)
+    else:
+        assert refusal(lambda: Q.parse_cli_env([f"{name}=v"])) == (
+            "UserError", f"{name[:100]!r} is not a variable name (letters, digits, _)", "--env-var",
+            "e.g. -e WANDB_MODE=offline, or -e HF_TOKEN to pass it from your environment")
+
+
+@pytest.mark.parametrize("name", ["", "1A", "A-B", "A B", "A.B", "Ä", "-e"])
+def test_a_name_outside_the_grammar_is_refused(name):
+    assert refusal(lambda: Q.parse_cli_env([f"{name}=v"]))[1] == f"{name[:100]!r} is not a variable name (letters, digits, _)"
+
+
+def test_a_name_alone_takes_the_value_from_envman_s_environment():
+    assert Q.parse_cli_env(["B=2", "A", "B=3"], {"A": "from-env"}) == (("A", "from-env"), ("B", "3"))
+    assert refusal(lambda: Q.parse_cli_env(["TOKEN"], {})) == (
+        "UserError", "TOKEN is not set in your environment", "--env-var", "export TOKEN=... first, or give -e TOKEN=VALUE")
+
+
+def test_the_default_environment_is_envman_s_own(monkeypatch):
+    monkeypatch.setenv("SEC_B_PROBE", "x=y")
+    assert Q.parse_cli_env(["SEC_B_PROBE", "C=a=b"]) == (("C", "a=b"), ("SEC_B_PROBE", "x=y"))
+
+
+@pytest.mark.parametrize("bad", ["\0", "\n", "\r"])
+@pytest.mark.parametrize("given_on", ["argv", "environment"])
+def test_a_value_with_a_nul_or_a_line_break_is_refused(bad, given_on):
+    arg, env = ("K=a" + bad + "b", {}) if given_on == "argv" else ("K", {"K": "a" + bad + "b"})
+    assert refusal(lambda: Q.parse_cli_env([arg], env)) == (
+        "UserError", "the value of K contains a NUL byte or a line break, which cannot be passed to a container",
+        "--env-var", "put multi-line data in a file in the project and read it")
+
+
+def test_relative_mount_sources_are_relative_to_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert Q._cli_paths(["data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", "a:b:ro"]) == [
+        f"{tmp_path}/data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", f"{tmp_path}/a:b:ro"]
+
+
+def test_cli_ports_are_parsed_by_the_project_file_s_rule():
+    assert Q.parse_cli_ports(["8888", "1:2"]) == (Port(8888, 8888), Port(1, 2))
+    assert refusal(lambda: Q.parse_cli_ports(["0"]))[2] == "--port"
+
+
+@pytest.mark.parametrize("env,devices", [
+    ({"SLURM_STEP_GPUS": "1,2", "SLURM_JOB_GPUS": "0,1,2,3", "CUDA_VISIBLE_DEVICES": "0"}, ("1", "2")),
+    ({"SLURM_STEP_GPUS": " ", "SLURM_JOB_GPUS": "3, 1,3", "CUDA_VISIBLE_DEVICES": "0"}, ("3", "1")),
+    ({"CUDA_VISIBLE_DEVICES": "7"}, ("7",)),
+    ({"SLURM_JOB_GPUS": "9999"}, ("9999",)),
+])
+def test_slurm_s_allocation_in_order_of_precedence(env, devices):
+    assert Q.allocated_gpus(env) == GpuRequest("devices", devices=devices)
+
+
+@pytest.mark.parametrize("var", ["SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"])
+@pytest.mark.parametrize("raw", ["GPU-abc", "0,,1", "10000", "-1", "0;rm"])
+def test_an_allocation_that_is_not_gpu_indexes_is_refused(var, raw):
+    assert refusal(lambda: Q.allocated_gpus({var: raw})) == (
+        "UserError", f"{var}={raw!r} is not a list of GPU indexes", "--gpus slurm",
+        "the node's gres.conf must give GPUs device files (File=/dev/nvidia[0-3])")
+
+
+def test_no_allocation_is_refused():
+    assert refusal(lambda: Q.allocated_gpus({"SLURM_JOB_GPUS": ""})) == (
+        "UserError", "Slurm allocated no GPUs to this job (SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset)",
+        "--gpus slurm", "submit with --gpus N (envman submit --gpus 1), or run with --no-gpu")
+
+
+def test_the_project_root_refusal_whole(tmp_path, monkeypatch):
+    from envman.project import policy
+    from envman.project.file import ProjectConfig
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    policy._CACHE.clear()
+    p = ProjectConfig(name="p", root=tmp_path, file=tmp_path / "envman.toml")
+    got = refusal(lambda: Q.check_project_root(p))
+    assert got[0] == "UserError" and got[1].startswith("the project root cannot be mounted at /workspace: ")
+    assert got[2:] == (str(tmp_path / "envman.toml"), "keep envman.toml in a directory of its own (e.g. ~/code/PROJECT), "
+                                                      "not in a home or system directory")
+    (tmp_path / "code" / "p").mkdir(parents=True)
+    Q.check_project_root(ProjectConfig(name="p", root=tmp_path / "code" / "p", file=tmp_path / "code" / "p" / "x"))
+
+
+def test_cli_mounts_are_held_to_the_command_line_rule(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "data").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "home")
+    from envman.project import policy
+
+    policy._CACHE.clear()
+    assert Q.parse_cli_mounts(["data:/d:ro"]) == (Mount(str(tmp_path / "home" / "data"), "/d", True),)
+    got = refusal(lambda: Q.parse_cli_mounts([f"{tmp_path / 'home'}:/h"]))
+    assert got[0] == "UserError" and got[2] == "--mount"
+    assert Q.parse_cli_mounts([f"{tmp_path / 'home'}:/h"], allow_dangerous=True)[0].target == "/h"
+
+
+def test_a_preflight_error_carries_every_problem():
+    from envman.run.preflight import Problem
+
+    problems = [Problem(P.ERROR, "x", "first"), Problem(P.WARNING, "y", "second")]
+    e = Q.PreflightError("first", problems)
+    assert e.problems == problems and e.what == "first" and e.exit_code == 1
+    assert os.fspath(Path("/")) == "/"
