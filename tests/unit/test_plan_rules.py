@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 from envman.project.file import GpuRequest, Mount, Port
 from envman.run import plan as P
 from envman.run import prepare as Q
+from tests.support.fake_engine import FakeEngine
 from tests.support.refusal import refusal
 
 IMAGE = "sha256:" + "1" * 64
@@ -279,3 +280,170 @@ def test_a_preflight_error_carries_every_problem():
     e = Q.PreflightError("first", problems)
     assert e.problems == problems and e.what == "first" and e.exit_code == 1
     assert os.fspath(Path("/")) == "/"
+
+
+# --------------------------------------------------------------------------- prepare_run
+
+
+STABLE = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path
+
+
+def _passing(image_id):
+    from envman.images.build import SmokeReport, save_report
+
+    save_report(SmokeReport(stack="s", image="i", image_id=image_id, overall="pass", reason="", gpus_requested=False,
+                            probe=None, exit_code=0, stderr_tail=""))
+
+
+def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, **kw):
+    from dataclasses import replace
+
+    from envman.project.file import load_project
+    from envman.project.settings import CliOverrides, UserConfig, merge_settings
+    from envman.stack.resolve import resolve
+
+    root = tmp_path / "p"
+    root.mkdir(exist_ok=True)
+    (root / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cuda12.4"\n' + text)
+    p = load_project(root)
+    stack = resolve(mini, "torch-2.4-cuda12.4")
+    settings = replace(merge_settings(p, UserConfig(), CliOverrides(gpus=None, gpus_set=True), stack_is_cpu=lambda s: False),
+                       environment=tuple(environment), command=tuple(command))
+    built = [] if built is None else built
+
+    def build_image(proj, s, base_id):
+        from envman.project.image import project_image_ref
+
+        built.append(base_id)
+        ref = project_image_ref(proj, s.name, base_id)
+        engine.add_image(ref)
+        return ref
+
+    return Q.prepare_run(p, settings, stack, engine=engine, detect_host=lambda: pytest.fail("no GPU asked"),
+                         suggest=lambda *a: None, build_image=build_image, cwd=root, **kw)
+
+
+def test_a_cpu_run_s_plan_field_by_field(state, mini):
+    from envman.run.preflight import Problem
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    prep = _prepare(state, mini, engine, environment=[("KEEP", "1"), ("NVIDIA_DRIVER_CAPABILITIES", "all"),
+                                                      ("CUDA_VISIBLE_DEVICES", "0")], tty=True, interactive=True,
+                    env_name="dev")
+    assert prep.problems == [Problem(P.WARNING, "project", "not passed to the container: NVIDIA_DRIVER_CAPABILITIES, "
+                                     "CUDA_VISIBLE_DEVICES (GPU selection is envman's: use --gpus / --no-gpu)")]
+    p = prep.plan
+    assert (p.image, p.project, p.stack, p.uid, p.gid) == (
+        "sha256:stable", "p", "torch-2.4.1-cuda12.4-py3.10", os.getuid(), os.getgid())
+    assert (p.environment, p.gpus, p.gpu_mechanism, p.cdi_devices) == ((("KEEP", "1"),), None, "runtime", ())
+    assert (p.engine, p.engine_url, p.rootless, p.tty, p.interactive, p.detach, p.env_name, p.command) == (
+        "docker", None, False, True, True, False, "dev", ())
+    assert (p.root, p.workdir) == (str((state / "p").resolve()), "/workspace")
+    assert (prep.built, prep.base_image_id, prep.stack.name) == (None, "sha256:stable", "torch-2.4.1-cuda12.4-py3.10")
+
+
+@pytest.mark.parametrize("command,runs", [((), P.KEEP_ALIVE), (("python", "serve.py"), ("python", "serve.py"))])
+def test_a_detached_run_has_no_terminal_and_waits_when_it_has_no_command(state, mini, command, runs):
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    p = _prepare(state, mini, engine, command=command, tty=True, interactive=True, detach=True, uid=1, gid=2).plan
+    assert (p.detach, p.tty, p.interactive, p.command, p.uid, p.gid) == (True, False, False, runs, 1, 2)
+
+
+def test_a_podman_run_goes_through_the_engine_s_service(state, mini):
+    from envman.engine.api import EngineInfo
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"},
+                                    engine_info=EngineInfo(server_version="5", version="5", kind="podman", rootless=True))
+    _passing("sha256:stable")
+    p = _prepare(state, mini, engine).plan
+    assert (p.engine, p.engine_url, p.rootless) == ("podman", engine.url, True)
+
+
+def test_one_error_is_the_message_and_more_are_counted(state, mini):
+    engine = FakeEngine()
+    with pytest.raises(Q.PreflightError) as e:
+        _prepare(state, mini, engine)
+    assert "more: envman doctor" not in e.value.what and len([x for x in e.value.problems if x.level == P.ERROR]) == 1
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:other")  # the image is there, untested: and a mount nobody may ask for
+    with pytest.raises(Q.PreflightError) as e:
+        _prepare(state, mini, engine)
+    errors = [x for x in e.value.problems if x.level == P.ERROR]
+    assert e.value.what == errors[0].message + (f" (and {len(errors) - 1} more: envman doctor)" if len(errors) > 1 else "")
+
+
+def test_a_missing_image_is_fetched_once_when_a_fetcher_is_given(state, mini):
+    engine = FakeEngine()
+    fetched = []
+
+    def fetch(stack):
+        fetched.append(stack.name)
+        engine.add_image(STABLE, "sha256:stable")
+        _passing("sha256:stable")
+    assert _prepare(state, mini, engine, fetch_image=fetch).plan.image == "sha256:stable"
+    assert fetched == ["torch-2.4.1-cuda12.4-py3.10"]
+    assert _prepare(state, mini, engine, fetch_image=lambda s: pytest.fail("fetched again")).plan.image == "sha256:stable"
+
+
+@pytest.mark.parametrize("remember", [True, False])
+def test_the_first_run_pins_its_image_unless_told_not_to(state, mini, remember):
+    from envman.images.pins import load_pin, project_key
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    _prepare(state, mini, engine, remember_pin=remember)
+    pin = load_pin(project_key("p", str((state / "p").resolve())))
+    assert (pin.image_id, pin.stack) == ("sha256:stable", "torch-2.4.1-cuda12.4-py3.10") if remember else pin is None
+
+
+def test_a_pinned_run_says_so_and_notes_the_newer_stable(state, mini):
+    from envman.images.pins import project_key, save_pin
+    from envman.project.file import load_project
+    from envman.stack.resolve import resolve
+
+    engine = FakeEngine.with_images({STABLE: "sha256:new"})
+    engine.add_image(None, "sha256:old")
+    _passing("sha256:new")
+    _passing("sha256:old")
+    _passing("sha256:stable")
+    _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
+    save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", "sha256:old")
+    img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"))
+    assert (img.ref, img.image_id, choice.pinned) == (f"{STABLE} (pinned: {'sha256:old'[:19]})", "sha256:old", True)
+    prep = _prepare(state, mini, engine)
+    assert prep.plan.image == "sha256:old" and prep.base_image_id == "sha256:old"
+    assert [(x.level, x.message) for x in prep.problems] == [(P.WARNING, choice.note)] and choice.note
+    img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), update=True)
+    assert (img.ref, img.image_id, choice.pinned) == (STABLE, "sha256:new", False)
+
+
+def test_image_state_of_reads_the_verdict(state):
+    from envman.engine.api import ImageInfo
+
+    assert Q.image_state_of("r", None) == Q.ImageState("r", None)
+    _passing("sha256:x")
+    assert Q.image_state_of("r", ImageInfo("sha256:x")) == Q.ImageState("r", "sha256:x", "pass", "")
+    assert Q.image_state_of("r", ImageInfo("sha256:y")) == Q.ImageState("r", "sha256:y", None, "")
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_a_project_image_is_built_when_missing_or_asked_and_run_by_its_id(state, mini, rebuild):
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    built = []
+    prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built, rebuild=rebuild)
+    first = prep.plan.image
+    assert built == ["sha256:stable"] and prep.built and first == engine.inspect_image(prep.built).id
+    built.clear()
+    prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built, rebuild=rebuild)
+    assert built == (["sha256:stable"] if rebuild else []) and (prep.built is not None) is rebuild
+    assert prep.plan.image.startswith("sha256:") and prep.plan.image != first if rebuild else prep.plan.image == first
