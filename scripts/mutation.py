@@ -54,22 +54,33 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
     },
-    # The run plan and its preparation, the lock, and the images: build, smoke verdicts, registry.
-    # Run one module at a time with a glob: run-images run 'envman.images.remote.*'
-    "run-images": {
-        "modules": [
-            "envman/run/plan.py", "envman/run/prepare.py", "envman/project/lock.py",
-            "envman/images/remote.py", "envman/images/store.py", "envman/images/build.py",
-        ],
-        "tests": [
-            "tests/unit/test_remote_rules.py", "tests/unit/test_store_rules.py", "tests/unit/test_lock_rules.py",
-            "tests/unit/test_build_rules.py", "tests/unit/test_plan_rules.py", "tests/unit/test_registry.py",
-            "tests/unit/test_security_rules.py", "tests/unit/test_shared_engine.py", "tests/unit/test_export.py",
-            "tests/unit/test_build_pipeline.py",
-            "tests/unit/test_build_failure.py", "tests/unit/test_runner.py", "tests/unit/test_lockfile.py",
-            "tests/unit/test_security.py", "tests/unit/test_slurm.py", "tests/unit/test_config.py",
-        ],
-        "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
+    # The run plan and the values of `envman run` (mounts, environment, Slurm's GPUs), and what
+    # prepares a run (image, pins, project image).
+    "run": {
+        "modules": ["envman/run/plan.py", "envman/run/prepare.py"],
+        "tests": ["tests/unit/test_plan_rules.py", "tests/unit/test_runner.py", "tests/unit/test_security.py"],
+    },
+    # envman.lock: the package-line grammar, the file, when a build uses it, pip's report.
+    "lock": {
+        "modules": ["envman/project/lock.py"],
+        "tests": ["tests/unit/test_lock_rules.py", "tests/unit/test_lockfile.py"],
+        "pytest_args": ["-k", "not cli_lock_errors"],
+    },
+    # Push and pull: registry names, plain HTTP, the labels a pulled image must carry.
+    "remote": {
+        "modules": ["envman/images/remote.py"],
+        "tests": ["tests/unit/test_remote_rules.py", "tests/unit/test_registry.py", "tests/unit/test_shared_engine.py"],
+    },
+    # Smoke verdicts on the image: digests, the verdict image, which tags move.
+    "store": {
+        "modules": ["envman/images/store.py"],
+        "tests": ["tests/unit/test_store_rules.py", "tests/unit/test_shared_engine.py", "tests/unit/test_remote_rules.py"],
+    },
+    # Build, smoke, promote, list and prune.
+    "build": {
+        "modules": ["envman/images/build.py"],
+        "tests": ["tests/unit/test_build_rules.py", "tests/unit/test_build_pipeline.py", "tests/unit/test_build_failure.py",
+                  "tests/unit/test_shared_engine.py"],
     },
 }
 

@@ -1,3 +1,397 @@
-"""envman.images.build by rule (docs/security.md, "Mutation testing")."""
+"""envman.images.build by rule (docs/security.md, "Mutation testing"): what a build asks of the
+engine, every failure line whole, the smoke run's isolation, each verdict the probe's document
+can give, when a stable tag moves, which kept report is believed, and what prune takes."""
 
 from __future__ import annotations
+
+import json
+
+import pytest
+
+from envman import labels as L
+from envman.engine.api import BuildEvent, ContainerInfo, EngineInfo, RunResult
+from envman.errors import BuildError
+from envman.images import build as B
+from envman.state import load_report, stable_ref
+from tests.support.fake_engine import FakeContext, FakeEngine
+from tests.support.probe_doc import probe_doc
+from tests.support.refusal import refusal
+
+HASH = "ab" * 32
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(B, "_render", lambda stack, options=None, builder="classic", base=None: FakeContext(HASH))
+
+
+@pytest.fixture
+def stack(mini):
+    from envman.stack.resolve import resolve
+
+    return resolve(mini, "torch-2.4-cuda12")
+
+
+def _probe(overall="pass", **extra):
+    def run(image, cmd, kw):
+        doc = probe_doc(kw["labels"]["envman.name"], overall, "because", **extra)
+        return RunResult(1 if overall == "fail" else 0, "noise\n" + json.dumps(doc) + "\n", "e1\ne2")
+    return run
+
+
+# --------------------------------------------------------------------------- build
+
+
+def test_a_build_asks_for_the_candidate_tag_with_cleared_smoke_labels(stack, monkeypatch):
+    from envman.images import store
+
+    monkeypatch.setattr(store, "current_user", lambda: (1001, "alice"))
+    engine = FakeEngine()
+    b = B.build_stack(engine, stack)
+    call = engine.build_calls[0]
+    assert call["tag"] == b.ref == f"envman/{stack.name}:{HASH[:16]}"
+    assert call["labels"] == {**L.candidate_labels(stack.name, HASH, 1001, "alice"), **L.cleared_smoke_labels()}
+    assert (call["nocache"], call["pull"], call["platform"]) == (False, False, None)
+    assert (b.render_hash, b.cached, b.image_id) == (HASH, False, engine.inspect_image(b.ref).id)
+    log = B.logs_dir() / f"{stack.name}-{HASH[:16]}.log"
+    assert b.log_path == str(log) and log.read_text() == "Step 1/2 : FROM base\nbuilt " + b.image_id + "\n"
+
+
+@pytest.mark.parametrize("nocache,label,rebuilds", [(False, HASH, False), (True, HASH, True), (False, "cd" * 32, True),
+                                                    (False, None, True)])
+def test_a_candidate_is_reused_only_when_its_render_hash_label_matches_and_no_cache_was_not_asked(
+        stack, nocache, label, rebuilds):
+    engine = FakeEngine()
+    engine.add_image(f"envman/{stack.name}:{HASH[:16]}", labels={L.RENDER_HASH: label} if label else {})
+    b = B.build_stack(engine, stack, nocache=nocache, pull=True)
+    assert (len(engine.builds), b.cached) == ((1, False) if rebuilds else (0, True))
+    if rebuilds:
+        assert (engine.build_calls[0]["nocache"], engine.build_calls[0]["pull"]) == (nocache, True)
+
+
+def test_a_non_default_platform_is_asked_of_the_engine(stack):
+    from dataclasses import replace
+
+    engine = FakeEngine()
+    B.build_stack(engine, replace(stack, platform="linux/arm64"))
+    assert engine.build_calls[0]["platform"] == "linux/arm64"
+    assert B._platform_kw(stack) == {} and B._platform_kw(replace(stack, platform="linux/arm64")) == {"platform": "linux/arm64"}
+
+
+def test_a_failed_build_says_which_stack_where_the_log_is_and_which_step(stack):
+    engine = FakeEngine(fail_build=True, build_error=BuildError("exit 1", log_tail="t"))
+    with pytest.raises(BuildError) as e:
+        B.build_stack(engine, stack)
+    log = B.logs_dir() / f"{stack.name}-{HASH[:16]}.log"
+    assert (e.value.what, e.value.where, e.value.fix, e.value.log_tail, e.value.step) == (
+        f"build of {stack.name} failed: exit 1", str(log),
+        "the failing step and its error lines follow (the full log is this file); fix the matrix row or network options and rerun",
+        "t", "Step 1/2 : FROM base")
+    assert log.read_text() == "Step 1/2 : FROM base\nexit 1\n\nenvman: build failed: exit 1\n"
+
+
+def test_a_build_that_reports_no_id_is_read_from_its_tag(stack):
+    engine = FakeEngine()
+    real = engine.build
+    engine.build = lambda *a, **kw: (ev for ev in real(*a, **kw) if ev.kind != "done")
+    b = B.build_stack(engine, stack)
+    assert b.image_id == engine.inspect_image(b.ref).id
+
+
+def test_a_lock_held_too_long_is_one_line(stack):
+    from filelock import FileLock
+
+    path = B.locks_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path / f"{stack.name}.lock")):
+        got = refusal(lambda: B.build_stack(FakeEngine(), stack, lock_timeout=0.01))
+    assert got == ("EnvmanError", f"another envman build of {stack.name} has held its lock for 0 s",
+                   str(path / f"{stack.name}.lock"),
+                   "wait for it to finish, or remove the lock file if no envman process is running")
+
+
+def test_events_reach_the_caller(stack):
+    seen = []
+    B.build_stack(FakeEngine(), stack, on_event=seen.append)
+    assert [e.kind for e in seen] == ["step", "done"]
+
+
+def test_a_rebuilt_base_comes_first_and_the_stack_then_pulls_nothing(stack, monkeypatch):
+    from envman.images import base as basemod
+
+    calls = []
+    monkeypatch.setattr(basemod, "ensure_base", lambda engine, builder, base, **kw: calls.append((base, kw)) or "BASE")
+    engine = FakeEngine()
+    b = B.build_stack(engine, stack, pull=True, nocache=True, base="RECIPE")
+    assert calls == [("RECIPE", {"nocache": True, "pull": True, "on_event": None})] and b.base == "BASE"
+    assert engine.build_calls[0]["pull"] is False
+
+
+# --------------------------------------------------------------------------- smoke
+
+
+@pytest.mark.parametrize("gpu_engine,require_gpu,bench", [(False, False, False), (True, False, True), (False, True, False)])
+def test_the_probe_runs_without_network_with_gpus_only_when_there_are_any(stack, gpu_engine, require_gpu, bench):
+    info = EngineInfo(server_version="f", version="f", runtimes=("nvidia", "runc") if gpu_engine else ("runc",))
+    engine = FakeEngine(engine_info=info, on_run=_probe())
+    if require_gpu and not gpu_engine:
+        engine.engine_info = EngineInfo(server_version="f", version="f", runtimes=("nvidia", "runc"))
+        engine.info = lambda: info  # the engine says none; the user insists
+    image = engine.add_image("envman/x:cand")
+    rep = B.smoke_image(engine, stack, "envman/x:cand", require_gpu=require_gpu, bench=bench, timeout=33)
+    img, cmd, kw = engine.runs[0]
+    assert img == "envman/x:cand"
+    assert cmd == ["python", B.IN_IMAGE_PROBE, "--expect", B.IN_IMAGE_STACK, *(["--require-gpu"] if require_gpu else []),
+                   *(["--bench"] if bench else [])]
+    gpus = gpu_engine or require_gpu
+    assert (kw["gpus"], kw["network"], kw["timeout"]) == ("all" if gpus else None, "none", 33)
+    assert kw["labels"]["envman.role"] == "smoke" and kw["labels"]["envman.name"] == stack.name
+    assert (rep.image_id, rep.gpus_requested, rep.overall, rep.exit_code, rep.stderr_tail) == (image, gpus, "pass", 0, "e1\ne2")
+
+
+def test_the_stderr_kept_is_its_last_20_lines(stack):
+    engine = FakeEngine(on_run=lambda i, c, kw: RunResult(1, "", "\n".join(f"l{n}" for n in range(50)) + "\n\n"))
+    engine.add_image("envman/x:cand")
+    rep = B.smoke_image(engine, stack, "envman/x:cand")
+    assert rep.stderr_tail == "\n".join(f"l{n}" for n in range(30, 50)) and rep.overall == "fail"
+
+
+def test_a_new_candidate_s_verdict_goes_on_an_image_a_promoted_one_s_only_in_the_report(stack):
+    engine = FakeEngine(on_run=_probe())
+    cand = engine.add_image(f"envman/{stack.name}:cand")
+    rep = B.smoke_image(engine, stack, f"envman/{stack.name}:cand", cand)
+    assert rep.verdict_image_id and rep.verdict_image_id != cand
+    assert L.parse_smoke(engine.inspect_image(rep.verdict_image_id).labels).status == "pass"
+    assert load_report(cand)["verdict_image_id"] == rep.verdict_image_id == load_report(rep.verdict_image_id)["verdict_image_id"]
+    engine.tag(cand, stable_ref(stack.name))
+    builds = len(engine.builds)
+    rep = B.smoke_image(engine, stack, stable_ref(stack.name))
+    assert rep.verdict_image_id is None and len(engine.builds) == builds and rep.image_id == cand
+
+
+@pytest.mark.parametrize("change,overall,reason", [
+    ({}, "pass", "because"),
+    ({"expect": {"found": False, "path": "/x.json"}}, "fail",
+     "the probe ran without the stack's expectations (/x.json): nothing was checked against the stack; rebuild the image"),
+    ({"expect": {"found": False}}, "fail",
+     "the probe ran without the stack's expectations (none given): nothing was checked against the stack; rebuild the image"),
+    ({"expect": "not a table"}, "fail",
+     "the probe ran without the stack's expectations (none given): nothing was checked against the stack; rebuild the image"),
+])
+def test_each_verdict_the_probe_s_document_gives(stack, change, overall, reason):
+    doc = {**probe_doc(stack.name, "pass", "because"), **change}
+    got = B.judge_probe(stack, json.dumps(doc), "", 0)
+    assert got[:2] == (overall, reason) and got[2]["overall"] == "pass"
+
+
+def test_expectations_for_another_stack_name_each_differing_key(stack):
+    doc = probe_doc(stack.name, "pass")
+    found = dict(doc["expect"]["stack"])
+    want = stack.to_json()
+    found.update({"framework_version": "0.0", "cuda": "9.9"})
+    doc["expect"]["stack"] = found
+    assert B.judge_probe(stack, json.dumps(doc), "", 0)[:2] == (
+        "fail", f"the probe's expectations are for another stack: framework_version '0.0' (not {want['framework_version']!r}), "
+                f"cuda '9.9' (not {want['cuda']!r}); rebuild the image")
+    doc["expect"]["stack"] = "not a table"
+    assert B.judge_probe(stack, json.dumps(doc), "", 0)[1].startswith(
+        f"the probe's expectations are for another stack: framework None (not {want['framework']!r})")
+
+
+def test_a_probe_that_timed_out_or_printed_nothing_fails(stack):
+    assert B.judge_probe(stack, "", "", 0, timed_out=True, timeout=12.6) == ("fail", "probe timed out after 13 s", None)
+    assert B.judge_probe(stack, "", "a\nlast\n\n", 3) == (
+        "fail", "probe printed no result (exit 3): the probe printed nothing on stdout; stderr: last", None)
+    assert B.judge_probe(stack, "", "  ", 3)[1].endswith("; stderr: no output")
+
+
+def test_report_from_json_takes_only_the_report_s_fields():
+    rep = B.SmokeReport("s", "i", "sha256:i", "pass", "r", False, None, 0, "")
+    assert B.report_from_json({**rep.to_json(), "unknown": 1}) == rep
+    assert rep.promotable_id == "sha256:i" and B.SmokeReport(**{**rep.to_json(), "verdict_image_id": "v"}).promotable_id == "v"
+
+
+# --------------------------------------------------------------------------- promote
+
+
+@pytest.mark.parametrize("overall,accept,moves", [("pass", False, True), ("pass", True, True), ("cpu-only", True, True),
+                                                  ("cpu-only", False, False), ("fail", True, False), ("fail", False, False)])
+def test_the_stable_tag_moves_only_for_a_pass_or_an_accepted_cpu_only(overall, accept, moves):
+    engine = FakeEngine()
+    image = engine.add_image("envman/s:cand")
+    rep = B.SmokeReport("s", "envman/s:cand", image, overall, "", False, None, 0, "")
+    assert B.promote(engine, rep, accept_cpu_only=accept) is moves
+    assert (engine.inspect_image(stable_ref("s")) is not None) is moves and rep.promoted is moves
+    assert (load_report(image) or {}).get("promoted", False) is moves
+
+
+def test_promoting_what_is_already_stable_writes_only_what_changed():
+    engine = FakeEngine()
+    image = engine.add_image(stable_ref("s"))
+    tags = []
+    engine.tag = lambda i, r: tags.append(r)
+    rep = B.SmokeReport("s", "x", image, "pass", "", False, None, 0, "")
+    assert B.promote(engine, rep) and rep.promoted and load_report(image)["promoted"] is True and tags == []
+    B.save_report(B.SmokeReport("s", "x", image, "pass", "changed", False, None, 0, ""))
+    assert B.promote(engine, rep) and load_report(image)["reason"] == "changed"  # promoted already: nothing rewritten
+
+
+@pytest.mark.parametrize("overall,ok", [("pass", True), ("cpu-only", True), ("fail", False)])
+def test_a_pipeline_is_ok_unless_its_smoke_failed(stack, overall, ok):
+    b = B.BuildResult(stack, "r", "i", HASH, True, 0.0)
+    assert B.PipelineResult(b, B.SmokeReport("s", "i", "i", overall, "", False, None, 0, ""), False).ok is ok
+    assert B.PipelineResult(b, None, False).ok is False
+
+
+@pytest.mark.parametrize("kept,require_gpu,smokes", [("pass", False, False), ("cpu-only", False, False),
+                                                     ("cpu-only", True, True), ("fail", False, True), (None, False, True),
+                                                     ("pass", True, False)])
+def test_a_cached_candidate_is_smoke_tested_again_only_when_its_kept_verdict_does_not_do(stack, kept, require_gpu, smokes):
+    engine = FakeEngine(engine_info=EngineInfo(server_version="f", version="f", runtimes=("nvidia", "runc")),
+                        on_run=_probe("pass"))
+    B.build_stack(engine, stack)
+    cand = engine.inspect_image(f"envman/{stack.name}:{HASH[:16]}").id
+    if kept:
+        B.save_report(B.SmokeReport(stack.name, "r", cand, kept, "", False, None, 0, ""))
+    phases = []
+    res = B.build_smoke_promote(engine, stack, require_gpu=require_gpu, on_phase=phases.append)
+    assert phases == ["build", "cached", *(["smoke"] if smokes else [])] and len(engine.runs) == int(smokes)
+    assert res.smoke.overall == ("pass" if smokes else kept)
+
+
+def test_a_fresh_build_s_phases(stack):
+    phases = []
+    res = B.build_smoke_promote(FakeEngine(on_run=_probe("cpu-only")), stack, accept_cpu_only=True, on_phase=phases.append)
+    assert phases == ["build", "built", "smoke"] and res.promoted and res.smoke.overall == "cpu-only"
+
+
+# --------------------------------------------------------------------------- kept reports
+
+
+def _cached_candidate(engine, stack):
+    image = engine.add_image(f"envman/{stack.name}:{HASH[:16]}")
+    return image, B.BuildResult(stack, f"envman/{stack.name}:{HASH[:16]}", image, HASH, True, 0.0)
+
+
+def test_no_verdict_keeps_no_report(stack):
+    engine = FakeEngine()
+    _, b = _cached_candidate(engine, stack)
+    assert B.kept_report(engine, b) is None
+
+
+def test_a_verdict_on_the_labels_alone_becomes_a_report(stack):
+    engine = FakeEngine()
+    image, b = _cached_candidate(engine, stack)
+    from envman.images.store import rootfs_digest
+
+    v = L.SmokeVerdict(status="fail", reason="r", gpus_requested=True, image_id="sha256:tested", at=1,
+                       rootfs=rootfs_digest(engine.inspect_image(image)))
+    engine._images[image].labels.update(v.to_labels())
+    rep = B.kept_report(engine, b)
+    assert (rep.stack, rep.image, rep.image_id, rep.overall, rep.reason, rep.gpus_requested, rep.probe, rep.exit_code,
+            rep.stderr_tail, rep.verdict_image_id) == (stack.name, b.ref, "sha256:tested", "fail", "r", True, None, 1, "",
+                                                       image)  # the candidate carries the verdict of sha256:tested
+
+
+def test_a_cached_report_with_the_same_outcome_is_kept_whole(stack):
+    engine = FakeEngine()
+    image, b = _cached_candidate(engine, stack)
+    B.save_report(B.SmokeReport(stack.name, "x", image, "cpu-only", "cached reason", False, {"k": 1}, 0, "tail"))
+    rep = B.kept_report(engine, b)
+    assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("cpu-only", "cached reason", {"k": 1},
+                                                                                     "tail", 0)
+
+
+def test_a_verdict_image_s_report_names_the_candidate_it_came_from(stack):
+    engine = FakeEngine()
+    tested = engine.add_image()
+    image, b = _cached_candidate(engine, stack)  # the candidate tag now holds the verdict image
+    B.save_report(B.SmokeReport(stack.name, "x", tested, "pass", "", False, None, 0, "", verdict_image_id=image))
+    from envman.state import save_report_json
+
+    save_report_json(image, load_report(tested))
+    rep = B.kept_report(engine, b)
+    assert (rep.image_id, rep.verdict_image_id, rep.promotable_id) == (tested, image, image)
+
+
+# --------------------------------------------------------------------------- list and prune
+
+
+def test_each_listed_row_field_by_field():
+    engine = FakeEngine()
+    v = L.SmokeVerdict(status="pass", at=1)
+    stack_img = engine.add_image("envman/s:latest", labels={**L.MANAGED_LABELS, L.NAME: "s", **L.builder_labels(7, "u"),
+                                                           L.ROLE: L.ROLE_CANDIDATE, **v.to_labels()}, created=5, size=9)
+    proj = engine.add_image("envman/project-p:x", labels={**L.MANAGED_LABELS, L.NAME: "s", L.ROLE: L.ROLE_PROJECT,
+                                                          L.PROJECT: "p", **v.to_labels()}, created=9)
+    base = engine.add_image("envman/base:x", labels={**L.MANAGED_LABELS, L.ROLE: L.ROLE_BASE, L.BASE_RECIPE: "r"}, created=1)
+    plain = engine.add_image("envman/t:cand", labels={**L.MANAGED_LABELS, L.NAME: "t"}, created=3)
+    engine.add_image("other:x", labels={L.NAME: "z"})
+    rows = {r.image_id: r for r in B.list_envman_images(engine)}
+    assert set(rows) == {stack_img, proj, base, plain}
+    assert rows[stack_img] == B.ImageRow("s", ("envman/s:latest",), stack_img, 9, 5, True, "pass", None, 7, "u",
+                                         L.ROLE_CANDIDATE, None)
+    assert (rows[proj].smoke, rows[proj].project, rows[proj].stable) == ("untested", "p", False)
+    assert (rows[base].smoke, rows[base].stack, rows[base].base_recipe) == ("base", "?", "r")
+    assert rows[plain].smoke == "untested"
+    assert [r.image_id for r in B.list_envman_images(engine)] == [base, proj, stack_img, plain]  # by stack, newest first
+
+
+def _row(image_id, **kw):
+    base = dict(stack="s", tags=(f"envman/s:{image_id}",), image_id=image_id, size=1, created=0, stable=False,
+                smoke="pass", built_by_uid=1)
+    base.update(kw)
+    return B.ImageRow(**base)
+
+
+@pytest.mark.parametrize("row,scope,taken", [
+    (_row("a"), B.PruneScope(uid=1), True),
+    (_row("a", stable=True), B.PruneScope(uid=1), False),
+    (_row("a"), B.PruneScope(uid=1, in_use=frozenset({"a"})), False),
+    (_row("a"), B.PruneScope(uid=1, in_use=frozenset({"envman/s:a"})), False),
+    (_row("a", built_by_uid=2), B.PruneScope(uid=1), False),
+    (_row("a", built_by_uid=None), B.PruneScope(uid=1), False),
+    (_row("a", built_by_uid=2), B.PruneScope(uid=1, all_users=True), True),
+    (_row("a"), B.PruneScope(uid=1, keep_ids=frozenset({"a"})), False),
+    (_row("a"), B.PruneScope(uid=1, keep=frozenset({"envman/s:a"})), False),
+    (_row("a", project="p"), B.PruneScope(uid=1, keep_projects=frozenset({"p"})), False),
+    (_row("a", project="q"), B.PruneScope(uid=1, keep_projects=frozenset({"p"})), True),
+])
+def test_prune_takes_a_row_only_when_no_rule_keeps_it(row, scope, taken):
+    assert B.prune_selection([row], scope) == ([row] if taken else [])
+
+
+def test_a_rebuilt_base_goes_only_with_the_last_image_on_it():
+    base = _row("b", role=L.ROLE_BASE, base_recipe="r")
+    on_it = _row("c", base_recipe="r")
+    kept_on_it = _row("d", base_recipe="r", stable=True)
+    assert B.prune_selection([base, on_it], B.PruneScope(uid=1)) == [base, on_it]
+    assert B.prune_selection([base, on_it, kept_on_it], B.PruneScope(uid=1)) == [on_it]
+    assert B.prune_selection([base, _row("e", base_recipe="other", stable=True)], B.PruneScope(uid=1)) == [base]
+
+
+def test_prune_removes_every_tag_unforced_and_the_report_and_dry_run_removes_nothing():
+    engine = FakeEngine()
+    labels = {**L.MANAGED_LABELS, L.NAME: "s", **L.builder_labels(1, "u")}
+    a = engine.add_image("envman/s:a", labels=labels)
+    engine.tag(a, "envman/s:a2")
+    untagged = engine.add_image(labels=labels)
+    used = engine.add_image("envman/s:used", labels=labels)
+    engine.add_container(ContainerInfo("c1", "n", "envman/s:used", "exited", {}, used, 0, ()))
+    B.save_report(B.SmokeReport("s", "x", a, "pass", "", False, None, 0, ""))
+    assert {r.image_id for r in B.prune(engine, B.PruneScope(uid=1), dry_run=True)} == {a, untagged}
+    assert engine.removed == [] and load_report(a) is not None
+    removed = []
+    real = engine.remove_image
+    engine.remove_image = lambda ref, *args, **kw: removed.append((ref, args, kw)) or real(ref)
+    assert {r.image_id for r in B.prune(engine, B.PruneScope(uid=1))} == {a, untagged}
+    assert sorted(removed) == sorted([("envman/s:a", (), {}), ("envman/s:a2", (), {}), (untagged, (), {})])
+    assert load_report(a) is None and engine.inspect_image(used) is not None
+
+
+def test_images_in_use_are_every_container_s_image_and_id():
+    engine = FakeEngine()
+    engine.add_container(ContainerInfo("c1", "n", "ref:1", "running", {}, "sha256:1", 0, ()))
+    engine.add_container(ContainerInfo("c2", "m", "", "exited", {}, "sha256:2", 0, ()))
+    assert B.images_in_use(engine) == {"ref:1", "sha256:1", "sha256:2"}
