@@ -30,12 +30,19 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from envman.errors import EnvmanError, UserError
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
+
+if TYPE_CHECKING:
+    from envman.engine.api import ContainerEngine, EngineFacts
+    from envman.engine.builder import Builder
+    from envman.render.base import BaseBuild
+    from envman.render.dockerfile import BuildContext
+    from envman.render.options import RenderOptions
 
 #: Row results, best first. ``not-buildable`` means "could not be validated on this runner".
 PASS, CPU_ONLY, FAIL, NOT_BUILDABLE = "pass", "cpu-only", "fail", "not-buildable"
@@ -388,7 +395,7 @@ class RowResult:
 class RunOptions:
     """What ``envman ci run`` does per row. ``render_options`` is an ``envman.render.options.RenderOptions``."""
 
-    render_options: Any = None
+    render_options: RenderOptions | None = None
     registry_mirror: str | None = None
     require_gpu: bool = False
     accept_cpu_only: bool = False
@@ -399,7 +406,7 @@ class RunOptions:
     hadolint: str | None = None  # path; None: found automatically; "": lint is skipped
     hadolint_config: str | None = None
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
-    builder: Any = None  # an envman.engine.builder.Builder; None: the engine's classic builder
+    builder: Builder | None = None  # None: the engine's classic builder
     platform: str = DEFAULT_PLATFORM  # the platform every row is resolved and built for
     base: str = "auto"  # --base: auto | pull | rebuild (envman.render.base)
 
@@ -408,7 +415,8 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _render(stack: Stack, options, builder: str = "classic", base=None):
+def _render(stack: Stack, options: RenderOptions | None, builder: str = "classic",
+            base: BaseBuild | None = None) -> BuildContext:
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
 
@@ -529,7 +537,7 @@ def _skip_rest(res: RowResult, after: str, status: str, message: str) -> None:
 
 
 def run_row(
-    engine,
+    engine: ContainerEngine,
     matrix: Matrix,
     build: FrameworkBuild,
     opts: RunOptions,
@@ -657,7 +665,7 @@ def _copy_log(opts: RunOptions, row: str, log: str | None) -> None:
     shutil.copyfile(log, dest)
 
 
-def runner_facts(engine, opts: RunOptions) -> tuple[dict[str, Any], bool]:
+def runner_facts(engine: EngineFacts, opts: RunOptions) -> tuple[dict[str, Any], bool]:
     """What the results say about where they were produced, and whether a GPU is usable here."""
     from envman import __version__
     from envman.images.build import gpu_mode
@@ -681,7 +689,7 @@ def runner_facts(engine, opts: RunOptions) -> tuple[dict[str, Any], bool]:
 
 
 def run_rows(
-    engine,
+    engine: ContainerEngine,
     matrix: Matrix,
     builds: Sequence[FrameworkBuild],
     opts: RunOptions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
 
 import typer
 
@@ -15,6 +15,12 @@ from envman.cli._options import (
     Wheelhouse, BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
 from envman.cli._out import console, emit_json, plain, tagged
+
+if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
+    from envman.engine.docker import Engine
+    from envman.render.base import BaseBuild
+    from envman.render.options import RenderOptions
+    from envman.stack.names import Stack
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -165,7 +171,8 @@ def build(
         _remember_noop(rows, options, as_json=as_json, argv=ctx.obj)
 
 
-def stack_bases(stacks, options, mode: str) -> dict:
+def stack_bases(stacks: Sequence[Stack], options: RenderOptions,
+                mode: str) -> dict[str, tuple[BaseBuild | None, str | None]]:
     """{stack name: (its rebuilt base or None, the line that says how it gets its base or None)}."""
     from envman.cli import get_matrix
     from envman.render.base import base_line, choose_base
@@ -190,7 +197,7 @@ def build_line(row: dict) -> tuple[str, str, str]:
     return row["smoke"], colour, rest
 
 
-def _remember_noop(rows: list[dict], options, *, as_json: bool, argv: tuple[str, ...] | None) -> None:
+def _remember_noop(rows: list[dict[str, Any]], options: RenderOptions, *, as_json: bool, argv: tuple[str, ...] | None) -> None:
     """Record a build in which every stack was already built, smoke-tested and promoted, so the
     next identical ``envman build`` prints this result without rendering (envman.run.fastpath).
     ``argv`` is the console script's words as given (``None`` when the CLI was called otherwise:
@@ -334,7 +341,7 @@ def build_cache_note(cache_bytes: int) -> str:
             "engine; envman leaves it: docker builder prune reclaims it (as someone the engine trusts)")
 
 
-def engine_storage(engine) -> tuple[int, int] | None:
+def engine_storage(engine: Engine) -> tuple[int, int] | None:
     """The engine's disk usage (``engine.storage()``), or ``None`` when it cannot say."""
     try:
         return engine.storage()

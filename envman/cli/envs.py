@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from envman.cli.complete import complete_stack, complete_project
 
 from envman.cli._out import console, emit_json
+
+if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
+    from envman.engine.docker import Engine
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -82,7 +85,7 @@ def notebook(
                  matrix=matrix_source())
 
 
-def _build_cache_line(engine) -> str:
+def _build_cache_line(engine: Engine | None) -> str:
     """The engine's build cache, which clean leaves (it is the engine's, shared by its users)."""
     from envman.cli.build import engine_storage, build_cache_note
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -12,6 +12,11 @@ from envman.cli._help import Command, help_columns
 
 from envman.cli._out import console, emit_json, plain, tagged
 from envman.run import grammar as _grammar
+
+if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
+    from envman.engine.api import EngineFacts
+    from envman.host import HostFacts
+    from envman.run.doctor import ProjectRow
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _META_CMD = "envman.run.command"
@@ -351,7 +356,7 @@ class ShellCommand(_PassThroughCommand):
 # --------------------------------------------------------------------------- doctor / ls
 
 
-def _engine_or_error():
+def _engine_or_error() -> tuple[EngineFacts | None, str | None]:
     from envman.errors import EnvmanError
     from envman.engine.facts import docker_facts
 
@@ -363,7 +368,7 @@ def _engine_or_error():
         return None, exc.line()
 
 
-def _rows(host, engine, what_if: bool):
+def _rows(host: HostFacts, engine: EngineFacts | None, what_if: bool) -> list[ProjectRow]:
     from envman.project.settings import load_user_config
     from envman.project.registry import read_registry
     from envman.run.command import suggester

@@ -15,11 +15,16 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
 from envman.state import locks_dir, logs_dir, safe_name
+
+if TYPE_CHECKING:
+    from envman.engine.api import BuildEvent, ContainerEngine
+    from envman.engine.builder import Builder
+    from envman.render.base import BaseBuild
 
 #: A base's lines that say why its build failed (apt, dpkg, curl, envman's own checks).
 _CAUSE_RE = re.compile(r"^(?:envman: |E: |dpkg: error|curl: \(\d+\)|W: GPG error|gpg: |sha256sum: )")
@@ -34,14 +39,15 @@ class BaseResult:
     log_path: str | None = None
 
 
-def base_labels(base: Any, uid: int, user: str) -> dict[str, str]:
+def base_labels(base: BaseBuild, uid: int, user: str) -> dict[str, str]:
     """What a rebuilt base says about itself."""
     return {L.MANAGED: L.TRUE, L.ROLE: L.ROLE_BASE, L.NAME: base.nvidia_ref, L.BASE_RECIPE: base.recipe_hash,
             L.BASE_SOURCE: " ; ".join(base.sources)[:1000], **L.builder_labels(uid, user)}
 
 
-def ensure_base(engine: Any, builder: Any, base: Any, *, nocache: bool = False, pull: bool = False,
-                on_event: Callable[[Any], None] | None = None, lock_timeout: float = 3600) -> BaseResult:
+def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, nocache: bool = False,
+                pull: bool = False, on_event: Callable[[BuildEvent], None] | None = None,
+                lock_timeout: float = 3600) -> BaseResult:
     """``base`` (a :class:`~envman.render.base.BaseBuild`) as an image on ``engine``: the one there
     when its recipe hash matches, else built now with ``builder``."""
     from filelock import FileLock, Timeout

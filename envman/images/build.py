@@ -28,7 +28,12 @@ from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
 
 if TYPE_CHECKING:
-    from envman.engine.api import ImageInfo
+    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
+    from envman.engine.builder import Builder
+    from envman.images.base import BaseResult
+    from envman.render.base import BaseBuild
+    from envman.render.dockerfile import BuildContext
+    from envman.render.options import RenderOptions
 
 #: Smoke outcomes, from the probe's ``overall``.
 PASS, CPU_ONLY, FAIL = "pass", "cpu-only", "fail"
@@ -46,34 +51,35 @@ class BuildResult:
     cached: bool
     seconds: float
     log_path: str | None = None
-    base: Any = None  # the rebuilt base's envman.images.base.BaseResult, when the stack has one
+    base: BaseResult | None = None  # the rebuilt base, when the stack has one
 
 
-def _render(stack: Stack, options, builder: str = "classic", base=None):
+def _render(stack: Stack, options: RenderOptions | None, builder: str = "classic",
+            base: BaseBuild | None = None) -> BuildContext:
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
 
     return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 
 
-def _builder(engine, builder):
-    """``builder`` (an ``envman.engine.builder.Builder``), or the engine's classic builder."""
+def _builder(engine: ContainerEngine, builder: Builder | None) -> Builder:
+    """``builder``, or the engine's classic builder."""
     from envman.engine.builder import ClassicBuilder
 
     return builder if builder is not None else ClassicBuilder(engine)
 
 
 def build_stack(
-    engine,
+    engine: ContainerEngine,
     stack: Stack,
-    options=None,
+    options: RenderOptions | None = None,
     *,
     nocache: bool = False,
     pull: bool = False,
-    on_event: Callable[[Any], None] | None = None,
+    on_event: Callable[[BuildEvent], None] | None = None,
     lock_timeout: float = 3600,
-    builder=None,
-    base=None,
+    builder: Builder | None = None,
+    base: BaseBuild | None = None,
 ) -> BuildResult:
     """Render and build ``stack`` unless its content-addressed candidate already exists.
 
@@ -85,8 +91,8 @@ def build_stack(
     from filelock import FileLock, Timeout
 
     t0 = time.perf_counter()
-    builder = _builder(engine, builder)
-    ctx = _render(stack, options, builder.kind, base)
+    run = _builder(engine, builder)
+    ctx = _render(stack, options, run.kind, base)
     ref = candidate_ref(stack.name, ctx.render_hash)
     locks_dir().mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(locks_dir() / f"{safe_name(stack.name)}.lock"))
@@ -111,13 +117,13 @@ def build_stack(
         if base is not None:
             from envman.images.base import ensure_base
 
-            base_result = ensure_base(engine, builder, base, nocache=nocache, pull=pull, on_event=on_event)
+            base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
             pull = False  # the stack starts FROM the local envman/base image: nothing to pull
         image_id = None
         step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
             try:
-                for ev in builder.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
+                for ev in run.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
                                          **_platform_kw(stack)):
                     log.write(ev.text.rstrip("\n") + "\n")
                     step = ev.text if ev.kind == "step" else step
@@ -179,14 +185,14 @@ class SmokeReport:
         return asdict(self)
 
 
-def gpu_mode(engine, require_gpu: bool) -> bool:
+def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     """Whether to request GPUs: when the engine can provide them, or when the user insists
     (then the engine's own error says how to install the NVIDIA runtime)."""
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
 def smoke_image(
-    engine,
+    engine: ContainerEngine,
     stack: Stack,
     image: str,
     image_id: str | None = None,
@@ -290,7 +296,7 @@ def report_from_json(data: dict) -> SmokeReport:
 # --- promote -----------------------------------------------------------------------------------
 
 
-def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
+def promote(engine: ContainerEngine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
     """Move the stable tag to the smoke-tested image when its result allows it."""
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
@@ -307,7 +313,7 @@ def promote(engine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bo
     return True
 
 
-def stable_image(engine, stack_name: str) -> ImageInfo | None:
+def stable_image(engine: EngineFacts, stack_name: str) -> ImageInfo | None:
     return engine.inspect_image(stable_ref(stack_name))
 
 
@@ -323,18 +329,18 @@ class PipelineResult:
 
 
 def build_smoke_promote(
-    engine,
+    engine: ContainerEngine,
     stack: Stack,
-    options=None,
+    options: RenderOptions | None = None,
     *,
     nocache: bool = False,
     pull: bool = False,
     require_gpu: bool = False,
     accept_cpu_only: bool = False,
-    on_event=None,
+    on_event: Callable[[BuildEvent], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
-    builder=None,
-    base=None,
+    builder: Builder | None = None,
+    base: BaseBuild | None = None,
 ) -> PipelineResult:
     """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
     when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
@@ -351,14 +357,14 @@ def build_smoke_promote(
     return PipelineResult(b, rep, promoted)
 
 
-def expected_render_hashes(stack: Stack, options=None) -> frozenset[str]:
+def expected_render_hashes(stack: Stack, options: RenderOptions | None = None) -> frozenset[str]:
     """The render hashes this host gives ``stack`` with ``options`` (default: the user config's),
     in each builder dialect: what a pulled image's ``envman.render-hash`` must be one of to be
     the image this host would build (the same recipe, envman version and network options)."""
     return frozenset(_render(stack, options, kind).render_hash for kind in ("classic", "buildkit"))
 
 
-def kept_report(engine, b: BuildResult) -> SmokeReport | None:
+def kept_report(engine: EngineFacts, b: BuildResult) -> SmokeReport | None:
     """The verdict a cached candidate already carries (its labels, whoever ran the smoke test;
     else this user's cached report), as a report; ``None`` when it has none."""
     from envman.images.store import image_verdict
@@ -402,7 +408,7 @@ class ImageRow:
     base_recipe: str | None = None  # the rebuilt base the image is (role base) or is built on
 
 
-def list_envman_images(engine) -> list[ImageRow]:
+def list_envman_images(engine: EngineFacts) -> list[ImageRow]:
     """envman's images; the smoke column is the image's own verdict label, else this user's cache."""
     from envman.images.store import labels_verdict
 
@@ -464,7 +470,7 @@ def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRo
     return [r for r in out if not (r.role == L.ROLE_BASE and r.base_recipe in still_on)]
 
 
-def images_in_use(engine) -> frozenset[str]:
+def images_in_use(engine: EngineFacts) -> frozenset[str]:
     """Image ids (and refs) of every container on the engine, running or stopped, whoever made it."""
     used: set[str] = set()
     for c in engine.list_containers(()):
@@ -472,7 +478,7 @@ def images_in_use(engine) -> frozenset[str]:
     return frozenset(used)
 
 
-def prune(engine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
+def prune(engine: ContainerEngine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
     """Remove what :func:`prune_selection` selects (``dry_run``: only say so)."""
     from dataclasses import replace
 

@@ -40,7 +40,9 @@ from envman.errors import EnvmanError, UserError
 from envman.stack.names import Stack
 
 if TYPE_CHECKING:
-    from envman.engine.api import ImageInfo
+    from collections.abc import Callable
+
+    from envman.engine.api import ContainerEngine, EngineFacts, ImageInfo
 
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -274,7 +276,7 @@ def _record_push(p: Pushed) -> None:
         atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def promoted_image(engine, stack: Stack) -> ImageInfo:
+def promoted_image(engine: ContainerEngine, stack: Stack) -> ImageInfo:
     """The inspected promoted image of ``stack``, its smoke verdict on its labels (put there from
     this user's report when only the report has it), or a one-line error."""
     from envman.images.store import image_verdict, record_verdict, rootfs_digest
@@ -302,8 +304,8 @@ def promoted_image(engine, stack: Stack) -> ImageInfo:
     return info
 
 
-def push_stack(engine, stack: Stack, registry: Registry, *, allow_http: bool = False,
-               on_progress=None) -> Pushed:
+def push_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, allow_http: bool = False,
+               on_progress: Callable[[str], None] | None = None) -> Pushed:
     """Push the promoted image of ``stack`` with its smoke verdict; see the module docstring."""
     from envman.state import STABLE_TAG
 
@@ -339,7 +341,7 @@ class Pulled:
     already_promoted: bool = False
 
 
-def pull_stack(engine, stack: Stack, registry: Registry, *, digest: str | None = None,
+def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, digest: str | None = None,
                allow_http: bool = False, render_hashes: frozenset[str] | None = None) -> Pulled:
     """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here.
     ``render_hashes``: the render hashes this host gives the stack (default: computed,
@@ -392,7 +394,7 @@ def _config_options():
     return RenderOptions.from_config()
 
 
-def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
+def ensure_image(engine: ContainerEngine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
     """The promoted image of ``stack`` on this engine: present with a runnable smoke report, or
     pulled from ``registry`` (default: the configured one). Returns ``envman/<stack>:latest``.
     For callers that must make sure a node has the image (a batch job's preflight)."""
@@ -412,7 +414,8 @@ def ensure_image(engine, stack: Stack, *, registry: Registry | None = None, allo
     return stable_ref(stack.name)
 
 
-def digest_ref(stack_name: str, *, registry: Registry | None = None, engine=None) -> str | None:
+def digest_ref(stack_name: str, *, registry: Registry | None = None,
+               engine: EngineFacts | None = None) -> str | None:
     """``REPO@sha256:...`` of ``stack_name`` as pushed from here (newest push, or the push to
     ``registry``), else as pulled here (the promoted image's repo digests); ``None`` if neither."""
     from envman.state import stable_ref

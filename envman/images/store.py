@@ -26,7 +26,7 @@ from envman import labels as L
 from envman.state import load_report, repository, save_report_json
 
 if TYPE_CHECKING:
-    from envman.engine.api import ImageInfo
+    from envman.engine.api import ContainerEngine, ImageInfo
 
 #: The Dockerfile of a verdict image: nothing but the base (labels come with the build request).
 _VERDICT_DOCKERFILE = "FROM {image_id}\n"
@@ -140,7 +140,7 @@ def same_repository(tag: str, repo: str) -> bool:
     return False
 
 
-def record_verdict(engine, stack_name: str, report: Mapping[str, Any], *, move_tags: bool = True) -> str:
+def record_verdict(engine: ContainerEngine, stack_name: str, report: Mapping[str, Any], *, move_tags: bool = True) -> str:
     """Put ``report``'s verdict on the engine: build the verdict image on the tested image and
     move the stack's tags that pointed at the tested image to it (with ``move_tags=False``, none:
     the verdict image gets a tag of its own, e.g. to be pushed). Returns the verdict image's id;

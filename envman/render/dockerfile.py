@@ -80,7 +80,8 @@ class RebuiltBase(Protocol):
     """What a stack's render needs of its base rebuilt from NVIDIA's recipe
     (:class:`envman.render.base.BaseBuild`): the image the stack starts from, and its context."""
 
-    ref: str
+    @property
+    def ref(self) -> str: ...
 
     def context(self) -> dict[str, bytes]: ...
 

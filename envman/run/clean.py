@@ -23,6 +23,10 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envman.engine.api import ContainerEngine, EngineFacts
 
 #: What envman writes under its state directory (files and folders).
 STATE_ENTRIES = ("homes", "logs", "reports", "locks", "cache", "registry", "slurm", "charliecloud", "exports",
@@ -57,7 +61,7 @@ def _entries(base: Path, names: tuple[str, ...]) -> list[Path]:
     return [base / n for n in names if (base / n).exists() or (base / n).is_symlink()]
 
 
-def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | None = None) -> CleanPlan:
+def plan(*, config: bool = False, images: bool = False, engine: EngineFacts | None = None, uid: int | None = None) -> CleanPlan:
     """What ``envman clean`` would remove for this user (``engine``: for ``images``)."""
     from envman.matrix.parsed import PARSED_FOLDER
     from envman.paths import config_dir, state_dir
@@ -79,6 +83,7 @@ def plan(*, config: bool = False, images: bool = False, engine=None, uid: int | 
     if images:
         from envman.images.build import images_in_use, list_envman_images
 
+        assert engine is not None  # images come with the engine (envman clean --images connects first)
         me = os.getuid() if uid is None else uid
         used = images_in_use(engine)
         for row in list_envman_images(engine):
@@ -103,7 +108,7 @@ def _remove(p: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def apply(p: CleanPlan, engine=None, kept: list[str] | None = None) -> list[str]:
+def apply(p: CleanPlan, engine: ContainerEngine | None = None, kept: list[str] | None = None) -> list[str]:
     """Remove what ``p`` lists; the images that could not be removed (with the engine's reason).
 
     An image others are built on (a rebuilt base under its stacks) goes after them: removal
@@ -119,6 +124,7 @@ def apply(p: CleanPlan, engine=None, kept: list[str] | None = None) -> list[str]
     todo = list(p.images)
     errors: dict[str, str] = {}
     while todo:
+        assert engine is not None  # a plan with images was made with the engine
         left = []
         for image_id, what, size in todo:
             try:

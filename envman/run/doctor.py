@@ -20,6 +20,9 @@ from envman.stack.names import Stack
 if TYPE_CHECKING:
     import datetime
 
+    from envman.engine.api import EngineFacts
+    from envman.project.settings import UserConfig
+
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
 
@@ -50,10 +53,10 @@ _WORST = ("arch_unsupported", "driver_too_old", "no-gpu", "unknown", "jit_only",
 def project_rows(
     registry: Mapping[str, Path],
     *,
-    engine,
+    engine: EngineFacts | None,
     host: HostFacts,
     resolve_name: Callable[[str], Stack],
-    user,
+    user: UserConfig,
     suggest_for: Callable[[Stack, HostFacts, Sequence[HostGpu]], str | None],
     what_if: bool = False,
     missing_files_hint: Callable[[str], str | None] = lambda query: None,
@@ -220,7 +223,7 @@ def matrix_problems(fresh: Mapping[str, Any]) -> list[Problem]:
 def doctor_report(
     *,
     host: HostFacts,
-    engine,
+    engine: EngineFacts | None,
     engine_error: str | None,
     rows: Sequence[ProjectRow],
     what_if: bool = False,

@@ -25,6 +25,7 @@ from envman.errors import UserError, stderr_line
 from envman.paths import WORKSPACE
 
 if TYPE_CHECKING:
+    from envman.engine.api import ContainerEngine
     from envman.matrix.source import MatrixSource
 
 #: What is installed (pip requirement; JupyterLab 4 needs Python >= 3.8).
@@ -156,7 +157,7 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
             signal.signal(s, handler)
 
 
-def build_notebook_image(engine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
+def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
     """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
     from filelock import FileLock
 
