@@ -131,9 +131,10 @@ def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | Non
 
 
 def shm_bytes(text: str) -> int:
+    """``"8g"``, ``"512MiB"``, ``"100"`` → bytes (powers of 1024); ``ValueError`` for anything else."""
     m = re.fullmatch(r"(\d+)([kmgt]?)(?:i?b)?", text.strip().lower())
     if not m:
-        return int(text)
+        raise ValueError(f"not a size: {text!r}")
     scale: int = 1024 ** " kmgt".index(m.group(2) or " ")
     return int(m.group(1)) * scale
 
@@ -141,10 +142,7 @@ def shm_bytes(text: str) -> int:
 def default_shm_size(total_ram: int | None = None) -> str:
     """8 GiB, or half the host's RAM when that is less (documented in docs/projects.md)."""
     if total_ram is None:
-        try:
-            total_ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-            total_ram = 2 * DEFAULT_SHM_BYTES
+        total_ram = host_ram()
     size = min(DEFAULT_SHM_BYTES, max(total_ram // 2, 64 * 1024**2))
     if size % 1024**3 == 0:
         return f"{size // 1024**3}g"
@@ -419,38 +417,40 @@ def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
 REQUIREMENT_OPTIONS = ("--hash", "--pre", "--prefer-binary", "--only-binary", "--no-binary", "--require-hashes")
 #: Of those, the ones that may take their value as the next word (``--hash sha256:...``).
 _OPTIONS_WITH_VALUE = ("--hash", "--only-binary", "--no-binary")
+#: How a local path starts (a ``file:`` URL is refused wherever it appears in a word).
+LOCAL_PREFIXES = ("./", "../", "/", "~", ".\\")
+#: Words that are a local path by themselves.
+LOCAL_NAMES = (".", "..")
+#: pip's comment rule (``#`` at the start of a line or after whitespace).
+_COMMENT_RE = r"(^|\s+)#.*$"
 
 
 def requirement_lines(text: str) -> list[str]:
-    """The logical lines of a requirements file as pip reads them: a line ending in ``\\`` is
-    joined to the next with the backslash dropped and nothing put in its place (unless the line is
-    a comment), a ``#`` at the start or after whitespace starts a comment, blank lines are
-    dropped."""
-    out: list[str] = []
+    """The logical lines of a requirements file as pip reads them (pip's ``req_file``:
+    ``join_lines`` then ``ignore_comments``): a line ending in ``\\`` is joined to the next with
+    its backslashes dropped and nothing put in their place (``fi\\`` + ``le:`` is ``file:``), unless
+    the line is a comment; then a ``#`` at the start or after whitespace starts a comment, and blank
+    lines are dropped."""
+    logical: list[str] = []
     pending: list[str] = []
     for line in text.splitlines():
-        comment = re.match(r"(^|\s+)#.*$", line) is not None
+        comment = re.match(_COMMENT_RE, line) is not None
         if line.endswith("\\") and not comment:
             pending.append(line.strip("\\"))
             continue
-        if comment:
-            line = " " + line
-        logical = "".join(pending + [line])
+        logical.append("".join(pending) + (" " + line if comment else line))
         pending = []
-        s = re.sub(r"(^|\s+)#.*$", "", logical).strip()
-        if s:
-            out.append(s)
     if pending:
-        s = re.sub(r"(^|\s+)#.*$", "", "".join(pending)).strip()
-        if s:
-            out.append(s)
-    return out
+        logical.append("".join(pending))
+    return [s for s in (re.sub(_COMMENT_RE, "", line).strip() for line in logical) if s]
 
 
 def _local_target(word: str) -> bool:
+    """Whether ``word`` names a local path or a ``file:`` URL, alone or after ``name@``."""
     low = word.lower()
-    target = low.split("@", 1)[1] if "@" in low and "://" not in low.split("@", 1)[0] else low
-    return target.startswith(("./", "../", "/", "~", "file:", ".\\")) or target in (".", "..") or "file:" in low
+    before, at, after = low.partition("@")
+    target = after if at and "://" not in before else low
+    return target.startswith(LOCAL_PREFIXES) or target in LOCAL_NAMES or "file:" in low
 
 
 def requirement_problem(line: str) -> str | None:
@@ -471,26 +471,23 @@ def requirement_problem(line: str) -> str | None:
         if _local_target(word):
             return "a local path or file: URL is not available inside the image build"
     try:
-        words = shlex.split(" ".join(tokens[first:]))
+        words = iter(shlex.split(" ".join(tokens[first:])))
     except ValueError:
         return "the options part has an unclosed quote or a trailing backslash"
-    value_next = False
     for word in words:
-        if value_next:
-            value_next = False
-            if _local_target(word):
-                return "a local path or file: URL is not available inside the image build"
-            continue
         if not word.startswith("-"):
             return (f"{word!r} follows the options, where pip ignores it or reads it as an option's value: "
                     "put the requirement first, then its options")
-        name = word.split("=", 1)[0]
+        name, eq, _ = word.partition("=")
         if name not in REQUIREMENT_OPTIONS:
             return (f"the pip option {name} is not accepted (only {', '.join(REQUIREMENT_OPTIONS)}, spelt in full: "
                     "nothing may point pip at another index, file or folder)")
-        value_next = "=" not in word and name in _OPTIONS_WITH_VALUE
-    if value_next:
-        return f"the pip option {words[-1]} needs a value"
+        if not eq and name in _OPTIONS_WITH_VALUE:
+            value = next(words, None)
+            if value is None:
+                return f"the pip option {name} needs a value"
+            if _local_target(value):
+                return "a local path or file: URL is not available inside the image build"
     return None
 
 

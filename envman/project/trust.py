@@ -19,15 +19,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
-from envman.errors import UserError, clip_list, printable
+from envman.errors import EnvmanError, UserError, clip_list, printable
 from envman.paths import config_dir
 import shlex
 
 from envman.project.file import ProjectConfig, default_shm_size, mount_text, shm_bytes, unsafe_reason
 
 TRUST_FILE = "trust.json"
+_T = TypeVar("_T")
 
 
 def trust_path() -> Path:
@@ -77,19 +78,35 @@ def is_trusted(real_path: str, sha256: str, path: Path | None = None, *,
     return trusted_entry(real_path, sha256, root, path) is not None
 
 
-def _update(change: Callable[[dict[str, dict[str, Any]]], None], path: Path | None = None) -> None:
-    from filelock import FileLock
+#: How long ``project trust`` / ``untrust`` wait for another envman process writing the record.
+LOCK_TIMEOUT = 60.0
+
+
+def _update(change: Callable[[dict[str, dict[str, Any]]], _T], path: Path | None = None) -> _T:
+    """Apply ``change`` to the records under the record's lock and write them back (mode 0600);
+    ``change``'s answer is returned. A lock held past :data:`LOCK_TIMEOUT` is one error line."""
+    from filelock import FileLock, Timeout
 
     from envman.safefile import private_dir
     from envman.state import atomic_write
 
     file = path or trust_path()
     private_dir(file.parent)
-    with FileLock(str(file.with_name(file.name + ".lock")), timeout=60):
+    lock = FileLock(str(file.with_name(file.name + ".lock")))
+    try:
+        lock.acquire(timeout=LOCK_TIMEOUT)
+    except Timeout:
+        raise EnvmanError(f"another envman process has held the trust record's lock for {LOCK_TIMEOUT:.0f} s",
+                          where=lock.lock_file, fix="wait for it to finish, or remove the lock file if no envman "
+                          "process is running") from None
+    try:
         files = _read(file)
-        change(files)
+        answer = change(files)
         doc = {"schema": 1, "files": dict(sorted(files.items()))}
-        atomic_write(file, json.dumps(doc, indent=2) + "\n", mode=0o600)
+        atomic_write(file, json.dumps(doc, indent=2) + "\n")  # 0600, atomic_write's default
+        return answer
+    finally:
+        lock.release()
 
 
 def trust(real_path: str, sha256: str, path: Path | None = None, *,
@@ -112,14 +129,11 @@ def trust(real_path: str, sha256: str, path: Path | None = None, *,
 
 def untrust(real_path: str, path: Path | None = None) -> bool:
     """Forget a file; ``False`` when it was not trusted."""
-    removed: list[str] = []
 
-    def change(files: dict[str, dict[str, Any]]) -> None:
-        if files.pop(real_path, None) is not None:
-            removed.append(real_path)
+    def change(files: dict[str, dict[str, Any]]) -> bool:
+        return files.pop(real_path, None) is not None
 
-    _update(change, path)
-    return bool(removed)
+    return _update(change, path)
 
 
 # --------------------------------------------------------------------------- what needs trust

@@ -1,0 +1,151 @@
+"""envman.project.file: requirements read exactly as pip reads them (pip's own ``req_file`` is the
+oracle), every local reference in every form, and every refusal of a requirements path exactly."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+from envman.errors import UserError
+from envman.project import file as F
+from envman.project.file import (
+    LOCAL_NAMES, LOCAL_PREFIXES, REQUIREMENT_OPTIONS, _OPTIONS_WITH_VALUE, check_requirements, requirement_lines,
+    requirement_problem,
+)
+from tests.support.errors import refusal
+
+# --------------------------------------------------------------------------- requirements as pip reads them
+
+pip_req_file = pytest.importorskip("pip._internal.req.req_file")
+
+REQ_TEXT = st.text(alphabet=st.sampled_from("ab#\\ \t\n\r-="), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(REQ_TEXT)
+@example("pkg==1.0 @ fi\\\nle:///etc/passwd\n")
+@example("a \\\n# c \\\nb\n#x\\\nc\\")
+@example("\\\\a\\\\\nb")
+def test_logical_lines_are_pip_s_own(text):
+    """pip joins a line ending in a backslash to the next with no space (so ``fi\\`` + ``le:``
+    is ``file:``), then drops comments and blank lines: the check sees what pip will read."""
+    lines = pip_req_file.join_lines(enumerate(text.splitlines(), start=1))
+    assert requirement_lines(text) == [line for _, line in pip_req_file.ignore_comments(lines)]
+
+
+#: Options that point pip elsewhere (pip's req_file SUPPORTED_OPTIONS beyond the allowed ones).
+REDIRECTS = ("--index-url", "--extra-index-url", "--no-index", "--constraint", "--requirement", "--editable",
+             "--find-links", "--trusted-host", "-i", "-r", "-c", "-e", "-f")
+
+
+@pytest.mark.parametrize("option", REDIRECTS)
+@pytest.mark.parametrize("form", ['--pre "{o}=x"', "--pre '{o}' x", 'pkg --hash=sha256:a "{o}" x', "-\\\n{o_tail} x",
+                                  "pkg \\\n{o}=x", "--prefer-binary\\\n {o}=x"])
+def test_a_redirecting_option_is_refused_quoted_or_split_over_lines(option, form):
+    text = form.format(o=option, o_tail=option[1:]) + "\n"
+    with pytest.raises(UserError, match="is not accepted"):
+        check_requirements(text, where="W")
+
+
+LOCAL_FORMS = ["{p}x", "pkg@{p}x", "pkg @ {p}x", "pkg[extra] @ {p}x", "pkg @ \\\n{p}x", "pkg@{p}x://y", "pkg==1 --hash {p}x"]
+
+
+# (in the options part pip removes a backslash like a shell: ".\\x" is ".x" there)
+@pytest.mark.parametrize("prefix,form", [(p, f) for p in LOCAL_PREFIXES + ("file:", "FILE:") for f in LOCAL_FORMS
+                                         if not ("\\" in p and "--hash" in f)])
+def test_every_local_reference_is_refused(prefix, form):
+    text = form.format(p=prefix)
+    assert requirement_problem(" ".join(requirement_lines(text))) == \
+        "a local path or file: URL is not available inside the image build"
+
+
+@pytest.mark.parametrize("name", LOCAL_NAMES)
+@pytest.mark.parametrize("form", ["{n}", "pkg@{n}", "pkg @ {n}"])
+def test_a_bare_dot_or_dot_dot_is_refused(name, form):
+    assert requirement_problem(form.format(n=name)) is not None
+
+
+@pytest.mark.parametrize("text", ["fi\\\nle:///etc/passwd", "pkg @ fi\\\nle:///x", "pkg==$\\\n{HOME}", "pkg==${HOME}",
+                                  "$\\\n{PIP_INDEX_URL}"])
+def test_a_line_continuation_cannot_hide_a_file_url_or_an_expansion(text):
+    with pytest.raises(UserError):
+        check_requirements(text + "\n", where="W")
+
+
+URL_PATH = st.text(alphabet=st.sampled_from("abz019./@~:-_"), max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(URL_PATH)
+@example("./x")
+@example("/abs")
+def test_the_at_of_a_url_s_user_part_is_not_a_direct_reference(path):
+    """``https://user@host/...`` keeps its ``@``: only ``name @ URL`` is a direct reference."""
+    assert requirement_problem(f"pkg @ https://tok@host/{path}") is None
+    assert requirement_problem(f"https://tok@{path}") is None
+
+
+@pytest.mark.parametrize("option", REQUIREMENT_OPTIONS)
+@given(value=st.text(alphabet=st.sampled_from("abc019:=-,"), min_size=1, max_size=12))
+@settings(max_examples=30, deadline=None)
+def test_an_allowed_option_is_accepted_whatever_its_value(option, value):
+    assert requirement_problem(f"pkg==1 {option}={value}") is None
+
+
+@pytest.mark.parametrize("option", REQUIREMENT_OPTIONS)
+def test_a_value_follows_only_the_options_that_take_one(option):
+    takes = option in _OPTIONS_WITH_VALUE
+    assert requirement_problem(f"pkg==1 {option} v") == (None if takes else (
+        "'v' follows the options, where pip ignores it or reads it as an option's value: put the requirement first, "
+        "then its options"))
+    assert requirement_problem(f"pkg==1 {option}") == (f"the pip option {option} needs a value" if takes else None)
+    assert requirement_problem(f"pkg==1 {option} v w") is not None  # one value only
+    if takes:
+        assert requirement_problem(f"pkg==1 {option} ./x") == \
+            "a local path or file: URL is not available inside the image build"
+        assert requirement_problem(f"pkg==1 {option} v --pre") is None
+
+
+def test_a_refused_requirement_is_one_exact_line_quoting_at_most_120_characters():
+    line = "pkg @ file:///" + "x" * 200
+    assert refusal(lambda: check_requirements(f"ok==1\n{line}\n", where="W: requirements")) == (
+        repr(line[:120] + "… (94 more characters)") + ": a local path or file: URL is not available inside the image build",
+        "W: requirements",
+        "list package names (pkg==1.2, pkg @ https://...) only; the index is envman's (config [network] pip_index); "
+        "install local code at run time from /workspace")
+    assert refusal(lambda: check_requirements("pkg==${X}\n", where="W"))[0] == \
+        "'pkg==${X}': pip would expand ${...} from the build's environment"
+    assert refusal(lambda: check_requirements("--no-index\n", where="W"))[0] == (
+        "'--no-index': the pip option --no-index is not accepted (only --hash, --pre, --prefer-binary, --only-binary, "
+        "--no-binary, --require-hashes, spelt in full: nothing may point pip at another index, file or folder)")
+    assert refusal(lambda: check_requirements("pkg --hash 'x\n", where="W"))[0] == \
+        "\"pkg --hash 'x\": the options part has an unclosed quote or a trailing backslash"
+    assert refusal(lambda: check_requirements("pkg\t--hash=x\n", where="W"))[0] == \
+        "'pkg\\t--hash=x': an option inside the requirement (after a tab) is not accepted: put options after a space"
+
+
+# --------------------------------------------------------------------------- the requirements file a project names
+
+REQ_FIX = "give a path relative to the project root, or a list of requirements"
+
+
+@pytest.mark.parametrize("rel", ["", "/etc/passwd", "~/req.txt", "~req.txt", "a\0b", "r" * 4097])
+def test_a_requirements_path_that_is_not_inside_the_project_by_its_text_is_refused(tmp_path, rel):
+    assert refusal(lambda: F.read_requirements(tmp_path, rel, where="W")) == (
+        f"key requirements: {rel!r} must be a file inside the project", "W", REQ_FIX)
+
+
+def test_the_4096_character_limit_is_inclusive(tmp_path):
+    what = refusal(lambda: F.read_requirements(tmp_path, "r" * 4096, where="W"))[0]
+    assert "must be a file inside the project" not in what  # passed the rule; the file system answers
+
+
+def test_a_missing_requirements_file_and_one_that_is_not_a_regular_file(tmp_path):
+    assert refusal(lambda: F.read_requirements(tmp_path, "nope.txt", where="W")) == (
+        f"key requirements: file 'nope.txt' not found under {tmp_path}", "W", REQ_FIX)
+    os.mkfifo(tmp_path / "fifo.txt")
+    assert refusal(lambda: F.read_requirements(tmp_path, "fifo.txt", where="W")) == (
+        "is a FIFO (named pipe), expected a regular requirements file", str(tmp_path / "fifo.txt"),
+        "give a regular UTF-8 file inside the project, or a list of requirements")

@@ -1,0 +1,152 @@
+"""envman.project.file: every refusal of a project file's values exactly (what, where, fix) and
+what each accepted value becomes: environment, GPUs, shm sizes and the host's RAM, the project's
+identity, walking up, ``project show --json``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from envman.project import file as F
+from envman.project.file import GpuRequest, parse_environment, parse_gpus
+from tests.support.errors import refusal
+
+# --------------------------------------------------------------------------- environment, GPUs, shm
+
+ENV_FIX = 'e.g. [environment] then WANDB_MODE = "offline"'
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("X=1", ("key environment: expected a table of NAME = value, got 'X=1'", ENV_FIX)),
+    ([1], ("key environment: expected a table of NAME = value, got [1]", ENV_FIX)),
+    ({"1X": "a"}, ("key environment.1X: expected a variable name (letters, digits, _), got '1X'", None)),
+    ({"A\x1bB": "a"}, ("key environment: expected a variable name (letters, digits, _), got 'A\\x1bB'", None)),
+    ({"X": [1]}, ("key environment.X: expected a string or a number, got [1]", None)),
+    ({"X": True}, ("key environment.X: expected a string or a number, got True", None)),
+    ({"X": None}, ("key environment.X: expected a string or a number, got None", None)),
+] + [({"X": f"a{c}b"}, ("key environment.X: the value contains a NUL byte or a line break, which cannot be passed to a "
+                        "container", "put multi-line data in a file in the project and read it")) for c in "\0\n\r"])
+def test_every_environment_refusal_exactly(value, expected):
+    assert refusal(lambda: parse_environment(value, where="W")) == (expected[0], "W", expected[1])
+
+
+def test_environment_values_become_sorted_strings():
+    assert parse_environment({"B": 1, "A": 1.5, "C": "x y"}, where="W") == (("A", "1.5"), ("B", "1"), ("C", "x y"))
+
+
+@pytest.mark.parametrize("value", ["none", "NONE", " none ", "0", " 0 ", "", "   ", 0])
+def test_every_spelling_of_no_gpu_is_none(value):
+    assert parse_gpus(value, where="W") is None
+
+
+@pytest.mark.parametrize("value", ["lots", -1, True, 1.5, [1], "device=", "device=0,", "device=0;x", "2x"])
+def test_every_gpu_refusal_exactly(value):
+    assert refusal(lambda: parse_gpus(value, where="W")) == (
+        f'key gpus: expected "all", "none", a count or "device=0,2", got {value!r}', "W",
+        'e.g. gpus = "all", gpus = 2 or gpus = "device=0,2"')
+
+
+@pytest.mark.parametrize("request_,text,count", [
+    (GpuRequest("all"), "all", 1), (GpuRequest("count", count=3), "3", 3),
+    (GpuRequest("devices", devices=("0", "GPU-1")), "device=0,GPU-1", 2), (None, None, 0)])
+def test_each_gpu_request_kind_prints_and_counts(request_, text, count):
+    if request_ is not None:
+        assert str(request_) == text and parse_gpus(text, where="W") == request_
+    assert F.cluster_gpu_count(request_) == count
+
+
+@pytest.mark.parametrize("text,n", [("1", 1), ("7b", 7), ("1k", 1024), ("1kb", 1024), ("1KiB", 1024), ("3m", 3 * 1024**2),
+                                    ("2g", 2 * 1024**3), ("2gib", 2 * 1024**3), ("1t", 1024**4), (" 5M ", 5 * 1024**2)])
+def test_every_size_unit_is_a_power_of_1024(text, n):
+    assert F.shm_bytes(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "g", "-1", "1_000", "+5", "1x", "1.5g"])
+def test_anything_else_is_not_a_size(text):
+    with pytest.raises(ValueError):
+        F.shm_bytes(text)
+
+
+def _sysconf(pages: int, page: int):
+    def sysconf(name: str) -> int:
+        return {"SC_PHYS_PAGES": pages, "SC_PAGE_SIZE": page}[name]  # KeyError, like ValueError, for any other
+    return sysconf
+
+
+@pytest.mark.parametrize("pages,page,ram,shm", [(1024, 4096, 4 * 1024**2, "64m"), (1536 * 256, 4096, 1536 * 1024**2, "768m"),
+                                                (4 * 1024**2, 4096, 16 * 1024**3, "8g"), (2 * 1024**2, 4096, 8 * 1024**3, "4g")])
+def test_the_host_s_ram_is_pages_times_page_size_and_the_default_shm_follows(monkeypatch, pages, page, ram, shm):
+    monkeypatch.setattr(F.os, "sysconf", _sysconf(pages, page))
+    assert F.host_ram() == ram and F.default_shm_size() == shm
+
+
+def test_a_host_that_cannot_say_its_ram_counts_as_16_gib(monkeypatch):
+    def sysconf(name: str) -> int:
+        raise ValueError(name)
+    monkeypatch.setattr(F.os, "sysconf", sysconf)
+    assert F.host_ram() == 16 * 1024**3 and F.default_shm_size() == "8g"
+
+
+@pytest.mark.parametrize("ram,shm", [(0, "64m"), (2 * 1024**2, "64m"), (128 * 1024**2, "64m"), (130 * 1024**2, "65m")])
+def test_the_default_shm_is_never_below_64_mib(ram, shm):
+    assert F.default_shm_size(ram) == shm
+
+
+# --------------------------------------------------------------------------- identity, walking up
+
+
+def test_the_identity_is_the_name_and_12_hex_of_the_real_root(tmp_path):
+    odd = tmp_path / os.fsdecode(b"caf\xe9")  # not UTF-8: a surrogate in the str
+    odd.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(odd)
+    for root in (odd, link):
+        ident = F.project_identity("p", root)
+        assert ident == "p-" + hashlib.sha256(os.fsencode(os.path.realpath(odd))).hexdigest()[:12]
+    assert F.project_identity("p", tmp_path) != F.project_identity("p", odd)
+
+
+def test_walking_up_starts_at_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / "envman.toml").write_text('stack = "torch-2.4"\n')
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert F.find_project_file() == tmp_path / "envman.toml"
+
+
+def test_a_file_found_walking_up_that_is_not_yours_is_one_exact_refusal(tmp_path):
+    f = tmp_path / "envman.toml"
+    f.write_text('stack = "torch-2.4"\n')
+    os.chmod(f, 0o666)
+    (tmp_path / "sub").mkdir()
+    assert refusal(lambda: F.find_project_file(tmp_path / "sub")) == (
+        f"found walking up from {tmp_path / 'sub'}, but others can write it (group/world-writable); it was not used",
+        str(f), f"read it, then name it explicitly and trust it (envman project trust {f}), "
+                "or create your own envman.toml nearer")
+
+
+# --------------------------------------------------------------------------- what `project show --json` prints
+
+
+def test_project_json_has_every_field(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    root = tmp_path / "p"
+    (root / "d").mkdir(parents=True)
+    (root / "envman.toml").write_text(
+        'name = "x"\nstack = "torch-2.4"\nrequirements = ["a==1", "b"]\napt = ["zlib1g", "curl"]\ncommand = "python t.py"\n'
+        'gpus = "device=0,1"\nshm_size = "1g"\nmounts = ["./d:/d:ro", "./d:/e"]\nports = [8888, "1:2"]\n'
+        '[environment]\nK = "v"\n')
+    assert F.load_project(root).to_json() == {
+        "name": "x", "root": str(root), "file": str(root / "envman.toml"), "stack": "torch-2.4",
+        "requirements": ["a==1", "b"], "requirements_file": None, "apt": ["curl", "zlib1g"],
+        "command": ["python", "t.py"], "gpus": "device=0,1", "shm_size": "1g", "environment": {"K": "v"},
+        "mounts": [f"{root}/d:/d:ro", f"{root}/d:/e"], "ports": ["8888:8888", "1:2"], "needs_image": True}
+    (root / "envman.toml").write_text('gpus = "none"\n')
+    (root / "r.txt").write_text("a==1\n\n")
+    shown = F.load_project(root).to_json()
+    assert (shown["gpus"], shown["stack"], shown["needs_image"], shown["requirements"]) == ("none", None, False, [])
+    (root / "envman.toml").write_text('requirements = "r.txt"\n')
+    shown = F.load_project(root).to_json()
+    assert (shown["gpus"], shown["requirements_file"], shown["requirements"], shown["needs_image"]) == (
+        None, "r.txt", ["a==1"], True)
