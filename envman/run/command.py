@@ -281,7 +281,7 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
     record_run(key, deps=run_dependencies(project, found_from=found_from, report=report_path(base_id),
                                           matrix=matrix),
                images=images, argv=docker_argv(plan, env_file=ENV_FILE_SLOT if plan.environment else None),
-               home=plan.home, environment=plan.environment, project_file=str(project.file),
+               home=plan.home, sources=[plan.root, plan.home, *(m.source for m in plan.mounts)], environment=plan.environment, project_file=str(project.file),
                warnings=[p.message for p in prepared.problems if p.level == WARNING])
 
 

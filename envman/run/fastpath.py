@@ -48,7 +48,7 @@ from envman.engine.handoff import exec_docker, terminal_flags, which, with_termi
 from envman.engine.socket import NoAnswer, image_id, local_socket
 from envman.paths import cache_dir
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 MAX_ENTRIES = 32
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
@@ -96,6 +96,19 @@ def signature(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
+def source_identity(path: str) -> list[Any] | None:
+    """What a bind-mount source is, as ``docker run`` will follow it: [real path, device, inode],
+    or ``None`` when it does not resolve. A folder swapped for a symlink (to ``~/.ssh``, to
+    ``/var/run``), or any component of its path repointed, changes the real path; the same path
+    recreated changes the inode."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    return [real, st.st_dev, st.st_ino]
+
+
 def code_files() -> list[str]:
     """The files of envman that decided what this process is about to record: the source of every
     ``envman`` module it has loaded (all the full path needed, however deep its lazy imports went)
@@ -131,6 +144,9 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
         for path, sig in entry["deps"]:
             if signature(path) != sig:
                 return None
+        for path, ident in entry.get("sources", ()):
+            if source_identity(path) != ident:
+                return None
         sock = local_socket(environ)
         for ref, recorded_id in entry["images"]:
             if image_id(sock, ref) != recorded_id:
@@ -150,7 +166,7 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
         return
     try:
         entry = lookup(cache_key(matrix, args, command))
-        if entry is None or not all(isinstance(a, str) for a in entry["argv"]):
+        if entry is None or "sources" not in entry or not all(isinstance(a, str) for a in entry["argv"]):
             return
         os.makedirs(entry["home"], mode=0o700, exist_ok=True)
         argv = with_terminal(entry["argv"], *terminal_flags())
@@ -204,12 +220,18 @@ def value_hash(value: str) -> str:
 
 
 def record_run(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
-               home: str, environment: Sequence[tuple[str, str]] = (), project_file: str = "",
-               warnings: Sequence[str] = ()) -> None:
+               home: str, sources: Sequence[str], environment: Sequence[tuple[str, str]] = (),
+               project_file: str = "", warnings: Sequence[str] = ()) -> None:
     """Keep the plan of a run that passed its preflight (the full path calls this before exec).
-    The environment is kept as names and hashes (:func:`value_hash`), never values."""
+    ``sources`` are the host paths the run bind-mounts (project root, home, every mount): a hit
+    needs each to resolve to the same real path and inode as now (:func:`source_identity`), since
+    the mount policy was checked against what they resolved to. The environment is kept as names
+    and hashes (:func:`value_hash`), never values."""
+    idents = [[p, source_identity(p)] for p in sources]
+    if any(ident is None for _, ident in idents):
+        return  # a source that does not resolve now: nothing safe to remember
     record(key, deps=deps, images=images, argv=list(argv), home=home, project_file=project_file,
-           env=[[k, value_hash(v)] for k, v in environment], warnings=list(warnings))
+           sources=idents, env=[[k, value_hash(v)] for k, v in environment], warnings=list(warnings))
 
 
 # --------------------------------------------------------------------------- envman build

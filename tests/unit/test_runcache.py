@@ -419,3 +419,41 @@ def test_a_recorded_human_no_op_build_prints_the_lines_the_full_path_printed(noo
         runcache.try_cached_build([], words)
     assert e.value.code == 0
     assert capsys.readouterr().out == f"{line[0]} {line[2]}\n"
+
+
+@pytest.mark.parametrize("swap", ["mount folder made a symlink", "parent repointed",
+                                  "project root made a symlink"])
+def test_a_mount_source_that_resolves_elsewhere_now_takes_the_full_path(world, engine, swap):
+    """The mount policy was checked against what each bind source resolved to; a cached plan is
+    served only while every source (project root, home, each mount) still resolves to the same
+    real path and inode, so a folder swapped for a symlink to a protected path is checked again."""
+    import shutil
+
+    root, tmp = world["root"], world["tmp"]
+    (tmp / "shared" / "a").mkdir(parents=True)
+    (tmp / "shared" / "b").mkdir()
+    (tmp / "link").symlink_to(tmp / "shared" / "a")
+    (root / "data").mkdir()
+    (root / "envman.toml").write_text(f'name = "p"\nstack = "torch-2.4-cpu"\nmounts = ["./data:/data", '
+                                      f'"{tmp}/link:/shared"]\n')
+    try:
+        main([*MATRIX, "project", "trust", str(root)])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    assert envman_run("--no-gpu", "--", "true")[0] == "full"
+    assert envman_run("--no-gpu", "--", "true")[0] == "cached"
+    secret = tmp / "secret"
+    secret.mkdir()
+    if swap == "mount folder made a symlink":
+        (root / "data").rmdir()
+        (root / "data").symlink_to(secret)
+    elif swap == "parent repointed":
+        (tmp / "link").unlink()
+        (tmp / "link").symlink_to(tmp / "shared" / "b")
+    else:
+        shutil.move(str(root), str(tmp / "moved"))
+        (tmp / "moved" / "data").rmdir()
+        (tmp / "moved" / "data").symlink_to(secret)
+        root.symlink_to(tmp / "moved")
+    result = envman_run("--no-gpu", "--", "true")
+    assert not (isinstance(result, tuple) and result[0] == "cached"), result
