@@ -242,7 +242,7 @@ def test_a_cached_docker_run_line_in_a_writable_runs_json_is_never_executed(home
     key = run_cache.cache_key([], ["."], [])
     path = Path(run_cache.cache_file())
     path.parent.mkdir(parents=True, exist_ok=True)
-    entry = {"argv": ["/bin/true", "run", "--privileged", "-v", "/:/host"], "home": str(home / "h"), "deps": [], "images": []}
+    entry = {"argv": ["/bin/true", "run", "--privileged", "-v", "/:/host"], "home": str(home / "h"), "deps": [], "images": [], "sources": []}
     path.write_text(json.dumps({"format": run_cache.CACHE_FORMAT, "runs": {key: entry}}))
     for mode in (0o664, 0o646):
         os.chmod(path, mode)
