@@ -84,22 +84,10 @@ def check_time(value: str, *, where: str = "--time") -> str:
         raise bad
     days, first, second, third = m.groups()
     nums = [int(x) for x in (first, second, third) if x is not None]
-    if days is not None:
-        hours, minutes, seconds = (nums + [0, 0])[:3]
-        if hours > 23 or minutes > 59 or seconds > 59 or len(first) > 2:
-            raise bad
-        total = ((int(days) * 24 + hours) * 60 + minutes) * 60 + seconds
-    elif third is not None:  # H:M:S
-        hours, minutes, seconds = nums
-        if minutes > 59 or seconds > 59:
-            raise bad
-        total = (hours * 60 + minutes) * 60 + seconds
-    else:  # M or M:S
-        minutes, seconds = (nums + [0])[:2]
-        if second is not None and seconds > 59:
-            raise bad
-        total = minutes * 60 + seconds
-    if total == 0:
+    # Every field after the first is minutes or seconds; after "D-", the first is hours (two digits).
+    if any(n > 59 for n in nums[1:]) or (days is not None and (nums[0] > 23 or len(first) > 2)):
+        raise bad
+    if not any(nums) and not int(days or 0):
         raise UserError(f"{value!r} is a time limit of zero", where=where, fix="give a positive limit, or UNLIMITED")
     return v
 
@@ -543,12 +531,24 @@ def load_records() -> list[JobRecord]:
     for f in d.glob("*.json") if d.is_dir() else ():
         from envman.safefile import read_state_json
 
-        doc: Any = read_state_json(f, what="job record", limit=64 * 1024)  # a wrong shape fails below
-        try:
-            out.append(JobRecord(**{k: doc[k] for k in JobRecord.__dataclass_fields__ if k in doc}))
-        except (OSError, ValueError, TypeError):
-            continue
+        rec = _job_record(read_state_json(f, what="job record", limit=64 * 1024))
+        if rec is not None:
+            out.append(rec)
     return sorted(out, key=lambda r: (r.submitted, int(r.id)), reverse=True)  # ids restart when a cluster is reset
+
+
+def _job_record(doc: object) -> JobRecord | None:
+    """A job record read back, or ``None`` unless every field has its type (an id Slurm gives)."""
+    if not isinstance(doc, dict):
+        return None
+    strings = ("id", "project", "stack", "runtime", "log", "script")
+    if not all(isinstance(doc.get(k), str) for k in strings) or not re.fullmatch(_JOB_ID_RE, doc["id"]):
+        return None
+    submitted, gpus = doc.get("submitted"), doc.get("gpus", 0)
+    if isinstance(submitted, bool) or not isinstance(submitted, (int, float)) or isinstance(gpus, bool) \
+            or not isinstance(gpus, int):
+        return None
+    return JobRecord(*(doc[k] for k in strings), float(submitted), gpus)
 
 
 def record(job_id: str) -> JobRecord:
