@@ -343,6 +343,9 @@ def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
     from envman.project.policy import forbidden_reason
 
     for m in mounts:
+        if any(c in p for p in (m.source, m.target) for c in "\0\n\r"):
+            raise UserError(f"mount {m.source!r}:{m.target!r} holds a NUL byte or a line break", where="envman export",
+                            fix="no exported file may carry it")
         why = forbidden_reason(m.source)
         if why:
             raise UserError(f"mount {m.source}:{m.target} is refused: {why}", where="envman export",
