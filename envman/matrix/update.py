@@ -634,12 +634,12 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
             continue
         md = ctx.metadata([rep.file])[rep.file.url]
         pins = cuda_pins(md.requires_dist, ["and-cuda"])
+        if pins.cuda is None and pins.cuda_major is None:  # tensorflow[and-cuda] would install no CUDA
+            result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
+            continue
         prev = previous_row(ctx.matrix, "tensorflow", v, "gpu", pins.cuda_major)
         b = RowBuilder("tensorflow", v, "gpu")
         b.cuda(pins, md, prev)
-        if "cuda" not in b.data:
-            result.skipped.append(f"tensorflow {v}: the wheel's [and-cuda] extra states no CUDA")
-            continue
         _wheel_columns(ctx, b, ws, pins, ("and-cuda",), "tensorflow", f"tensorflow[and-cuda]=={v}",
                        system_cuda=False, prev=prev)
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
