@@ -82,6 +82,22 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "tests": ["tests/unit/test_build_rules.py", "tests/unit/test_build_pipeline.py", "tests/unit/test_build_failure.py",
                   "tests/unit/test_shared_engine.py"],
     },
+    # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
+    "cluster": {
+        "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
+        "tests": [
+            "tests/unit/test_export_rules.py", "tests/unit/test_slurm_rules.py", "tests/unit/test_export.py",
+            "tests/unit/test_slurm.py", "tests/unit/test_security_rules.py",
+        ],
+    },
+    # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.
+    "update": {
+        "modules": ["envman/matrix/update.py"],
+        "tests": [
+            "tests/unit/test_update_rules.py", "tests/unit/test_matrix_update.py", "tests/unit/test_cuda_discovery.py",
+            "tests/unit/test_security_rules.py",
+        ],
+    },
 }
 
 
