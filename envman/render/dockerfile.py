@@ -2,8 +2,9 @@
 
 Rendering never needs a Docker engine. The split follows repo2docker: :mod:`envman.render.plan`
 answers small questions with typed data (a frozen ``DockerfilePlan`` with one section per layer:
-which packages, which pins, which pip flags, which quoted LABEL values), and one strict template
-set (``templates/dockerfiles``, through :mod:`envman.render.template`) lays it out. This module
+which packages, which pins, which pip flags, which quoted LABEL values), :mod:`envman.render.layout`
+lays it out as typed Dockerfile steps (the hpccm shape: building blocks made of primitives), and
+the templates (``templates/dockerfiles``, through :mod:`envman.render.template`) print them. This module
 checks the stack, picks the wheelhouse's wheels, turns index credentials into a build secret,
 and assembles the context and its hash. Two renders of the same inputs are byte-identical.
 
@@ -58,6 +59,7 @@ from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX, STACK_NAME_PATTERN
 from envman.stack.names import Stack
 from envman.render.plan import (
     BUILDER_KINDS,
+    CA_CONTEXT_FILE,
     CA_DEST,
     ENVMAN_FILES,
     MIN_PYTHON,
@@ -457,7 +459,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
         "envman/stack.json": (json.dumps(stack.to_json(), indent=2, sort_keys=True) + "\n").encode(),
     }
     if options.ca_bundle is not None:
-        files["envman/ca-bundle.crt"] = options.ca_bundle.read_bytes()
+        files[CA_CONTEXT_FILE] = options.ca_bundle.read_bytes()
     if base is not None:
         files.update({f"{BASE_CONTEXT_DIR}/{name}": data for name, data in base.context().items()})
     for w in wheels:

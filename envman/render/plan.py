@@ -1,13 +1,15 @@
 """The Dockerfile plan: what an image's Dockerfile says, as typed, frozen sections.
 
 A :class:`DockerfilePlan` is built by a pure function (:func:`stack_plan` for a stack image,
-:func:`project_plan` for a project image, :func:`notebook_plan` for the notebook layer) and laid
-out by one template set
-(``templates/dockerfiles``, see :mod:`envman.render.template`). Python computes every pin, flag,
-path and quoted value here; the templates only print attributes of the plan, in layer order:
+:func:`project_plan` for a project image, :func:`notebook_plan` for the notebook layer). Python
+computes every pin, flag, path, BuildKit mount and quoted value here, in layer order:
 
     base -> os_packages -> python -> framework -> nvidia -> pip_packages / project
          -> envman_files -> labels
+
+:mod:`envman.render.layout` then lays the plan out as Dockerfile steps (:mod:`envman.render.steps`
+writes each instruction), and the templates (``templates/dockerfiles``, see
+:mod:`envman.render.template`) only print those steps.
 
 A section a kind of image does not have is ``None`` (a project image has no ``python`` or
 ``framework``; a stack image has no ``project``; a CPU stack has no ``nvidia``). Values that land
@@ -29,6 +31,7 @@ from envman import labels as L
 from envman.errors import RenderError
 from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_label_json
+from envman.render.steps import BindMount, CacheMount, Mount, SecretMount
 from envman.paths import CONTAINER_HOME
 from envman.state import stable_ref
 from envman.stack.names import APT_PACKAGE_PATTERN, DEFAULT_PLATFORM, PROJECT_NAME_PATTERN, STACK_NAME_PATTERN, Stack
@@ -79,6 +82,8 @@ MIN_UV_PYTHON = Version("3.8")
 
 #: The files of a stack's build context that its Dockerfile copies into ``ENVMAN_DIR``.
 PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"
+#: --ca-bundle's copy in a stack's build context.
+CA_CONTEXT_FILE = "envman/ca-bundle.crt"
 ENVMAN_FILES = ("envman/entrypoint.sh", PROBE_CONTEXT_FILE, "envman/stack.json")
 #: The labels a stack image's Dockerfile writes, in order (``envman.render-hash`` follows them,
 #: on the last line, once the render hash is known).
@@ -171,10 +176,10 @@ class BuilderOptions:
     kind: BuilderKind
     #: pip's cache option: ``--no-cache-dir`` (classic), or a cache mount's directory (BuildKit).
     pip_cache: str
-    #: BuildKit with --ca-bundle: shell that merges the mounted bundle into one file for pip and
-    #: uv at the start of a step, and removes it at the end (classic: empty, the system store has it).
-    ca_prelude: str = ""
-    ca_cleanup: str = ""
+    #: BuildKit with --ca-bundle: the commands that merge the mounted bundle into one file for pip
+    #: and uv at the start of a step, and remove it at the end (classic: none, the system store has it).
+    ca_prelude: str | None = None
+    ca_cleanup: str | None = None
 
     @property
     def buildkit(self) -> bool:
@@ -205,7 +210,6 @@ class NetworkOptions:
 class OsPackages:
     """One apt step: update, install ``packages``, clean up."""
 
-    run: str  # ``RUN `` with its BuildKit mount flags
     apt_get: str  # ``apt-get`` with its options
     packages: tuple[str, ...]  # sorted, validated package names (``name`` or ``name=version``)
     #: Prefix of the install command (a project image sets DEBIAN_FRONTEND there; a stack image
@@ -216,6 +220,7 @@ class OsPackages:
     update_ca_certificates: bool = False  # add the copied CA bundle to the system store
     clean_lists: bool = True  # remove apt's lists (they are a cache mount on BuildKit)
     home: str | None = None  # a HOME made usable by any uid, with /etc/passwd and /etc/group
+    mounts: tuple[Mount, ...] = ()  # BuildKit: apt's caches, the CA bundle
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,7 @@ class Python:
     version: str  # X.Y, or X.Yt for a free-threaded build (strategy "standalone")
     strategy: Literal["apt", "standalone"]
     os: str
-    run: str
+    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
     pip_upgrade: str | None  # the venv pip's upgrade arguments; None: keep the bundled pip
     pip_note: str  # why the bundled pip stays ("" when it does not)
     venv: str = VENV
@@ -272,7 +277,7 @@ class Framework:
     """The matrix row's pinned packages (and the wheelhouse's wheels, installed first)."""
 
     title: str
-    run: str
+    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
     pip_args: str  # ``pip install`` arguments: index options, then the pins (quoted)
     wheel_paths: str  # the wheelhouse's wheels, quoted, space-separated ("" when none)
     installer: Literal["pip", "uv"] = "pip"
@@ -416,21 +421,17 @@ def _words(words: list[str]) -> str:
     return "".join(sh_word(w) + " " for w in words)
 
 
-def _mount_flags(options: RenderOptions, *, cache: bool, wheels: bool, secret: bool) -> str:
-    """``RUN --mount=...`` flags of one BuildKit step (the text after ``RUN``, with a trailing
-    continuation when there are any)."""
-    flags = []
-    if cache:
-        flags += [f"--mount=type=cache,id=envman-pip,target={PIP_CACHE}",
-                  f"--mount=type=cache,id=envman-uv,target={UV_CACHE}",
-                  f"--mount=type=cache,id=envman-tools,target={TOOLS_CACHE}"]
+def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[Mount, ...]:
+    """The ``RUN --mount`` flags of one BuildKit pip/uv step: the caches, then what it reads."""
+    mounts: list[Mount] = [CacheMount("envman-pip", PIP_CACHE), CacheMount("envman-uv", UV_CACHE),
+                           CacheMount("envman-tools", TOOLS_CACHE)]
     if wheels:
-        flags.append(f"--mount=type=bind,source=wheels,target={WHEELS_DIR}")
+        mounts.append(BindMount("wheels", WHEELS_DIR))
     if options.ca_bundle is not None:
-        flags.append(f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT}")
+        mounts.append(BindMount(CA_CONTEXT_FILE, CA_MOUNT))
     if secret:
-        flags.append(f"--mount=type=secret,id={NETRC_SECRET},target={NETRC_TARGET},mode=0400")
-    return "".join(f"{f} \\\n    " for f in flags)
+        mounts.append(SecretMount(NETRC_SECRET, NETRC_TARGET))
+    return tuple(mounts)
 
 
 def builder_options(options: RenderOptions, builder: BuilderKind) -> BuilderOptions:
@@ -442,7 +443,7 @@ def builder_options(options: RenderOptions, builder: BuilderKind) -> BuilderOpti
         "buildkit", f"--cache-dir {PIP_CACHE}",
         ca_prelude=(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}; "
                     f"export PIP_CERT={CA_MERGED} REQUESTS_CA_BUNDLE={CA_MERGED} SSL_CERT_FILE={CA_MERGED}"),
-        ca_cleanup=f"; \\\n    rm -f {CA_MERGED}",
+        ca_cleanup=f"rm -f {CA_MERGED}",
     )
 
 
@@ -500,18 +501,17 @@ def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> O
         packages.add(quirks.distutils)
 
     ca = options.ca_bundle is not None
+    mounts: tuple[Mount, ...] = ()
     if builder == "buildkit":
-        run = ("RUN " + f"--mount=type=cache,id=envman-apt-lists-{stack.os},target=/var/lib/apt/lists,sharing=locked \\\n    "
-               f"--mount=type=cache,id=envman-apt-archives-{stack.os},target={APT_ARCHIVES},sharing=locked \\\n    "
-               + (f"--mount=type=bind,source=envman/ca-bundle.crt,target={CA_MOUNT} \\\n    " if ca else ""))
+        mounts = (CacheMount(f"envman-apt-lists-{stack.os}", "/var/lib/apt/lists", "locked"),
+                  CacheMount(f"envman-apt-archives-{stack.os}", APT_ARCHIVES, "locked"),
+                  *([BindMount(CA_CONTEXT_FILE, CA_MOUNT)] if ca else []))
         apt_get = f"apt-get -o Dir::Cache::Archives={APT_ARCHIVES}/ -o APT::Keep-Downloaded-Packages=true"
         if ca:
             apt_get += f" -o Acquire::https::CAInfo={CA_MOUNT}"
     else:
-        run = "RUN "
         apt_get = f"apt-get -o Acquire::https::CAInfo={CA_DEST}" if options.ca_bundle else "apt-get"
     return OsPackages(
-        run=run,
         apt_get=apt_get,
         packages=tuple(sorted(packages)),
         mirror=options.apt_mirror,
@@ -519,6 +519,7 @@ def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> O
         update_ca_certificates=ca and builder != "buildkit",
         clean_lists=builder != "buildkit",
         home=CONTAINER_HOME,
+        mounts=mounts,
     )
 
 
@@ -578,11 +579,10 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
             assigns.append(f"UV_PYTHON_INSTALL_MIRROR={sh_word(options.python_install_mirror)}")
         uv_env = " ".join(assigns)
 
-    run = "RUN "
+    mounts: tuple[Mount, ...] = ()
     if builder == "buildkit":
-        run += _mount_flags(options, cache=True, wheels=bool(wheels) and options.offline,
-                            secret=secret and not options.offline)
-    return Python(stack.interpreter, "standalone" if standalone else "apt", stack.os, run, pip_upgrade, pip_note,
+        mounts = _mounts(options, wheels=bool(wheels) and options.offline, secret=secret and not options.offline)
+    return Python(stack.interpreter, "standalone" if standalone else "apt", stack.os, mounts, pip_upgrade, pip_note,
                   bootstrap_pip=bootstrap_pip, bootstrap_flags=offline_flags, uv_env=uv_env)
 
 
@@ -593,10 +593,10 @@ def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     packages = " ".join(sh_word(p) for p in stack.packages)
     wheel_paths = " ".join(sh_word(f"{WHEELS_DIR}/{w.filename}") for w in wheels if w.project not in TOOL_WHEELS)
     if builder != "buildkit":
-        return Framework(_title(stack), "RUN ", _words(flags) + packages, wheel_paths)
-    run = "RUN " + _mount_flags(options, cache=True, wheels=bool(wheels), secret=secret and not options.offline)
+        return Framework(_title(stack), (), _words(flags) + packages, wheel_paths)
+    mounts = _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
     if Version(stack.python) < MIN_UV_PYTHON:
-        return Framework(_title(stack), run, _words(flags) + packages, wheel_paths)
+        return Framework(_title(stack), mounts, _words(flags) + packages, wheel_paths)
     offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
     uv = UvInstaller(
         version=UV_VERSION,
@@ -606,7 +606,7 @@ def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
         fetch_flags=offline_flags or (f"--find-links {WHEELS_DIR} " if any(w.project == "uv" for w in wheels) else ""),
         args="--index-strategy unsafe-best-match " + _words(flags) + packages,
     )
-    return Framework(_title(stack), run, _words(flags) + packages, wheel_paths, installer="uv", uv=uv)
+    return Framework(_title(stack), mounts, _words(flags) + packages, wheel_paths, installer="uv", uv=uv)
 
 
 def nvidia(stack: Stack) -> Nvidia | None:
@@ -719,7 +719,7 @@ def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[s
         title=(f"envman project image for {name}: stack {stack_name} ({stable_ref(stack_name)}). Generated.",),
         builder=BuilderOptions("classic", "--no-cache-dir"),
         base=BaseImage(image=base_image_id, from_image=base_image_id),
-        os_packages=OsPackages(run="RUN ", apt_get="apt-get", packages=packages,
+        os_packages=OsPackages(apt_get="apt-get", packages=packages,
                                install_env="DEBIAN_FRONTEND=noninteractive ") if packages else None,
         project=Project(name, stack_name, project_requirements(locked, report_path) if requirements else None),
     )

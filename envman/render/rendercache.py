@@ -9,8 +9,11 @@ key (:func:`render_key`) that is a sha256 over
 * the whole plan: every field of every section, with each section's type, serialised canonically
   (:func:`canonical`);
 * the bytes of every template file the render reads: the plan's template and the ones it
-  imports, includes or extends (:func:`template_files`), and of ``envman/render/template.py``
-  (the Jinja environment's settings);
+  imports, includes or extends (:func:`template_files`);
+* the bytes of the modules that turn a plan into text (:data:`LAYOUT_MODULES`): the Jinja
+  environment's settings (``template.py``), the layout that picks the steps (``layout.py``), the
+  syntax each step is written in (``steps.py``) and the plan's constants the layout reads
+  (``plan.py``);
 * the bytes of the installed ``jinja2/__init__.py`` (its version), and envman's version.
 
 Only plans of ``project.Dockerfile.j2`` without network settings are kept: they hold names, ids,
@@ -47,6 +50,9 @@ RENDER_CACHE = "renders.json"
 MAX_ENTRIES = 64
 #: Templates whose plans hold no secret (see the module docstring).
 CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
+#: The modules of this package whose code, beside the plan and the templates, decides a render's
+#: text (tests/unit/test_render_cache.py checks that it names every one the layout imports).
+LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "plan.py")
 #: A tag that loads another template; its argument must be a string literal for the file to be cached.
 _LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)
 _LITERAL = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\s*(\"([^\"\\]+)\"|'([^'\\]+)')", re.S)
@@ -112,14 +118,17 @@ def render_key(plan: DockerfilePlan, root: str) -> str | None:
     if templates is None or jinja is None:
         return None
     try:
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "template.py"), "rb") as fh:
-            environment = fh.read()
+        here = os.path.dirname(os.path.abspath(__file__))
+        code = []
+        for name in LAYOUT_MODULES:
+            with open(os.path.join(here, name), "rb") as fh:
+                code.append(name.encode() + b"\0" + fh.read())
         body = json.dumps(canonical(plan), sort_keys=True, ensure_ascii=True, allow_nan=False)
     except (OSError, TypeError, ValueError):
         return None
     h = hashlib.sha256(f"envman-render:{CACHE_FORMAT}:{__version__}\0".encode())
     h.update(body.encode() + b"\0")
-    for part in (environment, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))):
+    for part in (*code, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 
@@ -226,5 +235,5 @@ def _write(renders: dict[str, Any]) -> None:
         pass
 
 
-__all__ = ["CACHED_TEMPLATES", "MAX_ENTRIES", "RENDER_CACHE", "batched", "canonical", "lookup", "render_key", "store",
+__all__ = ["CACHED_TEMPLATES", "LAYOUT_MODULES", "MAX_ENTRIES", "RENDER_CACHE", "batched", "canonical", "lookup", "render_key", "store",
            "template_files"]

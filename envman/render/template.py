@@ -54,7 +54,9 @@ def render_dockerfile(plan: DockerfilePlan) -> str:
 
 
 def _render(plan: DockerfilePlan) -> str:
-    return _render_template(plan.template, plan=plan)
+    from envman.render.layout import dockerfile_steps
+
+    return render_steps(plan.template, dockerfile_steps(plan))
 
 
 def render_steps(template: str, steps: tuple[Step, ...]) -> str:

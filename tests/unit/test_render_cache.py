@@ -24,6 +24,7 @@ from envman.render.plan import (
     stack_plan,
 )
 from envman.render.options import RenderOptions
+from envman.render.layout import dockerfile_steps
 from envman.render.template import jinja_env, render_dockerfile
 from tests.unit.test_render import make_stack
 
@@ -38,7 +39,7 @@ def plan(**kw) -> DockerfilePlan:
 
 
 def fresh(p: DockerfilePlan) -> str:
-    return jinja_env().get_template(p.template).render(plan=p)
+    return jinja_env().get_template(p.template).render(steps=dockerfile_steps(p))
 
 
 def entries() -> dict:
@@ -149,14 +150,53 @@ def copy_templates(tmp_path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("name", ["project.Dockerfile.j2", "_macros.j2"])
-def test_a_changed_byte_in_any_template_the_render_reads_is_a_miss(tmp_path, name):
+def test_a_changed_byte_in_the_template_the_render_reads_is_a_miss(tmp_path):
     root = copy_templates(tmp_path)
     before = rendercache.render_key(plan(), str(root))
-    with open(root / name, "ab") as fh:
+    with open(root / "project.Dockerfile.j2", "ab") as fh:
         fh.write(b" ")
     after = rendercache.render_key(plan(), str(root))
     assert before is not None and after is not None and before != after
+
+
+@pytest.mark.parametrize("name", rendercache.LAYOUT_MODULES)
+def test_a_changed_byte_in_any_module_that_lays_the_plan_out_is_a_miss(tmp_path, monkeypatch, name):
+    """Which steps a plan becomes and how each is written is code, not template: a changed line
+    of it must not serve the text the old code rendered."""
+    here = Path(rendercache.__file__).parent
+    copy = tmp_path / "render"
+    copy.mkdir()
+    for module in rendercache.LAYOUT_MODULES:
+        shutil.copy(here / module, copy / module)
+    monkeypatch.setattr(rendercache, "__file__", str(copy / "rendercache.py"))
+    before = rendercache.render_key(plan(), str(templates_dir()))
+    with open(copy / name, "ab") as fh:
+        fh.write(b"\n")
+    after = rendercache.render_key(plan(), str(templates_dir()))
+    assert before is not None and after is not None and before != after
+
+
+def test_the_layout_modules_are_every_render_module_the_layout_reads():
+    """LAYOUT_MODULES names each module of envman.render that template.py, layout.py or steps.py
+    import, directly or through one another (under TYPE_CHECKING too). What plan.py imports
+    computes the plan's values, which the key holds."""
+    import ast
+
+    here = Path(rendercache.__file__).parent
+    seen: set[str] = set()
+    todo = ["template.py", "layout.py", "steps.py"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name == "plan.py":
+            continue
+        for node in ast.walk(ast.parse((here / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("envman.render."):
+                todo.append(node.module.rsplit(".", 1)[1] + ".py")
+    seen -= {"rendercache.py"}  # the cache itself: a lookup, not a render
+    assert seen <= set(rendercache.LAYOUT_MODULES), seen - set(rendercache.LAYOUT_MODULES)
 
 
 def test_a_template_the_project_render_does_not_read_is_not_in_the_key(tmp_path):
@@ -179,23 +219,23 @@ def test_the_templates_found_are_the_ones_jinja_loads():
 
     env = jinja_env().overlay(loader=Recording(str(templates_dir())), cache_size=0)
     for p in (plan(), notebook_plan(BASE, "jupyterlab")):
-        env.get_template(p.template).render(plan=p)
+        env.get_template(p.template).render(steps=dockerfile_steps(p))
         assert set(loaded) == set(rendercache.template_files(p.template, str(templates_dir())))
         loaded.clear()
 
 
 @pytest.mark.parametrize("tag", ['{% include plan.template %}', '{% import name as m %}',
-                                 '{%- from ["_macros.j2"][0] import x %}', '{% extends  base %}'])
+                                 '{%- from ["base.Dockerfile.j2"][0] import x %}', '{% extends  base %}'])
 def test_a_template_loaded_through_an_expression_is_never_cached(tmp_path, tag):
     root = copy_templates(tmp_path)
-    with open(root / "_macros.j2", "a") as fh:
+    with open(root / "project.Dockerfile.j2", "a") as fh:
         fh.write(tag + "\n")
     assert rendercache.render_key(plan(), str(root)) is None
 
 
 def test_a_missing_template_is_not_cached_and_still_an_error(tmp_path):
     root = copy_templates(tmp_path)
-    (root / "_macros.j2").unlink()
+    (root / "project.Dockerfile.j2").unlink()
     assert rendercache.render_key(plan(), str(root)) is None
 
 

@@ -1,10 +1,12 @@
 """The typed Dockerfile plan: which sections each kind of image has, what they hold, that the
-plan is frozen and typed, and that the templates read only attributes the plan types declare."""
+plan is frozen and typed; its layout as steps (envman.render.layout), and templates that decide
+nothing."""
 
 from __future__ import annotations
 
 import dataclasses
 import types
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import jinja2
@@ -18,6 +20,8 @@ from envman.render import plan as P
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
 from envman.render.plan import DockerfilePlan, notebook_plan, project_plan, stack_plan
+from envman.render.layout import dockerfile_steps
+from envman.render.steps import BindMount, CacheMount, FromStep, LabelStep, RunStep, SecretMount, Step
 from envman.render.template import jinja_env, render_dockerfile
 from tests.unit.test_render import PROBE, cpu_stack, make_stack
 
@@ -76,7 +80,9 @@ def test_buildkit_moves_caches_into_mounts_and_installs_with_uv_from_python_3_8(
     bk = stack_plan(make_stack(), RenderOptions(), [], "buildkit")
     assert (classic.builder.kind, classic.builder.buildkit, bk.builder.buildkit) == ("classic", False, True)
     assert classic.builder.pip_cache == "--no-cache-dir" and bk.builder.pip_cache == f"--cache-dir {P.PIP_CACHE}"
-    assert bk.os_packages is not None and not bk.os_packages.clean_lists and "--mount=type=cache" in bk.os_packages.run
+    assert bk.os_packages is not None and not bk.os_packages.clean_lists
+    assert [type(m) for m in bk.os_packages.mounts] == [CacheMount, CacheMount]
+    assert classic.os_packages is not None and classic.os_packages.mounts == ()
     assert bk.framework is not None and bk.framework.installer == "uv" and bk.framework.uv is not None
     assert bk.framework.uv.args.endswith(classic.framework.pip_args)  # type: ignore[union-attr]
     old = stack_plan(tf_stack(), RenderOptions(), [], "buildkit")
@@ -210,109 +216,62 @@ def test_every_section_is_a_frozen_dataclass_with_no_loose_types():
         plan.base = plan.base  # type: ignore[misc]
 
 
-# --- the templates read only what the plan declares --------------------------------------------
+# --- the layout: steps decided in Python, templates that only print them -----------------------
+
+TEMPLATES = ("Dockerfile.j2", "project.Dockerfile.j2", "base.Dockerfile.j2")
 
 
-def _attribute_type(owner: Any, attr: str) -> Any:
-    """The declared type of ``owner.attr`` (a dataclass field or a typed property), or raise."""
-    hints = get_type_hints(owner)
-    if attr in hints:
-        return hints[attr]
-    prop = getattr(owner, attr, None)
-    if isinstance(prop, property) and prop.fget is not None:
-        return get_type_hints(prop.fget)["return"]
-    raise AssertionError(f"{owner.__name__} has no attribute {attr!r}")
-
-
-def _resolve(node: jn.Node, scope: dict[str, Any]) -> Any:
-    """The type of a ``name.attr.attr`` expression in ``scope`` (``None``: not a plan value)."""
-    if isinstance(node, jn.Name):
-        return scope.get(node.name)
-    if isinstance(node, jn.CondExpr):  # ``a.b if a else none``: the type of ``a.b``
-        return _resolve(node.expr1, scope)
-    if isinstance(node, jn.Getattr):
-        owner = _resolve(node.node, scope)
-        if owner is None:
-            return None
-        dataclass_types = [t for t in _leaf_types(owner) if dataclasses.is_dataclass(t)]
-        assert dataclass_types, f"attribute {node.attr!r} read from {owner}, which has no attributes"
-        return _attribute_type(dataclass_types[0], node.attr)
-    return None
-
-
-def _element(hint: Any) -> Any:
-    tuples = [t for t in _leaf_types(hint) if dataclasses.is_dataclass(t)]
-    return tuples[0] if tuples else None
-
-
-def _macro_scopes(env: jinja2.Environment, templates: list[str]) -> dict[str, dict[str, Any]]:
-    """Each macro's parameters typed from its call sites (every call site must agree)."""
-    scopes: dict[str, dict[str, Any]] = {}
-    for name in templates:
-        tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
-        scope = _top_scope(tree)
-        macros = {m.name: m for m in tree.find_all(jn.Macro)}
-        for macro in env.parse(env.loader.get_source(env, "_macros.j2")[0]).find_all(jn.Macro):  # type: ignore[union-attr]
-            macros.setdefault(macro.name, macro)
-        for call in tree.find_all(jn.Call):
-            target = call.node.attr if isinstance(call.node, jn.Getattr) else getattr(call.node, "name", None)
-            if target not in macros:
-                continue
-            for param, arg in zip(macros[target].args, call.args):
-                t = _resolve(arg, scope)
-                if t is not None:
-                    known = scopes.setdefault(target, {}).setdefault(param.name, t)
-                    assert known == t, f"{target}({param.name}) is called with {known} and with {t}"
-    return scopes
-
-
-def _top_scope(tree: jn.Template) -> dict[str, Any]:
-    scope: dict[str, Any] = {"plan": DockerfilePlan}
-    for assign in tree.find_all(jn.Assign):
-        if isinstance(assign.target, jn.Name):
-            t = _resolve(assign.node, scope)
-            if t is not None:
-                scope[assign.target.name] = t
-    return scope
-
-
-def _check(node: jn.Node, scope: dict[str, Any]) -> int:
-    checked = 0
-    for getattr_node in node.find_all(jn.Getattr):
-        if _resolve(getattr_node, scope) is not None:
-            checked += 1
-    for f in node.find_all(jn.Filter):  # map(attribute="...") over a tuple of sections
-        if f.name == "map" and f.node is not None:
-            owner = _element(_resolve(f.node, scope))
-            for kw in f.kwargs:
-                if kw.key == "attribute" and owner is not None:
-                    _attribute_type(owner, kw.value.value)
-                    checked += 1
-    return checked
-
-
-def test_templates_read_only_attributes_the_plan_types_declare():
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_a_template_decides_nothing_and_reads_only_the_steps(name):
+    """No if, macro, import or expression: every branch is taken in envman/render/layout.py, every
+    instruction written by envman/render/steps.py."""
     env = jinja_env()
-    templates = ["Dockerfile.j2", "project.Dockerfile.j2"]
-    scopes = _macro_scopes(env, templates)
-    checked = 0
-    for name in [*templates, "_macros.j2"]:
-        tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
-        top = _top_scope(tree)
-        macros = list(tree.find_all(jn.Macro))
-        for macro in macros:
-            checked += _check(macro, {**top, **scopes.get(macro.name, {})})
-        for child in tree.body:
-            if not isinstance(child, jn.Macro):
-                checked += _check(child, top)
-    assert checked > 100  # the checker really walked the templates
+    tree = env.parse(env.loader.get_source(env, name)[0])  # type: ignore[union-attr]
+    for kind in (jn.If, jn.CondExpr, jn.Macro, jn.Import, jn.FromImport, jn.Include, jn.Extends, jn.Assign, jn.Filter,
+                 jn.Call, jn.Compare, jn.Getitem):
+        assert not list(tree.find_all(kind)), (name, kind.__name__)
+    loops = list(tree.find_all(jn.For))
+    assert len(loops) == 1 and isinstance(loops[0].iter, jn.Name) and loops[0].iter.name == "steps"
+    assert {n.name for n in tree.find_all(jn.Name)} == {"steps", "step"}
+    assert {g.attr for g in tree.find_all(jn.Getattr)} == {"text"}
 
 
-def test_the_checker_catches_an_attribute_the_plan_lacks():
-    env = jinja2.Environment()
-    tree = env.parse("{% set py = plan.python %}{% if py.strategy == 'apt' %}{{ py.no_such_field }}{% endif %}")
-    with pytest.raises(AssertionError, match="no_such_field"):
-        _check(tree, _top_scope(tree))
+def _plans() -> list[DockerfilePlan]:
+    ca = Path(__file__).resolve().parents[2] / "examples" / "golden" / "_inputs" / "ca-bundle.pem"
+    corp = RenderOptions(ca_bundle=ca, pip_index="https://u:p@pypi.example/simple")
+    plans = [stack_plan(stack, opts, [], builder, secret=builder == "buildkit" and opts is corp)
+             for stack in (make_stack(), tf_stack(), cpu_stack()) for opts in (RenderOptions(), corp)
+             for builder in P.BUILDER_KINDS]
+    return [*plans, project(apt=("git",)), project(requirements=True), project(apt=("git",), requirements=True, locked=True),
+            notebook_plan(BASE_ID, "jupyterlab")]
+
+
+@pytest.mark.parametrize("plan", _plans(), ids=lambda p: f"{p.template}-{p.builder.kind}")
+def test_every_plan_is_laid_out_as_steps_from_its_from_line(plan):
+    steps = dockerfile_steps(plan)
+    assert all(isinstance(s, Step.__args__) for s in steps)  # type: ignore[attr-defined]
+    froms = [s for s in steps if isinstance(s, FromStep)]
+    assert froms == [FromStep(plan.base.from_image, plan.base.platform)]
+    assert render_dockerfile(plan).startswith("".join(f"{s.text}\n" for s in steps))
+    runs = [s for s in steps if isinstance(s, RunStep)]
+    assert runs and all(s.text.startswith("RUN ") for s in runs)
+    if plan.template == "Dockerfile.j2":
+        assert isinstance(steps[-1], LabelStep) and steps[-1].pairs == tuple(label.text for label in plan.labels)
+
+
+@pytest.mark.parametrize("plan", _plans(), ids=lambda p: f"{p.template}-{p.builder.kind}")
+def test_only_buildkit_runs_mount_and_every_pip_step_mounts_the_caches_and_what_it_reads(plan):
+    runs = [s for s in dockerfile_steps(plan) if isinstance(s, RunStep)]
+    if not plan.builder.buildkit:
+        assert all(s.mounts == () for s in runs)
+        return
+    ca = plan.os_packages is not None and any(isinstance(m, BindMount) and m.target == P.CA_MOUNT
+                                              for m in plan.os_packages.mounts)
+    for run in runs[1:]:  # after the apt step: pip and uv
+        kinds = [type(m) for m in run.mounts]
+        assert kinds[:3] == [CacheMount] * 3
+        assert (BindMount(P.CA_CONTEXT_FILE, P.CA_MOUNT) in run.mounts) == ca
+        assert (SecretMount(P.NETRC_SECRET, P.NETRC_TARGET) in run.mounts) == ca  # the corporate options carry both
 
 
 def test_strict_rendering_refuses_what_the_plan_lacks():
@@ -330,12 +289,12 @@ def test_a_missing_template_is_one_error_line(tmp_path, monkeypatch):
 
     copy = tmp_path / "dockerfiles"
     shutil.copytree(templates_dir(), copy)
-    (copy / "_macros.j2").unlink()
+    (copy / "project.Dockerfile.j2").unlink()
     monkeypatch.setattr("envman.paths.templates_dir", lambda: copy)
     T.jinja_env.cache_clear()
     try:
         with pytest.raises(RenderError) as err:
             render_dockerfile(project(apt=("git",)))
-        assert "_macros.j2 is missing" in err.value.what and "\n" not in str(err.value)
+        assert "project.Dockerfile.j2 is missing" in err.value.what and "\n" not in str(err.value)
     finally:
         T.jinja_env.cache_clear()

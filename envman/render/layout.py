@@ -1,0 +1,304 @@
+"""A :class:`~envman.render.plan.DockerfilePlan` laid out as Dockerfile steps.
+
+:mod:`envman.render.plan` decides what an image holds (which packages, pins, flags, mounts and
+quoted values); this module decides how the Dockerfile says it: which instructions, in which
+order, with which comments, and which shell commands each ``RUN`` chains. It returns a tuple of
+:mod:`envman.render.steps` steps, which the templates print one per line; every branch (classic
+builder or BuildKit, pip or uv, apt's Python or python-build-standalone, a wheelhouse or none) is
+taken here, in Python. A stack image's steps, in cache-friendly layer order:
+
+    FROM -> build defaults -> (CA bundle) -> OS packages -> (trust store, indexes, wheelhouse)
+         -> Python -> (wheelhouse) -> framework -> (NVIDIA runtime) -> envman's files, labels
+
+A project image or the notebook layer: FROM, USER root, its apt packages, then its pip packages
+or its requirements. Standard library only: the run path lays project images out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envman.render.plan import CA_CONTEXT_FILE
+from envman.render.steps import (
+    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, OrElse, RunStep, Step,
+    UserStep, paragraphs,
+)
+
+if TYPE_CHECKING:
+    from envman.render.plan import (
+        BaseImage, BuilderOptions, DockerfilePlan, Framework, NetworkOptions, OsPackages, Python, UvInstaller,
+        Wheelhouse,
+    )
+
+#: The template of any layer on an envman image (a project's image, the notebook layer).
+PROJECT_TEMPLATE = "project.Dockerfile.j2"
+
+
+def dockerfile_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
+    """Every instruction of ``plan``'s Dockerfile, in order (the render-hash label excepted: it is
+    appended once the hash of everything else is known)."""
+    if plan.template == PROJECT_TEMPLATE:
+        return _layer_steps(plan)
+    return _stack_steps(plan)
+
+
+# --- shared pieces -----------------------------------------------------------------------------
+
+
+def _pip_install(python: str, options: str) -> str:
+    return f"{python} -m pip install {options}"
+
+
+def _apt_install(os: OsPackages) -> str:
+    return f"{os.install_env}{os.apt_get} install -y --no-install-recommends {' '.join(os.packages)}"
+
+
+def _from(base: BaseImage) -> FromStep:
+    return FromStep(base.from_image, platform=base.platform)
+
+
+# --- a project image, the notebook layer -------------------------------------------------------
+
+
+def _layer_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
+    steps: list[Step] = [Comment(plan.title), _from(plan.base), UserStep("root")]
+    os = plan.os_packages
+    if os is not None:
+        steps.append(RunStep((f"{os.apt_get} update", _apt_install(os), "rm -rf /var/lib/apt/lists/*"),
+                             os.mounts, chain="and-leading"))
+    pip = plan.pip_packages
+    if pip is not None:
+        steps.append(RunStep((f"{_pip_install(pip.python, pip.pip_options)} {' '.join(pip.requirements)}",)))
+    req = plan.project.requirements if plan.project is not None else None
+    if req is not None:
+        install = f"{_pip_install(req.python, req.pip_options)} {req.install}"
+        steps += [CopyStep(req.copy, req.dest),
+                  RunStep((install, *([req.check] if req.check else [])), chain="and-leading")]
+    return tuple(steps)
+
+
+# --- a stack image -----------------------------------------------------------------------------
+
+
+def _stack_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
+    b, net, py, fw, files = plan.builder, plan.network, plan.python, plan.framework, plan.envman_files
+    if plan.os_packages is None or net is None or py is None or fw is None or files is None:
+        raise TypeError("a stack image's plan has OS packages, network options, Python, a framework and envman's files")
+    wh = plan.wheelhouse
+    nvidia = plan.nvidia
+    return paragraphs(
+        _head(plan.title, b, plan.base),
+        [Comment(("Build-time only (an ARG, unlike ENV, does not persist): no debconf prompts.",)),
+         ArgStep("DEBIAN_FRONTEND", "noninteractive"),
+         EnvStep(("LANG=C.UTF-8", "PIP_DISABLE_PIP_VERSION_CHECK=1"))],
+        _ca_copy(net),
+        _os_packages(plan.os_packages, b),
+        _trust_store(net),
+        _indexes(net, b),
+        _wheelhouse_copy(wh, "before-python"),
+        _python(py, b),
+        _wheelhouse_copy(wh, "after-python"),
+        _framework(fw, py, b),
+        [Comment(("4. What the NVIDIA container runtime reads (overriding the base image's values consistently;",
+                  "constraint syntax: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).",
+                  nvidia.note)),
+         EnvStep(nvidia.env)] if nvidia is not None else [],
+        [Comment(("envman's own files: the entrypoint, the smoke-test probe and the stack this image was built for.",)),
+         CopyStep(files.files, f"{files.dir}/"),
+         EnvStep((f"HOME={files.home}",)),
+         ExecStep("ENTRYPOINT", (files.entrypoint,)),
+         ExecStep("CMD", (files.cmd,)),
+         LabelStep(tuple(label.text for label in plan.labels))],
+    )
+
+
+def _head(title: tuple[str, ...], b: BuilderOptions, base: BaseImage) -> list[Step]:
+    lines = list(title)
+    if b.buildkit:
+        lines += ["Builder: BuildKit. Caches for apt, pip and uv live in cache mounts; the wheelhouse, the CA",
+                  "bundle and index credentials are mounted into the RUN steps that use them, never copied."]
+    if base.rebuilt:
+        lines += [f"Base image {base.image}: NVIDIA no longer serves it, so envman rebuilds it from NVIDIA's",
+                  f"recipe (base/Dockerfile in this context) as {base.from_image}, built once and shared."]
+    elif base.from_image != base.image:
+        lines.append(f"Base image {base.image}, pulled through the registry mirror (--registry-mirror).")
+    if base.platform:
+        lines.append(f"Built for {base.platform}: the base image's manifest entry for that platform.")
+    return [Comment(tuple(lines)), _from(base)]
+
+
+def _ca_copy(net: NetworkOptions) -> list[Step]:
+    if not net.ca_copy_dest:
+        return []
+    return [Comment(("--ca-bundle: your PEM bundle, for builds behind a TLS-intercepting proxy. apt needs HTTPS",
+                     "before ca-certificates is installed, so apt reads this file directly (Acquire::https::CAInfo);",
+                     "afterwards update-ca-certificates adds it to the system store that pip and uv are pointed at.")),
+            CopyStep((CA_CONTEXT_FILE,), net.ca_copy_dest)]
+
+
+_SET_ASIDE = "/etc/apt/envman-set-aside"
+
+
+def _os_packages(os: OsPackages, b: BuilderOptions) -> list[Step]:
+    lines = ["1. OS packages."]
+    commands: list[Command] = ["set -eu"]
+    if os.hide_nvidia_sources:
+        lines += ["NVIDIA's CUDA apt repository is set aside while envman's apt-get runs and put back after:",
+                  "nothing is installed from it, and images made before NVIDIA's 2022 key rotation cannot",
+                  "`apt-get update` with it (https://forums.developer.nvidia.com/t/notice-cuda-linux-repository-key-rotation/212772)."]
+        commands += [f"mkdir -p {_SET_ASIDE}",
+                     "for f in /etc/apt/sources.list.d/cuda* /etc/apt/sources.list.d/nvidia-ml*; do "
+                     f'if [ -e "$f" ]; then mv "$f" {_SET_ASIDE}/; fi; done']
+    if os.mirror:
+        lines += ["--apt-mirror: the URI of every `deb` line in /etc/apt/sources.list and of every `URIs:` line",
+                  "in /etc/apt/sources.list.d/*.sources (deb822) becomes the mirror; it stays so in the image."]
+        commands += ["if [ -f /etc/apt/sources.list ]; then sed -i -E "
+                     f"'/^[[:space:]]*deb(-src)?[[:space:]]/ s#https?://[^[:space:]]+#{os.mirror}#' /etc/apt/sources.list; fi",
+                     'for f in /etc/apt/sources.list.d/*.sources; do if [ -e "$f" ]; then sed -i -E '
+                     f"'/^URIs:/ s#https?://[^[:space:]]+#{os.mirror}#g' \"$f\"; fi; done"]
+    lines += [f"{os.home} (1777) and group/world-writable /etc/passwd and /etc/group let the entrypoint run",
+              "the image as any host uid:gid. This grants nothing: envman runs containers with",
+              "no-new-privileges, so a passwd entry cannot be turned into privileges (no setuid su/sudo)."]
+    if b.buildkit:
+        lines += ["apt's package lists and downloads stay in cache mounts per OS release (locked: one build at a",
+                  "time writes them); /etc/apt is left as the base image has it."]
+    commands += [f"{os.apt_get} update", _apt_install(os)]
+    if os.update_ca_certificates:
+        commands.append("update-ca-certificates")
+    if os.hide_nvidia_sources:
+        commands += [f'for f in {_SET_ASIDE}/*; do if [ -e "$f" ]; then mv "$f" /etc/apt/sources.list.d/; fi; done',
+                     f"rmdir {_SET_ASIDE}"]
+    if os.clean_lists:
+        commands.append("rm -rf /var/lib/apt/lists/*")
+    commands += [f"mkdir -p {os.home}", f"chmod 1777 {os.home}", "chmod go+w /etc/passwd /etc/group"]
+    return [Comment(tuple(lines)), RunStep(tuple(commands), os.mounts)]
+
+
+def _trust_store(net: NetworkOptions) -> list[Step]:
+    if not net.ca_env:
+        return []
+    return [Comment(("Everything below trusts the system store, which now holds your CA bundle too.",)),
+            EnvStep(net.ca_env)]
+
+
+def _indexes(net: NetworkOptions, b: BuilderOptions) -> list[Step]:
+    if not net.pip_env:
+        return []
+    if b.buildkit:
+        lines = ("--pip-index / --pip-extra-index, without credentials (those are a build secret). They stay in",
+                 "the image, so pip inside the container uses your index too.")
+    else:
+        lines = ("--pip-index / --pip-extra-index (no credentials: rejected before rendering). They stay in the",
+                 "image, so pip inside the container uses your index too.")
+    return [Comment(lines), EnvStep(net.pip_env)]
+
+
+def _wheelhouse_copy(wh: Wheelhouse | None, when: str) -> list[Step]:
+    if wh is None or wh.copy != when:
+        return []
+    if when == "before-python":
+        lines = ("--wheelhouse (with --offline: copied before Python, whose pip steps install from it too).",
+                 "The wheels stay in this layer of the image; that is the price of the classic builder.")
+    else:
+        lines = ("--wheelhouse: copied after Python so that new wheels do not rebuild it. The wheels stay in",
+                 "this layer of the image; that is the price of the classic builder.")
+    return [Comment(lines), CopyStep(("wheels/",), f"{wh.dir}/")]
+
+
+def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
+    """``set -eu``, the CA bundle's merge (BuildKit with --ca-bundle), ``commands``, its removal."""
+    return ("set -eu", *([b.ca_prelude] if b.ca_prelude else []), *commands, *([b.ca_cleanup] if b.ca_cleanup else []))
+
+
+def _python(py: Python, b: BuilderOptions) -> list[Step]:
+    lines = [f"Note: {py.pip_note}."] if py.pip_note else []
+    if py.strategy == "apt":
+        lines += [f"2. Python {py.version} from the distribution (installed above as {py.exe}), in a venv at",
+                  f"{py.venv} with --system-site-packages: pip refuses `pip install --user` in a venv without",
+                  "system site packages, and users of this image may want exactly that."]
+        commands: list[Command] = [f"{py.exe} -m venv --system-site-packages {py.venv}"]
+    else:
+        lines += [f"2. Python {py.version}, which {py.os} does not package: python-build-standalone, installed by",
+                  "uv. uv comes as its PyPI wheel (a static binary inside), pip-installed with the distribution's",
+                  "python3 into a throwaway bootstrap venv, so it travels through the same index, CA bundle and",
+                  "wheelhouse settings as every other package; --ignore-requires-python because the wheel's",
+                  "Python floor concerns its Python shim, not the binary, and old distributions ship an older",
+                  "python3. `uv python install` honours UV_PYTHON_INSTALL_MIRROR (--python-mirror) for sites that",
+                  f"cannot reach the python-build-standalone releases. The venv at {py.venv} has",
+                  "--system-site-packages so that `pip install --user` works in it."]
+        bootstrap_pip = _pip_install(py.bootstrap_python, b.pip_cache)
+        uv = f"{py.bootstrap}/bin/uv"
+        commands = [f"python3 -m venv {py.bootstrap}",
+                    *([f"{bootstrap_pip} {py.bootstrap_flags}--upgrade {py.bootstrap_pip}"] if py.bootstrap_pip else []),
+                    f"{bootstrap_pip} --no-compile --ignore-requires-python {py.bootstrap_flags}{py.uv_requirement}",
+                    f"{py.uv_env} {uv} python install --no-bin {py.version}",
+                    f'"$({py.uv_env} {uv} python find --managed-python {py.version})" -m venv --system-site-packages {py.venv}',
+                    f"rm -rf {py.bootstrap} /tmp/envman-uv-cache"]
+    if py.pip_upgrade:
+        commands.append(f"{_pip_install(py.venv_python, b.pip_cache)} {py.pip_upgrade}")
+    else:
+        commands.append(f"{py.venv_python} -m pip --version")
+    return [Comment(tuple(lines)), RunStep(_with_ca(b, commands), py.mounts),
+            EnvStep((f"VIRTUAL_ENV={py.venv}", f"PATH={py.venv}/bin:$PATH"))]
+
+
+def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:
+    """uv into its cache mount, once (pip fetches it; a failed fetch leaves ``$uv`` missing)."""
+    return [f"uv={uv.tool}/bin/uv",
+            If('[ ! -x "$uv" ]', (
+                f't="$(mktemp -d {uv.tool}.XXXXXX)"',
+                If(f'{pip} --quiet --no-deps --only-binary=:all: --target "$t" {uv.fetch_flags}{uv.requirement}',
+                   (f'mv -T "$t" {uv.tool} 2>/dev/null || rm -rf "$t"',),
+                   ('rm -rf "$t"',)),
+            ))]
+
+
+def _framework(fw: Framework, py: Python, b: BuilderOptions) -> list[Step]:
+    pip = _pip_install(py.venv_python, b.pip_cache)
+    wheels = f"--no-index --no-deps {fw.wheel_paths}"
+    if not b.buildkit:
+        lines = [f"3. {fw.title}: the matrix's pinned packages."]
+        if fw.wheel_paths:
+            lines = [f"3. {fw.title}: the matrix's pinned packages, the wheelhouse first (each wheel as it is, no",
+                     "dependencies; the pins below then find them already satisfied)."]
+        return [Comment(tuple(lines)),
+                RunStep(("set -eu", *([f"{pip} {wheels}"] if fw.wheel_paths else []), f"{pip} {fw.pip_args}"))]
+    uv = fw.uv if fw.installer == "uv" else None
+    if uv is not None:
+        lines = [f"3. {fw.title}, installed by uv {uv.version}, which is kept in a cache mount of its",
+                 "own (fetched once, by pip, through the same index, CA bundle and wheelhouse settings; pip does",
+                 "the work when uv cannot be fetched). Bytecode is compiled at install, as pip does: containers",
+                 "run as the host user cannot write __pycache__ into the venv."]
+    else:
+        lines = [f"3. {fw.title}, installed by pip (uv serves Python 3.8 and newer only), with pip's",
+                 "cache in a cache mount."]
+    steps: list[Step] = []
+    if fw.wheel_paths:
+        lines += ["The wheelhouse first, each wheel as it is (no dependencies), in a layer of its own: it is",
+                  "rebuilt only when the wheelhouse changes, not when a pin below does."]
+        steps.append(Comment(tuple(lines)))
+        lines = []
+        if uv is not None:
+            uv_env = f"UV_CACHE_DIR={uv.cache} UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON={py.venv_python}"
+            steps.append(RunStep(_with_ca(b, [*_uv_fetch(uv, pip), If('[ -x "$uv" ]', (
+                f'{uv_env} "$uv" pip install {wheels}',), (f"{pip} {wheels}",))]), fw.mounts))
+        else:
+            steps.append(RunStep(("set -eu", f"{pip} {wheels}"), fw.mounts))
+    pins = "The matrix's pinned packages" + (" (the wheelhouse's already satisfied)" if fw.wheel_paths else "") + "."
+    if uv is not None:
+        lines += [pins + " uv first resolves from its cache alone",
+                  "(--offline: a rebuild after a pin change needs no network), then through the indexes."]
+        install: list[Command] = [*_uv_fetch(uv, pip), If('[ -x "$uv" ]', (
+            f"export UV_CACHE_DIR={uv.cache} UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON={py.venv_python}",
+            OrElse(f'"$uv" pip install --offline {uv.args}',
+                   ('''echo "envman: not everything is in uv's cache; resolving through the indexes" >&2''',
+                    f'"$uv" pip install {uv.args}')),
+        ), (f'echo "envman: uv {uv.version} could not be fetched from the configured index; installing with pip" >&2',
+            f"{pip} {fw.pip_args}"))]
+    else:
+        lines.append(pins)
+        install = [f"{pip} {fw.pip_args}"]
+    return [*steps, Comment(tuple(lines)), RunStep(_with_ca(b, install), fw.mounts)]
+
+
+__all__ = ["dockerfile_steps"]
