@@ -215,9 +215,13 @@ class _LazyGroup(typer.core.TyperGroup):
         return [entry.name for entry in COMMANDS]
 
     def format_help(self, ctx, formatter) -> None:
+        from envman.cli._help import print_root_help
+
         self._listing = True
         try:
-            super().format_help(ctx, formatter)
+            listed = [self.get_command(ctx, name) for name in self.list_commands(ctx)]
+            if not print_root_help(self, ctx, [c for c in listed if c is not None]):
+                super().format_help(ctx, formatter)
         finally:
             self._listing = False
 

@@ -53,3 +53,118 @@ class Command(TyperCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         help_columns(self.params)
+
+
+# --------------------------------------------------------------------------- the root's help
+
+#: typer's help styles (typer.rich_utils; pinned typer < 0.29): the root's help is drawn in them.
+_STYLES = {"option": "bold cyan", "switch": "bold green", "negative_option": "bold magenta",
+           "negative_switch": "bold red", "types": "bold yellow", "types_sep": "dim", "usage": "yellow"}
+
+
+def _highlighters() -> tuple[Any, Any, Any]:
+    from rich.highlighter import RegexHighlighter
+
+    class Option(RegexHighlighter):
+        highlights = [r"(^|\W)(?P<switch>\-\w+)(?![a-zA-Z0-9])", r"(^|\W)(?P<option>\-\-[\w\-]+)(?![a-zA-Z0-9])",
+                      r"(?P<types>\<[^\>]+\>)", r"(?P<usage>Usage: )"]
+
+    class Negative(RegexHighlighter):
+        highlights = [r"(^|\W)(?P<negative_switch>\-\w+)(?![a-zA-Z0-9])",
+                      r"(^|\W)(?P<negative_option>\-\-[\w\-]+)(?![a-zA-Z0-9])"]
+
+    class Types(RegexHighlighter):
+        highlights = [r"^(?P<types_sep>(\[|<))", r"(?P<types_sep>\|)", r"(?P<types_sep>(\]|>))(\.\.\.)?$"]
+
+    return Option(), Negative(), Types()
+
+
+def _plain_help(param: Any) -> bool:
+    """A parameter whose help row is its names, a metavar and its help text, and nothing typer
+    adds (a default, an environment variable, a required mark, a range)."""
+    from typer.core import TyperOption
+
+    if not isinstance(param, TyperOption) or param.required or param.count or param.envvar is not None:
+        return False
+    if "\b" in (param.help or "") or isinstance(param.show_default, str):
+        return False
+    if param.is_flag:  # typer names the default of a flag only when it has an opposite (--pull/--no-pull)
+        return not param.secondary_opts and param.default in (False, None)
+    return param.metavar is not None and (param.show_default is False or param.default is None)
+
+
+def print_root_help(group: Any, ctx: Any, commands: list[Any]) -> bool:
+    """Print the help of the root command (``envman --help``) as typer's help formatter prints
+    it, drawn with rich's console, table and panel only: typer's formatter module also imports
+    rich's Markdown renderer and traceback module (markdown-it, pygments, attrs), about a third of
+    the help's start-up, for what this help does not use. ``False`` (nothing printed) where the
+    help holds anything beyond names, metavars, help texts and commands; typer's formatter prints
+    it then."""
+    import inspect
+    import os
+
+    params = [p for p in group.get_params(ctx) if not getattr(p, "hidden", False)]
+    if getattr(group, "rich_markup_mode", None) != "rich" or group.epilog or group.deprecated \
+            or ctx.auto_envvar_prefix is not None or ctx.show_default \
+            or not all(_plain_help(p) for p in params) or any(c.deprecated for c in commands):
+        return False
+    from rich.columns import Columns
+    from rich.console import Console, group as render_group
+    from rich.padding import Padding
+    from rich.align import Align
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+    from rich.theme import Theme
+
+    highlight, negative, types = _highlighters()
+    width = os.environ.get("TERMINAL_WIDTH")
+    force = True if os.environ.get("GITHUB_ACTIONS") or os.environ.get("FORCE_COLOR") or os.environ.get("PY_COLORS") else None
+    if os.environ.get("_TYPER_FORCE_DISABLE_TERMINAL"):
+        force = False
+    console = Console(theme=Theme(_STYLES), highlighter=highlight, color_system="auto", force_terminal=force,
+                      width=int(width) if width else None)
+
+    def text(markup: str) -> Any:
+        return highlight(Text.from_markup(markup, style=""))
+
+    paragraphs = inspect.cleandoc(group.help or "").partition("\f")[0].split("\n\n")
+    if len(paragraphs) > 1 or paragraphs[0].startswith("\b"):
+        return False  # pragma: no cover - the root's help is one paragraph
+    first = paragraphs
+    console.print(Padding(highlight(group.get_usage(ctx)), 1), style="bold")
+    if group.help:
+        @render_group()
+        def body() -> Any:
+            yield text(first[0].replace("\n", " ").strip())
+
+        console.print(Padding(Align(body(), pad=False), (0, 1, 1, 1)))
+    rows = []
+    for p in params:
+        longs = [o for o in p.opts if "--" in o]
+        shorts = [o for o in p.opts if "--" not in o]
+        kind = Text(style="bold yellow", overflow="fold")
+        if not p.is_flag and not p.count and "bool" not in p.metavar.lower():
+            kind.append(p.metavar)
+        help_text = "\n".join(x.replace("\n", " ").strip() for x in (p.help or "").split("\n\n")).strip()
+        rows.append([highlight(",".join(longs)), highlight(",".join(shorts)),
+                     negative(",".join(o for o in p.secondary_opts if "--" in o)),
+                     negative(",".join(o for o in p.secondary_opts if "--" not in o)),
+                     types(kind), Columns([text(help_text)] if help_text else [])])
+    if rows:
+        table = Table(highlight=True, show_header=False, expand=True, box=None, show_lines=False, leading=0,
+                      border_style=None, row_styles=None, pad_edge=False, padding=(0, 1))
+        for row in rows:
+            table.add_row(*row)
+        console.print(Panel(table, border_style="dim", title="Options", title_align="left"))
+    shown = [c for c in commands if not c.hidden]
+    if shown:
+        table = Table(highlight=False, show_header=False, expand=True, box=None, show_lines=False, leading=0,
+                      border_style=None, row_styles=None, pad_edge=False, padding=(0, 1))
+        table.add_column(style="bold cyan", no_wrap=True, width=max(len(c.name or "") for c in shown))
+        table.add_column("Description", justify="left", no_wrap=False, ratio=10)
+        for c in shown:
+            first_paragraph = inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
+            table.add_row(Text(c.name or ""), text(first_paragraph.replace("\b\n", "").strip()))
+        console.print(Panel(table, border_style="dim", title="Commands", title_align="left"))
+    return True
