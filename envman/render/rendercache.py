@@ -24,7 +24,8 @@ another one through an expression, a value the serialisation does not know) is a
 render runs as without a cache. Each entry keeps the text's sha256 beside it and is checked
 against it. The file is written atomically, mode 0600, in a 0700 folder, and keeps the last
 :data:`MAX_ENTRIES` renders. Inside :func:`batched` (``envman prune`` working out every registered
-project's image) the file is read once and written once, however many renders the batch asks for.
+project's image) the file is read once and written once, however many renders the batch asks for,
+and keeps every render the batch used (a cache sized to the registered projects, not to 64).
 
 Standard library only: a hit must not import jinja2.
 """
@@ -170,14 +171,14 @@ def batched() -> Any:
         if _BATCH:
             yield
             return
-        state: dict[str, Any] = {"renders": None, "dirty": False}
+        state: dict[str, Any] = {"renders": None, "dirty": False, "used": set()}
         _BATCH.append(state)
         try:
             yield
         finally:
             _BATCH.clear()
             if state["dirty"]:
-                _write(state["renders"])
+                _write(state["renders"], keep=state["used"])
 
     return batch()
 
@@ -194,6 +195,8 @@ def _entries() -> dict[str, Any]:
 
 def lookup(key: str) -> str | None:
     """The text rendered under ``key``, if it is there and intact."""
+    if _BATCH:
+        _BATCH[0]["used"].add(key)
     entry = _entries().get(key)
     if not isinstance(entry, dict):
         return None
@@ -214,11 +217,15 @@ def store(key: str, text: str) -> None:
     renders[key] = {"text": text, "sha256": _text_hash(text)}
     if _BATCH:
         _BATCH[0]["dirty"] = True
+        _BATCH[0]["used"].add(key)
     else:
         _write(renders)
 
 
-def _write(renders: dict[str, Any]) -> None:
+def _write(renders: dict[str, Any], keep: set[str] | frozenset[str] = frozenset()) -> None:
+    """Write the cache, keeping the newest :data:`MAX_ENTRIES` entries, and every entry in
+    ``keep`` (what a batch used) however many: the cache is sized to what a batch needs (a prune
+    with 1,000 projects of their own images), so the next identical batch hits every render."""
     from pathlib import Path
 
     from envman.errors import EnvmanError
@@ -226,8 +233,10 @@ def _write(renders: dict[str, Any]) -> None:
     from envman.state import atomic_write
 
     path = Path(cache_path())
-    while len(renders) > MAX_ENTRIES:
-        renders.pop(next(iter(renders)))
+    limit = max(MAX_ENTRIES, len(keep))
+    if len(renders) > limit:
+        for key in [k for k in renders if k not in keep][:len(renders) - limit]:
+            del renders[key]
     try:
         private_dir(path.parent)
         atomic_write(path, json.dumps({"format": CACHE_FORMAT, "renders": renders}))

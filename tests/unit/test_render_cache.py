@@ -355,10 +355,11 @@ def test_the_cache_keeps_the_newest_entries_only(counted):
     assert len(counted) == 1
 
 
-@pytest.mark.parametrize("renders", [1, 5, 40])
+@pytest.mark.parametrize("renders", [1, 5, 40, rendercache.MAX_ENTRIES + 1, rendercache.MAX_ENTRIES * 3])
 def test_a_batch_reads_and_writes_the_cache_file_once(counted, monkeypatch, renders):
     """Many renders in one batch (prune's): one load and one write, and every render hits the
-    next time; outside a batch each miss is written at once."""
+    next time, more renders than MAX_ENTRIES too (the cache keeps what a batch used: prune with
+    1,000 projects missed all but 64 every time); outside a batch each miss is written at once."""
     import envman.state as S
 
     loads, writes = [], []
