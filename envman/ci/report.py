@@ -13,11 +13,14 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import UserError
+
+if TYPE_CHECKING:
+    from envman.matrix.model import Matrix
 
 #: Cell states, worst first: a cell holding several rows (variants) shows the worst of them.
 STATES = ("fail", "not-buildable", "not-tested", "cpu-only", "pass", "not-in-matrix")
@@ -134,7 +137,7 @@ def _column_key(c: str) -> tuple:
     return (-1, Version("0"), "") if c == "cpu" else _vkey(c)
 
 
-def _matrix_entries(matrix) -> list[dict[str, Any]]:
+def _matrix_entries(matrix: Matrix) -> list[dict[str, Any]]:
     out = []
     for b in matrix.builds:
         out.append({
@@ -144,7 +147,7 @@ def _matrix_entries(matrix) -> list[dict[str, Any]]:
     return out
 
 
-def support_tables(results: Sequence[dict[str, Any]], matrix=None, *, full_matrix: bool = False) -> list[FrameworkTable]:
+def support_tables(results: Sequence[dict[str, Any]], matrix: Matrix | None = None, *, full_matrix: bool = False) -> list[FrameworkTable]:
     """Framework tables: versions down (newest first), ``cpu`` then CUDA versions across.
 
     With ``matrix``, a cell the matrix has a row for but the results do not is ``not-tested``
@@ -213,7 +216,7 @@ def _md(text: Any) -> str:
 
 
 def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman CI validation",
-                     sources: Sequence[str] = (), notes: Sequence[str] = (), matrix=None) -> str:
+                     sources: Sequence[str] = (), notes: Sequence[str] = (), matrix: Matrix | None = None) -> str:
     """A Markdown summary: totals, a compact support grid per framework, then one line per row.
     With ``matrix``, grid cells the matrix has a row for but the results do not say "not tested"."""
     c = counts(results)
@@ -292,7 +295,7 @@ def _environment():
     )
 
 
-def render_html(results: Sequence[dict[str, Any]], *, matrix=None, full_matrix: bool = False,
+def render_html(results: Sequence[dict[str, Any]], *, matrix: Matrix | None = None, full_matrix: bool = False,
                 title: str = "envman support matrix", sources: Sequence[str] = (),
                 notes: Sequence[str] = (), generated: str | None = None) -> str:
     """The whole page as one string (inline CSS, JS and data; no external fetch)."""

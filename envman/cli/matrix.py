@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from envman.cli.complete import complete_stack, complete_gpu
+
+if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
+    from envman.matrix.model import Matrix
+    from envman.stack.names import Stack
 
 from rich.markup import escape
 
@@ -94,7 +98,7 @@ def _platforms_cell(d: dict) -> str:
     return short + ("?" if d["platform_status"] != "confirmed" and len(d["platforms"]) > 1 else "")
 
 
-def _tag_history_fields(m, ref: str) -> dict[str, str | None]:
+def _tag_history_fields(m: Matrix, ref: str) -> dict[str, str | None]:
     """``base_image_published`` / ``base_image_served`` of a stack's base image from the tag
     histories, each followed by ``(unconfirmed)`` or ``(partially confirmed)`` where its source is
     indirect; nothing for an image the histories do not know."""
@@ -107,7 +111,7 @@ def _tag_history_fields(m, ref: str) -> dict[str, str | None]:
     return {"base_image_published": (h.published or "unknown") + mark, "base_image_served": served + mark}
 
 
-def _rebuild_fields(m, stack) -> dict[str, str]:
+def _rebuild_fields(m: Matrix, stack: Stack) -> dict[str, str]:
     """``base_image_rebuilt``: how ``envman build`` (``--base auto``) gets a base NVIDIA no longer
     serves, from which recipes, and what of them is unconfirmed; nothing for a served base."""
     from envman.render.base import BASE_REPOSITORY, nvidia_tag
@@ -234,7 +238,7 @@ def _host_driver() -> str:
     return host.driver
 
 
-def _compatible_build(m, stack, driver: str, cc: str) -> str | None:
+def _compatible_build(m: Matrix, stack: Stack, driver: str, cc: str) -> str | None:
     """A build of the same framework that runs with ``driver`` on a GPU of capability ``cc``."""
     from envman.host import what_if
     from envman.run.preflight import suggest_stack

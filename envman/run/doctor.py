@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     import datetime
 
     from envman.engine.api import EngineFacts
-    from envman.project.settings import UserConfig
-
     from envman.host import HostFacts, HostGpu
+    from envman.matrix.model import Matrix
     from envman.matrix.source import MatrixSource
+    from envman.project.settings import UserConfig
 
 
 @dataclass
@@ -186,7 +186,7 @@ def _is_cpu(resolve_name: Callable[[str], Stack], name: str) -> bool:
     return resolve_name(name).is_cpu
 
 
-def matrix_freshness(matrix, today: datetime.date, updates: Mapping[str, list[str]] | None = None,
+def matrix_freshness(matrix: Matrix, today: datetime.date, updates: Mapping[str, list[str]] | None = None,
                      update_error: str | None = None) -> dict[str, Any]:
     """How old the matrix is: the newest release date its rows record, per framework and in
     all, and (when asked) what the index has that is newer."""

@@ -17,9 +17,9 @@ from envman.stack.names import Stack
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING, cdi_devices
 
 if TYPE_CHECKING:
-
     from envman.engine.api import EngineInfo
     from envman.host import HostFacts, HostGpu
+    from envman.matrix.model import Matrix
 
 
 # --------------------------------------------------------------------------- preflight
@@ -208,7 +208,7 @@ def verdict_problems(stack: Stack, host: HostFacts, verdicts: Sequence[GpuVerdic
     return out
 
 
-def suggest_stack(matrix, stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
+def suggest_stack(matrix: Matrix, stack: Stack, host: HostFacts, gpus: Sequence[HostGpu]) -> str | None:
     """A stack of the same framework that the verdict accepts on these GPUs: preferably the same
     framework version (another CUDA), then the newest older release, then the oldest newer one."""
     from packaging.version import Version
