@@ -548,7 +548,8 @@ def _job_record(doc: object) -> JobRecord | None:
     if isinstance(submitted, bool) or not isinstance(submitted, (int, float)) or isinstance(gpus, bool) \
             or not isinstance(gpus, int):
         return None
-    return JobRecord(*(doc[k] for k in strings), float(submitted), gpus)
+    return JobRecord(doc["id"], doc["project"], doc["stack"], doc["runtime"], doc["log"], doc["script"],
+                     float(submitted), gpus)
 
 
 def record(job_id: str) -> JobRecord:
