@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 RUNNABLE_SMOKE = ("pass", "cpu-only")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: ``REPO@sha256:<64 hex>``: a reference pinned by digest, one ``@`` only.
+DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _LABEL_MAX = 300
 
@@ -94,8 +96,7 @@ def parse_registry(value: Any, *, where: str) -> Registry:
     except Invalid as exc:
         raise UserError(exc.what.replace("registry mirror", "registry"), where=where, fix=exc.fix) from None
     m = re.fullmatch(r"(?P<host>\[[^\]]+\](?::(?P<p6>[0-9]+))?|[^/:]+(?::(?P<p>[0-9]+))?)(?:/(?P<prefix>.*))?", text)
-    if m is None:  # pragma: no cover - check_registry_mirror accepted it
-        raise UserError(f"registry {text!r} is not HOST[:PORT][/PREFIX]", where=where)
+    assert m is not None  # check_registry_mirror accepted it
     port = m.group("p6") or m.group("p")
     if port is not None and not 1 <= int(port) <= 65535:
         raise UserError(f"registry {text!r}: port {port} is out of range", where=where, fix="use a port 1-65535")
@@ -125,7 +126,7 @@ def load_registry_settings(path: Path | None = None) -> RegistrySettings:
             raise UserError(f"{key} must be true or false, got {table[key]!r}", where=cfg.where("registry", key),
                             fix=f"write {key} = true or {key} = false")
     default = parse_registry(table["default"], where=cfg.where("registry", "default")) if "default" in table else None
-    return RegistrySettings(default, bool(table.get("allow_http", False)), bool(table.get("pull_on_run", False)))
+    return RegistrySettings(default, bool(table.get("allow_http")), bool(table.get("pull_on_run")))
 
 
 def choose_registry(given: str | None, settings: RegistrySettings) -> Registry:
@@ -295,7 +296,7 @@ def promoted_image(engine: ContainerEngine, stack: Stack) -> ImageInfo:
     on_image = L.parse_smoke(info.labels)
     if on_image is None or on_image.rootfs != rootfs_digest(info) or on_image.report_digest != verdict.report_digest:
         report = load_report(info.id)
-        if report is None:  # pragma: no cover - image_verdict found it a moment ago
+        if report is None:  # image_verdict found it a moment ago: removed meanwhile
             raise UserError(f"the smoke report of {ref} vanished", where=f"stack {stack.name}")
         # the verdict travels on an image of its own: the promoted image keeps its id, which
         # project images and their locks here were built on
@@ -384,7 +385,8 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
     already = bool(stable and stable.id == info.id)
     engine.tag(info.id, stable_ref(stack.name))  # the verdict travels on the image's labels
     smoke = L.parse_smoke(labels)
-    return Pulled(stack.name, ref, want, info.id, smoke.status if smoke else "", already)
+    assert smoke is not None  # label_problems refused an image without a verdict
+    return Pulled(stack.name, ref, want, info.id, smoke.status, already)
 
 
 def _config_options():
@@ -418,15 +420,15 @@ def digest_ref(stack_name: str, *, registry: Registry | None = None,
                engine: EngineFacts | None = None) -> str | None:
     """``REPO@sha256:...`` of ``stack_name`` as pushed from here (newest push, or the push to
     ``registry``), else as pulled here (the promoted image's repo digests); ``None`` if neither."""
-    from envman.state import stable_ref
+    from envman.state import repository, stable_ref
 
     pushes = []
     for reg, stacks in read_pushed().items():
         entry = stacks.get(stack_name) if isinstance(stacks, dict) else None
         if isinstance(entry, dict) and (registry is None or reg == str(registry)):
-            ref = entry.get("ref")
-            if isinstance(ref, str) and "@" in ref and DIGEST_RE.fullmatch(ref.rsplit("@", 1)[1]):
-                pushes.append((int(entry.get("time", 0)), ref))
+            ref, at = entry.get("ref"), entry.get("time")
+            if isinstance(ref, str) and DIGEST_REF_RE.fullmatch(ref):  # a time that is not a number is the oldest
+                pushes.append((at if isinstance(at, int) and not isinstance(at, bool) else 0, ref))
     if pushes:
         return max(pushes)[1]
     if engine is None:
@@ -434,7 +436,7 @@ def digest_ref(stack_name: str, *, registry: Registry | None = None,
     info = engine.inspect_image(stable_ref(stack_name))
     wanted = registry.repository(stack_name) if registry is not None else None
     for ref in sorted(info.repo_digests if info is not None else ()):
-        repo = ref.rsplit("@", 1)[0]
-        if (wanted is None and repo.endswith("/" + stable_ref(stack_name).rsplit(":", 1)[0])) or repo == wanted:
+        repo = ref.partition("@")[0]
+        if DIGEST_REF_RE.fullmatch(ref) and (repo == wanted or (wanted is None and repo.endswith("/" + repository(stack_name)))):
             return ref
     return None

@@ -346,6 +346,18 @@ def test_a_verdict_known_only_here_travels_on_an_image_of_its_own(home, stack, c
     assert engine.inspect_image(stable_ref(stack.name)).id == image_id  # the promoted image keeps its id
 
 
+def test_a_report_removed_while_the_push_reads_it_is_one_line(home, stack, monkeypatch):
+    import envman.state
+
+    engine = FakeEngine()
+    image_id = _promoted(engine, stack, labelled=False)
+    save_report_json(image_id, {"overall": "pass", "image_id": image_id})
+    monkeypatch.setattr(envman.state, "load_report", lambda image_id: None)  # the push's own read finds it gone
+    assert refusal(lambda: R.push_stack(engine, stack, R.Registry("127.0.0.1:5000"))) == (
+        "UserError", f"the smoke report of envman/{stack.name}:latest vanished", f"stack {stack.name}", None)
+    assert engine.pushed == []
+
+
 def test_an_image_that_lost_its_verdict_on_the_way_is_never_pushed(home, stack, monkeypatch):
     from envman.images import store
 
@@ -484,8 +496,9 @@ def test_ensure_image_keeps_a_runnable_promoted_image_and_pulls_otherwise(home, 
     assert R.ensure_image(engine, stack) == stable_ref(stack.name)
 
     calls = []
-    monkeypatch.setattr(R, "pull_stack", lambda e, s, reg, **kw: calls.append((reg, kw)))
     engine = FakeEngine()
+    monkeypatch.setattr(R, "pull_stack", lambda e, s, reg, **kw: calls.append((reg, kw)) if (e, s) == (engine, stack)
+                        else pytest.fail("another engine or stack"))
     _promoted(engine, stack, status="fail")
     assert refusal(lambda: R.ensure_image(engine, stack)) == (
         "UserError", f"no promoted image envman/{stack.name}:latest here and no registry configured to pull it from",
@@ -495,7 +508,8 @@ def test_ensure_image_keeps_a_runnable_promoted_image_and_pulls_otherwise(home, 
     (home / "cfg" / "config.toml").write_text('[registry]\ndefault = "reg.example:5000/lab"\nallow_http = true\n')
     assert R.ensure_image(engine, stack) == stable_ref(stack.name)
     assert R.ensure_image(engine, stack, allow_http=False) == stable_ref(stack.name)
-    assert R.ensure_image(FakeEngine(), stack, registry=R.Registry("other.example")) == stable_ref(stack.name)
+    engine._tags.clear()
+    assert R.ensure_image(engine, stack, registry=R.Registry("other.example")) == stable_ref(stack.name)
     assert calls == [(R.Registry("reg.example:5000", "lab"), {"allow_http": True}),
                      (R.Registry("reg.example:5000", "lab"), {"allow_http": False}),
                      (R.Registry("other.example"), {"allow_http": True})]
@@ -514,6 +528,7 @@ def test_digest_ref_takes_the_newest_push_or_the_push_to_the_registry_asked(home
     _record(home, {
         "a.example": {"s": {"ref": f"a.example/envman/s@{D1}", "time": 5}},
         "b.example/lab": {"s": {"ref": f"b.example/lab/envman/s@{D2}", "time": 9},
+        "0.example": {"s": {"ref": f"0.example/envman/s@x@{D1}", "time": 99}},  # two @: not a digest ref
                           "t": {"ref": f"b.example/lab/envman/t@{D2}", "time": 99}},
         "c.example": {"s": {"ref": "c.example/envman/s@sha256:short", "time": 50},
                       "u": "not a table"},
@@ -528,12 +543,28 @@ def test_digest_ref_takes_the_newest_push_or_the_push_to_the_registry_asked(home
     assert R.digest_ref("u") is None and R.digest_ref("zzz") is None
 
 
-def test_a_push_record_without_a_time_counts_as_the_oldest(home):
-    _record(home, {"a.example": {"s": {"ref": f"a.example/envman/s@{D1}"}},
-                   "b.example": {"s": {"ref": f"b.example/envman/s@{D2}", "time": 1}}})
-    assert R.digest_ref("s") == f"b.example/envman/s@{D2}"
-    _record(home, {"a.example": {"s": {"ref": f"a.example/envman/s@{D1}"}}})
+def test_the_newest_push_wins_whatever_the_names(home):
+    _record(home, {"a.example": {"s": {"ref": f"a.example/envman/s@{D1}", "time": 9}},
+                   "b.example": {"s": {"ref": f"b.example/envman/s@{D2}", "time": 5}}})
     assert R.digest_ref("s") == f"a.example/envman/s@{D1}"
+
+
+@pytest.mark.parametrize("time", [None, "x", True, 1.5, [1]])
+def test_a_push_record_without_a_numeric_time_counts_as_the_oldest(home, time):
+    entry = {"ref": f"z.example/envman/s@{D1}", **({"time": time} if time is not None else {})}
+    _record(home, {"z.example": {"s": entry}, "a.example": {"s": {"ref": f"a.example/envman/s@{D2}", "time": 1}}})
+    assert R.digest_ref("s") == f"a.example/envman/s@{D2}"
+    _record(home, {"z.example": {"s": entry}})
+    assert R.digest_ref("s") == f"z.example/envman/s@{D1}"
+
+
+def test_a_push_record_others_can_write_is_not_believed_and_named_so(home, capfd):
+    _record(home, {"a.example": {"s": {"ref": f"a.example/envman/s@{D1}", "time": 1}}})
+    R.pushed_path().chmod(0o662)
+    assert R.read_pushed() == {} and R.digest_ref("s") is None
+    err = capfd.readouterr().err
+    assert err == 2 * (f"envman: warning: ignoring the push record {R.pushed_path()}: writable by its group or by others "
+                       "(remove it; envman writes a new one)\n")  # once for each read
 
 
 def test_digest_ref_falls_back_to_what_was_pulled_here(home, stack):
@@ -541,7 +572,8 @@ def test_digest_ref_falls_back_to_what_was_pulled_here(home, stack):
     assert R.digest_ref("s") is None and R.digest_ref("s", engine=engine) is None
     image_id = engine.add_image("envman/s:latest")
     engine._images[image_id] = ImageInfo(image_id, repo_digests=(
-        f"z.example/envman/s@{D2}", f"a.example/envman/s2@{D1}", f"b.example/lab/envman/s@{D1}", f"c.example/envman/s@{D1}"))
+        f"z.example/envman/s@{D2}", f"a.example/envman/s2@{D1}", f"b.example/lab/envman/s@{D1}", f"c.example/envman/s@{D1}",
+        f"a.example/envman/s@sha256:{'1' * 63}", f"a/b@c.example/envman/s@{D1}"))
     assert R.digest_ref("s", engine=engine) == f"b.example/lab/envman/s@{D1}"  # the first, sorted
     assert R.digest_ref("s", engine=engine, registry=R.Registry("z.example")) == f"z.example/envman/s@{D2}"
     assert R.digest_ref("s", engine=engine, registry=R.Registry("b.example")) is None
