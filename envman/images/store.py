@@ -160,7 +160,7 @@ def record_verdict(engine: ContainerEngine, stack_name: str, report: Mapping[str
     repo = repository(stack_name)
     moving = [t for t in info.tags if same_repository(t, repo)] if move_tags else []
     files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info.id).encode()}
-    target = moving[0] if moving else f"{repo}:verdict-{(verdict.report_digest or '')[7:23]}"  # always set here
+    target = moving[0] if moving else f"{repo}:verdict-{report_digest(report)[7:23]}"
     new_id = None
     for ev in engine.build(deterministic_tar(files), target, labels=labels):
         if ev.kind == "done":

@@ -158,6 +158,16 @@ def test_the_verdict_image_carries_the_verdict_and_who_ran_it(monkeypatch):
     assert load_report(tested) == report and load_report(new) == report
 
 
+def test_who_built_the_layers_stays_who_built_them_when_another_user_smoke_tests(monkeypatch):
+    engine = FakeEngine()
+    monkeypatch.setattr(S, "current_user", lambda: (1002, "bob"))
+    tested = _tested(engine, labels=L.builder_labels(1001, "alice"))
+    labels = engine.inspect_image(S.record_verdict(engine, "s", _report(tested))).labels
+    assert (labels[L.BUILT_BY_UID], labels[L.BUILT_BY_USER]) == ("1001", "alice")
+    v = L.parse_smoke(labels)
+    assert (v.by_uid, v.by_user) == (1002, "bob")  # who ran the smoke test
+
+
 def test_without_a_tag_of_its_own_the_verdict_image_is_tagged_by_its_report_digest():
     engine = FakeEngine()
     tested = engine.add_image()
