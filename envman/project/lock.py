@@ -68,26 +68,37 @@ def requirements_sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _pin_of(line: Any) -> Pin | None:
+    """The pin a line is when it is exactly ``name==version --hash=sha256:<64 hex>``, else None."""
+    m = _PIN_RE.match(line) if isinstance(line, str) else None
+    return Pin(canonical_name(m.group(1)), m.group(2), m.group(3)) if m else None
+
+
 def parse_pin(line: Any, *, where: str) -> Pin:
     """One package line, strictly: ``name==version --hash=sha256:<64 hex>``; anything else
     (options, URLs, markers, other hashes) is one error line."""
-    m = _PIN_RE.match(line) if isinstance(line, str) else None
-    if m is None:
+    pin = _pin_of(line)
+    if pin is None:
         shown = repr(line)[:120]
         raise UserError(f"package line {shown} is not name==version --hash=sha256:<64 hex digits>",
                         where=where, fix=_FIX)
-    return Pin(canonical_name(m.group(1)), m.group(2), m.group(3))
+    return pin
 
 
-def make_lock(stack: str, base_image: str, requirements: str, pins: list[Pin]) -> Lock:
-    """A lock with its pins sorted and one per package (a second, different pin is an error)."""
+def _one_each(pins: list[Pin]) -> tuple[Pin, ...]:
+    """``pins`` sorted by name, one per package (a second, different pin is an error)."""
     by_name: dict[str, Pin] = {}
     for p in pins:
         if by_name.get(p.name, p) != p:
             raise UserError(f"package {p.name} is pinned twice with different versions or hashes",
                             where=LOCK_NAME, fix=_FIX)
         by_name[p.name] = p
-    return Lock(stack, base_image, requirements_sha256(requirements), tuple(by_name[n] for n in sorted(by_name)))
+    return tuple(by_name[n] for n in sorted(by_name))
+
+
+def make_lock(stack: str, base_image: str, requirements: str, pins: list[Pin]) -> Lock:
+    """A lock with its pins sorted and one per package (a second, different pin is an error)."""
+    return Lock(stack, base_image, requirements_sha256(requirements), _one_each(pins))
 
 
 def parse_lock(doc: dict[str, Any], *, where: str) -> Lock:
@@ -108,8 +119,7 @@ def parse_lock(doc: dict[str, Any], *, where: str) -> Lock:
     lines = doc.get("packages")
     if not isinstance(lines, list):  # empty is valid: the stack image already has every requirement
         raise UserError("key packages: expected a list of package lines", where=where, fix=_FIX)
-    lock = make_lock(stack, base, "", [parse_pin(x, where=where) for x in lines])
-    return Lock(lock.stack, lock.base_image, req, lock.packages)
+    return Lock(stack, base, req, _one_each([parse_pin(x, where=where) for x in lines]))
 
 
 def lock_text(lock: Lock) -> str:
@@ -168,19 +178,23 @@ def pins_from_report(report: Any, *, where: str) -> list[Pin]:
                         fix="use a stack image with pip >= 22.2")
     pins = []
     for item in items:
-        meta = item.get("metadata", {}) if isinstance(item, dict) else {}
-        info = item.get("download_info", {}) if isinstance(item, dict) else {}
-        hashes = (info.get("archive_info") or {}).get("hashes") or {}
-        name, version, sha = meta.get("name"), meta.get("version"), hashes.get("sha256")
-        if not (isinstance(sha, str) and _HEX64.match(sha)):
-            legacy = (info.get("archive_info") or {}).get("hash", "")
-            sha = legacy.split("=", 1)[1] if isinstance(legacy, str) and legacy.startswith("sha256=") else sha
-        line = f"{name}=={version} --hash=sha256:{sha}"
-        if not (isinstance(name, str) and isinstance(version, str) and _PIN_RE.match(line)):  # not "None==None"
+        meta, archive = _table(item, "metadata"), _table(_table(item, "download_info"), "archive_info")
+        name, version, sha = meta.get("name"), meta.get("version"), _table(archive, "hashes").get("sha256")
+        legacy = archive.get("hash")
+        if not (isinstance(sha, str) and _HEX64.match(sha)) and isinstance(legacy, str) and legacy.startswith("sha256="):
+            sha = legacy.removeprefix("sha256=")
+        pin = _pin_of(f"{name}=={version} --hash=sha256:{sha}") if isinstance(name, str) and isinstance(version, str) else None
+        if pin is None:  # not "None==None": pip reported no name or version
             raise UserError(f"cannot lock {str(name)[:60]!r}: pip reports no version and sha256 archive hash for it",
                             where=where, fix="install it from an index or a wheel URL, not a directory or VCS checkout")
-        pins.append(parse_pin(line, where=where))
+        pins.append(pin)
     return pins
+
+
+def _table(doc: Any, key: str) -> dict[str, Any]:
+    """``doc[key]`` when both are JSON objects, else an empty one (pip's report is data from the image)."""
+    value = doc.get(key) if isinstance(doc, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 #: Run in the locked build after the install: fails when the lock names a package that the

@@ -108,6 +108,8 @@ def test_a_lock_document_is_read_field_by_field():
     ({"version": True}, "lock format version True is not 1"),
     ({"version": "1"}, "lock format version '1' is not 1"),
     ({"version": None}, "lock format version None is not 1"),
+    ({"version": "v" * 50}, f"lock format version {repr('v' * 50)[:20]} is not 1"),
+    ({"packages": ["rich"]}, "package line 'rich' is not name==version --hash=sha256:<64 hex digits>"),
     ({"stack": "Torch"}, "key stack: expected a stack name, got 'Torch'"),
     ({"stack": None}, "key stack: expected a stack name, got None"),
     ({"stack": 5}, "key stack: expected a stack name, got 5"),
@@ -148,7 +150,16 @@ def test_write_then_read_is_the_same_lock_and_others_may_read_it(tmp_path):
 def test_a_lock_that_is_not_toml_is_refused_at_its_path_with_the_lock_s_fix(tmp_path):
     (tmp_path / "envman.lock").write_text("packages = [\n")
     got = refusal(lambda: K.read_lock(tmp_path))
-    assert got[0] == "UserError" and "not valid TOML" in got[1] and got[2:] == (str(tmp_path / "envman.lock"), FIX)
+    assert got[0] == "UserError" and got[1].startswith("not valid TOML") and got[2:] == (str(tmp_path / "envman.lock"), FIX)
+    (tmp_path / "envman.lock").write_bytes(b"a\xffb")
+    assert refusal(lambda: K.read_lock(tmp_path)) == (
+        "UserError", "the lock file is not UTF-8 (invalid byte at offset 1)", str(tmp_path / "envman.lock"), FIX)
+
+
+def test_a_lock_that_is_not_a_regular_file_is_named_a_lock_file(tmp_path):
+    os.mkfifo(tmp_path / "envman.lock")
+    assert refusal(lambda: K.read_lock(tmp_path)) == (
+        "UserError", "is a FIFO (named pipe), expected a regular lock file", str(tmp_path / "envman.lock"), FIX)
 
 
 def test_a_lock_read_from_a_file_is_checked_as_a_document(tmp_path):
@@ -199,10 +210,16 @@ def test_the_archive_hash_comes_from_hashes_else_the_legacy_field(info, sha):
     _item(version=None, archive_info={"hashes": {"sha256": H1}}),  # was locked as rich==None
     _item(name=None, archive_info={"hashes": {"sha256": H1}}),  # was locked as a package named "none"
     _item(version=1, archive_info={"hashes": {"sha256": H1}}),
+    _item(archive_info={"hash": f"sha256={H1}={H2}"}),  # one hash, nothing after it
+    {"metadata": ["rich", "1"], "download_info": {"archive_info": {"hashes": {"sha256": H1}}}},  # these crashed
+    {"metadata": {"name": "rich", "version": "1"}, "download_info": "x"},
+    {"metadata": {"name": "rich", "version": "1"}, "download_info": {"archive_info": [H1]}},
+    {"metadata": {"name": "rich", "version": "1"}, "download_info": {"archive_info": {"hashes": [H1]}}},
+    {"download_info": {"archive_info": {"hashes": {"sha256": H1}}}},
     "not a table", None,
 ])
 def test_an_install_without_a_sha256_archive_hash_cannot_be_locked(item):
-    name = item["metadata"]["name"] if isinstance(item, dict) else None
+    name = item["metadata"]["name"] if isinstance(item, dict) and isinstance(item.get("metadata"), dict) else None
     assert refusal(lambda: K.pins_from_report({"install": [item]}, where="W")) == (
         "UserError", f"cannot lock {str(name)[:60]!r}: pip reports no version and sha256 archive hash for it", "W",
         "install it from an index or a wheel URL, not a directory or VCS checkout")
