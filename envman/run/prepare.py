@@ -149,7 +149,7 @@ def prepare_run(
         gpus=gpus,
         gpu_mechanism=mech or "runtime",
         cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
-        engine=info.kind if info is not None else engine_kind.kind,
+        engine=engine_kind.kind,  # the engine's own word, as info() would give it
         engine_url=engine_url,
         rootless=bool(engine_kind.rootless),
         shm_size=settings.shm_size,
@@ -201,7 +201,7 @@ def _cli_paths(values: Iterable[str]) -> list[str]:
     out = []
     for v in values:
         src, sep, rest = v.partition(":")
-        if sep and src and not src.startswith(("/", "~")):
+        if sep and src and not src.startswith("~"):  # an absolute src stays itself in os.path.join
             src = os.path.join(os.getcwd(), src)
         out.append(src + sep + rest)
     return out

@@ -190,6 +190,11 @@ def test_a_name_outside_the_grammar_is_refused(name):
     assert refusal(lambda: Q.parse_cli_env([f"{name}=v"]))[1] == f"{name[:100]!r} is not a variable name (letters, digits, _)"
 
 
+@pytest.mark.parametrize("name", ["wandb_mode", "_x", "Ab9_", "z"])
+def test_every_case_of_letters_is_a_name(name):
+    assert Q.parse_cli_env([f"{name}=1"]) == ((name, "1"),)
+
+
 def test_a_name_alone_takes_the_value_from_envman_s_environment():
     assert Q.parse_cli_env(["B=2", "A", "B=3"], {"A": "from-env"}) == (("A", "from-env"), ("B", "3"))
     assert refusal(lambda: Q.parse_cli_env(["TOKEN"], {})) == (
@@ -212,13 +217,16 @@ def test_a_value_with_a_nul_or_a_line_break_is_refused(bad, given_on):
 
 def test_relative_mount_sources_are_relative_to_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert Q._cli_paths(["data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", "a:b:ro"]) == [
-        f"{tmp_path}/data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", f"{tmp_path}/a:b:ro"]
+    assert Q._cli_paths(["data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", "a:b:ro", ":/t:ro"]) == [
+        f"{tmp_path}/data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", f"{tmp_path}/a:b:ro", ":/t:ro"]
 
 
 def test_cli_ports_are_parsed_by_the_project_file_s_rule():
+    from envman.project.file import parse_port
+
     assert Q.parse_cli_ports(["8888", "1:2"]) == (Port(8888, 8888), Port(1, 2))
-    assert refusal(lambda: Q.parse_cli_ports(["0"]))[2] == "--port"
+    assert refusal(lambda: Q.parse_cli_ports(["0"])) == refusal(lambda: parse_port("0", where="--port", key="--port"))
+    assert "--port" in refusal(lambda: Q.parse_cli_ports(["0"]))[1]
 
 
 @pytest.mark.parametrize("env,devices", [
@@ -268,8 +276,13 @@ def test_cli_mounts_are_held_to_the_command_line_rule(tmp_path, monkeypatch):
 
     policy._CACHE.clear()
     assert Q.parse_cli_mounts(["data:/d:ro"]) == (Mount(str(tmp_path / "home" / "data"), "/d", True),)
+    from envman.project.file import parse_mount
+
     got = refusal(lambda: Q.parse_cli_mounts([f"{tmp_path / 'home'}:/h"]))
-    assert got[0] == "UserError" and got[2] == "--mount"
+    assert got == refusal(lambda: parse_mount(f"{tmp_path / 'home'}:/h", base=None, where="--mount", key="--mount",
+                                              from_file=False))
+    bad = refusal(lambda: Q.parse_cli_mounts(["/data:relative"]))
+    assert "--mount" in bad[1] and bad[2] == "--mount"
     assert Q.parse_cli_mounts([f"{tmp_path / 'home'}:/h"], allow_dangerous=True)[0].target == "/h"
 
 
@@ -418,12 +431,14 @@ def test_a_pinned_run_says_so_and_notes_the_newer_stable(state, mini):
     _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
     save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", "sha256:old")
     img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"))
-    assert (img.ref, img.image_id, choice.pinned) == (f"{STABLE} (pinned: {'sha256:old'[:19]})", "sha256:old", True)
+    assert (img.ref, img.image_id, choice.pinned) == (f"{STABLE} (pinned: sha256:old)", "sha256:old", True)
     prep = _prepare(state, mini, engine)
     assert prep.plan.image == "sha256:old" and prep.base_image_id == "sha256:old"
-    assert [(x.level, x.message) for x in prep.problems] == [(P.WARNING, choice.note)] and choice.note
+    assert [(x.level, x.check, x.message) for x in prep.problems] == [(P.WARNING, "image", choice.note)] and choice.note
     img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), update=True)
-    assert (img.ref, img.image_id, choice.pinned) == (STABLE, "sha256:new", False)
+    assert (img.ref, img.image_id, choice.pinned, choice.note) == (STABLE, "sha256:new", False, None)
+    prep = _prepare(state, mini, engine, update=True, remember_pin=False)
+    assert (prep.plan.image, prep.problems) == ("sha256:new", [])
 
 
 def test_image_state_of_reads_the_verdict(state):
@@ -447,3 +462,153 @@ def test_a_project_image_is_built_when_missing_or_asked_and_run_by_its_id(state,
     prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built, rebuild=rebuild)
     assert built == (["sha256:stable"] if rebuild else []) and (prep.built is not None) is rebuild
     assert prep.plan.image.startswith("sha256:") and prep.plan.image != first if rebuild else prep.plan.image == first
+
+
+LONG_OLD, LONG_NEW = "sha256:" + "0123456789" * 6 + "abcd", "sha256:" + "9876543210" * 6 + "dcba"
+
+
+def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
+    from envman import labels as L
+    from envman.engine.api import ImageInfo
+    from envman.images.pins import project_key, save_pin
+
+    engine = FakeEngine()
+    if stable_present:
+        engine.add_image(STABLE, LONG_NEW)
+        if stable_by_me:
+            v = L.SmokeVerdict(status="pass", report_digest="sha256:" + "5" * 64, by_uid=os.getuid(), by_user="me",
+                               at=2 * 10**9, rootfs=None)
+            layers = engine.inspect_image(LONG_NEW).layers
+            from envman.images.store import rootfs_digest
+
+            v = L.SmokeVerdict(**{**v.__dict__, "rootfs": rootfs_digest(ImageInfo("x", layers=layers))})
+            engine._images[LONG_NEW] = ImageInfo(LONG_NEW, labels=v.to_labels(), layers=layers)
+        else:
+            _passing(LONG_NEW)
+    engine.add_image(None, LONG_OLD)
+    _passing(LONG_OLD)
+    _passing("sha256:stable")
+    _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
+    save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", LONG_OLD)
+    return engine
+
+
+def _base(state, mini, engine, **kw):
+    from envman.project.file import load_project
+    from envman.stack.resolve import resolve
+
+    return Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), **kw)
+
+
+def test_the_pinned_image_is_named_by_its_short_id(state, mini):
+    engine = _pinned_setup(state, mini)
+    img, choice = _base(state, mini, engine)
+    assert img.ref == f"{STABLE} (pinned: {LONG_OLD[:19]})" and choice.pinned
+
+
+def test_a_pin_whose_stable_is_gone_runs_the_pin_and_asks_for_it_once(state, mini):
+    engine = _pinned_setup(state, mini, stable_present=False)
+    engine.inspected.clear()
+    img, choice = _base(state, mini, engine)
+    assert (img.image_id, choice.pinned) == (LONG_OLD, True) and engine.inspected.count(LONG_OLD) == 1
+
+
+def test_a_stable_i_promoted_after_the_pin_moves_the_run(state, mini):
+    engine = _pinned_setup(state, mini, stable_by_me=True)
+    img, choice = _base(state, mini, engine)
+    assert (img.image_id, choice.pinned, choice.repin) == (LONG_NEW, False, True)
+
+
+def test_the_stable_image_that_is_the_pin_is_asked_for_once(state, mini):
+    from envman.images.pins import project_key, save_pin
+
+    engine = _pinned_setup(state, mini)
+    save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", LONG_NEW)
+    engine.inspected.clear()
+    img, choice = _base(state, mini, engine)
+    assert (img.image_id, choice.pinned) == (LONG_NEW, False) and engine.inspected == [STABLE]
+
+
+def test_image_state_reads_the_engine(state):
+    engine = FakeEngine.with_images({"envman/s:latest": "sha256:x"})
+    from envman.images.build import SmokeReport, save_report
+
+    save_report(SmokeReport(stack="s", image="i", image_id="sha256:x", overall="cpu-only", reason="no GPU here",
+                            gpus_requested=False, probe=None, exit_code=0, stderr_tail=""))
+    assert Q.image_state(engine, "envman/s:latest") == Q.ImageState("envman/s:latest", "sha256:x", "cpu-only", "no GPU here")
+    assert Q.image_state(engine, "envman/t:latest") == Q.ImageState("envman/t:latest", None)
+
+
+def test_defaults_no_terminal_and_a_remembered_pin_and_the_current_directory(state, mini, monkeypatch):
+    from envman.images.pins import load_pin, project_key
+    from envman.project.file import load_project
+    from envman.project.settings import CliOverrides, UserConfig, merge_settings
+    from envman.stack.resolve import resolve
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    _prepare(state, mini, engine, remember_pin=False)
+    (state / "p" / "sub").mkdir()
+    monkeypatch.chdir(state / "p" / "sub")
+    p = load_project(state / "p")
+    settings = merge_settings(p, UserConfig(), CliOverrides(gpus=None, gpus_set=True, shm_size="3g"),
+                              stack_is_cpu=lambda s: False)
+    engine.info = lambda: pytest.fail("a CPU run asks the engine nothing about GPUs")
+    plan = Q.prepare_run(p, settings, resolve(mini, "torch-2.4-cuda12.4"), engine=engine,
+                         detect_host=lambda: pytest.fail("no GPU asked"), suggest=lambda *a: None,
+                         build_image=lambda *a: pytest.fail("no project image")).plan
+    assert (plan.tty, plan.interactive, plan.workdir, plan.shm_size, plan.gpus) == (False, False, "/workspace/sub", "3g", None)
+    assert load_pin(project_key("p", str((state / "p").resolve()))).image_id == "sha256:stable"
+
+
+def _gpu_run(state, mini, engine_info, gpus, *, host_name="h100-570", environment=()):
+    from dataclasses import replace
+
+    from envman.project.file import load_project
+    from envman.project.settings import CliOverrides, UserConfig, merge_settings
+    from envman.stack.resolve import resolve
+    from tests.unit.test_runner import host
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"}, engine_info=engine_info)
+    _passing("sha256:stable")
+    _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)
+    p = load_project(state / "p")
+    stack = resolve(mini, "torch-2.4-cuda12.4")
+    settings = replace(merge_settings(p, UserConfig(), CliOverrides(gpus=gpus, gpus_set=True), stack_is_cpu=lambda s: False),
+                       environment=tuple(environment))
+    asked = []
+    h = host(host_name)
+    return Q.prepare_run(p, settings, stack, engine=engine, detect_host=lambda: asked.append(1) or h,
+                         suggest=lambda s, hh, g: "torch-2.4.1-cuda11.8", build_image=lambda *a: pytest.fail("built"),
+                         cwd=state / "p"), asked, stack, h, settings
+
+
+def test_a_gpu_run_through_the_nvidia_runtime(state, mini):
+    from envman.engine.api import EngineInfo
+
+    info = EngineInfo(server_version="27.0", runtimes=("nvidia", "runc"))
+    prep, asked, _, _, _ = _gpu_run(state, mini, info, GpuRequest("count", count=1),
+                                    environment=[("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("NVIDIA_VISIBLE_DEVICES", "all")])
+    p = prep.plan
+    assert asked == [1] and (p.gpus, p.gpu_mechanism, p.cdi_devices, p.engine) == (
+        GpuRequest("count", count=1), "runtime", (), "docker")
+    assert p.environment == (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),)  # selection kept with a GPU request, but not the devices
+
+
+def test_a_gpu_run_through_cdi_devices(state, mini, tmp_path):
+    from envman.engine.api import EngineInfo
+
+    (tmp_path / "cdi").mkdir()
+    (tmp_path / "cdi" / "nvidia.yaml").write_text("cdiVersion: 0.5.0\n")
+    info = EngineInfo(server_version="27.0", runtimes=("runc",), cdi_spec_dirs=(str(tmp_path / "cdi"),))
+    prep, _, _, _, _ = _gpu_run(state, mini, info, GpuRequest("count", count=1))
+    assert (prep.plan.gpu_mechanism, prep.plan.cdi_devices) == ("cdi", ("0",))
+
+
+def test_a_gpu_run_is_checked_against_the_detected_host_with_the_suggestion(state, mini):
+    from envman.engine.api import EngineInfo
+
+    info = EngineInfo(server_version="27.0", runtimes=("nvidia", "runc"))
+    with pytest.raises(Q.PreflightError) as e:
+        _gpu_run(state, mini, info, GpuRequest("all"), host_name="rtx3090-470")
+    assert "use torch-2.4.1-cuda11.8" in e.value.what and "driver 470.57.02" in e.value.what
