@@ -144,13 +144,13 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
                             fix="create it, or fix the path (docker would refuse the run)")
     stack = matrix.resolve(settings.stack)
 
-    build_image = project_image_builder(a.rebuild)
+    build_image = project_image_builder(a.rebuild) if not a.dry_run else image_not_built
     tty, interactive = terminal_flags()
     engine = docker_facts()
     prepared = prepare_run(
         proj, settings, stack, engine=engine, detect_host=lambda: detect_host(matrix), suggest=suggester(matrix),
-        build_image=build_image, fetch_image=pull_on_run_fetcher(), rebuild=a.rebuild, update=a.update,
-        remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
+        build_image=build_image, fetch_image=None if a.dry_run else pull_on_run_fetcher(), rebuild=a.rebuild,
+        update=a.update, remember_pin=not a.dry_run, tty=tty and not a.dry_run, interactive=interactive and not a.dry_run,
         env_name=env_name, detach=a.detach,
     )
     if cname is not None:
@@ -198,6 +198,18 @@ def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Sta
             return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild)
 
     return build_image
+
+
+def image_not_built(p: ProjectConfig, s: Stack, base_id: str) -> str:
+    """``build_image`` for a dry run: nothing is built (the project's apt packages and
+    requirements run nothing on a dry run); the line says which image a run would build, and the
+    printed command names it."""
+    from envman.project.image import project_image_ref
+
+    ref = project_image_ref(p, s.name, base_id)
+    stderr_line(f"envman: a run would first build the project image {ref} of {p.name} on {s.name} "
+                "(apt packages, then requirements); --dry-run builds nothing")
+    return ref
 
 
 def pull_on_run_fetcher() -> Callable[[Stack], None] | None:

@@ -110,7 +110,7 @@ RUN_OPTIONS = (
     Option("--rebuild", help="rebuild the project image without the cache"),
     Option("--update", help="move the project to the stack's current stable image (runs stay on the image id "
                             "they were pinned to when another user promotes a newer one)"),
-    Option("--dry-run", help="preflight, then print the docker command instead of running it"),
+    Option("--dry-run", help="preflight, then print the docker command instead of running it (builds and pulls nothing)"),
     Option("--json", dest="as_json", help="with --dry-run: the plan and argv as JSON"),
     Option("-d", "--detach", help="start in the background (named after the project unless --name) and print "
                                   "the container's id; without a command it waits for envman exec"),

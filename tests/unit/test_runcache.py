@@ -457,3 +457,27 @@ def test_a_mount_source_that_resolves_elsewhere_now_takes_the_full_path(world, e
         root.symlink_to(tmp / "moved")
     result = envman_run("--no-gpu", "--", "true")
     assert not (isinstance(result, tuple) and result[0] == "cached"), result
+
+
+@pytest.mark.parametrize("words", [["--dry-run"], ["--dry-run", "--json"], ["--dry-run", "--rebuild"]])
+def test_a_dry_run_builds_and_pulls_nothing(world, engine, monkeypatch, capsys, words):
+    """A newcomer's first command on a cloned repo is ``--dry-run``: the project's requirements
+    and apt packages run nothing, no image is pulled; the printed command names the image a run
+    would build, and a line says so."""
+    import envman.project.image as project_image
+
+    (world["root"] / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\nrequirements = ["six"]\n')
+    monkeypatch.setattr(project_image, "build_project_image",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("built on a dry run")))
+    monkeypatch.setattr(runner, "pull_on_run_fetcher", lambda: (_ for _ in ()).throw(AssertionError("pulled")))
+    try:
+        main([*MATRIX, "project", "trust", str(world["root"])])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    capsys.readouterr()
+    try:
+        main([*MATRIX, "run", *words, "--no-gpu", "--", "true"])
+    except SystemExit as e:
+        assert e.code in (0, None)
+    out, err = capsys.readouterr()
+    assert "envman/project-p" in out and "would first build the project image envman/project-p" in err, (out, err)
