@@ -217,7 +217,7 @@ def show(
     for k in ("gpus", "shm_size", "command"):
         v = doc["settings"][k]
         c.print(f"  {k:<11} {v if v not in ([], '') else '(image default)'}  [{origin.get(k, '')}]", markup=False, highlight=False)
-    if doc["settings"]["environment"]:  # names only: values may be secrets (--json has them)
+    if doc["settings"]["environment"]:  # names only: values may be secrets (--json too)
         c.print(f"  {'environment':<11} {', '.join(doc['settings']['environment'])}", markup=False, highlight=False)
     for k in ("mounts", "ports"):
         if doc["settings"][k]:

@@ -200,7 +200,7 @@ class ProjectConfig:
             "command": list(self.command),
             "gpus": (str(self.gpus) if self.gpus else "none") if self.gpus_set else None,
             "shm_size": self.shm_size,
-            "environment": dict(self.environment),
+            "environment": sorted(k for k, _ in self.environment),  # names: values may be secrets
             "mounts": [mount_text(m) for m in self.mounts],
             "ports": [f"{p.host}:{p.container}" for p in self.ports],
             "needs_image": self.needs_image,
@@ -215,6 +215,15 @@ def type_error(key: str, expected: str, value: Any, where: str, fix: str | None 
     """The one-line error for a key of a project file (or of the user config's tables that take the
     same values) whose value is not what it must be."""
     return UserError(f"key {key}: expected {expected}, got {value!r}", where=where, fix=fix)
+
+
+def kind_of(value: Any) -> str:
+    """What a TOML value is, in words, without the value ("a list", "a table", "a boolean")."""
+    kinds = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"),
+             (dict, "a table"))
+    if value is None:
+        return "no value"
+    return next((word for t, word in kinds if isinstance(value, t)), f"a {type(value).__name__}")
 
 
 def _str_list(doc: Mapping[str, Any], key: str, where: str) -> list[str]:
@@ -506,13 +515,15 @@ def check_requirements(text: str, *, where: str) -> None:
 
 def parse_environment(v: Any, *, where: str, key: str = "environment") -> tuple[tuple[str, str], ...]:
     if not isinstance(v, dict):
-        raise type_error(key, "a table of NAME = value", v, where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
+        raise UserError(f"key {key}: expected a table of NAME = value, got {kind_of(v)} (values are not shown: they "
+                        "may be secrets)", where=where, fix=f"e.g. [{key}] then WANDB_MODE = \"offline\"")
     out = {}
     for k, val in v.items():
         if not re.fullmatch(_ENV_KEY_RE, k):
             raise type_error(f"{key}.{k}" if k.isprintable() else key, "a variable name (letters, digits, _)", k, where)
         if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-            raise type_error(f"{key}.{k}", "a string or a number", val, where)
+            raise UserError(f"key {key}.{k}: expected a string or a number, got {kind_of(val)} (values are not "
+                            "shown: they may be secrets)", where=where)
         if isinstance(val, str) and ("\0" in val or "\n" in val or "\r" in val):
             raise UserError(f"key {key}.{k}: the value contains a NUL byte or a line break, which cannot be passed "
                             "to a container", where=where, fix="put multi-line data in a file in the project and read it")

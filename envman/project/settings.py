@@ -108,7 +108,7 @@ class RunSettings:
             "stack": self.stack,
             "gpus": str(self.gpus) if self.gpus else "none",
             "shm_size": self.shm_size,
-            "environment": dict(self.environment),
+            "environment": sorted(k for k, _ in self.environment),  # names: values may be secrets
             "mounts": [mount_text(m) for m in self.mounts],
             "ports": [f"127.0.0.1:{p.host}:{p.container}" for p in self.ports],
             "command": list(self.command),

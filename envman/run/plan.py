@@ -62,6 +62,7 @@ class RunPlan:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["gpus"] = str(self.gpus) if self.gpus else None
+        d["environment"] = [k for k, _ in self.environment]  # names: values may be secrets
         return d
 
 

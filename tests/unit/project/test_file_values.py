@@ -19,13 +19,14 @@ ENV_FIX = 'e.g. [environment] then WANDB_MODE = "offline"'
 
 
 @pytest.mark.parametrize("value,expected", [
-    ("X=1", ("key environment: expected a table of NAME = value, got 'X=1'", ENV_FIX)),
-    ([1], ("key environment: expected a table of NAME = value, got [1]", ENV_FIX)),
+    ("X=1", ("key environment: expected a table of NAME = value, got a string (values are not shown: they may be secrets)", ENV_FIX)),
+    ([1], ("key environment: expected a table of NAME = value, got a list (values are not shown: they may be secrets)", ENV_FIX)),
     ({"1X": "a"}, ("key environment.1X: expected a variable name (letters, digits, _), got '1X'", None)),
     ({"A\x1bB": "a"}, ("key environment: expected a variable name (letters, digits, _), got 'A\\x1bB'", None)),
-    ({"X": [1]}, ("key environment.X: expected a string or a number, got [1]", None)),
-    ({"X": True}, ("key environment.X: expected a string or a number, got True", None)),
-    ({"X": None}, ("key environment.X: expected a string or a number, got None", None)),
+    ({"X": [1]}, ("key environment.X: expected a string or a number, got a list (values are not shown: they may be secrets)", None)),
+    ({"X": True}, ("key environment.X: expected a string or a number, got a boolean (values are not shown: they may be secrets)", None)),
+    ({"X": None}, ("key environment.X: expected a string or a number, got no value (values are not shown: they may be secrets)", None)),
+    ({"X": {"v": 1}}, ("key environment.X: expected a string or a number, got a table (values are not shown: they may be secrets)", None)),
 ] + [({"X": f"a{c}b"}, ("key environment.X: the value contains a NUL byte or a line break, which cannot be passed to a "
                         "container", "put multi-line data in a file in the project and read it")) for c in "\0\n\r"])
 def test_every_environment_refusal_exactly(value, expected):
@@ -140,7 +141,7 @@ def test_project_json_has_every_field(tmp_path, monkeypatch):
     assert F.load_project(root).to_json() == {
         "name": "x", "root": str(root), "file": str(root / "envman.toml"), "stack": "torch-2.4",
         "requirements": ["a==1", "b"], "requirements_file": None, "apt": ["curl", "zlib1g"],
-        "command": ["python", "t.py"], "gpus": "device=0,1", "shm_size": "1g", "environment": {"K": "v"},
+        "command": ["python", "t.py"], "gpus": "device=0,1", "shm_size": "1g", "environment": ["K"],
         "mounts": [f"{root}/d:/d:ro", f"{root}/d:/e"], "ports": ["8888:8888", "1:2"], "needs_image": True}
     (root / "envman.toml").write_text('gpus = "none"\n')
     (root / "r.txt").write_text("a==1\n\n")
