@@ -6,8 +6,9 @@ A parse is kept in the user's envman cache folder (:func:`envman.paths.cache_dir
 version, the Python version, the installed ``packaging`` version and the size and mtime of every
 module of the installed envman package (an upgraded or edited envman parses afresh). What is kept
 is the parser's result, the typed rows of :mod:`envman.matrix.model`, pickled; it is read back by
-an unpickler that builds nothing but those row types, ``packaging`` versions, dates and builtin
-containers (any other global is refused and the entry is a miss). The file must be the user's
+an unpickler that builds nothing but those row types (the classes :mod:`envman.matrix.model`
+defines), ``packaging``'s ``Version`` and builtin containers: any other global, a function or a
+module attribute included, is refused and the entry is a miss. The file must be the user's
 own, not writable by group or others, a regular file (:func:`envman.safefile.read_state`);
 anything in doubt is a miss and the file is parsed as without this cache. Only successful parses
 are kept; a file that fails to parse raises the same error every time. The last
@@ -16,6 +17,7 @@ are kept; a file that fails to parse raises the same error every time. The last
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -29,9 +31,8 @@ CACHE_FORMAT = 1
 MAX_ENTRIES = 32
 #: The folder in the cache folder (``envman clean`` removes it).
 PARSED_FOLDER = "matrix"
-#: Modules whose globals a kept parse may name (the row types, versions, dates).
-ALLOWED_MODULES = frozenset({"envman.matrix.model", "packaging.version", "datetime"})
-ALLOWED_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "getattr"})
+#: Builtin containers a kept parse may name.
+ALLOWED_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict"})
 
 _code: list[str] = []
 
@@ -63,11 +64,23 @@ def key(file: str, data: bytes) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def allowed_globals() -> frozenset[tuple[str, str]]:
+    """Every ``(module, name)`` a kept parse may name: each class defined in
+    :mod:`envman.matrix.model` (not what it imports), ``packaging.version.Version`` and the
+    builtin containers. Nothing callable beyond these constructors, no module object."""
+    from envman.matrix import model
+
+    rows = {("envman.matrix.model", n) for n, o in vars(model).items()
+            if isinstance(o, type) and o.__module__ == model.__name__}
+    return frozenset(rows | {("packaging.version", "Version")} | {("builtins", n) for n in ALLOWED_BUILTINS})
+
+
 class _RowsUnpickler(pickle.Unpickler):
-    """Builds only the row types, versions, dates and builtin containers."""
+    """Builds only the row types, versions and builtin containers (:func:`allowed_globals`)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module in ALLOWED_MODULES or (module == "builtins" and name in ALLOWED_BUILTINS):
+        if (module, name) in allowed_globals():
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not a matrix row type")
 
@@ -119,4 +132,4 @@ def _store(path: str, value: tuple[str, Any]) -> None:
         pass  # a cache that cannot be written only costs time
 
 
-__all__ = ["ALLOWED_MODULES", "CACHE_FORMAT", "MAX_ENTRIES", "PARSED_FOLDER", "kept", "key"]
+__all__ = ["ALLOWED_BUILTINS", "allowed_globals", "CACHE_FORMAT", "MAX_ENTRIES", "PARSED_FOLDER", "kept", "key"]

@@ -133,3 +133,49 @@ def test_envman_clean_removes_the_kept_parses_and_nothing_beside_them(counted, t
     assert folder in p.paths
     apply(p)
     assert not folder.exists() and (tmp_path / "cache" / "mine.txt").exists()
+
+
+def _global(module: str, name: str) -> bytes:
+    return f"c{module}\n{name}\n".encode()
+
+
+#: A pickle that reaches os.system through builtins.getattr and a module attribute
+#: (``datetime.sys.modules.get("os").system``), the shape any "allowed module" list invites.
+GETATTR_CHAIN = (b"cbuiltins\ngetattr\n(cbuiltins\ngetattr\n(cbuiltins\ngetattr\n(cdatetime\nsys\nVmodules\ntRVget\ntR"
+                 b"(Vos\ntRVsystem\ntR(Vtouch planted\ntR.")
+
+
+def _every_attribute_but_the_allowed():
+    import builtins
+    import datetime
+    import importlib
+
+    import envman.matrix.model as model
+
+    for mod in (model, importlib.import_module("packaging.version"), datetime, builtins):
+        for name in dir(mod):
+            if (mod.__name__, name) not in P.allowed_globals():
+                yield mod.__name__, name
+
+
+def test_only_the_row_classes_a_version_and_containers_are_ever_named(tmp_path, monkeypatch):
+    """By rule: every attribute of the row module, packaging.version, datetime and builtins that
+    is not a row class, Version or a container is refused by name (functions, imported modules,
+    getattr, eval), and the getattr chain runs nothing."""
+    import io
+
+    import envman.matrix.model as model
+
+    monkeypatch.chdir(tmp_path)
+    refused = 0
+    for module, name in _every_attribute_but_the_allowed():
+        with pytest.raises(pickle.UnpicklingError):
+            P._RowsUnpickler(io.BytesIO(_global(module, name) + b".")).load()
+        refused += 1
+    assert refused > 100
+    with pytest.raises(pickle.UnpicklingError):
+        P._RowsUnpickler(io.BytesIO(GETATTR_CHAIN)).load()
+    assert not (tmp_path / "planted").exists()
+    rows = {n for m, n in P.allowed_globals() if m == "envman.matrix.model"}
+    assert rows == {n for n, o in vars(model).items() if isinstance(o, type) and o.__module__ == model.__name__}
+    assert "Path" not in rows and "dataclass" not in rows  # what the module imports is not a row type
