@@ -30,7 +30,7 @@ def _int(value: str | None, where: str, minimum: int) -> int | None:
     if value is None:
         return None
     v = value.strip()
-    if not v.isdigit() or v != value:
+    if not (v.isascii() and v.isdigit()) or v != value:
         raise UserError(f"{value!r} is not a whole number", where=where, fix=f"give a count of at least {minimum}")
     return check_count(int(v), where=where, minimum=minimum)
 

@@ -79,7 +79,7 @@ def check_time(value: str, *, where: str = "--time") -> str:
     v = value.strip()
     if v.upper() in ("UNLIMITED", "INFINITE"):
         return v.upper()
-    m = re.fullmatch(r"(?:(\d{1,4})-)?(\d{1,7})(?::(\d{1,2}))?(?::(\d{1,2}))?", v)
+    m = re.fullmatch(r"(?:([0-9]{1,4})-)?([0-9]{1,7})(?::([0-9]{1,2}))?(?::([0-9]{1,2}))?", v)
     if not m or v != value:
         raise bad
     days, first, second, third = m.groups()
@@ -589,7 +589,7 @@ def parse_sacct(text: str) -> dict[str, JobState]:
         if len(parts) < 3 or not re.fullmatch(_JOB_ID_RE, parts[0]):
             continue  # steps (123.batch) and blank lines
         state = parts[1].split()[0] if parts[1].strip() else "UNKNOWN"  # "CANCELLED by 0"
-        code = re.fullmatch(r"(\d+):(\d+)", parts[2].strip())
+        code = re.fullmatch(r"([0-9]+):([0-9]+)", parts[2].strip())
         out[parts[0]] = JobState(parts[0], state, int(code.group(1)) if code else None,
                                  int(code.group(2)) if code and int(code.group(2)) else None)
     return out

@@ -51,7 +51,7 @@ class Arch:
         for prefix in ("sm_", "compute_", "sm"):
             if t.startswith(prefix):
                 t = t[len(prefix):]
-                if "." not in t and t.isdigit() and len(t) >= 2:
+                if "." not in t and t.isascii() and t.isdigit() and len(t) >= 2:
                     t = f"{t[:-1]}.{t[-1]}"
                 break
         import re

@@ -104,7 +104,7 @@ def _check_cudnn(matrix: Matrix, b: FrameworkBuild, rel: CudaRelease, add: Add) 
         return
     minor = rest.split(".")[0]
     same_major = [v for v in rel.cudnn if v.split(".")[0] == major]
-    if minor.isdigit() and same_major:
+    if minor.isascii() and minor.isdigit() and same_major:
         newest = max(same_major, key=lambda v: Version(v))
         if Version(newest).release[:2] < (int(major), int(minor)):
             add(where, f"needs system cuDNN {b.cudnn}, but the images of CUDA {rel.key} ship cuDNN {newest}")
@@ -224,7 +224,7 @@ def _check_recipes(matrix: Matrix, add: Add) -> None:
         cudart = [p for link in chain for p in link.packages if p.startswith("cuda-cudart" + dashed)]
         if not cudart:
             add(where, f"installs no cuda-cudart{dashed} package: not a CUDA {img.cuda.major}.{img.cuda.minor} base")
-        cudnn = [p for link in chain for p in link.packages if re.match(r"libcudnn\d", p)]
+        cudnn = [p for link in chain for p in link.packages if re.match(r"libcudnn[0-9]", p)]
         if img.cudnn is not None:
             want = f"libcudnn{img.cudnn}"
             if not any(p.split("=")[0] in (want, f"{want}-dev") and f"+cuda{img.cuda.major}.{img.cuda.minor}" in p

@@ -39,7 +39,7 @@ DEFAULT_SHM_BYTES = 8 * 1024**3
 # only for the checks its project file needs. They are applied with ``re.fullmatch``: with
 # ``re.match`` the ``$`` also accepts a trailing newline, which would end a Dockerfile line.
 _ENV_KEY_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,254}$"
-_SHM_RE = r"(?i)^\d+(?:[kmgt](?:i?b)?|b)?$"
+_SHM_RE = r"(?i)^[0-9]+(?:[kmgt](?:i?b)?|b)?$"
 _GPU_DEVICE_RE = r"^[A-Za-z0-9:._-]+$"
 
 PROJECT_KEYS = {
@@ -121,7 +121,7 @@ def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | Non
         return GpuRequest("all")
     if v in ("none", "0", ""):
         return None
-    if v.isdigit():
+    if v.isascii() and v.isdigit():
         return GpuRequest("count", count=int(v))
     if v.startswith("device="):
         ids = tuple(x.strip() for x in value.strip()[len("device="):].split(","))
@@ -132,7 +132,7 @@ def parse_gpus(value: Any, *, where: str, key: str = "gpus") -> GpuRequest | Non
 
 def shm_bytes(text: str) -> int:
     """``"8g"``, ``"512MiB"``, ``"100"`` → bytes (powers of 1024); ``ValueError`` for anything else."""
-    m = re.fullmatch(r"(\d+)([kmgt]?)(?:i?b)?", text.strip().lower())
+    m = re.fullmatch(r"([0-9]+)([kmgt]?)(?:i?b)?", text.strip().lower())
     if not m:
         raise ValueError(f"not a size: {text!r}")
     scale: int = 1024 ** " kmgt".index(m.group(2) or " ")
@@ -592,7 +592,7 @@ def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:
         if isinstance(x, bool):
             raise ValueError
         n = int(x)
-        if not 1 <= n <= 65535 or (isinstance(x, str) and not x.isdigit()):
+        if not 1 <= n <= 65535 or (isinstance(x, str) and not (x.isascii() and x.isdigit())):
             raise ValueError
         return n
 
@@ -633,7 +633,7 @@ def _trusted_owners() -> set[int]:
     owners = {uid}
     if uid == 0:
         sudo = os.environ.get("SUDO_UID", "")
-        if sudo.isdigit():
+        if sudo.isascii() and sudo.isdigit():
             owners.add(int(sudo))
     return owners
 

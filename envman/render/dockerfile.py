@@ -105,10 +105,10 @@ FIELD_RULES: dict[str, tuple[re.Pattern[str], str]] = {
         ("framework", _WORD, "a framework name"),
         ("framework_version", r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}", "a PEP 440 version"),
         ("variant", _WORD, "a variant such as cu124 or cpu"),
-        ("cuda", r"\d{1,2}\.\d{1,2}", "CUDA major.minor"),
-        ("python", r"\d\.\d{1,2}", "a Python X.Y"),
-        ("os", r"[a-z][a-z0-9]*\d+(?:\.\d+)?", "an OS name like ubuntu22.04"),
-        ("min_driver", r"\d{1,4}(?:\.\d{1,4}){0,2}", "a driver version like 525.60.13"),
+        ("cuda", r"[0-9]{1,2}\.[0-9]{1,2}", "CUDA major.minor"),
+        ("python", r"[0-9]\.[0-9]{1,2}", "a Python X.Y"),
+        ("os", r"[a-z][a-z0-9]*[0-9]+(?:\.[0-9]+)?", "an OS name like ubuntu22.04"),
+        ("min_driver", r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}", "a driver version like 525.60.13"),
     )
 }
 REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")

@@ -51,12 +51,12 @@ DEFAULT_PLATFORM = "linux/amd64"
 PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
 
 # Framework releases have up to four parts (JAX 0.9.0.1 is a re-release of 0.9.0).
-_VERSION = r"\d+(?:\.\d+){0,3}"
+_VERSION = r"[0-9]+(?:\.[0-9]+){0,3}"
 _NAME_RE = re.compile(
     r"^(?P<fw>" + "|".join(sorted((re.escape(a) for a in ALIASES), key=len, reverse=True)) + r")"
     r"-(?P<ver>" + _VERSION + r")"
-    r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>\d+(?:\.\d+)?)|cu(?P<cu>\d{2,3})))?"
-    r"(?:-py(?P<py>\d\.\d{1,2}t?))?"
+    r"(?:-(?:(?P<cpu>cpu)|cuda(?P<cuda>[0-9]+(?:\.[0-9]+)?)|cu(?P<cu>[0-9]{2,3})))?"
+    r"(?:-py(?P<py>[0-9]\.[0-9]{1,2}t?))?"
     r"(?:-(?P<flavour>" + "|".join(sorted(FLAVOURS, key=len, reverse=True)) + r"))?"
     r"(?:-(?P<platform>" + "|".join(sorted(PLATFORM_WORDS, key=len, reverse=True)) + r"))?$"
 )
@@ -83,7 +83,7 @@ def spelling_fixes(text: str, limit: int = 3) -> list[str]:
                 continue
             part = "-".join(words[i:i + span])
             options = difflib.get_close_matches(part, _WORDS, n=3, cutoff=0.6)
-            numbered = re.fullmatch(r"([a-z]+)(\d[\d.]*)", part)
+            numbered = re.fullmatch(r"([a-z]+)([0-9][0-9.]*)", part)
             if numbered and span == 1:
                 options += [p + numbered.group(2)
                             for p in difflib.get_close_matches(numbered.group(1), _PREFIXES, n=2, cutoff=0.5)]

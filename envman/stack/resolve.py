@@ -133,7 +133,7 @@ def _availability(matrix: Matrix, img: BaseImage, platform: str, *, pinned: bool
 
 
 def _os_rank(name: str) -> tuple[Version]:
-    m = re.search(r"(\d+(?:\.\d+)*)$", name)
+    m = re.search(r"([0-9]+(?:\.[0-9]+)*)$", name)
     return (Version(m.group(1)),) if m else (Version("0"),)
 
 
