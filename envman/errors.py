@@ -5,26 +5,64 @@ Domain code raises these; ``envman.cli`` catches them once at the edge (fastapi-
 
 from __future__ import annotations
 
+from typing import Iterable
+
 #: Characters that change what a terminal shows rather than showing themselves: C0 controls
 #: (ESC starts a control sequence, CR returns to the line's start, LF forges a new line), DEL,
 #: C1 controls (U+009B is a one-character CSI), the bidirectional overrides, embeddings and
 #: isolates (U+202A-U+202E, U+2066-U+2069: "Trojan Source"), the invisible direction marks and
 #: the Unicode line and paragraph separators.
-_UNSAFE_CHARS = frozenset(
-    [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
-     0x200E, 0x200F, 0x061C, 0x2028, 0x2029]
-)
-_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE_CHARS}
+#: Letters that draw nothing (Hangul fillers): ``str.isprintable`` counts them as printable.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
 #: How much of one value a message shows before it says how much more there was.
 CLIP = 300
 
 
+def _escape(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
 def printable(text: object) -> str:
-    """``text`` with every character a terminal would act on (:data:`_UNSAFE_CHARS`) written as
-    a visible escape (``\\x1b``, ``\\u202e``): what came from a file or a state file is shown,
-    never obeyed. Ordinary printable text, any script or emoji, is unchanged."""
+    """``text`` with every character that is not plain visible text written as a visible escape
+    (``\\x1b``, ``\\u202e``, ``\\U000e0063``): controls, format characters (zero-width, bidi
+    overrides, tag characters), line and paragraph separators, spaces other than the ASCII space,
+    unassigned and private-use code points, surrogates, and letters that draw nothing. What came
+    from a file or a state file is shown, never obeyed, and two different values never look the
+    same. Ordinary printable text, any script or emoji, is unchanged."""
     s = str(text)
-    return s.translate(_ESCAPES) if any(ord(c) in _UNSAFE_CHARS for c in s) else s
+    if s.isprintable() and _BLANK_LETTERS.isdisjoint(s):
+        return s
+    return "".join(_escape(c) if not c.isprintable() or c in _BLANK_LETTERS else c for c in s)
+
+
+def shell_quote(word: str) -> str:
+    """``word`` quoted for bash so that the line both shows and means it: :func:`shlex.quote` for
+    visible text, else bash's ``$'...'`` with every character :func:`printable` would escape
+    written as ``\\xHH`` / ``\\uHHHH`` / ``\\UHHHHHHHH`` (a byte that was not UTF-8, kept by
+    surrogateescape, as that byte). A copied dry-run line runs the same argv; a terminal shows
+    every character of it."""
+    import shlex
+
+    if printable(word) == word:
+        return shlex.quote(word)
+    out = []
+    for c in word:
+        n = ord(c)
+        if c in "\\'":
+            out.append("\\" + c)
+        elif 0xDC80 <= n <= 0xDCFF:
+            out.append(f"\\x{n - 0xDC00:02x}")
+        elif printable(c) != c:
+            out.append(f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+        else:
+            out.append(c)
+    return "$'" + "".join(out) + "'"
+
+
+def shell_join(argv: Iterable[str]) -> str:
+    """``argv`` as one bash line, each word through :func:`shell_quote`."""
+    return " ".join(shell_quote(w) for w in argv)
 
 
 def stderr_line(line: str) -> None:
