@@ -19,7 +19,7 @@ GPUs Slurm allocated to it, after the same checks ``envman run`` makes there:
   project mounted at ``/workspace`` and its HOME at ``/home/envman``; those runtimes see the
   node's GPUs themselves and honour the ``CUDA_VISIBLE_DEVICES`` Slurm set.
 
-Every value that reaches the script is validated here or quoted with :func:`shlex.quote`;
+Every value that reaches the script is validated here or quoted with :func:`envman.errors.shell_quote`;
 ``sbatch`` gets an argv list. The job's output goes to ``<state dir>/slurm/logs/job-<id>.log``,
 and a record of each job to ``<state dir>/slurm/jobs/<id>.json``: ``envman jobs`` and
 ``envman logs`` only ever show jobs recorded there (the user's own envman jobs).
@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from envman.errors import EnvmanError, UserError
+from envman.errors import EnvmanError, UserError, shell_quote
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.project.file import Mount, cluster_gpu_count
 
@@ -209,7 +208,7 @@ class JobSpec:
 
 
 def _q(words: Iterable[str]) -> str:
-    return " ".join(shlex.quote(w) for w in words)
+    return " ".join(shell_quote(w) for w in words)
 
 
 def _header(spec: JobSpec) -> list[str]:
@@ -220,10 +219,10 @@ def _header(spec: JobSpec) -> list[str]:
         f"# envman submit: project {spec.project}, stack {spec.stack}, runtime {spec.runtime}, {gpus}.",
         "# The job's exit code is envman's (the command's, or 1/2 when a check fails on the node).",
         "set -uo pipefail",
-        f"export ENVMAN_STATE_DIR={shlex.quote(spec.state_dir)} ENVMAN_CONFIG_DIR={shlex.quote(spec.config_dir)}",
+        f"export ENVMAN_STATE_DIR={shell_quote(spec.state_dir)} ENVMAN_CONFIG_DIR={shell_quote(spec.config_dir)}",
     ]
     if spec.matrix_env:
-        lines.append(f"export ENVMAN_MATRIX={shlex.quote(spec.matrix_env)}")
+        lines.append(f"export ENVMAN_MATRIX={shell_quote(spec.matrix_env)}")
     matrix = [w for f in spec.matrix_files for w in ("--matrix", f)]
     lines.append(f"envman() {{ {_q(spec.envman + tuple(matrix))} \"$@\"; }}")
     return lines
@@ -245,7 +244,7 @@ def _docker_body(spec: JobSpec) -> list[str]:
         "trap 'docker rm -f \"$container\" >/dev/null 2>&1; exit 143' TERM INT HUP",
         "# envman run: the same preflight as on a workstation (driver, verdict on each allocated GPU,",
         "# promoted image and its smoke test), then docker run with exactly the GPUs Slurm allocated.",
-        f"envman run {shlex.quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
+        f"envman run {shell_quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
         'wait "$!"',
     ]
 
@@ -265,7 +264,7 @@ def _podman_body(spec: JobSpec) -> list[str]:
         "# scancel signals every process of the job (the service too) and kills the podman client, not the",
         "# container: remove it by name with the podman CLI itself (same storage), then end as cancelled.",
         "trap 'podman rm -f \"$container\" >/dev/null 2>&1; stop_service; exit 143' TERM INT HUP",
-        f"envman run {shlex.quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
+        f"envman run {shell_quote(spec.root)} {_gpu_flag(spec)} --name \"$container\"{_command_tail(spec)} &",
         'wait "$!"',
         "rc=$?",
         "stop_service",
@@ -274,7 +273,7 @@ def _podman_body(spec: JobSpec) -> list[str]:
 
 
 def _node_check(spec: JobSpec) -> str:
-    return f"envman node-check {shlex.quote(spec.root)} {_gpu_flag(spec)} || exit $?"
+    return f"envman node-check {shell_quote(spec.root)} {_gpu_flag(spec)} || exit $?"
 
 
 def _needs_command(spec: JobSpec) -> None:
@@ -312,9 +311,9 @@ def env_file_text(spec: JobSpec) -> str:
     apptainer (``APPTAINERENV_*``), ``NAME='value'`` lines for ch-run's ``--set-env=FILE`` (it
     strips one pair of single quotes and, after ``--env-no-expand``, expands nothing)."""
     if spec.runtime == "pyxis":
-        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in _pyxis_env(spec))
+        return "".join(f"export {k}={shell_quote(v)}\n" for k, v in _pyxis_env(spec))
     if spec.runtime == "apptainer":
-        return "".join(f"export APPTAINERENV_{k}={shlex.quote(v)}\n" for k, v in _environment(spec))
+        return "".join(f"export APPTAINERENV_{k}={shell_quote(v)}\n" for k, v in _environment(spec))
     if spec.runtime == "charliecloud":
         return "".join(f"{k}='{v}'\n" for k, v in _environment(spec))
     return ""
@@ -324,7 +323,7 @@ def _source_env(spec: JobSpec, names: Iterable[str]) -> list[str]:
     if not spec.env_file:
         raise UserError(f"runtime {spec.runtime} needs an environment file", where="envman submit")
     return [f"# The container's environment ({', '.join(names)}): values in a file only you can read.",
-            f". {shlex.quote(spec.env_file)} || exit 1"]
+            f". {shell_quote(spec.env_file)} || exit 1"]
 
 
 def _pyxis_body(spec: JobSpec) -> list[str]:
@@ -376,11 +375,11 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
     lines = [
         _node_check(spec),
         'export USER="${USER:-$(id -un)}"  # the ch-* tools need it',
-        f"img={shlex.quote(img)}",
+        f"img={shell_quote(img)}",
         "# Convert the image from the node's Docker engine once; jobs after it reuse the copy.",
         'if [ ! -d "$img" ]; then',
         '  mkdir -p "${img%/*}" || exit 1',
-        f'  ch-convert -i docker {shlex.quote(spec.image)} "$img.$SLURM_JOB_ID" || exit 1',
+        f'  ch-convert -i docker {shell_quote(spec.image)} "$img.$SLURM_JOB_ID" || exit 1',
         f'  mkdir -p "$img.$SLURM_JOB_ID"{WORKSPACE} "$img.$SLURM_JOB_ID"{CONTAINER_HOME}',
         '  mv -T "$img.$SLURM_JOB_ID" "$img" 2>/dev/null || rm -rf "$img.$SLURM_JOB_ID"',
         "fi",

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from envman.errors import UserError, stderr_line
+from envman.errors import UserError, shell_join, stderr_line
 from envman.project.file import ProjectConfig
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags
 from envman.run.fastpath import cache_key, record_run
@@ -165,7 +165,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
             out = {"plan": prepared.plan.to_json(), "argv": argv, "problems": [p.to_json() for p in prepared.problems]}
             sys.stdout.write(json.dumps(out, indent=2) + "\n")
         else:
-            sys.stdout.write(shlex.join(argv) + "\n")
+            sys.stdout.write(shell_join(argv) + "\n")
         return
     if cname is not None:
         check_name_free(prepared.plan)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from envman import labels as L
-from envman.errors import UserError
+from envman.errors import UserError, shell_join
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.engine.api import ContainerInfo
 from envman.engine.facts import DockerFacts
@@ -144,8 +144,6 @@ def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, wo
 
 def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     """``envman exec``: run a command (default: a shell) in a running environment of this user."""
-    import shlex
-
     from envman.run.plan import container_workdir
     from envman.run import grammar
     from envman.run.prepare import parse_cli_env
@@ -162,7 +160,7 @@ def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
                      environment=environment, tty=tty and not a.dry_run,
                      interactive=interactive and not a.dry_run, env_file=None if a.dry_run else ENV_FILE_SLOT)
     if a.dry_run:
-        sys.stdout.write(shlex.join(argv) + "\n")
+        sys.stdout.write(shell_join(argv) + "\n")
         return
     exec_docker(argv, environment)
 

@@ -21,7 +21,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from envman.errors import UserError, stderr_line
+from envman.errors import UserError, shell_join, stderr_line
 from envman.paths import WORKSPACE
 
 if TYPE_CHECKING:
@@ -187,8 +187,6 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
 def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
                  rebuild: bool, dry_run: bool, matrix: MatrixSource) -> None:
     """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
-    import shlex
-
     from envman.engine.docker import Engine
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import Port, check_stack_name, parse_gpus
@@ -230,7 +228,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     token = secrets.token_hex(32)
     argv = docker_argv(plan)
     if dry_run:
-        sys.stdout.write(shlex.join(argv) + "\n")
+        sys.stdout.write(shell_join(argv) + "\n")
         return
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
     stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")

