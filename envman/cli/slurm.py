@@ -23,7 +23,8 @@ class SubmitCommand(Command):
         return super().parse_args(ctx, keep_command_words(ctx, args, _META_CMD))
 
 
-def _int(value: str | None, where: str, minimum: int) -> int | None:
+def count_option(value: str | None, where: str, minimum: int) -> int | None:
+    """A whole-number option (``--cpus 4``): ASCII digits, at least ``minimum``; ``None`` stays ``None``."""
     from envman.errors import UserError
     from envman.cluster.slurm import check_count
 
@@ -54,12 +55,12 @@ def submit(
     )
     from envman.cli import matrix_source
 
-    n_gpus = _int(gpus, "--gpus", 0)
+    n_gpus = count_option(gpus, "--gpus", 0)
     res = Resources(
         partition=check_partition(partition) if partition is not None else None,
         gpus=-1 if n_gpus is None else n_gpus,
         time=check_time(time_limit) if time_limit is not None else None,
-        cpus=_int(cpus, "--cpus", 1),
+        cpus=count_option(cpus, "--cpus", 1),
         mem=check_mem(mem) if mem is not None else None,
     )
     req = SubmitRequest(project, res, runtime=check_runtime(runtime) if runtime is not None else None, image=image,
@@ -84,7 +85,7 @@ def jobs(
 
     from envman.cluster.slurm import jobs as list_jobs
 
-    rows = list_jobs(limit=_int(limit, "--limit", 1))
+    rows = list_jobs(limit=count_option(limit, "--limit", 1))
     if as_json:
         emit_json([{**r.to_json(), "state": s.state, "exit_code": s.exit_code, "signal": s.signal,
                     "reason": s.reason} for r, s in rows])

@@ -15,7 +15,7 @@ DIGIT_FAMILIES = {"arabic-indic": 0x0660, "extended arabic-indic": 0x06F0, "deva
 
 
 def _parsers():
-    from envman.cli.slurm import _int
+    from envman.cli.slurm import count_option
     from envman.cluster.slurm import check_time
     from envman.project.file import check_shm, parse_gpus, parse_port, shm_bytes
     from envman.stack.names import parse_name
@@ -28,7 +28,7 @@ def _parsers():
         "shm size": (lambda v: check_shm(v, where="f"), "8g"),
         "shm bytes": (shm_bytes, "512"),
         "slurm time": (check_time, "1-12:30:00"),
-        "slurm count": (lambda v: _int(v, "--nodes", 1), "4"),
+        "slurm count": (lambda v: count_option(v, "--cpus", 1), "4"),
     }
 
 
