@@ -410,13 +410,16 @@ _READ: dict[tuple[str, bytes], ConfigFile] = {}
 
 def read_config(path: Path | None = None) -> ConfigFile:
     """The user's config file, read now and parsed once per content in this process. A file that
-    is missing is an empty config; a file that cannot be read or parsed is one ``UserError`` line
+    is missing is an empty config; a file that cannot be read or parsed, or that is not the
+    user's own (another uid's, writable by its group or others, or a symlink to such a file:
+    its mounts, environment and index would apply to every run), is one ``UserError`` line
     naming it. Its tables are checked by :meth:`ConfigFile.table`."""
     from envman.safefile import parse_toml, read_file
 
     path = Path(path) if path is not None else config_path()
     try:
-        data = read_file(path, what="config file")
+        data = read_file(path, what="config file", private=True, follow=True,
+                         fix="make it yours and not writable by others (chown, chmod go-w), or remove it")
     except FileNotFoundError:
         return ConfigFile(path, {}, found=False)
     key = (str(path), data)

@@ -61,16 +61,18 @@ def is_within(path: str, root: str) -> bool:
 
 
 def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
-              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False) -> bytes:
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False,
+              follow: bool = False) -> bytes:
     """The bytes of a regular file, at most ``limit`` of them; ``FileNotFoundError`` passes
     through (callers word it for their case), every other problem is a ``UserError``.
     ``private``: the file is one of the user's own records (:func:`state_problem`), so one that
-    another user owns or can write is refused too."""
+    another user owns or can write is refused too, and so is a symlink unless ``follow``: then
+    the file it leads to is held to the same rule (a config kept in a dotfiles folder)."""
     where = str(path)
     if "\0" in where:
         raise UserError(f"{what} path contains a NUL byte", where=repr(where), fix=fix or "give a real path")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    if private:
+    if private and not follow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(where, flags)
