@@ -99,8 +99,8 @@ DOCKERFILES = {
 CONTEXTS = {
     'apt-only': (('Dockerfile',), '4b75b4981ffac6de91184bb76e56a98311288b35689393911a94fb819fe43305'),
     'requirements': (('Dockerfile', 'requirements.txt'), '442e63e2718617eaf8c52d0bc9a5d23b74622050ab8f495fdc52aeb4e3c9b14f'),
-    'requirements-lock': (('Dockerfile', 'envman.lock.txt', 'lockcheck.py', 'requirements.txt'), '25913d55fce708d2ac65796d93420cc574bfe2378535c3a56ad3b2ada83589c5'),
-    'apt-requirements-lock': (('Dockerfile', 'envman.lock.txt', 'lockcheck.py', 'requirements.txt'), 'ed740f0be094405aa8cf2f15bb9a7503a667f62686f1133ad8e85b58becf4928'),
+    'requirements-lock': (('Dockerfile', 'envman.lock.txt', 'lockcheck.py', 'requirements.txt'), 'c03275989bcef02b7aeae6fde2db51682fcc63fb700a1700d9a5024ff668c14b'),
+    'apt-requirements-lock': (('Dockerfile', 'envman.lock.txt', 'lockcheck.py', 'requirements.txt'), '3fd149ace5cb8febef685a5babbf3101b8d51a2cdfb1d53eaaef444e195869eb'),
     'apt-inline-requirements': (('Dockerfile', 'requirements.txt'), '9c748aee2dd3bbb8835d243775a9e46c38ec1ceac564b100bccf289160e8e792'),
 }
 
