@@ -217,6 +217,11 @@ def type_error(key: str, expected: str, value: Any, where: str, fix: str | None 
     return UserError(f"key {key}: expected {expected}, got {value!r}", where=where, fix=fix)
 
 
+#: The most mounts one file may ask for: each is checked against the protected paths (a scan of
+#: the folder for sockets and hard links), and a run needs far fewer.
+MAX_MOUNTS = 256
+
+
 def kind_of(value: Any) -> str:
     """What a TOML value is, in words, without the value ("a list", "a table", "a boolean")."""
     kinds = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"), (list, "a list"),
@@ -353,7 +358,11 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
         shm = check_shm(doc["shm_size"], where=where)
 
     environment = parse_environment(doc["environment"], where=where) if "environment" in doc else ()
-    mounts = tuple(parse_mount(m, base=root, where=where) for m in _str_list(doc, "mounts", where)) if "mounts" in doc else ()
+    mount_texts = _str_list(doc, "mounts", where) if "mounts" in doc else []
+    if len(mount_texts) > MAX_MOUNTS:
+        raise UserError(f"key mounts: {len(mount_texts)} mounts, more than {MAX_MOUNTS}", where=where,
+                        fix="mount a parent folder once instead of its parts")
+    mounts = tuple(parse_mount(m, base=root, where=where) for m in mount_texts)
 
     ports: list[Port] = []
     if "ports" in doc:

@@ -7,8 +7,9 @@ paths, lies inside one, or is a parent of one:
   ``/dev``, ``/boot``, ``/run``, ``/var/run``, ``/root``, and the engines' own storage
   (``/var/lib/docker``, ``/var/lib/containers``, ``/var/lib/containerd``);
 * container engine sockets, by name (``docker.sock``, ``podman.sock``, ``containerd.sock``,
-  ...), by type (any Unix socket) and by location (``DOCKER_HOST`` / ``CONTAINER_HOST``, and a
-  directory that holds an engine socket);
+  ...), by type (any Unix socket, and a folder with a Unix socket anywhere in it: an ssh agent,
+  an X server) and by location (``DOCKER_HOST`` / ``CONTAINER_HOST``, the folder of
+  ``SSH_AUTH_SOCK``, and a directory that holds an engine socket);
 * every home directory itself (the invoking user's ``~`` and each home in the passwd database)
   and the credential folders and files in them (:data:`CREDENTIAL_NAMES`), plus envman's own
   config and state directories (a container that could write the trust store would trust its
@@ -60,6 +61,11 @@ STARTUP_NAMES = (
     "bin", ".local/bin", ".local/lib", ".pythonrc", ".pythonstartup", ".ipython", ".jupyter",
     ".vimrc", ".vim", ".config/nvim", ".emacs", ".emacs.d", ".tmux.conf", ".screenrc",
     ".gitconfig", ".config/git", ".config/pip", ".pip", ".condarc",
+    # tools a shell start-up file runs or puts first on PATH (conda init, nvm, pyenv, rustup),
+    # their configs that redirect package installs, and editor servers run at the next connect
+    ".config/uv", ".pydistutils.cfg", ".config/pypoetry", ".local/share/jupyter",
+    "miniconda3", "anaconda3", "miniforge3", "mambaforge", ".conda", ".nvm", ".pyenv", ".cargo/bin", ".cargo/env",
+    ".rustup", ".vscode-server", ".cursor-server",
 )
 #: Where tools keep credentials (keys, tokens, passwords, cookies, shell histories that hold
 #: them) and where rootless engines keep their storage, relative to a home directory.
@@ -75,12 +81,16 @@ CREDENTIAL_NAMES = (
     ".config/envman", ".local/share/keyrings", ".local/share/envman", ".local/state/envman", ".cache/envman",
     ".mozilla", ".config/google-chrome", ".config/chromium", ".bash_history", ".zsh_history", ".python_history",
     ".psql_history", ".mysql_history", ".sqlite_history", ".node_repl_history", ".lesshst",
+    ".histfile", ".zhistory", ".local/share/docker", ".config/docker", ".Xauthority", ".ICEauthority",
+    ".config/kaggle", ".config/sops", ".ollama", ".gem/credentials", ".comet.config", ".clearml.conf",
+    ".modal.toml", ".claude", ".codex",
 )
 #: Every path under a home directory that no file may mount.
 HOME_NAMES = STARTUP_NAMES + CREDENTIAL_NAMES
 #: At most this many entries are looked at for hard links: in your protected folders together
 #: (to learn the inodes of their files) and in a mounted folder (to find a link to one of them).
 HARDLINK_SCAN_LIMIT = 5000
+CREDENTIALS = "a credentials file or folder"
 
 
 @dataclass(frozen=True)
@@ -113,7 +123,7 @@ def protected_paths(environ: Mapping[str, str] | None = None) -> list[Protected]
     for h in _homes():
         out.append(Protected(h, "a home directory", contents=False))
         out += [Protected(os.path.join(h, c), "a file a shell or a tool runs at start-up") for c in STARTUP_NAMES]
-        out += [Protected(os.path.join(h, c), "a credentials file or folder") for c in CREDENTIAL_NAMES]
+        out += [Protected(os.path.join(h, c), CREDENTIALS) for c in CREDENTIAL_NAMES]
     for var in ("DOCKER_HOST", "CONTAINER_HOST"):
         v = env.get(var, "")
         if v.startswith("unix://"):
@@ -121,6 +131,10 @@ def protected_paths(environ: Mapping[str, str] | None = None) -> list[Protected]
     for d in (env.get("XDG_RUNTIME_DIR"),):
         if d:
             out.append(Protected(d, "the user's runtime directory (engine sockets)"))
+    agent = env.get("SSH_AUTH_SOCK", "")
+    if agent.startswith("/"):
+        out.append(Protected(os.path.dirname(agent) if os.path.dirname(agent) != "/" else agent,
+                             "the folder of your ssh agent's socket (it signs as you)"))
     out.append(Protected(str(config_dir()), "envman's own configuration (trust records)"))
     out.append(Protected(str(state_dir()), "envman's own state"))
     return out
@@ -175,6 +189,9 @@ class Policy:
     entries: tuple[_Entry, ...]
     #: (device, inode) of every regular file inside a protected folder, for hard links to them.
     file_ids: dict[tuple[int, int], str]
+    #: What the scan of a mounted folder found, by its real path (a file that mounts one folder
+    #: many times costs one scan).
+    scans: dict[str, str | None]
 
     @classmethod
     def of(cls, protected: Iterable[Protected], home: str | None = None) -> Policy:
@@ -184,15 +201,18 @@ class Policy:
         mine = os.path.realpath(home or os.path.expanduser("~"))
         entries = []
         file_ids: dict[tuple[int, int], str] = {}
-        budget = [HARDLINK_SCAN_LIMIT]
+        budgets: dict[str, list[int]] = {}
+        # credentials first, and each kind of protected path with its own budget: a large
+        # ~/.local/lib (pip install --user) never uses up the scan of ~/.ssh
         for p in protected:
             real = os.path.realpath(p.path)
             chain = _chain(real)
             entries.append(_Entry(p, real, _ident(real), frozenset(chain),
                                   frozenset(i for i in map(_ident, chain) if i is not None)))
-            if p.contents and p.why != "a host system directory" and real.startswith(mine + "/"):
-                _file_ids(real, file_ids, budget)
-        return cls(tuple(entries), file_ids)
+        for e in sorted(entries, key=lambda e: e.p.why != CREDENTIALS):
+            if e.p.contents and e.p.why != "a host system directory" and e.real.startswith(mine + "/"):
+                _file_ids(e.real, file_ids, budgets.setdefault(e.p.why, [HARDLINK_SCAN_LIMIT]))
+        return cls(tuple(entries), file_ids, {})
 
 
 def _file_ids(real: str, out: dict[tuple[int, int], str], budget: list[int]) -> None:
@@ -220,7 +240,7 @@ def _policy_key(environ: Mapping[str, str]) -> tuple[str, ...]:
     from envman.paths import config_dir, state_dir
 
     return (os.path.expanduser("~"), environ.get("DOCKER_HOST", ""), environ.get("CONTAINER_HOST", ""),
-            environ.get("XDG_RUNTIME_DIR", ""), str(config_dir()), str(state_dir()))
+            environ.get("XDG_RUNTIME_DIR", ""), environ.get("SSH_AUTH_SOCK", ""), str(config_dir()), str(state_dir()))
 
 
 _CACHE: dict[tuple[str, ...], Policy] = {}
@@ -236,34 +256,51 @@ def current_policy() -> Policy:
     return pol
 
 
-def _hard_link(real: str, st: os.stat_result, policy: Policy) -> str | None:
-    """A protected file that ``real`` (a file, or a file in the folder ``real``) is a hard link
-    to, or ``None``."""
-    if not policy.file_ids:
-        return None
+def _inside_folder(real: str, st: os.stat_result, policy: Policy) -> str | None:
+    """What makes ``real`` unsafe to mount for what lies in it, or ``None``: a file that is a
+    hard link to a protected file, or (for a folder) a Unix socket anywhere in it (an ssh agent,
+    an X server, an engine) or a hard link to a protected file in it. A folder is looked at
+    breadth first, :data:`HARDLINK_SCAN_LIMIT` entries at most, once per real path."""
     if stat.S_ISREG(st.st_mode):
-        return policy.file_ids.get((st.st_dev, st.st_ino)) if st.st_nlink > 1 else None
+        if policy.file_ids and st.st_nlink > 1 and (st.st_dev, st.st_ino) in policy.file_ids:
+            return f"is or holds a hard link to a protected file ({policy.file_ids[(st.st_dev, st.st_ino)]})"
+        return None
     if not stat.S_ISDIR(st.st_mode):
         return None
+    if real in policy.scans:
+        return policy.scans[real]
+    from collections import deque
+
+    sock = _engine_socket_inside(real)  # by name too (a symlink called docker.sock)
+    found = f"holds a container engine socket ({sock})" if sock else None
     seen = 0
-    stack = [real]
-    while stack and seen < HARDLINK_SCAN_LIMIT:
+    queue = deque([real])
+    while queue and seen < HARDLINK_SCAN_LIMIT and found is None:
         try:
-            with os.scandir(stack.pop()) as it:
+            with os.scandir(queue.popleft()) as it:
                 for e in it:
                     seen += 1
                     try:
                         if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-                        elif e.is_file(follow_symlinks=False):
-                            est = e.stat(follow_symlinks=False)
-                            if est.st_nlink > 1 and (est.st_dev, est.st_ino) in policy.file_ids:
-                                return f"{e.path} → {policy.file_ids[(est.st_dev, est.st_ino)]}"
+                            queue.append(e.path)
+                            continue
+                        if e.is_symlink():
+                            continue
+                        est = e.stat(follow_symlinks=False)
+                        if stat.S_ISSOCK(est.st_mode):
+                            found = f"holds a Unix socket ({e.path}): an agent, a display or an engine answers there"
+                            break
+                        if (stat.S_ISREG(est.st_mode) and est.st_nlink > 1
+                                and (est.st_dev, est.st_ino) in policy.file_ids):
+                            found = ("is or holds a hard link to a protected file "
+                                     f"({e.path} → {policy.file_ids[(est.st_dev, est.st_ino)]})")
+                            break
                     except OSError:
                         continue
         except OSError:
             continue
-    return None
+    policy.scans[real] = found
+    return found
 
 
 def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None = None) -> str | None:
@@ -298,15 +335,8 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None
         # a parent of a protected path
         if real in e.chain or (own is not None and own in e.chain_ids):
             return f"{real} contains {p.why} ({p.path})"
-    if st is not None:
-        link = _hard_link(real, st, pol)
-        if link:
-            return f"{real} is or holds a hard link to a protected file ({link})"
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        sock = _engine_socket_inside(real)
-        if sock:
-            return f"{real} holds a container engine socket ({sock})"
-    return None
+    inside = _inside_folder(real, st, pol) if st is not None else None
+    return f"{real} {inside}" if inside else None
 
 
 def expand_user(text: str) -> str:

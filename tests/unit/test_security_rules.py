@@ -112,7 +112,9 @@ def test_a_file_with_thousands_of_mounts_is_checked_in_linear_time(home, tmp_pat
     resolved once per process, not once per mount."""
     root = tmp_path / "p"
     (root / "d").mkdir(parents=True)
-    mounts = ", ".join(f'"./d:/t{i}"' for i in range(3000))
+    from envman.project.file import MAX_MOUNTS
+
+    mounts = ", ".join(f'"./d:/t{i}"' for i in range(MAX_MOUNTS))
     (root / "envman.toml").write_text(STACK + f"mounts = [{mounts}]\n")
     calls = []
     real = policy.protected_paths
@@ -122,7 +124,7 @@ def test_a_file_with_thousands_of_mounts_is_checked_in_linear_time(home, tmp_pat
         p = load_project(root)
     finally:
         policy.protected_paths = real  # type: ignore[assignment]
-    assert len(p.mounts) == 3000 and len(calls) == 1
+    assert len(p.mounts) == MAX_MOUNTS and len(calls) == 1
 
 
 # --------------------------------------------------------------------------- state files
@@ -969,7 +971,9 @@ def test_an_overlong_name_is_one_short_line(home, tmp_path, name):
 def test_a_refusal_of_thousands_of_mounts_is_one_clipped_line(home, tmp_path):
     root = tmp_path / "p"
     (root / "d").mkdir(parents=True)
-    mounts = ", ".join(f'"./d:/target-number-{i}"' for i in range(5000))
+    from envman.project.file import MAX_MOUNTS
+
+    mounts = ", ".join(f'"./d:/target-number-{i}"' for i in range(MAX_MOUNTS))
     (root / "envman.toml").write_text(STACK + f"mounts = [{mounts}]\n")
     r = run_envman(["run", str(root), "--", "true"], env=_env(tmp_path))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[:300]

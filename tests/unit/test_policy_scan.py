@@ -1,0 +1,106 @@
+"""What a mounted folder holds: Unix sockets at any depth (an ssh agent, an X server, an engine),
+hard links to protected files however large the other protected folders are, each folder looked
+at once however often a file mounts it, and a bound on how many mounts one file may ask for."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from envman.errors import UserError
+from envman.project import policy
+from envman.project.file import MAX_MOUNTS, load_project
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    h = tmp_path / "home" / "me"
+    (h / "data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    policy._CACHE.clear()
+    yield h
+    policy._CACHE.clear()
+
+
+def _socket(path) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(path))
+    return s
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 4])
+def test_a_folder_with_a_unix_socket_at_any_depth_is_refused(tmp_path, home, depth):
+    top = tmp_path / "shared"
+    d = top.joinpath(*[f"d{i}" for i in range(depth)])
+    d.mkdir(parents=True)
+    for i in range(50):  # ordinary files beside it
+        (top / f"f{i}").write_text("x")
+    s = _socket(d / "agent.1234")
+    try:
+        why = policy.forbidden_reason(str(top))
+        assert why is not None and "Unix socket" in why and "agent.1234" in why
+        assert policy.forbidden_reason(str(tmp_path / "elsewhere")) is None
+    finally:
+        s.close()
+
+
+def test_the_folder_of_the_ssh_agent_is_protected(tmp_path, home, monkeypatch):
+    agent_dir = tmp_path / "ssh-XYZ"
+    agent_dir.mkdir()
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(agent_dir / "agent.99"))
+    policy._CACHE.clear()
+    assert "ssh agent" in policy.forbidden_reason(str(agent_dir))
+    assert policy.forbidden_reason(str(tmp_path)) is not None  # a parent of it
+
+
+def test_a_hard_link_to_a_key_is_found_whatever_fills_the_other_protected_folders(home):
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("PRIVATE KEY\n")
+    site = home / ".local" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    for i in range(policy.HARDLINK_SCAN_LIMIT + 100):  # an ordinary pip install --user has more
+        (site / f"f{i}").write_text("")
+    os.link(key, home / "data" / "key")
+    policy._CACHE.clear()
+    assert "hard link" in policy.forbidden_reason(str(home / "data" / "key"))
+    assert "hard link" in policy.forbidden_reason(str(home / "data"))
+
+
+def test_a_folder_mounted_many_times_is_looked_at_once(home, tmp_path, monkeypatch):
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("k")  # so the hard-link scan is on
+    root = tmp_path / "proj"
+    (root / "big").mkdir(parents=True)
+    for i in range(2000):
+        (root / "big" / f"f{i}").write_text("")
+    (root / "envman.toml").write_text('stack = "torch-2.4-cuda12.4"\nmounts = ['
+                                      + ", ".join(f'"./big:/m{i}"' for i in range(MAX_MOUNTS)) + "]\n")
+    scans = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(policy.os, "scandir", lambda p: scans.append(p) or real_scandir(p))
+    policy._CACHE.clear()
+    project = load_project(root)
+    assert len(project.mounts) == MAX_MOUNTS
+    assert sum(1 for p in scans if str(p).endswith("big")) <= 2  # the engine-socket look and one scan
+
+
+def test_more_mounts_than_the_bound_is_one_line(home, tmp_path):
+    root = tmp_path / "proj"
+    (root / "d").mkdir(parents=True)
+    (root / "envman.toml").write_text('stack = "torch-2.4-cuda12.4"\nmounts = ['
+                                      + ", ".join(f'"./d:/m{i}"' for i in range(5000)) + "]\n")
+    with pytest.raises(UserError, match=f"5000 mounts, more than {MAX_MOUNTS}"):
+        load_project(root)
+
+
+@pytest.mark.parametrize("name", [".local/share/docker", ".config/docker", ".Xauthority", ".local/share/jupyter",
+                                  ".config/uv", ".conda", "miniconda3", ".nvm", ".pyenv", ".vscode-server"])
+def test_the_red_team_s_gaps_are_in_the_list(name):
+    assert name in policy.HOME_NAMES
