@@ -49,7 +49,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "tests": [
             "tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_project.py",
             "tests/unit/test_config.py", "tests/unit/test_runcache.py", "tests/unit/test_lockfile.py",
-            "tests/unit/test_daily_use.py", "tests/unit/test_hostile_cli.py",
+            "tests/unit/test_daily_use.py", "tests/unit/test_hostile_cli.py", "tests/unit/project/test_file_requirements.py",
+            "tests/unit/project/test_file_values.py", "tests/unit/project/test_trust_record.py",
+            "tests/unit/test_safefile_rules.py",
         ],
         # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
