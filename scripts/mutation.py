@@ -47,9 +47,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
             "envman/project/file.py",
         ],
         "tests": [
-            "tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_project.py",
-            "tests/unit/test_config.py", "tests/unit/test_runcache.py", "tests/unit/test_lockfile.py",
-            "tests/unit/test_daily_use.py", "tests/unit/test_hostile_cli.py", "tests/unit/project/test_file_requirements.py",
+            "tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/project/test_file.py", "tests/unit/project/test_image_recipe.py", "tests/unit/project/test_registry.py", "tests/unit/project/test_settings.py",
+            "tests/unit/test_config.py", "tests/unit/run/test_fastpath.py", "tests/unit/project/test_lock.py",
+            "tests/unit/run/test_envs.py", "tests/unit/cli/test_build.py", "tests/unit/cli/test_matrix_explain.py", "tests/unit/cli/test_out_user_data.py", "tests/unit/run/test_clean.py", "tests/unit/run/test_command_build_steps.py", "tests/unit/run/test_complete_protocols.py", "tests/unit/run/test_grammar_words.py", "tests/unit/run/test_notebook.py", "tests/unit/run/test_plan_workdir.py", "tests/unit/stack/test_origins.py", "tests/unit/test_hostile_cli.py", "tests/unit/project/test_file_requirements.py",
             "tests/unit/project/test_file_values.py", "tests/unit/project/test_trust_record.py",
             "tests/unit/test_safefile_rules.py",
         ],
@@ -60,43 +60,43 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # prepares a run (image, pins, project image).
     "run": {
         "modules": ["envman/run/plan.py", "envman/run/prepare.py"],
-        "tests": ["tests/unit/test_plan_rules.py", "tests/unit/test_runner.py", "tests/unit/test_security.py"],
+        "tests": ["tests/unit/run/test_plan_rules.py", "tests/unit/run/test_plan.py", "tests/unit/cli/test_project.py", "tests/unit/engine/test_facts.py", "tests/unit/engine/test_handoff.py", "tests/unit/matrix/test_source_resolve.py", "tests/unit/run/test_command.py", "tests/unit/run/test_doctor.py", "tests/unit/run/test_preflight.py", "tests/unit/run/test_prepare.py", "tests/unit/test_security.py"],
     },
     # envman.lock: the package-line grammar, the file, when a build uses it, pip's report.
     "lock": {
         "modules": ["envman/project/lock.py"],
-        "tests": ["tests/unit/test_lock_rules.py", "tests/unit/test_lockfile.py"],
+        "tests": ["tests/unit/project/test_lock_rules.py", "tests/unit/project/test_lock.py"],
         "pytest_args": ["-k", "not cli_lock_errors"],
     },
     # Push and pull: registry names, plain HTTP, the labels a pulled image must carry.
     "remote": {
         "modules": ["envman/images/remote.py"],
-        "tests": ["tests/unit/test_remote_rules.py", "tests/unit/test_registry.py", "tests/unit/test_shared_engine.py"],
+        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py"],
     },
     # Smoke verdicts on the image: digests, the verdict image, which tags move.
     "store": {
         "modules": ["envman/images/store.py"],
-        "tests": ["tests/unit/test_store_rules.py", "tests/unit/test_shared_engine.py", "tests/unit/test_remote_rules.py"],
+        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py"],
     },
     # Build, smoke, promote, list and prune.
     "build": {
         "modules": ["envman/images/build.py"],
-        "tests": ["tests/unit/test_build_rules.py", "tests/unit/test_build_pipeline.py", "tests/unit/test_build_failure.py",
-                  "tests/unit/test_shared_engine.py"],
+        "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
+                  "tests/unit/images/test_store_shared_engine.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
         "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
         "tests": [
-            "tests/unit/test_export_rules.py", "tests/unit/test_slurm_rules.py", "tests/unit/test_export.py",
-            "tests/unit/test_slurm.py", "tests/unit/test_security_rules.py",
+            "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
+            "tests/unit/cluster/test_slurm.py", "tests/unit/test_security_rules.py",
         ],
     },
     # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.
     "update": {
         "modules": ["envman/matrix/update.py"],
         "tests": [
-            "tests/unit/test_update_rules.py", "tests/unit/test_matrix_update.py", "tests/unit/test_cuda_discovery.py",
+            "tests/unit/matrix/test_update_rules.py", "tests/unit/matrix/test_update.py", "tests/unit/matrix/test_update_cuda_discovery.py",
             "tests/unit/test_security_rules.py",
         ],
     },

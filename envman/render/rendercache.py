@@ -52,7 +52,7 @@ MAX_ENTRIES = 64
 #: Templates whose plans hold no secret (see the module docstring).
 CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
 #: The modules of this package whose code, beside the plan and the templates, decides a render's
-#: text (tests/unit/test_render_cache.py checks that it names every one the layout imports).
+#: text (tests/unit/render/test_rendercache.py checks that it names every one the layout imports).
 LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "plan.py")
 #: A tag that loads another template; its argument must be a string literal for the file to be cached.
 _LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)

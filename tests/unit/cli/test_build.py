@@ -1,0 +1,42 @@
+"""Tests of ``envman/cli/build.py``, moved unchanged from the former ``test_daily_use.py``
+(which tested several modules)."""
+
+from __future__ import annotations
+
+
+def test_images_lists_own_tags_and_project_names():
+    from envman.images.build import ImageRow
+    from envman.cli.build import own_tags
+
+    r = own_tags(ImageRow("torch-2.4.1-cuda12.4-py3.10", ("envman/torch-2.4.1-cuda12.4-py3.10:latest", "me/x:latest"),
+                          "sha256:1", 1, 0, True, "pass"))
+    assert r.tags == ("envman/torch-2.4.1-cuda12.4-py3.10:latest",) and r.stable
+    foreign = own_tags(ImageRow("s", ("envman/s:abc", "someone/s:latest"), "sha256:2", 1, 0, True, "pass"))
+    assert foreign.tags == ("envman/s:abc",) and not foreign.stable  # a foreign :latest is not the stable tag
+    proj = own_tags(ImageRow("s", ("envman/project-alpha:0123",), "sha256:3", 1, 0, False, "untested", project="alpha"))
+    assert proj.project == "alpha" and proj.tags == ("envman/project-alpha:0123",)
+
+
+def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path, monkeypatch, capsys):
+    """prune added up image sizes (shared layers counted once per image); it now reports the
+    engine's image storage before minus after, and says who reclaims the build cache."""
+    from envman.cli import build as CB
+    import envman.project.image as PI
+    from tests.unit.images.test_build import image_store
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "s"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "c"))
+    store = image_store()
+    for i in range(3):  # three images of 1000 bytes each in the fake's listing...
+        store.add(f"envman/torch-0.0.{i}-cpu-py3.11:old{i}", f"sha256:{i}" * 2, **{"envman.name": f"torch-0.0.{i}-cpu-py3.11"})
+    sizes = iter([(10_000_000, 3_200_000_000), (8_500_000, 3_200_000_000)])  # ...that free 1.5 MB together
+    monkeypatch.setattr(store, "storage", lambda: next(sizes), raising=False)
+
+    from tests.support.fake_engine import patch_connect
+
+    patch_connect(monkeypatch, store)
+    monkeypatch.setattr(PI, "project_images_in_use", lambda engine, resolve: (set(), set()))
+    CB.prune(dry_run=False, all_users=False, as_json=False)
+    out = capsys.readouterr().out
+    assert "3 images removed, 2 MB freed (the engine's image storage before and after)" in " ".join(out.split())
+    assert "build cache holds 3200 MB" in out and "docker builder prune" in " ".join(out.split())

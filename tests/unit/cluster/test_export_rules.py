@@ -1,0 +1,271 @@
+"""``envman export`` by rule (issue 23, the mutation run over envman/cluster/export.py): every
+exporter's files exactly (golden files), every refusal exactly (what, where, fix), every kind of
+environment value kept out of every exported file and written literally to the env files, every
+mount under ``envman run``'s policy and the Dev Containers tools' mount syntax, and the file writer.
+
+Golden files: tests/data/export/. After a deliberate change, rewrite them with
+``ENVMAN_REGEN_GOLDEN=1 pytest tests/unit/cluster/test_export_rules.py`` and review the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from envman.cluster import export as X
+from envman.cluster.export import ExportInput
+from envman.errors import EnvmanError, UserError
+from envman.matrix.load import load_matrix
+from envman.project.file import GpuRequest, Mount, Port
+from envman.stack.resolve import resolve
+
+GOLDEN = Path(__file__).resolve().parents[2] / "data" / "export"
+DIGEST = "sha256:" + "cd" * 32
+#: Values of every kind an [environment] may hold (the project file refuses line breaks and NUL).
+VALUES = (("EMPTY", ""), ("SPACES", "a b  c"), ("SQ", "it's"), ("DQ", 'say "hi"'), ("DOLLAR", "$HOME ${X} $$"),
+          ("TICK", "`id`"), ("HASH", "# not a comment"), ("EQ", "a=b=c"), ("BACKSLASH", "a\\nb\\"), ("UNI", "Grüße ☃"),
+          ("YAML", "key: [x]"), ("OPENAI_API_KEY", "sk-4f1d9e"), ("PLAIN", "plain-7a2b"))
+
+
+def _refusal(fn, *args, **kw) -> tuple[str, str, str | None, str | None]:
+    with pytest.raises(EnvmanError) as e:
+        fn(*args, **kw)
+    return type(e.value).__name__, e.value.what, e.value.where, e.value.fix
+
+
+def _input(case: str = "full", **kw) -> ExportInput:
+    m = load_matrix()
+    if case == "full":
+        base = dict(project="My_Proj.v2", root=Path("/srv/p"), stack=resolve(m, "torch-2.4-cuda12.4"),
+                    image=f"reg.example:5000/envman/x@{DIGEST}", command=("python", "train.py", "--x", "$HOME"),
+                    environment=VALUES, mounts=(Mount("/srv/data", "/data", True), Mount("/srv/out", "/out")),
+                    ports=(Port(8888, 8888), Port(6006, 6007)), gpus=GpuRequest("devices", devices=("0", "2")), shm_size="8g")
+    else:
+        base = dict(project="p", root=Path("/srv/q"), stack=resolve(m, "torch-2.4-cpu"), image=f"r/p@{DIGEST}", command=(),
+                    environment=(), mounts=(), ports=(), gpus=None, shm_size="512m")
+    base.update(kw)
+    return ExportInput(**base)
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("ENVMAN_REGEN_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.read_text() == text, f"{name} differs from its golden file (ENVMAN_REGEN_GOLDEN=1 rewrites it)"
+
+
+# --------------------------------------------------------------------------- every file, exactly
+
+
+@pytest.mark.parametrize("case", ["full", "cpu"])
+def test_every_exported_file_is_exactly_the_reviewed_one(case):
+    x = _input(case)
+    gpus = 2 if case == "full" else 0
+    job, keys = X.k8s_job(x, gpus=gpus, **({"runtime_class": "nvidia", "uid": 1234, "gid": 5678,
+                                             "git": ("https://git.example/a/b.git", "v1.2")} if case == "full" else {}))
+    assert keys == [k for k, _ in x.environment]
+    assert yaml.safe_load(X.to_yaml(job)) == job
+    pod = job["spec"]["template"]["spec"]
+    if gpus:  # the terms follow the shipped matrix: test_export checks them against the verdict
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms["nodeSelectorTerms"] == [{"matchExpressions": t} for t in X.gfd_node_terms(x.stack)]
+        terms["nodeSelectorTerms"] = "(gfd_node_terms)"
+    _golden(f"k8s-{case}.yaml", X.to_yaml(job))
+    doc, dockerfile = X.devcontainer(x, "/state/exports/p.env" if x.environment else None)
+    _golden(f"devcontainer-{case}.json", json.dumps(doc, indent=2) + "\n")
+    _golden(f"devcontainer-{case}.Dockerfile", dockerfile)
+    svc = X.compose_service(x, uid=1000, gid=1001, home="/h/$p")
+    _golden(f"compose-{case}.yaml", X.to_yaml(X.compose({x.project: svc})))
+    _golden(f"env-{case}.env", X.env_file_text(x.environment))
+    _golden(f"env-{case}.sh", X.shell_env_file_text(x.environment))
+
+
+# --------------------------------------------------------------------------- values, mounts, refusals
+
+
+@pytest.mark.parametrize("exporter", ["k8s", "devcontainer", "compose"])
+def test_no_environment_value_of_any_kind_reaches_an_exported_file(exporter):
+    x = _input()
+    if exporter == "k8s":
+        text = X.to_yaml(X.k8s_job(x, gpus=1)[0])
+    elif exporter == "devcontainer":
+        doc, dockerfile = X.devcontainer(x, "/e")
+        text = json.dumps(doc) + dockerfile
+    else:
+        text = X.to_yaml(X.compose({"p": X.compose_service(x, uid=1, gid=1, home="/h")}))
+    for name, value in VALUES:
+        if len(value) > 3:
+            assert value not in text and json.dumps(value)[1:-1] not in text, (exporter, name)
+
+
+def test_the_env_files_hold_each_value_literally():
+    import subprocess
+
+    assert X.env_file_text(VALUES).splitlines() == [f"{k}={v}" for k, v in VALUES]
+    names = " ".join(f'"${k}"' for k, _ in VALUES)
+    out = subprocess.run(["sh", "-c", X.shell_env_file_text(VALUES) + f"printf '%s\\0' {names}"], capture_output=True,
+                         text=True)
+    assert out.stdout.split("\0")[:-1] == [v for _, v in VALUES]
+
+
+@pytest.mark.parametrize("bad", ["\0", "\n", "\r"])
+@pytest.mark.parametrize("writer", [X.env_file_text, X.shell_env_file_text])
+def test_a_value_with_a_line_break_or_nul_is_refused_by_both_env_files(writer, bad):
+    assert _refusal(writer, (("A", "ok"), ("K", f"x{bad}Y=1"))) == (
+        "UserError", "environment variable K: its value holds a line break or a NUL byte", "envman export",
+        "put multi-line data in a file in the project and read it")
+
+
+UNSAFE = [",", '"', "=", "${", "\n", "\r", "\0"]
+DC_FIX = "rename the folder, or use envman run (it quotes mounts)"
+
+
+@pytest.mark.parametrize("bad", UNSAFE)
+@pytest.mark.parametrize("field", ["project folder", "env file", "mount source", "mount target", "read-only mount source"])
+def test_every_devcontainer_path_holding_mount_syntax_is_refused(field, bad):
+    path = f"/srv/a{bad}b"
+    kw = {"project folder": dict(root=Path(path)), "env file": {},
+          "mount source": dict(mounts=(Mount(path, "/t"),)), "mount target": dict(mounts=(Mount("/srv/s", path),)),
+          "read-only mount source": dict(mounts=(Mount(path, "/t", True),))}[field]
+    what = field.removeprefix("read-only ")
+    if bad in "\0\n\r" and "mount" in field:  # no exporter carries them (the project file refuses them too)
+        m = kw["mounts"][0]
+        assert _refusal(X.devcontainer, _input(**kw), "/e") == (
+            "UserError", f"mount {m.source!r}:{m.target!r} holds a NUL byte or a line break", "envman export",
+            "no exported file may carry it")
+        assert _refusal(X.compose_service, _input(**kw), uid=1, gid=1, home="/h")[1].endswith("a NUL byte or a line break")
+        return
+    assert _refusal(X.devcontainer, _input(**kw), path if field == "env file" else "/e") == (
+        "UserError", f"{what} {path!r} holds {bad!r}, which the Dev Containers tools would read as mount syntax",
+        "envman export devcontainer", DC_FIX)
+
+
+def test_a_devcontainer_without_an_env_file_has_no_variables():
+    assert _refusal(X.devcontainer, _input(), None) == (
+        "UserError", "the project sets environment variables: they need an env file", "envman export devcontainer", None)
+    doc, _ = X.devcontainer(_input("cpu"), None)
+    assert "--env-file" not in doc["runArgs"]
+
+
+@pytest.mark.parametrize("exporter", ["devcontainer", "compose"])
+@pytest.mark.parametrize("source", ["/etc", "/etc/ssl", "/var/run/docker.sock", "/", "/proc/1", "/var/lib/docker"])
+def test_every_exporter_refuses_what_envman_run_refuses_exactly(exporter, source):
+    from envman.project.policy import forbidden_reason
+
+    x = _input(mounts=(Mount("/srv/ok", "/ok"), Mount(source, "/x", True)))
+    fn = (lambda: X.devcontainer(x, "/e")) if exporter == "devcontainer" else \
+        (lambda: X.compose_service(x, uid=1, gid=1, home="/h"))
+    assert _refusal(fn) == ("UserError", f"mount {source}:/x is refused: {forbidden_reason(source)}", "envman export",
+                            "no exported file may mount it")
+
+
+REFUSALS = [
+    (lambda: X.k8s_job(_input(image="reg.example/x:1"), gpus=0),
+     ("UserError", "image 'reg.example/x:1' is not pinned by digest", "envman export k8s",
+      "push it (envman push STACK prints REPO@sha256:...) or pass --image REPO@sha256:...")),
+    (lambda: X.k8s_job(_input(), gpus=0, uid=0),
+     ("UserError", "uid 0 / gid 1000: the Job runs as a non-root uid", None, "give --uid 1000 or another uid > 0")),
+    (lambda: X.k8s_job(_input(), gpus=0, gid=-1),
+     ("UserError", "uid 1000 / gid -1: the Job runs as a non-root uid", None, "give --uid 1000 or another uid > 0")),
+    (lambda: X.k8s_job(_input(), gpus=-1), ("UserError", "--gpus -1: expected a count >= 0", None, None)),
+    (lambda: X.k8s_job(_input("cpu"), gpus=1),
+     ("UserError", "torch-2.4.1-cpu-py3.12 is a CPU build: it uses no GPU", "--gpus", "drop --gpus, or use a CUDA stack")),
+    (lambda: X.k8s_job(_input(), gpus=0, runtime_class="Nvidia"),
+     ("UserError", "'Nvidia' is not a RuntimeClass name", "--runtime-class", "lowercase letters, digits, - and . (e.g. nvidia)")),
+    (lambda: X.k8s_job(_input(project="__"), gpus=0), ("UserError", "'__' makes no Kubernetes Job name", None,
+                                                       "use letters, digits and -")),
+    (lambda: X.k8s_name("..."), ("UserError", "'...' makes no Kubernetes name", None, "use letters, digits and -")),
+    (lambda: X.compose({"--": {}}), ("UserError", "'--' makes no Kubernetes compose service name", None,
+                                     "use letters, digits and -")),
+    (lambda: X.check_git("http://git.example/a", "main"),
+     ("UserError", "'http://git.example/a' is not a repository URL envman puts in a Job", "--git",
+      "https://HOST/PATH without user@ or ?query (a private repository: a Secret and your own init container)")),
+    (lambda: X.check_git("https://git.example/a", "a..b"),
+     ("UserError", "'a..b' is not a git ref", "--git-ref", "a branch, a tag or a commit id")),
+    (lambda: X.gfd_node_terms(type("S", (), {"cuda": "12.4", "min_driver": "550", "toolkit_driver": None, "sass_archs": (),
+                                              "ptx_archs": (), "name": "s"})()),
+     ("UserError", "s lists no GPU architecture (no SASS, no PTX): no node could run it", "matrix",
+      "fix the row's sass/ptx lists, or use a CPU stack")),
+]
+
+
+@pytest.mark.parametrize("call,expected", REFUSALS, ids=[str(i) for i in range(len(REFUSALS))])
+def test_every_export_refusal_is_its_exact_line(call, expected):
+    assert _refusal(call) == expected
+
+
+def test_messages_show_at_most_a_bounded_part_of_a_long_url_or_ref():
+    url = "https://" + "a" * 200 + "?q"
+    assert _refusal(X.check_git, url, "main")[1] == f"{url[:120]!r} is not a repository URL envman puts in a Job"
+    ref = "r" * 100 + ".."
+    assert _refusal(X.check_git, "https://g.example/x", ref)[1] == f"{ref[:80]!r} is not a git ref"
+
+
+@pytest.mark.parametrize("uid,gid,ok", [(1, 0, True), (0, 0, False), (1, -1, False), (65534, 65534, True)])
+def test_the_job_s_uid_and_gid_boundaries(uid, gid, ok):
+    if ok:
+        ctx = X.k8s_job(_input(), gpus=0, uid=uid, gid=gid)[0]["spec"]["template"]["spec"]["securityContext"]
+        assert (ctx["runAsUser"], ctx["runAsGroup"], ctx["fsGroup"]) == (uid, gid, gid)
+    else:
+        with pytest.raises(UserError, match="non-root uid"):
+            X.k8s_job(_input(), gpus=0, uid=uid, gid=gid)
+
+
+@pytest.mark.parametrize("name,ok", [("a" * 253, True), ("a" * 254, False), ("a.b-c", True), ("a-", False), ("-a", False),
+                                     ("a_b", False), ("1", True)])
+def test_runtime_class_names(name, ok):
+    if ok:
+        assert X.k8s_job(_input(), gpus=0, runtime_class=name)[0]["spec"]["template"]["spec"]["runtimeClassName"] == name
+    else:
+        with pytest.raises(UserError, match="RuntimeClass"):
+            X.k8s_job(_input(), gpus=0, runtime_class=name)
+
+
+@pytest.mark.parametrize("text,name", [("My_Proj.v2", "my-proj-v2"), ("-a-", "a"), ("a" * 70, "a" * 63),
+                                       ("a" * 62 + "-b", "a" * 62), (" x ", "x"), ("Ünï", "n"), ("a--b", "a--b")])
+def test_kubernetes_names(text, name):
+    assert X.k8s_name(text) == name
+
+
+@pytest.mark.parametrize("size,q", [("3k", "3Ki"), ("1025", "1025"), ("1024", "1Ki"), ("1536m", "1536Mi"), ("1g", "1Gi"),
+                                    ("2048g", "2Ti"), ("1", "1")])
+def test_sizes_as_kubernetes_quantities(size, q):
+    assert X.quantity(size) == q
+
+
+@pytest.mark.parametrize("url,ref,ok", [
+    ("https://g.example/a/b.git", "main", True), ("https://g.example:8443/a", "v1.0", True), ("https://g.example", "a" * 200, True),
+    ("https://g.example/a/../b", "main", False), ("https://u@g.example/a", "main", False), ("https://g.example/a?x", "main", False),
+    ("https://g.example/a", "a" * 201, False), ("https://g.example/a", "x.lock", False), ("https://g.example/a", "x/", False),
+    ("https://g.example/a", "-x", False), ("https://g.example:123456/a", "main", False), ("https://g.example/a", "a b", False)])
+def test_git_urls_and_refs(url, ref, ok):
+    if ok:
+        assert X.check_git(url, ref) == (url, ref)
+    else:
+        with pytest.raises(UserError):
+            X.check_git(url, ref)
+
+
+# --------------------------------------------------------------------------- writing files
+
+
+def test_write_output_refuses_what_is_in_the_way_and_writes_nothing(tmp_path):
+    a, b = tmp_path / "d" / "a.yaml", tmp_path / "d" / "b.yaml"
+    a.parent.mkdir()
+    b.write_text("mine\n")
+    assert _refusal(X.write_output, {a: "1", b: "2"}, str(a.parent), force=False) == (
+        "UserError", f"{b} exists", "envman export", "pass --force to overwrite it, or -o another path")
+    assert not a.exists() and b.read_text() == "mine\n"
+    assert X.write_output({a: "1\n", b: "2\n"}, str(a.parent), force=True) == [a, b]
+    assert (a.read_text(), b.read_text()) == ("1\n", "2\n")
+    (tmp_path / "dir.yaml").mkdir()
+    assert _refusal(X.write_output, {a: "x", tmp_path / "dir.yaml": "y"}, "o", force=True) == (
+        "UserError", f"cannot write {tmp_path / 'dir.yaml'}: a directory is in the way", "envman export", "choose another -o")
+    (tmp_path / "file").write_text("")
+    assert _refusal(X.write_output, {tmp_path / "file" / "x.yaml": "y"}, "o", force=False)[1] == (
+        f"cannot write {tmp_path / 'file' / 'x.yaml'}: a directory is in the way")
+    assert a.read_text() == "1\n"

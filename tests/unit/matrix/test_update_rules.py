@@ -1,0 +1,675 @@
+"""``envman matrix update`` by rule (issue 23, the mutation run over envman/matrix/update.py): which
+releases are new, which CUDA, cuDNN, Pythons and platforms a derived row states and from where,
+what a row inherits (and says it inherited), what is refused, and what is written. The index is
+an in-memory stand-in for the recorded pages of tests/unit/matrix/test_update.py (the same
+IndexFile records and Requires-Dist lines, no server): every function runs in this process."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from packaging.version import Version
+
+from envman.matrix import update as U
+
+
+def _row(framework="torch", version="2.8.0", variant="cu128", cuda="12.8"):
+    return SimpleNamespace(framework=framework, version=Version(version), variant=variant,
+                           cuda=Version(cuda) if cuda else None)
+
+
+PREVIOUS = [  # (rows, version, variant, cuda major, the row chosen)
+    ([_row(variant="cu128"), _row(version="2.7.0", variant="cu126", cuda="12.6")], "2.9.0", "cu126", 12, ("2.7.0", "cu126")),
+    ([_row(variant="cu128"), _row(version="2.7.0", variant="cu126", cuda="12.6")], "2.9.0", "cu130", 12, ("2.8.0", "cu128")),
+    ([_row(variant="cu128"), _row(version="2.8.0", variant="cu126", cuda="12.6")], "2.9.0", "cu130", 12, ("2.8.0", "cu128")),
+    ([_row(variant="cu118", cuda="11.8"), _row(version="2.7.0", variant="cu126", cuda="12.6")], "2.9.0", "cu130", 12,
+     ("2.7.0", "cu126")),
+    ([_row(variant="cu118", cuda="11.8")], "2.9.0", "cu130", 13, ("2.8.0", "cu118")),
+    ([_row(variant="cpu", cuda=None), _row(variant="cu118", cuda="11.8")], "2.9.0", "cu130", None, ("2.8.0", "cpu")),
+    ([_row(variant="cpu", cuda=None)], "2.9.0", "cu130", 13, None),
+    ([_row(version="3.0.0")], "2.9.0", "cu128", 12, None),
+    ([_row(version="2.9.0")], "2.9.0", "cu128", 12, None),
+    ([_row(framework="jax", version="0.4.0")], "2.9.0", "cu128", 12, None),
+]
+
+
+@pytest.mark.parametrize("rows,version,variant,major,chosen", PREVIOUS)
+def test_the_row_a_new_one_inherits_from(rows, version, variant, major, chosen):
+    """Same variant, else same CUDA major, else any row of the same kind (GPU or CPU); always an
+    earlier release of the same framework; the newest (then the highest CUDA) among them."""
+    got = U.previous_row(SimpleNamespace(builds=rows), "torch", Version(version), variant, major)
+    assert (None if got is None else (str(got.version), got.variant)) == chosen
+
+
+# --------------------------------------------------------------------------- an index in memory
+
+import json  # noqa: E402
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from envman.matrix.index import Http, IndexFile, NotFound, ProjectPage, WheelMetadata, normalize, project_url  # noqa: E402
+from envman.matrix.model import Arch  # noqa: E402
+
+PYPI = "https://pypi.example/simple"
+TORCH = "https://torch.example/whl"
+GOLDEN = Path(__file__).resolve().parents[2] / "data" / "update"
+
+
+class Index:
+    """Project pages and wheel metadata as an index serves them (``fetch_project`` and
+    ``read_wheel_metadata`` answer from here; a project it lacks is a 404)."""
+
+    def __init__(self) -> None:
+        self.pages: dict[tuple[str, str], list[IndexFile]] = {}
+        self.meta: dict[str, WheelMetadata] = {}
+        self.fetched: list[tuple[str, str]] = []
+
+    def add(self, project: str, filename: str, requires=(), *, index: str = PYPI, requires_python: str | None = None,
+            page_rp: str | None = None, upload: str | None = "2026-05-01T10:00:00Z", yanked: bool = False) -> "Index":
+        url = f"{index}/f/{filename}"
+        self.pages.setdefault((index, normalize(project)), []).append(
+            IndexFile(filename, url, requires_python=page_rp, yanked=yanked, upload_time=upload))
+        self.meta[url] = WheelMetadata(project, (filename.split("-") + [""])[1], tuple(requires), requires_python, url, "pep658")
+        return self
+
+    def install(self, monkeypatch) -> "Index":
+        def fetch(http, index, project):
+            key = (index.rstrip("/"), normalize(project))
+            self.fetched.append(key)
+            if key not in self.pages:
+                raise NotFound("the index has no such project (404)", where=project_url(index, project))
+            return ProjectPage(project, project_url(index, project), tuple(self.pages[key]), "json")
+
+        monkeypatch.setattr(U, "fetch_project", fetch)
+        monkeypatch.setattr(U, "read_wheel_metadata", lambda http, f: self.meta[f.url])
+        return self
+
+
+def _build(framework, version, variant, cuda=None, cudnn=None, sass=(), ptx=(), sass_arm64=None, ptx_arm64=None):
+    arch = lambda xs: None if xs is None else tuple(Arch.parse(a) for a in xs)  # noqa: E731
+    return SimpleNamespace(framework=framework, version=Version(version), variant=variant,
+                           cuda=Version(cuda) if cuda else None, cudnn=cudnn, sass=arch(sass), ptx=arch(ptx),
+                           sass_arm64=arch(sass_arm64), ptx_arm64=arch(ptx_arm64))
+
+
+def _release(version, sm, updates=()):
+    v = Version(version)
+    return SimpleNamespace(version=v, key=f"{v.major}.{v.minor}", sm=tuple(Arch.parse(a) for a in sm),
+                           updates=tuple((Version(u), d) for u, d in updates),
+                           toolkit_driver_for=lambda patch, u=updates: ([d for x, d in u if patch and Version(x) <= patch]
+                                                                        or ["580.65.06"])[-1])
+
+
+def _matrix(builds=(), cuda=(), images=(), gpus=(), checked=None):
+    rels = tuple(cuda)
+
+    def cuda_release(v):
+        v = Version(str(v))
+        return next((r for r in rels if (r.version.major, r.version.minor) == (v.major, v.minor)), None)
+
+    return SimpleNamespace(builds=tuple(builds), cuda=rels, images=tuple(images), gpus=tuple(gpus), gpus_checked=checked,
+                           cuda_release=cuda_release)
+
+
+SM13 = ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+SM12 = ["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"]
+MATRIX = _matrix(
+    builds=[_build("torch", "2.8.0", "cu128", "12.8", "9.7.1.26", ["5.0", "7.5", "8.0", "9.0"], ["9.0"], ["9.0"], []),
+            _build("torch", "2.8.0", "cu126", "12.6", "9.5.1.17", ["5.0", "8.0"], []),
+            _build("torch", "2.8.0", "cpu"),
+            _build("jax", "0.12.0", "cuda12", "12.1", "9.1", ["8.0", "9.0"], []),
+            _build("jax", "0.12.0", "cuda13", "13.0", "9.8", ["8.0", "9.0", "10.0"], ["10.0"]),
+            _build("onnxruntime", "1.31.0", "cuda13", "13.0", "9.8", ["7.5", "8.0"], ["8.0"]),
+            _build("tensorflow", "2.21.0", "gpu", "12.5", "9.3", ["6.0", "8.0"], ["9.0"])],
+    cuda=[_release("12.6", SM12), _release("12.8", SM12 + ["10.0", "12.0"]), _release("13.0", SM13)])
+
+X86, ARM = "manylinux_2_28_x86_64", "manylinux_2_28_aarch64"
+TORCH_13 = ["filelock", "cuda-toolkit[cudart,cublas]==13.0.2; platform_system == 'Linux'",
+            "nvidia-cudnn-cu13==9.13.0.50; platform_system == 'Linux'"]
+
+
+def _scenario() -> Index:
+    ix = Index()
+    for plat in (X86, ARM):
+        for py in ("cp311", "cp312", "cp313", "cp313t"):
+            ix.add("torch", f"torch-2.9.0-{py.rstrip('t')}-{py}-{plat}.whl", TORCH_13, requires_python=">=3.10",
+                   upload="2026-10-15T09:00:00Z" if py == "cp312" else "2026-10-16T09:00:00Z")
+    ix.add("torch", f"torch-2.9.0rc1-cp312-cp312-{X86}.whl", TORCH_13)  # a pre-release is no release
+    ix.add("torch", f"torch-3.0.0-cp312-cp312-{X86}.whl", TORCH_13, yanked=True)  # a yanked file neither
+    ix.add("torch", f"torch-2.10.0-cp312-cp312-macosx_14_0_arm64.whl", TORCH_13)  # no Linux x86_64 wheel
+    ix.add("torch", f"evil-9.9.9-cp312-cp312-{X86}.whl", TORCH_13)  # another project's file on the page
+    ix.add("torch", f"torch-2.8.0-cp312-cp312-{X86}.whl", TORCH_13)  # in the matrix already
+    ix.add("torchvision", f"torchvision-0.24.0-py3-none-{X86}.whl", ["numpy", "torch==2.9.0"], requires_python=">=3.12")
+    ix.add("torchvision", f"torchvision-0.24.0-py3-none-{ARM}.whl", ["numpy", "torch==2.9.0"], requires_python=">=3.12")
+    ix.add("torchvision", f"torchvision-0.23.0-py3-none-{X86}.whl", ["torch==2.8.0"])
+    # PyTorch's own index: a CUDA 12.6 build, the CUDA 13.0 build again (the PyPI one), a CPU build.
+    cu126 = ["nvidia-cuda-runtime-cu12==12.6.77; platform_system == 'Linux'", "nvidia-cudnn-cu12==9.5.1.17"]
+    ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{X86}.whl", cu126, index=TORCH)
+    ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{ARM}.whl", ["filelock"], index=TORCH)  # a CPU build on arm64
+    ix.add("torch", f"torch-2.9.0+cu130-cp312-cp312-{X86}.whl", TORCH_13, index=TORCH)
+    ix.add("torch", f"torch-2.9.0+cpu-cp311-cp311-{X86}.whl", ["filelock"], index=TORCH)
+    ix.add("torch", f"torch-2.9.0+cpu-cp312-cp312-{X86}.whl", ["filelock"], index=TORCH)
+    for local in ("cu126", "cpu"):
+        ix.add("torchvision", f"torchvision-0.24.0+{local}-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/{local}")
+    # jax: the pure-Python jax names its CUDA extras; jaxlib and the CUDA 13 plugin have wheels, the 12 one is missing.
+    ix.add("jax", "jax-0.13.0-py3-none-any.whl", ['jaxlib==0.13.0', 'jax-cuda13-plugin[with-cuda]==0.13.0; extra == "cuda13"',
+                                                   'jax-cuda12-plugin[with-cuda]==0.13.0; extra == "cuda12"'],
+           requires_python=">=3.11", page_rp=">=3.11")
+    for plat in (X86, ARM):
+        for py in ("cp311", "cp312", "cp313"):
+            ix.add("jaxlib", f"jaxlib-0.13.0-{py}-{py}-{plat}.whl")
+    for py in ("cp312", "cp313"):
+        ix.add("jax-cuda13-plugin", f"jax_cuda13_plugin-0.13.0-{py}-{py}-{X86}.whl",
+               ['nvidia-cuda-runtime~=13.0; extra == "with-cuda"', 'nvidia-cudnn-cu13>=9.8,<10; extra == "with-cuda"'])
+    # onnxruntime-gpu: CUDA and cuDNN majors in its extras; tensorflow: lower bounds in [and-cuda].
+    ort = ['nvidia-cuda-runtime~=13.0; extra == "cuda"', 'nvidia-cudnn-cu13~=9.0; extra == "cudnn"', "numpy"]
+    for py in ("cp311", "cp312"):
+        ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.32.0-{py}-{py}-{X86}.whl", ort, upload="2026-09-01T00:00:00Z")
+    ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.32.0-cp312-cp312-{ARM}.whl", ["numpy"])  # no CUDA on arm64
+    tf = ['nvidia-cuda-runtime-cu12<13.0,>=12.5.82; extra == "and-cuda"', 'nvidia-cudnn-cu12<10.0,>=9.3.0.75; extra == "and-cuda"']
+    for py in ("cp310", "cp311", "cp312"):
+        ix.add("tensorflow", f"tensorflow-2.22.0-{py}-{py}-{X86}.whl", tf)
+    ix.add("tensorflow", f"tensorflow-2.23.0-cp312-cp312-{X86}.whl", ["numpy"])  # no [and-cuda] CUDA: skipped
+    return ix
+
+
+def _settings(**kw) -> "U.Settings":
+    return U.Settings(**{"index": PYPI, "torch_index": TORCH, "workers": 1, "cuda": False, **kw})
+
+
+def _golden(name: str, doc) -> None:
+    text = json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
+    path = GOLDEN / name
+    if os.environ.get("ENVMAN_REGEN_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.read_text() == text, f"{name} differs from its golden file (ENVMAN_REGEN_GOLDEN=1 rewrites it)"
+
+
+def _result_doc(result: "U.Result") -> dict:
+    return {"new_releases": result.new_releases, "skipped": result.skipped, "warnings": result.warnings,
+            "unfilled": result.unfilled,
+            "rows": [{"framework": r.framework, "name": r.name, "key": list(r.key), "unconfirmed": list(r.unconfirmed),
+                      "data": r.data} for r in result.rows]}
+
+
+def test_every_framework_s_rows_from_one_index_are_exactly_the_reviewed_ones(monkeypatch):
+    _scenario().install(monkeypatch)
+    http = Http(timeout=1, retries=0)
+    result = U.find_updates(http, _settings(), MATRIX)
+    _golden("rows.json", _result_doc(result))
+
+
+def test_a_tensorflow_release_whose_and_cuda_extra_states_no_cuda_gets_no_gpu_row(monkeypatch):
+    """An earlier GPU row must not lend its CUDA to a release that installs none (as the first
+    CUDA 13 release must not get the previous row's CUDA 12)."""
+    ix = Index()
+    ix.add("tensorflow", f"tensorflow-2.23.0-cp312-cp312-{X86}.whl", ["numpy", 'ml-dtypes; extra == "and-cuda"'])
+    ix.install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("tensorflow",)), MATRIX)
+    assert result.rows == [] and result.skipped == ["tensorflow 2.23.0: the wheel's [and-cuda] extra states no CUDA"]
+
+
+# --------------------------------------------------------------------------- the decisions, one by one
+
+PIN = U.Pin
+
+
+@pytest.mark.parametrize("pin,cudnn,major,prev,cuda,how,inherited", [
+    (PIN("13.0", "pinned", "r"), None, 13, ("12.8", "9.7"), "13.0", "pinned by Requires-Dist 'r'", False),
+    (PIN("12.5", "at least", "r"), None, 12, ("12.8", "9.7"), "12.5", "at least by Requires-Dist 'r'", False),
+    (PIN("13", "major", "r"), None, 13, ("13.2", "9.8"), "13.2", "minor not stated (major by Requires-Dist 'r'); inherited", True),
+    (PIN("13", "major", "r"), None, 13, ("12.8", "9.7"), "13.0", "CUDA 13 minor not stated; lowest assumed", True),
+    (None, None, 13, ("12.8", "9.7"), "13.0", "CUDA 13 minor not stated; lowest assumed", True),
+    (None, None, None, ("12.8", "9.7"), "12.8", "not stated by the wheel; inherited", True),
+    (None, None, 12, ("12.8", "9.7"), "12.8", "not stated by the wheel; inherited", True),
+    (None, None, None, None, None, None, False),
+    (None, None, None, (None, None), None, None, False),
+    (None, None, 12, None, "12.0", "CUDA 12 minor not stated; lowest assumed", True),
+])
+def test_the_cuda_a_row_states_and_how(pin, cudnn, major, prev, cuda, how, inherited):
+    from envman.matrix.wheels import CudaPins
+
+    row = None if prev is None else _build("torch", "2.8.0", "cu128", prev[0], prev[1])
+    b = U.RowBuilder("torch", Version("2.9.0"), "v")
+    b.cuda(CudaPins(pin, cudnn, major), SimpleNamespace(url="https://i.example/w.whl"), row)
+    assert b.data.get("cuda") == cuda
+    if cuda is None:
+        assert "cudnn" not in b.data and not b.unconfirmed and not b.notes
+        return
+    assert ("cuda" in b.unconfirmed) == inherited
+    if inherited:
+        src = " from torch-2.8.0 cu128" if how.endswith("inherited") else ""
+        assert b.notes[0] == f"cuda {how}{src}" and "cuda" not in b.derived
+    else:
+        assert b.derived["cuda"] == f"{how} (https://i.example/w.whl)" and b.sources == ["https://i.example/w.whl"]
+    # cuDNN: the wheel's, else the earlier row's when the row has a CUDA
+    if row is not None and row.cudnn:
+        assert b.data["cudnn"] == row.cudnn and "cudnn" in b.unconfirmed
+        assert b.notes[-1] == "cudnn not stated by the wheel; inherited from torch-2.8.0 cu128"
+
+
+def test_a_stated_cudnn_is_a_fact_and_wins():
+    from envman.matrix.wheels import CudaPins
+
+    b = U.RowBuilder("torch", Version("2.9.0"), "v")
+    b.cuda(CudaPins(PIN("13.0", "pinned", "a"), PIN("9.13", "at least", "c"), 13), SimpleNamespace(url="u"),
+           _build("torch", "2.8.0", "x", "13.0", "9.1"))
+    assert (b.data["cudnn"], b.derived["cudnn"], b.unconfirmed) == ("9.13", "at least by Requires-Dist 'c' (u)", [])
+    assert b.sources == ["u"]
+
+
+@pytest.mark.parametrize("prev,cuda,sass,ptx,arm", [
+    (_build("t", "1", "v", "12.8", None, ["5.0", "8.0", "12.0"], ["12.0"], ["8.0", "12.0"], ["12.0"]), "13.0",
+     ["8.0", "12.0"], ["12.0"], (["8.0", "12.0"], ["12.0"])),
+    (_build("t", "1", "v", "12.8", None, ["5.0", "8.0"], ["5.0"]), "12.6", ["5.0", "8.0"], ["5.0"], None),
+    (_build("t", "1", "v", "12.8", None, ["5.0", "8.0"], ["5.0"], ["5.0"], None), "14.0", ["5.0", "8.0"], ["5.0"], (["5.0"], [])),
+    (None, "13.0", [], [], None),
+])
+def test_inherited_architectures_keep_only_what_this_cuda_builds(prev, cuda, sass, ptx, arm):
+    b = U.RowBuilder("t", Version("2"), "v")
+    b.data["cuda"] = cuda
+    b.data["platforms"] = ["linux/amd64", "linux/arm64"]
+    b.arch(prev, MATRIX)
+    row = b.build().data
+    assert (row["sass"], row["ptx"], row["arch_status"]) == (sass, ptx, "unconfirmed")
+    assert (row.get("sass_arm64"), row.get("ptx_arm64")) == (arm or (None, None))
+    assert b.unconfirmed == ["sass", "ptx"]
+    assert b.notes[-1] == "sass/ptx are not in index metadata; inherited" + (
+        f" from t-1 v" if prev else " (none known)")
+
+
+def test_a_cpu_row_has_no_gpu_code_and_arm64_lists_only_with_arm64_wheels():
+    b = U.RowBuilder("t", Version("2"), "cpu")
+    b.arch(_build("t", "1", "v", None, None, ["8.0"], [], ["8.0"], []), MATRIX)
+    assert (b.data["arch_status"], b.unconfirmed) == ("confirmed", [])
+    gpu = U.RowBuilder("t", Version("2"), "v")
+    gpu.data.update(cuda="13.0", platforms=["linux/amd64"])
+    gpu.arch(_build("t", "1", "v", "13.0", None, ["8.0"], [], ["9.0"], []), MATRIX)
+    assert "sass_arm64" not in gpu.build().data
+
+
+def test_a_row_s_status_order_note_and_derived_facts():
+    b = U.RowBuilder("torch", Version("2.9.0"), "cu130")
+    b.fact("python", ["3.12"], "u1", "how")
+    b.data.update(packages=["torch==2.9.0"], index_url="", released=None, platforms=["linux/amd64"], system_cuda=False)
+    b.fact("cuda", "13.0", "u2", "pinned")
+    b.fact("cudnn", "9", "u1", "pinned")
+    b.unconfirmed += ["sass", "ptx"]
+    b.data.update(sass=[], ptx=[])
+    row = b.build()
+    assert list(row.data) == ["version", "variant", "cuda", "cudnn", "python", "packages", "system_cuda", "sass", "ptx",
+                              "platforms", "source", "status", "note", "derived"]
+    assert (row.data["status"], row.data["note"], row.data["source"]) == ("confirmed", "Derived by envman matrix update.",
+                                                                          ["u1", "u2"])
+    assert row.unconfirmed == ("sass", "ptx") and row.name == "torch-2.9.0-cuda13.0" and row.key == ("torch", "2.9.0", "cu130")
+    b.inherit("cudnn", "9", None, "guessed")
+    b.wheel_python = {"torch": {"3.13", "3.9", "3.12"}}
+    again = b.build(note="first")
+    assert again.data["status"] == "partially confirmed" and again.data["note"] == "first; cudnn guessed"
+    assert again.data["wheel_python"] == {"torch": ["3.9", "3.12", "3.13"]} and again.unconfirmed == ("sass", "ptx", "cudnn")
+    assert U.NewRow("jax", {"version": "1", "variant": "cpu"}, ()).name == "jax-1-cpu"
+
+
+@pytest.mark.parametrize("pin,major,variant", [(PIN("13.0", "pinned", "r"), 13, "cu130"), (PIN("12.10", "at least", "r"), 12, "cu1210"),
+                                               (PIN("13", "major", "r"), 13, "cuda13"), (None, 12, "cuda12"), (None, None, "cpu")])
+def test_the_variant_a_pin_names(pin, major, variant):
+    from envman.matrix.wheels import CudaPins
+
+    assert U._variant_for(CudaPins(pin, None, major)) == variant
+
+
+@pytest.mark.parametrize("since,available,new", [
+    ({}, ["2.7.0", "2.8.0", "2.8.1", "2.9.0"], ["2.8.1", "2.9.0"]),
+    ({"torch": "2.6.0"}, ["2.7.0", "2.8.0", "2.9.0"], ["2.7.0", "2.9.0"]),
+    ({"torch": "2.9.0"}, ["2.9.0"], []),
+])
+def test_which_releases_are_new(since, available, new):
+    ctx = SimpleNamespace(matrix=MATRIX, settings=SimpleNamespace(since={k: Version(v) for k, v in since.items()}))
+    assert [str(v) for v in U._newer(ctx, "torch", [Version(v) for v in available])] == new
+    assert [str(v) for v in U._newer(ctx, "mxnet", [Version("1.0")])] == ["1.0"]  # no row yet: every release
+
+
+def _wheel(filename, rp=None):
+    from envman.matrix.wheels import wheel_tags
+
+    return U.Wheel(IndexFile(filename, "u/" + filename), wheel_tags(filename, rp))
+
+
+def test_the_representative_wheel_of_a_platform():
+    ws = [_wheel(f"t-1-cp311-cp311-{X86}.whl"), _wheel(f"t-1-cp313-cp313-{X86}.whl"), _wheel(f"t-1-cp312-cp312-{X86}.whl"),
+          _wheel(f"t-1-cp313-cp313-{ARM}.whl"), _wheel("t-1-py3-none-any.whl")]
+    assert U.representative(ws, "linux/amd64").file.filename == f"t-1-cp313-cp313-{X86}.whl"
+    assert U.representative(ws, "linux/arm64").file.filename == f"t-1-cp313-cp313-{ARM}.whl"
+    assert U.representative(ws[4:], "linux/arm64").file.filename == "t-1-py3-none-any.whl"
+    assert U.representative(ws[:3], "linux/arm64") is None
+    abi3 = [_wheel(f"t-1-cp313-cp313-{X86}.whl"), _wheel(f"t-1-cp313-abi3-{X86}.whl")]  # abi3: 3.13 and later
+    assert U.representative(abi3, "linux/amd64").file.filename == f"t-1-cp313-abi3-{X86}.whl"
+    tie = [_wheel("t-1-cp313-cp313-manylinux_2_17_x86_64.whl"), _wheel(f"t-1-cp313-cp313-{X86}.whl")]
+    assert U.representative(tie, "linux/amd64").file.filename == f"t-1-cp313-cp313-{X86}.whl"
+    assert U.representative(tie[::-1], "linux/amd64").file.filename == f"t-1-cp313-cp313-{X86}.whl"
+    threaded = [_wheel(f"t-1-cp313-cp313t-{X86}.whl"), _wheel(f"t-1-cp311-cp311-{X86}.whl")]
+    assert U.representative(threaded, "linux/amd64").file.filename == f"t-1-cp311-cp311-{X86}.whl"
+
+
+def test_pythons_and_free_threaded_builds_per_platform():
+    ws = [_wheel(f"t-1-cp312-cp312-{X86}.whl"), _wheel(f"t-1-cp313-cp313-{X86}.whl"), _wheel(f"t-1-cp313-cp313t-{X86}.whl"),
+          _wheel(f"t-1-cp312-cp312-{ARM}.whl")]
+    assert U.pythons(ws, "linux/amd64") == {"3.12", "3.13"}
+    assert U.pythons(ws, ["linux/amd64", "linux/arm64"]) == {"3.12"}
+    assert U.pythons(ws, []) == set()
+    assert U.free_threaded(ws, "linux/amd64") == {"3.13"} and U.free_threaded(ws, ["linux/amd64", "linux/arm64"]) == set()
+    assert U.free_threaded([_wheel(f"t-1-py3-none-{X86}.whl", ">=3.13,<3.15")], "linux/amd64") == {"3.13", "3.14"}
+    assert U.platforms(ws) == ("linux/amd64", "linux/arm64")
+    assert U._machine("linux/arm64") == "aarch64" and U._machine("linux/amd64") == "x86_64"
+
+
+def test_releases_leave_out_pre_and_dev_releases_and_take_requires_python_from_metadata():
+    ws = [_wheel(f"t-1.0-cp312-cp312-{X86}.whl"), _wheel(f"t-1.1rc1-cp312-cp312-{X86}.whl"), _wheel(f"t-1.1.dev3-py3-none-any.whl")]
+    assert list(U.releases(ws)) == [Version("1.0")]
+    py3 = [_wheel(f"t-1-py3-none-{X86}.whl")]
+    assert U.pythons(U.with_requires_python(py3, ">=3.14"), "linux/amd64") == {"3.14", "3.15"}
+    assert U.with_requires_python(py3, None) == py3
+    page = [U.Wheel(IndexFile(f"t-1-py3-none-{X86}.whl", "u", requires_python=">=3.13"), py3[0].tags)]
+    assert U.pythons(U.with_requires_python(page, ">=3.10"), "linux/amd64") == {"3.13", "3.14", "3.15"}
+    assert U.final_version("1.0") == Version("1.0") and U.final_version("1.0rc1") is None
+    assert U.final_version("x") is None and U.final_version("1.0.dev1") is None
+
+
+@pytest.mark.parametrize("tv,series", [("0.15.0", (2, 0)), ("0.24.1", (2, 9)), ("0.14.0", (-1, -1)), ("1.15.0", (-1, -1))])
+def test_the_torch_series_of_a_torchvision(tv, series):
+    assert U._tv_series(Version(tv)) == series
+
+
+@pytest.mark.parametrize("spec,same", [("==2.9.0", True), (">=2.9.0", True), ("~=2.9.0", True), ("===2.9.0", True),
+                                       ("==2.9.*", True), (">=2.8.0", False), ("<=2.9.0", False), ("==2.9.0,>=2.8", True)])
+def test_a_torchvision_belongs_to_the_torch_series_its_lower_bound_names(spec, same):
+    from packaging.specifiers import SpecifierSet
+
+    assert U._same_series(SpecifierSet(spec), Version("2.9.1")) is same
+
+
+@pytest.mark.parametrize("upload,day", [("2026-10-15T09:00:00Z", "2026-10-15"), ("2026-10-15T23:30:00-05:00", "2026-10-15"),
+                                        ("", None), (None, None), ("yesterday", None)])
+def test_release_days(upload, day):
+    assert U._date(upload) == day
+
+
+def test_a_release_is_dated_by_its_first_upload():
+    ws = [U.Wheel(IndexFile("a", "a", upload_time=t), None) for t in ("2026-03-02T00:00:00Z", None, "2026-02-27T00:00:00Z")]
+    assert U.released(ws) == "2026-02-27" and U.released(ws[1:2]) is None
+
+
+# --------------------------------------------------------------------------- CUDA releases and the GPU list
+
+
+def test_cuda_releases_on_the_index_are_x_y_z_finals_dated_by_their_first_upload(monkeypatch):
+    ix = Index()
+    for name, up in (("13.0.2", "2026-03-02T00:00:00Z"), ("13.0.2.1", "2026-02-01T00:00:00Z"), ("13.0.2", None),
+                     ("13.1.0rc1", "2026-01-01T00:00:00Z"), ("13.1", "2026-01-01T00:00:00Z"), ("13.1.0", None),
+                     ("13.1.0", "2026-04-01T00:00:00Z"), ("13.1.0", "2026-05-01T00:00:00Z")):
+        ix.add("cuda-toolkit", f"cuda_toolkit-{name}-py2.py3-none-any.whl", upload=up)
+    ix.add("cuda-toolkit", "cuda_toolkit.whl")  # no version in the name
+    ix.install(monkeypatch)
+    ctx = U._Ctx(Http(), _settings(), MATRIX, lambda s: None)
+    assert U.cuda_versions(ctx) == {Version("13.0.2"): "2026-02-01", Version("13.1.0"): "2026-04-01"}
+
+
+def _rel(version, updates=(), toolkit="580.65.06"):
+    from envman.matrix.model import DriverVersion
+
+    v = Version(version)
+    ups = tuple((Version(u), DriverVersion.parse(d)) for u, d in updates)
+    return SimpleNamespace(version=v, key=f"{v.major}.{v.minor}", updates=ups, sm=(),
+                           toolkit_driver_for=lambda p: ([d for u, d in ups if p is not None and u <= p]
+                                                         or [DriverVersion.parse(toolkit)])[-1])
+
+
+def test_what_the_cuda_report_asks_for_and_never_guesses():
+    m = _matrix(cuda=[_rel("13.0", [("13.0.2", "580.82.07")])],
+                images=[SimpleNamespace(cuda_patch=Version("13.0.2"), custom=False),
+                        SimpleNamespace(cuda_patch=Version("13.0.3"), custom=True)])
+    V = Version
+    new, unfilled = U.cuda_report(m, {V("13.0.0"): "2025-08-01", V("13.0.1"): None, V("13.0.2"): "2025-10-01",
+                                      V("13.0.3"): None, V("14.1.0"): "2027-01-01"})
+    assert new == ["14.1.0"]
+    assert unfilled == [
+        "CUDA 13.0.1: no toolkit driver recorded for this update (updates of cuda.toml 13.0); stacks on its images use "
+        "580.65.06, a lower bound",
+        "CUDA 13.0.3: no toolkit driver recorded for this update (updates of cuda.toml 13.0); stacks on its images use "
+        "580.82.07, a lower bound",
+        "CUDA 13.0.3: no nvidia/cuda image row (images.toml) of this release, the newest of 13.0",
+        "CUDA 14.1.0 (released 2027-01-01): no [[release]] 14.1 in cuda.toml: its toolkit driver (NVIDIA's release notes, "
+        "Table 3), nvcc's compute capabilities and images are not known"]
+    # the first patch on the index is the GA when no update is recorded below it; the newest has its image
+    assert U.cuda_report(m, {V("13.0.1"): None, V("13.0.2"): None}) == ([], [])
+    only = _matrix(cuda=[_rel("13.0")], images=[SimpleNamespace(cuda_patch=Version("13.0.0"), custom=False)])
+    assert U.cuda_report(only, {V("13.0.0"): None}) == ([], [])
+
+
+@pytest.mark.parametrize("days,stale", [(0, False), (180, False), (181, True)])
+def test_the_gpu_list_is_stale_after_180_days(days, stale):
+    import datetime as dt
+
+    gpus = [SimpleNamespace(cc=Arch(9, 0)), SimpleNamespace(cc=Arch(12, 0))]
+    m = _matrix(cuda=[_release("13.0", ["9.0", "12.0"]), _release("12.8", ["12.1"])], gpus=gpus, checked="2026-01-01")
+    age, why = U.gpu_list_age(m, dt.date(2026, 1, 1) + dt.timedelta(days=days))
+    assert age == days
+    assert why == ([f"the GPU list was compared with NVIDIA's CUDA GPUs pages {days} days ago (2026-01-01)"] if stale else [])
+    newer = _matrix(cuda=[_release("13.0", ["9.0", "12.0", "12.1", "13.0"])], gpus=gpus, checked="2026-01-01")
+    assert U.gpu_list_age(newer, dt.date(2026, 1, 2)) == (1, [
+        "CUDA 13.0 targets compute capability 12.1, 13.0, above every GPU of the list (the newest: 12.0)"])
+    empty = _matrix(cuda=[_release("13.0", ["9.0"])], checked=None)
+    assert U.gpu_list_age(empty, dt.date(2026, 1, 2)) == (None, [
+        "the GPU list records no date it was compared with NVIDIA's CUDA GPUs pages (checked)",
+        "CUDA 13.0 targets compute capability 9.0, above every GPU of the list (the newest: None)"])
+    assert U.gpu_list_age(_matrix(checked="2026-01-01"), dt.date(2026, 1, 2)) == (1, [])
+
+
+# --------------------------------------------------------------------------- the runs: find_updates and check_only
+
+
+def test_check_only_names_new_releases_without_reading_metadata(monkeypatch):
+    ix = _scenario()
+    ix.add("cuda-toolkit", "cuda_toolkit-14.0.0-py3-none-any.whl")
+    ix.install(monkeypatch)
+    monkeypatch.setattr(U, "read_wheel_metadata", lambda http, f: pytest.fail("metadata read"))
+    m = _matrix(builds=MATRIX.builds, cuda=MATRIX.cuda, checked="2026-01-01", gpus=[SimpleNamespace(cc=Arch(12, 0))])
+    out = U.check_only(Http(), _settings(cuda=True), m)
+    assert out["cuda"] == ["14.0.0"] and out["gpus"][0].startswith("the GPU list was compared")
+    assert {k: v for k, v in out.items() if k not in ("cuda", "gpus")} == {
+        "torch": ["2.9.0", "2.10.0"], "jax": ["0.13.0"], "onnxruntime": ["1.32.0"], "tensorflow": ["2.22.0", "2.23.0"]}
+    assert U.check_only(Http(), _settings(cuda=False, frameworks=("jax",)), m) == {"jax": ["0.13.0"]}
+    fresh = _matrix(builds=MATRIX.builds, cuda=[_release("14.0", ["9.0"])], checked="2999-01-01",
+                    gpus=[SimpleNamespace(cc=Arch(12, 0))])
+    assert "gpus" not in U.check_only(Http(), _settings(cuda=True, frameworks=()), fresh)
+
+
+def test_an_index_without_cuda_toolkit_is_a_warning_and_cuda_is_not_checked(monkeypatch):
+    Index().install(monkeypatch)
+    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    assert result.warnings == ["the index has no cuda-toolkit project: CUDA releases were not checked"]
+    assert result.new_releases == {} and result.unfilled == []
+    assert U.check_only(Http(), _settings(cuda=True, frameworks=()), _matrix(checked="2999-01-01")) == {}
+
+
+def test_find_updates_reports_the_cuda_releases_and_what_it_could_not_fill(monkeypatch):
+    ix = Index()
+    ix.add("cuda-toolkit", "cuda_toolkit-14.0.0-py3-none-any.whl", upload="2027-02-03T00:00:00Z").install(monkeypatch)
+    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    assert result.new_releases == {"cuda": ["14.0.0"]} and result.unfilled[0].startswith("CUDA 14.0.0 (released 2027-02-03)")
+    ix.pages.clear()
+    ix.add("cuda-toolkit", "cuda_toolkit-13.0.0-py3-none-any.whl")
+    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    assert "cuda" not in result.new_releases
+
+
+def test_a_page_that_cannot_be_used_stops_the_run_and_says_nothing_was_written(monkeypatch):
+    from envman.errors import EnvmanError
+    from envman.matrix.index import IndexFileError
+
+    def broken(http, index, project):
+        raise IndexFileError("not a PEP 691 project page (no files list)", where=project_url(index, project), fix="point it")
+
+    monkeypatch.setattr(U, "fetch_project", broken)
+    with pytest.raises(EnvmanError) as e:
+        U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    assert type(e.value) is EnvmanError
+    assert (e.value.what, e.value.where, e.value.fix) == ("not a PEP 691 project page (no files list)",
+                                                          f"{PYPI}/jax/", "point it; nothing was written")
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_an_unreachable_variant_index_is_a_warning_unless_named(monkeypatch, required):
+    from envman.matrix.index import IndexUnreachable
+
+    ix = _scenario().install(monkeypatch)
+    real = U.fetch_project
+
+    def fetch(http, index, project):
+        if index.startswith(TORCH):
+            raise IndexUnreachable("connection refused", where=project_url(index, project))
+        return real(http, index, project)
+
+    monkeypatch.setattr(U, "fetch_project", fetch)
+    settings = _settings(frameworks=("torch",), torch_index_required=required)
+    if required:
+        with pytest.raises(IndexUnreachable):
+            U.find_updates(Http(), settings, MATRIX)
+        return
+    result = U.find_updates(Http(), settings, MATRIX)
+    assert [r.key for r in result.rows] == [("torch", "2.9.0", "cu130")]
+    assert result.warnings == ["PyTorch's variant index was not read, only the PyPI build of each release is derived: "
+                               f"{TORCH}/torch/: connection refused (--torch-index URL names a mirror)"]
+    assert ix.fetched  # the default index was read
+
+
+def test_without_a_variant_index_only_the_pypi_build_is_derived(monkeypatch):
+    ix = _scenario().install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX)
+    assert [r.key for r in result.rows] == [("torch", "2.9.0", "cu130")]
+    assert not any(i.startswith(TORCH) for i, _ in ix.fetched)
+
+
+def test_progress_names_each_page_and_metadata_read_once(monkeypatch):
+    _scenario().install(monkeypatch)
+    said: list[str] = []
+    U.find_updates(Http(), _settings(frameworks=("onnxruntime",)), MATRIX, said.append)
+    assert said[0] == f"reading {PYPI}/onnxruntime-gpu/"
+    assert said.count(f"metadata of onnxruntime_gpu-1.32.0-cp312-cp312-{X86}.whl") == 1
+    assert all(s.startswith(("reading ", "metadata of ")) for s in said)
+
+
+# --------------------------------------------------------------------------- what is checked and written
+
+
+def _new_row(version="9.9.9", python=("3.12",), framework="jax", variant="cuda13", **extra):
+    data = {"version": version, "variant": variant, "cuda": "13.0", "python": list(python),
+            "packages": [f"jax[cuda13]=={version}"], "sass": ["9.0"], "ptx": [], "source": ["https://x.example/"],
+            "status": "confirmed", "note": "n", "derived": {"cuda": "pinned (https://x.example/)"}, **extra}
+    return U.NewRow(framework, data, ())
+
+
+def _shipped():
+    from envman.matrix.source import MatrixSource
+
+    return list(MatrixSource().shipped_files)
+
+
+def test_check_rows_keeps_what_validates_and_renders_and_says_why_the_others_fail(tmp_path):
+    from envman.errors import UserError
+
+    good, bad = _new_row("9.9.9"), _new_row("9.9.8", sass=["9.5"])
+    broken = _new_row("9.9.7")
+    rendered = []
+
+    def render(stack):
+        rendered.append(stack.name)
+        if "9.9.7" in stack.name:
+            raise UserError("cannot render", where="render")
+
+    overlay = tmp_path / "o.toml"
+    ok, why = U.check_rows([good, bad, broken], _shipped(), U.plan_overlay([good, bad, broken], overlay), render)
+    assert ok == [good]
+    assert why[0].startswith("jax-9.9.8-cuda13.0 (cuda13): SASS sm_95 cannot be built by CUDA 13.0")
+    assert why[1] == "jax-9.9.7-cuda13.0 (cuda13): render: cannot render"
+    assert len(why) == 2 and any("9.9.9" in n for n in rendered)
+    assert not overlay.exists()  # checked from a temporary copy
+
+
+def test_a_row_that_does_not_load_as_itself_is_refused(tmp_path):
+    row = _new_row("9.9.9")
+    ok, why = U.check_rows([row], _shipped(), {tmp_path / "o.toml": "schema = 1\nkind = \"framework\"\n"}, lambda s: None)
+    assert ok == [] and why == ["jax-9.9.9-cuda13.0 (cuda13): not loaded"]
+
+
+def test_plan_overlay_replaces_rows_of_the_same_release_and_variant_and_keeps_the_rest(tmp_path):
+    from envman.matrix.write import read_overlay
+
+    out = tmp_path / "ours.toml"
+    first = U.plan_overlay([_new_row("9.9.8"), _new_row("9.9.9", note="old")], out)
+    out.write_text(first[out])
+    again = U.plan_overlay([_new_row("9.9.9", note="new"), _new_row("9.9.9", variant="cuda12")], out)
+    assert list(again) == [out]
+    out.write_text(again[out])
+    rows = [(d["version"], d["variant"], d["note"]) for d in read_overlay(out)]
+    assert rows == [("9.9.8", "cuda13", "n"), ("9.9.9", "cuda13", "new"), ("9.9.9", "cuda12", "n")]
+
+
+def test_plan_shipped_appends_to_each_framework_s_file(tmp_path):
+    (tmp_path / "jax.toml").write_text("# jax\nschema = 1")
+    (tmp_path / "torch.toml").write_text("# torch\n")
+    planned = U.plan_shipped([_new_row("9.9.9"), _new_row("9.9.9", framework="torch", variant="cu130")], tmp_path)
+    assert sorted(planned) == [tmp_path / "jax.toml", tmp_path / "torch.toml"]
+    from envman.matrix.write import build_toml
+
+    assert planned[tmp_path / "jax.toml"] == "# jax\nschema = 1\n\n" + build_toml(_new_row("9.9.9").data)
+    assert planned[tmp_path / "torch.toml"].startswith("# torch\n\n[[build]]")
+    from envman.errors import UserError
+
+    with pytest.raises(UserError) as e:
+        U.plan_shipped([_new_row(framework="tensorflow")], tmp_path)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        "the shipped matrix file is missing", str(tmp_path / "tensorflow.toml"), "run --write from a source checkout; nothing was written")
+
+
+def test_settle_drops_failing_rows_until_the_rest_pass_together(monkeypatch):
+    from envman.errors import EnvmanError
+
+    a, b, c = _new_row("1"), _new_row("2"), _new_row("3")
+    rounds = []
+
+    def check(rows, files, candidates, render):
+        rounds.append([r.data["version"] for r in rows])
+        bad = {"1": "one"} if len(rows) == 3 else ({"2": "two"} if len(rows) == 2 else {})
+        return [r for r in rows if r.data["version"] not in bad], [f"{v}: {w}" for v, w in bad.items()]
+
+    monkeypatch.setattr(U, "check_rows", check)
+    plan = lambda rows: {Path("p"): ",".join(r.data["version"] for r in rows)}  # noqa: E731
+    rows, skipped, files = U.settle([a, b, c], [], plan, None)
+    assert (rows, skipped, files) == ([c], ["1: one", "2: two"], {Path("p"): "3"}) and rounds == [["1", "2", "3"], ["2", "3"], ["3"]]
+    assert U.settle([], [], plan, None) == ([], [], {})
+    monkeypatch.setattr(U, "check_rows", lambda rows, *a: ([], [f"{rows[0].data['version']}: x"]))
+    assert U.settle([a], [], plan, None) == ([], ["1: x"], {})
+    many = [_new_row(str(i)) for i in range(10)]
+    monkeypatch.setattr(U, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
+    with pytest.raises(EnvmanError) as e:
+        U.settle(many, [], plan, None)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        "the derived rows do not settle into a valid matrix", "envman matrix update",
+        "run `envman matrix validate`; nothing was written")
+    monkeypatch.setattr(U, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
+    assert U.settle(many[:3], [], plan, None)[:2] == ([], ["0", "1", "2"])  # the fourth round finds none left
+    with pytest.raises(EnvmanError):
+        U.settle(many[:4], [], plan, None)  # four rounds, still failing
+
+
+def test_the_summary_of_a_run():
+    r = U.Result(new_releases={"jax": ["9.9.9"]}, rows=[_new_row("9.9.9"), U.NewRow("jax", _new_row("9.9.8").data, ("cuda",))],
+                 skipped=["s"], warnings=["w"], unfilled=["u"])
+    http = SimpleNamespace(requests=7, bytes_read=1234)
+    assert r.summary(http) == {"new_releases": {"jax": ["9.9.9"]}, "unfilled": ["u"],
+                               "new_rows": ["jax-9.9.9-cuda13.0 (cuda13)", "jax-9.9.8-cuda13.0 (cuda13)"],
+                               "unconfirmed": {"jax-9.9.8-cuda13.0 (cuda13)": ["cuda"]}, "skipped": ["s"], "warnings": ["w"],
+                               "requests": 7, "bytes": 1234}

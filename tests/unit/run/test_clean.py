@@ -1,0 +1,76 @@
+"""Tests of ``envman/run/clean.py``, moved unchanged from the former ``test_daily_use.py``
+(which tested several modules)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from envman.run.envs import one
+from tests.unit.run.test_envs import plan  # noqa: F401 (shared with that file)
+
+
+def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
+    from envman.run.clean import apply, plan
+
+    state, config = tmp_path / "state", tmp_path / "config"
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(state))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(config))
+    (state / "homes" / "p" / "ro").mkdir(parents=True)
+    (state / "homes" / "p" / "ro" / "f").write_text("x")
+    (state / "homes" / "p" / "ro").chmod(0o500)  # a read-only folder in a home still goes
+    (state / "reports").mkdir()
+    (state / "mine.txt").write_text("keep")
+    config.mkdir()
+    (config / "config.toml").write_text("")
+    (config / "other").write_text("keep")
+    p = plan()
+    assert sorted(x.name for x in p.paths) == ["homes", "reports"] and not p.images
+    p = plan(config=True)
+    assert "config.toml" in {x.name for x in p.paths}
+    apply(p)
+    assert not (state / "homes").exists() and (state / "mine.txt").exists() and (config / "other").exists()
+    assert plan(config=True).empty
+
+
+def test_clean_knows_every_file_and_folder_envman_writes_for_a_user():
+    """clean left Charliecloud's converted images and trust.json behind. Every name the code
+    joins onto the state or config directory must be one clean removes."""
+    from envman.run.clean import CONFIG_ENTRIES, STATE_ENTRIES
+
+    root = Path(__file__).resolve().parents[3] / "envman"
+    state, config = set(), set()
+    for f in root.rglob("*.py"):
+        text = f.read_text(encoding="utf-8")
+        state |= set(re.findall(r'(?:state_dir\(\)|Path\(state_dir\)|spec\.state_dir\)?) / "([^"/]+)"', text))
+        config |= set(re.findall(r'config_dir\(\) / "([^"/]+)"', text))
+        for const in re.findall(r'^(?:ORIGINS_FILE|TRUST_FILE|REGISTRY_FILE)\s*=\s*"([^"]+)"', text, re.M):
+            (config if const in ("trust.json", "projects.json") else state).add(const)
+    assert state and config
+    assert state <= set(STATE_ENTRIES), state - set(STATE_ENTRIES)
+    assert config <= set(CONFIG_ENTRIES), config - set(CONFIG_ENTRIES)
+    assert {"charliecloud", "matrix-origins.json"} <= state and "trust.json" in config
+
+
+def test_clean_removes_an_image_after_those_built_on_it_and_keeps_one_others_build_on(tmp_path):
+    """clean --images failed on a rebuilt base listed before its stacks ("image has dependent
+    child images"): children go first, and a base another user's image still stands on is kept."""
+    from envman.errors import EngineError
+    from envman.run.clean import CleanPlan, apply
+
+    children = {"sha256:base": {"sha256:stack"}, "sha256:shared": {"sha256:theirs"}}
+    removed = []
+
+    class Engine:
+        def remove_image(self, ref, force=False):
+            if children.get(ref, set()) - set(removed):
+                raise EngineError(f"remove image {ref}: conflict: unable to delete (cannot be forced) - "
+                                  "image has dependent child images")
+            removed.append(ref)
+
+    plan = CleanPlan(images=(("sha256:base", "envman/base:10.0", 1), ("sha256:stack", "envman/s:latest", 1),
+                             ("sha256:shared", "envman/base:11.0", 1)))
+    kept: list[str] = []
+    assert apply(plan, Engine(), kept=kept) == []
+    assert removed == ["sha256:stack", "sha256:base"]
+    assert kept == ["envman/base:11.0: other images are built on it"]

@@ -1,0 +1,128 @@
+"""Tests of ``envman/run/notebook.py``, moved unchanged from the former ``test_daily_use.py``
+(which tested several modules)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from envman.errors import UserError
+from envman.run.plan import docker_argv
+from tests.unit.run.test_envs import plan  # noqa: F401 (shared with that file)
+
+
+def test_notebook_layer_and_command():
+    from envman.run.notebook import JUPYTERLAB, notebook_command, notebook_dockerfile, notebook_image_ref, notebook_url
+
+    df = notebook_dockerfile("sha256:" + "a" * 64)
+    assert df.splitlines()[1] == "FROM sha256:" + "a" * 64 and JUPYTERLAB in df and "# syntax" not in df
+    a, b = notebook_image_ref("p", "sha256:" + "a" * 64), notebook_image_ref("p", "sha256:" + "b" * 64)
+    assert a.startswith("envman/notebook-p:") and a != b  # a new base image: a new layer
+    cmd = notebook_command(1000)
+    assert "--ip=0.0.0.0" in cmd and "--no-browser" in cmd and "--allow-root" not in cmd
+    assert not any("token" in w.lower() for w in cmd)  # the token travels as JUPYTER_TOKEN, by name
+    assert "--allow-root" in notebook_command(0)
+    assert notebook_url(9999, "ab") == "http://127.0.0.1:9999/lab?token=ab"
+
+
+def test_notebook_token_is_passed_by_name_only():
+    argv = docker_argv(plan(inherit_env=("JUPYTER_TOKEN",)))
+    assert argv[argv.index("JUPYTER_TOKEN") - 1] == "--env" and not any(w.startswith("JUPYTER_TOKEN=") for w in argv)
+
+
+def test_notebook_port_checks():
+    import socket
+
+    from envman.run.notebook import check_port, free_port
+
+    with pytest.raises(UserError, match="outside"):
+        check_port(80)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(UserError, match="in use"):
+            check_port(s.getsockname()[1])
+    p = free_port()
+    assert check_port(p) == p
+
+
+_ONE_ANSWER_SERVER = """
+import socket, sys, time
+time.sleep(float(sys.argv[2]))  # the server takes a while to come up
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c, _ = s.accept(); c.recv(100); c.sendall(b"HTTP/1.0 403 Forbidden\\r\\n\\r\\n"); c.close()
+sys.exit(int(sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_notebook_prints_its_url_only_once_the_server_answers(tmp_path, code):
+    """The URL was printed before Jupyter answered. Now the server runs in a child and the URL
+    comes once it answers HTTP; the exit code is the server's."""
+    from envman.run.notebook import free_port, serve_and_announce
+
+    port = free_port()
+    out = tmp_path / "out"
+    pid = os.fork()
+    if pid == 0:  # a child of the test, so that its stdout can be a file
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT)
+        os.dup2(fd, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        start = lambda: os.execv(sys.executable, [sys.executable, "-c", _ONE_ANSWER_SERVER, str(port), "0.5", str(code)])
+        got = serve_and_announce(start, port, lambda: f"URL {port}\n", timeout=60)
+        os._exit(got)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == code
+    assert out.read_text() == f"URL {port}\n"
+
+
+def test_waiting_for_a_server_ends_when_it_exits_or_times_out():
+    from envman.run.notebook import answers_http, free_port, wait_until_ready
+
+    port = free_port()
+    assert not answers_http(port)
+    assert wait_until_ready(port, 60, alive=lambda: False) == "exited"
+    assert wait_until_ready(port, 0, alive=lambda: True, pause=0) == "timeout"
+
+
+_SERVER_UNTIL_INTERRUPTED = """
+import os, signal, socket, sys, time
+signal.signal(signal.SIGINT, lambda *a: os._exit(42))
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c, _ = s.accept(); c.recv(100); c.sendall(b"HTTP/1.0 200 OK\\r\\n\\r\\n"); c.close()
+time.sleep(120)
+"""
+
+
+def test_ctrl_c_sent_to_envman_notebook_reaches_the_server():
+    """The server runs in a child: an INT sent to envman (Ctrl-C, or a supervisor) is forwarded to
+    it, and envman ends with the server's code."""
+    import signal
+    import time
+
+    from envman.run.notebook import free_port, serve_and_announce
+
+    port = free_port()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.dup2(w, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        start = lambda: os.execv(sys.executable, [sys.executable, "-c", _SERVER_UNTIL_INTERRUPTED, str(port)])
+        os._exit(serve_and_announce(start, port, lambda: "ready\n", timeout=60))
+    os.close(w)
+    with os.fdopen(r) as out:
+        assert out.readline() == "ready\n"  # the server answered
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("envman notebook did not end after Ctrl-C")
+    assert os.waitstatus_to_exitcode(done[1]) == 42
