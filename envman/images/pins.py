@@ -58,7 +58,7 @@ def pins_file() -> Path:
 
 def project_key(name: str, root: str) -> str:
     """A project's pin key: its name and its root (two projects may share a name)."""
-    return hashlib.sha256(f"{name}\0{root}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{name}\0{root}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def read_pins() -> dict[str, Any]:

@@ -233,6 +233,11 @@ def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = Non
         if "\0" in val or "\n" in val or "\r" in val:
             raise UserError(f"the value of {k} contains a NUL byte or a line break, which cannot be passed to a container",
                             where="--env-var", fix="put multi-line data in a file in the project and read it")
+        try:
+            val.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError(f"the value of {k} is not UTF-8 text, which the engine's environment file cannot carry",
+                            where="--env-var", fix="pass it as UTF-8 text, or in a file in the project") from None
         out[k] = val
     return tuple(sorted(out.items()))
 
