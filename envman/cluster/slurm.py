@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -633,13 +634,42 @@ def jobs(run: SubmitRunner = _run, limit: int | None = None) -> list[tuple[JobRe
     return [(r, states.get(r.id, JobState(r.id, "UNKNOWN"))) for r in records]
 
 
-def read_log(job_id: str) -> tuple[JobRecord, str]:
-    """The log of one of the user's envman jobs (empty while the job has not started)."""
-    rec = record(job_id)
+#: The most of a job log ``envman logs`` prints (its end), and reads per step of ``--follow``.
+LOG_TAIL = 8 << 20
+
+
+def _open_log(path: str) -> int | None:
+    """A descriptor on a job log that is a regular file (not a FIFO, a device or a symlink),
+    opened without blocking; ``None`` while it does not exist."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        return rec, Path(rec.log).read_text(errors="replace")
+        fd = os.open(path, flags)
     except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"cannot open the job log: {exc.strerror or exc}", where=path,
+                        fix="a job log is a regular file envman's job script writes; remove what is there") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError("the job log is not a regular file", where=path,
+                        fix="a job log is a regular file envman's job script writes; remove what is there")
+    return fd
+
+
+def read_log(job_id: str) -> tuple[JobRecord, str]:
+    """The log of one of the user's envman jobs (empty while the job has not started): its last
+    :data:`LOG_TAIL` bytes, said so when there was more."""
+    rec = record(job_id)
+    fd = _open_log(rec.log)
+    if fd is None:
         return rec, ""
+    with os.fdopen(fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > LOG_TAIL:
+            fh.seek(size - LOG_TAIL)
+        data = fh.read(LOG_TAIL)
+    note = f"[envman: the first {size - LOG_TAIL} bytes of {rec.log} are not shown]\n" if size > LOG_TAIL else ""
+    return rec, note + data.decode(errors="replace")
 
 
 ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
@@ -653,12 +683,12 @@ def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _r
     offset = 0
     while True:
         state = job_states([rec.id], run, since=rec.submitted)[rec.id]
-        try:
-            with open(rec.log, "rb") as fh:
+        fd = _open_log(rec.log)
+        chunk = b""
+        if fd is not None:
+            with os.fdopen(fd, "rb") as fh:
                 fh.seek(offset)
-                chunk = fh.read()
-        except FileNotFoundError:
-            chunk = b""
+                chunk = fh.read(LOG_TAIL)
         if chunk:
             offset += len(chunk)
             write(chunk.decode(errors="replace"))

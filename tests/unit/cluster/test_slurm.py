@@ -449,3 +449,36 @@ def test_jobs_says_when_the_cluster_does_not_answer():
     with pytest.raises(EnvmanError) as e:
         job_states(["5"], down)
     assert e.value.exit_code == 1 and "Unable to contact slurm controller" in e.value.line()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero link", "directory"])
+def test_a_job_log_that_is_not_a_regular_file_is_one_line_never_a_hang(tmp_path, monkeypatch, kind):
+    import os
+    import types
+
+    from envman.cluster import slurm
+
+    log = tmp_path / "job-7.log"
+    if kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "dev-zero link":
+        log.symlink_to("/dev/zero")
+    else:
+        log.mkdir()
+    monkeypatch.setattr(slurm, "record", lambda job_id: types.SimpleNamespace(id=job_id, log=str(log)))
+    with pytest.raises(UserError, match="job log"):
+        slurm.read_log("7")
+
+
+def test_a_huge_job_log_prints_its_end_and_says_so(tmp_path, monkeypatch):
+    import os
+    import types
+
+    from envman.cluster import slurm
+
+    monkeypatch.setattr(slurm, "LOG_TAIL", 1000)
+    log = tmp_path / "job-8.log"
+    log.write_bytes(b"a" * 5000 + b"THE END\n")
+    monkeypatch.setattr(slurm, "record", lambda job_id: types.SimpleNamespace(id=job_id, log=str(log)))
+    text = slurm.read_log("8")[1]
+    assert text.endswith("THE END\n") and "the first 4008 bytes" in text and len(text) < 1200
