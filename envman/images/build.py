@@ -345,7 +345,7 @@ def build_smoke_promote(
     """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
     when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
     starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
-    phase = on_phase or (lambda _p: None)
+    phase = on_phase or _unheard
     phase("build")
     b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder, base=base)
     phase("cached" if b.cached else "built")
@@ -355,6 +355,10 @@ def build_smoke_promote(
         rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
     promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
     return PipelineResult(b, rep, promoted)
+
+
+def _unheard(phase: str) -> None:
+    """Where the phases go when no one listens."""
 
 
 def expected_render_hashes(stack: Stack, options: RenderOptions | None = None) -> frozenset[str]:

@@ -395,3 +395,193 @@ def test_images_in_use_are_every_container_s_image_and_id():
     engine.add_container(ContainerInfo("c1", "n", "ref:1", "running", {}, "sha256:1", 0, ()))
     engine.add_container(ContainerInfo("c2", "m", "", "exited", {}, "sha256:2", 0, ()))
     assert B.images_in_use(engine) == {"ref:1", "sha256:1", "sha256:2"}
+
+
+# --------------------------------------------------------------------------- what the build is given
+
+
+class ScriptedBuilder:
+    """A builder that records what it is asked and yields the events it is given."""
+
+    kind = "buildkit"
+
+    def __init__(self, events):
+        self.events, self.calls = events, []
+
+    def build(self, context_tar, tag, **kw):
+        self.calls.append((tag, kw))
+        yield from self.events
+
+
+def test_the_render_gets_the_stack_options_dialect_and_base(stack, monkeypatch):
+    from envman.images import base as basemod
+
+    seen = []
+    monkeypatch.setattr(B, "_render", lambda *a: seen.append(a) or FakeContext(HASH, secrets={"idx": b"tok"}))
+    monkeypatch.setattr(basemod, "ensure_base", lambda *a, **kw: None)
+    builder = ScriptedBuilder([BuildEvent("done", "built", image_id="sha256:x")])
+    B.build_stack(FakeEngine(), stack, "OPTIONS", builder=builder, base="BASE")
+    assert seen == [(stack, "OPTIONS", "buildkit", "BASE")]
+    assert builder.calls == [(f"envman/{stack.name}:{HASH[:16]}", {
+        "labels": builder.calls[0][1]["labels"], "nocache": False, "pull": False, "secrets": {"idx": b"tok"}})]
+
+
+def test_render_asks_the_stack_render_with_default_options(stack, monkeypatch):
+    import envman.render.dockerfile as D
+    from envman.render.dockerfile import RenderOptions
+
+    monkeypatch.undo()  # the real _render
+    seen = []
+    monkeypatch.setattr(D, "render_stack", lambda s, o, builder, base: seen.append((s, o, builder, base)) or "CTX")
+    assert B._render(stack, None) == "CTX" and B._render(stack, "O", "buildkit", "BASE") == "CTX"
+    assert seen == [(stack, RenderOptions(), "classic", None), (stack, "O", "buildkit", "BASE")]
+
+
+def test_the_build_s_own_id_wins_over_its_tag_and_a_build_without_one_is_its_ref(stack):
+    engine = FakeEngine()
+    engine.add_image(f"envman/{stack.name}:{HASH[:16]}", "sha256:tag")  # with no render-hash label: rebuilt
+    b = B.build_stack(engine, stack, builder=ScriptedBuilder([BuildEvent("step", "s1"), BuildEvent("done", "d", image_id="sha256:own")]))
+    assert b.image_id == "sha256:own"
+    b = B.build_stack(FakeEngine(), stack, builder=ScriptedBuilder([BuildEvent("step", "s1")]))
+    assert b.image_id == f"envman/{stack.name}:{HASH[:16]}"  # nothing reported, nothing tagged: the ref
+
+
+def test_a_build_that_fails_before_any_step_names_no_step(stack):
+    class Failing(ScriptedBuilder):
+        def build(self, context_tar, tag, **kw):
+            raise BuildError("no daemon", log_tail="")
+            yield
+    with pytest.raises(BuildError) as e:
+        B.build_stack(FakeEngine(), stack, builder=Failing([]))
+    assert e.value.step is None
+
+
+def test_the_log_keeps_each_event_s_text_on_one_line(stack):
+    B.build_stack(FakeEngine(), stack, builder=ScriptedBuilder([BuildEvent("step", "\nStep 1\n\n"), BuildEvent("log", "x"),
+                                                                BuildEvent("done", "ok\n", image_id="sha256:i")]))
+    assert (B.logs_dir() / f"{stack.name}-{HASH[:16]}.log").read_text() == "\nStep 1\nx\nok\n"
+
+
+def test_a_build_result_s_fields_and_time(stack, monkeypatch):
+    import time
+    from types import SimpleNamespace
+
+    ticks = iter([100.0, 103.5, 200.0, 201.25])
+    monkeypatch.setattr(B, "time", SimpleNamespace(perf_counter=lambda: next(ticks), time=time.time))
+    engine = FakeEngine()
+    b = B.build_stack(engine, stack)
+    assert (b.stack, b.seconds, b.base, b.render_hash) == (stack, 3.5, None, HASH)
+    c = B.build_stack(engine, stack)
+    assert (c.stack, c.seconds, c.cached, c.render_hash, c.image_id, c.log_path) == (stack, 1.25, True, HASH, b.image_id, None)
+
+
+def test_ensure_base_gets_this_engine_and_builder(stack, monkeypatch):
+    from envman.images import base as basemod
+
+    engine, builder, events = FakeEngine(), ScriptedBuilder([BuildEvent("done", "d", image_id="sha256:i")]), []
+    seen = []
+    monkeypatch.setattr(basemod, "ensure_base", lambda e, bld, base, **kw: seen.append((e, bld, base, kw["on_event"])))
+    B.build_stack(engine, stack, builder=builder, base="BASE", on_event=events.append)
+    assert seen == [(engine, builder, "BASE", events.append)]
+
+
+def test_smoke_defaults_and_what_the_report_keeps(stack):
+    engine = FakeEngine(on_run=_probe())
+    image = engine.add_image("envman/x:cand")
+    rep = B.smoke_image(engine, stack, "envman/x:cand")
+    _, cmd, kw = engine.runs[0]
+    assert "--bench" not in cmd and kw["timeout"] == 900
+    assert (rep.stack, rep.image, rep.image_id, rep.probe["overall"], rep.reason) == (
+        stack.name, "envman/x:cand", image, "pass", "because")
+
+
+def test_the_probe_s_exit_code_and_time_out_reach_the_verdict(stack):
+    engine = FakeEngine(on_run=lambda i, c, kw: RunResult(7, "", "boom", timed_out=False))
+    engine.add_image("envman/x:cand")
+    assert B.smoke_image(engine, stack, "envman/x:cand").reason == (
+        "probe printed no result (exit 7): the probe printed nothing on stdout; stderr: boom")
+    engine = FakeEngine(on_run=lambda i, c, kw: RunResult(137, "", "", timed_out=True))
+    engine.add_image("envman/x:cand")
+    assert B.smoke_image(engine, stack, "envman/x:cand", timeout=41).reason == "probe timed out after 41 s"
+
+
+def test_a_verdict_that_could_not_be_put_on_an_image_names_no_verdict_image(stack, monkeypatch):
+    from envman.images import store
+
+    engine = FakeEngine(on_run=_probe())
+    image = engine.add_image("envman/x:cand")
+    monkeypatch.setattr(store, "record_verdict", lambda engine, name, report: image)  # nothing built
+    assert B.smoke_image(engine, stack, "envman/x:cand").verdict_image_id is None
+
+
+def test_a_probe_document_without_a_reason_has_an_empty_one(stack):
+    doc = probe_doc(stack.name, "pass")
+    del doc["reason"]
+    assert B.judge_probe(stack, json.dumps(doc), "", 0)[:2] == ("pass", "")
+
+
+def test_cpu_only_is_not_accepted_unless_asked():
+    engine = FakeEngine()
+    image = engine.add_image("envman/s:cand")
+    assert not B.promote(engine, B.SmokeReport("s", "envman/s:cand", image, "cpu-only", "", False, None, 0, ""))
+
+
+def test_stable_image_is_the_stable_tag_s_image():
+    engine = FakeEngine()
+    image = engine.add_image(stable_ref("s"))
+    assert B.stable_image(engine, "s").id == image and B.stable_image(engine, "t") is None
+
+
+def test_the_pipeline_passes_every_option_to_the_build_and_smoke_tests_the_candidate(stack, monkeypatch):
+    seen = {}
+    engine = FakeEngine(on_run=_probe())
+    real_build, real_smoke, real_kept = B.build_stack, B.smoke_image, B.kept_report
+
+    def build(e, s, options, **kw):
+        seen["build"] = (e, s, options, kw)
+        return real_build(e, s)
+
+    def smoke(e, s, ref, image_id, **kw):
+        seen["smoke"] = (ref, image_id, kw)
+        return real_smoke(e, s, ref, image_id, **kw)
+    monkeypatch.setattr(B, "build_stack", build)
+    monkeypatch.setattr(B, "smoke_image", smoke)
+    monkeypatch.setattr(B, "kept_report", lambda *a: pytest.fail("a fresh candidate has no kept report"))
+    events = []
+    res = B.build_smoke_promote(engine, stack, "OPT", nocache=True, pull=True, on_event=events.append, builder="BLD",
+                                base="BASE")
+    assert seen["build"] == (engine, stack, "OPT", {"nocache": True, "pull": True, "on_event": events.append,
+                                                    "builder": "BLD", "base": "BASE"})
+    assert seen["smoke"] == (res.build.ref, res.build.image_id, {"require_gpu": False})
+    monkeypatch.setattr(B, "kept_report", real_kept)  # a cached one has
+    B.build_smoke_promote(engine, stack)
+    assert seen["build"][3] == {"nocache": False, "pull": False, "on_event": None, "builder": None, "base": None}
+
+
+def test_expected_render_hashes_are_the_renders_of_both_dialects(stack, monkeypatch):
+    seen = []
+    monkeypatch.setattr(B, "_render", lambda s, o, kind: seen.append((s, o, kind)) or FakeContext(f"h-{kind}"))
+    assert B.expected_render_hashes(stack, "OPT") == {"h-classic", "h-buildkit"}
+    assert seen == [(stack, "OPT", "classic"), (stack, "OPT", "buildkit")]
+
+
+@pytest.mark.parametrize("status,exit_code", [("pass", 0), ("cpu-only", 0), ("fail", 1)])
+def test_a_report_made_from_labels_has_the_exit_code_of_its_outcome(stack, status, exit_code):
+    from envman.images.store import rootfs_digest
+
+    engine = FakeEngine()
+    image, b = _cached_candidate(engine, stack)
+    v = L.SmokeVerdict(status=status, image_id=image, at=1, rootfs=rootfs_digest(engine.inspect_image(image)))
+    engine._images[image].labels.update(v.to_labels())
+    rep = B.kept_report(engine, b)
+    assert (rep.exit_code, rep.image_id, rep.verdict_image_id) == (exit_code, image, None)
+
+
+def test_a_cached_report_naming_a_removed_verdict_image_is_not_kept(stack):
+    engine = FakeEngine()
+    image, b = _cached_candidate(engine, stack)
+    B.save_report(B.SmokeReport(stack.name, "x", image, "pass", "", False, None, 0, "", verdict_image_id="sha256:" + "e" * 64))
+    assert B.kept_report(engine, b) is None
+    verdict_image = engine.add_image()
+    B.save_report(B.SmokeReport(stack.name, "x", image, "pass", "", False, None, 0, "", verdict_image_id=verdict_image))
+    assert B.kept_report(engine, b).verdict_image_id == verdict_image
