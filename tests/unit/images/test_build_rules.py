@@ -457,9 +457,10 @@ def test_a_build_that_fails_before_any_step_names_no_step(stack):
 
 
 def test_the_log_keeps_each_event_s_text_on_one_line(stack):
-    B.build_stack(FakeEngine(), stack, builder=ScriptedBuilder([BuildEvent("step", "\nStep 1\n\n"), BuildEvent("log", "x"),
+    B.build_stack(FakeEngine(), stack, builder=ScriptedBuilder([BuildEvent("step", "\nStep 1\n\n"), BuildEvent("log", "x  "),
+                                                                BuildEvent("log", "endX\n"),
                                                                 BuildEvent("done", "ok\n", image_id="sha256:i")]))
-    assert (B.logs_dir() / f"{stack.name}-{HASH[:16]}.log").read_text() == "\nStep 1\nx\nok\n"
+    assert (B.logs_dir() / f"{stack.name}-{HASH[:16]}.log").read_text() == "\nStep 1\nx  \nendX\nok\n"
 
 
 def test_a_build_result_s_fields_and_time(stack, monkeypatch):

@@ -315,7 +315,7 @@ def _passing(image_id):
                             probe=None, exit_code=0, stderr_tail=""))
 
 
-def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, **kw):
+def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, mounts=(), ports=(), **kw):
     from dataclasses import replace
 
     from envman.project.file import load_project
@@ -328,7 +328,7 @@ def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), bui
     p = load_project(root)
     stack = resolve(mini, "torch-2.4-cuda12.4")
     settings = replace(merge_settings(p, UserConfig(), CliOverrides(gpus=None, gpus_set=True), stack_is_cpu=lambda s: False),
-                       environment=tuple(environment), command=tuple(command))
+                       environment=tuple(environment), command=tuple(command), mounts=tuple(mounts), ports=tuple(ports))
     built = [] if built is None else built
 
     def build_image(proj, s, base_id):
@@ -350,7 +350,7 @@ def test_a_cpu_run_s_plan_field_by_field(state, mini):
     _passing("sha256:stable")
     prep = _prepare(state, mini, engine, environment=[("KEEP", "1"), ("NVIDIA_DRIVER_CAPABILITIES", "all"),
                                                       ("CUDA_VISIBLE_DEVICES", "0")], tty=True, interactive=True,
-                    env_name="dev")
+                    env_name="dev", mounts=[Mount("/data", "/data", True)], ports=[Port(8888, 8888)])
     assert prep.problems == [Problem(P.WARNING, "project", "not passed to the container: NVIDIA_DRIVER_CAPABILITIES, "
                                      "CUDA_VISIBLE_DEVICES (GPU selection is envman's: use --gpus / --no-gpu)")]
     p = prep.plan
@@ -360,6 +360,7 @@ def test_a_cpu_run_s_plan_field_by_field(state, mini):
     assert (p.engine, p.engine_url, p.rootless, p.tty, p.interactive, p.detach, p.env_name, p.command) == (
         "docker", None, False, True, True, False, "dev", ())
     assert (p.root, p.workdir) == (str((state / "p").resolve()), "/workspace")
+    assert (p.mounts, p.ports) == ((Mount("/data", "/data", True),), (Port(8888, 8888),))
     assert (prep.built, prep.base_image_id, prep.stack.name) == (None, "sha256:stable", "torch-2.4.1-cuda12.4-py3.10")
 
 
