@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Mapping, Protocol
 
 from envman import __version__
+from envman.config import shown_url
 from envman.errors import EnvmanError
 
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -98,10 +99,21 @@ class Http:
         """GET ``url``; 404 raises :class:`NotFound`; other failures, after the retries, raise
         :class:`IndexUnreachable`. A body larger than ``limit`` is refused (a range request that
         the server answers with the whole file stops there)."""
+        from envman.config import split_credentials
+
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https"):
-            raise IndexFileError(f"refusing a {parsed.scheme or 'relative'} URL", where=url, fix="the index must serve http(s) URLs")
-        req = urllib.request.Request(url, headers={"User-Agent": f"envman/{__version__}", **(headers or {})})
+            raise IndexFileError(f"refusing a {parsed.scheme or 'relative'} URL", where=shown_url(url),
+                                 fix="the index must serve http(s) URLs")
+        bare, user, password = split_credentials(url)
+        req = urllib.request.Request(bare, headers={"User-Agent": f"envman/{__version__}", **(headers or {})})
+        if user is not None:
+            # sent to this host only: a redirect (to a file host) does not carry it
+            import base64
+
+            token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+            req.add_unredirected_header("Authorization", f"Basic {token}")
+        url = shown_url(url)  # from here on the URL is only shown
         last = ""
         for attempt in range(self.retries + 1):
             with self._lock:
@@ -161,7 +173,7 @@ class Http:
         if len(resp.body) > FULL_DOWNLOAD_LIMIT:
             raise IndexFileError(
                 f"the server ignores HTTP range requests and serves no PEP 658 metadata for this "
-                f"{len(resp.body) // 2**20}+ MiB wheel", where=url,
+                f"{len(resp.body) // 2**20}+ MiB wheel", where=shown_url(url),
                 fix="use an index that serves PEP 658 .metadata files or honours Range requests (PyPI does)",
             )
         return resp.body, len(resp.body), False
@@ -334,7 +346,7 @@ class RangeFile(io.RawIOBase):
         self.http, self.url = http, url
         data, total, ranged = http.get_range(url, None, TAIL_BYTES)
         if total is None:
-            raise IndexFileError("the server's range answer has no total size (Content-Range)", where=url,
+            raise IndexFileError("the server's range answer has no total size (Content-Range)", where=shown_url(url),
                                  fix="use an index that serves PEP 658 .metadata files")
         self.size = total
         self.ranged = ranged
@@ -368,15 +380,15 @@ class RangeFile(io.RawIOBase):
         start, end = self._pos, self._pos + n
         data = self._cached(start, end)
         if data is None and n > MAX_RANGE_BYTES:
-            raise IndexFileError(f"the wheel's zip asks for a {n}-byte read", where=self.url,
+            raise IndexFileError(f"the wheel's zip asks for a {n}-byte read", where=shown_url(self.url),
                                  fix="not a wheel envman reads lazily; use an index that serves PEP 658 metadata")
         if data is None:
             if not self.ranged:
-                raise IndexFileError("range requests not honoured", where=self.url)
+                raise IndexFileError("range requests not honoured", where=shown_url(self.url))
             stop = min(self.size, max(end, start + READ_AHEAD)) - 1
             got, _, ranged = self.http.get_range(self.url, start, stop)
             if not ranged or len(got) != stop - start + 1:
-                raise IndexFileError("the server answered a range request with the wrong bytes", where=self.url,
+                raise IndexFileError("the server answered a range request with the wrong bytes", where=shown_url(self.url),
                                      fix="use an index that serves PEP 658 .metadata files")
             self._chunks.append((start, got))
             data = got[:n]
@@ -389,7 +401,7 @@ def parse_metadata(text: bytes, url: str, how: str) -> WheelMetadata:
     msg: Message = HeaderParser().parsestr(text.decode("utf-8", errors="replace"))
     name, version = msg.get("Name"), msg.get("Version")
     if not name or not version:
-        raise IndexFileError("wheel METADATA has no Name/Version", where=url, fix="report it to the index operator")
+        raise IndexFileError("wheel METADATA has no Name/Version", where=shown_url(url), fix="report it to the index operator")
     return WheelMetadata(
         name=str(name), version=str(version),
         requires_dist=tuple(str(r).strip() for r in msg.get_all("Requires-Dist") or ()),
@@ -402,7 +414,7 @@ def _check_hashes(data: bytes, hashes: tuple[tuple[str, str], ...], url: str) ->
     for algo, value in hashes:
         if algo in hashlib.algorithms_guaranteed:
             if hashlib.new(algo, data).hexdigest() != value.lower():
-                raise IndexFileError(f"{algo} of the downloaded file does not match the index", where=url,
+                raise IndexFileError(f"{algo} of the downloaded file does not match the index", where=shown_url(url),
                                      fix="the index or a proxy serves a corrupt file; retry or use another mirror")
             return
 
@@ -429,10 +441,10 @@ def read_wheel_metadata(http: Http, f: IndexFile) -> WheelMetadata:
             member = _metadata_member(zf.namelist(), f)
             info = zf.getinfo(member)
             if info.file_size > MAX_METADATA_BYTES:
-                raise IndexFileError("METADATA larger than 4 MiB", where=f.url)
+                raise IndexFileError("METADATA larger than 4 MiB", where=shown_url(f.url))
             return parse_metadata(zf.read(member), f.url, how)
     except zipfile.BadZipFile as exc:
-        raise IndexFileError(f"not a readable wheel ({exc})", where=f.url, fix="check the index serves real wheels") from None
+        raise IndexFileError(f"not a readable wheel ({exc})", where=shown_url(f.url), fix="check the index serves real wheels") from None
 
 
 def _metadata_member(names: list[str], f: IndexFile) -> str:
@@ -443,4 +455,4 @@ def _metadata_member(names: list[str], f: IndexFile) -> str:
         return preferred[0]
     if len(cands) == 1:
         return cands[0]
-    raise IndexFileError("wheel has no single *.dist-info/METADATA", where=f.url)
+    raise IndexFileError("wheel has no single *.dist-info/METADATA", where=shown_url(f.url))
