@@ -471,6 +471,61 @@ def _local_target(word: str) -> bool:
     return target.startswith(LOCAL_PREFIXES) or target in LOCAL_NAMES or "file:" in low
 
 
+def _requirement_url(word: str) -> tuple[str, str] | None:
+    """``(text before the URL, URL)`` of a requirement word that holds one (``pkg@https://...``,
+    ``git+https://...``), else ``None``."""
+    before, at, after = word.partition("@")
+    prefix, url = (before + at, after) if at and "://" not in before else ("", word)
+    return (prefix, url) if "://" in url else None
+
+
+def _url_problem(url: str) -> str | None:
+    """Why a URL in a requirement may not go into the image build, or ``None``: the index URLs'
+    rules (https, plain http only to this machine, no credentials and nothing that looks like a
+    token anywhere in it: the requirements file is written into the image)."""
+    import urllib.parse
+
+    from envman.config import is_loopback_host, looks_like_token
+
+    scheme, _, rest = url.partition("://")
+    vcs, plus, transport = scheme.lower().partition("+")
+    transport = transport if plus else vcs
+    if transport not in ("https", "http"):
+        return f"a {scheme}:// URL cannot be fetched in the image build (https only)"
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        return ("a URL with credentials (user:token@) would be written into the image: give the package's index "
+                "as [network] pip_index (its credentials go into a build secret)")
+    try:
+        host = urllib.parse.urlsplit(f"{transport}://{authority}").hostname or ""
+    except ValueError:
+        return "the URL's host cannot be read"
+    if transport == "http" and not is_loopback_host(host):
+        return "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
+    path = rest[len(authority):].split("?", 1)[0].split("#", 1)[0]
+    parts = [*re.split(r"[.:\[\]]", host), *re.split(r"[/@]", path)]
+    # archive names and hex digests (a commit, a content-addressed path) are not secrets
+    plain = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
+    if any(looks_like_token(p) for p in parts if not plain.fullmatch(p)):
+        return "a part of the URL looks like a token, which would be written into the image"
+    if "?" in rest:
+        return "a URL with a query string (often a token) would be written into the image"
+    return None
+
+
+def shown_requirement(line: str) -> str:
+    """``line`` as a message may show it: every URL in it through :func:`envman.config.shown_url`."""
+    from envman.config import shown_url
+
+    out = []
+    for word in line.split(" "):
+        found = _requirement_url(word)
+        shown = shown_url(found[1]) if found is not None else ""
+        # only where something was hidden (a URL is otherwise shown as written, clipped later)
+        out.append(found[0] + shown if found is not None and shown != found[1][:200] else word)
+    return " ".join(out)
+
+
 def requirement_problem(line: str) -> str | None:
     """Why one logical requirements line may not go into an image build, or ``None``.
 
@@ -488,6 +543,10 @@ def requirement_problem(line: str) -> str | None:
             return "an option inside the requirement (after a tab) is not accepted: put options after a space"
         if _local_target(word):
             return "a local path or file: URL is not available inside the image build"
+        found = _requirement_url(word)
+        why = _url_problem(found[1]) if found is not None else None
+        if why:
+            return why
     try:
         words = iter(shlex.split(" ".join(tokens[first:])))
     except ValueError:
@@ -517,7 +576,7 @@ def check_requirements(text: str, *, where: str) -> None:
     for s in requirement_lines(text):
         why = requirement_problem(s)
         if why:
-            raise UserError(f"{clip(s, 120)!r}: {why}", where=where,
+            raise UserError(f"{clip(shown_requirement(s), 120)!r}: {why}", where=where,
                             fix="list package names (pkg==1.2, pkg @ https://...) only; the index is envman's "
                                 "(config [network] pip_index); install local code at run time from /workspace")
 

@@ -82,9 +82,11 @@ URL_PATH = st.text(alphabet=st.sampled_from("abz019./@~:-_"), max_size=20)
 @example("./x")
 @example("/abs")
 def test_the_at_of_a_url_s_user_part_is_not_a_direct_reference(path):
-    """``https://user@host/...`` keeps its ``@``: only ``name @ URL`` is a direct reference."""
-    assert requirement_problem(f"pkg @ https://tok@host/{path}") is None
-    assert requirement_problem(f"https://tok@{path}") is None
+    """``https://user@host/...`` keeps its ``@``: only ``name @ URL`` is a direct reference, so
+    the line is refused for its credentials (written into the image), never read as a local path."""
+    for line in (f"pkg @ https://tok@host/{path}", f"https://tok@{path}"):
+        why = requirement_problem(line)
+        assert why is not None and "credentials" in why, (line, why)
 
 
 @pytest.mark.parametrize("option", REQUIREMENT_OPTIONS)
