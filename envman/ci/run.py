@@ -755,9 +755,28 @@ def _classname(row: str) -> str:
     return "envman." + row.replace(".", "_")
 
 
+def _xml_char(ch: str) -> bool:
+    """Whether XML 1.0 can carry ``ch`` (its Char production)."""
+    n = ord(ch)
+    return ch in "\t\n\r" or 0x20 <= n <= 0xD7FF or 0xE000 <= n <= 0xFFFD or 0x10000 <= n <= 0x10FFFF
+
+
 def _xml_text(text: str) -> str:
-    """XML 1.0 cannot carry most control characters; a build log may contain them."""
-    return "".join(ch if ch in "\t\n\r" or ord(ch) >= 0x20 else "?" for ch in text)
+    """``text`` with every character XML 1.0 cannot carry (most controls, U+FFFE/U+FFFF, lone
+    surrogates) as ``?``: a build log or an image's probe output may contain them."""
+    return text if all(map(_xml_char, text)) else "".join(ch if _xml_char(ch) else "?" for ch in text)
+
+
+def _xml_clean(root: ET.Element) -> None:
+    """Every text, tail and attribute value of the tree through :func:`_xml_text` (names of rows
+    and probe checks, host names and reasons come from images and runners)."""
+    for el in root.iter():
+        if el.text:
+            el.text = _xml_text(el.text)
+        if el.tail:
+            el.tail = _xml_text(el.tail)
+        for k, v in el.attrib.items():
+            el.set(k, _xml_text(v))
 
 
 def _case(suite: ET.Element, row: str, name: str, seconds: float, status: str, message: str, detail: str,
@@ -825,6 +844,7 @@ def junit_xml(results: Sequence[dict]) -> str:
     for k, v in totals.items():
         root.set(k, str(v))
     root.set("time", f"{total_time:.3f}")
+    _xml_clean(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -446,3 +446,38 @@ def test_cli_plan_json_and_github_flags_and_the_hidden_format_alias():
     assert "--json" in helptext and "--format" not in helptext
     bad = envman("ci", "plan", "--json", "--github")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+#: Every character XML 1.0 cannot carry, by class, and a few it can that look odd.
+XML_UNCARRIED = [chr(c) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0xFFFE, 0xFFFF, 0xD800, 0xDFFF)]
+
+
+@pytest.mark.parametrize("field", ["row", "check name", "check reason", "message", "detail", "hostname", "base_image",
+                                   "image", "reason"])
+def test_junit_is_well_formed_whatever_any_field_holds(field):
+    """By rule: every text and attribute goes through one XML 1.0 filter (a row name, a probe check's
+    name and reason come from an image; a host name from a runner)."""
+    import xml.dom.minidom
+
+    bad = "x" + "".join(XML_UNCARRIED) + "\x1b[31m\u202e<&>\"'y"
+    row = {"row": "torch-1.0-cpu", "result": "fail", "started": "2024-01-01T00:00:00+00:00", "image": "img",
+           "reason": "r", "runner": {"hostname": "h"}, "stack": {"base_image": "b"},
+           "steps": {"build": {"status": "fail", "seconds": 1.0, "message": "m", "detail": "d"}},
+           "probe": {"checks": [{"name": "cuda", "status": "fail", "reason": "why"}]}}
+    if field == "row":
+        row["row"] = bad
+    elif field == "check name":
+        row["probe"]["checks"][0]["name"] = bad
+    elif field == "check reason":
+        row["probe"]["checks"][0]["reason"] = bad
+    elif field in ("message", "detail"):
+        row["steps"]["build"][field] = bad
+    elif field == "hostname":
+        row["runner"]["hostname"] = bad
+    elif field == "base_image":
+        row["stack"]["base_image"] = bad
+    else:
+        row[field] = bad
+    out = ci.junit_xml([row])
+    xml.dom.minidom.parseString(out.encode("utf-8", "surrogatepass"))  # well-formed
+    assert not any(c in out for c in XML_UNCARRIED)
