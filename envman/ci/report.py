@@ -205,14 +205,16 @@ def counts(results: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def _md(text: Any) -> str:
     """A table cell or line of data from results files: raw HTML escaped (GitHub renders it in a
-    job summary), ``|`` and backticks escaped, line breaks and control characters shown, never
-    obeyed."""
+    job summary), every character Markdown gives a meaning inline (links, images, emphasis, code,
+    headings, table pipes, backslashes) backslash-escaped, line breaks and control characters
+    shown, never obeyed."""
     import html
+    import re
 
     from envman.errors import printable
 
     s = str(text if text is not None else "").replace("\n", " ").replace("\r", " ")
-    return printable(html.escape(s, quote=False)).replace("|", "\\|").replace("`", "\\`").strip()
+    return re.sub(r"([\\`*_\[\]()!~#|<>])", r"\\\1", printable(html.escape(s, quote=False))).strip()
 
 
 def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman CI validation",
@@ -251,7 +253,7 @@ def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman 
     for r in sorted(results, key=lambda r: (STATES.index(r["result"]) if r["result"] in STATES else 0, r["row"])):
         steps = " ".join(f"{_md(k)} {SYMBOLS.get(_step_state(s['status']), '·')}" for k, s in (r.get("steps") or {}).items())
         lines.append(f"| {_md(r['row'])} | {_md(r.get('name') or '-')} | {SYMBOLS.get(r['result'], '')} "
-                     f"{_md(LABELS.get(r['result'], r['result']))} | {steps} | {_md(r.get('reason'))[:300]} |")
+                     f"{_md(LABELS.get(r['result'], r['result']))} | {steps} | {_md(str(r.get('reason') or '')[:300])} |")
     return "\n".join(lines) + "\n"
 
 

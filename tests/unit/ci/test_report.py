@@ -217,3 +217,21 @@ def test_the_legend_holds_for_cpu_rows_too():
     assert "CUDA row" in R.MEANINGS["cpu-only"]
     for state, meaning in R.MEANINGS.items():
         assert meaning and "\n" not in meaning, state
+
+
+MARKDOWN_SYNTAX = ["[Click to fix](https://evil.example)", "![i](http://evil.example/t.png)", "*em* **strong**",
+                   "_u_ __b__", "~~s~~", "`code`", "# heading", "<b>raw</b>", "a | b", "\\* escaped",
+                   "[ref]: https://evil.example", "<https://evil.example>"]
+
+
+@pytest.mark.parametrize("text", MARKDOWN_SYNTAX)
+def test_markdown_syntax_from_results_is_printed_as_text(text):
+    """By rule: in a cell, every character Markdown gives an inline meaning is escaped, so no link,
+    image, emphasis, code span, heading or raw HTML from a results file renders."""
+    import re
+
+    from envman.ci.report import _md
+
+    out = _md(text)
+    assert not re.search(r"(?<!\\)(?:\\\\)*[\[\]()!*_~`#|<>]", out.replace("&lt;", "").replace("&gt;", "")), out
+    assert "<" not in out
