@@ -338,19 +338,28 @@ def _devcontainer_path(path: str, what: str) -> str:
 
 
 def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
-    """``mounts`` under ``envman run``'s policy, checked again at export time: a source that no
-    file may mount (:func:`envman.project.policy.forbidden_reason`) is refused."""
+    """``mounts`` under ``envman run``'s policy, checked again at export (or submit) time, with
+    each source replaced by the real path that was checked: a source that no file may mount
+    (:func:`envman.project.policy.forbidden_reason`) is refused, and a symbolic link on the way
+    that is repointed later (before ``docker compose up`` or the job starts) no longer changes
+    what is mounted. A later swap of a folder on the real path itself is not seen (the tools
+    follow links when they mount; docs/security.md)."""
+    import os
+
     from envman.project.policy import forbidden_reason
 
+    out = []
     for m in mounts:
         if any(c in p for p in (m.source, m.target) for c in "\0\n\r"):
             raise UserError(f"mount {m.source!r}:{m.target!r} holds a NUL byte or a line break", where="envman export",
                             fix="no exported file may carry it")
-        why = forbidden_reason(m.source)
+        real = os.path.realpath(m.source)
+        why = forbidden_reason(m.source) or forbidden_reason(real)
         if why:
             raise UserError(f"mount {m.source}:{m.target} is refused: {why}", where="envman export",
                             fix="no exported file may mount it")
-    return tuple(mounts)
+        out.append(Mount(real, m.target, m.read_only))
+    return tuple(out)
 
 
 def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str, Any], str]:

@@ -202,6 +202,10 @@ class JobSpec:
     #: environment to the pyxis, apptainer and charliecloud runtimes: values never appear on a
     #: command line (``ps`` on the node, ch-run's syslog line) nor in the batch script.
     env_file: str = ""
+    #: What the job script itself needs from the submitter's environment (PATH to find the
+    #: runtime, HOME for its caches, USER, DOCKER_HOST to read the node's engine): pyxis,
+    #: apptainer and charliecloud jobs start with ``--export=NONE`` and set exactly these.
+    job_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def job_name(self) -> str:
@@ -212,14 +216,35 @@ def _q(words: Iterable[str]) -> str:
     return " ".join(shell_quote(w) for w in words)
 
 
+#: Runtimes whose container is started by the job script itself (not by ``envman run`` on the
+#: node): they get none of the submitter's environment (``--export=NONE``), only ``job_env``.
+SCRIPT_RUNTIMES = ("pyxis", "apptainer", "charliecloud")
+#: The submitter's variables a script runtime's job needs for itself (never passed on to the container).
+JOB_ENV_NAMES = ("PATH", "HOME", "USER", "DOCKER_HOST")
+
+
 def _header(spec: JobSpec) -> list[str]:
     lines = ["#!/bin/bash"]
     lines += [f"#SBATCH {d}" for d in spec.resources.directives(spec.job_name)]
+    if spec.runtime in SCRIPT_RUNTIMES:
+        # Slurm's default (--export=ALL) copies the submitting shell's whole environment into the
+        # job; these runtimes would hand it on to the container.
+        lines.append("#SBATCH --export=NONE")
     gpus = f"{spec.resources.gpus} GPU(s)" if spec.resources.gpus else "no GPU"
     lines += [
         f"# envman submit: project {spec.project}, stack {spec.stack}, runtime {spec.runtime}, {gpus}.",
         "# The job's exit code is envman's (the command's, or 1/2 when a check fails on the node).",
         "set -uo pipefail",
+    ]
+    if spec.runtime in SCRIPT_RUNTIMES:
+        pairs = [(k, v) for k, v in spec.job_env if k in JOB_ENV_NAMES]
+        if pairs:
+            lines.append("export " + " ".join(f"{k}={shell_quote(v)}" for k, v in pairs))
+        # The values file holds secrets: remove it when the job ends, however it ends.
+        if spec.env_file:
+            lines.append(f"trap {shell_quote('rm -f ' + shell_quote(spec.env_file))} EXIT")
+            lines.append("trap 'exit 143' TERM INT HUP  # scancel: end through the EXIT trap")
+    lines += [
         f"export ENVMAN_STATE_DIR={shell_quote(spec.state_dir)} ENVMAN_CONFIG_DIR={shell_quote(spec.config_dir)}",
     ]
     if spec.matrix_env:
@@ -295,7 +320,10 @@ def _binds(spec: JobSpec) -> list[Mount]:
 
 
 def _environment(spec: JobSpec) -> list[tuple[str, str]]:
-    return [("HOME", CONTAINER_HOME), ("ENVMAN_PROJECT", spec.project), ("ENVMAN_STACK", spec.stack),
+    # A CPU job sets NVIDIA_VISIBLE_DEVICES=void, as envman run does: the image's "all" (nvidia/cuda
+    # bases set it) would otherwise have an NVIDIA hook (enroot's) attach every GPU of the node.
+    void = [("NVIDIA_VISIBLE_DEVICES", "void")] if not spec.resources.gpus else []
+    return [("HOME", CONTAINER_HOME), ("ENVMAN_PROJECT", spec.project), ("ENVMAN_STACK", spec.stack), *void,
             *spec.environment]
 
 
@@ -324,7 +352,8 @@ def _source_env(spec: JobSpec, names: Iterable[str]) -> list[str]:
     if not spec.env_file:
         raise UserError(f"runtime {spec.runtime} needs an environment file", where="envman submit")
     return [f"# The container's environment ({', '.join(names)}): values in a file only you can read.",
-            f". {shell_quote(spec.env_file)} || exit 1"]
+            f". {shell_quote(spec.env_file)} || exit 1",
+            f"rm -f {shell_quote(spec.env_file)}  # its values are exported in this shell now"]
 
 
 def _pyxis_body(spec: JobSpec) -> list[str]:
@@ -334,9 +363,12 @@ def _pyxis_body(spec: JobSpec) -> list[str]:
     env = _pyxis_env(spec)
     lines = [_node_check(spec)]
     lines += _source_env(spec, [k for k, _ in env])
-    srun = ["srun", "--ntasks=1", f"--container-image={spec.image}", f"--container-mounts={mounts}",
-            f"--container-workdir={WORKSPACE}", "--no-container-mount-home",
-            "--container-env=" + ",".join(k for k, _ in env)]
+    names = ",".join(k for k, _ in env)
+    # The step gets the project's variables by name and Slurm's own, nothing else of the job's
+    # environment (pyxis hands the step's environment to the container).
+    srun = ["srun", "--ntasks=1", f"--export={names}", f"--container-image={spec.image}",
+            f"--container-mounts={mounts}", f"--container-workdir={WORKSPACE}", "--no-container-mount-home",
+            f"--container-env={names}"]
     lines.append(_q(srun) + " " + _q(spec.command))
     return lines
 
@@ -349,7 +381,9 @@ def _apptainer_body(spec: JobSpec) -> list[str]:
     argv = ["apptainer", "exec"]
     if spec.resources.gpus:
         argv.append("--nv")  # the node's driver libraries and devices; CUDA_VISIBLE_DEVICES selects Slurm's GPUs
-    argv += ["--no-home", "--pwd", WORKSPACE]
+    # --cleanenv: only the APPTAINERENV_* variables reach the container; --containall: no host
+    # /tmp, /var/tmp, HOME or working directory, private PID and IPC namespaces (like a docker run).
+    argv += ["--cleanenv", "--containall", "--no-home", "--pwd", WORKSPACE]
     for m in _binds(spec):
         argv += ["--bind", f"{_check_bind_path(m.source, 'apptainer')}:{_check_bind_path(m.target, 'apptainer')}"
                  + (":ro" if m.read_only else "")]
@@ -395,7 +429,9 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
         raise UserError("runtime charliecloud needs an environment file", where="envman submit")
     lines.insert(1, f"# The container's environment ({', '.join(k for k, _ in _environment(spec))}): values in "
                     "a file only you can read.")
-    argv += [f"--cd={WORKSPACE}", "--unset-env=PWD", "--unset-env=OLDPWD", "--env-no-expand", "--set-env",
+    # ch-run applies --unset-env/--set-env in order: first nothing of the job's environment, then
+    # the image's ENV, then the project's. --private-tmp: the host's /tmp stays outside.
+    argv += [f"--cd={WORKSPACE}", "--private-tmp", "--unset-env=*", "--env-no-expand", "--set-env",
              f"--set-env={spec.env_file}"]
     lines.append(_q(argv) + ' "$img" -- ' + _q(spec.command))
     return lines
@@ -737,12 +773,16 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     from envman.project.registry import locate
     from envman.project.trust import require_trust
     from envman.state import stable_ref
+    from envman.cluster.export import checked_mounts
+    from envman.run.plan import sanitize_environment
+    from envman.run.prepare import check_project_root
 
     cfg = load_slurm_config()
     runtime = req.runtime or cfg.runtime
     image = check_image(req.image, runtime) if req.image is not None else None
     project = locate(req.target)
     require_trust(project)
+    check_project_root(project)  # mounted at /workspace by every runtime, as by envman run
     matrix = MatrixSource.of(req.matrix_files)
     settings = merge_settings(project, load_user_config(), CliOverrides(command=req.command),
                               stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
@@ -767,12 +807,23 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     return JobSpec(
         project=project.name, root=str(project.root.resolve()), stack=stack.name, image=image, runtime=runtime,
         resources=res, envman=tuple(envman_argv or (sys.executable, "-m", "envman")), command=settings.command,
-        matrix_files=tuple(os.path.abspath(f) for f in req.matrix_files), environment=settings.environment,
-        mounts=settings.mounts, home=str(home.resolve()), state_dir=str(state_dir().absolute()),
+        matrix_files=tuple(os.path.abspath(f) for f in req.matrix_files),
+        # envman run's rule: GPU variables are envman's (the job's allocation decides the devices).
+        environment=sanitize_environment(settings.environment, None if not res.gpus else settings.gpus)[0],
+        mounts=checked_mounts(settings.mounts), home=str(home.resolve()), state_dir=str(state_dir().absolute()),
         config_dir=str(config_dir().absolute()),
         matrix_env=os.pathsep.join(str(p.absolute()) for p in MatrixSource().user_files),
         env_file=str(slurm_dir().absolute() / "env" / f"{project.name}-{int(time.time() * 1000)}-{os.getpid()}.env"),
+        job_env=_job_env(),
     )
+
+
+def _job_env() -> tuple[tuple[str, str], ...]:
+    """The submitter's :data:`JOB_ENV_NAMES` (USER from the password database when unset)."""
+    env = {k: os.environ[k] for k in JOB_ENV_NAMES if os.environ.get(k)}
+    env.setdefault("USER", _user())
+    env.setdefault("PATH", os.defpath)
+    return tuple((k, env[k]) for k in JOB_ENV_NAMES if k in env)
 
 
 # --------------------------------------------------------------------------- node check (non-docker runtimes)

@@ -16,7 +16,7 @@ from envman.run.plan import RunPlan, docker_argv
 from envman.run.command import check_container_name
 from envman.run.prepare import allocated_gpus
 from envman.project.file import cluster_gpu_count
-from envman.cluster.slurm import (
+from envman.cluster.slurm import (RUNTIMES, SCRIPT_RUNTIMES, _environment,
     env_file_text,
     JobSpec, Resources, check_job_id, check_mem, check_partition, check_runtime, check_time,
     job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
@@ -149,8 +149,9 @@ def test_every_runtime_renders_valid_bash_with_the_resources(runtime):
     text = render_script(spec(runtime))
     bash_ok(text)
     directives = [ln.split(" ", 1)[1] for ln in text.splitlines() if ln.startswith("#SBATCH ")]
+    export = ["--export=NONE"] if runtime in SCRIPT_RUNTIMES else []
     assert directives == ["--job-name=envman-demo", "--partition=gpu", "--gres=gpu:1", "--time=1:00:00",
-                          "--cpus-per-task=4", "--mem=16G"]
+                          "--cpus-per-task=4", "--mem=16G", *export]
     words = commands(text)
     # The user's command reaches the runtime as the same words, never re-parsed by the shell.
     assert any([x for x in w if x != "&"][-3:] == ["python", "-c", "print('$(id); `x`')"] for w in words), words
@@ -398,8 +399,9 @@ def test_cli_bad_input_is_one_line_exit_2(args, tmp_path):
 
 
 def test_dry_run_prints_the_script_and_submits_nothing(tmp_path, monkeypatch):
-    (tmp_path / "envman.toml").write_text('stack = "torch-2.4-cuda12"\nname = "demo"\n')
-    p = run_envman(["submit", "--gpus", "2", "--dry-run", "--", "echo", "$HOME"], cwd=tmp_path, timeout=60,
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "envman.toml").write_text('stack = "torch-2.4-cuda12"\nname = "demo"\n')
+    p = run_envman(["submit", "--gpus", "2", "--dry-run", "--", "echo", "$HOME"], cwd=tmp_path / "demo", timeout=60,
                    env={**__import__("os").environ, "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, p.stderr
     assert "#SBATCH --gres=gpu:2" in p.stdout and "--gpus slurm" in p.stdout and "-- echo '$HOME' &" in p.stdout
@@ -482,3 +484,167 @@ def test_a_huge_job_log_prints_its_end_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(slurm, "record", lambda job_id: types.SimpleNamespace(id=job_id, log=str(log)))
     text = slurm.read_log("8")[1]
     assert text.endswith("THE END\n") and "the first 4008 bytes" in text and len(text) < 1200
+
+
+# --------------------------------------------------------------------------- isolation of the script runtimes
+
+#: What keeps the submitter's environment and the host's /tmp out of each runtime's container
+#: (envman run / docker: only the project's variables, a private /tmp).
+ISOLATION = {
+    "pyxis": ("srun", ["--export=ENVMAN_PROJECT,ENVMAN_STACK,WANDB_MODE", "--no-container-mount-home",
+                       "--container-env=ENVMAN_PROJECT,ENVMAN_STACK,WANDB_MODE"]),
+    "apptainer": ("apptainer", ["--cleanenv", "--containall", "--no-home"]),
+    "charliecloud": ("ch-run", ["--unset-env=*", "--private-tmp"]),
+}
+
+
+def test_every_script_runtime_has_an_isolation_rule():
+    assert set(ISOLATION) == set(SCRIPT_RUNTIMES)
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_script_runtimes_pass_none_of_the_submitters_environment(runtime):
+    text = render_script(spec(runtime, job_env=(("PATH", "/opt/slurm/bin:/usr/bin"), ("HOME", "/home/u"),
+                                                ("USER", "u"), ("DOCKER_HOST", "unix:///run/d.sock"))))
+    assert "#SBATCH --export=NONE" in text.splitlines()
+    words = commands(text)
+    # What the script needs for itself, set explicitly (values quoted)
+    assert ["export", "PATH=/opt/slurm/bin:/usr/bin", "HOME=/home/u", "USER=u", "DOCKER_HOST=unix:///run/d.sock"] in words
+    tool, flags = ISOLATION[runtime]
+    run = next(w for w in words if w[0] == tool)
+    missing = [f for f in flags if f not in run]
+    assert not missing, f"{runtime}: {missing} missing from {run}"
+    if runtime == "charliecloud":  # ch-run applies them in order: unset everything before setting
+        assert run.index("--unset-env=*") < min(i for i, w in enumerate(run) if w.startswith("--set-env"))
+
+
+@pytest.mark.parametrize("runtime", ["docker", "podman"])
+def test_envman_run_runtimes_keep_the_job_environment(runtime):
+    """docker/podman jobs run envman run on the node, which passes the container only the project's
+    variables itself (and needs the engine's DOCKER_HOST/DOCKER_CONFIG)."""
+    assert "--export=NONE" not in render_script(spec(runtime))
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_cpu_jobs_set_nvidia_visible_devices_void_and_gpu_jobs_do_not(runtime):
+    assert "NVIDIA_VISIBLE_DEVICES" in env_file_text(spec(runtime, gpus=0))
+    assert ("NVIDIA_VISIBLE_DEVICES", "void") in _environment(spec(runtime, gpus=0))
+    assert all(k != "NVIDIA_VISIBLE_DEVICES" for k, _ in _environment(spec(runtime, gpus=1)))
+
+
+def _fake_tools(tmp_path: Path, body: str) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("srun", "apptainer", "ch-run", "ch-convert"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{'exit 0' if tool == 'ch-convert' else body}\n")
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+def _job(tmp_path: Path, runtime: str, body: str) -> tuple[subprocess.Popen, Path]:
+    import re
+
+    env_file = tmp_path / "state" / "slurm" / "env" / "demo.env"
+    env_file.parent.mkdir(parents=True)
+    bin_dir = _fake_tools(tmp_path, body)
+    s = spec(runtime, gpus=0, state_dir=str(tmp_path / "state"), env_file=str(env_file),
+             job_env=(("PATH", f"{bin_dir}:/usr/bin:/bin"),))
+    env_file.write_text(env_file_text(s))
+    env_file.chmod(0o600)
+    text = re.sub(r"(?m)^envman\(\) \{.*\}$", "envman() { :; }", render_script(s))
+    (tmp_path / "job.sh").write_text(text)
+    p = subprocess.Popen(["bash", str(tmp_path / "job.sh")], env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7"},
+                         start_new_session=True)
+    return p, env_file
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_the_secrets_file_is_deleted_when_the_job_ends(runtime, tmp_path):
+    p, env_file = _job(tmp_path, runtime, "exit 3")
+    assert p.wait(timeout=20) == 3
+    assert not env_file.exists()
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_the_secrets_file_is_deleted_when_the_job_is_cancelled(runtime, tmp_path):
+    import time
+
+    p, env_file = _job(tmp_path, runtime, f"touch {tmp_path}/started; exec sleep 30")
+    for _ in range(200):
+        if (tmp_path / "started").exists():
+            break
+        time.sleep(0.05)
+    import os
+    import signal
+
+    os.killpg(p.pid, signal.SIGTERM)  # scancel signals every process of the job: the runtime and the script
+    assert p.wait(timeout=20) == 143
+    assert not env_file.exists()
+
+
+# --------------------------------------------------------------------------- envman run's policy at submit time
+
+
+def _home_project(tmp_path, monkeypatch, where: str) -> Path:
+    home = tmp_path / "home"
+    root = home / where if where else home
+    root.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    (root / "envman.toml").write_text('name = "homeproj"\nstack = "torch-2.4-cpu"\ngpus = "none"\n')
+    return root
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("where", ["", ".config/autostart", ".ssh"])
+def test_every_runtime_refuses_a_protected_project_root_as_envman_run_does(runtime, where, tmp_path, monkeypatch):
+    from envman.cluster.slurm import SubmitRequest, build_spec
+
+    root = _home_project(tmp_path, monkeypatch, where)
+    req = SubmitRequest(target=str(root), resources=Resources(gpus=0), runtime=runtime,
+                        image=None if runtime in ("docker", "podman") else "reg.example/x:1", command=("true",))
+    with pytest.raises(UserError, match="cannot be mounted at /workspace"):
+        build_spec(req)
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_jobs_bind_the_real_path_of_a_mount_not_the_link(runtime, tmp_path, monkeypatch):
+    """A source checked at submit time and swapped for a symlink before the job starts must not
+    lead the runtime elsewhere: the script names the real path that was checked."""
+    from envman.cluster.slurm import SubmitRequest, build_spec
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    real = tmp_path / "datasets" / "imagenet"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "datasets")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "envman.toml").write_text(f'name = "p"\nstack = "torch-2.4-cpu"\ngpus = "none"\n'
+                                      f'mounts = ["{tmp_path}/link/imagenet:/data"]\n')
+    from envman.project.registry import locate
+    from envman.project.trust import trust
+
+    p_ = locate(str(proj))
+    trust(p_.real_file, p_.digest, root=p_.root)
+    spec_ = build_spec(SubmitRequest(target=str(proj), resources=Resources(gpus=0), runtime=runtime,
+                                     image="reg.example/x:1", command=("true",)))
+    assert [m.source for m in spec_.mounts] == [str(real)]
+    assert str(tmp_path / "link") not in render_script(spec_)
+
+
+@pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
+def test_jobs_drop_gpu_variables_of_a_cpu_project(runtime, tmp_path, monkeypatch):
+    from envman.cluster.slurm import SubmitRequest, build_spec
+    from envman.project.registry import locate
+    from envman.project.trust import trust
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\ngpus = "none"\n[environment]\n'
+                                      'NVIDIA_VISIBLE_DEVICES = "all"\nCUDA_VISIBLE_DEVICES = "0"\nA = "1"\n')
+    p_ = locate(str(proj))
+    trust(p_.real_file, p_.digest, root=p_.root)
+    spec_ = build_spec(SubmitRequest(target=str(proj), resources=Resources(gpus=0), runtime=runtime,
+                                     image="reg.example/x:1", command=("true",)))
+    assert spec_.environment == (("A", "1"),)
+    assert ("NVIDIA_VISIBLE_DEVICES", "void") in _environment(spec_)
