@@ -22,18 +22,25 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     from envman.project.trust import require_trust
     from envman.cli import matrix_source
 
+    from envman.run.plan import sanitize_environment
+    from envman.run.prepare import check_project_root
+
     project = locate(target)
     # An export carries the file's mounts, ports, variables and command to another tool: the
-    # same trust as a run.
+    # same trust as a run, and the same project-root rule (the root is mounted at /workspace).
     require_trust(project)
+    check_project_root(project)
     matrix = matrix_source()
     settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     stack = matrix.resolve(settings.stack)
+    environment, dropped = sanitize_environment(settings.environment, settings.gpus)
+    if dropped:
+        _say(f"warning: not exported: {', '.join(dropped)} (envman sets the GPU variables from the project's gpus)")
     if image is None and need_local_image:
         image = _local_run_image(project, stack)
     return project, ExportInput(
         project=project.name, root=project.root.resolve(), stack=stack, image=image or "", command=settings.command,
-        environment=settings.environment, mounts=settings.mounts, ports=settings.ports, gpus=settings.gpus,
+        environment=environment, mounts=settings.mounts, ports=settings.ports, gpus=settings.gpus,
         shm_size=settings.shm_size,
     )
 
@@ -167,7 +174,7 @@ def k8s(
     if secret_keys:
         import shlex
 
-        env_file = _env_file(proj, x.environment)
+        env_file = _env_file(proj, [(k, v) for k, v in x.environment if k in secret_keys])
         _say(f"the Job reads {', '.join(secret_keys)} from the Secret {job['metadata']['name']}-env: create it with "
              f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file={shlex.quote(env_file or '')}")
 

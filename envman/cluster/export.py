@@ -198,6 +198,21 @@ class ExportInput:
     shm_size: str
 
 
+def run_environment(x: ExportInput, gpus: GpuRequest | None | bool = True) -> tuple[tuple[str, str], ...]:
+    """The project's variables as ``envman run`` passes them (:func:`envman.run.plan.
+    sanitize_environment`): its own GPU variables dropped (the GPU request decides), and every
+    ``NVIDIA_*`` / ``CUDA_VISIBLE_DEVICES``-style one when the export asks for no GPU.
+    ``gpus``: ``True`` for the project's request, or the export's own (``None``: no GPU)."""
+    from envman.run.plan import sanitize_environment
+
+    return sanitize_environment(x.environment, x.gpus if gpus is True else (gpus or None))[0]
+
+
+#: What a CPU export sets, as ``envman run`` does for a run without GPUs: an engine or node whose
+#: default runtime is NVIDIA's would otherwise attach every GPU (nvidia/cuda images set "all").
+CPU_GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "void")
+
+
 # --------------------------------------------------------------------------- Kubernetes
 
 
@@ -260,8 +275,11 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
     meta_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "envman"}
     env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": x.project},
                                  {"name": "ENVMAN_STACK", "value": x.stack.name}]
+    environment = run_environment(x, (x.gpus or GpuRequest("count", count=gpus)) if gpus else None)
+    if not gpus:
+        env.append({"name": CPU_GPU_ENV[0], "value": CPU_GPU_ENV[1]})
     secret_keys = []
-    for key, _value in x.environment:
+    for key, _value in environment:
         secret_keys.append(key)
         env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}})
     container: dict[str, Any] = {
@@ -282,6 +300,10 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         container["resources"] = {"limits": {GPU_RESOURCE: gpus}}
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
+        # No Kubernetes API credential and no other service's address in the container: like
+        # envman run, the Job is given nothing it did not ask for.
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
         "securityContext": {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid, "fsGroup": gid,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
@@ -365,12 +387,15 @@ def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
 def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str, Any], str]:
     """``devcontainer.json`` and its ``Dockerfile`` (FROM the run image, plus a named user).
     ``env_file``: the file holding the project's variables (needed when it has any)."""
-    run_args = ["--init", "--security-opt", "no-new-privileges", "--shm-size", x.shm_size]
+    # envman run's hardening (envman.run.plan.docker_argv); --rm is left out: the Dev Containers
+    # tools stop and start the same container between sessions.
+    run_args = ["--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pull", "never",
+                "--shm-size", x.shm_size]
     for k, v in L.run_labels(x.project, x.stack.name).items():
         run_args += ["--label", f"{k}={v}"]
     if x.gpus is not None:
         run_args += ["--gpus", _docker_gpus(x.gpus)]
-    if x.environment:
+    if run_environment(x):
         if env_file is None:
             raise UserError("the project sets environment variables: they need an env file", where="envman export devcontainer")
         run_args += ["--env-file", _devcontainer_path(env_file, "env file")]
@@ -384,6 +409,8 @@ def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str,
 
             run_args += ["--mount", mount_flag(m.source, m.target, True)]
     env = {"ENVMAN_PROJECT": x.project, "ENVMAN_STACK": x.stack.name, "HOME": CONTAINER_HOME}
+    if x.gpus is None:
+        env[CPU_GPU_ENV[0]] = CPU_GPU_ENV[1]
     doc: dict[str, Any] = {
         "name": f"{x.project} ({x.stack.name})",
         "build": {"dockerfile": "Dockerfile"},
@@ -427,8 +454,10 @@ def _compose_escape(value: str) -> str:
 
 def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[str, Any]:
     """One service; the project's variables by name only (compose reads them from its shell)."""
-    env: dict[str, Any] = {k: None for k, _ in x.environment}
+    env: dict[str, Any] = {k: None for k, _ in run_environment(x)}
     env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
+    if x.gpus is None:
+        env[CPU_GPU_ENV[0]] = CPU_GPU_ENV[1]
     volumes: list[dict[str, Any]] = [{"type": "bind", "source": _compose_escape(str(x.root)), "target": WORKSPACE},
                {"type": "bind", "source": _compose_escape(home), "target": CONTAINER_HOME}]
     volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": _compose_escape(m.target),
@@ -439,6 +468,7 @@ def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[st
         "init": True,
         "cap_drop": ["ALL"],  # the hardening of envman run (see envman.run.plan.docker_argv)
         "security_opt": ["no-new-privileges"],
+        "pull_policy": "never",  # the local run image, never fetched from a registry
         "working_dir": WORKSPACE,
         "shm_size": x.shm_size,
         "environment": env,
