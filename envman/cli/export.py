@@ -112,6 +112,7 @@ def k8s(
     gid: Annotated[int, typer.Option("--gid", help="Its gid (and fsGroup).")] = 1000,
     push: Annotated[bool, typer.Option("--push", help="Push the image the project runs on (the stack's, or the project image) to --registry (or \\[registry] default) first, and use its digest.")] = False,
     git: Annotated[Optional[str], typer.Option("--git", help="https URL of the project's repository: an init container clones it into /workspace (default: /workspace is empty).", show_default=False)] = None,
+    git_image: Annotated[Optional[str], typer.Option("--git-image", help="REPO@sha256:... of the clone init container (default: alpine/git:v2.30.2, a tag).", show_default=False)] = None,
     git_ref: Annotated[Optional[str], typer.Option("--git-ref", help="Branch, tag or commit to check out (default: the project folder's current commit).", show_default=False)] = None,
     output: Output = None,
     force: Force = False,
@@ -126,8 +127,9 @@ def k8s(
     workspace = None
     if git is not None:
         workspace = check_git(git, git_ref or _head_commit(proj.root))
-    elif git_ref is not None:
-        raise UserError("--git-ref needs --git URL", where="--git-ref", fix="add --git https://HOST/PATH")
+    elif git_ref is not None or git_image is not None:
+        raise UserError(f"{'--git-ref' if git_ref is not None else '--git-image'} needs --git URL",
+                        where="--git-ref" if git_ref is not None else "--git-image", fix="add --git https://HOST/PATH")
     if push:
         if image is not None:
             raise UserError("--push and --image both name the image", where="--push",
@@ -161,7 +163,8 @@ def k8s(
     count = cluster_gpu_count(x.gpus) if gpus is None else gpus
     if gpus is None and x.stack.cuda is None:
         count = 0
-    job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid, git=workspace)
+    job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid, git=workspace,
+                               git_image=git_image)
     dest = output or f"{k8s_name(x.project)}.job.yaml"
     write_output({Path(dest): to_yaml(job)}, dest, force=force)
     if dest != "-":
@@ -171,6 +174,11 @@ def k8s(
              "or pass --image with an image that holds the code")
     else:
         _say(f"an init container clones {workspace[0]} at {workspace[1]} into /workspace")
+        if git_image is None:
+            from envman.cluster.export import GIT_IMAGE
+
+            _say(f"warning: the clone image {GIT_IMAGE} is a tag its publisher can move: pin one with "
+                 "--git-image REPO@sha256:...")
     if secret_keys:
         import shlex
 

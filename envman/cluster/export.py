@@ -216,8 +216,11 @@ CPU_GPU_ENV = ("NVIDIA_VISIBLE_DEVICES", "void")
 # --------------------------------------------------------------------------- Kubernetes
 
 
-#: The image of the init container that clones the project into the workspace: git on Alpine, as
-#: published by the alpine-docker/git project (its README names v2.30.2 as a multi-arch release).
+#: The default image of the init container that clones the project into the workspace: git on
+#: Alpine, as published by the alpine-docker/git project (its README names v2.30.2 as a multi-arch
+#: release). A tag, which its publisher can move: no digest of it could be confirmed from a source
+#: here, so none is written; ``envman export k8s --git-image REPO@sha256:...`` pins one (and names
+#: a mirror for an air-gapped cluster), and the command warns while the tag is used.
 GIT_IMAGE = "alpine/git:v2.30.2"
 _GIT_URL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%+/-]*)?")
 _GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
@@ -255,8 +258,17 @@ def shell_env_file_text(environment: Sequence[tuple[str, str]]) -> str:
     return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in environment)
 
 
+def check_git_image(value: str) -> str:
+    """A clone image given by the user: pinned by digest, as the Job's own image."""
+    if not DIGEST_REF_RE.fullmatch(value):
+        raise UserError(f"image {value[:120]!r} is not pinned by digest", where="--git-image",
+                        fix="give REPO@sha256:<64 hex> (docker buildx imagetools inspect REPO:TAG prints it)")
+    return value
+
+
 def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid: int = 1000,
-            gid: int = 1000, git: tuple[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
+            gid: int = 1000, git: tuple[str, str] | None = None,
+            git_image: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """The Job, and the names of the variables it reads from the Secret ``<job>-env`` (every
     variable of the project's: values are never written into the Job). The
     workspace is an empty ``emptyDir``; with ``git`` (URL, ref), an init container clones the
@@ -316,7 +328,7 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         url, ref = check_git(*git)
         pod["initContainers"] = [{
             "name": "clone",
-            "image": GIT_IMAGE,
+            "image": GIT_IMAGE if git_image is None else check_git_image(git_image),
             "command": ["/bin/sh", "-c", CLONE_SCRIPT, url, ref],
             "env": [{"name": "HOME", "value": "/tmp"}],
             "securityContext": container["securityContext"],

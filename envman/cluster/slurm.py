@@ -394,8 +394,10 @@ def _apptainer_body(spec: JobSpec) -> list[str]:
 
 
 def charliecloud_image_dir(state_dir: str, image: str) -> str:
-    """Where a job keeps the Charliecloud copy of a Docker image (a directory image: ch-run can
-    create the bind targets in it, which a read-only squashfs image cannot)."""
+    """Where a job keeps the Charliecloud copies of a Docker image (directory images: ch-run can
+    create the bind targets in them, which a read-only squashfs image cannot). The job adds the
+    image id it converted (``<dir>_<id>``): a tag that moves (a new promotion of ``:latest``) is
+    converted again, never run from a stale copy."""
     from envman.state import safe_name
 
     return str(Path(state_dir) / "charliecloud" / safe_name(image))
@@ -407,14 +409,24 @@ def _charliecloud_body(spec: JobSpec) -> list[str]:
         raise UserError("charliecloud cannot bind a mount read-only", where="envman submit",
                         fix="drop :ro from the project's mounts, or use --runtime apptainer")
     img = charliecloud_image_dir(spec.state_dir, spec.image)
+    image = shell_quote(spec.image)
+    inspect = f"docker image inspect --format '{{{{.Id}}}}' {image}"
     lines = [
         _node_check(spec),
         'export USER="${USER:-$(id -un)}"  # the ch-* tools need it',
-        f"img={shell_quote(img)}",
-        "# Convert the image from the node's Docker engine once; jobs after it reuse the copy.",
+        "# The copy is keyed by the image id the tag names now: a new promotion is converted again.",
+        f"id=$({inspect}) || exit 1",
+        'id="${id#sha256:}"',
+        'case "$id" in ""|*[!0-9a-f]*) echo "envman: no image id for the image of the job" >&2; exit 1;; esac',
+        f'img={shell_quote(img)}"_$id"',
+        "# Convert it from the node's Docker engine once; jobs after it reuse the copy of that id.",
         'if [ ! -d "$img" ]; then',
         '  mkdir -p "${img%/*}" || exit 1',
-        f'  ch-convert -i docker {shell_quote(spec.image)} "$img.$SLURM_JOB_ID" || exit 1',
+        f'  ch-convert -i docker {image} "$img.$SLURM_JOB_ID" || exit 1',
+        "  # The tag may have moved while it was converted: keep the copy only under the id it has.",
+        f'  if [ "$({inspect})" != "sha256:$id" ]; then',
+        '    rm -rf "$img.$SLURM_JOB_ID"; echo "envman: the image changed during its conversion; submit again" >&2; exit 1',
+        "  fi",
         f'  mkdir -p "$img.$SLURM_JOB_ID"{WORKSPACE} "$img.$SLURM_JOB_ID"{CONTAINER_HOME}',
         '  mv -T "$img.$SLURM_JOB_ID" "$img" 2>/dev/null || rm -rf "$img.$SLURM_JOB_ID"',
         "fi",

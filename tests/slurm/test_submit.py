@@ -294,3 +294,26 @@ def test_podman_runtime_output_exit_code_and_cancel(podman_site):
         assert time.monotonic() < deadline, f"container {name} survived scancel"
         time.sleep(0.3)
     assert wait_done(site, long)[long]["state"] == "CANCELLED"
+
+
+@pytest.mark.skipif(shutil.which("ch-run") is None and os.environ.get("CI", "") == "",
+                    reason="charliecloud not installed (apt-get install charliecloud squashfs-tools-ng)")
+def test_charliecloud_job_gets_none_of_the_submitters_environment_nor_the_hosts_tmp(site):
+    """envman run's isolation (red-team F10): a variable of the submitting shell and a file in the
+    node's /tmp stay outside the container; the project's variables and the secrets file's
+    removal at the end of the job."""
+    marker = Path(tempfile.mkdtemp(prefix="envman-host-tmp-", dir="/tmp"))
+    try:
+        site_env = {**site, "env": {**site["env"], "ENVMAN_TEST_SUBMIT_SECRET": "s3cr3t-9c1f"}}
+        script = 'env; echo "tmp: $(ls -a /tmp)"'
+        job = submitted_id(envman(site_env, "submit", "--runtime", "charliecloud", "--gpus", "0", "--time", "10",
+                                  "--", "sh", "-c", script))
+        state = wait_done(site, job, timeout=150)[job]
+        out = log(site, job)
+        assert (state["state"], state["exit_code"]) == ("COMPLETED", 0), out
+        assert "ENVMAN_PROJECT=slurm-demo" in out and "NVIDIA_VISIBLE_DEVICES=void" in out
+        assert "s3cr3t-9c1f" not in out and "ENVMAN_TEST_SUBMIT_SECRET" not in out
+        assert marker.name not in out, out
+        assert list((site["dir"] / "state" / "slurm" / "env").iterdir()) == []  # deleted when the job ended
+    finally:
+        shutil.rmtree(marker, ignore_errors=True)

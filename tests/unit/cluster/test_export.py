@@ -451,3 +451,19 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     assert eng.pushed == ["127.0.0.1:5000/lab/envman/project-demo:abcd"]
     assert parse_registry("127.0.0.1:5000/lab", where="x")  # the registry the ref names
     assert "pushed " + ref in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the clone image
+
+
+def test_the_clone_image_can_be_pinned_by_digest_and_only_by_digest():
+    from envman.cluster.export import GIT_IMAGE
+
+    pinned = "mirror.example/alpine/git@sha256:" + "c" * 64
+    job, _ = k8s_job(_input(), gpus=0, git=("https://example.org/r.git", "main"), git_image=pinned)
+    assert job["spec"]["template"]["spec"]["initContainers"][0]["image"] == pinned
+    default, _ = k8s_job(_input(), gpus=0, git=("https://example.org/r.git", "main"))
+    assert default["spec"]["template"]["spec"]["initContainers"][0]["image"] == GIT_IMAGE
+    for bad in ("alpine/git:v2.30.2", "alpine/git:latest", "alpine/git@sha256:abc", "-x@sha256:" + "c" * 64):
+        with pytest.raises(UserError, match="not pinned by digest"):
+            k8s_job(_input(), gpus=0, git=("https://example.org/r.git", "main"), git_image=bad)

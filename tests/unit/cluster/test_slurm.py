@@ -535,8 +535,9 @@ def test_cpu_jobs_set_nvidia_visible_devices_void_and_gpu_jobs_do_not(runtime):
 def _fake_tools(tmp_path: Path, body: str) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("srun", "apptainer", "ch-run", "ch-convert"):
-        (bin_dir / tool).write_text(f"#!/bin/sh\n{'exit 0' if tool == 'ch-convert' else body}\n")
+    fixed = {"ch-convert": "exit 0", "docker": f"echo sha256:{'e' * 64}"}  # the image id charliecloud keys by
+    for tool in ("srun", "apptainer", "ch-run", "ch-convert", "docker"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{fixed.get(tool, body)}\n")
         (bin_dir / tool).chmod(0o755)
     return bin_dir
 
@@ -648,3 +649,66 @@ def test_jobs_drop_gpu_variables_of_a_cpu_project(runtime, tmp_path, monkeypatch
                                      image="reg.example/x:1", command=("true",)))
     assert spec_.environment == (("A", "1"),)
     assert ("NVIDIA_VISIBLE_DEVICES", "void") in _environment(spec_)
+
+
+# --------------------------------------------------------------------------- Charliecloud copies by image id
+
+
+def test_charliecloud_converts_again_when_the_tag_names_a_new_image(tmp_path):
+    """A job runs the copy of the image id the tag names when the job starts: a new promotion of
+    the same tag is converted again, never run from the stale copy."""
+    import re
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    tools = {
+        "docker": f'printf "sha256:%s\\n" "$(cat {tmp_path}/current-id)"',
+        "ch-convert": f'echo "ch-convert $*" >> {calls}; mkdir -p "$4"',
+        "ch-run": f'for a; do case "$a" in {tmp_path}/state/*) echo "ch-run $a" >> {calls};; esac; done',
+    }
+    for name, body in tools.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env_file = tmp_path / "demo.env"
+    s = spec("charliecloud", gpus=0, state_dir=str(tmp_path / "state"), env_file=str(env_file),
+             job_env=(("PATH", f"{bin_dir}:/usr/bin:/bin"),))
+    script = tmp_path / "job.sh"
+    script.write_text(re.sub(r"(?m)^envman\(\) \{.*\}$", "envman() { :; }", render_script(s)))
+    runs = []
+    for image_id in ("a" * 64, "a" * 64, "b" * 64):
+        (tmp_path / "current-id").write_text(image_id)
+        env_file.write_text(env_file_text(s))
+        p = subprocess.run(["bash", str(script)], env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "9"},
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        runs.append(calls.read_text().splitlines())
+        calls.unlink()
+    assert sum(line.startswith("ch-convert") for line in runs[0]) == 1
+    assert not any(line.startswith("ch-convert") for line in runs[1])  # the same id: the copy is reused
+    assert sum(line.startswith("ch-convert") for line in runs[2]) == 1  # a new id: converted again
+    assert runs[1][-1].endswith("_" + "a" * 64) and runs[2][-1].endswith("_" + "b" * 64)
+
+
+def test_charliecloud_refuses_a_copy_whose_tag_moved_during_the_conversion(tmp_path):
+    import re
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {  # the tag names another image once ch-convert has run
+        "docker": f'if [ -e {tmp_path}/converted ]; then echo sha256:{"b" * 64}; else echo sha256:{"a" * 64}; fi',
+        "ch-convert": f'touch {tmp_path}/converted; mkdir -p "$4"',
+        "ch-run": "exit 0",
+    }
+    for name, body in tools.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    s = spec("charliecloud", gpus=0, state_dir=str(tmp_path / "state"), env_file=str(tmp_path / "e.env"),
+             job_env=(("PATH", f"{bin_dir}:/usr/bin:/bin"),))
+    (tmp_path / "e.env").write_text(env_file_text(s))
+    script = tmp_path / "job.sh"
+    script.write_text(re.sub(r"(?m)^envman\(\) \{.*\}$", "envman() { :; }", render_script(s)))
+    p = subprocess.run(["bash", str(script)], env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "9"},
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "changed during its conversion" in p.stderr
+    assert not list((tmp_path / "state" / "charliecloud").iterdir())
