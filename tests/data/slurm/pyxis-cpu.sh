@@ -1,11 +1,15 @@
 #!/bin/bash
 #SBATCH --job-name=envman-p
+#SBATCH --export=NONE
 # envman submit: project p, stack torch-2.4.1-cpu-py3.10, runtime pyxis, no GPU.
 # The job's exit code is envman's (the command's, or 1/2 when a check fails on the node).
 set -uo pipefail
+trap 'rm -f /state/e.env' EXIT
+trap 'exit 143' TERM INT HUP  # scancel: end through the EXIT trap
 export ENVMAN_STATE_DIR=/s ENVMAN_CONFIG_DIR=/c
 envman() { python3 -m envman "$@"; }
 envman node-check /srv/p --no-gpu || exit $?
-# The container's environment (ENVMAN_PROJECT, ENVMAN_STACK): values in a file only you can read.
+# The container's environment (ENVMAN_PROJECT, ENVMAN_STACK, NVIDIA_VISIBLE_DEVICES): values in a file only you can read.
 . /state/e.env || exit 1
-srun --ntasks=1 --container-image=img:1 --container-mounts=/srv/p:/workspace,/h:/home/envman --container-workdir=/workspace --no-container-mount-home --container-env=ENVMAN_PROJECT,ENVMAN_STACK run
+rm -f /state/e.env  # its values are exported in this shell now
+srun --ntasks=1 --export=ENVMAN_PROJECT,ENVMAN_STACK,NVIDIA_VISIBLE_DEVICES --container-image=img:1 --container-mounts=/srv/p:/workspace,/h:/home/envman --container-workdir=/workspace --no-container-mount-home --container-env=ENVMAN_PROJECT,ENVMAN_STACK,NVIDIA_VISIBLE_DEVICES run

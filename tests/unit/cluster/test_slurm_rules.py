@@ -279,6 +279,8 @@ def _run_job(tmp_path: Path, spec: JobSpec, node_check_rc: int = 0) -> tuple[int
     for tool in ("srun", "apptainer", "ch-run", "ch-convert"):
         (bin_dir / tool).write_text(RECORDER.format(python=sys.executable))
         (bin_dir / tool).chmod(0o755)
+    (bin_dir / "docker").write_text(f"#!/bin/sh\necho sha256:{'d' * 64}\n")  # the image id charliecloud keys by
+    (bin_dir / "docker").chmod(0o755)
     record = tmp_path / "calls.jsonl"
     stub = (f'envman() {{ printf "%s\\n" "{{\\"argv\\": [\\"envman\\"], \\"env\\": null}}" >> {shlex.quote(str(record))}; '
             f"return {node_check_rc}; }}")
@@ -314,6 +316,8 @@ def test_each_value_reaches_the_container_literally_and_no_argv(tmp_path, runtim
         want["HOME"] = "/home/envman"
     if runtime == "apptainer" and gpus:
         want["CUDA_VISIBLE_DEVICES"] = "1,3"
+    if not gpus:  # envman run's rule for a run without GPUs
+        want["NVIDIA_VISIBLE_DEVICES"] = "void"
     assert env == want
     for call in calls:
         for key, value in VALUES:
@@ -653,7 +657,10 @@ def test_a_job_is_the_project_s_run_settings(project, tmp_path):
         resources=Resources(gpus=2), envman=("py", "-m", "envman"), command=("python", "t.py"), matrix_files=(),
         environment=(("K", "v 1"),), mounts=(Mount(str(root / "data"), "/data", True),), home=str(home.resolve()),
         state_dir=str(state_dir().absolute()), config_dir=str(config_dir().absolute()), matrix_env="",
-        env_file=spec.env_file)
+        env_file=spec.env_file, job_env=tuple((k, v) for k, v in spec.job_env))
+    # What the job script needs for itself (it starts with --export=NONE): the submitter's values.
+    assert dict(spec.job_env).get("PATH") == os.environ.get("PATH", os.defpath)
+    assert {k for k, _ in spec.job_env} <= set(S.JOB_ENV_NAMES)
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     env_file = Path(spec.env_file)
     assert env_file.parent == S.slurm_dir().absolute() / "env" and env_file.name.startswith("demo-")
