@@ -544,7 +544,7 @@ def _yaml_string(v: str) -> str:
         hi, lo = int(m.group(2), 16), int(m.group(3), 16)
         return m.group(1) + "\\U%08x" % (0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
 
-    return _SURROGATES_RE.sub(astral, json.dumps(v, ensure_ascii=True))
+    return _SURROGATES_RE.sub(astral, json.dumps(v))  # ensure_ascii, the default
 
 
 def _key(k: str) -> str:

@@ -269,3 +269,60 @@ def test_write_output_refuses_what_is_in_the_way_and_writes_nothing(tmp_path):
     assert _refusal(X.write_output, {tmp_path / "file" / "x.yaml": "y"}, "o", force=False)[1] == (
         f"cannot write {tmp_path / 'file' / 'x.yaml'}: a directory is in the way")
     assert a.read_text() == "1\n"
+
+
+# --------------------------------------------------------------------------- the YAML writer
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+#: Every key YAML 1.1 readers (kubectl's among them) take for a boolean or null, in every case.
+RESERVED = ["true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"]
+KEYS = st.one_of(st.sampled_from(RESERVED + [w.upper() for w in RESERVED] + [w.title() for w in RESERVED]
+                                 + ["a", "app.kubernetes.io/name", "x-y_z", "1", "-a", "a b", "a: b", "#c", "", "é"]),
+                 st.text(max_size=6))
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                    st.text(st.characters(blacklist_categories=("Cs",)), max_size=12))
+DOCS = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                     st.dictionaries(KEYS, inner, max_size=4)), max_leaves=20)
+
+
+@given(DOCS)
+@settings(max_examples=300, deadline=None)
+def test_yaml_round_trips_every_json_like_document(doc):
+    text = X.to_yaml(doc)
+    assert yaml.safe_load(text) == doc
+    assert text.endswith("\n") and not text.startswith("\n") and text.isascii()
+
+
+@pytest.mark.parametrize("key", RESERVED + [w.upper() for w in RESERVED] + [w.title() for w in RESERVED])
+def test_every_key_a_yaml_reader_would_take_for_a_boolean_or_null_is_quoted(key):
+    assert X.to_yaml({key: 1}) == f'"{key}": 1\n'
+
+
+def test_the_yaml_writer_s_exact_forms():
+    doc = {"a": None, "b": True, "c": False, "d": -3, "e": "x", "f": {}, "g": [], "h": [{}, [], [1, [2]], {"i": "😀é"}],
+           "j": {"k": [{"l": 1, "m": [True]}]}, "a b": 1}
+    assert X.to_yaml(doc) == (
+        'a: null\nb: true\nc: false\nd: -3\ne: "x"\nf: {}\ng: []\nh:\n  - {}\n  - []\n  -\n    - 1\n    -\n      - 2\n'
+        '  - i: "\\U0001f600\\u00e9"\nj:\n  k:\n    - l: 1\n      m:\n        - true\n"a b": 1\n')
+    assert X.to_yaml("x") == ' "x"\n' and X.to_yaml([]) == " []\n" and X.to_yaml(None) == " null\n"
+    assert X._yaml_string("\\ud83d\\ude00") == '"\\\\ud83d\\\\ude00"'  # an escaped escape stays text
+    with pytest.raises(TypeError, match="cannot write float as YAML"):
+        X.to_yaml({"a": 1.5})
+
+
+@pytest.mark.parametrize("gpus,flag,device", [
+    (GpuRequest("all"), "all", {"driver": "nvidia", "capabilities": ["gpu"], "count": "all"}),
+    (GpuRequest("count", count=3), "3", {"driver": "nvidia", "capabilities": ["gpu"], "count": 3}),
+    (GpuRequest("devices", devices=("1",)), '"device=1"', {"driver": "nvidia", "capabilities": ["gpu"], "device_ids": ["1"]}),
+    (GpuRequest("devices", devices=("0", "3")), '"device=0,3"',
+     {"driver": "nvidia", "capabilities": ["gpu"], "device_ids": ["0", "3"]}),
+])
+def test_every_gpu_request_in_the_devcontainer_and_compose(gpus, flag, device):
+    doc, _ = X.devcontainer(_input(gpus=gpus), "/e")
+    args = doc["runArgs"]
+    assert args[args.index("--gpus") + 1] == flag and args.count("--gpus") == 1 and doc["hostRequirements"] == {"gpu": True}
+    svc = X.compose_service(_input(gpus=gpus), uid=1, gid=1, home="/h")
+    assert svc["deploy"] == {"resources": {"reservations": {"devices": [device]}}}
+    cpu_stack, _ = X.devcontainer(_input("cpu", gpus=gpus), None)  # a CPU stack asks the host for no GPU
+    assert cpu_stack["hostRequirements"] == {"gpu": False}

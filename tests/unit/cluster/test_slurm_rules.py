@@ -419,7 +419,8 @@ def test_submit_writes_the_script_the_private_env_file_and_the_record(tmp_path, 
     assert stat.S_IMODE(os.stat(base / "logs").st_mode) == 0o700
     import json
 
-    assert json.loads((base / "jobs" / "41.json").read_text()) == rec.to_json()
+    assert (base / "jobs" / "41.json").read_text() == json.dumps(rec.to_json(), indent=2, sort_keys=True) + "\n"
+    assert cluster.calls[1][4] == str(base / "scripts" / f"demo-1000500-{os.getpid()}.sh")  # renamed once submitted
     assert S.load_records() == [rec] and S.record("41") == rec
     env = Path(spec.env_file)
     if runtime in ("docker", "podman"):

@@ -673,3 +673,53 @@ def test_the_summary_of_a_run():
                                "new_rows": ["jax-9.9.9-cuda13.0 (cuda13)", "jax-9.9.8-cuda13.0 (cuda13)"],
                                "unconfirmed": {"jax-9.9.8-cuda13.0 (cuda13)": ["cuda"]}, "skipped": ["s"], "warnings": ["w"],
                                "requests": 7, "bytes": 1234}
+
+
+TF_PREV = [  # (earlier tensorflow rows, the new wheel's [and-cuda] lines, the CUDA and cuDNN the row states)
+    ([("2.20.0", "gpu", "12.1"), ("2.21.0", "legacy", "12.5")], ['nvidia-cudnn-cu12>=9.3; extra == "and-cuda"'], ("12.1", "9.3")),
+    ([("2.21.0", "old", "11.8"), ("2.20.0", "legacy", "12.5")], ['nvidia-cudnn-cu12>=9.3; extra == "and-cuda"'], ("12.5", "9.3")),
+    ([("2.21.0", "old", "11.8")], ['nvidia-cudnn-cu12>=9.3; extra == "and-cuda"'], ("12.0", "9.3")),
+    ([("2.21.0", "gpu", "12.5")], ['nvidia-cuda-runtime-cu12>=12.8.1; extra == "and-cuda"'], ("12.8", "9.1")),
+]
+
+
+@pytest.mark.parametrize("rows,requires,stated", TF_PREV)
+def test_a_tensorflow_row_inherits_only_from_a_gpu_row_of_its_cuda_major(monkeypatch, rows, requires, stated):
+    m = _matrix(builds=[_build("tensorflow", v, var, cuda, "9.1", ["8.0"], []) for v, var, cuda in rows],
+                cuda=MATRIX.cuda)
+    Index().add("tensorflow", f"tensorflow-2.22.0-cp312-cp312-{X86}.whl", requires).install(monkeypatch)
+    (row,) = U.find_updates(Http(), _settings(frameworks=("tensorflow",)), m).rows
+    assert (row.data["cuda"], row.data["cudnn"]) == stated
+
+
+def test_releases_after_a_skipped_one_are_still_derived_and_arm64_wheels_that_agree_are_platforms(monkeypatch):
+    ix = Index()
+    tf = ['nvidia-cuda-runtime-cu12>=12.5.82; extra == "and-cuda"']
+    ort = ['nvidia-cuda-runtime~=13.0; extra == "cuda"']
+    for v, plat, reqs in (("2.22.0", "macosx_14_0_arm64", tf), ("2.22.1", X86, ["numpy"]), ("2.22.2", X86, tf),
+                          ("2.22.2", ARM, tf)):
+        ix.add("tensorflow", f"tensorflow-{v}-cp312-cp312-{plat}.whl", reqs)
+    for v, plat in (("1.32.0", "macosx_14_0_arm64"), ("1.32.1", X86), ("1.32.1", ARM)):
+        ix.add("onnxruntime-gpu", f"onnxruntime_gpu-{v}-cp312-cp312-{plat}.whl", ort)
+    ix.install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("tensorflow", "onnxruntime")), MATRIX)
+    assert [r.key for r in result.rows] == [("tensorflow", "2.22.2", "gpu"), ("onnxruntime", "1.32.1", "cuda13")]
+    assert result.skipped == ["tensorflow 2.22.1: the wheel's [and-cuda] extra states no CUDA",
+                              "onnxruntime 1.32.0: no Linux x86_64 onnxruntime-gpu wheel"]
+    for row, name in zip(result.rows, ("tensorflow-2.22.2", "onnxruntime_gpu-1.32.1")):
+        assert row.data["platforms"] == ["linux/amd64", "linux/arm64"]
+        assert row.data["platform_source"] == [f"{PYPI}/f/{name}-cp312-cp312-{ARM}.whl"]
+
+
+def test_plan_shipped_appends_every_row_of_a_framework_and_names_an_unreadable_file(tmp_path):
+    from envman.errors import UserError
+    from envman.matrix.write import build_toml
+
+    (tmp_path / "jax.toml").write_text("schema = 1\n")
+    rows = [_new_row("9.9.8"), _new_row("9.9.9")]
+    assert U.plan_shipped(rows, tmp_path)[tmp_path / "jax.toml"] == (
+        "schema = 1\n\n" + build_toml(rows[0].data) + "\n" + build_toml(rows[1].data))
+    (tmp_path / "jax.toml").write_bytes(b"\xff\xfes\x00")
+    with pytest.raises(UserError) as e:
+        U.plan_shipped(rows, tmp_path)
+    assert e.value.what == "the shipped matrix file is UTF-16, expected UTF-8 text"
