@@ -91,6 +91,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
             "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
             "tests/unit/cluster/test_slurm.py", "tests/unit/test_security_rules.py",
         ],
+        "pytest_args": ["-k", "not (cli_ or dry_run)"],
     },
     # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.
     "update": {
@@ -156,7 +157,9 @@ def _sync(dest: Path, files: list[str], modules: list[str]) -> None:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
         copied = dest / "mutants" / p
-        if p not in modules and copied.exists() and copied.read_bytes() != src.read_bytes():
+        # A file added since mutmut made its copy (a new test, a new golden file) goes there too.
+        if p not in modules and (dest / "mutants").is_dir() and (not copied.exists() or copied.read_bytes() != src.read_bytes()):
+            copied.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, copied)
     for d, dirs, names in os.walk(dest):
         rel = Path(d).relative_to(dest)

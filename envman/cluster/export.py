@@ -58,7 +58,6 @@ GFD_DRIVER_REV = "nvidia.com/cuda.driver.rev"
 GFD_COMPUTE_MAJOR = "nvidia.com/gpu.compute.major"
 GFD_COMPUTE_MINOR = "nvidia.com/gpu.compute.minor"
 GPU_RESOURCE = "nvidia.com/gpu"
-K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")
 DEVCONTAINER_USER = "envman"
 
@@ -167,8 +166,8 @@ def gfd_node_terms(stack: Stack) -> list[Term]:
 
 def k8s_name(text: str, *, what: str = "name") -> str:
     """``text`` as a DNS-1123 label (lowercase, digits, ``-``; 1-63 characters)."""
-    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")
-    if not name or not K8S_NAME_RE.fullmatch(name):
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].strip("-")  # a label whenever not empty
+    if not name:
         raise UserError(f"{text!r} makes no Kubernetes {what}", fix="use letters, digits and -")
     return name
 

@@ -524,8 +524,7 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
         if rep is None:
             continue
         md = ctx.metadata([rep.file])[rep.file.url]
-        majors = sorted({int(e[4:]) for line in md.requires_dist for e in _extras(line) if e[4:].isdigit() and e.startswith("cuda")})
-        for major in majors:
+        for major in _cuda_extras(md.requires_dist):
             plugin = f"jax-cuda{major}-plugin"
             try:
                 prels = releases(wheels(ctx.files(plugin)))
@@ -567,10 +566,13 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
                                        "the CUDA/cuDNN columns are the lowest versions the plugin accepts"))
 
 
-def _extras(line: str) -> list[str]:
+def _cuda_extras(lines: Iterable[str]) -> list[int]:
+    """The CUDA majors of the ``cudaNN`` extras ``Requires-Dist`` ``lines`` name (``extra ==
+    "cuda13"``), ascending; other extras (``cuda``, ``cuda12-local``, ``tpu``) name none."""
     import re
 
-    return re.findall(r"extra\s*==\s*[\"']([^\"']+)[\"']", line)
+    extras = (e for line in lines for e in re.findall(r"extra\s*==\s*[\"']([^\"']+)[\"']", line))
+    return sorted({int(m.group(1)) for e in extras if (m := re.fullmatch(r"cuda([0-9]+)", e))})
 
 
 def _wheel_columns(ctx: _Ctx, b: RowBuilder, ws: list[Wheel], pins: CudaPins, extras: tuple[str, ...], dist: str,

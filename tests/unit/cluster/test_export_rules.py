@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings, strategies as st
 
 from envman.cluster import export as X
 from envman.cluster.export import ExportInput
@@ -226,9 +227,22 @@ def test_runtime_class_names(name, ok):
 
 
 @pytest.mark.parametrize("text,name", [("My_Proj.v2", "my-proj-v2"), ("-a-", "a"), ("a" * 70, "a" * 63),
-                                       ("a" * 62 + "-b", "a" * 62), (" x ", "x"), ("Ünï", "n"), ("a--b", "a--b")])
+                                       ("a" * 62 + "-b", "a" * 62), ("-" * 10 + "a" * 60, "a" * 60), (" x ", "x"), ("Ünï", "n"), ("a--b", "a--b")])
 def test_kubernetes_names(text, name):
     assert X.k8s_name(text) == name
+
+
+@given(st.text(max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_a_kubernetes_name_is_a_dns_label_or_refused(text):
+    import re
+
+    try:
+        name = X.k8s_name(text)
+    except UserError:
+        assert not re.search(r"[a-z0-9]", text.lower())
+        return
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63
 
 
 @pytest.mark.parametrize("size,q", [("3k", "3Ki"), ("1025", "1025"), ("1024", "1Ki"), ("1536m", "1536Mi"), ("1g", "1Gi"),
@@ -273,7 +287,6 @@ def test_write_output_refuses_what_is_in_the_way_and_writes_nothing(tmp_path):
 
 # --------------------------------------------------------------------------- the YAML writer
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 #: Every key YAML 1.1 readers (kubectl's among them) take for a boolean or null, in every case.
 RESERVED = ["true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from packaging.version import Version
 
 from envman.matrix import update as U
@@ -723,3 +724,78 @@ def test_plan_shipped_appends_every_row_of_a_framework_and_names_an_unreadable_f
     with pytest.raises(UserError) as e:
         U.plan_shipped(rows, tmp_path)
     assert e.value.what == "the shipped matrix file is UTF-16, expected UTF-8 text"
+
+
+EXTRA_NAMES = st.one_of(st.from_regex(r"cuda[0-9]{1,3}", fullmatch=True), st.sampled_from(
+    ["cuda", "cuda-13", "cuda_13", "cuda12-local", "cuda12_pip", "tpu", "k8s", "cuda13x", "CUDA13", "cpu", "xcuda13"]))
+
+
+@given(st.lists(EXTRA_NAMES, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_the_cuda_majors_of_jax_are_its_cudann_extras_only(extras):
+    import re
+
+    lines = [f'jax-cuda-plugin; extra == "{e}"' for e in extras] + ["jaxlib==0.13.0", f"x; extra=='{extras[0] if extras else 'a'}'"]
+    want = sorted({int(e[4:]) for e in extras if re.fullmatch(r"cuda[0-9]+", e)})
+    assert U._cuda_extras(lines) == want
+
+
+def _jax_index(*, plugin12=True, jaxlib_has_release=True, arm_plugin=False) -> Index:
+    ix = Index()
+    ix.add("jax", "jax-0.12.9-py3-none-macosx_14_0_arm64.whl")  # no Linux wheel: not derived, not reported
+    ix.add("jax", "jax-0.13.0-py3-none-any.whl", ['jax-cuda12-plugin[with-cuda]; extra == "cuda12"',
+                                                   'jax-cuda13-plugin[with-cuda]; extra == "cuda13"',
+                                                   'jax-cuda13-plugin; extra == "cuda"', 'libtpu; extra == "tpu"'])
+    for plat in (X86, ARM):
+        ix.add("jaxlib", f"jaxlib-{'0.13.0' if jaxlib_has_release else '0.12.0'}-cp312-cp312-{plat}.whl")
+    ix.add("jax-cuda12-plugin", f"jax_cuda12_plugin-{'0.13.0' if plugin12 else '0.12.0'}-cp312-cp312-{X86}.whl",
+           ['nvidia-cuda-runtime-cu12>=12.1.105; extra == "with-cuda"'])
+    for plat in (X86, ARM) if arm_plugin else (X86,):
+        ix.add("jax-cuda13-plugin", f"jax_cuda13_plugin-0.13.0-cp312-cp312-{plat}.whl",
+               ['nvidia-cuda-runtime~=13.0; extra == "with-cuda"'])
+    return ix
+
+
+def test_jax_skips_a_plugin_without_the_release_and_goes_on(monkeypatch):
+    _jax_index(plugin12=False, arm_plugin=True).install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    assert result.new_releases == {"jax": ["0.12.9", "0.13.0"]}
+    assert result.skipped == ["jax 0.13.0 cuda12: no Linux x86_64 jax-cuda12-plugin 0.13.0 wheel"]
+    (row,) = result.rows
+    assert row.key == ("jax", "0.13.0", "cuda13") and row.data["platforms"] == ["linux/amd64", "linux/arm64"]
+    assert row.data["platform_source"] == [f"{PYPI}/f/jax_cuda13_plugin-0.13.0-cp312-cp312-{ARM}.whl"]
+
+
+def test_jax_skips_a_major_without_a_python_every_package_has_and_goes_on(monkeypatch):
+    _jax_index(jaxlib_has_release=False).install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    assert result.skipped == ["jax 0.13.0 cuda12: no Python version has plugin and jaxlib wheels",
+                              "jax 0.13.0 cuda13: no Python version has plugin and jaxlib wheels"]
+    assert result.rows == []
+
+
+JAX_PREV = [  # (earlier jax rows, the CUDA the new cuda13 row states: the plugin gives only the major)
+    ([("0.12.0", "cuda13", "13.0"), ("0.12.5", "cuda13-local", "13.2")], "13.0"),
+    ([("0.12.0", "gpu13", "13.1"), ("0.12.5", "gpu12", "12.8")], "13.1"),
+    ([("0.12.5", "gpu12", "12.8")], "13.0"),
+]
+
+
+@pytest.mark.parametrize("rows,cuda", JAX_PREV)
+def test_a_jax_row_inherits_from_its_variant_then_its_cuda_major(monkeypatch, rows, cuda):
+    m = _matrix(builds=[_build("jax", v, var, c, "9.1", ["8.0"], []) for v, var, c in rows], cuda=MATRIX.cuda)
+    ix = _jax_index()
+    ix.pages.pop((PYPI, "jax-cuda12-plugin"))
+    ix.install(monkeypatch)
+    (row,) = U.find_updates(Http(), _settings(frameworks=("jax",)), m).rows
+    assert row.data["cuda"] == cuda
+
+
+def test_a_jax_release_is_read_from_its_linux_x86_64_wheel_when_it_is_not_pure_python(monkeypatch):
+    ix = _jax_index()
+    ix.pages[(PYPI, "jax")] = []
+    ix.add("jax", f"jax-0.13.0-cp312-cp312-{X86}.whl", ['jax-cuda13-plugin[with-cuda]; extra == "cuda13"'])
+    ix.add("jax", f"jax-0.13.1-cp312-cp312-{ARM}.whl", ['jax-cuda13-plugin[with-cuda]; extra == "cuda13"'])
+    ix.install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    assert [r.key for r in result.rows] == [("jax", "0.13.0", "cuda13")] and result.skipped == []
