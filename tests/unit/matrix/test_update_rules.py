@@ -799,3 +799,24 @@ def test_a_jax_release_is_read_from_its_linux_x86_64_wheel_when_it_is_not_pure_p
     ix.install(monkeypatch)
     result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert [r.key for r in result.rows] == [("jax", "0.13.0", "cuda13")] and result.skipped == []
+
+
+def _scenario_without_torchvision() -> Index:
+    """torch releases no torchvision requires: the row pins torch alone and says so."""
+    ix = Index()
+    for py in ("cp312", "cp313", "cp313t"):
+        ix.add("torch", f"torch-2.9.0-{py.rstrip('t')}-{py}-{X86}.whl", TORCH_13)
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{ARM}.whl", ["nvidia-cuda-runtime-cu12==12.8.90"])  # another build on arm64
+    ix.add("torch", f"torch-2.9.1-cp313-cp313t-{X86}.whl", TORCH_13)  # free-threaded only: no regular Python
+    ix.add("torchvision", f"torchvision-0.23.0-py3-none-{X86}.whl", ["torch==2.8.0"])
+    cu128 = ["nvidia-cuda-runtime-cu12==12.8.90", "nvidia-cudnn-cu12==9.7.1.26"]
+    ix.add("torch", f"torch-2.9.0+cu128-cp312-cp312-{X86}.whl", cu128, index=TORCH)
+    ix.add("torch", f"torch-2.9.0+cu128-cp313-cp313t-{X86}.whl", cu128, index=TORCH)
+    ix.add("torchvision", f"torchvision-0.23.0+cu128-cp312-cp312-{X86}.whl", ["torch==2.8.0"], index=f"{TORCH}/cu128")
+    return ix
+
+
+def test_torch_rows_without_a_torchvision_are_exactly_the_reviewed_ones(monkeypatch):
+    _scenario_without_torchvision().install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX)
+    _golden("rows-without-torchvision.json", _result_doc(result))
