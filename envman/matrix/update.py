@@ -297,9 +297,10 @@ class RowBuilder:
                           + (f" from {prev.framework}-{prev.version} {prev.variant}" if prev else " (none known)"))
 
     def build(self, *, note: str = "") -> NewRow:
-        order = ["version", "variant", "cuda", "cudnn", "python", "python_freethreaded", "packages", "index_url", "extra_index_url",
-                 "find_links", "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms",
-                 "platform_status", "platform_source", "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
+        # The columns a derived row can have, in the order of matrices/README.md.
+        order = ["version", "variant", "cuda", "cudnn", "python", "python_freethreaded", "packages", "index_url",
+                 "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms", "platform_source",
+                 "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
         if self._arm64 is not None and "linux/arm64" in self.data.get("platforms", ()):
             self.data["sass_arm64"], self.data["ptx_arm64"] = self._arm64
         row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
@@ -664,7 +665,7 @@ def cuda_versions(ctx: _Ctx) -> dict[Version, str | None]:
     """CUDA releases on the index (``X.Y.Z``; a fourth part is a repackaging) -> first upload day."""
     out: dict[Version, str | None] = {}
     for f in ctx.files(CUDA_PROJECT):
-        v = final_version(f.filename.split("-")[1]) if f.filename.count("-") >= 2 else None
+        v = final_version(f.filename.split("-")[1])  # ctx.files: wheels named cuda_toolkit-VERSION-...
         if v is None or len(v.release) < 3:
             continue
         v = Version(".".join(str(p) for p in v.release[:3]))
@@ -733,7 +734,7 @@ def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGR
         for fw in settings.frameworks:
             DERIVERS[fw](ctx, result)
     except IndexFileError as exc:
-        raise EnvmanError(exc.what, where=exc.where, fix=(exc.fix or "") + "; nothing was written") from None
+        raise EnvmanError(exc.what, where=exc.where, fix="; ".join([*filter(None, [exc.fix]), "nothing was written"])) from None
     finally:
         ctx.pool.shutdown(wait=False, cancel_futures=True)
     return result
@@ -855,9 +856,9 @@ def settle(rows: list[NewRow], files: list[Path], plan: Callable[[list[NewRow]],
     """Drop rows that fail the checks until the rest pass together; returns (rows, skipped, files)."""
     skipped: list[str] = []
     for _ in range(4):
-        candidates = plan(rows) if rows else {}
         if not rows:
             return rows, skipped, {}
+        candidates = plan(rows)
         ok, bad = check_rows(rows, files, candidates, render)
         skipped += bad
         if len(ok) == len(rows):

@@ -150,8 +150,13 @@ def _scenario() -> Index:
     ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{ARM}.whl", ["filelock"], index=TORCH)  # a CPU build on arm64
     ix.add("torch", f"torch-2.9.0+cu130-cp312-cp312-{X86}.whl", TORCH_13, index=TORCH)
     ix.add("torch", f"torch-2.9.0+cpu-cp311-cp311-{X86}.whl", ["filelock"], index=TORCH)
+    ix.add("torch", f"torch-2.9.0+cu125-cp312-cp312-{ARM}.whl", cu126, index=TORCH)  # no Linux x86_64 build: no row
+    ix.add("torch", f"torch-2.9.0+cu129-cp313-cp313t-{X86}.whl", cu126, index=TORCH)  # free-threaded only: skipped
+    ix.add("torch", f"torch-2.9.0+cu132-cp312-cp312-{X86}.whl", ["cuda-toolkit==13.2.0", "nvidia-cudnn-cu13==9.15.0.1"],
+           index=TORCH)
+    ix.add("torch", f"torch-2.8.5-cp312-cp312-macosx_14_0_arm64.whl", TORCH_13)  # no Linux x86_64 wheel
     ix.add("torch", f"torch-2.9.0+cpu-cp312-cp312-{X86}.whl", ["filelock"], index=TORCH)
-    for local in ("cu126", "cpu"):
+    for local in ("cu126", "cpu", "cu129", "cu132"):
         ix.add("torchvision", f"torchvision-0.24.0+{local}-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/{local}")
     # jax: the pure-Python jax names its CUDA extras; jaxlib and the CUDA 13 plugin have wheels, the 12 one is missing.
     ix.add("jax", "jax-0.13.0-py3-none-any.whl", ['jaxlib==0.13.0', 'jax-cuda13-plugin[with-cuda]==0.13.0; extra == "cuda13"',
@@ -820,3 +825,89 @@ def test_torch_rows_without_a_torchvision_are_exactly_the_reviewed_ones(monkeypa
     _scenario_without_torchvision().install(monkeypatch)
     result = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX)
     _golden("rows-without-torchvision.json", _result_doc(result))
+
+
+ORT = [  # (earlier onnxruntime rows, the wheel's Requires-Dist, the row's variant and CUDA, or the skip)
+    ([("1.31.0", "cuda13", "13.0")], ["numpy"], "onnxruntime 1.32.0: its wheels state no CUDA and no earlier row gives one"),
+    ([("1.30.0", "cuda12", "12.4"), ("1.31.0", "cuda13", "13.0")], ["numpy"], ("cuda12", "12.4")),
+    ([("1.30.0", "cuda12", "12.4"), ("1.31.0", "cuda12x", "12.8")], ['nvidia-cudnn-cu12~=9.0; extra == "cudnn"'], ("cuda12", "12.4")),
+    ([("1.30.0", "gpu12", "12.8"), ("1.31.0", "cuda13", "13.0")], ['nvidia-cudnn-cu12~=9.0; extra == "cudnn"'], ("cuda12", "12.8")),
+    ([("1.31.0", "cpu", None)], ["numpy"], "onnxruntime 1.32.0: its wheels state no CUDA and no earlier row gives one"),
+    ([], ["numpy"], "onnxruntime 1.32.0: its wheels state no CUDA and no earlier row gives one"),
+]
+
+
+@pytest.mark.parametrize("rows,requires,want", ORT)
+def test_the_variant_and_cuda_of_an_onnxruntime_row(monkeypatch, rows, requires, want):
+    m = _matrix(builds=[_build("onnxruntime", v, var, c, "9.1", ["8.0"] if c else [], []) for v, var, c in rows],
+                cuda=MATRIX.cuda)
+    ix = Index()
+    ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.32.0-cp312-cp312-{X86}.whl", requires)
+    ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.33.0-cp312-cp312-{X86}.whl", ['nvidia-cuda-runtime~=13.0; extra == "cuda"'])
+    ix.install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("onnxruntime",)), m)
+    first = [r for r in result.rows if r.data["version"] == "1.32.0"]
+    if isinstance(want, str):
+        assert result.skipped == [want] and not first
+    else:
+        assert (first[0].data["variant"], first[0].data["cuda"]) == want
+    assert any(r.data["version"] == "1.33.0" for r in result.rows)  # the next release is derived either way
+
+
+def test_more_decisions_at_their_edges(monkeypatch):
+    # the newest CUDA first among rows of one release (listed in any order)
+    rows = [_build("torch", "2.8.0", "cu126", "12.6"), _build("torch", "2.8.0", "cu128", "12.8")]
+    assert U.previous_row(SimpleNamespace(builds=rows), "torch", Version("2.9"), "x", 12).variant == "cu128"
+    # a platform wheel of free-threaded builds only loses to a wheel with a regular Python
+    ft, pure = _wheel(f"t-1-cp313-cp313t-{X86}.whl"), _wheel("t-1-py3-none-any.whl")
+    assert U.representative([ft, pure], "linux/amd64") is pure and U.representative([ft], "linux/amd64") is ft
+    # the page's Requires-Python applies to the wheels it lists
+    (w,) = U.wheels([IndexFile("t-1-py3-none-any.whl", "u", requires_python=">=3.14")])
+    assert w.tags.pythons == ("3.14", "3.15")
+    # a row's note: the notes alone, joined
+    b = U.RowBuilder("t", Version("1"), "v")
+    b.notes += ["a", "b"]
+    assert b.build().data["note"] == "a; b"
+    # the CUDA report: a release the matrix lacks does not stop the others
+    m = _matrix(cuda=[_rel("13.0")], images=[SimpleNamespace(cuda_patch=Version("13.0.1"), custom=False)])
+    assert U.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[0] == ["12.9.0"]
+    assert len(U.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[1]) == 2
+
+
+def test_a_page_error_without_a_fix_still_says_nothing_was_written(monkeypatch):
+    from envman.errors import EnvmanError
+    from envman.matrix.index import IndexFileError
+
+    def broken(http, index, project):
+        raise IndexFileError("no files list", where="w")
+
+    monkeypatch.setattr(U, "fetch_project", broken)
+    with pytest.raises(EnvmanError) as e:
+        U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    assert e.value.fix == "nothing was written"
+
+
+def test_check_rows_goes_on_after_a_row_that_does_not_load(tmp_path):
+    missing, good = _new_row("9.9.7"), _new_row("9.9.9")
+    text = U.plan_overlay([good], tmp_path / "o.toml")[tmp_path / "o.toml"]
+    ok, why = U.check_rows([missing, good], _shipped(), {tmp_path / "o.toml": text}, lambda s: None)
+    assert ok == [good] and why == ["jax-9.9.7-cuda13.0 (cuda13): not loaded"]
+
+
+def test_a_shipped_matrix_file_may_be_large(tmp_path):
+    (tmp_path / "jax.toml").write_text("# x\n" * 300_000)  # 1.2 MB, over the limit of small files
+    assert len(U.plan_shipped([_new_row()], tmp_path)[tmp_path / "jax.toml"]) > 1_200_000
+
+
+@pytest.mark.parametrize("torch_index", [TORCH + "/", TORCH])
+def test_torch_pins_are_read_for_linux_x86_64_and_the_variant_index_may_end_in_a_slash(monkeypatch, torch_index):
+    ix = Index()
+    marker = "; platform_system == 'Linux' and platform_machine == 'x86_64'"
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", [f"nvidia-cuda-runtime-cu12==12.8.90{marker}"])
+    ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{X86}.whl", ["torch==2.9.0"])
+    ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{X86}.whl", [f"nvidia-cuda-runtime-cu12==12.6.77{marker}"], index=TORCH)
+    ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
+    ix.install(monkeypatch)
+    result = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=torch_index), MATRIX)
+    assert [(r.data["variant"], r.data["cuda"], r.data.get("index_url")) for r in result.rows] == [
+        ("cu128", "12.8", None), ("cu126", "12.6", f"{TORCH}/cu126")]
