@@ -677,7 +677,7 @@ def _user() -> str:
 
 
 def jobs(run: SubmitRunner = _run, limit: int | None = None) -> list[tuple[JobRecord, JobState]]:
-    records = load_records()[:limit] if limit else load_records()
+    records = load_records()[:limit or None]
     states = job_states([r.id for r in records], run, since=min((r.submitted for r in records), default=None))
     return [(r, states.get(r.id, JobState(r.id, "UNKNOWN"))) for r in records]
 
@@ -852,7 +852,7 @@ def node_check(target: str, gpus_slurm: bool, matrix: MatrixSource) -> list[str]
     from envman.run.preflight import gpu_problems
 
     project = locate(target)
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    settings = merge_settings(project, load_user_config(), CliOverrides())  # its stack: the GPUs are Slurm's
     stack = matrix.resolve(settings.stack)
     if not gpus_slurm:
         return []

@@ -531,6 +531,7 @@ def test_parse_squeue_and_sacct_exactly():
                                       "43": JobState("43", "COMPLETED")}
     assert S.parse_squeue("46|RUNNING\n") == {"46": JobState("46", "RUNNING")}
     assert S.parse_squeue("47|RUNNING|none\n")["47"].reason == "none"
+    assert S.parse_sacct("10||0:0\n") == {"10": JobState("10", "UNKNOWN", 0, None)}
     sacct = "3|CANCELLED by 0|0:15\n4||\n5|FAILED|x\n6|TIMEOUT|0:0\n7.batch|FAILED|1:0\n8|OK\n\n9|FAILED|2:0\n"
     assert S.parse_sacct(sacct) == {"3": JobState("3", "CANCELLED", 0, 15), "4": JobState("4", "UNKNOWN"),
                                     "5": JobState("5", "FAILED"), "6": JobState("6", "TIMEOUT", 0, None),
@@ -561,7 +562,7 @@ def test_job_states_live_from_squeue_ended_from_sacct_then_the_completion_log(mo
     start = "--starttime=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(86400 * 2))
     assert no_db.calls[2] == ["sacct", "--completion", "--noheader", "--parsable2", "--format=JobID,State,ExitCode",
                               "--jobs=43", start]
-    nothing = Cluster(squeue=(0, "", ""), sacct=(1, "", "down"))
+    nothing = Cluster(squeue=(0, "", ""), sacct=(1, "43|COMPLETED|0:0\n", "down"))  # a failed sacct's output is not believed
     assert S.job_states(["43"], nothing)["43"] == JobState("43", "UNKNOWN")
     assert _refusal(S.job_states, ["1"], Cluster(squeue=(1, "", "squeue: error: down\n"))) == (
         "EnvmanError", "squeue failed: squeue: error: down", "envman jobs", "check the cluster: scontrol ping")
@@ -576,6 +577,7 @@ def test_jobs_lists_the_records_with_their_states(monkeypatch):
     assert any(a.startswith("--starttime=") for a in cluster.calls[1])
     assert [(r.id, s.state) for r, s in S.jobs(Cluster(squeue=(0, "7|RUNNING|None\n", "")), limit=2)] == [
         ("7", "RUNNING"), ("6", "UNKNOWN")]
+    assert [(r.id, s.state) for r, s in S.jobs(cluster, limit=None)] == [("7", "RUNNING"), ("6", "COMPLETED"), ("5", "UNKNOWN")]
     monkeypatch.setattr(S, "job_states", lambda ids, run, since=None: {})
     assert [s for _, s in S.jobs(cluster)] == [JobState("7", "UNKNOWN"), JobState("6", "UNKNOWN"), JobState("5", "UNKNOWN")]
 
@@ -783,3 +785,13 @@ def test_the_slurm_config_table(tmp_path):
 
 def test_charliecloud_keeps_one_converted_copy_per_image():
     assert S.charliecloud_image_dir("/s", "reg.example:5000/a/b:1") == "/s/charliecloud/reg.example_5000_a_b_1"
+
+
+def test_no_jobs_and_the_log_poll_interval(monkeypatch):
+    assert S.jobs(Cluster()) == []
+    _write_record(id="9", log="/nonexistent/job.log")
+    monkeypatch.setattr(S, "job_states", lambda ids, run, since=None: {"9": JobState("9", next(states))})
+    states = iter(["RUNNING", "COMPLETED"])
+    slept: list[float] = []
+    assert S.follow_log("9", lambda s: None, Cluster(), sleep=slept.append).state == "COMPLETED"
+    assert slept == [1.0]
