@@ -485,7 +485,7 @@ def test_check_only_names_new_releases_without_reading_metadata(monkeypatch):
     out = U.check_only(Http(), _settings(cuda=True), m)
     assert out["cuda"] == ["14.0.0"] and out["gpus"][0].startswith("the GPU list was compared")
     assert {k: v for k, v in out.items() if k not in ("cuda", "gpus")} == {
-        "torch": ["2.9.0", "2.10.0"], "jax": ["0.13.0"], "onnxruntime": ["1.32.0"], "tensorflow": ["2.22.0", "2.23.0"]}
+        "torch": ["2.8.5", "2.9.0", "2.10.0"], "jax": ["0.13.0"], "onnxruntime": ["1.32.0"], "tensorflow": ["2.22.0", "2.23.0"]}
     assert U.check_only(Http(), _settings(cuda=False, frameworks=("jax",)), m) == {"jax": ["0.13.0"]}
     fresh = _matrix(builds=MATRIX.builds, cuda=[_release("14.0", ["9.0"])], checked="2999-01-01",
                     gpus=[SimpleNamespace(cc=Arch(12, 0))])
