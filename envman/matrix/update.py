@@ -350,7 +350,6 @@ class _TorchVision:
     def __init__(self, ctx: _Ctx, index: str | None = None) -> None:
         self.ctx, self.index = ctx, index
         self.rels = releases(wheels(ctx.files("torchvision", index)))
-        self._spec: dict[Version, tuple[SpecifierSet, str]] = {}
 
     def companion(self, torch: Version, local: str | None = None, platform: str = "linux/amd64") -> tuple[Version, list[Wheel], str] | None:
         cands = sorted((v for v in self.rels if v.major == 0 or v.major >= 0), reverse=True)
