@@ -262,8 +262,8 @@ def private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) with mode 0700 for the last component; refuse one that is a
     symlink or owned by someone else (a planted directory would see everything written there)."""
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except FileExistsError:  # a file, or a symlink to one: refused below
+        path.mkdir(parents=True, mode=0o700)
+    except FileExistsError:  # already there (a directory, or anything else: refused below)
         pass
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():

@@ -51,10 +51,13 @@ def test_every_gpu_refusal_exactly(value):
 
 @pytest.mark.parametrize("request_,text,count", [
     (GpuRequest("all"), "all", 1), (GpuRequest("count", count=3), "3", 3),
-    (GpuRequest("devices", devices=("0", "GPU-1")), "device=0,GPU-1", 2), (None, None, 0)])
+    (GpuRequest("devices", devices=("0", "GPU-1")), "device=0,GPU-1", 2), (None, None, 0),
+    (GpuRequest("count"), "None", 0)])
 def test_each_gpu_request_kind_prints_and_counts(request_, text, count):
-    if request_ is not None:
+    if request_ is not None and (request_.kind != "count" or request_.count is not None):
         assert str(request_) == text and parse_gpus(text, where="W") == request_
+    elif request_ is not None:
+        assert str(request_) == text
     assert F.cluster_gpu_count(request_) == count
 
 
@@ -151,3 +154,10 @@ def test_project_json_has_every_field(tmp_path, monkeypatch):
     shown = F.load_project(root).to_json()
     assert (shown["gpus"], shown["requirements_file"], shown["requirements"], shown["needs_image"]) == (
         None, "r.txt", ["a==1"], True)
+
+
+@pytest.mark.parametrize("key,value", [("apt", "ffmpeg"), ("apt", ["a", 1]), ("mounts", "/a:/b")])
+def test_a_key_that_takes_a_list_of_strings_says_so_exactly(tmp_path, key, value):
+    doc = {key: value}
+    assert refusal(lambda: F.parse_project(doc, tmp_path / "envman.toml")) == (
+        f"key {key}: expected a list of strings, got {value!r}", str(tmp_path / "envman.toml"), None)
