@@ -20,7 +20,7 @@ from tests.support.errors import refusal
 
 pip_req_file = pytest.importorskip("pip._internal.req.req_file")
 
-REQ_TEXT = st.text(alphabet=st.sampled_from("ab#\\ \t\n\r-="), max_size=40)
+REQ_TEXT = st.text(alphabet=st.sampled_from("abX#\\ \t\n\r-="), max_size=40)
 
 
 @settings(max_examples=400, deadline=None)
@@ -49,7 +49,7 @@ def test_a_redirecting_option_is_refused_quoted_or_split_over_lines(option, form
         check_requirements(text, where="W")
 
 
-LOCAL_FORMS = ["{p}x", "pkg@{p}x", "pkg @ {p}x", "pkg[extra] @ {p}x", "pkg @ \\\n{p}x", "pkg@{p}x://y", "pkg==1 --hash {p}x"]
+LOCAL_FORMS = ["{p}x", "pkg@{p}x", "pkg @ {p}x", "pkg[extra] @ {p}x", "pkg @ \\\n{p}x", "pkg@{p}x://y", "pkg==1 --hash {p}x", "pkg@{p}x@y"]
 
 
 # (in the options part pip removes a backslash like a shell: ".\\x" is ".x" there)
