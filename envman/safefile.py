@@ -60,19 +60,17 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/") or root == "/"
 
 
-def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
-              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False,
-              follow: bool = False) -> bytes:
-    """The bytes of a regular file, at most ``limit`` of them; ``FileNotFoundError`` passes
-    through (callers word it for their case), every other problem is a ``UserError``.
-    ``private``: the file is one of the user's own records (:func:`state_problem`), so one that
-    another user owns or can write is refused too, and so is a symlink unless ``follow``: then
-    the file it leads to is held to the same rule (a config kept in a dotfiles folder)."""
+def open_file(path: str | os.PathLike[str], *, what: str = "file", fix: str | None = None, private: bool = False,
+              follow: bool = True) -> tuple[int, os.stat_result]:
+    """A descriptor on a regular file and its ``fstat``, opened without blocking (a FIFO never
+    hangs, a device is refused before a byte is read); ``FileNotFoundError`` passes through,
+    every other problem is a ``UserError``. ``follow=False``: a symlink is refused. ``private``:
+    one of the user's own records (:func:`state_problem`)."""
     where = str(path)
     if "\0" in where:
         raise UserError(f"{what} path contains a NUL byte", where=repr(where), fix=fix or "give a real path")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    if private and not follow:
+    if not follow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(where, flags)
@@ -94,6 +92,23 @@ def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = 
         if private and state_problem(st):
             raise UserError(f"the {what} is {state_problem(st)}, so it is not believed", where=where,
                             fix=fix or "remove it (or chmod go-w it if it is yours)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
+              inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False,
+              follow: bool = False) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them; ``FileNotFoundError`` passes
+    through (callers word it for their case), every other problem is a ``UserError``.
+    ``private``: the file is one of the user's own records (:func:`state_problem`), so one that
+    another user owns or can write is refused too, and so is a symlink unless ``follow``: then
+    the file it leads to is held to the same rule (a config kept in a dotfiles folder)."""
+    where = str(path)
+    fd, st = open_file(where, what=what, fix=fix, private=private, follow=follow or not private)
+    try:
         if inside is not None:
             real = fd_real_path(fd, where)
             root = os.path.realpath(inside)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
 import time
@@ -689,19 +688,13 @@ LOG_TAIL = 8 << 20
 def _open_log(path: str) -> int | None:
     """A descriptor on a job log that is a regular file (not a FIFO, a device or a symlink),
     opened without blocking; ``None`` while it does not exist."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    from envman.safefile import open_file
+
     try:
-        fd = os.open(path, flags)
+        return open_file(path, what="job log", follow=False,
+                         fix="a job log is a regular file envman's job script writes; remove what is there")[0]
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise UserError(f"cannot open the job log: {exc.strerror or exc}", where=path,
-                        fix="a job log is a regular file envman's job script writes; remove what is there") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UserError("the job log is not a regular file", where=path,
-                        fix="a job log is a regular file envman's job script writes; remove what is there")
-    return fd
 
 
 def read_log(job_id: str) -> tuple[JobRecord, str]:
