@@ -19,7 +19,7 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     from envman.cluster.export import ExportInput
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.registry import locate
-    from envman.project.trust import require_trust
+    from envman.project.trust import project_trusted, require_trust
     from envman.cli import matrix_source
 
     from envman.run.plan import sanitize_environment
@@ -31,7 +31,11 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     require_trust(project)
     check_project_root(project)
     matrix = matrix_source()
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    settings = merge_settings(project, load_user_config(), CliOverrides(), trusted=project_trusted(project),
+                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    withheld = settings.withheld_line(project.file)
+    if withheld:
+        _say(f"warning: {withheld}")
     stack = matrix.resolve(settings.stack)
     environment, dropped = sanitize_environment(settings.environment, settings.gpus)
     if dropped:

@@ -189,21 +189,22 @@ def show(
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.registry import locate
     from envman.project.image import home_dir
-    from envman.project.trust import trust_asks
-    from envman.project.trust import is_trusted
+    from envman.project.trust import project_trusted, trust_asks
     from envman.paths import CONTAINER_HOME
     from envman.state import stable_ref
 
     project = locate(name)
     matrix = _matrix()
-    settings = merge_settings(project, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    trusted = project_trusted(project)
+    settings = merge_settings(project, load_user_config(), CliOverrides(), trusted=trusted,
+                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     stack = matrix.resolve(settings.stack)
     doc = {
         "project": project.to_json(),
         "stack": stack.name,
         "settings": settings.to_json(),
         "home": str(home_dir(project)),
-        "trusted": is_trusted(project.real_file, project.digest, root=project.root),
+        "trusted": trusted,
         "asks": trust_asks(project),
     }
     if as_json:
@@ -222,6 +223,9 @@ def show(
     for k in ("mounts", "ports"):
         if doc["settings"][k]:
             c.print(f"  {k:<11} {', '.join(map(str, doc['settings'][k]))}", markup=False, highlight=False)
+    if settings.withheld:  # the user config's environment and mounts reach trusted files only
+        c.print(f"  {'withheld':<11} your config's [run] {' and '.join(settings.withheld)} (the file is not trusted)",
+                markup=False, highlight=False)
     if project.needs_image:
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
                 f"{len(p['requirements'])} lines)", markup=False, highlight=False)

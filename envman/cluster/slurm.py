@@ -776,7 +776,8 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.image import home_dir
     from envman.project.registry import locate
-    from envman.project.trust import require_trust
+    from envman.errors import stderr_line
+    from envman.project.trust import project_trusted, require_trust
     from envman.state import stable_ref
     from envman.cluster.export import checked_mounts
     from envman.run.plan import sanitize_environment
@@ -790,7 +791,10 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
     check_project_root(project)  # mounted at /workspace by every runtime, as by envman run
     matrix = MatrixSource.of(req.matrix_files)
     settings = merge_settings(project, load_user_config(), CliOverrides(command=req.command),
-                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+                              trusted=project_trusted(project), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    withheld = settings.withheld_line(project.file)
+    if withheld:
+        stderr_line(f"envman: warning: {withheld}")
     stack = matrix.resolve(settings.stack)
     res = req.resources
     if res.partition is None and cfg.partition:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from envman.errors import UserError
+from envman.errors import UserError, clip_list
 from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
 
 if sys.version_info >= (3, 11):
@@ -102,6 +102,18 @@ class RunSettings:
     ports: tuple[Port, ...]
     command: tuple[str, ...]
     origin: tuple[tuple[str, str], ...] = field(default=())  # (setting, "cli" | "project" | "user" | "default")
+    #: What the user config would have given but an untrusted project file does not get
+    #: (``"environment: A, B"``, ``"mounts: ..."``; names, never values): see :func:`merge_settings`.
+    withheld: tuple[str, ...] = ()
+
+    def withheld_line(self, project_file: str | Path) -> str | None:
+        """One warning line naming what the user config did not give ``project_file``, or ``None``."""
+        import shlex
+
+        if not self.withheld:
+            return None
+        return (f"your config's [run] {' and '.join(self.withheld)} not given to {project_file}: it is not trusted "
+                f"(read it, then trust it to pass them: envman project trust {shlex.quote(str(project_file))})")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +125,7 @@ class RunSettings:
             "ports": [f"127.0.0.1:{p.host}:{p.container}" for p in self.ports],
             "command": list(self.command),
             "origin": dict(self.origin),
+            "withheld": list(self.withheld),
         }
 
 
@@ -121,6 +134,7 @@ def merge_settings(
     user: UserConfig,
     cli: CliOverrides,
     *,
+    trusted: bool = False,
     stack_is_cpu: Callable[[str], bool] | None = None,
     total_ram: int | None = None,
 ) -> RunSettings:
@@ -129,6 +143,12 @@ def merge_settings(
     Tables and lists add up in the same order (a later source wins per variable / per mount
     target). The GPU default is every GPU for a CUDA stack and none for a CPU stack
     (``stack_is_cpu``); a CPU run of a CUDA stack is always asked for (``--no-gpu``).
+
+    The user config's ``[run] environment`` and ``[run] mounts`` (tokens, datasets) go only to a
+    project file the user trusts as it is now (``trusted``, :func:`envman.project.trust.project_trusted`):
+    a cloned repository's code, which runs in its container, gets neither until it is trusted;
+    what is left out is named in ``withheld``. The command line's ``-e`` and ``--mount`` are
+    given whatever the file (the user named them for this run).
     """
     origin: dict[str, str] = {}
 
@@ -170,11 +190,12 @@ def merge_settings(
         (bool(project.command), project.command, "project"),
         (True, (), "default"),
     )
+    user_env, user_mounts, withheld = user_for_project(user, trusted)
     env: dict[str, str] = {}
-    for src in (user.environment, project.environment, cli.environment):
+    for src in (user_env, project.environment, cli.environment):
         env.update(src)
     mounts: dict[str, Mount] = {}
-    for mount_src in (user.mounts, project.mounts, cli.mounts):
+    for mount_src in (user_mounts, project.mounts, cli.mounts):
         mounts.update((m.target, m) for m in mount_src)
     ports: dict[int, Port] = {}
     for port_src in (project.ports, cli.ports):
@@ -183,7 +204,21 @@ def merge_settings(
         stack=stack, gpus=gpus, shm_size=shm, environment=tuple(sorted(env.items())),
         mounts=tuple(sorted(mounts.values(), key=lambda m: m.target)),
         ports=tuple(sorted(ports.values(), key=lambda p: p.host)), command=tuple(command),
-        origin=tuple(sorted(origin.items())),
+        origin=tuple(sorted(origin.items())), withheld=withheld,
     )
+
+
+def user_for_project(user: UserConfig, trusted: bool
+                     ) -> tuple[tuple[tuple[str, str], ...], tuple[Mount, ...], tuple[str, ...]]:
+    """(the user config's environment, its mounts, what is withheld) for a project file that is
+    ``trusted`` or not: an untrusted file gets neither, and the names say what it missed."""
+    if trusted:
+        return user.environment, user.mounts, ()
+    withheld = []
+    if user.environment:
+        withheld.append("environment (" + clip_list([k for k, _ in user.environment]) + ")")
+    if user.mounts:
+        withheld.append("mounts (" + clip_list([mount_text(m) for m in user.mounts]) + ")")
+    return (), (), tuple(withheld)
 
 

@@ -78,6 +78,12 @@ def is_trusted(real_path: str, sha256: str, path: Path | None = None, *,
     return trusted_entry(real_path, sha256, root, path) is not None
 
 
+def project_trusted(project: ProjectConfig) -> bool:
+    """Whether ``project``'s file is trusted as it is now, as the project file of its directory
+    (what gates the user config's environment and mounts: :func:`envman.project.settings.merge_settings`)."""
+    return trusted_entry(project.real_file, project.digest, project.root) is not None
+
+
 #: How long ``project trust`` / ``untrust`` wait for another envman process writing the record.
 LOCK_TIMEOUT = 60.0
 

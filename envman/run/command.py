@@ -103,7 +103,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import check_shm, check_stack_name, parse_gpus
-    from envman.project.trust import require_trust
+    from envman.project.trust import project_trusted, require_trust
 
     args, bare = grammar.split(words, args)
     if bare and command:
@@ -137,7 +137,8 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
         ports=parse_cli_ports(a.port),
         command=tuple(command),
     )
-    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    settings = merge_settings(proj, load_user_config(), cli, trusted=project_trusted(proj),
+                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     for m in settings.mounts:
         if not os.path.exists(m.source):
             raise UserError(f"mount source {m.source} does not exist", where=f"mount {m.target}",
@@ -299,14 +300,17 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
 
 def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """The environment values of a cached run, worked out again (the cache keeps only their
-    names and hashes): the user config, the project file, then ``-e`` options, as on the full
-    path, filtered the same way (cached runs never request GPUs)."""
+    names and hashes): the user config (for a trusted file only), the project file, then ``-e``
+    options, as on the full path, filtered the same way (cached runs never request GPUs)."""
     from envman.project.file import load_project
-    from envman.project.settings import load_user_config
+    from envman.project.settings import load_user_config, user_for_project
+    from envman.project.trust import project_trusted
 
     a = grammar.parse(grammar.RUN, args)
+    project = load_project(project_file)
     env: dict[str, str] = {}
-    for src in (load_user_config().environment, load_project(project_file).environment, parse_cli_env(a.env_var)):
+    for src in (user_for_project(load_user_config(), project_trusted(project))[0], project.environment,
+                parse_cli_env(a.env_var)):
         env.update(src)
     return sanitize_environment(sorted(env.items()), None)[0]
 

@@ -191,6 +191,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.file import Port, check_stack_name, parse_gpus
     from envman.project.registry import locate
+    from envman.project.trust import project_trusted
     from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
     from envman.run.command import detect_host, project_image_builder, suggester
@@ -210,7 +211,8 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         ports=(Port(host_port, CONTAINER_PORT),),
         command=notebook_command(os.getuid()),
     )
-    settings = merge_settings(proj, load_user_config(), cli, stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
+    settings = merge_settings(proj, load_user_config(), cli, trusted=project_trusted(proj),
+                              stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     resolved = matrix.resolve(settings.stack)
     engine = docker_facts()
     prepared = prepare_run(proj, replace(settings, ports=cli.ports), resolved, engine=engine,

@@ -130,6 +130,9 @@ def prepare_run(
     mech = info.gpu_mechanism() if info is not None else None
     engine_kind, engine_url = _engine_kind(engine)
     home = prepare_home(project)
+    withheld = settings.withheld_line(project.file)
+    if withheld:
+        problems.append(Problem(WARNING, "project", withheld))
     environment, dropped = sanitize_environment(settings.environment, gpus)
     if dropped:
         problems.append(Problem(WARNING, "project", f"not passed to the container: {', '.join(dropped)} "

@@ -17,8 +17,8 @@ def test_cli_beats_project_beats_user(tmp_path):
     proj = load_project(root)
     user = UserConfig(stack="torch-1.0", gpus=GpuRequest("all"), gpus_set=True, shm_size="1g",
                       environment=(("A", "user"), ("U", "user")), mounts=(Mount("/srv/u", "/data"), Mount("/srv/x", "/x")))
-    # project over user
-    s = merge_settings(proj, user, CliOverrides())
+    # project over user (the user config's variables and mounts go to a trusted file only)
+    s = merge_settings(proj, user, CliOverrides(), trusted=True)
     assert (s.stack, s.gpus, s.shm_size) == ("torch-2.4-cuda12", GpuRequest("count", count=2), "2g")
     assert dict(s.environment) == {"A": "project", "B": "project", "U": "user"}
     assert {m.target: m.source for m in s.mounts} == {"/data": "/srv/a", "/x": "/srv/x"}
@@ -26,7 +26,7 @@ def test_cli_beats_project_beats_user(tmp_path):
     # CLI over project
     cli = CliOverrides(stack="torch-2.4-cpu", gpus=None, gpus_set=True, shm_size="32g", environment=(("B", "cli"),),
                        mounts=(Mount("/srv/c", "/data"),), ports=(Port(1, 2),), command=("bash",))
-    s = merge_settings(proj, user, cli)
+    s = merge_settings(proj, user, cli, trusted=True)
     assert (s.stack, s.gpus, s.shm_size, s.command) == ("torch-2.4-cpu", None, "32g", ("bash",))
     assert dict(s.environment)["B"] == "cli" and {m.target: m.source for m in s.mounts}["/data"] == "/srv/c"
     assert set(dict(s.origin).values()) == {"cli"}
