@@ -1,8 +1,10 @@
-"""The bench check: copy bandwidths through the driver API and matmul TFLOP/s through torch."""
+"""The bench check: copy bandwidths and fp16 tensor-core throughput through the driver API
+(no framework needed), and matmul TFLOP/s through torch where torch can use the GPU."""
 
 from .context import no_gpu_result
 from .contract import FAIL, PASS
 from .cuda import CudaError
+from .tensorcore import bench_mma_fp16
 
 
 DATASHEET_KEYS = {"bandwidth_gb_s": "device_bandwidth_gb_s", "fp32_tflops": "fp32_tflops",
@@ -115,7 +117,7 @@ def check_bench(ctx):
     cuda, dev, g = ctx.cuda, ctx.devices[0], ctx.gpus[0]
     summary = {"device": g["index"], "device_name": g["name"], "device_bandwidth_gb_s": None,
                "h2d_gb_s": None, "d2h_gb_s": None, "fp32_tflops": None, "fp16_tflops": None,
-               "skipped": {}, "method": {}}
+               "fp16_mma_tflops": None, "skipped": {}, "method": {}}
     problems = []
     nbytes = ctx.bench_bytes
     try:
@@ -131,6 +133,19 @@ def check_bench(ctx):
                           "d2h": c["dtoh"]["best_gb_s"]}}
     except CudaError as e:
         problems.append("copy bandwidth: %s" % e)
+    cc = tuple(int(p) for p in str(g.get("cc") or "0.0").split(".")[:2])
+    try:
+        tc = bench_mma_fp16(cuda, dev, cc, g.get("multiprocessors"))
+        if tc is None:
+            summary["skipped"]["fp16_mma_tflops"] = "mma.sync m16n8k16 needs sm_80 or later, this is sm_%d%d" % cc
+        else:
+            summary["fp16_mma_tflops"] = tc["tflops"]
+            summary["method"]["mma"] = tc
+            if tc["wrong_results"]:
+                problems.append("tensor-core loop: %d thread(s) summed a wrong result (expected %g)" % (
+                    tc["wrong_results"], tc["expected_per_thread"]))
+    except CudaError as e:
+        problems.append("tensor-core loop: %s" % e)
     try:
         mm = bench_torch_matmul(ctx.matmul_n, ctx.matmul_iters)
         summary["fp32_tflops"] = mm["fp32"]["tflops"]
@@ -163,6 +178,9 @@ def datasheet_fractions(summary, sheet):
         val = summary.get(measured)
         if isinstance(ref, (int, float)) and ref > 0 and isinstance(val, (int, float)):
             frac[key] = round(val / float(ref), 4)
+    ref, val = sheet.get("fp16_tflops"), summary.get("fp16_mma_tflops")
+    if isinstance(ref, (int, float)) and ref > 0 and isinstance(val, (int, float)):
+        frac["fp16_mma"] = round(val / float(ref), 4)
     return frac
 
 
@@ -175,6 +193,8 @@ def bench_reason(summary):
         fmt(summary["device_bandwidth_gb_s"], "GB/s"), fmt(summary["h2d_gb_s"], "GB/s"),
         fmt(summary["d2h_gb_s"], "GB/s"), fmt(summary["fp32_tflops"], "TFLOP/s"),
         fmt(summary["fp16_tflops"], "TFLOP/s"))
-    if summary["skipped"]:
+    if summary.get("fp16_mma_tflops") is not None:
+        reason += ", FP16 tensor cores (mma.sync) %s" % fmt(summary["fp16_mma_tflops"], "TFLOP/s")
+    if "fp32_tflops" in summary["skipped"]:
         reason += " (matmul skipped: needs a framework)"
     return reason

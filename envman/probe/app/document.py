@@ -25,13 +25,59 @@ def to_json_line(doc):
     return json.dumps(_finite(doc), allow_nan=False, ensure_ascii=True, default=str)
 
 
+def root_mount(mountinfo="/proc/self/mountinfo"):
+    """``(root, fstype)`` of the mount at ``/`` as this process sees it, or None.
+
+    On a host the root field is ``/``; an OCI runtime (runc, crun, ch-run) pivots into a
+    bind-mounted folder, so the root field names that folder of its file system.
+    """
+    found = None
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 7 or parts[4] != "/":
+                    continue
+                try:
+                    sep = parts.index("-", 6)
+                except ValueError:
+                    continue
+                fstype = parts[sep + 1] if len(parts) > sep + 1 else None
+                found = (parts[3].replace("\\040", " "), fstype)  # the last one is on top
+    except (IOError, OSError):
+        return None
+    return found
+
+
+def container_signals(exists=os.path.exists, environ=None, mountinfo="/proc/self/mountinfo"):
+    """What says this process runs in a container: engine marker files, the variables runtimes
+    set, and a root file system that is a bind-mounted folder (runc, ch-run) or an overlay."""
+    environ = os.environ if environ is None else environ
+    signals = []
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if exists(marker):
+            signals.append(marker)
+    if environ.get("container"):
+        signals.append("container=%s" % environ.get("container"))
+    if "CH_RUNNING" in environ:
+        signals.append("CH_RUNNING (ch-run)")
+    root = root_mount(mountinfo)
+    if root is not None:
+        if root[0] != "/":
+            signals.append("root is the folder %s of its file system" % root[0])
+        elif root[1] == "overlay":
+            signals.append("root is an overlay file system")
+    return signals
+
+
 def host_info():
     def env(k):
         return os.environ.get(k)
-    in_container = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    signals = container_signals()
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
             "machine": platform.machine(), "kernel": platform.release(),
-            "in_container": in_container, "cuda_version_env": env("CUDA_VERSION"),
+            "in_container": bool(signals), "container_signals": signals,
+            "cuda_version_env": env("CUDA_VERSION"),
             "nvidia_visible_devices": env("NVIDIA_VISIBLE_DEVICES"),
             "nvidia_driver_capabilities": env("NVIDIA_DRIVER_CAPABILITIES"),
             "python_executable": sys.executable}

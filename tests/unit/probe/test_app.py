@@ -37,6 +37,7 @@ from envman.probe.app import numeric as numeric_mod
 from envman.probe.app import run as run_mod
 from envman.probe.app import runtime as runtime_mod
 from envman.probe.app import verdict as verdict_mod
+from envman.probe.app import tensorcore as tensorcore_mod
 from envman.probe.app import versions as versions_mod
 from envman.probe.app.frameworks import base as base_mod
 from envman.probe.app.frameworks import onnx_proto as onnx_proto_mod
@@ -70,6 +71,7 @@ class FakeLib:
         self.next = 0x10000
         self.loaded_ptx = []
         self.launches = 0
+        self.mma_launches = []
         self.retained = 0
 
     # errors
@@ -139,8 +141,8 @@ class FakeLib:
         return 0
 
     def cuModuleGetFunction(self, pf, mod, name):
-        assert name == kernel_mod.KERNEL_NAME.encode()
-        pf._obj.value = 0xF0
+        assert name in (kernel_mod.KERNEL_NAME.encode(), tensorcore_mod.KERNEL_NAME.encode())
+        pf._obj.value = 0xF0 if name == kernel_mod.KERNEL_NAME.encode() else 0xF1
         return 0
 
     def cuModuleUnload(self, mod):
@@ -205,6 +207,15 @@ class FakeLib:
 
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
         self.launches += 1
+        if f == 0xF1:  # the tensor-core loop: every thread writes its accumulators' sum
+            out = ctypes.c_uint64.from_address(params[0]).value
+            iters = ctypes.c_uint32.from_address(params[1]).value
+            self.mma_launches.append((gx * bx, iters))
+            vals = [tensorcore_mod.expected_sum(iters)] * (gx * bx)
+            if self.corrupt:
+                vals[3] += 1.0
+            self.mem[out][: 4 * gx * bx] = struct.pack("%df" % (gx * bx), *vals)
+            return 0
         x = ctypes.c_uint64.from_address(params[0]).value
         y = ctypes.c_uint64.from_address(params[1]).value
         a = ctypes.c_float.from_address(params[2]).value
@@ -825,10 +836,67 @@ def test_bench_with_fake_gpu_measures_and_compares_with_the_datasheet(monkeypatc
     assert bench["device_bandwidth_gb_s"] == pytest.approx(2 * (1 << 20) / 1e6)  # read + write
     assert bench["h2d_gb_s"] == pytest.approx((1 << 20) / 1e6)
     assert bench["d2h_gb_s"] == pytest.approx((1 << 20) / 1e6)
+    # the tensor-core loop: 84 SMs x 4 blocks x 256 threads; calibrated on 2000 iterations (1 ms
+    # each launch here), then sized to the 100 ms target: 200,000 iterations in 1 ms (under the
+    # cap that keeps every sum exact)
+    assert lib.mma_launches == [(84 * 4 * 256, 10), (84 * 4 * 256, 2000), (84 * 4 * 256, 200000)]
+    warps = 84 * 4 * 256 // 32
+    mma_tflops = warps * 200000 * 8 * 4096 / 1e-3 / 1e12
+    assert bench["fp16_mma_tflops"] == pytest.approx(mma_tflops)
+    assert bench["method"]["mma"]["wrong_results"] == 0
     assert bench["fraction_of_datasheet"] == {"bandwidth_gb_s": 1.0, "fp32_tflops": 0.5,
-                                              "fp16_tflops": 0.5}
+                                              "fp16_tflops": 0.5, "fp16_mma": round(mma_tflops / 989, 4)}
+    assert "FP16 tensor cores (mma.sync) %.1f TFLOP/s" % mma_tflops in b["reason"]
     assert lib.mem == {} and not lib.host and lib.retained == 0
     assert doc["overall"] == "pass"
+
+
+@pytest.mark.parametrize("cc, runs", [((7, 5), False), ((8, 0), True), ((8, 6), True), ((9, 0), True),
+                                      ((12, 0), True)])
+def test_bench_tensor_core_loop_runs_from_sm80_and_says_why_not_below(cc, runs):
+    lib = FakeLib(devices=[("NVIDIA Fake", cc, 16 << 30)])
+    doc = run_mod.run_probe(opts(only=["bench"]), ctx=make_ctx(lib=lib, bench_bytes=4096), expect={})
+    assert check(doc, "bench")["status"] == "pass"
+    assert bool(lib.mma_launches) is runs
+    if runs:
+        assert doc["bench"]["fp16_mma_tflops"] > 0 and "fp16_mma_tflops" not in doc["bench"]["skipped"]
+    else:
+        assert doc["bench"]["fp16_mma_tflops"] is None
+        assert doc["bench"]["skipped"]["fp16_mma_tflops"] == "mma.sync m16n8k16 needs sm_80 or later, this is sm_75"
+
+
+def test_bench_tensor_core_loop_with_a_wrong_sum_fails_the_bench():
+    lib = FakeLib(devices=[("NVIDIA Fake H100", (9, 0), 80 << 30)], corrupt=True)
+    doc = run_mod.run_probe(opts(only=["bench"]), ctx=make_ctx(lib=lib, bench_bytes=4096), expect={})
+    b = check(doc, "bench")
+    assert b["status"] == "fail" and "tensor-core loop: 1 thread(s) summed a wrong result" in b["reason"]
+    assert doc["overall"] == "fail"
+
+
+def test_tensor_core_ptx_chains_independent_accumulators():
+    ptx = tensorcore_mod.mma_ptx(chains=3)
+    assert ".version 7.0" in ptx and ".target sm_80" in ptx
+    mmas = [ln.strip() for ln in ptx.splitlines() if ln.strip().startswith("mma.sync")]
+    assert len(mmas) == 3
+    for k, ln in enumerate(mmas):
+        d = "{%%d%d, %%d%d, %%d%d, %%d%d}" % tuple(range(4 * k, 4 * k + 4))
+        # each chain accumulates into its own four registers, in place
+        assert ln.startswith("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 " + d + ",")
+        assert ln.endswith(", " + d + ";")
+    assert ".reg .f32 %d<12>;" in ptx
+    assert sum(1 for ln in ptx.splitlines() if ln.strip().startswith("add.f32 %s, %s, %d")) == 12
+    assert tensorcore_mod.expected_sum(10, chains=3) == 120.0
+    # the cap: every partial sum of a thread's accumulators is an exact fp32 integer
+    cap = tensorcore_mod.MAX_ITERS
+    assert tensorcore_mod.expected_sum(cap) < 2 ** 24 <= tensorcore_mod.expected_sum(cap + 1)
+
+
+def test_tensor_core_loop_iterations_are_capped_where_sums_stay_exact(monkeypatch):
+    lib = FakeLib(devices=[("NVIDIA Fake", (9, 0), 16 << 30)])
+    monkeypatch.setattr(tensorcore_mod, "TARGET_MS", 1e9)
+    res = tensorcore_mod.bench_mma_fp16(cuda_mod.Cuda(lib, path="/fake"), 0, (9, 0), 2, target_ms=1e9)
+    assert lib.mma_launches[-1][1] == tensorcore_mod.MAX_ITERS == res["iters"]
+    assert res["wrong_results"] == 0
 
 
 def test_bench_matmul_without_a_framework_is_skipped_with_the_reason(monkeypatch):
