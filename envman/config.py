@@ -370,7 +370,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "network": tuple(NETWORK_KEYS),
     "build": ("builder", "base", "network"),
     "engine": ("host",),
-    "registry": ("default", "allow_http", "pull_on_run"),
+    "registry": ("default", "allow_http", "pull_on_run", "trust_registry"),
     "matrix": MATRIX_KEYS,
     "run": ("gpus", "shm_size", "environment", "mounts"),
     "project": ("stack",),

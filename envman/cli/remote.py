@@ -9,6 +9,7 @@ import typer
 from envman.cli.complete import complete_stack_or_project
 
 from envman.cli._out import emit_json
+from envman.errors import printable
 
 Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.",
                                        autocompletion=complete_stack_or_project)]
@@ -87,21 +88,26 @@ def push(
 def pull(
     target: Target,
     registry: RegistryOpt = None,
-    digest: Annotated[Optional[str], typer.Option("--digest", help="Pull exactly this manifest digest (sha256:...) instead of the tag's current one.", show_default=False)] = None,
+    digest: Annotated[Optional[str], typer.Option("--digest", help="Pull exactly this manifest digest (sha256:...), as the pusher's envman push printed it.", show_default=False)] = None,
+    trust_registry: Annotated[bool, typer.Option("--trust-registry", help="Without --digest or a push of yours: take the tag's current image, vouched for only by labels anyone who can push there writes.")] = False,
     allow_http: AllowHttp = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Pull a stack's image by digest, check its digest and labels, and promote it here."""
+    """Pull a stack's image by a digest you vouch for (--digest, or your own push), check it, and promote it here."""
     from envman.engine.docker import Engine
     from envman.images.remote import pull_stack
     from envman.state import stable_ref
 
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
-        pulled = pull_stack(engine, stack, reg, digest=digest, allow_http=allow_http or settings.allow_http)
+        pulled = pull_stack(engine, stack, reg, digest=digest, allow_http=allow_http or settings.allow_http,
+                            trust_registry=trust_registry or settings.trust_registry)
     if as_json:
         emit_json(pulled.__dict__)
         return
-    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}); promoted as {stable_ref(stack.name)}", err=True)
+    if pulled.note:
+        typer.echo(f"envman: warning: {printable(pulled.note)}", err=True)
+    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}; digest: {pulled.vouched_by}); promoted as "
+               f"{stable_ref(stack.name)}", err=True)
     typer.echo(pulled.ref)
 

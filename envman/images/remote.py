@@ -5,8 +5,12 @@
   (:mod:`envman.images.store`; a verdict known only from this user's report is put on the image
   first), tags it ``HOST[/PREFIX]/envman/<stack>:latest`` and ``:<render hash>``, pushes, and
   records the manifest digest the registry reported (the digest ref is what clusters run).
-* **Pull** asks the registry for the tag's digest (or takes the one given), pulls by digest (the
-  engine verifies the content against it), then refuses the image unless its labels say it is
+* **Pull** takes a digest someone vouches for (:func:`pull_digest`): the one given
+  (``--digest``), else the one this user pushed to that registry (``pushed.json``), else, only
+  when the user says every pusher of the registry is trusted (``--trust-registry`` or
+  ``[registry] trust_registry = true``), the tag's current one; otherwise it refuses, since labels
+  are written by whoever pushes. It pulls by digest (the engine verifies the content against
+  it), then refuses the image unless its labels say it is
   envman's image of exactly the stack this host resolves (``envman.stack`` equal to the resolved
   stack) and carry a runnable smoke verdict taken on exactly these layers
   (``envman.smoke.rootfs``). Only then is it tagged ``envman/<stack>:latest``, i.e. promoted here.
@@ -22,6 +26,7 @@ Config (``config.toml``)::
     default = "registry.lab.example:5000/team"   # --registry
     allow_http = false                             # --allow-http
     pull_on_run = false                            # envman run pulls a missing promoted image
+    trust_registry = false                         # pull :latest unpinned (anyone who can push to it is trusted)
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ class RegistrySettings:
     default: Registry | None = None
     allow_http: bool = False
     pull_on_run: bool = False
+    trust_registry: bool = False
 
 
 def load_registry_settings(path: Path | None = None) -> RegistrySettings:
@@ -121,12 +127,13 @@ def load_registry_settings(path: Path | None = None) -> RegistrySettings:
 
     cfg = read_config(path)
     table = cfg.table("registry")
-    for key in ("allow_http", "pull_on_run"):
+    for key in ("allow_http", "pull_on_run", "trust_registry"):
         if key in table and not isinstance(table[key], bool):
             raise UserError(f"{key} must be true or false, got {table[key]!r}", where=cfg.where("registry", key),
                             fix=f"write {key} = true or {key} = false")
     default = parse_registry(table["default"], where=cfg.where("registry", "default")) if "default" in table else None
-    return RegistrySettings(default, bool(table.get("allow_http")), bool(table.get("pull_on_run")))
+    return RegistrySettings(default, bool(table.get("allow_http")), bool(table.get("pull_on_run")),
+                            bool(table.get("trust_registry")))
 
 
 def choose_registry(given: str | None, settings: RegistrySettings) -> Registry:
@@ -332,6 +339,12 @@ def push_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, all
 # --------------------------------------------------------------------------- pull
 
 
+#: Who vouches for a pulled digest (:func:`pull_digest`): the user (``--digest``), the user's own
+#: push record, or nobody but the labels (the user trusts every pusher of the registry).
+GIVEN, PUSHED, LABELS_ONLY = "given", "your push", "labels only"
+VOUCHERS = (GIVEN, PUSHED, LABELS_ONLY)
+
+
 @dataclass(frozen=True)
 class Pulled:
     stack: str
@@ -340,21 +353,67 @@ class Pulled:
     image_id: str
     smoke: str
     already_promoted: bool = False
+    vouched_by: str = GIVEN  # who vouches for the digest: one of VOUCHERS
+    note: str = ""  # something the user should know (the tag moved since their push; labels only)
+
+
+def pushed_digest(registry: Registry, stack_name: str) -> str | None:
+    """The digest this user last pushed of ``stack_name`` to ``registry`` (``pushed.json``), or ``None``."""
+    stacks = read_pushed().get(str(registry))
+    entry = stacks.get(stack_name) if isinstance(stacks, dict) else None
+    ref = entry.get("ref") if isinstance(entry, dict) else None
+    if not isinstance(ref, str) or not DIGEST_REF_RE.fullmatch(ref) or ref.partition("@")[0] != registry.repository(stack_name):
+        return None
+    return ref.partition("@")[2]
+
+
+def pull_digest(engine: ContainerEngine, stack: Stack, registry: Registry, *, digest: str | None,
+                trust_registry: bool) -> tuple[str, str, str]:
+    """(the digest to pull, who vouches for it, a note): a digest the user gave, else the one the
+    user pushed there, else, with ``trust_registry``, the tag's current one. An image's labels
+    are written by whoever pushed it, so without any of these nothing vouches for it: refused."""
+    from envman.state import STABLE_TAG
+
+    repo = registry.repository(stack.name)
+    if digest is not None:
+        return digest, GIVEN, ""
+    mine = pushed_digest(registry, stack.name)
+    if mine is not None:
+        try:
+            now = engine.registry_digest(f"{repo}:{STABLE_TAG}")
+        except EnvmanError:
+            now = mine  # the pull itself says what is wrong with the registry
+        note = "" if now == mine else (
+            f"{repo}:{STABLE_TAG} is now {now}, not the {mine} you pushed; pulled yours: to take the newer one, "
+            f"ask who pushed it, then envman pull {stack.name} --digest {now}")
+        return mine, PUSHED, note
+    if trust_registry:
+        return engine.registry_digest(f"{repo}:{STABLE_TAG}"), LABELS_ONLY, (
+            f"{repo}:{STABLE_TAG} is vouched for by its labels only, which anyone who can push to {registry} writes "
+            "(trust_registry)")
+    raise UserError(
+        f"nothing vouches for {repo}:{STABLE_TAG}: no --digest, and no push of yours to {registry}; its labels are "
+        "written by whoever pushed it",
+        where=f"envman pull {stack.name}",
+        fix=f"ask whoever pushed it for the digest (envman push prints it): envman pull {stack.name} --digest sha256:...; "
+            "or trust everyone who can push there: --trust-registry (or [registry] trust_registry = true)")
 
 
 def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, digest: str | None = None,
-               allow_http: bool = False, render_hashes: frozenset[str] | None = None) -> Pulled:
-    """Pull ``stack``'s image from ``registry`` by digest, check it, and promote it here.
-    ``render_hashes``: the render hashes this host gives the stack (default: computed,
-    :func:`envman.images.build.expected_render_hashes`); the image's label must be one of them."""
+               allow_http: bool = False, trust_registry: bool = False,
+               render_hashes: frozenset[str] | None = None) -> Pulled:
+    """Pull ``stack``'s image from ``registry`` by a digest someone vouches for (:func:`pull_digest`),
+    check it, and promote it here. ``render_hashes``: the render hashes this host gives the stack
+    (default: computed, :func:`envman.images.build.expected_render_hashes`); the image's label
+    must be one of them."""
     from envman.images.store import rootfs_digest
-    from envman.state import STABLE_TAG, stable_ref
+    from envman.state import stable_ref
 
-    check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
-    repo = registry.repository(stack.name)
     if digest is not None and not DIGEST_RE.fullmatch(digest):
         raise UserError(f"digest {digest!r} is not sha256:<64 hex digits>", where="--digest")
-    want = digest or engine.registry_digest(f"{repo}:{STABLE_TAG}")
+    check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
+    repo = registry.repository(stack.name)
+    want, vouched_by, note = pull_digest(engine, stack, registry, digest=digest, trust_registry=trust_registry)
     ref = f"{repo}@{want}"
     had = engine.inspect_image(ref) is not None
     engine.pull(ref)
@@ -386,7 +445,7 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
     engine.tag(info.id, stable_ref(stack.name))  # the verdict travels on the image's labels
     smoke = L.parse_smoke(labels)
     assert smoke is not None  # label_problems refused an image without a verdict
-    return Pulled(stack.name, ref, want, info.id, smoke.status, already)
+    return Pulled(stack.name, ref, want, info.id, smoke.status, already, vouched_by, note)
 
 
 def _config_options():
@@ -398,8 +457,9 @@ def _config_options():
 
 def ensure_image(engine: ContainerEngine, stack: Stack, *, registry: Registry | None = None, allow_http: bool | None = None) -> str:
     """The promoted image of ``stack`` on this engine: present with a runnable smoke report, or
-    pulled from ``registry`` (default: the configured one). Returns ``envman/<stack>:latest``.
-    For callers that must make sure a node has the image (a batch job's preflight)."""
+    pulled from ``registry`` (default: the configured one) by a digest someone vouches for
+    (:func:`pull_digest`). Returns ``envman/<stack>:latest``. For callers that must make sure a
+    node has the image (a batch job's preflight)."""
     from envman.images.store import image_verdict
     from envman.state import stable_ref
 
@@ -412,7 +472,8 @@ def ensure_image(engine: ContainerEngine, stack: Stack, *, registry: Registry | 
         raise UserError(f"no promoted image {stable_ref(stack.name)} here and no registry configured to pull it from",
                         where=f"stack {stack.name}",
                         fix=f'envman build {stack.name}, or set [registry] default = "HOST[:PORT][/PREFIX]" and envman push it')
-    pull_stack(engine, stack, reg, allow_http=settings.allow_http if allow_http is None else allow_http)
+    pull_stack(engine, stack, reg, allow_http=settings.allow_http if allow_http is None else allow_http,
+               trust_registry=settings.trust_registry)
     return stable_ref(stack.name)
 
 

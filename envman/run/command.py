@@ -229,8 +229,11 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
 
         stderr_line(f"envman: no promoted image of {stack.name} here: pulling it from {registry}")
         with Engine.connect() as engine:
-            pulled = pull_stack(engine, stack, registry, allow_http=settings.allow_http)
-        stderr_line(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke})")
+            pulled = pull_stack(engine, stack, registry, allow_http=settings.allow_http,
+                                trust_registry=settings.trust_registry)
+        if pulled.note:
+            stderr_line(f"envman: warning: {pulled.note}")
+        stderr_line(f"envman: pulled {pulled.ref} (smoke: {pulled.smoke}; digest: {pulled.vouched_by})")
 
     return fetch
 

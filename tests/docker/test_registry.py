@@ -139,10 +139,15 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         assert pushed.layers and pushed.layers == docker_engine.inspect_image(promoted_id).layers
         assert json.loads(labels["envman.stack"]) == json.loads(json.dumps(stack.to_json()))
 
-        # Host b: nothing of the stack on the engine, then pull.
+        # Host b: nothing of the stack on the engine. Without a digest nothing vouches for the
+        # registry's :latest (host b pushed nothing): refused, one line, nothing pulled.
         drop_repo_images(docker_engine, repo, local)
         assert docker_engine.inspect_image(f"{local}:latest") is None
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nothing vouches" in r.stderr, r.stderr
+        assert docker_engine.inspect_image(f"{local}:latest") is None
+        # With the digest host a's push printed, host b pulls exactly that.
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", digest)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == ref
         here = docker_engine.inspect_image(f"{local}:latest")
@@ -165,8 +170,12 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         assert r.returncode == 1 and f"envman build {stack.name}" in r.stderr, r.stderr
         (hosts["b"] / "config" / "config.toml").write_text(f'[registry]\ndefault = "{reg}"\npull_on_run = true\n')
         r = envman(matrix, hosts["b"], *hello)
+        assert r.returncode == 2 and "nothing vouches" in r.stderr, r.stderr  # still nobody's digest
+        (hosts["b"] / "config" / "config.toml").write_text(
+            f'[registry]\ndefault = "{reg}"\npull_on_run = true\ntrust_registry = true\n')
+        r = envman(matrix, hosts["b"], *hello)
         assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
-        assert f"pulled {ref}" in r.stderr
+        assert f"pulled {ref}" in r.stderr and "labels only" in r.stderr
         assert ref in docker_engine.inspect_image(f"{local}:latest").repo_digests
     finally:
         drop_repo_images(docker_engine, repo, local)
@@ -196,7 +205,7 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
         build_fixture_image(docker_engine, standin, stack, test_labels, labels=extra, tag=f"{repo}:latest")
         digest = docker_engine.push(f"{repo}:latest")
         drop_repo_images(docker_engine, repo)
-        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--trust-registry")
         assert r.returncode == 1, (r.stdout, r.stderr)
         assert r.stderr.count("\n") == 1 and "refused" in r.stderr, r.stderr
         assert {"tampered-stack": "envman.stack", "no-smoke-label": "envman.smoke.status",

@@ -695,9 +695,11 @@ def test_pull_promotes_only_a_render_hash_this_host_renders(other):
     _pullable(engine, stack, other)
     if other != mine:
         with pytest.raises(RegistryError, match="not what this host renders"):
-            pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({mine}))
+            pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({mine}),
+                       trust_registry=True)
         assert engine.inspect_image(f"envman/{stack.name}:latest") is None
-    pulled = pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({other}))
+    pulled = pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({other}),
+                        trust_registry=True)
     assert engine.inspect_image(f"envman/{stack.name}:latest").id == pulled.image_id
 
 

@@ -375,7 +375,9 @@ def test_an_image_that_lost_its_verdict_on_the_way_is_never_pushed(home, stack, 
 
 
 def _pull(engine, stack, **kw):
+    """A pull whose digest the user leaves to the registry (these tests are about the labels)."""
     kw.setdefault("render_hashes", frozenset({HASH}))
+    kw.setdefault("trust_registry", True)
     return R.pull_stack(engine, stack, R.Registry("reg.example:5000"), **kw)
 
 
@@ -383,9 +385,11 @@ def test_a_pull_promotes_and_says_what_it_pulled(home, stack, monkeypatch):
     engine = FakeEngine()
     monkeypatch.setattr(engine, "insecure_registries", lambda: ((), ()))
     image_id, ref, digest = _in_registry(engine, stack)
-    assert _pull(engine, stack) == R.Pulled(stack.name, ref, digest, image_id, "pass", False)
+    note = (f"reg.example:5000/envman/{stack.name}:latest is vouched for by its labels only, which anyone who can "
+            "push to reg.example:5000 writes (trust_registry)")
+    assert _pull(engine, stack) == R.Pulled(stack.name, ref, digest, image_id, "pass", False, R.LABELS_ONLY, note)
     assert engine.inspect_image(stable_ref(stack.name)).id == image_id
-    assert _pull(engine, stack) == R.Pulled(stack.name, ref, digest, image_id, "pass", True)
+    assert _pull(engine, stack) == R.Pulled(stack.name, ref, digest, image_id, "pass", True, R.LABELS_ONLY, note)
 
 
 def test_pull_refuses_plain_http_unless_allowed(home, stack, monkeypatch):
@@ -479,11 +483,85 @@ def test_by_default_a_pull_takes_the_render_hashes_of_the_user_s_config(home, st
     assert mine.isdisjoint(expected_render_hashes(stack, RenderOptions()))  # the config changes the hash
     engine = FakeEngine()
     _in_registry(engine, stack, render_hash=sorted(mine)[0])
-    assert R.pull_stack(engine, stack, R.Registry("reg.example:5000"), allow_http=True).smoke == "pass"
+    assert R.pull_stack(engine, stack, R.Registry("reg.example:5000"), allow_http=True, trust_registry=True).smoke == "pass"
     engine = FakeEngine()
     _in_registry(engine, stack, render_hash=sorted(expected_render_hashes(stack, RenderOptions()))[0])
     with pytest.raises(R.RegistryError, match="not what this host renders"):
-        R.pull_stack(engine, stack, R.Registry("reg.example:5000"), allow_http=True)
+        R.pull_stack(engine, stack, R.Registry("reg.example:5000"), allow_http=True, trust_registry=True)
+
+
+# --------------------------------------------------------------------------- who vouches for a pulled digest
+
+
+REG = R.Registry("reg.example:5000")
+
+
+def _pushed(stack, registry, digest):
+    R.pushed_path().parent.mkdir(parents=True, exist_ok=True)
+    R.pushed_path().write_text(json.dumps({str(registry): {stack.name: {
+        "ref": f"{registry.repository(stack.name)}@{digest}", "time": 1}}}))
+    R.pushed_path().chmod(0o600)
+
+
+#: (a digest given, a push of yours: to this registry / another / none, trust_registry) -> who
+#: vouches for the pulled digest, or None: refused before anything is pulled.
+VOUCH_CASES = {
+    (given, push, trusted): (R.GIVEN if given else R.PUSHED if push == "this" else R.LABELS_ONLY if trusted else None)
+    for given in (True, False) for push in ("this", "other", "none") for trusted in (True, False)
+}
+
+
+@pytest.mark.parametrize("case", sorted(VOUCH_CASES), ids=lambda c: f"given={c[0]}-push={c[1]}-trust={c[2]}")
+def test_a_pulled_digest_is_one_someone_vouches_for(home, stack, case):
+    given, push, trusted = case
+    engine = FakeEngine()
+    image_id, ref, digest = _in_registry(engine, stack)
+    if push == "this":
+        _pushed(stack, REG, digest)
+    elif push == "other":
+        _pushed(stack, R.Registry("other.example"), digest)
+    run = lambda: R.pull_stack(engine, stack, REG, digest=digest if given else None, trust_registry=trusted,  # noqa: E731
+                               render_hashes=frozenset({HASH}))
+    want = VOUCH_CASES[case]
+    if want is None:
+        assert refusal(run) == (
+            "UserError", f"nothing vouches for reg.example:5000/envman/{stack.name}:latest: no --digest, and no push of "
+            "yours to reg.example:5000; its labels are written by whoever pushed it", f"envman pull {stack.name}",
+            f"ask whoever pushed it for the digest (envman push prints it): envman pull {stack.name} --digest "
+            "sha256:...; or trust everyone who can push there: --trust-registry (or [registry] trust_registry = true)")
+        assert engine.inspect_image(stable_ref(stack.name)) is None
+        return
+    pulled = run()
+    assert (pulled.ref, pulled.vouched_by) == (ref, want)
+    assert ("labels only" in pulled.note) == (want == R.LABELS_ONLY)
+
+
+def test_your_push_is_pulled_even_when_the_tag_moved_since_and_the_move_is_named(home, stack):
+    engine = FakeEngine()
+    _, mine, my_digest = _in_registry(engine, stack)
+    _pushed(stack, REG, my_digest)
+    other_id, _, other_digest = _in_registry(engine, stack)  # someone pushed another image to :latest
+    assert other_digest != my_digest
+    pulled = R.pull_stack(engine, stack, REG, render_hashes=frozenset({HASH}))
+    assert (pulled.ref, pulled.vouched_by) == (mine, R.PUSHED) and pulled.image_id != other_id
+    assert pulled.note == (f"reg.example:5000/envman/{stack.name}:latest is now {other_digest}, not the {my_digest} "
+                           f"you pushed; pulled yours: to take the newer one, ask who pushed it, then envman pull "
+                           f"{stack.name} --digest {other_digest}")
+
+
+@pytest.mark.parametrize("ref", ["", "x", f"reg.example:5000/envman/other@sha256:{'1' * 64}",
+                                 f"evil.example/envman/STACK@sha256:{'1' * 64}", "reg.example:5000/envman/STACK:latest"])
+def test_a_push_record_for_another_repository_or_not_a_digest_ref_vouches_for_nothing(home, stack, ref):
+    R.pushed_path().parent.mkdir(parents=True, exist_ok=True)
+    R.pushed_path().write_text(json.dumps({str(REG): {stack.name: {"ref": ref.replace("STACK", stack.name), "time": 1}}}))
+    R.pushed_path().chmod(0o600)
+    assert R.pushed_digest(REG, stack.name) is None
+
+
+def test_trust_registry_is_a_config_switch(home):
+    (home / "cfg").mkdir()
+    (home / "cfg" / "config.toml").write_text("[registry]\ntrust_registry = true\n")
+    assert R.load_registry_settings().trust_registry is True
 
 
 # --------------------------------------------------------------------------- ensure_image and digest_ref
@@ -510,9 +588,9 @@ def test_ensure_image_keeps_a_runnable_promoted_image_and_pulls_otherwise(home, 
     assert R.ensure_image(engine, stack, allow_http=False) == stable_ref(stack.name)
     engine._tags.clear()
     assert R.ensure_image(engine, stack, registry=R.Registry("other.example")) == stable_ref(stack.name)
-    assert calls == [(R.Registry("reg.example:5000", "lab"), {"allow_http": True}),
-                     (R.Registry("reg.example:5000", "lab"), {"allow_http": False}),
-                     (R.Registry("other.example"), {"allow_http": True})]
+    assert calls == [(R.Registry("reg.example:5000", "lab"), {"allow_http": True, "trust_registry": False}),
+                     (R.Registry("reg.example:5000", "lab"), {"allow_http": False, "trust_registry": False}),
+                     (R.Registry("other.example"), {"allow_http": True, "trust_registry": False})]
 
 
 def _record(home, data):
