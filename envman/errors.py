@@ -5,7 +5,9 @@ Domain code raises these; ``envman.cli`` catches them once at the edge (fastapi-
 
 from __future__ import annotations
 
-from typing import Iterable
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from typing import Iterable
 
 #: Characters that change what a terminal shows rather than showing themselves: C0 controls
 #: (ESC starts a control sequence, CR returns to the line's start, LF forges a new line), DEL,

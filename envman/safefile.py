@@ -11,7 +11,8 @@ rules of a text file: UTF-8 only (a UTF-16 file, NUL bytes or invalid UTF-8 are 
 naming the file), an optional UTF-8 byte-order mark dropped.
 
 Every failure is one :class:`~envman.errors.UserError` line (exit 2) naming the file.
-Standard library only: the run path imports this module.
+Standard library only, and only ``os``, ``stat`` and ``sys`` at import (the TOML parser is loaded
+by :func:`parse_toml`): the cached run and build paths read their state through this module.
 """
 
 from __future__ import annotations
@@ -19,14 +20,12 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
 
 from envman.errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: Project files, user config, registries: small text files.
 SMALL_LIMIT = 1024 * 1024
@@ -261,10 +260,20 @@ def load_toml(path: str | os.PathLike[str], *, what: str, limit: int = SMALL_LIM
     return parse_toml(data, what=what, where=str(path), error=error), data
 
 
+def toml_module():  # noqa: ANN201 - tomllib or tomli, whichever this Python has
+    """The standard library's ``tomllib`` (``tomli`` before Python 3.11), imported on first use."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
+
+
 def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = UserError) -> dict:
     """The TOML document in ``data`` (read from ``where``, with :func:`read_file`); a decoding or
     syntax problem is one ``error`` line naming ``where``."""
     text = decode_text(data, what=what, where=where)
+    tomllib = toml_module()
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -51,7 +51,7 @@ def init(
     from envman.state import atomic_write
     from envman.errors import UserError
     from envman.project.file import PROJECT_FILE, check_stack_name, load_project, parse_project
-    from envman.safefile import tomllib
+    from envman.safefile import toml_module
     from envman.project.registry import init_text, register
     from envman.project.settings import load_user_config
     from envman.project.trust import trust
@@ -72,7 +72,7 @@ def init(
                         fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
     requirements = "requirements.txt" if (cwd / "requirements.txt").is_file() else None
     text = init_text(stack, name, requirements=requirements, typed=typed)
-    parse_project(tomllib.loads(text), file)  # validates --name before anything is written
+    parse_project(toml_module().loads(text), file)  # validates --name before anything is written
     # 0644: colleagues who run the same project must be able to read it.
     atomic_write(file, text, mode=0o644)
     try:

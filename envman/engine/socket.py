@@ -53,11 +53,11 @@ class NoAnswer(Exception):
 
 def api_get(socket_path: str | None, path: str, timeout: float = 60) -> tuple[int, Any]:
     """``GET path`` on the engine's Unix socket: (HTTP status, decoded JSON body or ``None``)."""
-    import socket
+    import _socket  # the C module under ``socket``: what follows needs none of the wrapper's Python
 
     if not socket_path:
         raise NoAnswer()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(socket_path)

@@ -481,3 +481,71 @@ def test_a_dry_run_builds_and_pulls_nothing(world, engine, monkeypatch, capsys, 
         assert e.code in (0, None)
     out, err = capsys.readouterr()
     assert "envman/project-p" in out and "would first build the project image envman/project-p" in err, (out, err)
+
+
+# --------------------------------------------------------------------------- what a hit loads
+
+#: The envman modules a cached run or a cached no-op build may load: the console script's entry,
+#: the error boundary, the fast path and the stdlib-only helpers it reads state and the engine with.
+FAST_PATH_MODULES = {"envman", "envman.main", "envman.boundary", "envman.run", "envman.run.fastpath",
+                     "envman.run.grammar", "envman.engine", "envman.engine.handoff", "envman.engine.socket",
+                     "envman.paths", "envman.safefile", "envman.errors"}
+#: Standard-library modules a hit has no use for (each costs milliseconds to load): the TOML
+#: parser, typing, pathlib, OpenSSL's hashlib, the socket module's Python wrapper.
+HEAVY_STDLIB = {"tomllib", "typing", "pathlib", "hashlib", "_hashlib", "socket", "subprocess"}
+
+HIT_PROBE = """
+import json, sys
+before = set(sys.modules)
+import envman.run.fastpath as fastpath
+
+def report(*_args, **_kwargs):
+    sys.stdout.write("\\nLOADED " + json.dumps(sorted(set(sys.modules) - before)) + "\\n")
+    sys.stdout.flush()
+    raise SystemExit(0)
+
+fastpath.exec_docker = report  # where a cached run execs docker
+import atexit
+atexit.register(report)  # a cached build prints its result and exits
+from envman.main import main
+main(sys.argv[1:])
+"""
+
+
+def loaded_by_hit(*argv: str) -> tuple[str, set[str]]:
+    """(what the process printed before the probe, the modules it loaded) for ``envman ARGV``
+    in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", HIT_PROBE, *argv], capture_output=True, text=True, timeout=120)
+    out, _, loaded = p.stdout.rpartition("\nLOADED ")
+    assert p.returncode == 0 and loaded, p.stderr
+    return out, set(json.loads(loaded))
+
+
+def test_a_cached_no_op_build_loads_only_the_fast_path(noop):
+    out, loaded = loaded_by_hit("build", *noop["words"])
+    assert json.loads(out)[0]["image"] == noop["row"]["image"]  # the recorded result: a hit
+    assert {m for m in loaded if m.startswith("envman")} <= FAST_PATH_MODULES
+    assert not loaded & HEAVY_STDLIB
+    assert not any(m == "docker" or m.startswith(("docker.", "typer", "click", "rich", "jinja2")) for m in loaded)
+
+
+def test_a_cached_run_loads_only_the_fast_path(world, engine):
+    assert envman_run("--no-gpu", "--", "true")[0] == "full"
+    assert envman_run("--no-gpu", "--", "true")[0] == "cached"
+    _, loaded = loaded_by_hit(*MATRIX, "run", "--no-gpu", "--", "true")
+    assert {m for m in loaded if m.startswith("envman")} <= FAST_PATH_MODULES
+    assert not loaded & HEAVY_STDLIB
+    assert not any(m == "docker" or m.startswith(("docker.", "typer", "click", "rich", "jinja2")) for m in loaded)
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.binary(max_size=4096))
+def test_the_fast_paths_sha256_is_hashlibs(data):
+    import hashlib
+
+    assert runcache.sha256_hex(data) == hashlib.sha256(data).hexdigest()
