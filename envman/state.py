@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 REPO_PREFIX = "envman/"
 STABLE_TAG = "latest"
+#: The repository of the bases envman rebuilds from NVIDIA's recipes (``envman.render.base``).
+BASE_REPOSITORY = "envman/base"
 
 
 def repository(stack_name: str) -> str:

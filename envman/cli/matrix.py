@@ -114,7 +114,8 @@ def _tag_history_fields(m: Matrix, ref: str) -> dict[str, str | None]:
 def _rebuild_fields(m: Matrix, stack: Stack) -> dict[str, str]:
     """``base_image_rebuilt``: how ``envman build`` (``--base auto``) gets a base NVIDIA no longer
     serves, from which recipes, and what of them is unconfirmed; nothing for a served base."""
-    from envman.render.base import BASE_REPOSITORY, nvidia_tag
+    from envman.stack.names import nvidia_tag
+    from envman.state import BASE_REPOSITORY
 
     tag = nvidia_tag(stack)
     chain = m.recipe_chain(tag, stack.platform) if tag and stack.base_image_status != "published" else None

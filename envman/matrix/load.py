@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, TypeVar, overload
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import MatrixError
@@ -162,6 +161,8 @@ class _Row:
         def conv(v: Any) -> tuple[tuple[builtins.str, tuple[Version, ...]], ...]:
             if not isinstance(v, dict):
                 raise TypeError
+            from packaging.utils import canonicalize_name  # not at import: it loads packaging.tags
+
             out: list[tuple[builtins.str, tuple[Version, ...]]] = []
             for name, pys in v.items():
                 if not isinstance(pys, list) or not pys:

@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, cast
 from envman.config import BASE_MODES
 from envman.errors import RenderError, UserError
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word
+from envman.stack.names import nvidia_tag
+from envman.state import BASE_REPOSITORY
 from envman.render.steps import ArgStep, Comment, CopyStep, EnvStep, FromStep, LabelStep, RunStep, Step, paragraphs
 
 if TYPE_CHECKING:
     from envman.matrix.model import BaseRecipe, Matrix
     from envman.stack.names import Stack
 
-BASE_REPOSITORY = "envman/base"
 KEYRING = "/usr/share/keyrings/cuda-archive-keyring.gpg"
 GNUPG_HOME = "/tmp/envman-gnupg"
 DOWNLOADS = "/tmp/envman-downloads"
@@ -62,12 +63,6 @@ class BaseBuild:
     def context(self) -> dict[str, bytes]:
         """The base's own build context (``Dockerfile`` and what it copies)."""
         return {"Dockerfile": self.dockerfile.encode(), **dict(self.files)}
-
-
-def nvidia_tag(stack: Stack) -> str | None:
-    """The tag of the stack's base, when that base is an ``nvidia/cuda`` image."""
-    repo, sep, tag = stack.base_image.rpartition(":")
-    return tag if sep and repo in ("nvidia/cuda", "docker.io/nvidia/cuda") and not stack.base_image_custom else None
 
 
 def choose_base(matrix: Matrix, stack: Stack, mode: str = "auto", *, registry_mirror: str | None = None,

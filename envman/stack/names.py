@@ -218,3 +218,9 @@ class Stack:
     @property
     def is_cpu(self) -> bool:
         return self.cuda is None
+
+
+def nvidia_tag(stack: Stack) -> str | None:
+    """The tag of the stack's base, when that base is an ``nvidia/cuda`` image."""
+    repo, sep, tag = stack.base_image.rpartition(":")
+    return tag if sep and repo in ("nvidia/cuda", "docker.io/nvidia/cuda") and not stack.base_image_custom else None

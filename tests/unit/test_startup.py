@@ -24,12 +24,13 @@ try:
 except SystemExit:
     pass
 finally:
-    sys.stderr.write("\\nLOADED " + " ".join(sorted(m for m in sys.modules if "." not in m)) + "\\n")
+    sys.stderr.write("\\nLOADED " + " ".join(sorted(m for m in sys.modules if "." not in m or FULL)) + "\\n")
 """
 
 
-def loaded(words: list[str], env: dict[str, str]) -> tuple[set[str], str]:
-    p = subprocess.run([sys.executable, "-c", PROBE, *words], env=env, capture_output=True, text=True, timeout=120)
+def loaded(words: list[str], env: dict[str, str], full: bool = False) -> tuple[set[str], str]:
+    """(the top-level modules ``envman WORDS`` loaded, or every module with ``full``; its stdout)."""
+    p = subprocess.run([sys.executable, "-c", f"FULL = {full}\n" + PROBE, *words], env=env, capture_output=True, text=True, timeout=120)
     line = next(x for x in p.stderr.splitlines() if x.startswith("LOADED "))
     return set(line.split()[1:]), p.stdout
 
@@ -54,6 +55,15 @@ def env(tmp_path):
 def test_commands_that_need_no_engine_never_import_the_docker_sdk(env, words):
     mods, _ = loaded(words, env)
     assert [m for m in NEVER if m in mods] == []
+
+
+@pytest.mark.parametrize("words", [["matrix", "ls"], ["matrix", "show", "torch-2.4"], ["matrix", "show", "torch-1.0"]],
+                         ids=" ".join)
+def test_reading_the_matrix_loads_no_dockerfile_renderer(env, words):
+    loaded(words, env)  # the first read parses the matrix (and keeps the parse: envman.matrix.parsed)
+    mods, out = loaded(words, env, full=True)
+    assert out  # it printed the matrix
+    assert sorted(m for m in mods if m.startswith("envman.render") or m == "packaging.tags") == []
 
 
 def test_version_loads_no_cli_framework(env):
