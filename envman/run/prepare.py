@@ -62,9 +62,9 @@ def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *, up
     ref = stable_ref(stack.name)
     stable = engine.inspect_image(ref)
     pin = load_pin(project_key(project.name, str(project.root.resolve())))
-    pinned = None
-    if pin is not None and pin.stack == stack.name and not update:
-        pinned = stable if stable is not None and stable.id == pin.image_id else engine.inspect_image(pin.image_id)
+    # The pinned image is looked up only when the pin applies (it is the stable image when their ids agree).
+    pinned = (stable if stable is not None and stable.id == pin.image_id else engine.inspect_image(pin.image_id)) \
+        if pin is not None and pin.stack == stack.name and not update else None
     choice = choose(stack.name, stable, pinned, pin, uid=current_user()[0], verdict=image_verdict,
                     rootfs=rootfs_digest, update=update)
     shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {choice.info.id[:19]})"
@@ -237,7 +237,7 @@ def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = Non
             raise UserError(f"the value of {k} contains a NUL byte or a line break, which cannot be passed to a container",
                             where="--env-var", fix="put multi-line data in a file in the project and read it")
         try:
-            val.encode("utf-8")
+            val.encode()  # str.encode's codec is always UTF-8
         except UnicodeEncodeError:
             raise UserError(f"the value of {k} is not UTF-8 text, which the engine's environment file cannot carry",
                             where="--env-var", fix="pass it as UTF-8 text, or in a file in the project") from None

@@ -215,6 +215,21 @@ def test_a_value_with_a_nul_or_a_line_break_is_refused(bad, given_on):
         "--env-var", "put multi-line data in a file in the project and read it")
 
 
+@pytest.mark.parametrize("raw", [b"\xff", b"ok\xc3", b"\xed\xa0\x80", b"a\x80b"])
+@pytest.mark.parametrize("given_on", ["argv", "environment"])
+def test_a_value_that_is_not_utf8_is_refused_in_one_line(raw, given_on):
+    value = raw.decode("utf-8", "surrogateescape")  # how Python hands over such bytes from argv or the environment
+    arg, env = ("K=" + value, {}) if given_on == "argv" else ("K", {"K": value})
+    assert refusal(lambda: Q.parse_cli_env([arg], env)) == (
+        "UserError", "the value of K is not UTF-8 text, which the engine's environment file cannot carry",
+        "--env-var", "pass it as UTF-8 text, or in a file in the project")
+
+
+@pytest.mark.parametrize("value", ["é", "日本", "\U0001f600", "tab\there", " "])
+def test_a_utf8_value_passes_as_it_is(value):
+    assert Q.parse_cli_env(["K=" + value]) == (("K", value),)
+
+
 def test_relative_mount_sources_are_relative_to_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert Q._cli_paths(["data:/d", "/abs:/a", "~/x:/x", "nocolon", ":/t", "a:b:ro", ":/t:ro"]) == [
@@ -340,7 +355,7 @@ def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), bui
         return ref
 
     return Q.prepare_run(p, settings, stack, engine=engine, detect_host=lambda: pytest.fail("no GPU asked"),
-                         suggest=lambda *a: None, build_image=build_image, cwd=root, **kw)
+                         suggest=lambda *a: None, build_image=build_image, **{"cwd": root, **kw})
 
 
 def test_a_cpu_run_s_plan_field_by_field(state, mini):
@@ -440,6 +455,40 @@ def test_a_pinned_run_says_so_and_notes_the_newer_stable(state, mini):
     assert (img.ref, img.image_id, choice.pinned, choice.note) == (STABLE, "sha256:new", False, None)
     prep = _prepare(state, mini, engine, update=True, remember_pin=False)
     assert (prep.plan.image, prep.problems) == ("sha256:new", [])
+
+
+@pytest.mark.parametrize("update", [False, True])
+def test_a_stable_image_fetched_for_an_update_is_chosen_by_the_same_rule(state, mini, update):
+    # The project is pinned to LONG_OLD (still here, still passing); its stable image is missing.
+    # Without --update the pin runs and nothing is fetched; with --update the stable image is
+    # fetched and, chosen again with --update, replaces the pin (never the pin kept after a pull).
+    from envman.images.pins import load_pin, project_key
+
+    engine = _pinned_setup(state, mini, stable_present=False)
+    fetched = []
+
+    def fetch(stack):
+        fetched.append(stack.name)
+        engine.add_image(STABLE, LONG_NEW)
+        _passing(LONG_NEW)
+
+    prep = _prepare(state, mini, engine, fetch_image=fetch, update=update)
+    want = LONG_NEW if update else LONG_OLD
+    assert (prep.plan.image, prep.base_image_id, fetched) == (want, want, ["torch-2.4.1-cuda12.4-py3.10"] if update else [])
+    assert load_pin(project_key("p", str((state / "p").resolve()))).image_id == want
+    assert [x.message for x in prep.problems] == []
+
+
+@pytest.mark.parametrize("sub", [".", "a", "a/b"])
+def test_the_working_directory_is_the_cwd_given_not_the_process_s(state, mini, monkeypatch, sub):
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    _prepare(state, mini, engine, remember_pin=False)  # writes the project
+    (state / "p" / sub).mkdir(parents=True, exist_ok=True)
+    (state / "elsewhere").mkdir()
+    monkeypatch.chdir(state / "elsewhere")  # the process's directory is outside the project
+    prep = _prepare(state, mini, engine, remember_pin=False, cwd=state / "p" / sub)
+    assert prep.plan.workdir == ("/workspace" if sub == "." else "/workspace/" + sub)
 
 
 def test_image_state_of_reads_the_verdict(state):
