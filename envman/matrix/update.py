@@ -352,7 +352,7 @@ class _TorchVision:
         self.rels = releases(wheels(ctx.files("torchvision", index)))
 
     def companion(self, torch: Version, local: str | None = None, platform: str = "linux/amd64") -> tuple[Version, list[Wheel], str] | None:
-        cands = sorted((v for v in self.rels if v.major == 0 or v.major >= 0), reverse=True)
+        cands = sorted(self.rels, reverse=True)
         # Only torchvision releases published near this torch are worth a metadata read: the
         # ones whose minor follows torch's by the historical offset are tried first.
         want = [v for v in cands if _tv_series(v) == (torch.major, torch.minor)] or cands[:6]
@@ -367,7 +367,8 @@ class _TorchVision:
             r, ws = reps[v]
             md = mds[r.file.url]
             spec = pinned_version(md.requires_dist, "torch")
-            if spec is not None and spec.contains(str(torch), prereleases=True) and _same_series(spec, torch):
+            # torch is a final release (releases() leaves pre- and dev releases out): contains() needs no prereleases=
+            if spec is not None and spec.contains(str(torch)) and _same_series(spec, torch):
                 return v, with_requires_python(ws, md.requires_python), md.url
         return None
 
@@ -380,7 +381,7 @@ def _tv_series(v: Version) -> tuple[int, int]:
 
 
 def _same_series(spec: SpecifierSet, torch: Version) -> bool:
-    lows = [Version(s.version.rstrip(".*")) for s in spec if s.operator in ("==", ">=", "~=", "===")]
+    lows = [Version(s.version.removesuffix(".*")) for s in spec if s.operator in ("==", ">=", "~=", "===")]
     return any((lo.major, lo.minor) == (torch.major, torch.minor) for lo in lows)
 
 

@@ -911,3 +911,47 @@ def test_torch_pins_are_read_for_linux_x86_64_and_the_variant_index_may_end_in_a
     result = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=torch_index), MATRIX)
     assert [(r.data["variant"], r.data["cuda"], r.data.get("index_url")) for r in result.rows] == [
         ("cu128", "12.8", None), ("cu126", "12.6", f"{TORCH}/cu126")]
+
+
+# --------------------------------------------------------------------------- which torchvision goes with a torch
+
+_SERIES = [(f"0.{15 + i}.0", f"==2.{i}.0", [None]) for i in range(9)]  # torchvision 0.15 .. 0.23 for torch 2.0 .. 2.8
+
+COMPANIONS = [  # (torch, local, torchvision releases as (version, torch requirement or None, locals), chosen)
+    # the newest release that requires this torch, when several do
+    ("2.9.0", None, [("0.24.0", "==2.9.0", [None]), ("0.24.1", ">=2.9.0,<2.10", [None])], "0.24.1"),
+    # the release of this torch's series by the historical offset, even when six newer ones exist
+    ("2.0.0", None, _SERIES, "0.15.0"),
+    # no release of the series by offset: the six newest are tried, newest first
+    ("3.0.0", None, [*_SERIES, ("1.0.0", "==3.0.0", [None])], "1.0.0"),
+    ("3.0.0", None, [*_SERIES, ("1.0.0", "==3.0.0", [None]), ("1.1.0", "==3.0.0", [None])], "1.1.0"),
+    # ... and never a seventh
+    ("3.0.0", None, [("0.9.0", "==3.0.0", [None]), *[(f"1.{i}.0", "==3.1.0", [None]) for i in range(6)]], None),
+    ("3.0.0", None, [("0.9.0", "==3.0.0", [None]), *[(f"1.{i}.0", "==3.1.0", [None]) for i in range(5)]], "0.9.0"),
+    # a requirement of the same series that excludes this torch, or no requirement on torch at all
+    ("2.9.1", None, [("0.24.0", "==2.9.0", [None])], None),
+    ("2.9.1", None, [("0.24.0", None, [None])], None),
+    ("2.9.1", None, [("0.24.0", None, [None]), ("0.24.1", "==2.9.1", [None])], "0.24.1"),
+    # a requirement that holds torch but whose lower bound is another series
+    ("2.9.1", None, [("0.24.1", ">=2.8.0", [None])], None),
+    # on a variant index: only the wheels of that variant; without one, every wheel of the release
+    ("2.9.0", "cu128", [("0.24.0", "==2.9.0", ["cu126", "cu128"])], "0.24.0"),
+    ("2.9.0", "cu128", [("0.24.0", "==2.9.0", ["cu126"])], None),
+    ("2.9.0", None, [("0.24.0", "==2.9.0", ["cpu"])], "0.24.0"),
+]
+
+
+@pytest.mark.parametrize("torch,local,rels,chosen", COMPANIONS)
+def test_the_torchvision_of_a_torch_release(monkeypatch, torch, local, rels, chosen):
+    ix = Index()
+    for version, requires, locals_ in rels:
+        for loc in locals_:
+            ix.add("torchvision", f"torchvision-{version}{'+' + loc if loc else ''}-cp312-cp312-{X86}.whl",
+                   ["numpy", *([f"torch{requires}"] if requires else [])])
+    ix.install(monkeypatch)
+    got = U._TorchVision(U._Ctx(Http(), _settings(), MATRIX, lambda s: None)).companion(Version(torch), local)
+    assert (None if got is None else str(got[0])) == chosen
+    if got is not None:
+        wanted = [loc for v, _, locs in rels if v == chosen for loc in locs if local is None or loc == local]
+        assert sorted(w.tags.local or "" for w in got[1]) == sorted(loc or "" for loc in wanted)
+        assert got[2] == f"{PYPI}/f/{got[1][0].file.filename}"
