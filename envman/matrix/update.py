@@ -152,7 +152,7 @@ def with_requires_python(ws: Iterable[Wheel], requires_python: str | None) -> li
     (a ``py3`` wheel's tags alone admit every Python 3)."""
     out = []
     for w in ws:
-        t = wheel_tags(w.file.filename, w.file.requires_python or requires_python) if requires_python else None
+        t = wheel_tags(w.file.filename, w.file.requires_python or requires_python)
         out.append(Wheel(w.file, t) if t is not None else w)
     return out
 
@@ -612,16 +612,15 @@ def ort_rows(ctx: _Ctx, result: Result) -> None:
         prev = previous_row(ctx.matrix, "onnxruntime", v, f"cuda{major}" if major else "cuda12", major)
         if major is None and prev is not None and prev.cuda is not None:
             major = prev.cuda.major
-        variant = f"cuda{major}" if major else "cuda"
-        b = RowBuilder("onnxruntime", v, variant)
-        b.cuda(pins, md, prev)
+        if major is None:  # no CUDA pin, major or earlier GPU row: RowBuilder.cuda would state none
+            result.skipped.append(f"onnxruntime {v}: its wheels state no CUDA and no earlier row gives one")
+            continue
+        b = RowBuilder("onnxruntime", v, f"cuda{major}")
+        b.cuda(pins, md, prev)  # states a CUDA: pinned, inherited from prev, or the major's lowest
         # ORT loads libcudart/libcudnn from the system unless its [cuda,cudnn] extras are installed
         # and preloaded; the matrix installs the plain package, so the base image provides them.
         _wheel_columns(ctx, b, ws, pins, ("cuda", "cudnn"), "onnxruntime-gpu", f"onnxruntime-gpu=={v}",
                        system_cuda=True, prev=prev)
-        if "cuda" not in b.data:
-            result.skipped.append(f"onnxruntime {v}: its wheels state no CUDA and no earlier row gives one")
-            continue
         result.rows.append(b.build(note="onnxruntime-gpu on PyPI; the cuda/cudnn extras' Requires-Dist state the CUDA and cuDNN majors"))
 
 

@@ -834,6 +834,10 @@ ORT = [  # (earlier onnxruntime rows, the wheel's Requires-Dist, the row's varia
     ([("1.30.0", "gpu12", "12.8"), ("1.31.0", "cuda13", "13.0")], ['nvidia-cudnn-cu12~=9.0; extra == "cudnn"'], ("cuda12", "12.8")),
     ([("1.31.0", "cpu", None)], ["numpy"], "onnxruntime 1.32.0: its wheels state no CUDA and no earlier row gives one"),
     ([], ["numpy"], "onnxruntime 1.32.0: its wheels state no CUDA and no earlier row gives one"),
+    # a stated major looks for an earlier row of its own variant first, not the CUDA 12 default's
+    ([("1.30.0", "cuda13", "13.1"), ("1.31.0", "cuda12", "12.4")], ['nvidia-cuda-runtime~=13.0; extra == "cuda"'], ("cuda13", "13.1")),
+    ([("1.30.0", "cuda12", "12.4"), ("1.31.0", "cuda13", "13.1")], ['nvidia-cuda-runtime-cu12~=12.0; extra == "cuda"'],
+     ("cuda12", "12.4")),
 ]
 
 
@@ -955,3 +959,30 @@ def test_the_torchvision_of_a_torch_release(monkeypatch, torch, local, rels, cho
         wanted = [loc for v, _, locs in rels if v == chosen for loc in locs if local is None or loc == local]
         assert sorted(w.tags.local or "" for w in got[1]) == sorted(loc or "" for loc in wanted)
         assert got[2] == f"{PYPI}/f/{got[1][0].file.filename}"
+
+
+def test_a_torch_wheel_that_states_only_its_cuda_major_inherits_the_minor_from_the_previous_row(monkeypatch):
+    ix = Index()
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", ["nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12"])
+    ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{X86}.whl", ["torch==2.9.0"])
+    ix.install(monkeypatch)
+    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    assert (row.data["variant"], row.data["cuda"], row.data["cudnn"]) == ("cuda12", "12.8", "9.7.1.26")
+    assert "cuda not stated by the wheel; inherited from torch-2.8.0 cu128" in row.data["note"]
+
+
+def test_a_variant_row_reads_only_its_own_variant_s_torchvision_wheels(monkeypatch):
+    # A page that also lists another build's torchvision wheel (here a CPU one for Python 3.13):
+    # the cu126 row's Pythons are those of its own torchvision wheels.
+    ix = Index()
+    cu126 = ["nvidia-cuda-runtime-cu12==12.6.77", "nvidia-cudnn-cu12==9.5.1.17"]
+    for py in ("cp312", "cp313"):
+        ix.add("torch", f"torch-2.9.0-{py}-{py}-{X86}.whl", ["filelock"])
+        ix.add("torch", f"torch-2.9.0+cu126-{py}-{py}-{X86}.whl", cu126, index=TORCH)
+    ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{X86}.whl", ["torch==2.9.0"])
+    ix.add("torchvision", f"torchvision-0.24.0-cp313-cp313-{X86}.whl", ["torch==2.9.0"])
+    ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
+    ix.add("torchvision", f"torchvision-0.24.0+cpu-cp313-cp313-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
+    ix.install(monkeypatch)
+    rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
+    assert [(r.data["variant"], r.data["python"]) for r in rows] == [("cpu", ["3.12", "3.13"]), ("cu126", ["3.12"])]
