@@ -150,6 +150,9 @@ COMMANDS: tuple[Command | Group, ...] = (
         Command("plan", "ci:plan"),
         Command("run", "ci:run"),
     )),
+    Group("cdi", "CDI specs of this host's NVIDIA GPUs, for Podman and other CDI runtimes.", (
+        Command("generate", "cdi:generate"),
+    )),
     Group("export", "Write a project's run as a Kubernetes Job, a Dev Container or a compose file.", (
         Command("k8s", "export:k8s"),
         Command("devcontainer", "export:devcontainer_cmd"),

@@ -42,6 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CDI_VERSION = "0.5.0"
+#: Where ``envman cdi generate`` suggests writing the spec (Podman reads /etc/cdi first).
+DEFAULT_SPEC_PATH = "/etc/cdi/envman-nvidia.json"
+#: The fix every "no CDI spec" message gives.
+GENERATE_FIX = (f"generate the CDI spec as root: envman cdi generate -o {DEFAULT_SPEC_PATH} "
+                "(or nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml)")
 KIND = "nvidia.com/gpu"
 #: Where a container finds the driver's libraries and programs (see the module docstring).
 CONTAINER_LIB_DIR = "/usr/local/nvidia/lib64"

@@ -36,6 +36,7 @@ from envman import labels as labels_mod
 from envman.engine.api import (
     BuildEvent, ContainerInfo, EngineInfo, GpuRequest, ImageInfo, LabelFilter, Mount, RunResult, label_filters,
 )
+from envman.engine.cdi import GENERATE_FIX
 from envman.engine.select import EngineKind, says_podman
 from envman.errors import BuildError, EngineError, UserError
 
@@ -580,7 +581,7 @@ class Engine:
                     raise EngineError(
                         f"GPU requested (gpus={gpus!r}) but Podman cannot attach it: "
                         f"{_one_line(exc.explanation or str(exc))}",
-                        fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+                        fix=GENERATE_FIX,
                     ) from exc
                 raise EngineError(f"start container from {image}: {_one_line(exc.explanation or str(exc))}") from exc
             timed_out = False
@@ -641,7 +642,7 @@ class Engine:
             if "cdi" in msg.lower() or "unresolvable" in msg.lower():
                 raise EngineError(
                     f"GPU requested (gpus={gpus!r}) but Podman cannot attach nvidia.com/gpu={','.join(names)}: {msg}",
-                    fix="generate the CDI spec as root: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml")
+                    fix=GENERATE_FIX)
             raise EngineError(f"create container from {image}: {msg}")
         return str(body["Id"])
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from envman.project.file import GpuRequest
 from envman.stack.names import Stack
+from envman.engine.cdi import DEFAULT_SPEC_PATH, GENERATE_FIX
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING, cdi_devices
 
 if TYPE_CHECKING:
@@ -122,8 +123,8 @@ def preflight(
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but Podman has no CDI spec for nvidia.com/gpu in "
                                     f"{', '.join(engine_info.cdi_spec_dirs) or 'its CDI directories'} "
-                                    "(Podman's Docker API would start the container without a GPU): run "
-                                    f"`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` as root; {cpu_fix}"))
+                                    "(Podman's Docker API would start the container without a GPU): "
+                                    f"{GENERATE_FIX}; {cpu_fix}"))
         else:
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but the Docker engine has no NVIDIA runtime or CDI "
@@ -134,8 +135,8 @@ def preflight(
         if missing:
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"the CDI spec has no device nvidia.com/gpu={missing[0]} (it has: "
-                                    f"{', '.join(sorted(known)) or 'none'}): ask for one of those, or regenerate it with "
-                                    f"`nvidia-ctk cdi generate`; {cpu_fix}"))
+                                    f"{', '.join(sorted(known)) or 'none'}): ask for one of those, or regenerate it "
+                                    f"(envman cdi generate -o {DEFAULT_SPEC_PATH}); {cpu_fix}"))
     if image.image_id is None:
         problems.append(Problem(ERROR, "image", f"no promoted image {image.ref} for stack {stack.name}: "
                                 f"build it with envman build {stack.name}"))

@@ -164,7 +164,7 @@ def test_podman_gpu_run_without_a_cdi_spec_is_refused_not_started(mini):
     stack = resolve(mini, "torch-2.4-cuda12.4")
     msgs = errors(preflight(stack, GpuRequest("all"), host=host("h100-570"), engine_info=podman_info([]),
                             image=GOOD_IMAGE))
-    assert any("Podman has no CDI spec for nvidia.com/gpu" in m and "nvidia-ctk cdi generate" in m for m in msgs)
+    assert any("Podman has no CDI spec for nvidia.com/gpu" in m and "envman cdi generate -o /etc/cdi/envman-nvidia.json" in m for m in msgs)
 
 
 def test_podman_gpu_run_asking_for_a_device_the_spec_lacks_is_refused(mini, tmp_path):
