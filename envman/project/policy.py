@@ -23,6 +23,7 @@ may name such a path.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass
@@ -187,32 +188,39 @@ class Policy:
     so a file with thousands of mounts is checked in time linear in their number."""
 
     entries: tuple[_Entry, ...]
-    #: (device, inode) of every regular file inside a protected folder, for hard links to them.
-    file_ids: dict[tuple[int, int], str]
     #: What the scan of a mounted folder found, by its real path (a file that mounts one folder
     #: many times costs one scan).
     scans: dict[str, str | None]
+    #: The real path of the folder whose protected entries are scanned for :attr:`file_ids`.
+    home: str = "/"
 
     @classmethod
     def of(cls, protected: Iterable[Protected], home: str | None = None) -> Policy:
         """``home``: the folder whose protected entries are scanned for the inodes of their files
         (default: the invoking user's; only you can hard-link your own files, as Linux's
         ``fs.protected_hardlinks`` keeps others from linking files they cannot read and write)."""
-        mine = os.path.realpath(home or os.path.expanduser("~"))
         entries = []
-        file_ids: dict[tuple[int, int], str] = {}
-        budgets: dict[str, list[int]] = {}
-        # credentials first, and each kind of protected path with its own budget: a large
-        # ~/.local/lib (pip install --user) never uses up the scan of ~/.ssh
         for p in protected:
             real = os.path.realpath(p.path)
             chain = _chain(real)
             entries.append(_Entry(p, real, _ident(real), frozenset(chain),
                                   frozenset(i for i in map(_ident, chain) if i is not None)))
-        for e in sorted(entries, key=lambda e: e.p.why != CREDENTIALS):
-            if e.p.contents and e.p.why != "a host system directory" and e.real.startswith(mine + "/"):
+        return cls(tuple(entries), {}, os.path.realpath(home or os.path.expanduser("~")))
+
+    @functools.cached_property
+    def file_ids(self) -> dict[tuple[int, int], str]:
+        """(device, inode) of every regular file inside a protected folder of :attr:`home`, for
+        hard links to them. Scanned on first use: only a mount that holds a file with more than
+        one link asks (most runs mount no such file, and the scan of a large home folder is the
+        larger part of a run's own work)."""
+        file_ids: dict[tuple[int, int], str] = {}
+        budgets: dict[str, list[int]] = {}
+        # credentials first, and each kind of protected path with its own budget: a large
+        # ~/.local/lib (pip install --user) never uses up the scan of ~/.ssh
+        for e in sorted(self.entries, key=lambda e: e.p.why != CREDENTIALS):
+            if e.p.contents and e.p.why != "a host system directory" and e.real.startswith(self.home + "/"):
                 _file_ids(e.real, file_ids, budgets.setdefault(e.p.why, [HARDLINK_SCAN_LIMIT]))
-        return cls(tuple(entries), file_ids, {})
+        return file_ids
 
 
 def _file_ids(real: str, out: dict[tuple[int, int], str], budget: list[int]) -> None:
@@ -262,7 +270,7 @@ def _inside_folder(real: str, st: os.stat_result, policy: Policy) -> str | None:
     an X server, an engine) or a hard link to a protected file in it. A folder is looked at
     breadth first, :data:`HARDLINK_SCAN_LIMIT` entries at most, once per real path."""
     if stat.S_ISREG(st.st_mode):
-        if policy.file_ids and st.st_nlink > 1 and (st.st_dev, st.st_ino) in policy.file_ids:
+        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in policy.file_ids:
             return f"is or holds a hard link to a protected file ({policy.file_ids[(st.st_dev, st.st_ino)]})"
         return None
     if not stat.S_ISDIR(st.st_mode):

@@ -104,3 +104,27 @@ def test_more_mounts_than_the_bound_is_one_line(home, tmp_path):
                                   ".config/uv", ".conda", "miniconda3", ".nvm", ".pyenv", ".vscode-server"])
 def test_the_red_team_s_gaps_are_in_the_list(name):
     assert name in policy.HOME_NAMES
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_the_protected_folders_are_scanned_only_when_a_mount_holds_a_multiply_linked_file(home, tmp_path, monkeypatch,
+                                                                                        linked):
+    """The scan of the home's protected folders (for the inodes of their files) is the larger part
+    of a run's own work in a full home: it is done only for a mount that holds a file with more
+    than one link, the only kind it can answer for."""
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("PRIVATE KEY\n")
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    for i in range(20):
+        (root / "src" / f"m{i}.py").write_text("x")
+    if linked:
+        os.link(root / "src" / "m0.py", root / "m0-again.py")  # two names, neither protected
+    scanned = []
+    real_scan = policy._file_ids
+    monkeypatch.setattr(policy, "_file_ids", lambda *a: (scanned.append(a[0]), real_scan(*a))[1])
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(root)) is None
+    assert policy.forbidden_reason(str(root / "src" / "m1.py")) is None
+    assert (str(key.parent) in scanned) == linked and bool(scanned) == linked
