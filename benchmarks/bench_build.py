@@ -19,6 +19,9 @@ with ``DOCKER_BUILDKIT=1``) warms that command. Timed, interleaved, ``-n`` round
 * ``docker build -t TAG CONTEXT``: every step a cache hit, the context sent each time.
 
 Goals (issue 26): the no-op at most 0.05x the cached ``docker build``, the full path at most 1x.
+``--compare PYTHON`` times the envman installed beside PYTHON (e.g. a checkout of an earlier
+commit) in the same rounds, with its own state directory (its first build smoke-tests again);
+both must render the same context (else each would re-promote the one stable tag in turn).
 Options after ``--`` go to both ``envman build`` and ``envman render`` (network options such as
 ``--wheelhouse``, ``--ca-bundle``).
 
@@ -73,7 +76,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import Report, envman_cmd, interleaved, json_option  # noqa: E402
+from common import Report, envman_cmd, interleaved, json_option, other_envman  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STANDIN_MATRIX = ROOT / "tests" / "data" / "standin-torch.toml"
@@ -302,17 +305,27 @@ def report_builders(rows: dict[str, dict[str, object]]) -> int:
 
 
 def noop_vs_docker(report: Report, kind: str, matrix: list[str], stack: str, opts: list[str], n: int,
-                   base_env: dict[str, str], tmp: Path) -> None:
+                   base_env: dict[str, str], tmp: Path, compare: str | None = None) -> None:
     """A no-op ``envman build --builder KIND`` (cached and full path) against a fully cached
-    ``docker build`` of the context ``envman render --builder KIND`` writes, with that builder."""
+    ``docker build`` of the context ``envman render --builder KIND`` writes, with that builder;
+    with ``compare``, the envman beside that interpreter too."""
     env = dict(base_env, DOCKER_BUILDKIT="1" if kind == "buildkit" else "0")
-    build = [*envman_cmd(), *matrix, "build", stack, "--builder", kind, "--accept-cpu-only", "--json", *opts]
-    t0 = time.perf_counter()
-    first = json.loads(run(build, env, f"the first envman build ({kind})").stdout)[0]
-    print(f"first envman build ({kind}): {time.perf_counter() - t0:.1f} s, {first['smoke']}, "
-          f"{'cached' if first['cached'] else 'built'} {first['image']}", flush=True)
-    if first["smoke"] == "fail":
-        raise SystemExit(f"{stack}: the smoke test fails ({first['reason']}); a no-op build reruns it, pick a stack that passes")
+    words = [*matrix, "build", stack, "--builder", kind, "--accept-cpu-only", "--json", *opts]
+    build = [*envman_cmd(), *words]
+    other = [*other_envman(compare), *words] if compare else None
+    other_env = {**env, "ENVMAN_STATE_DIR": str(tmp / "state-compare")}
+    images = set()
+    for cmd, e, who in ((build, env, ""), *(((other, other_env, "--compare's "),) if other else ())):
+        t0 = time.perf_counter()
+        first = json.loads(run(cmd, e, f"the first {who}envman build ({kind})").stdout)[0]
+        images.add(first["image"])
+        print(f"first {who}envman build ({kind}): {time.perf_counter() - t0:.1f} s, {first['smoke']}, "
+              f"{'cached' if first['cached'] else 'built'} {first['image']}", flush=True)
+        if first["smoke"] == "fail":
+            raise SystemExit(f"{stack}: the smoke test fails ({first['reason']}); a no-op build reruns it, pick a stack that passes")
+    if len(images) > 1:  # each would promote its own candidate to the one stable tag, in turn: no no-op left
+        raise SystemExit(f"--compare: the two envman versions render different contexts ({', '.join(sorted(images))}); "
+                         "compare versions that render the same one")
     ctx = tmp / f"context-{kind}"
     run([*envman_cmd(), *matrix, "render", stack, "--builder", kind, "-o", str(ctx), *opts], env, "envman render")
     docker = ["docker", "build", "-q", "-t", BENCH_TAG, str(ctx)]
@@ -325,19 +338,27 @@ def noop_vs_docker(report: Report, kind: str, matrix: list[str], stack: str, opt
         docker = [cli.docker, "buildx", "build", "--load", *docker[2:]] if cli.buildx else [cli.docker, *docker[1:]]
     full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
 
-    def envman_build(e: dict[str, str]) -> float:
+    def envman_build(e: dict[str, str], cmd: list[str] = build) -> float:
         t = time.perf_counter()
-        again = json.loads(run(build, e, "envman build").stdout)[0]
+        again = json.loads(run(cmd, e, "envman build").stdout)[0]
         if not again["cached"]:
             raise SystemExit("the second envman build was not a no-op: " + json.dumps(again))
         return time.perf_counter() - t
 
-    times = interleaved({"docker": lambda: timed(docker, env, f"docker build ({kind})"),
-                         "cached": lambda: envman_build(env), "full": lambda: envman_build(full_env)}, n)
+    samples = {"docker": lambda: timed(docker, env, f"docker build ({kind})"),
+               "cached": lambda: envman_build(env), "full": lambda: envman_build(full_env)}
+    if other:
+        samples["other cached"] = lambda: envman_build(other_env, other)
+        samples["other full"] = lambda: envman_build({**other_env, "ENVMAN_RUN_CACHE": "0"}, other)
+    times = interleaved(samples, n)
     size = sum(f.stat().st_size for f in ctx.rglob("*") if f.is_file())
     report.ratio(f"no-op envman build / cached docker build, {kind}", times["cached"], times["docker"], GOAL_NOOP,
                  f"context {size / 1e6:.0f} MB")
     report.ratio(f"  the same, full path (ENVMAN_RUN_CACHE=0), {kind}", times["full"], times["docker"], GOAL_FULL)
+    if other:
+        report.ratio(f"  --compare's no-op envman build / cached docker build, {kind}", times["other cached"],
+                     times["docker"], None)
+        report.ratio(f"  --compare's full path, {kind}", times["other full"], times["docker"], None)
 
 
 def main() -> int:
@@ -349,6 +370,8 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=9, help="rounds (default 9)")
     ap.add_argument("--builder", choices=("classic", "buildkit", "both"), default="both",
                     help="which builder to time (default both, each against docker build with the same builder)")
+    ap.add_argument("--compare", metavar="PYTHON",
+                    help="also time the envman installed beside PYTHON (e.g. an earlier checkout's venv), same rounds")
     ap.add_argument("--builders", action="store_true", help=f"classic vs BuildKit side by side on {STANDIN_STACK} (stand-in)")
     args = ap.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     if args.builders:
@@ -369,7 +392,7 @@ def main() -> int:
         matrix, stack, opts = standin_setup(tmp) if args.standin else ([], args.stack, [])
         opts += extra
         for kind in ("classic", "buildkit") if args.builder == "both" else (args.builder,):
-            noop_vs_docker(report, kind, matrix, stack, opts, args.n, env, tmp)
+            noop_vs_docker(report, kind, matrix, stack, opts, args.n, env, tmp, args.compare)
     finally:
         subprocess.run(["docker", "rmi", BENCH_TAG], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,12 +38,18 @@ def load() -> float:
 
 
 def run_once(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None,
-             check: bool = True) -> float:
-    """Wall time of one run of ``cmd`` (stdout and stderr captured; a failure stops the benchmark)."""
+             check: bool = True, cpu: list[float] | None = None) -> float:
+    """Wall time of one run of ``cmd`` (stdout and stderr captured; a failure stops the benchmark).
+    ``cpu``: the process's CPU time (user + system, its children included) is appended there:
+    load stretches it far less than wall time."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run(list(cmd), env=None if env is None else dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
                        capture_output=True, text=True)
     dt = time.perf_counter() - t
+    if cpu is not None:
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     if check and p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-800:]}")
     return dt
@@ -114,6 +121,15 @@ class Report:
                 for f in self.figures:
                     fh.write(json.dumps(asdict(f)) + "\n")
         return 0 if all(f.met is not False for f in self.figures) else 1
+
+
+def other_envman(python: str) -> list[str]:
+    """The ``envman`` console script beside another interpreter (``--compare PYTHON``: e.g. the
+    virtual environment of a checkout of an earlier commit)."""
+    script = Path(python).with_name("envman")
+    if not script.exists():
+        raise SystemExit(f"--compare: no envman console script beside {python}")
+    return [str(script)]
 
 
 def json_option(argv: list[str]) -> tuple[list[str], str | None]:
