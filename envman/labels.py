@@ -29,6 +29,7 @@ RENDER_HASH = "envman.render-hash"  # sha256 of the build context (the candidate
 ROLE = "envman.role"  # what the object is for, one of ROLES
 PROJECT = "envman.project"  # the project a project image or run container belongs to
 PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag)
+PROJECT_ID = "envman.project-id"  # the project's identity: its name and a hash of its real root
 BUILT_BY_UID = "envman.built-by.uid"  # who built the image: numeric uid on the engine's host
 BUILT_BY_USER = "envman.built-by.user"  # ... and that uid's login name (informative only)
 # A base rebuilt from NVIDIA's recipe (envman.images.base); images built on it inherit both.
@@ -64,7 +65,8 @@ ROLE_RUN = "run"  # an `envman run` container
 ROLE_PROJECT = "project"  # a project image (stack image + the project's packages)
 ROLE_RELEASE = "release"  # a promoted image with its smoke verdict, as pushed to a registry
 ROLE_BASE = "base"  # an nvidia/cuda base rebuilt from NVIDIA's recipe (envman/base:<tag>)
-ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE, ROLE_BASE})
+ROLE_NETWORK = "network"  # the network of one user's runs of one project (envman.run.network)
+ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE, ROLE_BASE, ROLE_NETWORK})
 SMOKE_STATUSES = frozenset({"pass", "cpu-only", "fail"})
 
 #: The filter / label set that marks an object as envman's.

@@ -45,7 +45,7 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     return project, ExportInput(
         project=project.name, root=project.root.resolve(), stack=stack, image=image or "", command=settings.command,
         environment=environment, mounts=settings.mounts, ports=settings.ports, gpus=settings.gpus,
-        shm_size=settings.shm_size,
+        shm_size=settings.shm_size, network=settings.network,
     )
 
 

@@ -48,7 +48,7 @@ from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.model import Arch, DriverVersion
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import GpuRequest, Mount, Port, shm_bytes
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, shm_bytes
 from envman.stack.names import Stack
 
 # NVIDIA GPU Feature Discovery node labels (string values; the numeric ones hold decimal integers).
@@ -195,6 +195,7 @@ class ExportInput:
     ports: tuple[Port, ...]
     gpus: GpuRequest | None
     shm_size: str
+    network: str = NETWORK_PROJECT  # envman.project.file.NETWORK_MODES
 
 
 def run_environment(x: ExportInput, gpus: GpuRequest | None | bool = True) -> tuple[tuple[str, str], ...]:
@@ -277,6 +278,10 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
                         fix="push it (envman push STACK prints REPO@sha256:...) or pass --image REPO@sha256:...")
     if uid < 1 or gid < 0:
         raise UserError(f"uid {uid} / gid {gid}: the Job runs as a non-root uid", fix="give --uid 1000 or another uid > 0")
+    if x.network == NETWORK_NONE:
+        raise UserError('the project asks for no network (network = "none"), which a pod cannot be given',
+                        where="envman export k8s",
+                        fix="restrict the pod with a NetworkPolicy of the cluster's, or export compose or devcontainer")
     if gpus < 0:
         raise UserError(f"--gpus {gpus}: expected a count >= 0")
     if gpus and x.stack.cuda is None:
@@ -395,13 +400,23 @@ def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
     return tuple(out)
 
 
-def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str, Any], str]:
+def devcontainer(x: ExportInput, env_file: str | None = None, *, uid: int | None = None) -> tuple[dict[str, Any], str]:
     """``devcontainer.json`` and its ``Dockerfile`` (FROM the run image, plus a named user).
-    ``env_file``: the file holding the project's variables (needed when it has any)."""
+    ``env_file``: the file holding the project's variables (needed when it has any). The
+    container joins ``uid``'s (default: this user's) network of the project, as ``envman run``
+    does, made first by ``initializeCommand``; or none."""
+    import os
+
+    from envman.run.network import create_command
+    from envman.run.plan import network_name
+
+    uid = os.getuid() if uid is None else uid
+    _devcontainer_path(str(x.root), "project folder")  # ${localWorkspaceFolder} lands in workspaceMount
+    network = NETWORK_NONE if x.network == NETWORK_NONE else network_name(uid, x.project, str(x.root))
     # envman run's hardening (envman.run.plan.docker_argv); --rm is left out: the Dev Containers
     # tools stop and start the same container between sessions.
     run_args = ["--init", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pull", "never",
-                "--shm-size", x.shm_size]
+                "--shm-size", x.shm_size, "--network", network]
     for k, v in L.run_labels(x.project, x.stack.name).items():
         run_args += ["--label", f"{k}={v}"]
     if x.gpus is not None:
@@ -410,7 +425,6 @@ def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str,
         if env_file is None:
             raise UserError("the project sets environment variables: they need an env file", where="envman export devcontainer")
         run_args += ["--env-file", _devcontainer_path(env_file, "env file")]
-    _devcontainer_path(str(x.root), "project folder")  # ${localWorkspaceFolder} lands in workspaceMount
     mounts = checked_mounts(x.mounts)
     for m in mounts:
         _devcontainer_path(m.source, "mount source")
@@ -437,6 +451,8 @@ def devcontainer(x: ExportInput, env_file: str | None = None) -> tuple[dict[str,
     }
     if x.ports:
         doc["forwardPorts"] = [p.container for p in x.ports]
+    if network != NETWORK_NONE:
+        doc["initializeCommand"] = create_command(uid, x.project, str(x.root))
     dockerfile = (
         f"# envman devcontainer image for {x.project}: the run image plus a named user that\n"
         "# updateRemoteUserUID maps to your uid (envman run uses --user for the same). Generated.\n"
@@ -486,6 +502,8 @@ def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[st
         "volumes": volumes,
         "labels": L.run_labels(x.project, x.stack.name),
     }
+    if x.network == NETWORK_NONE:  # else the compose project's own network, apart from other projects'
+        svc["network_mode"] = "none"
     if x.command:
         svc["command"] = [_compose_escape(c) for c in x.command]
     if x.ports:

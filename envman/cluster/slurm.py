@@ -803,6 +803,12 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
         res = replace(res, gpus=cluster_gpu_count(settings.gpus))
     if res.gpus and stack.is_cpu:
         raise UserError(f"{stack.name} is a CPU stack: it cannot use GPUs", where="--gpus", fix="submit with --gpus 0")
+    if settings.network == "none" and runtime in SCRIPT_RUNTIMES:
+        # pyxis (enroot) and Charliecloud share the node's network; apptainer's --network needs setup
+        # this cannot check: a job that asked for none would silently get the node's network
+        raise UserError(f'the project asks for no network (network = "none"), which runtime {runtime} does not give '
+                        "a job", where="envman submit", fix="submit with --runtime docker or podman (envman run on "
+                        'the node gives none), or drop network = "none"')
     if image is None:
         ref = stable_ref(stack.name)
         if project.needs_image:

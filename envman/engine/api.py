@@ -221,6 +221,26 @@ class ContainerInfo:
 
 
 @dataclass(frozen=True)
+class NetworkInfo:
+    """A network, from ``docker network inspect`` (``GET /networks/NAME``)."""
+
+    id: str
+    name: str
+    driver: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    containers: int = 0  # endpoints attached now (inspect only: a list says 0)
+    created: int = 0  # Unix seconds
+
+    @classmethod
+    def from_api(cls, doc: Mapping[str, Any]) -> NetworkInfo:
+        attached = doc.get("Containers")
+        return cls(id=str(doc.get("Id") or doc.get("id") or ""), name=str(doc.get("Name") or doc.get("name") or ""),
+                   driver=str(doc.get("Driver") or doc.get("driver") or ""), labels=_labels(doc.get("Labels")),
+                   containers=len(attached) if isinstance(attached, Mapping) else 0,
+                   created=unix_seconds(doc.get("Created")))
+
+
+@dataclass(frozen=True)
 class BuildEvent:
     """One line of progress from a build.
 

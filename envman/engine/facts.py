@@ -14,9 +14,9 @@ import shutil
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
-from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, label_filters
+from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, NetworkInfo, label_filters
 from envman.engine.select import EngineKind, says_podman
-from envman.engine.socket import NoAnswer, api_get, image_path, local_socket
+from envman.engine.socket import NoAnswer, api_get, api_request, image_path, local_socket
 from envman.errors import EngineError
 
 if TYPE_CHECKING:
@@ -151,15 +151,20 @@ class DockerFacts:
     def image_exists(self, ref: str) -> bool:
         return self.inspect_image(ref) is not None
 
-    def list_images(self, label_filter: LabelFilter) -> list[ImageInfo]:
+    def _listed(self, api_path: str, kind: str, cli_args: list[str], labels: LabelFilter,
+                what: str = "Docker engine not reachable") -> list[dict[str, Any]]:
+        """The documents of ``GET api_path`` filtered by ``labels``, else of the CLI's list and inspect."""
         try:
-            status, body = self._get(f"/images/json?filters={_filters_query(label_filter)}")
+            status, body = self._get(f"{api_path}?filters={_filters_query(labels)}")
             if status == 200 and isinstance(body, list):
-                return [ImageInfo.from_api(d) for d in body if isinstance(d, dict)]
+                return [d for d in body if isinstance(d, dict)]
         except NoAnswer:
             pass
-        ids = self._cli_ids(["images", "-q", "--no-trunc"], label_filter)
-        return [ImageInfo.from_api(d) for d in self._cli_inspect("image", ids)]
+        return self._cli_inspect(kind, self._cli_ids(cli_args, labels, what), what)
+
+    def list_images(self, label_filter: LabelFilter) -> list[ImageInfo]:
+        return [ImageInfo.from_api(d) for d in self._listed("/images/json", "image", ["images", "-q", "--no-trunc"],
+                                                            label_filter)]
 
     # -- containers -------------------------------------------------------------------------------
 
@@ -181,16 +186,8 @@ class DockerFacts:
         return [ContainerInfo.from_api(d) for d in docs]
 
     def inspect_container(self, ref: str) -> ContainerInfo | None:
-        try:
-            status, doc = self._get(f"/containers/{quote(ref, safe='')}/json")
-            if status == 404:
-                return None
-            if status == 200 and isinstance(doc, dict):
-                return ContainerInfo.from_api(doc)
-        except NoAnswer:
-            pass
-        docs = self._cli_inspect("container", [ref], "docker")
-        return ContainerInfo.from_api(docs[0]) if docs else None
+        doc = self._inspect_one("container", ref)
+        return ContainerInfo.from_api(doc) if doc is not None else None
 
     def stop_containers(self, ids: list[str], timeout: int = 10) -> None:
         """``docker stop`` these containers (gone already is fine)."""
@@ -199,6 +196,66 @@ class DockerFacts:
         p = self._run(["stop", "--time", str(timeout), *ids])
         if p.returncode != 0 and "no such container" not in (p.stderr or "").lower():
             raise self._unreachable(p, "docker")
+
+    # -- networks -------------------------------------------------------------------------------
+
+    def _inspect_one(self, kind: str, ref: str) -> dict[str, Any] | None:
+        """``docker KIND inspect REF``'s document (``None``: there is none), on the socket first."""
+        try:
+            status, doc = self._get(f"/{kind}s/{quote(ref, safe='')}" + ("/json" if kind == "container" else ""))
+            if status == 404:
+                return None
+            if status == 200 and isinstance(doc, dict):
+                return doc
+        except NoAnswer:
+            pass
+        docs = self._cli_inspect(kind, [ref], "docker")
+        return docs[0] if docs else None
+
+    def inspect_network(self, name: str) -> NetworkInfo | None:
+        """The network called ``name`` (``None``: there is none)."""
+        doc = self._inspect_one("network", name)
+        return NetworkInfo.from_api(doc) if doc is not None else None
+
+    def create_network(self, name: str, labels: dict[str, str]) -> str | None:
+        """Create a bridge network ``name`` with ``labels``; its id, or ``None`` when one of that
+        name exists already (another process made it first). :class:`EngineError` otherwise."""
+        try:
+            status, doc = api_request(self.socket, "POST", "/networks/create", {
+                "Name": name, "Driver": "bridge", "CheckDuplicate": True, "Labels": labels})
+            if status == 201 and isinstance(doc, dict):
+                return str(doc.get("Id") or "")
+            if status == 409:
+                return None
+            message = doc.get("message") if isinstance(doc, dict) else None
+            if status >= 400 and isinstance(message, str):
+                raise EngineError(f"docker network create {name}: {message}")
+        except NoAnswer:
+            pass
+        args = ["network", "create", "--driver", "bridge"]
+        for k, v in labels.items():
+            args += ["--label", f"{k}={v}"]
+        p = self._run([*args, name])
+        if p.returncode != 0:
+            if "already exists" in (p.stderr or ""):
+                return None
+            raise self._unreachable(p, f"docker network create {name}")
+        return p.stdout.strip()
+
+    def remove_network(self, name: str) -> bool:
+        """Remove the network ``name``; ``False`` when it is gone already or still in use."""
+        try:
+            status, _ = api_request(self.socket, "DELETE", f"/networks/{quote(name, safe='')}")
+            if status in (200, 204, 404, 403, 409, 500):
+                return status in (200, 204)
+        except NoAnswer:
+            pass
+        return self._run(["network", "rm", name]).returncode == 0
+
+    def list_networks(self, labels: LabelFilter) -> list[NetworkInfo]:
+        """The networks carrying ``labels`` (their endpoints not counted: inspect one for that)."""
+        return [NetworkInfo.from_api(d) for d in self._listed("/networks", "network", ["network", "ls", "-q", "--no-trunc"],
+                                                              labels, "docker")]
 
     @property
     def url(self) -> str | None:

@@ -53,27 +53,38 @@ class NoAnswer(Exception):
 
 def api_get(socket_path: str | None, path: str, timeout: float = 60) -> tuple[int, Any]:
     """``GET path`` on the engine's Unix socket: (HTTP status, decoded JSON body or ``None``)."""
+    return api_request(socket_path, "GET", path, timeout=timeout)
+
+
+def api_request(socket_path: str | None, method: str, path: str, body: Any = None,
+                timeout: float = 60) -> tuple[int, Any]:
+    """``METHOD path`` on the engine's Unix socket, with ``body`` as JSON when given: (HTTP
+    status, decoded JSON body or ``None``)."""
     import _socket  # the C module under ``socket``: what follows needs none of the wrapper's Python
 
     if not socket_path:
         raise NoAnswer()
+    payload = b"" if body is None else json.dumps(body).encode()
+    request = f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: envman\r\n"
+    if body is not None:
+        request += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(socket_path)
         # HTTP/1.0: the engine answers with a plain body and closes the connection.
-        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: envman\r\n\r\n".encode())
+        sock.sendall((request + "\r\n").encode() + payload)
         chunks = []
         while True:
             data = sock.recv(1 << 16)
             if not data:
                 break
             chunks.append(data)
-        head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+        head, sep, answer = b"".join(chunks).partition(b"\r\n\r\n")
         status_line = head.split(b"\r\n", 1)[0].split()
         if not sep or len(status_line) < 2 or not status_line[0].startswith(b"HTTP/"):
             raise NoAnswer()
-        return int(status_line[1]), (json.loads(body) if body.strip() else None)
+        return int(status_line[1]), (json.loads(answer) if answer.strip() else None)
     except (OSError, ValueError) as exc:
         raise NoAnswer() from exc
     finally:
@@ -90,12 +101,24 @@ def image_path(ref: str) -> str:
     return f"/images/{ref}/json"
 
 
-def image_id(socket_path: str | None, ref: str) -> str | None:
-    """The id of image ``ref`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
-    status, body = api_get(socket_path, image_path(ref))
+def _object_id(socket_path: str | None, path: str) -> str | None:
+    """The ``Id`` of the object at ``path`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
+    status, body = api_get(socket_path, path)
     if status == 404:
         return None
     if status != 200 or not isinstance(body, dict) or not isinstance(body.get("Id"), str):
         raise NoAnswer()
-    image: str = body["Id"]
-    return image
+    found: str = body["Id"]
+    return found
+
+
+def network_id(socket_path: str | None, name: str) -> str | None:
+    """The id of network ``name`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
+    if not name or not set(name) <= _REF_CHARS - {"/", ":", "@"}:
+        raise NoAnswer()
+    return _object_id(socket_path, f"/networks/{name}")
+
+
+def image_id(socket_path: str | None, ref: str) -> str | None:
+    """The id of image ``ref`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
+    return _object_id(socket_path, image_path(ref))

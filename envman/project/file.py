@@ -53,7 +53,13 @@ PROJECT_KEYS = {
     "environment": "a table of environment variables",
     "mounts": 'a list of "SOURCE:TARGET[:ro]" strings',
     "ports": 'a list of ports (8888) or "HOST:CONTAINER" strings, published on 127.0.0.1',
+    "network": '"project" (default: a network of this project\'s own containers) or "none" (no network at all)',
 }
+
+#: What a run's container may be attached to (see envman.run.network): a network of the project's
+#: own (other projects' and users' containers cannot reach it), or none at all.
+NETWORK_PROJECT, NETWORK_NONE = "project", "none"
+NETWORK_MODES = (NETWORK_PROJECT, NETWORK_NONE)
 
 
 # --------------------------------------------------------------------------- value types
@@ -170,6 +176,7 @@ class ProjectConfig:
     environment: tuple[tuple[str, str], ...] = ()
     mounts: tuple[Mount, ...] = ()
     ports: tuple[Port, ...] = ()
+    network: str | None = None  # NETWORK_MODES; None: not said (the project's own network)
     digest: str = ""  # sha256 of the exact bytes parsed (what `envman project trust` records)
 
     @property
@@ -203,6 +210,7 @@ class ProjectConfig:
             "environment": sorted(k for k, _ in self.environment),  # names: values may be secrets
             "mounts": [mount_text(m) for m in self.mounts],
             "ports": [f"{p.host}:{p.container}" for p in self.ports],
+            "network": self.network,
             "needs_image": self.needs_image,
         }
 
@@ -370,11 +378,24 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
             raise type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
         ports = [parse_port(p, where=where) for p in doc["ports"]]
 
+    network = check_network(doc["network"], where=where) if "network" in doc else None
+
     return ProjectConfig(
         name=name, root=root, file=file, stack=stack, requirements=requirements, requirements_source=req_source,
         apt=apt, command=command, gpus=gpus, gpus_set=gpus_set, shm_size=shm, environment=environment,
-        mounts=mounts, ports=tuple(ports),
+        mounts=mounts, ports=tuple(ports), network=network,
     )
+
+
+def check_network(v: Any, *, where: str, key: str = "network") -> str:
+    """One of :data:`NETWORK_MODES`, else a one-line error (``host``, another project's or a
+    named network would put the container beside others)."""
+    if not isinstance(v, str):
+        raise UserError(f"key {key}: expected \"project\" or \"none\", got {kind_of(v)}", where=where)
+    if v not in NETWORK_MODES:
+        raise UserError(f"key {key}: {v[:40]!r} is not a network envman attaches runs to", where=where,
+                        fix='write network = "project" (the default: only this project\'s containers) or "none"')
+    return v
 
 
 def read_requirements(root: Path, rel: str, *, where: str) -> str:

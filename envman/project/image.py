@@ -97,7 +97,7 @@ def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[st
     from envman.images.store import current_user
 
     out = labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
-    out["envman.project-id"] = project.identity  # the registered identity (name + real root)
+    out[labels.PROJECT_ID] = project.identity  # the registered identity (name + real root)
     return out
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envman.errors import UserError, clip_list
-from envman.project.file import GpuRequest, Mount, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
 
 if sys.version_info >= (3, 11):
     pass
@@ -88,6 +88,7 @@ class CliOverrides:
     mounts: tuple[Mount, ...] = ()
     ports: tuple[Port, ...] = ()
     command: tuple[str, ...] = ()
+    network: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class RunSettings:
     ports: tuple[Port, ...]
     command: tuple[str, ...]
     origin: tuple[tuple[str, str], ...] = field(default=())  # (setting, "cli" | "project" | "user" | "default")
+    network: str = NETWORK_PROJECT  # envman.project.file.NETWORK_MODES
     #: What the user config would have given but an untrusted project file does not get
     #: (``"environment: A, B"``, ``"mounts: ..."``; names, never values): see :func:`merge_settings`.
     withheld: tuple[str, ...] = ()
@@ -124,6 +126,7 @@ class RunSettings:
             "mounts": [mount_text(m) for m in self.mounts],
             "ports": [f"127.0.0.1:{p.host}:{p.container}" for p in self.ports],
             "command": list(self.command),
+            "network": self.network,
             "origin": dict(self.origin),
             "withheld": list(self.withheld),
         }
@@ -200,11 +203,22 @@ def merge_settings(
     ports: dict[int, Port] = {}
     for port_src in (project.ports, cli.ports):
         ports.update((p.host, p) for p in port_src)
+    network = pick(
+        "network",
+        (cli.network is not None, cli.network, "cli"),
+        (project.network is not None, project.network, "project"),
+        (True, NETWORK_PROJECT, "default"),
+    )
+    if network == NETWORK_NONE and ports:
+        said = "--network none" if origin["network"] == "cli" else 'network = "none"'
+        raise UserError(f"{said} and published ports ({ports[min(ports)].host}) contradict each other: a container "
+                        "without a network publishes nothing", where=str(project.file),
+                        fix='drop the ports, or use the project\'s own network (network = "project", the default)')
     return RunSettings(
         stack=stack, gpus=gpus, shm_size=shm, environment=tuple(sorted(env.items())),
         mounts=tuple(sorted(mounts.values(), key=lambda m: m.target)),
         ports=tuple(sorted(ports.values(), key=lambda p: p.host)), command=tuple(command),
-        origin=tuple(sorted(origin.items())), withheld=withheld,
+        origin=tuple(sorted(origin.items())), withheld=withheld, network=network,
     )
 
 

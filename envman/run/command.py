@@ -28,6 +28,7 @@ from envman.run.fastpath import cache_key, record_run
 from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
 from envman.run.plan import RunPlan, WARNING, container_name, docker_argv, sanitize_environment
+from envman.run.network import ensure_network
 from envman.run.preflight import suggest_stack
 from envman.run import grammar
 from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports,
@@ -102,7 +103,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
     import shlex
 
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
-    from envman.project.file import check_shm, check_stack_name, parse_gpus
+    from envman.project.file import check_network, check_shm, check_stack_name, parse_gpus
     from envman.project.trust import project_trusted, require_trust
 
     args, bare = grammar.split(words, args)
@@ -136,6 +137,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
         mounts=parse_cli_mounts(a.mount, allow_dangerous=a.allow_dangerous_mount),
         ports=parse_cli_ports(a.port),
         command=tuple(command),
+        network=check_network(a.network, where="envman run", key="--network") if a.network is not None else None,
     )
     settings = merge_settings(proj, load_user_config(), cli, trusted=project_trusted(proj),
                               stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
@@ -170,9 +172,10 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
         return
     if cname is not None:
         check_name_free(prepared.plan)
+    network = ensure_network(engine, prepared.plan)
     if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
         remember_run(prepared, proj, engine=engine, key=cache_key(list(matrix.extra), args, command),
-                     found_from=None if a.project is not None else Path.cwd(), matrix=matrix)
+                     found_from=None if a.project is not None else Path.cwd(), matrix=matrix, network=network)
     exec_docker(argv, prepared.plan.environment)
 
 
@@ -276,8 +279,9 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
 
 
 def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
-                 found_from: Path | None, matrix: MatrixSource) -> None:
-    """Record a CPU run that passed its preflight, for :func:`envman.run.fastpath.try_cached_run`."""
+                 found_from: Path | None, matrix: MatrixSource, network: str | None = None) -> None:
+    """Record a CPU run that passed its preflight, for :func:`envman.run.fastpath.try_cached_run`
+    (``network``: the id of the network it joins; a network removed or made anew is a miss)."""
     from dataclasses import replace
 
     from envman.state import report_path, stable_ref
@@ -298,7 +302,8 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
                                           matrix=matrix),
                images=images, argv=docker_argv(plan, env_file=ENV_FILE_SLOT if plan.environment else None),
                home=plan.home, sources=[plan.root, plan.home, *(m.source for m in plan.mounts)], environment=plan.environment, project_file=str(project.file),
-               warnings=[p.message for p in prepared.problems if p.level == WARNING])
+               warnings=[p.message for p in prepared.problems if p.level == WARNING],
+               networks=[(plan.network_name, network)] if network is not None else [])
 
 
 def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tuple[str, str], ...]:

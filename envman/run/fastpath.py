@@ -45,10 +45,10 @@ if TYPE_CHECKING:
 
 from envman import __version__
 from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
-from envman.engine.socket import NoAnswer, image_id, local_socket
+from envman.engine.socket import NoAnswer, image_id, local_socket, network_id
 from envman.paths import cache_dir
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 MAX_ENTRIES = 32
 #: Environment that can change a plan (besides every ``ENVMAN_*`` and ``XDG_*`` variable).
 ENV_KEYS = ("HOME", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG")
@@ -163,6 +163,9 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
         for ref, recorded_id in entry["images"]:
             if image_id(sock, ref) != recorded_id:
                 return None
+        for name, recorded_id in entry.get("networks", ()):
+            if network_id(sock, name) != recorded_id:
+                return None
     except (NoAnswer, KeyError, TypeError, ValueError):
         return None
     return entry
@@ -231,17 +234,20 @@ def value_hash(value: str) -> str:
 
 def record_run(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], argv: Sequence[str],
                home: str, sources: Sequence[str], environment: Sequence[tuple[str, str]] = (),
-               project_file: str = "", warnings: Sequence[str] = ()) -> None:
+               project_file: str = "", warnings: Sequence[str] = (),
+               networks: Sequence[tuple[str, str]] = ()) -> None:
     """Keep the plan of a run that passed its preflight (the full path calls this before exec).
     ``sources`` are the host paths the run bind-mounts (project root, home, every mount): a hit
     needs each to resolve to the same real path and inode as now (:func:`source_identity`), since
-    the mount policy was checked against what they resolved to. The environment is kept as names
-    and hashes (:func:`value_hash`), never values."""
+    the mount policy was checked against what they resolved to. ``networks`` are (name, id) of
+    the network the run joins: a hit needs the same network (checked when it was made). The
+    environment is kept as names and hashes (:func:`value_hash`), never values."""
     idents = [[p, source_identity(p)] for p in sources]
     if any(ident is None for _, ident in idents):
         return  # a source that does not resolve now: nothing safe to remember
     record(key, deps=deps, images=images, argv=list(argv), home=home, project_file=project_file,
-           sources=idents, env=[[k, value_hash(v)] for k, v in environment], warnings=list(warnings))
+           sources=idents, env=[[k, value_hash(v)] for k, v in environment], warnings=list(warnings),
+           networks=[list(n) for n in networks])
 
 
 # --------------------------------------------------------------------------- envman build

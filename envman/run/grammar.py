@@ -100,6 +100,8 @@ RUN_OPTIONS = (
     Option("-p", "--port", metavar="PORT", repeat=True,
            help="publish PORT or HOST:CONTAINER on 127.0.0.1 (the service must listen on 0.0.0.0 inside)"),
     Option("-v", "--mount", metavar="MOUNT", repeat=True, help="extra bind mount SOURCE:TARGET[:ro]"),
+    Option("--network", metavar="MODE",
+           help='"project" (default: a network only this project\'s runs of yours share) or "none" (no network)'),
     Option("--allow-dangerous-mount",
            help="let --mount give the container a protected path (engine socket, system directory, home, "
                 "credentials); never possible from a file"),

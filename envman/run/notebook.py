@@ -232,6 +232,9 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     if dry_run:
         sys.stdout.write(shell_join(argv) + "\n")
         return
+    from envman.run.network import ensure_network
+
+    ensure_network(engine, plan)
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
     stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
     sys.exit(serve_and_announce(

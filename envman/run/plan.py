@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from envman.labels import run_labels
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import GpuRequest, Mount, Port
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, project_identity
 from envman.engine.handoff import with_terminal
 
 
@@ -58,6 +58,12 @@ class RunPlan:
     engine: str = "docker"  # docker | podman (see envman.engine.select)
     engine_url: str | None = None  # podman: the service the podman CLI talks to (--remote --url)
     rootless: bool = False  # podman rootless: --userns keep-id, so files in the project stay the user's
+    network: str = NETWORK_PROJECT  # project: the network of this user's runs of this project (network_name); none
+
+    @property
+    def network_name(self) -> str:
+        """What ``--network`` names: :func:`network_name` of this run, or ``none``."""
+        return NETWORK_NONE if self.network == NETWORK_NONE else network_name(self.uid, self.project, self.root)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -70,6 +76,13 @@ def container_name(uid: int, env_name: str) -> str:
     """The container name of a detached environment not named by ``--name`` (per user: two users'
     ``envman run --detach alpha`` do not collide)."""
     return f"envman-{uid}-{env_name}"
+
+
+def network_name(uid: int, project: str, root: str) -> str:
+    """``envman-<uid>-<project>-<hash of the real root>``: the network every run of this project by
+    this user joins, and nothing else does (another project's, another user's or an untrusted
+    clone's containers are on networks of their own, which the engine keeps apart)."""
+    return f"envman-{uid}-{project_identity(project, root)}"
 
 
 def container_workdir(root: Path, cwd: Path) -> str:
@@ -121,7 +134,9 @@ def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = No
 
     Never ``--privileged``, never the Docker socket, ``--cap-drop ALL`` (the entrypoint runs as
     the caller's uid and needs no capability), always ``no-new-privileges``; ports only on
-    127.0.0.1; ``-t`` only when envman's own stdin and stdout are terminals (``plan.tty``).
+    127.0.0.1; never the engine's default bridge: the project's own network (created by
+    :func:`envman.run.network.ensure_network`) or none; ``-t`` only when envman's own stdin and
+    stdout are terminals (``plan.tty``).
     On Podman the ``podman`` CLI runs it through the selected service, and GPUs are always CDI
     devices (Podman's Docker API ignores ``--gpus`` requests without a word).
 
@@ -152,6 +167,7 @@ def docker_argv(plan: RunPlan, docker: str = "docker", env_file: str | None = No
         "--env", f"ENVMAN_PROJECT={plan.project}",
         "--env", f"ENVMAN_STACK={plan.stack}",
         "--shm-size", plan.shm_size,
+        "--network", plan.network_name,
     ]
     for m in plan.mounts:
         argv += ["--mount", mount_flag(m.source, m.target, m.read_only)]

@@ -161,6 +161,7 @@ def prepare_run(
         workdir=container_workdir(project.root, cwd if cwd is not None else Path.cwd()),
         env_name=env_name,
         detach=detach,
+        network=settings.network,
     )
     if detach and not plan.command:  # a named environment waits for `envman exec` until `envman stop`
         plan = replace(plan, command=KEEP_ALIVE)

@@ -20,15 +20,23 @@ class SocketEngine(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def answer(self, path: str) -> tuple[int, Any]:
         return 404, {"message": "no"}
 
+    def answer_request(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """What a request of any method gets (default: ``answer(path)``); ``body`` is its JSON."""
+        return self.answer(path)
+
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         line = self.rfile.readline().decode()
-        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-            pass
-        path = line.split()[1]
+        length = 0
+        while (header := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = header.decode().partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        method, path = line.split()[:2]
+        payload = json.loads(self.rfile.read(length)) if length else None
         srv: SocketEngine = self.server  # type: ignore[assignment]
         srv.requests.append(path)
-        status, body = srv.answer(path)
+        status, body = srv.answer_request(method, path, payload)
         data = json.dumps(body).encode()
         self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)

@@ -229,3 +229,56 @@ def test_a_link_to_a_protected_folder_is_refused_by_every_exporter(exporter, hom
 def test_the_job_gets_no_service_account_token_and_no_service_links(cpu):
     pod = _docs(_input(cpu=cpu))["k8s"]["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False and pod["enableServiceLinks"] is False
+
+
+# --------------------------------------------------------------------------- networks
+
+
+def _network_outcome(exporter: str, network: str) -> str:
+    """What ``exporter`` gives a project asking for ``network``: the network its container joins, or
+    ``refused``."""
+    x = _input(cpu=True, network=network)
+    try:
+        if exporter == "k8s":
+            k8s_job(x, gpus=0)
+            return "the cluster's"
+        if exporter == "devcontainer":
+            dev, _ = devcontainer(x, "/state/exports/p.env", uid=1000)
+            a = dev["runArgs"]
+            name = a[a.index("--network") + 1]
+            assert a.count("--network") == 1
+            if name != "none":  # made before the container starts, with envman's labels
+                from envman.run.network import create_command
+
+                assert dev["initializeCommand"] == create_command(1000, "p", "/srv/p")
+            else:
+                assert "initializeCommand" not in dev
+            return name
+        svc = compose_service(x, uid=1000, gid=1000, home="/h")
+        return svc.get("network_mode", "the compose project's")
+    except UserError as exc:
+        assert "\n" not in str(exc)
+        return "refused"
+
+
+#: (exporter, the project's network) -> what the exported container joins: never the engine's
+#: default bridge; no network exactly when the project asks for none, or a refusal.
+NETWORKS = {
+    ("k8s", "project"): "the cluster's", ("k8s", "none"): "refused",
+    ("devcontainer", "project"): "envman-1000-p-" + __import__("hashlib").sha256(b"/srv/p").hexdigest()[:12],
+    ("devcontainer", "none"): "none",
+    ("compose", "project"): "the compose project's", ("compose", "none"): "none",
+}
+
+
+@pytest.mark.parametrize("case", sorted(NETWORKS), ids=" ".join)
+def test_every_exporter_gives_the_project_s_network_or_none(case):
+    assert _network_outcome(*case) == NETWORKS[case]
+
+
+def test_the_devcontainer_network_is_envman_run_s():
+    from envman.run.plan import RunPlan
+
+    dev, _ = devcontainer(_input(), "/state/exports/p.env", uid=1000)
+    run = RunPlan(image="i", project="p", stack="s", root="/srv/p", home="/h", uid=1000, gid=1000)
+    assert dev["runArgs"][dev["runArgs"].index("--network") + 1] == run.network_name

@@ -76,7 +76,7 @@ def test_every_exported_file_is_exactly_the_reviewed_one(case):
         assert terms["nodeSelectorTerms"] == [{"matchExpressions": t} for t in X.gfd_node_terms(x.stack)]
         terms["nodeSelectorTerms"] = "(gfd_node_terms)"
     _golden(f"k8s-{case}.yaml", X.to_yaml(job))
-    doc, dockerfile = X.devcontainer(x, "/state/exports/p.env" if x.environment else None)
+    doc, dockerfile = X.devcontainer(x, "/state/exports/p.env" if x.environment else None, uid=1000)
     _golden(f"devcontainer-{case}.json", json.dumps(doc, indent=2) + "\n")
     _golden(f"devcontainer-{case}.Dockerfile", dockerfile)
     svc = X.compose_service(x, uid=1000, gid=1001, home="/h/$p")

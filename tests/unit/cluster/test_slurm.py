@@ -712,3 +712,25 @@ def test_charliecloud_refuses_a_copy_whose_tag_moved_during_the_conversion(tmp_p
                        capture_output=True, text=True)
     assert p.returncode == 1 and "changed during its conversion" in p.stderr
     assert not list((tmp_path / "state" / "charliecloud").iterdir())
+
+
+@pytest.mark.parametrize("network", ["project", "none"])
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_a_job_gets_no_network_exactly_where_the_runtime_can_give_none(runtime, network, tmp_path, monkeypatch):
+    """docker and podman jobs run envman run on the node (its network rule); the script runtimes
+    share the node's network, so a project that asks for none is refused there, not given it."""
+    from envman.cluster.slurm import SubmitRequest, build_spec
+    from envman.errors import UserError
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "envman.toml").write_text(f'name = "p"\nstack = "torch-2.4-cpu"\ngpus = "none"\nnetwork = "{network}"\n')
+    req = SubmitRequest(target=str(proj), resources=Resources(gpus=0), runtime=runtime, command=("true",),
+                        image="reg.example/x:1" if runtime in SCRIPT_RUNTIMES else None)
+    if network == "none" and runtime in SCRIPT_RUNTIMES:
+        with pytest.raises(UserError, match='network = "none"') as e:
+            build_spec(req)
+        assert "\n" not in str(e.value)
+    else:
+        assert build_spec(req).runtime == runtime

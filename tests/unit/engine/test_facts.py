@@ -48,3 +48,79 @@ def test_docker_cli_missing_image_and_unreachable_engine():
         down.inspect_image("envman/x:latest")
     with pytest.raises(EngineError, match="not reachable"):
         down.info()
+
+
+# --------------------------------------------------------------------------- networks
+
+
+class NetworkSocket:
+    """An engine socket that answers the network requests with ``status`` and ``body``."""
+
+    def __init__(self, tmp_path, status, body):
+        import threading
+
+        from tests.support.socket_engine import SocketEngine
+
+        class Srv(SocketEngine):
+            def answer_request(self, method, path, payload):
+                self.seen = (method, path, payload)
+                return status, body
+
+        self.path = str(tmp_path / "e.sock")
+        self.srv = Srv(self.path)
+        threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+LABELS = {"envman.managed": "true", "envman.role": "network"}
+
+
+@pytest.mark.parametrize("status,body,want", [
+    (201, {"Id": "abc", "Warning": ""}, "abc"),
+    (409, {"message": "network with name n already exists"}, None),
+    (500, {"message": "could not find an available, non-overlapping IPv4 address pool"}, "error"),
+    (403, {"message": "operation not permitted"}, "error"),
+])
+def test_create_network_on_the_socket(tmp_path, status, body, want):
+    sock = NetworkSocket(tmp_path, status, body)
+    try:
+        facts = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
+        if want == "error":
+            with pytest.raises(EngineError) as e:
+                facts.create_network("n", LABELS)
+            assert str(e.value).count("\n") == 0 and body["message"] in str(e.value)
+        else:
+            assert facts.create_network("n", LABELS) == want
+        assert sock.srv.seen == ("POST", "/networks/create",
+                                 {"Name": "n", "Driver": "bridge", "CheckDuplicate": True, "Labels": LABELS})
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("rc,err,want", [(0, "", "abc"), (1, "Error response from daemon: network with name n already exists", None),
+                                         (1, "Error response from daemon: permission denied", "error")])
+def test_create_network_through_the_cli(rc, err, want):
+    run = cli_runner({"network": (rc, "abc\n" if rc == 0 else "", err)})
+    facts = DockerFacts(socket=None, runner=run)
+    if want == "error":
+        with pytest.raises(EngineError, match="permission denied"):
+            facts.create_network("n", LABELS)
+    else:
+        assert facts.create_network("n", LABELS) == want
+    assert run.calls == [["network", "create", "--driver", "bridge", "--label", "envman.managed=true",
+                          "--label", "envman.role=network", "n"]]
+
+
+def test_inspect_and_remove_network_through_the_cli():
+    doc = {"Id": "abc", "Name": "n", "Driver": "bridge", "Labels": LABELS, "Containers": {"c1": {}},
+           "Created": "2026-11-26T08:00:00Z"}
+    facts = DockerFacts(socket=None, runner=cli_runner({"network": (0, json.dumps([doc]), "")}))
+    info = facts.inspect_network("n")
+    assert (info.id, info.driver, dict(info.labels), info.containers) == ("abc", "bridge", LABELS, 1)
+    assert info.created == __import__("calendar").timegm((2026, 11, 26, 8, 0, 0))
+    assert facts.remove_network("n") is True
+    facts = DockerFacts(socket=None, runner=cli_runner({"network": (1, "", "Error: No such network: n")}))
+    assert facts.inspect_network("n") is None and facts.remove_network("n") is False

@@ -140,12 +140,13 @@ def test_project_json_has_every_field(tmp_path, monkeypatch):
     (root / "envman.toml").write_text(
         'name = "x"\nstack = "torch-2.4"\nrequirements = ["a==1", "b"]\napt = ["zlib1g", "curl"]\ncommand = "python t.py"\n'
         'gpus = "device=0,1"\nshm_size = "1g"\nmounts = ["./d:/d:ro", "./d:/e"]\nports = [8888, "1:2"]\n'
-        '[environment]\nK = "v"\n')
+        'network = "project"\n[environment]\nK = "v"\n')
     assert F.load_project(root).to_json() == {
         "name": "x", "root": str(root), "file": str(root / "envman.toml"), "stack": "torch-2.4",
         "requirements": ["a==1", "b"], "requirements_file": None, "apt": ["curl", "zlib1g"],
         "command": ["python", "t.py"], "gpus": "device=0,1", "shm_size": "1g", "environment": ["K"],
-        "mounts": [f"{root}/d:/d:ro", f"{root}/d:/e"], "ports": ["8888:8888", "1:2"], "needs_image": True}
+        "mounts": [f"{root}/d:/d:ro", f"{root}/d:/e"], "ports": ["8888:8888", "1:2"], "network": "project",
+        "needs_image": True}
     (root / "envman.toml").write_text('gpus = "none"\n')
     (root / "r.txt").write_text("a==1\n\n")
     shown = F.load_project(root).to_json()

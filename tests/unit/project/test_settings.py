@@ -22,10 +22,11 @@ def test_cli_beats_project_beats_user(tmp_path):
     assert (s.stack, s.gpus, s.shm_size) == ("torch-2.4-cuda12", GpuRequest("count", count=2), "2g")
     assert dict(s.environment) == {"A": "project", "B": "project", "U": "user"}
     assert {m.target: m.source for m in s.mounts} == {"/data": "/srv/a", "/x": "/srv/x"}
-    assert dict(s.origin) == {"stack": "project", "gpus": "project", "shm_size": "project", "command": "default"}
+    assert dict(s.origin) == {"stack": "project", "gpus": "project", "shm_size": "project", "command": "default",
+                              "network": "default"}
     # CLI over project
     cli = CliOverrides(stack="torch-2.4-cpu", gpus=None, gpus_set=True, shm_size="32g", environment=(("B", "cli"),),
-                       mounts=(Mount("/srv/c", "/data"),), ports=(Port(1, 2),), command=("bash",))
+                       mounts=(Mount("/srv/c", "/data"),), ports=(Port(1, 2),), command=("bash",), network="project")
     s = merge_settings(proj, user, cli, trusted=True)
     assert (s.stack, s.gpus, s.shm_size, s.command) == ("torch-2.4-cpu", None, "32g", ("bash",))
     assert dict(s.environment)["B"] == "cli" and {m.target: m.source for m in s.mounts}["/data"] == "/srv/c"

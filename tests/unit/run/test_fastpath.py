@@ -42,8 +42,22 @@ class EngineAPI(SocketEngine):
 
     def __init__(self, path: str) -> None:
         self.images: dict[str, str] = {}
+        self.networks: dict[str, dict] = {}
         self.info: dict = {"ServerVersion": "27.3.1", "Runtimes": {"runc": {}}}
         super().__init__(path)
+
+    def answer_request(self, method, path, body):
+        """Networks: ``POST /networks/create`` makes one, ``GET /networks/NAME`` shows it."""
+        if method == "POST" and path == "/networks/create":
+            if body["Name"] in self.networks:
+                return 409, {"message": "already exists"}
+            self.networks[body["Name"]] = {"Id": f"net{len(self.networks)}-{body['Name']}", "Name": body["Name"],
+                                           "Driver": body["Driver"], "Labels": body["Labels"], "Containers": {}}
+            return 201, {"Id": self.networks[body["Name"]]["Id"]}
+        if path.startswith("/networks/") and method == "GET":
+            found = self.networks.get(path[len("/networks/"):])
+            return (200, found) if found else (404, {"message": "network not found"})
+        return self.answer(path)
 
     def answer(self, path: str):
         ref = path[8:-5] if path.startswith("/images/") and path.endswith("/json") else None
@@ -116,8 +130,11 @@ def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world,
     engine.requests.clear()
     second = envman_run("--no-gpu", "--", "python", "train.py")
     assert second == ("cached", first[1])
-    # the cached run still asks the engine whether the promoted image is the one recorded
-    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json", "/images/sha256:stable/json"]
+    # the cached run still asks the engine whether the promoted image and the project's network
+    # are the ones recorded
+    net = next(iter(engine.networks))
+    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json", "/images/sha256:stable/json",
+                               f"/networks/{net}"]
     assert oct(os.stat(runcache.cache_file()).st_mode & 0o777) == "0o600"
 
 
@@ -131,6 +148,8 @@ def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world,
     "other option",
     "cache turned off",
     "registry changed",
+    "network removed",
+    "network made anew",
 ])
 def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
     from envman.images.build import SmokeReport, save_report
@@ -161,6 +180,11 @@ def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
         from envman.project.registry import register
 
         register(load_project(world["root"]))
+    elif change == "network removed":
+        engine.networks.clear()
+    elif change == "network made anew":
+        for name, net in engine.networks.items():
+            net["Id"] = "another-" + net["Id"]
     result = envman_run(*words)
     assert not (isinstance(result, tuple) and result[0] == "cached"), result
     if change in ("image re-promoted", "smoke report rewritten"):

@@ -39,7 +39,7 @@ def _head(*before_run):
 
 COMMON = ["--mount", "type=bind,source=/w/demo,target=/workspace", "--mount", "type=bind,source=/h/demo,target=/home/envman",
           "--workdir", "/workspace", "--env", "HOME=/home/envman", "--env", "ENVMAN_PROJECT=demo", "--env", "ENVMAN_STACK=s",
-          "--shm-size", "8g"]
+          "--shm-size", "8g", "--network", P.network_name(1000, "demo", "/w/demo")]
 
 
 def test_the_least_plan_s_argv_whole():
@@ -56,7 +56,7 @@ def test_every_part_of_a_full_plan_s_argv_in_its_place():
     labels = [*LABELS, "--label", "envman.env=dev"]
     common = [*COMMON]
     common[common.index("--workdir") + 1] = "/workspace/sub"
-    common[-1] = "16g"
+    common[common.index("--shm-size") + 1] = "16g"
     assert argv == [
         "/usr/bin/docker", "run", "--interactive", "--tty", "--rm", "--name", "envman-1000-job", *_head()[0:], *labels,
         *common, "--mount", "type=bind,source=/data,target=/data,readonly", "--mount", "type=bind,source=/scratch,target=/scratch",
