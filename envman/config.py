@@ -90,7 +90,7 @@ class Invalid(ValueError):
 # Strict on purpose: these strings end up in RUN lines, sed expressions and ENV values. No
 # whitespace, quotes, `$`, backticks, backslashes, `;|&`, `#`, `?` or `@` can get through.
 _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])"
-_URL_RE = re.compile(r"^https?://" + _HOST + r"(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%+=,:/-]*)?$")
+_URL_RE = re.compile(r"^https?://" + _HOST + r"(?::(?P<port>[0-9]{1,5}))?(?:/[A-Za-z0-9._~%+=,:/-]*)?$")
 _CREDENTIALS_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*@")
 # user[:password]@ as a URL carries it: unreserved characters and percent escapes only.
 _USERINFO_RE = re.compile(r"^(?P<scheme>https?://)(?P<user>[A-Za-z0-9._~%!+=-]+)(?::(?P<password>[A-Za-z0-9._~%!+=-]*))?@(?P<rest>.*)$")
@@ -236,12 +236,14 @@ def check_url(value: Any, *, what: str = "URL", credentials: bool = False, plain
             "use a mirror that needs no credentials, or download with your credentials on the host "
             "(pip download ... -d DIR) and pass --wheelhouse DIR",
         )
-    if not _URL_RE.fullmatch(value):
+    m = _URL_RE.fullmatch(value)
+    if not m:
         raise Invalid(
             f"{what} {shown_url(value)!r}{' (with a query string)' if '?' in value else ''} is not an accepted URL",
             "use http:// or https://, a host name, an optional :port and a path of letters, digits "
             "and . _ ~ % + = , : / - (no query string, spaces, quotes or shell characters)",
         )
+    _check_port(m.group("port"), f"{what} {shown_url(value)!r}")
     if value[:7].lower() == "http://" and not plain_http:
         host = _url_parts(value)[2]
         host = host[:host.index("]") + 1] if host.startswith("[") else host.rsplit(":", 1)[0]
@@ -252,6 +254,12 @@ def check_url(value: Any, *, what: str = "URL", credentials: bool = False, plain
                 "use https:// (or a loopback address such as 127.0.0.1 for a local index)",
             )
     return value
+
+
+def _check_port(port: str | None, what: str) -> None:
+    """A port, when given, is 1-65535 (one line now rather than a failed build later)."""
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise Invalid(f"{what}: port {port} is out of range", "use a port 1-65535")
 
 
 def check_registry_mirror(value: Any) -> str:
@@ -270,6 +278,12 @@ def check_registry_mirror(value: Any) -> str:
         raise Invalid(
             f"registry mirror {shown_url(value)!r} is not HOST[:PORT][/PATH]",
             "e.g. registry.corp.example:5000 or mirror.corp.example/dockerhub (path: lowercase letters, digits, . _ -)",
+        )
+    _check_port(m.group("port"), f"registry mirror {shown_url(value)!r}")
+    if token_in_path(value):
+        raise Invalid(
+            f"registry mirror {shown_url(value)!r} seems to carry a token: it is written into every Dockerfile's FROM",
+            "log in to the registry with `docker login HOST` instead; the engine keeps the credentials",
         )
     host = m.group("host")
     # Docker reads the first component of an image reference as a registry only when it has a

@@ -100,11 +100,8 @@ def parse_registry(value: Any, *, where: str) -> Registry:
         text = check_registry_mirror(value)
     except Invalid as exc:
         raise UserError(exc.what.replace("registry mirror", "registry"), where=where, fix=exc.fix) from None
-    m = re.fullmatch(r"(?P<host>\[[^\]]+\](?::(?P<p6>[0-9]+))?|[^/:]+(?::(?P<p>[0-9]+))?)(?:/(?P<prefix>.*))?", text)
-    assert m is not None  # check_registry_mirror accepted it
-    port = m.group("p6") or m.group("p")
-    if port is not None and not 1 <= int(port) <= 65535:
-        raise UserError(f"registry {text!r}: port {port} is out of range", where=where, fix="use a port 1-65535")
+    m = re.fullmatch(r"(?P<host>\[[^\]]+\](?::[0-9]+)?|[^/:]+(?::[0-9]+)?)(?:/(?P<prefix>.*))?", text)
+    assert m is not None  # check_registry_mirror accepted it (its port 1-65535 too)
     if len(text) > 200:
         raise UserError(f"registry {text[:40]!r}...: longer than 200 characters", where=where)
     return Registry(m.group("host"), m.group("prefix") or "")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -50,8 +52,11 @@ def test_projects_are_apart_and_a_project_s_runs_are_together(docker_engine, sta
         assert envman(matrix_files, config, state, "project", "add", str(root), cwd=workdir).returncode == 0
     me = os.getuid()
     server = "envman-test-net-a-srv"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     try:
-        r = envman(matrix_files, config, state, "run", "--detach", "--name", server, str(a), "--",
+        r = envman(matrix_files, config, state, "run", "--detach", "--name", server, "-p", f"{port}:8000", str(a), "--",
                    "python", "-m", "http.server", "8000", "--bind", "0.0.0.0", cwd=workdir)
         assert r.returncode == 0, r.stderr
         doc = _inspect(server)
@@ -71,6 +76,8 @@ def test_projects_are_apart_and_a_project_s_runs_are_together(docker_engine, sta
         while got != "200" and time.monotonic() < deadline:  # the server is up: project a's runs reach it
             got = fetch(a, f"http://{ip}:8000/index.html")
         assert got == "200"
+        # its published port still serves the host, on 127.0.0.1
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=5).read() == b"project a\n"
         assert fetch(a, f"http://{server}:8000/index.html") == "200"  # and by the container's name
         # Another project (no trust needed: it asks for nothing) reaches neither its address nor its name.
         assert fetch(b, f"http://{ip}:8000/index.html") == "unreachable"
