@@ -280,6 +280,16 @@ def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = U
         raise error(f"not valid TOML ({exc})", where=where, fix="fix the syntax (https://toml.io)") from None
     except RecursionError:
         raise error("not valid TOML (nested too deeply)", where=where, fix="fix the syntax") from None
+    except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        import re
+
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
+        long = re.search(r"[0-9][0-9_]{%d,}" % max(limit - 1, 0), text)
+        if long is None:
+            raise
+        line = text.count("\n", 0, long.start()) + 1
+        raise error(f"line {line}: a number of {len(long.group().replace('_', ''))} digits, more than {limit}",
+                    where=where, fix="give a shorter value") from exc
 
 
 def private_dir(path: Path) -> Path:

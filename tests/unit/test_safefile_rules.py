@@ -7,6 +7,7 @@ import os
 import stat
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 # --------------------------------------------------------------------------- the safe reader
 
@@ -97,3 +98,38 @@ def test_private_dir_refuses_anything_but_a_directory_of_yours(tmp_path, kind):
      "fifo": lambda: os.mkfifo(p)}[kind]()
     assert refusal(lambda: private_dir(p)) == (
         "is not a directory of yours", str(p), "remove it, or point ENVMAN_CONFIG_DIR / ENVMAN_STATE_DIR elsewhere")
+
+
+# --------------------------------------------------------------------------- numbers too long to convert
+
+
+@given(st.integers(0, 5), st.integers(4301, 6000), st.booleans(), st.sampled_from(["a = {n}", "[t]\nb = [1, {n}]",
+                                                                                     "c = {{ d = -{n} }}"]))
+@settings(max_examples=60, deadline=None)
+def test_a_number_too_long_for_python_is_one_line_naming_the_file_and_its_line(before, digits, underscores, form):
+    from envman.errors import UserError
+    from envman.safefile import parse_toml
+
+    n = "9" * digits
+    if underscores:
+        n = "_".join(n[i:i + 3] for i in range(0, len(n), 3))
+    text = "# x\n" * before + form.format(n=n) + "\n"
+    with pytest.raises(UserError) as e:
+        parse_toml(text.encode(), what="project file", where="/p/envman.toml")
+    line = before + form.format(n="N").split("\n").index(next(ln for ln in form.format(n="N").split("\n") if "N" in ln)) + 1
+    assert e.value.where == "/p/envman.toml" and e.value.what == f"line {line}: a number of {digits} digits, more than 4300"
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("words", [["project", "show", "{root}"], ["run", "{root}", "--dry-run", "--", "true"]])
+@pytest.mark.parametrize("body", ['gpus = {n}\n', '[environment]\nA = {n}\n', 'ports = [{n}]\n'])
+def test_every_command_reading_a_project_file_names_it_for_a_long_number(tmp_path, words, body):
+    from tests.support.cli import run_envman
+
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cpu"\n' + body.format(n="7" * 5000))
+    env = {**os.environ, "ENVMAN_CONFIG_DIR": str(tmp_path / "c"), "ENVMAN_STATE_DIR": str(tmp_path / "s")}
+    r = run_envman([w.replace("{root}", str(root)) for w in words], env=env, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert str(root / "envman.toml") in r.stderr and "digits" in r.stderr
