@@ -59,11 +59,29 @@ class Loaded:
     notes: list[str] = field(default_factory=list)
 
 
+#: The fields of a row result the report reads, and what each must be (``envman ci run`` writes
+#: them so): text for the first five, always there; the rest text, a table or absent / null.
+ROW_TEXT = ("row", "result", "framework", "framework_version", "variant")
+ROW_OPTIONAL = {"cuda": str, "name": str, "reason": str, "finished": str, "started": str, "shard": str, "image": str,
+                "render_hash": str, "steps": dict, "probe": dict, "stack": dict, "runner": dict}
+
+
 def _rows_of(data: Any, where: str) -> list[dict[str, Any]]:
+    from envman.project.file import kind_of
+
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "row" in r and "result" in r for r in rows):
         raise UserError("not an envman ci results file (expected a list of row results)", where=where,
                         fix="pass the --report DIR of `envman ci run` or its results.json")
+    for i, r in enumerate(rows, 1):
+        wrong = [f"{k} is {kind_of(r.get(k))}, not text" for k in ROW_TEXT if not isinstance(r.get(k), str)]
+        wrong += [f"{k} is {kind_of(r[k])}" for k, t in ROW_OPTIONAL.items() if r.get(k) is not None
+                  and not isinstance(r[k], t)]
+        if not wrong and r["result"] not in STATES:
+            wrong.append("its result is not one of " + ", ".join(STATES))
+        if wrong:
+            raise UserError(f"row result {i}: {wrong[0]}" + (f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""),
+                            where=where, fix="pass the results.json `envman ci run` wrote, unedited")
     return rows
 
 
@@ -81,8 +99,8 @@ def load_results(paths: Sequence[str | Path]) -> Loaded:
             data = json.loads(read_text(file, what="results file", limit=LARGE_LIMIT))
         except FileNotFoundError:
             raise UserError("no results found", where=str(file), fix="run `envman ci run --report DIR` first, then pass DIR")
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UserError(f"not valid JSON ({exc})", where=str(file))
+        except (ValueError, RecursionError) as exc:  # a JSON error, or an integer too long to convert
+            raise UserError(f"not valid JSON ({str(exc)[:200]})", where=str(file))
         sources.append(str(file))
         for r in _rows_of(data, str(file)):
             old = merged.get(r["row"])

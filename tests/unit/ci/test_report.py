@@ -235,3 +235,56 @@ def test_markdown_syntax_from_results_is_printed_as_text(text):
     out = _md(text)
     assert not re.search(r"(?<!\\)(?:\\\\)*[\[\]()!*_~`#|<>]", out.replace("&lt;", "").replace("&gt;", "")), out
     assert "<" not in out
+
+
+# --------------------------------------------------------------------------- every field of a row, by rule
+
+WRONG = {"a number": 1e400, "a list": ["x"], "a table": {"x": 1}, "a boolean": True}
+
+
+@pytest.mark.parametrize("kind", sorted(WRONG))
+@pytest.mark.parametrize("key", [*R.ROW_TEXT, *sorted(R.ROW_OPTIONAL)])
+def test_a_row_field_of_the_wrong_kind_is_one_line_naming_the_row(tmp_path, key, kind):
+    good = result("torch-2.4.1-cpu", "pass")
+    assert R.load_results([_write(tmp_path / "ok", [good])]).results == [good]
+    if key in R.ROW_OPTIONAL and isinstance(WRONG[kind], R.ROW_OPTIONAL[key]):
+        return  # the right kind for this field
+    bad = {**good, key: WRONG[kind]}
+    with pytest.raises(UserError) as e:
+        R.load_results([_write(tmp_path / "bad", [good, bad])])
+    assert e.value.what.startswith(f"row result 2: {key} is {kind}") and "\n" not in str(e.value)
+    assert "1e" not in str(e.value) and "inf" not in str(e.value)  # the value is not shown
+
+
+@pytest.mark.parametrize("key", R.ROW_TEXT)
+def test_a_row_without_a_text_field_is_refused(tmp_path, key):
+    bad = {k: v for k, v in result("torch-2.4.1-cpu", "pass").items() if k != key}
+    with pytest.raises(UserError):
+        R.load_results([_write(tmp_path, [bad])])
+
+
+@pytest.mark.parametrize("state", [*R.STATES, "passed", "", "PASS"])
+def test_a_result_is_one_of_the_states(tmp_path, state):
+    row = result("torch-2.4.1-cpu", "pass")
+    row["result"] = state
+    if state in R.STATES:
+        assert R.load_results([_write(tmp_path, [row])]).results == [row]
+    else:
+        with pytest.raises(UserError, match="not one of"):
+            R.load_results([_write(tmp_path, [row])])
+
+
+def test_an_integer_too_long_for_python_is_one_line(tmp_path):
+    (tmp_path / "results.json").write_text('[{"row": ' + "9" * 5000 + ', "result": "pass"}]')
+    with pytest.raises(UserError, match="not valid JSON"):
+        R.load_results([tmp_path])
+
+
+def test_the_recorded_shards_pass_the_rule():
+    assert len(R.load_results(sorted(RECORDED.glob("shard-*"))).results) > 0
+
+
+def _write(d: Path, rows) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "results.json").write_text(json.dumps(rows))
+    return d
