@@ -113,7 +113,7 @@ class _Ctx:
             # Only this project's wheels: a page listing another project's file must not turn its
             # version into a release of this one.
             self._pages[key] = [f for f in page.files if f.filename.endswith(".whl") and not f.yanked
-                                and normalize(f.filename.split("-", 1)[0]) == normalize(project)]
+                                and normalize(f.filename.partition("-")[0]) == normalize(project)]
         return self._pages[key]
 
     def page_url(self, project: str, index: str | None = None) -> str:
@@ -401,7 +401,7 @@ def torch_rows(ctx: _Ctx, result: Result) -> None:
             continue
         amd = reps["linux/amd64"]
         md = mds[amd.file.url]
-        pins = cuda_pins(md.requires_dist, machine="x86_64")
+        pins = cuda_pins(md.requires_dist)  # as on Linux x86_64, cuda_pins' default machine
         variant = _variant_for(pins)
         row = _torch_row(ctx, result, tv, v, variant, ws, reps, mds, pins, index_url=None, local=None)
         if row is not None:
@@ -413,7 +413,7 @@ def torch_rows(ctx: _Ctx, result: Result) -> None:
             if "linux/amd64" not in vreps:
                 continue
             vmds = ctx.metadata(r.file for r in vreps.values() if r)
-            vpins = cuda_pins(vmds[vreps["linux/amd64"].file.url].requires_dist, machine="x86_64")
+            vpins = cuda_pins(vmds[vreps["linux/amd64"].file.url].requires_dist)  # as on Linux x86_64
             assert ctx.settings.torch_index is not None
             row = _torch_row(ctx, result, _TorchVision(ctx, f"{ctx.settings.torch_index.rstrip('/')}/{local}"), v, local,
                              vws, vreps, vmds, vpins, index_url=f"{ctx.settings.torch_index.rstrip('/')}/{local}", local=local)
@@ -489,9 +489,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b.derived["platforms"] = "platform tags of the torch (and torchvision) wheels whose Requires-Dist pins this CUDA"
     b.data["released"] = released(ws)
     other = [p for p in reps if p not in plats]
-    note = ""
-    if other:
-        note = "the " + ", ".join(other) + " wheels of this release pin a different CUDA build"
+    note = "the " + ", ".join(other) + " wheels of this release pin a different CUDA build" if other else ""
     if not b.data["python"]:
         result.skipped.append(f"torch {v} {variant}: no Python version has both torch and torchvision wheels")
         return None

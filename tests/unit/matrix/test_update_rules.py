@@ -272,6 +272,11 @@ def test_a_stated_cudnn_is_a_fact_and_wins():
     (_build("t", "1", "v", "12.8", None, ["5.0", "8.0"], ["5.0"]), "12.6", ["5.0", "8.0"], ["5.0"], None),
     (_build("t", "1", "v", "12.8", None, ["5.0", "8.0"], ["5.0"], ["5.0"], None), "14.0", ["5.0", "8.0"], ["5.0"], (["5.0"], [])),
     (None, "13.0", [], [], None),
+    # arm64 lists lose what this CUDA cannot build too (sm_50 is not in CUDA 13.0's list)
+    (_build("t", "1", "v", "12.8", None, ["5.0", "8.0"], ["5.0"], ["5.0", "8.0"], ["5.0", "12.0"]), "13.0",
+     ["8.0"], [], (["8.0"], ["12.0"])),
+    # a CUDA release without a list of architectures keeps every inherited one, arm64's too
+    (_build("t", "1", "v", "12.8", None, ["5.0"], ["5.0"], ["5.0"], ["5.0"]), "14.0", ["5.0"], ["5.0"], (["5.0"], ["5.0"])),
 ])
 def test_inherited_architectures_keep_only_what_this_cuda_builds(prev, cuda, sass, ptx, arm):
     b = U.RowBuilder("t", Version("2"), "v")
@@ -986,3 +991,57 @@ def test_a_variant_row_reads_only_its_own_variant_s_torchvision_wheels(monkeypat
     ix.install(monkeypatch)
     rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
     assert [(r.data["variant"], r.data["python"]) for r in rows] == [("cpu", ["3.12", "3.13"]), ("cu126", ["3.12"])]
+
+
+def test_check_rows_still_refuses_a_row_after_one_that_does_not_load(tmp_path):
+    missing, broken = _new_row("9.9.7"), _new_row("9.9.8")
+
+    def render(stack):
+        raise UserError("cannot render", where="render")
+
+    from envman.errors import UserError
+
+    text = U.plan_overlay([broken], tmp_path / "o.toml")[tmp_path / "o.toml"]
+    ok, why = U.check_rows([missing, broken], _shipped(), {tmp_path / "o.toml": text}, render)
+    assert ok == [] and why == ["jax-9.9.7-cuda13.0 (cuda13): not loaded", "jax-9.9.8-cuda13.0 (cuda13): render: cannot render"]
+
+
+def test_pythons_are_ordered_as_versions_not_as_text(monkeypatch):
+    ix = Index()
+    for py in ("cp39", "cp310"):
+        for abi in (py, py + "t"):
+            ix.add("torch", f"torch-2.9.0-{py}-{abi}-{X86}.whl", ["filelock"])
+            ix.add("torchvision", f"torchvision-0.24.0-{py}-{abi}-{X86}.whl", ["torch==2.9.0"])
+    ix.install(monkeypatch)
+    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    assert (row.data["python"], row.data["python_freethreaded"]) == (["3.9", "3.10"], ["3.9", "3.10"])
+
+
+@pytest.mark.parametrize("arm_marker,arm_pin,platforms", [
+    ("aarch64", "12.8.90", ["linux/amd64", "linux/arm64"]),  # read as on aarch64: the same CUDA
+    ("aarch64", "12.6.77", ["linux/amd64"]),
+    ("x86_64", "12.8.90", ["linux/amd64"]),  # pins for x86_64 only: a CPU build on arm64
+])
+def test_an_arm64_wheel_s_pins_are_read_as_on_aarch64(monkeypatch, arm_marker, arm_pin, platforms):
+    ix = Index()
+    on = "; platform_system == 'Linux' and platform_machine == '{}'"
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", [f"nvidia-cuda-runtime-cu12==12.8.90{on.format('x86_64')}"])
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{ARM}.whl", [f"nvidia-cuda-runtime-cu12=={arm_pin}{on.format(arm_marker)}"])
+    for plat in (X86, ARM):
+        ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{plat}.whl", ["torch==2.9.0"])
+    ix.install(monkeypatch)
+    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    assert (row.data["cuda"], row.data["platforms"]) == ("12.8", platforms)
+
+
+def test_a_plain_wheel_on_pytorch_s_index_is_no_variant(monkeypatch):
+    ix = Index()
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", ["filelock"])
+    ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{X86}.whl", ["torch==2.9.0"])
+    ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", ["filelock"], index=TORCH)  # no +local: the PyPI build
+    ix.add("torch", f"torch-2.8.0+cu126-cp312-cp312-{X86}.whl", ["filelock"], index=TORCH)  # not a new release
+    ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{X86}.whl", ["nvidia-cuda-runtime-cu12==12.6.77"], index=TORCH)
+    ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
+    ix.install(monkeypatch)
+    rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
+    assert [(r.data["version"], r.data["variant"]) for r in rows] == [("2.9.0", "cpu"), ("2.9.0", "cu126")]
