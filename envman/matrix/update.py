@@ -153,7 +153,8 @@ def with_requires_python(ws: Iterable[Wheel], requires_python: str | None) -> li
     out = []
     for w in ws:
         t = wheel_tags(w.file.filename, w.file.requires_python or requires_python)
-        out.append(Wheel(w.file, t) if t is not None else w)
+        assert t is not None  # the same file name parsed before: only the Requires-Python differs
+        out.append(Wheel(w.file, t))
     return out
 
 
