@@ -330,7 +330,8 @@ def _passing(image_id):
                             probe=None, exit_code=0, stderr_tail=""))
 
 
-def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, mounts=(), ports=(), **kw):
+def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, mounts=(), ports=(), withheld=(),
+             **kw):
     from dataclasses import replace
 
     from envman.project.file import load_project
@@ -343,7 +344,8 @@ def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), bui
     p = load_project(root)
     stack = resolve(mini, "torch-2.4-cuda12.4")
     settings = replace(merge_settings(p, UserConfig(), CliOverrides(gpus=None, gpus_set=True), stack_is_cpu=lambda s: False),
-                       environment=tuple(environment), command=tuple(command), mounts=tuple(mounts), ports=tuple(ports))
+                       environment=tuple(environment), command=tuple(command), mounts=tuple(mounts), ports=tuple(ports),
+                       withheld=tuple(withheld))
     built = [] if built is None else built
 
     def build_image(proj, s, base_id):
@@ -489,6 +491,21 @@ def test_the_working_directory_is_the_cwd_given_not_the_process_s(state, mini, m
     monkeypatch.chdir(state / "elsewhere")  # the process's directory is outside the project
     prep = _prepare(state, mini, engine, remember_pin=False, cwd=state / "p" / sub)
     assert prep.plan.workdir == ("/workspace" if sub == "." else "/workspace/" + sub)
+
+
+@pytest.mark.parametrize("withheld", [(), ("environment: A, B",), ("environment: A", "mounts: /data")])
+def test_what_the_user_config_withheld_from_an_untrusted_file_is_one_warning(state, mini, withheld):
+    import shlex
+
+    from envman.run.preflight import Problem
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    prep = _prepare(state, mini, engine, withheld=withheld, remember_pin=False)
+    f = str((state / "p" / "envman.toml").resolve())
+    line = (f"your config's [run] {' and '.join(withheld)} not given to {f}: it is not trusted "
+            f"(read it, then trust it to pass them: envman project trust {shlex.quote(f)})")
+    assert prep.problems == ([Problem(P.WARNING, "project", line)] if withheld else [])
 
 
 def test_image_state_of_reads_the_verdict(state):
