@@ -20,7 +20,10 @@ Timed: ``envman run`` as users run it (after the first run, the run-plan cache o
 change, costs). Python bytecode caches are allowed (as in a pip install), even where
 PYTHONDONTWRITEBYTECODE is set. ``--compare PYTHON`` times another installation's envman (the
 console script beside PYTHON, e.g. a checkout of an older commit) in the same rounds, so the two
-can be compared under the same load. Goals (issue 26): at most 1.05x cached and 1.1x on the full
+can be compared under the same load. ``docker run`` with the very argv envman execs (from
+``--dry-run --json``) is timed in the same rounds too, so the ratio splits into what the
+container options cost (``--init``, mounts, user, shm size) and what envman's own process costs.
+Goals (issue 26): at most 1.05x cached and 1.1x on the full
 path, with and without a project image; ratios are per interleaved round (median, min, max).
 """
 
@@ -157,7 +160,8 @@ def main() -> int:
                                  env=env, cwd=cwd, capture_output=True, text=True)
             if dry.returncode != 0:
                 raise SystemExit(f"envman run --dry-run failed: {dry.stderr.strip()}")
-            image = json.loads(dry.stdout)["plan"]["image"]
+            planned = json.loads(dry.stdout)
+            image = planned["plan"]["image"]
             run = [*envman_cmd(), *extra, "run", project, "--no-gpu", "--", "true"]
             docker = ["docker", "run", "--rm", image, "true"]
             full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
@@ -166,6 +170,9 @@ def main() -> int:
                 "cached": lambda: run_once(run, env, cwd),
                 "full": lambda: run_once(run, full_env, cwd),
             }
+            argv = [str(w) for w in planned.get("argv") or []]
+            if argv[:2] == ["docker", "run"] and not any("{" in w for w in argv):  # no env-file slot to fill
+                samples["argv"] = lambda: run_once(argv, env, cwd)
             if args.compare:
                 other = [str(Path(args.compare).with_name("envman")), *run[len(envman_cmd()):]]
                 other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare")}  # its own run-plan cache
@@ -174,6 +181,10 @@ def main() -> int:
             times = interleaved(samples, args.n)
             what = "project image" if label != "bench" and not args.project else "stack image"
             report.ratio(f"envman run ({what}) / docker run, cached", times["cached"], times["docker"], GOAL_CACHED)
+            if "argv" in times:  # what the container options alone cost (--init, mounts, user, shm size)
+                report.ratio(f"  docker run with envman's argv ({what}) / docker run", times["argv"], times["docker"], None)
+                report.ratio(f"  envman run ({what}), cached / docker run with envman's argv", times["cached"],
+                             times["argv"], None)
             report.ratio(f"envman run ({what}) / docker run, full path", times["full"], times["docker"], GOAL_FULL,
                          "(ENVMAN_RUN_CACHE=0)")
             if args.compare:
