@@ -22,7 +22,9 @@ PYTHONDONTWRITEBYTECODE is set. ``--compare PYTHON`` times another installation'
 console script beside PYTHON, e.g. a checkout of an older commit) in the same rounds, so the two
 can be compared under the same load. ``docker run`` with the very argv envman execs (from
 ``--dry-run --json``) is timed in the same rounds too, so the ratio splits into what the
-container options cost (``--init``, mounts, user, shm size) and what envman's own process costs.
+container options cost (``--init``, mounts, user, shm size) and what envman's own process costs;
+the CPU time of the envman process (and the docker CLI it execs) beyond ``docker run``'s is
+reported too: what an idle machine's wall time would add.
 Goals (issue 26): at most 1.05x cached and 1.1x on the full
 path, with and without a project image; ratios are per interleaved round (median, min, max).
 """
@@ -165,10 +167,11 @@ def main() -> int:
             run = [*envman_cmd(), *extra, "run", project, "--no-gpu", "--", "true"]
             docker = ["docker", "run", "--rm", image, "true"]
             full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
+            cpu: dict[str, list[float]] = {"docker": [], "cached": [], "full": []}
             samples = {
-                "docker": lambda: run_once(docker, env, cwd),
-                "cached": lambda: run_once(run, env, cwd),
-                "full": lambda: run_once(run, full_env, cwd),
+                "docker": lambda: run_once(docker, env, cwd, cpu=cpu["docker"]),
+                "cached": lambda: run_once(run, env, cwd, cpu=cpu["cached"]),
+                "full": lambda: run_once(run, full_env, cwd, cpu=cpu["full"]),
             }
             argv = [str(w) for w in planned.get("argv") or []]
             if argv[:2] == ["docker", "run"] and not any("{" in w for w in argv):  # no env-file slot to fill
@@ -187,6 +190,11 @@ def main() -> int:
                              times["argv"], None)
             report.ratio(f"envman run ({what}) / docker run, full path", times["full"], times["docker"], GOAL_FULL,
                          "(ENVMAN_RUN_CACHE=0)")
+            # CPU time of the process (envman, then the docker CLI it execs) beyond docker run's own
+            # CLI: envman's cost as an idle machine would see it, which load stretches far less
+            for path in ("cached", "full"):
+                extra = [a - b for a, b in zip(cpu[path][-args.n:], cpu["docker"][-args.n:])]
+                report.seconds(f"  envman's own CPU time per run ({what}, {path})", extra, None)
             if args.compare:
                 report.ratio(f"  --compare's envman run ({what}) / docker run, cached", times["other cached"],
                              times["docker"], None)
