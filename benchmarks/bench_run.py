@@ -193,8 +193,8 @@ def main() -> int:
             # CPU time of the process (envman, then the docker CLI it execs) beyond docker run's own
             # CLI: envman's cost as an idle machine would see it, which load stretches far less
             for path in ("cached", "full"):
-                extra = [a - b for a, b in zip(cpu[path][-args.n:], cpu["docker"][-args.n:])]
-                report.seconds(f"  envman's own CPU time per run ({what}, {path})", extra, None)
+                own = [a - b for a, b in zip(cpu[path][-args.n:], cpu["docker"][-args.n:])]
+                report.seconds(f"  envman's own CPU time per run ({what}, {path})", own, None)
             if args.compare:
                 report.ratio(f"  --compare's envman run ({what}) / docker run, cached", times["other cached"],
                              times["docker"], None)
