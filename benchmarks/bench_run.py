@@ -119,6 +119,7 @@ def main() -> int:
     tags: list[str] = []
     report = Report("run")
     try:
+        other_state: dict[str, str] = {}
         if args.project:
             projects, cwd, extra = {args.project: args.project}, os.getcwd(), []
         else:
@@ -143,6 +144,10 @@ def main() -> int:
             (state / "reports" / f"{image_id.replace('sha256:', '')}.json").write_text(json.dumps(
                 {"stack": STACK, "image": stable, "image_id": image_id, "overall": "pass",
                  "reason": "benchmark fixture: no probe was run"}))
+            # --compare's envman gets its own state folder with the same report: the stack cache lives
+            # there, and two versions sharing it would each miss and rewrite it on every full-path run
+            shutil.copytree(state / "reports", tmp / "state-compare" / state.name / "reports")
+            other_state = {"XDG_STATE_HOME": str(tmp / "state-compare")}
             projects = {}
             for name, body in (("bench", ""), ("bench-image", 'requirements = ["six==1.17.0"]\n')):
                 proj = tmp / name
@@ -178,7 +183,7 @@ def main() -> int:
                 samples["argv"] = lambda: run_once(argv, env, cwd)
             if args.compare:
                 other = [str(Path(args.compare).with_name("envman")), *run[len(envman_cmd()):]]
-                other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare")}  # its own run-plan cache
+                other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare"), **other_state}  # its own caches
                 samples["other cached"] = lambda: run_once(other, other_env, cwd)
                 samples["other full"] = lambda: run_once(other, {**other_env, "ENVMAN_RUN_CACHE": "0"}, cwd)
             times = interleaved(samples, args.n)
