@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from envman.errors import MatrixError
 from envman.config import MATRIX_ENV, matrix_files, user_matrix_paths
-from envman.stack.names import FLAVOURS
+from envman.stack.names import FLAVOURS, row_name_problems
 from envman.matrix.model import (
     DEFAULT_PLATFORMS,
     FRAMEWORKS,
@@ -370,6 +370,10 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
             raise r._fail("python", "a non-empty list of Python versions")
         if not out[-1].packages:
             raise r._fail("packages", "a non-empty list of pip requirements")
+        problems = row_name_problems(out[-1].name, out[-1].variant)
+        if problems:  # what cannot be resolved or rendered is never listed, planned or run
+            raise MatrixError(f"{r.where} ({out[-1].framework} {out[-1].version}): {problems[0]}", where=file,
+                              fix="fix the row (format: matrices/README.md)")
     return out
 
 

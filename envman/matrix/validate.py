@@ -155,23 +155,13 @@ def _check_updates(r: CudaRelease, add: Add) -> None:
         prev_v, prev_d = v, max(d, prev_d)
 
 
-#: A variant as image tags, labels and the render's field rules carry it.
-_VARIANT_RE = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
-
-
 def _check_renderable_names(b: FrameworkBuild, where: str, add: Add) -> None:
-    """What validation accepts must resolve and render: the row's name must parse as a stack
-    name (a local version such as ``2.4.1+corp1`` does not) and its variant must fit a tag."""
-    from envman.errors import ResolveError
-    from envman.stack.names import parse_name
+    """What validation accepts must resolve and render (:func:`envman.stack.names.row_name_problems`;
+    the loader refuses a file with such a row, so this catches rows made in code)."""
+    from envman.stack.names import row_name_problems
 
-    try:
-        parse_name(b.name)
-    except ResolveError:
-        add(where, f"the row name {b.name[:80]!r} is not a stack name users can type (a local version such as "
-                   "+corp1, or characters beyond letters, digits and .-)")
-    if not re.fullmatch(_VARIANT_RE, b.variant):
-        add(where, f"variant {b.variant[:40]!r}{'…' if len(b.variant) > 40 else ''} is not 1-64 letters, digits or ._+-")
+    for problem in row_name_problems(b.name, b.variant):
+        add(where, problem)
 
 
 def _check_history(matrix: Matrix, add: Add) -> None:

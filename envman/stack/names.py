@@ -224,3 +224,23 @@ def nvidia_tag(stack: Stack) -> str | None:
     """The tag of the stack's base, when that base is an ``nvidia/cuda`` image."""
     repo, sep, tag = stack.base_image.rpartition(":")
     return tag if sep and repo in ("nvidia/cuda", "docker.io/nvidia/cuda") and not stack.base_image_custom else None
+
+
+#: A variant as image tags, labels and the render's field rules carry it.
+VARIANT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}"
+
+
+def row_name_problems(name: str, variant: str) -> list[str]:
+    """Why a matrix row named ``name`` with ``variant`` could not be resolved or rendered (empty:
+    it can): its name must parse as a stack name (a local version such as ``2.4.1+corp1`` does
+    not) and its variant must fit an image tag. The loader refuses such a row, so ``matrix ls``
+    and ``ci plan`` never list one that fails later at render."""
+    problems = []
+    try:
+        parse_name(name)
+    except ResolveError:
+        problems.append(f"the row name {name[:80]!r} is not a stack name users can type (a local version such as "
+                        "+corp1, or characters beyond letters, digits and .-)")
+    if not re.fullmatch(VARIANT_PATTERN, variant):
+        problems.append(f"variant {variant[:40]!r}{'…' if len(variant) > 40 else ''} is not 1-64 letters, digits or ._+-")
+    return problems

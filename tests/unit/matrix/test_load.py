@@ -124,3 +124,52 @@ def test_a_file_rewritten_between_two_loads_in_one_process_is_read_again(tmp_pat
         load_matrix([*MINI, p], shipped=False)
     other = write(tmp_path, "schema = 1\nkind='gpus'\n" + gpu.format(name="First"), name="other.toml")
     assert load_matrix([*MINI, other], shipped=False).files[-1] == str(other)
+
+
+# --------------------------------------------------------------------------- rows that could not be resolved or rendered
+
+ROW = """schema = 1
+kind = "framework"
+framework = "torch"
+
+[[build]]
+version = "{version}"
+variant = "{variant}"
+python = ["3.11"]
+packages = ["torch=={version}"]
+source = ["test"]
+status = "confirmed"
+"""
+
+#: (version, variant) -> loads. The rule is envman.stack.names.row_name_problems: a name users can
+#: type (no local version), a variant that fits an image tag.
+ROWS = {
+    ("2.4.1", "cpu"): True, ("2.4.1", "cu128"): True, ("2.4.1", "rocm6.1"): True,
+    ("2.4.1", "cu\u0661\u0662\u0668"): False,  # Arabic-Indic digits
+    ("2.4.1", "cu\uff11\uff12\uff18"): False,  # fullwidth digits
+    ("2.4.1", "c" * 65): False, ("2.4.1", "-cpu"): False, ("2.4.1", "cpu/x"): False,
+    ("2.4.1+corp1", "cpu"): False, ("2.4.1+cu124", "cu124"): False,
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROWS), ids=str)
+def test_a_row_loads_only_when_it_can_be_resolved_and_rendered(tmp_path, case):
+    version, variant = case
+    f = tmp_path / "user.toml"
+    f.write_text(ROW.format(version=version, variant=variant))
+    if ROWS[case]:
+        assert any(b.variant == variant for b in load_matrix([f]).builds)
+        return
+    with pytest.raises(MatrixError) as e:
+        load_matrix([f])
+    assert e.value.where == str(f) and "build[0]" in e.value.what and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("words", [["matrix", "ls"], ["ci", "plan"]])
+def test_matrix_ls_and_ci_plan_refuse_a_row_that_would_fail_at_render(tmp_path, words):
+    from tests.support.cli import run_envman
+
+    f = tmp_path / "user.toml"
+    f.write_text(ROW.format(version="2.4.1", variant="cu\u0661\u0662\u0668"))
+    r = run_envman(["--matrix", str(f), *words], cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "variant" in r.stderr, (r.stdout, r.stderr)
