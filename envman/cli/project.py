@@ -91,6 +91,7 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
     """Register an existing project (and trust its file as it is now) so that `envman run NAME` works from anywhere."""
     from envman.project.file import load_project
     from envman.project.registry import register
+    from envman.project.settings import load_user_config, user_for_project
     from envman.project.trust import trust_asks
     from envman.project.trust import trust
 
@@ -98,8 +99,11 @@ def add(path: Annotated[Path, typer.Argument(help="The project's root (or its en
     new = register(project)
     trust(project.real_file, project.digest, root=project.root)
     asks = trust_asks(project)
+    gets = user_for_project(load_user_config(), False)[2]  # what trust now gives it from the user config
+    said = [f"it asks for {'; '.join(asks)}"] if asks else []
+    said += [f"it gets your config's [run] {' and '.join(gets)}"] if gets else []
     console().print(f"{'registered' if new else 'already registered:'} {project.name} → {project.root.resolve()}"
-                    + (f" (trusted, it asks for {'; '.join(asks)})" if asks else " (trusted)"),
+                    + (f" (trusted, {'; '.join(said)})" if said else " (trusted)"),
                     markup=False, highlight=False, soft_wrap=True)
 
 

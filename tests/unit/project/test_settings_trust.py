@@ -139,3 +139,17 @@ def test_every_consumer_gives_the_config_to_trusted_files_only(tmp_path, monkeyp
     assert ("CFG_TOKEN" in env) == trusted, (consumer, env)
     if consumer != "cached run":  # the cached run works out the environment only
         assert ("/cfgdata" in targets) == trusted, (consumer, targets)
+
+
+@pytest.mark.parametrize("config", [True, False])
+def test_project_add_says_what_its_trust_gives_the_project_from_the_config(tmp_path, monkeypatch, capsys, config):
+    cfg = Path(os.environ["ENVMAN_CONFIG_DIR"])
+    cfg.mkdir(parents=True, exist_ok=True)
+    if config:
+        (tmp_path / "data").mkdir()
+        (cfg / "config.toml").write_text(CONFIG.replace("{data}", str(tmp_path / "data")))
+        os.chmod(cfg / "config.toml", 0o600)
+    root = _project(tmp_path / "clone")
+    out = _main(["project", "add", str(root)], capsys)
+    assert ("it gets your config's [run] environment (CFG_TOKEN) and mounts" in out) == config
+    assert TOKEN not in out
