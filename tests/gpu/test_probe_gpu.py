@@ -134,9 +134,14 @@ def test_full_probe_with_torch_framework_and_bench(gpu, tmp_path):
     assert _check(doc, "bench")["status"] == "pass"
     for key in ("device_bandwidth_gb_s", "h2d_gb_s", "d2h_gb_s", "fp32_tflops", "fp16_tflops"):
         assert isinstance(bench[key], float) and bench[key] > 0, key
+    tensor_cores = tuple(int(p) for p in doc["gpus"][0]["cc"].split(".")) >= (8, 0)
+    if tensor_cores:  # the framework-free fp16 loop (PTX mma.sync) ran, and every sum was exact
+        assert bench["fp16_mma_tflops"] > 0 and bench["method"]["mma"]["wrong_results"] == 0
+    else:
+        assert bench["fp16_mma_tflops"] is None and "fp16_mma_tflops" in bench["skipped"]
     if "datasheet" in stack:
-        assert set(bench["fraction_of_datasheet"]) == {"bandwidth_gb_s", "fp32_tflops",
-                                                       "fp16_tflops"}
+        assert set(bench["fraction_of_datasheet"]) == {"bandwidth_gb_s", "fp32_tflops", "fp16_tflops"} | (
+            {"fp16_mma"} if tensor_cores else set())
     assert doc["overall"] == "pass", doc["reason"]
     assert rc == 0
 
