@@ -134,3 +134,36 @@ def test_documented_figures_are_the_recordings(doc):
     assert int(m.group(7)) == round(b["fp16_tflops"]) and float(m.group(8)) == round(f["fp16_tflops"], 2)
     assert "kernel exact over 1,048,576 elements" in text
     assert f"(driver {doc['checks'][0]['data']['release']})" in text
+
+
+# ------------------------------------------------------------------------------------------
+# The same test on an H200 (tests/gpu/test_probe_gpu.py with ENVMAN_PROBE_RECORD, 2026-11-26:
+# torch 2.11.0+cu130 in the machine's own container, driver 580.159.04), with the tensor-core loop
+# ------------------------------------------------------------------------------------------
+
+H200 = ROOT / "tests" / "gpu" / "recorded" / "h200_probe.json"
+
+
+def test_the_h200_recording_is_judged_a_pass_for_its_stack(stack):
+    line = H200.read_text(encoding="utf-8").strip()
+    doc = parse_output(line)
+    assert "\n" not in line and [g["name"] for g in doc["gpus"]] == ["NVIDIA H200"]
+    assert judge_probe(stack, line, "", 0)[:2] == (PASS, doc["reason"])
+    assert verdict_mod.aggregate(doc["checks"], gpu_present=True, require_gpu=True) == (doc["overall"], doc["reason"])
+
+
+def test_the_h200_bench_arithmetic_and_its_datasheet_fractions():
+    doc = parse_output(H200.read_text(encoding="utf-8"))
+    bench = doc["bench"]
+    check = next(c for c in doc["checks"] if c["name"] == "bench")
+    assert bench_mod.bench_reason(bench) == check["reason"]
+    assert bench_mod.datasheet_fractions(bench, bench["datasheet"]) == bench["fraction_of_datasheet"]
+    assert set(bench["fraction_of_datasheet"]) == {"bandwidth_gb_s", "fp32_tflops", "fp16_tflops", "fp16_mma"}
+    # the matrix's H200 is the datasheet the test used
+    gpu = load_matrix().gpu_index.lookup("NVIDIA H200")
+    assert gpu is not None
+    assert bench["datasheet"] == {"bandwidth_gb_s": gpu.bandwidth_gb_s, "fp32_tflops": gpu.fp32_tflops,
+                                  "fp16_tflops": gpu.fp16_tflops}
+    # cuBLAS's fp16 matmul (wgmma) beats the mma.sync loop; both below the datasheet
+    assert bench["fp16_mma_tflops"] < bench["fp16_tflops"] < bench["datasheet"]["fp16_tflops"]
+    assert bench["method"]["mma"]["wrong_results"] == 0
