@@ -56,6 +56,12 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
     },
+    # The network a run joins (made, labelled, checked; a full address pool) and who vouches for
+    # a pulled image.
+    "network": {
+        "modules": ["envman/run/network.py"],
+        "tests": ["tests/unit/run/test_network.py"],
+    },
     # The run plan and the values of `envman run` (mounts, environment, Slurm's GPUs), and what
     # prepares a run (image, pins, project image).
     "run": {

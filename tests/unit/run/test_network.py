@@ -253,3 +253,136 @@ def test_the_plan_names_what_ensure_network_made():
     for p in (plan(), replace(plan(), uid=7), plan(project="x", root="/w/x")):
         N.ensure_network(f, p)
         assert p.network_name in f.nets and _networks(docker_argv(p)) == [p.network_name]
+
+
+# --------------------------------------------------------------------------- every refusal whole, and the edges
+
+
+def test_every_refusal_whole():
+    p = plan()
+    name = p.network_name
+    f = Facts(nets={name: NetworkInfo("x", name, "bridge", {**N.network_labels(p), L.UID: "7", L.PROJECT: "q"})})
+    assert refusal(lambda: N.ensure_network(f, p)) == (
+        "UserError", f"network {name} exists but is not envman's network of this project: its labels envman.project, "
+        "envman.uid are not envman's for uid 1000 and project demo", "envman run",
+        f'remove it (docker network rm {name}) and run again, or set network = "none" in the project file')
+    assert refusal(lambda: N.ensure_network(Facts(pool=0), p)) == (
+        "UserError", f"the engine has no free address range for network {name} (each project gets a network of its "
+        "own; your idle ones were removed)", "envman run",
+        "ask the engine's administrator for more \"default-address-pools\" in daemon.json (docker network ls shows "
+        'who holds them), or set network = "none" in the project file')
+
+
+def test_a_network_made_but_not_shown_is_an_engine_error():
+    class Vanishing(Facts):
+        def inspect_network(self, name):
+            return None
+
+    assert refusal(lambda: N.ensure_network(Vanishing(), plan())) == (
+        "EngineError", f"network {plan().network_name} was created but the engine does not show it", None, "run again")
+
+
+def test_joining_an_existing_network_asks_the_engine_once_and_makes_nothing():
+    class Counting(Facts):
+        asked: int = 0
+
+        def create_network(self, name, labels):
+            raise AssertionError("a network that exists was made again")
+
+        def inspect_network(self, name):
+            self.asked += 1
+            return super().inspect_network(name)
+
+    p = plan()
+    f = Counting(nets={p.network_name: NetworkInfo("id-x", p.network_name, "bridge", N.network_labels(p))})
+    assert N.ensure_network(f, p) == "id-x" and f.asked == 1
+
+
+def test_a_held_lock_is_one_line_after_the_timeout(monkeypatch):
+    from filelock import FileLock
+
+    from envman.state import locks_dir
+
+    monkeypatch.setattr(N, "LOCK_TIMEOUT_S", 0.05)
+    p = plan()
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks_dir() / f"network-{p.network_name}.lock")):
+        import threading
+
+        out: list = []
+        t = threading.Thread(target=lambda: out.append(refusal(lambda: N.ensure_network(Facts(), p))))
+        t.start()
+        t.join(30)
+    assert out == [("UserError", f"another envman process has held the lock of network {p.network_name} for 0 s",
+                    "envman run", "wait for it to finish, then run again")]
+
+
+def test_the_lock_waits_as_long_as_its_timeout_says(monkeypatch):
+    seen = {}
+
+    class Lock:
+        def __init__(self, path, timeout=-1):
+            seen["timeout"] = timeout
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr("filelock.FileLock", Lock)
+    N.ensure_network(Facts(), plan())
+    assert seen["timeout"] == N.LOCK_TIMEOUT_S == 60.0
+
+
+def test_idle_is_older_than_the_window_exactly():
+    now = 10**9
+    f = Facts()
+    _mine(f, "young", created=now - N.IDLE_AFTER_S + 1)
+    _mine(f, "edge", created=now - N.IDLE_AFTER_S)
+    _mine(f, "old", created=0)
+    _mine(f, "kept", created=0)
+    assert sorted(N.remove_idle_networks(f, 1000, keep="kept", now=now)) == ["edge", "old"]
+    assert set(f.nets) == {"young", "kept"}
+
+
+def test_idle_networks_default_to_this_user_and_now(monkeypatch):
+    import time
+
+    f = Facts()
+    monkeypatch.setattr(N.os, "getuid", lambda: 1000)
+    _mine(f, "mine", created=int(time.time()) - 10 * N.IDLE_AFTER_S)
+    _mine(f, "recent", created=int(time.time()))
+    _mine(f, "theirs", uid=2000, created=0)
+    assert N.remove_idle_networks(f) == ["mine"]
+
+
+def test_a_network_that_changed_owner_or_gained_a_container_since_the_list_is_left():
+    class Moving(Facts):
+        def inspect_network(self, name):
+            net = self.nets.get(name)
+            if net is None or name == "gone":
+                return None
+            if name == "busy-now":
+                return replace(net, containers=1)
+            if name == "taken":
+                return replace(net, labels={**net.labels, L.UID: "2000"})
+            return net
+
+    f = Moving()
+    for n in ("gone", "busy-now", "taken", "idle"):
+        _mine(f, n)
+    assert N.remove_idle_networks(f, 1000, now=10**10) == ["idle"]
+
+
+def test_create_command_makes_exactly_the_network_a_run_checks_for():
+    import shlex
+
+    p = plan(project="my.proj", root="/w/my proj")
+    words = shlex.split(N.create_command(p.uid, p.project, p.root))
+    assert words[:5] == ["docker", "network", "inspect", p.network_name, ">/dev/null"]
+    made = words[words.index("create"):]
+    assert made[-1] == p.network_name and made[1:3] == ["--driver", "bridge"]
+    labels = dict(made[i + 1].split("=", 1) for i, w in enumerate(made) if w == "--label")
+    assert labels == N.network_labels(p)
+    assert N.network_problem(NetworkInfo("x", p.network_name, "bridge", labels), p) is None
