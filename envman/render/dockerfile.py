@@ -263,14 +263,18 @@ def _dockerfile_body(data: bytes) -> bytes:
     return text[: cut + 1] if cut >= 0 else b""
 
 
-def render_hash(files: Mapping[str, bytes], *, dockerfile_has_hash_line: bool = True) -> str:
-    """sha256 of the ``sha256sum``-style manifest of ``files`` (see the module docstring)."""
+def render_hash(files: Mapping[str, bytes], *, dockerfile_has_hash_line: bool = True,
+                digests: Mapping[str, str] | None = None) -> str:
+    """sha256 of the ``sha256sum``-style manifest of ``files`` (see the module docstring).
+    ``digests``: the sha256 (hex) of some of the files, already known (wheels whose digest
+    :mod:`envman.render.wheelfacts` kept), so their bytes are not hashed again."""
     manifest = []
     for name in sorted(files):
         data = files[name]
         if name == "Dockerfile" and dockerfile_has_hash_line:
             data = _dockerfile_body(data)
-        manifest.append(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
+        known = digests.get(name) if digests is not None and name != "Dockerfile" else None
+        manifest.append(f"{known or hashlib.sha256(data).hexdigest()}  {name}\n")
     return hashlib.sha256("".join(manifest).encode()).hexdigest()
 
 
@@ -462,9 +466,15 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
         files[CA_CONTEXT_FILE] = options.ca_bundle.read_bytes()
     if base is not None:
         files.update({f"{BASE_CONTEXT_DIR}/{name}": data for name, data in base.context().items()})
-    for w in wheels:
-        files[f"wheels/{w.filename}"] = (options.wheelhouse / w.filename).read_bytes()  # type: ignore[operator]
-    digest = render_hash(files, dockerfile_has_hash_line=False)
+    known: dict[str, str] = {}  # sha256 of the wheels, kept while each file is unchanged
+    if wheels:
+        from envman.render.wheelfacts import FACTS
+
+        for w in wheels:
+            name = f"wheels/{w.filename}"
+            files[name], known[name] = FACTS.read(options.wheelhouse / w.filename)  # type: ignore[operator]
+        FACTS.save()
+    digest = render_hash(files, dockerfile_has_hash_line=False, digests=known)
     dockerfile = body + f'LABEL {RENDER_HASH_LABEL}="{digest}"\n'
     files["Dockerfile"] = dockerfile.encode()
     files = dict(sorted(files.items()))

@@ -123,7 +123,9 @@ def select_wheels(wheels: list[Wheel], directory: Path, roots: Iterable[str], ta
 
     def metadata(w: Wheel) -> tuple[tuple[str, ...], str | None]:
         if w.filename not in meta:
-            meta[w.filename] = requires_dist(directory / w.filename)
+            from envman.render.wheelfacts import FACTS
+
+            meta[w.filename] = FACTS.requires(directory / w.filename, requires_dist)
         return meta[w.filename]
 
     def best(project: str, need: _Needs) -> Wheel | None:

@@ -177,6 +177,7 @@ def _state_files():
     from envman.images import pins, remote
     from envman.project import trust
     from envman.render import rendercache as render_cache
+    from envman.render import wheelfacts
     from envman.run import fastpath as run_cache
     from envman.stack import origins
     from envman import state
@@ -194,6 +195,8 @@ def _state_files():
          lambda: state.load_report("sha256:" + "a" * 64)),
         ("slurm job", lambda: slurm._jobs_dir() / "7.json", job, slurm.load_records),
         ("matrix-origins.json", origins._path, {"q": {"stack": "s"}}, origins._load),
+        ("wheels.json", lambda: Path(wheelfacts._path()), {"format": wheelfacts.CACHE_FORMAT, "wheels": {"/w": {"sig": []}}},
+         lambda: wheelfacts.WheelFacts()._all()),
     ]
 
 
@@ -1281,7 +1284,8 @@ def test_the_warning_names_the_state_file(home, entry, capfd):
     err = capfd.readouterr().err
     what = {"runs.json": "run-plan cache", "renders.json": "render cache", "pins.json": "state file pins.json",
             "trust.json": "trust record", "pushed.json": "push record", "report": "cached smoke report",
-            "slurm job": "job record", "matrix-origins.json": "state file matrix-origins.json"}[name]
+            "slurm job": "job record", "matrix-origins.json": "state file matrix-origins.json",
+            "wheels.json": "wheelhouse cache"}[name]
     assert err == (f"envman: warning: ignoring the {what} {path}: writable by its group or by others "
                    "(remove it; envman writes a new one)\n")
 
