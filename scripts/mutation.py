@@ -102,7 +102,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # GPUs for containers: the CDI spec envman writes, its validation, its edits on an OCI config.
     "cdi": {
         "modules": ["envman/engine/cdi.py"],
-        "tests": ["tests/unit/engine/test_cdi.py", "tests/unit/cli/test_cdi.py", "tests/unit/probe/test_app_recorded_containers.py"],
+        "tests": ["tests/unit/engine/test_cdi.py", "tests/unit/engine/test_cdi_rules.py", "tests/unit/cli/test_cdi.py", "tests/unit/probe/test_app_recorded_containers.py"],
     },
     # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.
     "update": {

@@ -23,7 +23,7 @@ def generate(
     from envman.errors import EnvmanError, UserError
 
     try:
-        spec = cdi.check_spec(cdi.spec_for(cdi.discover()))
+        spec = cdi.check_spec(cdi.spec_for(cdi.discover("/")))
     except cdi.CdiError as e:
         raise EnvmanError(f"cdi generate: {e}") from None
     text = cdi.spec_json(spec)

@@ -88,9 +88,12 @@ ALLOWED_MOUNT_OPTIONS = frozenset({"ro", "rw", "nosuid", "nodev", "noexec", "bin
 #: CDI's device-name grammar (``nvidia.com/gpu=<name>``).
 DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^\x00\n]*")
+#: An NVIDIA GPU's UUID as the driver writes it (``GPU-b7c39e02-...``), a CDI device name that no
+#: index or ``all`` can be.
+_GPU_UUID = re.compile(r"GPU-[A-Za-z0-9_.:-]+")
 _MINOR = re.compile(r"/dev/nvidia([0-9]+)")
 _DRIVER_VERSION = re.compile(r"Kernel Module\s+(?:for\s+\S+\s+)?([0-9]+(?:\.[0-9]+){1,2})")
-_VERSIONED = re.compile(r"\.so\.([0-9]+(?:\.[0-9]+)*)$")
+_VERSIONED = re.compile(r"\.so\.[0-9]+(?:\.[0-9]+)*\Z")
 
 
 class CdiError(ValueError):
@@ -143,9 +146,10 @@ def _join(root: str, path: str) -> str:
 
 
 def _read(path: str) -> str | None:
+    """The first 64 KiB of a host file as text (bytes that are not UTF-8 replaced), or None."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(1 << 16)
+        with open(path, "rb") as f:
+            return f.read(1 << 16).decode(errors="replace")
     except OSError:
         return None
 
@@ -160,35 +164,36 @@ def _char_node(root: str, path: str, stat_fn: StatFn) -> DeviceNode | None:
     return DeviceNode(path, os.major(st.st_rdev), os.minor(st.st_rdev))
 
 
-def driver_version(root: str = "/") -> str | None:
+def driver_version(root: str) -> str | None:
     """The kernel module's version from ``/proc/driver/nvidia/version`` (``580.159.04``), or None."""
-    text = _read(_join(root, "/proc/driver/nvidia/version")) or ""
-    m = _DRIVER_VERSION.search(text)
+    text = _read(_join(root, "/proc/driver/nvidia/version"))
+    m = _DRIVER_VERSION.search(text) if text is not None else None
     return m.group(1) if m else None
 
 
-def _info_fields(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
+def _info_fields(text: str | None) -> dict[str, str]:
+    """``Key: value`` lines (a value may hold colons); an unreadable file has none."""
+    out: dict[str, str] = {}
+    for line in text.splitlines() if text is not None else ():
         key, sep, value = line.partition(":")
         if sep:
             out[key.strip()] = value.strip()
     return out
 
 
-def find_gpus(root: str = "/", stat_fn: StatFn = os.stat) -> tuple[tuple[Gpu, ...], list[str]]:
+def find_gpus(root: str, stat_fn: StatFn = os.stat) -> tuple[tuple[Gpu, ...], list[str]]:
     """The GPUs, indexed as ``nvidia-smi`` numbers them (PCI bus order), and notes on what was odd."""
     notes: list[str] = []
     gpus: list[Gpu] = []
     proc = _join(root, "/proc/driver/nvidia/gpus")
     try:
-        buses = sorted(os.listdir(proc), key=str.lower)
+        buses = sorted(os.listdir(proc))  # the kernel names them dddd:bb:dd.f in lower-case hex
     except OSError:
         buses = []
     for bus in buses:
-        info = _info_fields(_read(os.path.join(proc, bus, "information")) or "")
-        minor = info.get("Device Minor", "")
-        if not minor.isascii() or not minor.isdigit():
+        info = _info_fields(_read(os.path.join(proc, bus, "information")))
+        minor = info.get("Device Minor")
+        if minor is None or not minor.isascii() or not minor.isdigit():
             notes.append(f"/proc/driver/nvidia/gpus/{bus}: no device minor; skipped")
             continue
         node = _char_node(root, f"/dev/nvidia{int(minor)}", stat_fn)
@@ -196,8 +201,11 @@ def find_gpus(root: str = "/", stat_fn: StatFn = os.stat) -> tuple[tuple[Gpu, ..
             notes.append(f"/dev/nvidia{int(minor)} (GPU at {bus}) is not a character device; skipped")
             continue
         uuid = info.get("GPU UUID")
-        gpus.append(Gpu(len(gpus), node, uuid if uuid and DEVICE_NAME.fullmatch(uuid) else None,
-                        info.get("Model"), info.get("Bus Location") or bus))
+        if uuid is not None and (not _GPU_UUID.fullmatch(uuid) or uuid in {g.uuid for g in gpus}):
+            notes.append(f"/proc/driver/nvidia/gpus/{bus}: GPU UUID {uuid!r} is not a CDI device name or is "
+                         "another GPU's; named by index only")
+            uuid = None
+        gpus.append(Gpu(len(gpus), node, uuid, info.get("Model"), info.get("Bus Location") or bus))
     if gpus or buses:
         return tuple(gpus), notes
     # no /proc/driver/nvidia/gpus (an older or unusual driver): the device nodes in minor order
@@ -218,7 +226,7 @@ def find_gpus(root: str = "/", stat_fn: StatFn = os.stat) -> tuple[tuple[Gpu, ..
     return tuple(Gpu(i, n) for i, n in enumerate(nodes)), notes
 
 
-def find_control_nodes(root: str = "/", stat_fn: StatFn = os.stat) -> tuple[DeviceNode, ...]:
+def find_control_nodes(root: str, stat_fn: StatFn = os.stat) -> tuple[DeviceNode, ...]:
     found = [n for n in (_char_node(root, p, stat_fn) for p in CONTROL_NODES) if n is not None]
     try:
         caps = sorted(os.listdir(_join(root, "/dev/nvidia-caps")))
@@ -233,7 +241,7 @@ def find_control_nodes(root: str = "/", stat_fn: StatFn = os.stat) -> tuple[Devi
 
 
 
-def find_libraries(version: str | None, root: str = "/", dirs: Sequence[str] = HOST_LIB_DIRS,
+def find_libraries(version: str | None, root: str, dirs: Sequence[str] = HOST_LIB_DIRS,
                    libs: Sequence[str] = DRIVER_LIBS) -> tuple[HostFile, ...]:
     """Each driver library once: the real file (``<lib>.<driver version>`` where the version is
     known, else what ``<lib>.1`` points to) and its names: the file name and every ``<lib>.N``
@@ -242,21 +250,21 @@ def find_libraries(version: str | None, root: str = "/", dirs: Sequence[str] = H
     for lib in libs:
         for d in dirs:
             host_dir = _join(root, d)
-            try:
-                entries = sorted(os.listdir(host_dir))
-            except OSError:
-                continue
-            real: str | None = None
-            if version and f"{lib}.{version}" in entries:
+            if version:
                 real = f"{lib}.{version}"
-            elif not version and f"{lib}.1" in entries:
+            else:
                 target = os.path.realpath(os.path.join(host_dir, f"{lib}.1"))
-                if os.path.dirname(target) == os.path.realpath(host_dir):
-                    real = os.path.basename(target)
-            if real is None or not os.path.isfile(os.path.join(host_dir, real)):
+                if os.path.dirname(target) != os.path.realpath(host_dir):
+                    continue  # a link out of the folder: not this driver's file
+                real = os.path.basename(target)
+            if not os.path.isfile(os.path.join(host_dir, real)):
                 continue
             real_path = os.path.realpath(os.path.join(host_dir, real))
             names = [real]
+            try:
+                entries = sorted(os.listdir(host_dir))
+            except OSError:  # a folder we may not list: the file under its own name only
+                entries = []
             for e in entries:
                 if e != real and e.startswith(lib + ".") and _VERSIONED.search(e) and \
                         os.path.islink(os.path.join(host_dir, e)) and \
@@ -267,7 +275,7 @@ def find_libraries(version: str | None, root: str = "/", dirs: Sequence[str] = H
     return tuple(out)
 
 
-def find_binaries(root: str = "/", dirs: Sequence[str] = HOST_BIN_DIRS,
+def find_binaries(root: str, dirs: Sequence[str] = HOST_BIN_DIRS,
                   bins: Sequence[str] = DRIVER_BINS) -> tuple[HostFile, ...]:
     out = []
     for b in bins:
@@ -279,15 +287,14 @@ def find_binaries(root: str = "/", dirs: Sequence[str] = HOST_BIN_DIRS,
     return tuple(out)
 
 
-def discover(root: str = "/", stat_fn: StatFn = os.stat) -> Discovery:
+def discover(root: str, stat_fn: StatFn = os.stat) -> Discovery:
     """What this host's NVIDIA driver offers containers (see the module docstring)."""
     version = driver_version(root)
     gpus, notes = find_gpus(root, stat_fn)
     libs = find_libraries(version, root)
     if version is None and libs:
-        m = _VERSIONED.search(libs[0].names[0])
-        notes.append("no /proc/driver/nvidia/version: libraries taken from the <lib>.1 links"
-                     + (f" (libcuda at {m.group(1)})" if m else ""))
+        notes.append("no /proc/driver/nvidia/version: libraries taken from the <lib>.1 links: "
+                     + ", ".join(f.names[0] for f in libs))
     return Discovery(version, gpus, find_control_nodes(root, stat_fn), libs, find_binaries(root), tuple(notes))
 
 
@@ -335,8 +342,9 @@ def spec_json(spec: Mapping[str, Any]) -> str:
 
 
 def _abs_path(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or "\x00" in value or "\n" in value \
-            or os.path.normpath(value) != value or value == "/":
+    # normpath keeps a leading "//" (POSIX leaves its meaning open): "//" would be the root
+    if not isinstance(value, str) or not value.startswith("/") or value.startswith("//") or "\x00" in value \
+            or "\n" in value or os.path.normpath(value) != value or value == "/":
         raise CdiError(f"{where}: {value!r} is not an absolute, normalised path")
     return value
 
@@ -411,28 +419,20 @@ MAX_SPEC_BYTES = 4 << 20
 
 
 def _read_regular(path: str, limit: int = MAX_SPEC_BYTES) -> bytes:
-    """A regular file's bytes, opened without blocking (a FIFO never hangs the reader)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
+    """A regular file's bytes, opened without blocking (a FIFO never hangs the reader); Python's
+    descriptors are not inherited by child processes."""
+    with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+        st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise OSError("not a regular file")
         if st.st_size > limit:
             raise OSError(f"larger than {limit >> 20} MiB")
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return f.read()
 
 
 def load_spec(path: str) -> dict[str, Any]:
     try:
-        spec = json.loads(_read_regular(path).decode("utf-8"))
+        spec = json.loads(_read_regular(path))  # bytes: UTF-8 (or the UTF-16/32 JSON allows)
     except OSError as e:
         raise CdiError(f"{path}: cannot read a JSON CDI spec: {e.strerror or e}") from None
     except ValueError as e:
@@ -492,12 +492,18 @@ def apply_to_oci(config: dict[str, Any], spec: Mapping[str, Any], names: Sequenc
                       "access": node.get("permissions", "rw")})
     mounts = config.setdefault("mounts", [])
     for m in edits["mounts"]:
+        # read-only whatever the spec says (it may not say "rw", but a spec without "ro" is rw too)
+        options = list(m.get("options") or ())
+        if "ro" not in options:
+            options.insert(0, "ro")
+        if "bind" not in options and "rbind" not in options:
+            options.append("bind")
         mounts.append({"destination": m["containerPath"], "type": "bind", "source": m["hostPath"],
-                       "options": list(m.get("options") or ["ro", "bind"])})
+                       "options": options})
     process = config.setdefault("process", {})
     env = list(process.get("env") or [])
     for entry in edits["env"]:
-        key = entry.split("=", 1)[0] + "="
+        key = entry.partition("=")[0] + "="
         env = [e for e in env if not e.startswith(key)] + [entry]
     process["env"] = env
     return config
@@ -510,7 +516,7 @@ def ch_run_binds(spec: Mapping[str, Any], names: Sequence[str], rootfs: str) -> 
     edits = edits_for(spec, names)
     opts = []
     for m in edits["mounts"]:
-        target = os.path.join(rootfs, m["containerPath"].lstrip("/"))
+        target = rootfs + m["containerPath"]  # checked: absolute and normalised
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if os.path.isdir(m["hostPath"]):
             os.makedirs(target, exist_ok=True)

@@ -17,12 +17,12 @@ from tests.unit.engine.test_cdi import UUID0, UUID1, fake_stat, make_host
 def fake_host(tmp_path, monkeypatch):
     root = make_host(tmp_path / "host")
     real = cdi.discover
-    monkeypatch.setattr(cdi, "discover", lambda: real(str(root), fake_stat(root)))
+    monkeypatch.setattr(cdi, "discover", lambda r: real(str(root), fake_stat(root)) if r == "/" else pytest.fail(r))
     return root
 
 
 def test_without_a_gpu_it_says_so_in_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(cdi, "discover", lambda: cdi.Discovery(None, (), (), (), ()))
+    monkeypatch.setattr(cdi, "discover", lambda r: cdi.Discovery(None, (), (), (), ()))
     r = run_envman(["cdi", "generate", "-o", str(tmp_path / "x.json")])
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
