@@ -28,12 +28,13 @@ def fake_stat(root: Path, nodes=NODES):
         rel = "/" + os.path.relpath(path, root)
         if rel in nodes:
             major, minor = nodes[rel]
-            return _chr(major, minor)
+            return char_stat(major, minor)
         return os.stat(path)
     return st
 
 
-def _chr(major: int, minor: int) -> os.stat_result:
+def char_stat(major: int, minor: int) -> os.stat_result:
+    """What os.stat gives for a character device of these numbers."""
     # (mode, ino, dev, nlink, uid, gid, size, atime, mtime, ctime), and st_rdev by name
     return os.stat_result([stat.S_IFCHR | 0o666, 0, 0, 1, 0, 0, 0, 0, 0, 0], {"st_rdev": os.makedev(major, minor)})
 
@@ -173,7 +174,8 @@ GOOD = {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
                                                        "options": ["ro", "bind"]}]}}
 
 
-def _set(doc: dict, path: tuple, value) -> dict:
+def with_field(doc: dict, path: tuple, value) -> dict:
+    """A copy of ``doc`` with the field at ``path`` set to ``value`` (removed for ``KeyError``)."""
     doc = copy.deepcopy(doc)
     target = doc
     for key in path[:-1]:
@@ -226,7 +228,7 @@ HOSTILE = [
 def test_a_hostile_spec_is_refused_naming_the_field(path, value, message):
     assert cdi.check_spec(copy.deepcopy(GOOD))
     with pytest.raises(cdi.CdiError, match=message):
-        cdi.check_spec(_set(GOOD, path, value))
+        cdi.check_spec(with_field(GOOD, path, value))
 
 
 def test_two_devices_of_one_name_are_refused():
@@ -241,7 +243,7 @@ def test_load_spec_names_the_file_in_one_line(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(cdi.CdiError, match=r"x\.json: cannot read a JSON CDI spec"):
         cdi.load_spec(str(bad))
-    bad.write_text(json.dumps(_set(GOOD, ("kind",), "x")))
+    bad.write_text(json.dumps(with_field(GOOD, ("kind",), "x")))
     with pytest.raises(cdi.CdiError) as e:
         cdi.load_spec(str(bad))
     assert str(e.value).startswith(str(bad)) and "\n" not in str(e.value)
@@ -272,10 +274,10 @@ def test_apply_to_oci_adds_nodes_with_cgroup_rules_read_only_mounts_and_env(tmp_
 
 
 def test_apply_to_oci_takes_numbers_from_the_host_where_the_spec_has_none_and_adds_a_node_once():
-    spec = _set(GOOD, NODE + ("major",), KeyError)
-    spec = _set(spec, NODE + ("minor",), KeyError)
+    spec = with_field(GOOD, NODE + ("major",), KeyError)
+    spec = with_field(spec, NODE + ("minor",), KeyError)
     spec["devices"].append({"name": "all", "containerEdits": copy.deepcopy(spec["devices"][0]["containerEdits"])})
-    config = cdi.apply_to_oci(oci_config(), spec, ["0", "all"], stat_fn=lambda p: _chr(195, 7))
+    config = cdi.apply_to_oci(oci_config(), spec, ["0", "all"], stat_fn=lambda p: char_stat(195, 7))
     assert [(d["path"], d["major"], d["minor"]) for d in config["linux"]["devices"]] == [("/dev/nvidia0", 195, 7)]
     with pytest.raises(cdi.CdiError, match="not a character device"):
         cdi.apply_to_oci(oci_config(), spec, ["0"], stat_fn=lambda p: os.stat("/"))

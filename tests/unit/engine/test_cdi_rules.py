@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envman.engine import cdi
-from tests.unit.engine.test_cdi import GOOD, _chr, _set, fake_stat
+from tests.unit.engine.test_cdi import GOOD, char_stat, fake_stat, with_field
 
 V = "580.159.04"
 BUS = "0000:01:00.0"
@@ -425,7 +425,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("path, value, message", REFUSED, ids=[f"{'.'.join(map(str, p))}={v!r}" for p, v, _ in REFUSED])
 def test_every_field_of_a_spec_is_checked_and_the_refusal_names_it(path, value, message):
-    doc = value if path == () else _set(GOOD, path, value)
+    doc = value if path == () else with_field(GOOD, path, value)
     with pytest.raises(cdi.CdiError) as e:
         cdi.check_spec(doc)
     assert str(e.value) == message
@@ -433,7 +433,7 @@ def test_every_field_of_a_spec_is_checked_and_the_refusal_names_it(path, value, 
 
 def test_keys_are_refused_in_sorted_order_and_a_second_device_of_a_name_is_named():
     with pytest.raises(cdi.CdiError) as e:
-        cdi.check_spec(_set(_set(GOOD, ("containerEdits", "z"), 1), ("containerEdits", "b"), 1))
+        cdi.check_spec(with_field(with_field(GOOD, ("containerEdits", "z"), 1), ("containerEdits", "b"), 1))
     assert str(e.value) == "containerEdits: unknown containerEdits key(s) ['b', 'z']"
     doc = copy.deepcopy(GOOD)
     doc["devices"] += [{"name": "1"}, {"name": "0"}]
@@ -462,7 +462,7 @@ ACCEPTED = [
 
 @pytest.mark.parametrize("path, value", ACCEPTED, ids=[f"{'.'.join(map(str, p))}={v!r}" for p, v in ACCEPTED])
 def test_what_cdi_allows_is_accepted(path, value):
-    doc = _set(GOOD, path, value)
+    doc = with_field(GOOD, path, value)
     assert cdi.check_spec(doc) is doc
 
 
@@ -523,7 +523,7 @@ def test_the_common_edits_come_first_then_each_named_devices_in_the_order_named(
         cdi.edits_for(SPEC, ["x", "a", "y"])
     assert str(e.value) == "no CDI device nvidia.com/gpu=x, nvidia.com/gpu=y in the spec (it has: a, all, b)"
     with pytest.raises(cdi.CdiError, match="^kind: "):
-        cdi.edits_for(_set(SPEC, ("kind",), "x"), ["a"])
+        cdi.edits_for(with_field(SPEC, ("kind",), "x"), ["a"])
 
 
 def test_every_field_reaches_the_oci_config_exactly():
@@ -553,13 +553,13 @@ def test_a_node_the_config_has_is_not_added_again_and_the_others_still_are():
 @pytest.mark.parametrize("options", [list(c) for n in range(4) for c in itertools.combinations(
     sorted(cdi.ALLOWED_MOUNT_OPTIONS - {"rw"}), n)][:200])
 def test_every_mount_reaches_the_config_read_only_as_a_bind(options):
-    spec = _set(GOOD, MOUNT + ("options",), options)
+    spec = with_field(GOOD, MOUNT + ("options",), options)
     out = cdi.apply_to_oci({}, spec, [])["mounts"][0]["options"]
     assert out == ([] if "ro" in options else ["ro"]) + options + ([] if {"bind", "rbind"} & set(options) else ["bind"])
 
 
 def test_a_variable_of_the_spec_replaces_the_configs_of_that_name_only():
-    spec = _set(GOOD, ("containerEdits", "env"), ["A=b=c", "D=1"])
+    spec = with_field(GOOD, ("containerEdits", "env"), ["A=b=c", "D=1"])
     config = cdi.apply_to_oci({"process": {"env": ["A=x", "AB=y", "B=1", "A=z"]}}, spec, [])
     assert config["process"]["env"] == ["AB=y", "B=1", "A=b=c", "D=1"]
 
@@ -571,23 +571,23 @@ def test_a_node_without_both_numbers_takes_the_hosts_from_its_host_path(drop):
     for k in drop:
         del node[k]
     asked = []
-    config = cdi.apply_to_oci({}, spec, ["0"], stat_fn=lambda p: asked.append(p) or _chr(200, 9))
+    config = cdi.apply_to_oci({}, spec, ["0"], stat_fn=lambda p: asked.append(p) or char_stat(200, 9))
     assert [(d["path"], d["major"], d["minor"]) for d in config["linux"]["devices"]] == [("/dev/nvidia0", 200, 9)]
     assert asked == ["/dev/nvidia0"]
     node["hostPath"] = "/dev/nvidia7"
     asked.clear()
-    config = cdi.apply_to_oci({}, spec, ["0"], stat_fn=lambda p: asked.append(p) or _chr(200, 7))
+    config = cdi.apply_to_oci({}, spec, ["0"], stat_fn=lambda p: asked.append(p) or char_stat(200, 7))
     assert [(d["path"], d["major"], d["minor"]) for d in config["linux"]["devices"]] == [("/dev/nvidia0", 200, 7)]
     assert asked == ["/dev/nvidia7"]
 
 
 def test_a_node_the_host_lacks_or_that_is_no_character_device_is_one_line(tmp_path):
-    spec = _set(_set(GOOD, NODE + ("major",), KeyError), NODE + ("path",), "/dev/nvidia9")
-    spec = _set(spec, NODE + ("hostPath",), str(tmp_path / "missing"))
+    spec = with_field(with_field(GOOD, NODE + ("major",), KeyError), NODE + ("path",), "/dev/nvidia9")
+    spec = with_field(spec, NODE + ("hostPath",), str(tmp_path / "missing"))
     with pytest.raises(cdi.CdiError) as e:
         cdi.apply_to_oci({}, spec, ["0"])
     assert str(e.value) == f"device node {tmp_path / 'missing'}: No such file or directory"
-    spec = _set(spec, NODE + ("hostPath",), str(tmp_path))
+    spec = with_field(spec, NODE + ("hostPath",), str(tmp_path))
     with pytest.raises(cdi.CdiError) as e:
         cdi.apply_to_oci({}, spec, ["0"])
     assert str(e.value) == f"device node {tmp_path} is not a character device"
@@ -603,7 +603,7 @@ def test_ch_run_binds_make_each_target_once_and_keep_what_is_there(tmp_path):
     mounts = [{"hostPath": "/h/1", "containerPath": "/c/lib/one"}, {"hostPath": "/h/2", "containerPath": "/c/lib/two"},
               {"hostPath": str(host_dir), "containerPath": "/c/dir"}, {"hostPath": "/h/3", "containerPath": "/c/kept/file"},
               {"hostPath": "/h/4", "containerPath": "/c/link"}, {"hostPath": "/X/5", "containerPath": "/X/5"}]
-    spec = _set(GOOD, ("containerEdits", "mounts"), mounts)
+    spec = with_field(GOOD, ("containerEdits", "mounts"), mounts)
     for _ in range(2):  # a second run finds the targets there
         opts, nodes = cdi.ch_run_binds(spec, ["0"], str(rootfs))
         assert opts == [f"-b{m['hostPath']}:{m['containerPath']}" for m in mounts] + ["--set-env=A=1"]
