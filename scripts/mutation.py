@@ -56,8 +56,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path)"],
     },
-    # The network a run joins (made, labelled, checked; a full address pool) and who vouches for
-    # a pulled image.
+    # The network a run joins: made, labelled, checked before it is joined; a full address pool.
     "network": {
         "modules": ["envman/run/network.py"],
         "tests": ["tests/unit/run/test_network.py"],

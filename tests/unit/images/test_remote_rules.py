@@ -122,17 +122,17 @@ def test_hostname_drops_the_port_and_the_brackets(host, hostname):
 # --------------------------------------------------------------------------- config
 
 
-@pytest.mark.parametrize("key", ["allow_http", "pull_on_run"])
+@pytest.mark.parametrize("key", ["allow_http", "pull_on_run", "trust_registry"])
 @pytest.mark.parametrize("value", [True, False, None])
 def test_each_switch_is_read_as_written_and_false_when_absent(home, key, value):
     f = home / "config.toml"
     f.write_text("[registry]\n" + (f"{key} = {str(value).lower()}\n" if value is not None else ""))
     s = R.load_registry_settings(f)
     assert getattr(s, key) is bool(value)
-    assert getattr(s, ({"allow_http", "pull_on_run"} - {key}).pop()) is False
+    assert all(getattr(s, k) is False for k in {"allow_http", "pull_on_run", "trust_registry"} - {key})
 
 
-@pytest.mark.parametrize("key", ["allow_http", "pull_on_run"])
+@pytest.mark.parametrize("key", ["allow_http", "pull_on_run", "trust_registry"])
 def test_a_switch_that_is_not_a_boolean_is_refused_at_its_key(home, key):
     f = home / "config.toml"
     f.write_text(f'[registry]\n{key} = "yes"\n')
@@ -534,6 +534,29 @@ def test_a_pulled_digest_is_one_someone_vouches_for(home, stack, case):
     pulled = run()
     assert (pulled.ref, pulled.vouched_by) == (ref, want)
     assert ("labels only" in pulled.note) == (want == R.LABELS_ONLY)
+    assert (pulled.note == "") == (want != R.LABELS_ONLY)  # a digest given or yours, as the tag is: nothing to say
+
+
+def test_unpinned_pulls_are_refused_by_default(home, stack):
+    engine = FakeEngine()
+    _in_registry(engine, stack)
+    with pytest.raises(UserError, match="nothing vouches"):
+        R.pull_stack(engine, stack, REG, render_hashes=frozenset({HASH}))
+
+
+def test_your_push_is_pulled_when_the_registry_cannot_say_where_its_tag_points(home, stack, monkeypatch):
+    from envman.errors import EngineError
+
+    engine = FakeEngine()
+    _, mine, digest = _in_registry(engine, stack)
+    _pushed(stack, REG, digest)
+
+    def unknown(ref):
+        raise EngineError("ask the registry: unauthorized")
+
+    monkeypatch.setattr(engine, "registry_digest", unknown)
+    pulled = R.pull_stack(engine, stack, REG, render_hashes=frozenset({HASH}))
+    assert (pulled.ref, pulled.vouched_by, pulled.note) == (mine, R.PUSHED, "")
 
 
 def test_your_push_is_pulled_even_when_the_tag_moved_since_and_the_move_is_named(home, stack):
