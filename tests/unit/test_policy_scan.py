@@ -128,3 +128,58 @@ def test_the_protected_folders_are_scanned_only_when_a_mount_holds_a_multiply_li
     assert policy.forbidden_reason(str(root)) is None
     assert policy.forbidden_reason(str(root / "src" / "m1.py")) is None
     assert (str(key.parent) in scanned) == linked and bool(scanned) == linked
+    if linked:  # a file with two names, neither protected, is no hard link to a protected file
+        assert policy.forbidden_reason(str(root / "m0-again.py")) is None
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3, 5, 9])
+def test_the_inode_scan_looks_at_exactly_its_budget_of_entries(tmp_path, budget):
+    """The folder itself counts as one entry, then one per file, until the budget is spent."""
+    top = tmp_path / "creds"
+    top.mkdir()
+    for i in range(6):
+        (top / f"f{i}").write_text(str(i))
+    out, left = {}, [budget]
+    policy._file_ids(str(top), out, left)
+    assert left == [max(0, budget - 7)] and len(out) == min(budget - 1, 6)
+    for (dev, ino), path in out.items():  # each inode names a file that has it
+        st = os.lstat(path)
+        assert (st.st_dev, st.st_ino) == (dev, ino) and path.startswith(str(top) + "/")
+
+
+def test_the_inode_scan_skips_what_it_cannot_read_and_goes_on(tmp_path, monkeypatch):
+    top = tmp_path / "creds"
+    for sub in ("a", "b", "c"):
+        (top / sub).mkdir(parents=True)
+        (top / sub / "key").write_text(sub)
+    (top / "gone").write_text("x")
+    os.link(top / "a" / "key", top / "a" / "key2")  # one inode, two names: the first one seen is kept
+    real_lstat, real_scandir = os.lstat, os.scandir
+
+    def lstat(p):
+        if str(p).endswith("/gone"):
+            raise FileNotFoundError(p)  # removed while the scan runs
+        return real_lstat(p)
+
+    class Listed:  # the entries of a folder in name order, so the scan's order is known
+        def __init__(self, p):
+            with real_scandir(p) as it:
+                self.entries = sorted(it, key=lambda e: e.name)
+
+        def __enter__(self):
+            return iter(self.entries)
+
+        def __exit__(self, *exc):
+            return False
+
+    def scandir(p):  # the stack pops "gone", "c", "c/key", then "b" (unreadable), then "a"
+        if str(p).endswith("/b"):
+            raise PermissionError(p)
+        return Listed(p)
+
+    monkeypatch.setattr(policy.os, "lstat", lstat)
+    monkeypatch.setattr(policy.os, "scandir", scandir)
+    out, left = {}, [100]
+    policy._file_ids(str(top), out, left)
+    assert sorted(os.path.relpath(p, top) for p in out.values()) in (["a/key", "c/key"], ["a/key2", "c/key"])
+    assert left == [100 - 7]  # top, a, b, c, a/key, a/key2, c/key: not "gone", nothing inside b
