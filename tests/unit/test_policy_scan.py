@@ -183,3 +183,19 @@ def test_the_inode_scan_skips_what_it_cannot_read_and_goes_on(tmp_path, monkeypa
     policy._file_ids(str(top), out, left)
     assert sorted(os.path.relpath(p, top) for p in out.values()) in (["a/key", "c/key"], ["a/key2", "c/key"])
     assert left == [100 - 7]  # top, a, b, c, a/key, a/key2, c/key: not "gone", nothing inside b
+
+
+@pytest.mark.parametrize("limit,found", [(3, False), (4, False), (5, True), (6, True)])
+def test_a_folder_is_opened_while_fewer_than_the_limit_of_entries_were_looked_at(tmp_path, monkeypatch, limit, found):
+    top = tmp_path / "shared"
+    (top / "d").mkdir(parents=True)
+    for i in range(3):
+        (top / f"f{i}").write_text("x")  # with d: 4 entries in the folder itself
+    monkeypatch.setattr(policy, "HARDLINK_SCAN_LIMIT", limit)
+    s = _socket(top / "d" / "agent.1")
+    try:
+        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
+    finally:
+        s.close()
+    assert (why == f"{top} holds a Unix socket ({top / 'd' / 'agent.1'}): an agent, a display or an engine answers there"
+            if found else why is None)
