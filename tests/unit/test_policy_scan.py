@@ -28,6 +28,20 @@ def home(tmp_path, monkeypatch):
     policy._CACHE.clear()
 
 
+class _Listed:
+    """``os.scandir`` of a folder with its entries in name order, so a scan's order is known."""
+
+    def __init__(self, path, scandir):
+        with scandir(path) as it:
+            self.entries = sorted(it, key=lambda e: e.name)
+
+    def __enter__(self):
+        return iter(self.entries)
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _socket(path) -> socket.socket:
     s = socket.socket(socket.AF_UNIX)
     s.bind(str(path))
@@ -161,21 +175,10 @@ def test_the_inode_scan_skips_what_it_cannot_read_and_goes_on(tmp_path, monkeypa
             raise FileNotFoundError(p)  # removed while the scan runs
         return real_lstat(p)
 
-    class Listed:  # the entries of a folder in name order, so the scan's order is known
-        def __init__(self, p):
-            with real_scandir(p) as it:
-                self.entries = sorted(it, key=lambda e: e.name)
-
-        def __enter__(self):
-            return iter(self.entries)
-
-        def __exit__(self, *exc):
-            return False
-
     def scandir(p):  # the stack pops "gone", "c", "c/key", then "b" (unreadable), then "a"
         if str(p).endswith("/b"):
             raise PermissionError(p)
-        return Listed(p)
+        return _Listed(p, real_scandir)
 
     monkeypatch.setattr(policy.os, "lstat", lstat)
     monkeypatch.setattr(policy.os, "scandir", scandir)
@@ -199,3 +202,21 @@ def test_a_folder_is_opened_while_fewer_than_the_limit_of_entries_were_looked_at
         s.close()
     assert (why == f"{top} holds a Unix socket ({top / 'd' / 'agent.1'}): an agent, a display or an engine answers there"
             if found else why is None)
+
+
+@pytest.mark.parametrize("before", ["a-folder", "a-link"])
+def test_a_socket_listed_after_a_folder_or_a_symlink_is_still_found(tmp_path, monkeypatch, before):
+    top = tmp_path / "shared"
+    top.mkdir()
+    if before == "a-folder":
+        (top / before).mkdir()
+    else:
+        (top / before).symlink_to(tmp_path)
+    real_scandir = os.scandir
+    monkeypatch.setattr(policy.os, "scandir", lambda p: _Listed(p, real_scandir))
+    s = _socket(top / "b-agent")
+    try:
+        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
+    finally:
+        s.close()
+    assert why == f"{top} holds a Unix socket ({top / 'b-agent'}): an agent, a display or an engine answers there"
