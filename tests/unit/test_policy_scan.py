@@ -220,3 +220,61 @@ def test_a_socket_listed_after_a_folder_or_a_symlink_is_still_found(tmp_path, mo
     finally:
         s.close()
     assert why == f"{top} holds a Unix socket ({top / 'b-agent'}): an agent, a display or an engine answers there"
+
+
+def test_a_folder_s_finding_is_the_same_the_second_time_it_is_asked(tmp_path):
+    top = tmp_path / "shared"
+    top.mkdir()
+    pol = policy.Policy.of([])
+    s = _socket(top / "agent.1")
+    try:
+        first = policy.forbidden_reason(str(top), pol)
+    finally:
+        s.close()
+    assert first is not None and policy.forbidden_reason(str(top), pol) == first  # from the scan made once
+
+
+def test_a_hard_link_inside_a_folder_is_named_with_the_file_it_links_to(home):
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir()
+    key.write_text("PRIVATE KEY\n")
+    os.link(key, home / "data" / "k")
+    policy._CACHE.clear()
+    data = os.path.realpath(home / "data")
+    assert policy.forbidden_reason(str(home / "data")) == (
+        f"{data} is or holds a hard link to a protected file ({data}/k → {os.path.realpath(key)})")
+
+
+class _Unreadable:
+    """A folder entry whose type cannot be read (it vanished while the folder was listed)."""
+
+    def __init__(self, entry):
+        self.path, self.name = entry.path, entry.name
+
+    def is_dir(self, follow_symlinks=True):
+        raise FileNotFoundError(self.path)
+
+
+@pytest.mark.parametrize("fails", ["entry", "folder"])
+def test_the_scan_goes_on_past_an_entry_or_a_folder_it_cannot_read(tmp_path, monkeypatch, fails):
+    top = tmp_path / "shared"
+    (top / "a").mkdir(parents=True)
+    (top / "a" / "x").write_text("x")
+    (top / "b").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(p):
+        if fails == "folder" and str(p).endswith("/a"):
+            raise PermissionError(p)
+        listed = _Listed(p, real_scandir)
+        if fails == "entry":
+            listed.entries = [_Unreadable(e) if e.name in ("a", "x") else e for e in listed.entries]
+        return listed
+
+    monkeypatch.setattr(policy.os, "scandir", scandir)
+    s = _socket(top / "b" / "agent.1")  # in the folder listed after the one that fails
+    try:
+        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
+    finally:
+        s.close()
+    assert why == f"{top} holds a Unix socket ({top / 'b' / 'agent.1'}): an agent, a display or an engine answers there"
