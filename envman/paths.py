@@ -83,3 +83,11 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
     if sys.platform == "darwin":
         return os.path.join(os.path.expanduser("~/Library/Caches"), "envman")
     return os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")
+
+
+def caches_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether envman's caches are on: ``ENVMAN_RUN_CACHE`` unset or anything but ``0``,
+    ``false``, ``no``, ``off`` (the run-plan cache, kept matrix parses, wheel facts, the buildx
+    probe's answer)."""
+    env = os.environ if environ is None else environ
+    return env.get("ENVMAN_RUN_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import os
 import re
 import shutil
@@ -149,6 +150,18 @@ def find_buildkit_cli(path: str | None = None) -> BuildKitCli | None:
 @functools.lru_cache(maxsize=8)
 def _find_buildkit_cli(path: str) -> BuildKitCli | None:
     clis = _docker_clis(path)
+    key = _probe_key(path, clis)
+    kept = _kept_probe(key) if key is not None else None
+    if kept is not None:
+        return kept[0]
+    found = _probe_clis(clis)
+    if key is not None:
+        _keep_probe(key, found)
+    return found
+
+
+def _probe_clis(clis: list[str]) -> BuildKitCli | None:
+    """Ask each docker CLI in turn (``docker buildx version``, then ``docker --version``)."""
     for cli in clis:
         p = _quiet([cli, "buildx", "version"])
         if p is not None and p.returncode == 0:
@@ -159,6 +172,112 @@ def _find_buildkit_cli(path: str) -> BuildKitCli | None:
         if major is not None and 18 <= major <= LEGACY_CLI_MAX_MAJOR:
             return BuildKitCli(cli, False)
     return None
+
+
+#: Where a docker CLI looks for its plugins besides ``$DOCKER_CONFIG/cli-plugins`` (docker/cli's
+#: ``cli-plugins/manager``: the config folder's ``cli-plugins``, the config file's
+#: ``cliPluginsExtraDirs``, then these).
+SYSTEM_PLUGIN_DIRS = ("/usr/local/lib/docker/cli-plugins", "/usr/local/libexec/docker/cli-plugins",
+                      "/usr/lib/docker/cli-plugins", "/usr/libexec/docker/cli-plugins")
+PROBE_FILE = "buildkit-cli.json"
+PROBE_FORMAT = 1
+#: A file changed less than this long ago (ns) is not trusted to stay as its times say: file
+#: times tick in milliseconds (git's "racily clean" case), so such an answer is not kept.
+PROBE_SETTLED_NS = 2_000_000_000
+
+
+def _file_signature(path: str) -> list[object] | None:
+    """[real path, device, inode, size, mtime ns, ctime ns] of ``path``, ``None`` when absent;
+    :class:`_Unsettled` when it changed less than :data:`PROBE_SETTLED_NS` ago."""
+    import time
+
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < PROBE_SETTLED_NS:
+        raise _Unsettled()
+    return [real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+class _Unsettled(Exception):
+    """A file the probe's answer depends on changed a moment ago."""
+
+
+def _probe_key(path: str, clis: list[str]) -> str | None:
+    """What the buildx probe's answer depends on, hashed: ``PATH``, each docker CLI found on it
+    (real path and file identity), each plugin folder a CLI searches and the ``docker-buildx``
+    in it, and the docker config file; ``None`` (probe, keep nothing) when the caches are off,
+    the config file names extra plugin folders, or any of these changed a moment ago."""
+    from envman.paths import caches_enabled
+
+    if not caches_enabled():
+        return None
+    config = os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
+    config_file = os.path.join(config, "config.json")
+    from envman.errors import EnvmanError
+    from envman.safefile import read_file
+
+    try:  # the docker CLI's own config (non-blocking, a regular file only)
+        if b"cliPluginsExtraDirs" in read_file(config_file, what="docker config", follow=True):
+            return None  # plugin folders named there: not worth following, probe every time
+    except FileNotFoundError:
+        pass
+    except (OSError, EnvmanError):
+        return None
+    dirs = (os.path.join(config, "cli-plugins"), *SYSTEM_PLUGIN_DIRS)
+    try:
+        parts = [PROBE_FORMAT, path, config, _file_signature(config_file),
+                 [[cli, _file_signature(cli)] for cli in clis],
+                 [[d, _file_signature(d), _file_signature(os.path.join(d, "docker-buildx"))] for d in dirs]]
+    except _Unsettled:
+        return None
+    import hashlib
+
+    return hashlib.sha256(json.dumps(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _probe_path() -> str:
+    from envman.paths import cache_dir
+
+    return os.path.join(cache_dir(), PROBE_FILE)
+
+
+def _kept_probe(key: str) -> tuple[BuildKitCli | None] | None:
+    """``(answer,)`` kept for ``key``, else ``None``."""
+    from envman.safefile import read_state_json
+
+    data = read_state_json(_probe_path(), what="buildx probe cache")
+    probes = data.get("probes") if isinstance(data, dict) and data.get("format") == PROBE_FORMAT else None
+    if not isinstance(probes, dict) or key not in probes:
+        return None
+    got = probes[key]
+    if got is None:
+        return (None,)
+    if isinstance(got, dict) and isinstance(got.get("docker"), str) and isinstance(got.get("buildx"), bool):
+        return (BuildKitCli(got["docker"], got["buildx"]),)
+    return None
+
+
+def _keep_probe(key: str, found: BuildKitCli | None) -> None:
+    from pathlib import Path
+
+    from envman.errors import EnvmanError
+    from envman.safefile import private_dir, read_state_json
+    from envman.state import atomic_write
+
+    data = read_state_json(_probe_path(), what="buildx probe cache", warn=False)
+    probes = data.get("probes") if isinstance(data, dict) and data.get("format") == PROBE_FORMAT else None
+    probes = dict(probes) if isinstance(probes, dict) else {}
+    probes.pop(key, None)
+    probes[key] = None if found is None else {"docker": found.docker, "buildx": found.buildx}
+    path = Path(_probe_path())
+    try:
+        private_dir(path.parent)
+        atomic_write(path, json.dumps({"format": PROBE_FORMAT, "probes": dict(list(probes.items())[-16:])}))
+    except (OSError, EnvmanError):
+        pass  # a cache that cannot be written only costs time
 
 
 def engine_has_buildkit(info: EngineInfo) -> bool:

@@ -92,7 +92,9 @@ def _folder() -> str:
 
 
 def enabled() -> bool:
-    return os.environ.get("ENVMAN_RUN_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    from envman.paths import caches_enabled
+
+    return caches_enabled()
 
 
 def kept(file: str, data: bytes, parse: Callable[[str, bytes], tuple[str, Any]]) -> tuple[str, Any]:

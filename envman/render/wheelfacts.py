@@ -63,9 +63,9 @@ class WheelFacts:
 
     @staticmethod
     def enabled() -> bool:
-        from envman.matrix.parsed import enabled
+        from envman.paths import caches_enabled
 
-        return enabled()
+        return caches_enabled()
 
     def _all(self) -> dict[str, dict[str, Any]]:
         if self._entries is None or self._where != _path():

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 from envman import __version__
 from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
 from envman.engine.socket import NoAnswer, image_id, local_socket, network_id
-from envman.paths import cache_dir
+from envman.paths import cache_dir, caches_enabled
 
 CACHE_FORMAT = 4
 MAX_ENTRIES = 32
@@ -60,8 +60,7 @@ UNCACHED_WORDS = ("--dry-run", "--rebuild", "--update", "--help", "-h", "--json"
 
 
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if environ is None else environ
-    return env.get("ENVMAN_RUN_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return caches_enabled(environ)
 
 
 def cache_file(environ: Mapping[str, str] | None = None) -> str:

@@ -177,6 +177,7 @@ def _state_files():
     from envman.images import pins, remote
     from envman.project import trust
     from envman.render import rendercache as render_cache
+    from envman.engine import builder
     from envman.render import wheelfacts
     from envman.run import fastpath as run_cache
     from envman.stack import origins
@@ -197,6 +198,8 @@ def _state_files():
         ("matrix-origins.json", origins._path, {"q": {"stack": "s"}}, origins._load),
         ("wheels.json", lambda: Path(wheelfacts._path()), {"format": wheelfacts.CACHE_FORMAT, "wheels": {"/w": {"sig": []}}},
          lambda: wheelfacts.WheelFacts()._all()),
+        ("buildkit-cli.json", lambda: Path(builder._probe_path()), {"format": builder.PROBE_FORMAT, "probes": {"k": None}},
+         lambda: builder._kept_probe("k")),
     ]
 
 
@@ -1285,7 +1288,7 @@ def test_the_warning_names_the_state_file(home, entry, capfd):
     what = {"runs.json": "run-plan cache", "renders.json": "render cache", "pins.json": "state file pins.json",
             "trust.json": "trust record", "pushed.json": "push record", "report": "cached smoke report",
             "slurm job": "job record", "matrix-origins.json": "state file matrix-origins.json",
-            "wheels.json": "wheelhouse cache"}[name]
+            "wheels.json": "wheelhouse cache", "buildkit-cli.json": "buildx probe cache"}[name]
     assert err == (f"envman: warning: ignoring the {what} {path}: writable by its group or by others "
                    "(remove it; envman writes a new one)\n")
 

@@ -361,3 +361,67 @@ def test_buildkit_builds_from_an_image_id_through_a_tag_named_after_it(tmp_path)
     assert classic.removed == []
     with pytest.raises(UserError), from_image_id(engine, bk, {"Dockerfile": b"FROM sha256:zz\n"}, "sha256:zz"):
         pass
+
+
+# --------------------------------------------------------------------------- the buildx probe, kept
+
+
+@pytest.fixture
+def probes(tmp_path, monkeypatch):
+    """A docker CLI on PATH that logs every call; its answer is kept at once (no settling time);
+    ``ask()`` is a new process asking which CLI builds with BuildKit."""
+    import envman.engine.builder as builder
+
+    log = tmp_path / "calls.log"
+    cli_dir = tmp_path / "bin"
+    fake_docker(cli_dir, version="27.0.1", buildx=True)
+    script = cli_dir / "docker"
+    script.write_text(script.read_text().replace("args = sys.argv[1:]", f"open({str(log)!r}, 'a').write('x\\n')\nargs = sys.argv[1:]", 1))
+    monkeypatch.setattr(builder, "PROBE_SETTLED_NS", 0)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker-config"))
+    monkeypatch.delenv("ENVMAN_RUN_CACHE", raising=False)
+
+    def ask():
+        builder._find_buildkit_cli.cache_clear()
+        before = len(log.read_text().splitlines()) if log.exists() else 0
+        got = find_buildkit_cli(str(cli_dir))
+        return got, len(log.read_text().splitlines()) - before if log.exists() else 0
+
+    return {"ask": ask, "cli": script, "config": tmp_path / "docker-config"}
+
+
+def test_the_probes_answer_is_kept_while_nothing_it_depends_on_changes(probes):
+    first, calls = probes["ask"]()
+    assert first == BuildKitCli(str(probes["cli"]), True) and calls >= 1
+    assert probes["ask"]() == (first, 0)  # a new process: no CLI run
+
+
+@pytest.mark.parametrize("change", ["cli rewritten", "plugin installed", "config written", "caches off",
+                                    "extra plugin folders"])
+def test_any_change_the_answer_depends_on_probes_again(probes, monkeypatch, change):
+    probes["ask"]()
+    if change == "cli rewritten":
+        probes["cli"].write_text(probes["cli"].read_text() + "\n")
+    elif change == "plugin installed":
+        (probes["config"] / "cli-plugins").mkdir(parents=True)
+        (probes["config"] / "cli-plugins" / "docker-buildx").write_text("#!/bin/sh\n")
+    elif change == "config written":
+        probes["config"].mkdir()
+        (probes["config"] / "config.json").write_text("{}")
+    elif change == "caches off":
+        monkeypatch.setenv("ENVMAN_RUN_CACHE", "0")
+    else:
+        probes["config"].mkdir()
+        (probes["config"] / "config.json").write_text('{"cliPluginsExtraDirs": ["/opt/plugins"]}')
+    got, calls = probes["ask"]()
+    assert got == BuildKitCli(str(probes["cli"]), True) and calls >= 1
+    if change in ("caches off", "extra plugin folders"):  # and nothing is kept for next time either
+        assert probes["ask"]()[1] >= 1
+
+
+def test_a_cli_changed_a_moment_ago_is_probed_every_time(probes, monkeypatch):
+    import envman.engine.builder as builder
+
+    monkeypatch.setattr(builder, "PROBE_SETTLED_NS", 60 * 10**9)  # the fake CLI was written just now
+    probes["ask"]()
+    assert probes["ask"]()[1] >= 1
