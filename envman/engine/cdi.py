@@ -142,7 +142,7 @@ StatFn = Callable[[str], os.stat_result]
 
 
 def _join(root: str, path: str) -> str:
-    return path if root in ("", "/") else os.path.join(root, path.lstrip("/"))
+    return os.path.join(root or "/", path.lstrip("/"))
 
 
 def _read(path: str) -> str | None:
@@ -335,7 +335,7 @@ def spec_for(found: Discovery) -> dict[str, Any]:
 
 
 def spec_json(spec: Mapping[str, Any]) -> str:
-    return json.dumps(spec, indent=2, sort_keys=False) + "\n"
+    return json.dumps(spec, indent=2) + "\n"  # in the spec's order
 
 
 # --------------------------------------------------------------------------- reading a spec back
@@ -432,7 +432,7 @@ def _read_regular(path: str, limit: int = MAX_SPEC_BYTES) -> bytes:
 
 def load_spec(path: str) -> dict[str, Any]:
     try:
-        spec = json.loads(_read_regular(path))  # bytes: UTF-8 (or the UTF-16/32 JSON allows)
+        spec = json.loads(_read_regular(path).decode())  # UTF-8, as JSON between systems must be
     except OSError as e:
         raise CdiError(f"{path}: cannot read a JSON CDI spec: {e.strerror or e}") from None
     except ValueError as e:
