@@ -509,19 +509,36 @@ def apply_to_oci(config: dict[str, Any], spec: Mapping[str, Any], names: Sequenc
     return config
 
 
-def ch_run_binds(spec: Mapping[str, Any], names: Sequence[str], rootfs: str) -> tuple[list[str], list[str]]:
-    """``ch-run`` options for the edits of ``names``: ``-b HOST:CONTAINER`` for each mount (their
-    targets made in ``rootfs``, which ch-run needs) and ``--set-env=NAME=VALUE``. ch-run shares
-    the host's ``/dev``, so the device nodes need nothing; returns (options, device paths)."""
+def _make_target(rootfs: str, container_path: str, is_dir: bool) -> None:
+    """Make a mount target inside ``rootfs`` without following a link: an image's symlink on the
+    way would put the target (and the mount) outside the image."""
+    path = rootfs
+    parts = container_path.strip("/").split("/")
+    for i, part in enumerate(parts):
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise CdiError(f"{container_path}: {'/' + '/'.join(parts[:i + 1])} is a symbolic link in the image; "
+                           "a mount target must be a plain path")
+        last = i == len(parts) - 1
+        if not last or is_dir:
+            if not os.path.isdir(path):
+                os.mkdir(path)
+        elif not os.path.exists(path):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+
+
+def ch_run_binds(spec: Mapping[str, Any], names: Sequence[str], rootfs: str,
+                 read_only: Callable[[str], str]) -> tuple[list[str], list[str]]:
+    """``ch-run`` options for the edits of ``names``: ``-b SOURCE:CONTAINER`` for each mount and
+    ``--set-env=NAME=VALUE``; returns (options, device paths). ch-run (0.31) binds read-write and
+    has no option to change that, so each host path goes through ``read_only(host_path)``, which
+    must return a read-only view of it (a read-only bind mount; ch-run's bind of it stays read-only).
+    The targets are made in ``rootfs``, as ch-run needs, never through a link. ch-run shares the
+    host's ``/dev``, so the device nodes need nothing."""
     edits = edits_for(spec, names)
     opts = []
     for m in edits["mounts"]:
-        target = rootfs + m["containerPath"]  # checked: absolute and normalised
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.isdir(m["hostPath"]):
-            os.makedirs(target, exist_ok=True)
-        elif not os.path.lexists(target):
-            open(target, "a").close()
-        opts.append(f"-b{m['hostPath']}:{m['containerPath']}")
+        _make_target(rootfs, m["containerPath"], os.path.isdir(m["hostPath"]))
+        opts.append(f"-b{read_only(m['hostPath'])}:{m['containerPath']}")
     opts += [f"--set-env={e}" for e in edits["env"]]
     return opts, [n["path"] for n in edits["deviceNodes"]]

@@ -111,3 +111,45 @@ def test_bad_usage_is_one_line(bundle, tmp_path):
     r = run(bundle, tmp_path, "--runtimes", "docker")
     assert r.returncode == 2
     assert r.stderr.strip() == "gpu-evidence: --runtimes: unknown docker (known: runc, ch-run)"
+
+
+def _script():
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader("gpu_evidence_script", str(SCRIPT))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[loader.name] = module
+    loader.exec_module(module)
+    return module
+
+
+WRITE_ATTEMPT = ("python3", "-c", "import sys\ntry:\n    open('/usr/local/nvidia/lib64/libcuda.so.1', 'w').write('x')\n"
+                 "    print('WROTE')\nexcept OSError as e:\n    print('REFUSED', e.errno)\n")
+
+
+@pytest.mark.parametrize("runtime", ["runc", "ch-run"])
+def test_the_driver_files_a_spec_mounts_are_read_only_in_both_runtimes(bundle, tmp_path, runtime):
+    """A spec that leaves out 'ro' (or a runtime that binds read-write, as ch-run 0.31 does) never
+    lets the container write the host's driver files."""
+    ge = _script()
+    from envman.engine import cdi
+
+    host_file = tmp_path / "libcuda.so.580.0"
+    host_file.write_text("host's driver")
+    spec = {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu",
+            "devices": [{"name": "all", "containerEdits": {"deviceNodes": [{"path": "/dev/null"}]}}],
+            "containerEdits": {"mounts": [{"hostPath": str(host_file),
+                                           "containerPath": "/usr/local/nvidia/lib64/libcuda.so.1", "options": ["bind"]}]}}
+    work = tmp_path / "work"
+    rootfs = work / "rootfs"
+    rootfs.mkdir(parents=True)
+    ge.unpack_rootfs(bundle, rootfs)
+    run = ge.run_runc if runtime == "runc" else ge.run_ch_run
+    cmd, detail, rc, out, err = run(bundle, rootfs, work, cdi, cdi.check_spec(spec), "all", 120, args=WRITE_ATTEMPT)
+    assert rc == 0, err
+    assert out.strip() == "REFUSED 30"  # EROFS
+    assert host_file.read_text() == "host's driver"
+    mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
+    assert str(work) not in mounts  # the read-only views are unmounted again

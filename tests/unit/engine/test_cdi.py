@@ -291,8 +291,11 @@ def test_an_unknown_device_name_is_refused_with_the_names_the_spec_has():
 def test_ch_run_binds_make_their_targets_and_set_the_env(tmp_path):
     rootfs = tmp_path / "rootfs"
     rootfs.mkdir()
-    opts, nodes = cdi.ch_run_binds(GOOD, ["0"], str(rootfs))
-    assert opts == ["-b/usr/lib/libcuda.so.1:/usr/local/nvidia/lib64/libcuda.so.1", "--set-env=A=1"]
+    staged = []
+    opts, nodes = cdi.ch_run_binds(GOOD, ["0"], str(rootfs), read_only=lambda p: staged.append(p) or "/ro/0")
+    # the source is the read-only view of the host file, never the host file itself
+    assert staged == ["/usr/lib/libcuda.so.1"]
+    assert opts == ["-b/ro/0:/usr/local/nvidia/lib64/libcuda.so.1", "--set-env=A=1"]
     assert nodes == ["/dev/nvidia0"]
     assert (rootfs / "usr/local/nvidia/lib64/libcuda.so.1").is_file()
 

@@ -603,12 +603,28 @@ def test_ch_run_binds_make_each_target_once_and_keep_what_is_there(tmp_path):
     (rootfs / "c/link").symlink_to("nowhere")
     mounts = [{"hostPath": "/h/1", "containerPath": "/c/lib/one"}, {"hostPath": "/h/2", "containerPath": "/c/lib/two"},
               {"hostPath": str(host_dir), "containerPath": "/c/dir"}, {"hostPath": "/h/3", "containerPath": "/c/kept/file"},
-              {"hostPath": "/h/4", "containerPath": "/c/link"}, {"hostPath": "/X/5", "containerPath": "/X/5"}]
+              {"hostPath": "/X/5", "containerPath": "/X/5"}]
     spec = with_field(GOOD, ("containerEdits", "mounts"), mounts)
     for _ in range(2):  # a second run finds the targets there
-        opts, nodes = cdi.ch_run_binds(spec, ["0"], str(rootfs))
-        assert opts == [f"-b{m['hostPath']}:{m['containerPath']}" for m in mounts] + ["--set-env=A=1"]
+        opts, nodes = cdi.ch_run_binds(spec, ["0"], str(rootfs), read_only=lambda p: "/ro" + p)
+        assert opts == [f"-b/ro{m['hostPath']}:{m['containerPath']}" for m in mounts] + ["--set-env=A=1"]
         assert nodes == ["/dev/nvidia0"]
         assert (rootfs / "c/lib/one").is_file() and (rootfs / "c/lib/two").is_file() and (rootfs / "X/5").is_file()
         assert (rootfs / "c/dir").is_dir() and (rootfs / "c/kept/file").read_text() == "image's"
         assert os.readlink(rootfs / "c/link") == "nowhere" and not (rootfs / "c/nowhere").exists()
+
+
+@pytest.mark.parametrize("container_path, link", [("/c/link", "/c/link"), ("/c/link/lib.so", "/c/link"),
+                                                  ("/c/dirlink/x/lib.so", "/c/dirlink")])
+def test_ch_run_binds_never_make_a_target_through_a_link_in_the_image(tmp_path, container_path, link):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "c").mkdir(parents=True)
+    (rootfs / "c/link").symlink_to(outside / "file")
+    (rootfs / "c/dirlink").symlink_to(outside)
+    spec = with_field(GOOD, ("containerEdits", "mounts"), [{"hostPath": "/h/1", "containerPath": container_path}])
+    with pytest.raises(cdi.CdiError) as e:
+        cdi.ch_run_binds(spec, ["0"], str(rootfs), read_only=lambda p: p)
+    assert str(e.value) == f"{container_path}: {link} is a symbolic link in the image; a mount target must be a plain path"
+    assert list(outside.iterdir()) == []  # nothing made outside the image
