@@ -278,3 +278,58 @@ def test_the_scan_goes_on_past_an_entry_or_a_folder_it_cannot_read(tmp_path, mon
     finally:
         s.close()
     assert why == f"{top} holds a Unix socket ({top / 'b' / 'agent.1'}): an agent, a display or an engine answers there"
+
+
+def test_an_engine_socket_listed_after_an_unreadable_one_is_still_named(tmp_path, monkeypatch):
+    top = tmp_path / "run"
+    top.mkdir()
+    (top / "docker.sock").symlink_to(tmp_path / "gone")  # its stat fails
+    real_scandir = os.scandir
+    monkeypatch.setattr(policy.os, "scandir", lambda p: _Listed(p, real_scandir))
+    s = _socket(top / "podman.sock")
+    try:
+        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
+    finally:
+        s.close()
+    assert why == f"{top} holds a container engine socket ({top / 'podman.sock'})"
+
+
+def test_a_list_of_protected_paths_answers_as_the_policy_made_of_it(tmp_path):
+    secret = tmp_path / "secret"
+    (secret / "in").mkdir(parents=True)
+    listed = [policy.Protected(str(secret), "a test secret")]
+    for source in (secret, secret / "in", tmp_path, tmp_path / "other"):
+        assert policy.forbidden_reason(str(source), listed) == policy.forbidden_reason(str(source), policy.Policy.of(listed))
+    assert policy.forbidden_reason(str(secret / "in"), listed) == f"{secret / 'in'} lies inside a test secret ({secret})"
+
+
+@pytest.mark.parametrize("name", [".netrc", ".pgpass", ".git-credentials"])
+def test_a_hard_link_to_a_protected_file_is_that_file(home, tmp_path, name):
+    """Same (device, inode) as a protected file: refused as that file, by its name in the list."""
+    (home / name).write_text("secret\n")
+    link = tmp_path / "elsewhere"
+    os.link(home / name, link)
+    policy._CACHE.clear()
+    assert policy.forbidden_reason(str(link)) == f"{link} is {policy.CREDENTIALS} ({home / name})"
+
+
+def test_a_folder_with_the_inode_of_a_protected_path_s_parent_contains_it(tmp_path, monkeypatch):
+    """A parent of a protected path reached by another path (a bind mount, another spelling on a
+    case-insensitive file system) is found by (device, inode): here the other path is simulated."""
+    secret = tmp_path / "a" / "secret"
+    secret.mkdir(parents=True)
+    alias = tmp_path / "alias"
+    alias.mkdir()
+    real_ident = policy._ident
+    monkeypatch.setattr(policy, "_ident", lambda p: real_ident(str(alias)) if p == str(tmp_path / "a") else real_ident(p))
+    pol = policy.Policy.of([policy.Protected(str(secret), "a test secret")])
+    assert policy.forbidden_reason(str(alias), pol) == f"{alias} contains a test secret ({secret})"
+
+
+@pytest.mark.parametrize("name", [n for n in policy.ENGINE_SOCKET_NAMES if "." in n])
+def test_every_engine_socket_file_name_is_refused_by_its_name_alone(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("")  # a plain file, or nothing at all: the name is enough
+    assert policy.forbidden_reason(str(path), policy.Policy.of([])) == f"{path} is named like a container engine socket"
+    assert policy.forbidden_reason(str(tmp_path / "x" / name), policy.Policy.of([])) == (
+        f"{tmp_path / 'x' / name} is named like a container engine socket")
