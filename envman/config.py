@@ -130,19 +130,24 @@ _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_
                    "cs_", "jfrt", "akcp")
 
 
+_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def looks_like_token(seg: str) -> bool:
     """Whether one URL component (a path segment, a host label) looks like a secret: a known
-    token prefix, or a long random-looking mix of letters and digits."""
+    token prefix, a UUID, or a long random-looking run of letters and digits. Runs are split at
+    ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is not one."""
     import math
 
     if len(seg) < 20:
         return False
-    if seg.lower().startswith(_TOKEN_PREFIXES):
+    if seg.lower().startswith(_TOKEN_PREFIXES) or _UUID_RE.fullmatch(seg):
         return True
-    if re.search(r"[0-9]", seg) and re.search(r"[A-Za-z]", seg):
-        counts = {c: seg.count(c) for c in set(seg)}
-        entropy = -sum(n / len(seg) * math.log2(n / len(seg)) for n in counts.values())
-        return entropy >= 3.5
+    for run in re.split(r"[-_.~]", seg):
+        if len(run) >= 20 and re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run):
+            counts = {c: run.count(c) for c in set(run)}
+            if -sum(n / len(run) * math.log2(n / len(run)) for n in counts.values()) >= 3.5:
+                return True
     return False
 
 

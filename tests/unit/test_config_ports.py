@@ -60,3 +60,25 @@ def test_a_registry_mirror_with_a_token_is_refused_without_showing_it(token, for
                                    "localhost:5000", "[::1]:5000/x"])
 def test_an_ordinary_registry_mirror_is_taken(value):
     assert _accepted("registry_mirror", value)
+
+
+@pytest.mark.parametrize("name", [
+    "envman-test-3f9a2b7c1d4e-tampered-stack", "ml-team-a1b2c3d4e5f6", "pytorch-cu124-2024-mirror",
+    "dockerhub-proxy-eu-west-1", "registry-mirror-2024-11-26-v2",
+])
+def test_names_of_words_and_short_ids_are_not_tokens(name):
+    from envman.config import check_registry_mirror, looks_like_token, token_in_path
+
+    assert not looks_like_token(name)
+    assert check_registry_mirror(f"127.0.0.1:5000/{name}") == f"127.0.0.1:5000/{name}"
+    assert token_in_path(f"https://pypi.corp.example/{name}/simple") is None
+
+
+@pytest.mark.parametrize("name", [
+    "team-aB3kF9xQ2mZ7pL4wR8tYq", "9fQ2xL7mN4pR8tV1wZ3yB6cD_proxy", "hub.Zk3p9QmX7vT2rW8yL4nB6c.io",
+    "123e4567-e89b-12d3-a456-426614174000",
+])
+def test_a_random_run_or_a_uuid_inside_a_name_is_a_token(name):
+    from envman.config import looks_like_token
+
+    assert looks_like_token(name)
