@@ -37,6 +37,8 @@ RUNS = [
     ("h200_chrun_probe.json", "ch-run", "all", "h200_cdi_spec.json"),
     ("h200b_runc_device0.json", "runc", "0", "h200b_cdi_spec.json"),
     ("h200b_chrun_device_uuid.json", "ch-run", "GPU-7edc4735-e4ad-bc5e-f227-d20f621b9447", "h200b_cdi_spec.json"),
+    ("h200c_runc_probe.json", "runc", "all", "h200c_cdi_spec.json"),
+    ("h200c_chrun_probe.json", "ch-run", "all", "h200c_cdi_spec.json"),
 ]
 CONTROLS = [("h200_runc_no_cdi.json", "runc"), ("h200_chrun_no_cdi.json", "ch-run")]
 INJECTED_LIBCUDA = "/usr/local/nvidia/lib64/libcuda.so.1"
@@ -113,7 +115,8 @@ def test_envmans_cdi_code_gives_the_oci_config_the_runc_run_used(name, runtime, 
 
 def test_the_recorded_specs_name_each_gpu_by_index_uuid_and_all():
     for name, uuid in (("h200_cdi_spec.json", "GPU-6dfc036b-e0c2-6ae4-1283-45954a500fb7"),
-                       ("h200b_cdi_spec.json", "GPU-7edc4735-e4ad-bc5e-f227-d20f621b9447")):
+                       ("h200b_cdi_spec.json", "GPU-7edc4735-e4ad-bc5e-f227-d20f621b9447"),
+                       ("h200c_cdi_spec.json", "GPU-344a91d1-8a67-8c10-7320-3e39f3672a46")):
         spec = cdi.check_spec(load(name))
         assert [d["name"] for d in spec["devices"]] == ["0", uuid, "all"]
 
@@ -178,3 +181,18 @@ def test_documented_figures_are_the_recordings():
         row = (f"| {label} | {round(b['device_bandwidth_gb_s'])} GB/s ({b['device_bandwidth_gb_s'] / 4800:.2f}) | "
                f"{b['fp16_mma_tflops']:.1f} TFLOP/s ({b['fp16_mma_tflops'] / 989:.2f}) |")
         assert row in readme, row
+
+
+def test_the_later_ch_run_recording_bound_only_read_only_views_of_the_driver_files():
+    """ch-run 0.31 binds read-write; since envman 08ad4eb the script hands it read-only bind mounts
+    ($WORK/ro/N) of the files the spec names. The first recordings (h200_, h200b_) predate that."""
+    record = load("h200c_chrun_probe.json")
+    ev = record["evidence"]
+    assert ev["envman_commit"].startswith("08ad4eb") and ev["binds_read_only"] is True
+    spec = cdi.check_spec(load("h200c_cdi_spec.json"))
+    binds = [a[2:] for a in ev["command"] if a.startswith("-b")]
+    assert len(binds) == len(spec["containerEdits"]["mounts"])
+    for i, (bind, mount) in enumerate(zip(binds, spec["containerEdits"]["mounts"])):
+        assert bind == f"$WORK/ro/{i}:{mount['containerPath']}"
+    for old in ("h200_chrun_probe.json", "h200b_chrun_device_uuid.json"):
+        assert "binds_read_only" not in load(old)["evidence"]
