@@ -392,7 +392,7 @@ def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
             raise UserError(f"mount {m.source!r}:{m.target!r} holds a NUL byte or a line break", where="envman export",
                             fix="no exported file may carry it")
         real = os.path.realpath(m.source)
-        why = forbidden_reason(m.source) or forbidden_reason(real)
+        why = forbidden_reason(real)  # what forbidden_reason(m.source) resolves to: one check, not two
         if why:
             raise UserError(f"mount {m.source}:{m.target} is refused: {why}", where="envman export",
                             fix="no exported file may mount it")

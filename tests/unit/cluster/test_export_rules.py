@@ -339,3 +339,22 @@ def test_every_gpu_request_in_the_devcontainer_and_compose(gpus, flag, device):
     assert svc["deploy"] == {"resources": {"reservations": {"devices": [device]}}}
     cpu_stack, _ = X.devcontainer(_input("cpu", gpus=gpus), None)  # a CPU stack asks the host for no GPU
     assert cpu_stack["hostRequirements"] == {"gpu": False}
+
+
+@pytest.mark.parametrize("value", ["alpine/git:v2.30.2", "alpine/git", "alpine/git@sha256:" + "a" * 63, "X" * 300])
+def test_a_clone_image_not_pinned_by_digest_is_refused_exactly(value):
+    with pytest.raises(UserError) as e:
+        X.check_git_image(value)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"image {value[:120]!r} is not pinned by digest", "--git-image",
+        "give REPO@sha256:<64 hex> (docker buildx imagetools inspect REPO:TAG prints it)")
+
+
+@pytest.mark.parametrize("name", ["X", "dataX", "XX-set"])
+def test_an_exported_mount_of_an_ordinary_folder_passes_whatever_its_letters(tmp_path, name):
+    from envman.project.file import Mount
+
+    src = tmp_path / name
+    src.mkdir()
+    (mount,) = X.checked_mounts([Mount(str(src), "/" + name, True)])
+    assert (mount.source, mount.target) == (os.path.realpath(src), "/" + name)

@@ -795,3 +795,16 @@ def test_no_jobs_and_the_log_poll_interval(monkeypatch):
     slept: list[float] = []
     assert S.follow_log("9", lambda s: None, Cluster(), sleep=slept.append).state == "COMPLETED"
     assert slept == [1.0]
+
+
+@pytest.mark.parametrize("name", ["X", "gpuX", "a100-XL", "x*y"])
+def test_a_partition_keeps_every_character_but_sinfo_s_default_star(name):
+    cluster = Cluster(sinfo=(0, f"debug\n{name}*\n", ""))  # sinfo marks the default partition with a trailing *
+    S.check_partition_exists(name, cluster)
+    S.check_partition_exists("debug", cluster)
+
+
+@pytest.mark.parametrize("path", ["/data/X", "/w/XX-set", "/w/a b", "/w/Ü"])
+@pytest.mark.parametrize("runtime", ["apptainer", "charliecloud"])
+def test_a_bind_path_without_a_comma_colon_or_line_break_passes_as_it_is(path, runtime):
+    assert S._check_bind_path(path, runtime) == path
