@@ -162,3 +162,67 @@ def test_a_key_that_takes_a_list_of_strings_says_so_exactly(tmp_path, key, value
     doc = {key: value}
     assert refusal(lambda: F.parse_project(doc, tmp_path / "envman.toml")) == (
         f"key {key}: expected a list of strings, got {value!r}", str(tmp_path / "envman.toml"), None)
+
+
+# ---------------------------------------------------------------- exact refusals, by rule (mutation)
+
+from envman.errors import UserError as _UserError  # noqa: E402
+from envman.project import file as _file  # noqa: E402
+
+
+@pytest.mark.parametrize("value, line", [
+    (1, 'W: key network: expected "project" or "none", got a number'),
+    (["none"], 'W: key network: expected "project" or "none", got a list'),
+    ("host", "W: key network: 'host' is not a network envman attaches runs to — "
+             "write network = \"project\" (the default: only this project's containers) or \"none\""),
+    ("x" * 50, f"W: key network: {'x' * 40!r} is not a network envman attaches runs to — "
+               "write network = \"project\" (the default: only this project's containers) or \"none\""),
+])
+def test_check_network_refuses_in_exactly_one_line(value, line):
+    with pytest.raises(_UserError) as e:
+        _file.check_network(value, where="W")
+    assert e.value.line() == line
+
+
+@pytest.mark.parametrize("value", ["project", "none"])
+def test_check_network_takes_the_two_modes(value):
+    assert _file.check_network(value, where="W") == value
+
+
+def test_check_network_names_the_key_it_was_given():
+    with pytest.raises(_UserError) as e:
+        _file.check_network(2, where="cfg", key="run.network")
+    assert e.value.line() == 'cfg: key run.network: expected "project" or "none", got a number'
+
+
+@pytest.mark.parametrize("value", [True, 0, -1, "0", "0g", "", "8 g", "8x", "1" * 33, 1.5, None, ["8g"]])
+def test_check_shm_refuses_what_is_no_positive_size_exactly(value):
+    with pytest.raises(_UserError) as e:
+        _file.check_shm(value, where="W")
+    assert e.value.line() == f'W: key shm_size: expected a size such as "8g", "512m" or a number of bytes, got {value!r}'
+
+
+def test_check_shm_refuses_more_than_the_hosts_ram_exactly(monkeypatch):
+    monkeypatch.setattr(_file, "host_ram", lambda: 4 * 1024**3)
+    assert _file.check_shm("4g", where="W") == "4g"  # exactly the RAM: accepted
+    assert _file.check_shm(4 * 1024**3, where="W") == str(4 * 1024**3)
+    with pytest.raises(_UserError) as e:
+        _file.check_shm(4 * 1024**3 + 1, where="W", key="run.shm_size")
+    assert e.value.line() == (f"W: key run.shm_size: expected at most this host's RAM (4096 MiB), "
+                              f"got {4 * 1024**3 + 1!r} — e.g. \"8g\"")
+
+
+@pytest.mark.parametrize("value, got", [
+    (0, Exception), (65536, Exception), (True, Exception), ("", Exception), ("80:", Exception), (":80", Exception),
+    ("８０", Exception), ("+80", Exception), (" 80", Exception), ("80:80:80", Exception), (8.0, Exception),
+    (1, (1, 1)), (65535, (65535, 65535)), ("8080:80", (8080, 80)), ("1:65535", (1, 65535)), ("443", (443, 443)),
+])
+def test_parse_port_bounds_and_forms(value, got):
+    if got is Exception:
+        with pytest.raises(_UserError) as e:
+            _file.parse_port(value, where="W")
+        assert e.value.line() == (f'W: key ports: expected ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80", '
+                                  f"got {value!r}")
+    else:
+        p = _file.parse_port(value, where="W")
+        assert (p.host, p.container) == got
