@@ -151,3 +151,54 @@ def test_a_missing_requirements_file_and_one_that_is_not_a_regular_file(tmp_path
     assert refusal(lambda: F.read_requirements(tmp_path, "fifo.txt", where="W")) == (
         "is a FIFO (named pipe), expected a regular requirements file", str(tmp_path / "fifo.txt"),
         "give a regular UTF-8 file inside the project, or a list of requirements")
+
+
+# ------------------------------------------------- each requirement URL's verdict, exactly (mutation)
+
+_SCHEME = "cannot be fetched in the image build (https only)"
+_PLAIN = "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
+_CREDS = ("a URL with credentials (user:token@) would be written into the image: give the package's index "
+          "as [network] pip_index (its credentials go into a build secret)")
+_TOKEN = "a part of the URL looks like a token, which would be written into the image"
+_QUERY = "a URL with a query string (often a token) would be written into the image"
+URL_VERDICTS = [
+    ("https://files.example/p-1.0-py3-none-any.whl", None),
+    ("HTTPS://files.example/p.whl", None),
+    ("http://127.0.0.1:8080/p.whl", None),
+    ("http://[::1]/p.whl", None),
+    ("git+https://github.com/org/lib.git", None),
+    ("git+http://127.0.0.1/org/lib.git", None),
+    ("GIT+HTTPS://github.com/org/lib.git", None),
+    ("https://files.example/p.whl#sha256=0123456789abcdef", None),
+    ("https://files.example/0123456789abcdef0123456789abcdef01234567/p.whl", None),
+    ("git+https://github.com/org/lib.git@0123456789abcdef0123456789abcdef01234567", None),
+    ("https://files.example/aB3kF9xQ2mZ7pL4wR8tYq.whl", None),  # an archive name is not a token
+    ("ftp://files.example/p.whl", f"a ftp:// URL {_SCHEME}"),
+    ("file:///tmp/p.whl", f"a file:// URL {_SCHEME}"),
+    ("git+ssh://git@github.com/org/lib.git", f"a git+ssh:// URL {_SCHEME}"),
+    ("git+file:///srv/lib.git", f"a git+file:// URL {_SCHEME}"),
+    ("git://github.com/org/lib.git", f"a git:// URL {_SCHEME}"),
+    ("http+https://x.example/p.whl", None),  # the transport after '+' decides
+    ("https+http://x.example/p.whl", _PLAIN),
+    ("http://pypi.example/p.whl", _PLAIN),
+    ("git+http://example.com/lib.git", _PLAIN),
+    ("http://10.0.0.5/p.whl", _PLAIN),
+    ("https://user:tok@files.example/p.whl", _CREDS),
+    ("git+https://tok@github.com/org/lib.git", _CREDS),
+    ("https://files.example/p.whl?token=1", _QUERY),
+    ("https://files.example?x=1", _QUERY),
+    ("https://files.example/p.whl?next=https://other.example", _QUERY),
+    ("https://files.example/ghp_abcdefghijklmnopqrstuvwxyz0123456789/p.whl", _TOKEN),
+    ("https://ghp_abcdefghijklmnopqrstuvwxyz0123456789.files.example/p.whl", _TOKEN),
+    ("https://files.example/a/aB3kF9xQ2mZ7pL4wR8tYqN/p.whl", _TOKEN),
+    ("https://files.example/pkg@aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
+    ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", None),  # a fragment is neither authority nor path
+    ("https://[::1/p.whl", "the URL's host cannot be read"),
+]
+
+
+@pytest.mark.parametrize("url, verdict", URL_VERDICTS, ids=[f"u{i}" for i in range(len(URL_VERDICTS))])
+def test_each_requirement_url_gets_exactly_its_verdict(url, verdict):
+    from envman.project.file import _url_problem
+
+    assert _url_problem(url) == verdict
