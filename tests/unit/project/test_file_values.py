@@ -226,3 +226,40 @@ def test_parse_port_bounds_and_forms(value, got):
     else:
         p = _file.parse_port(value, where="W")
         assert (p.host, p.container) == got
+
+
+# every key's refusal by parse_project, as one exact line (file and fix included)
+PARSE_REFUSALS = [
+    ({'bogus': 1}, '/p/proj', '/p/proj/envman.toml: unknown key bogus — known keys: name, stack, requirements, apt, command, gpus, shm_size, environment, mounts, ports, network'),
+    ({'name': 5}, '/p/proj', '/p/proj/envman.toml: key name: expected 1-63 lowercase letters, digits or ._- (starting with a letter or digit), got 5'),
+    ({'name': 'Bad Name'}, '/p/proj', "/p/proj/envman.toml: key name: expected 1-63 lowercase letters, digits or ._- (starting with a letter or digit), got 'Bad Name'"),
+    ({'stack': 3}, '/p/proj', '/p/proj/envman.toml: key stack: expected a stack name such as "torch-2.4-cuda12", got 3'),
+    ({'requirements': 4}, '/p/proj', '/p/proj/envman.toml: key requirements: expected a requirements file relative to the project root, or a list of requirement strings, got 4'),
+    ({'requirements': ['ok', 5]}, '/p/proj', "/p/proj/envman.toml: key requirements: expected a requirements file relative to the project root, or a list of requirement strings, got ['ok', 5]"),
+    ({'requirements': ['a\nb']}, '/p/proj', "/p/proj/envman.toml: key requirements: expected one requirement per list item, got 'a\\nb'"),
+    ({'apt': 'curl'}, '/p/proj', "/p/proj/envman.toml: key apt: expected a list of strings, got 'curl'"),
+    ({'apt': ['curl', 2]}, '/p/proj', "/p/proj/envman.toml: key apt: expected a list of strings, got ['curl', 2]"),
+    ({'apt': ['-oEvil']}, '/p/proj', "/p/proj/envman.toml: key apt: expected Debian package names (optionally name=version), got '-oEvil'"),
+    ({'command': 3}, '/p/proj', '/p/proj/envman.toml: key command: expected the default command: a list of strings or one string (split like a shell), got 3'),
+    ({'command': ['ok', 3]}, '/p/proj', "/p/proj/envman.toml: key command: expected the default command: a list of strings or one string (split like a shell), got ['ok', 3]"),
+    ({'command': ''}, '/p/proj', "/p/proj/envman.toml: key command: expected a non-empty command, got ''"),
+    ({'gpus': 'many'}, '/p/proj', '/p/proj/envman.toml: key gpus: expected "all", "none", a count or "device=0,2", got \'many\' — e.g. gpus = "all", gpus = 2 or gpus = "device=0,2"'),
+    ({'gpus': True}, '/p/proj', '/p/proj/envman.toml: key gpus: expected "all", "none", a count or "device=0,2", got True — e.g. gpus = "all", gpus = 2 or gpus = "device=0,2"'),
+    ({'shm_size': 'big'}, '/p/proj', '/p/proj/envman.toml: key shm_size: expected a size such as "8g", "512m" or a number of bytes, got \'big\''),
+    ({'environment': ['A=1']}, '/p/proj', '/p/proj/envman.toml: key environment: expected a table of NAME = value, got a list (values are not shown: they may be secrets) — e.g. [environment] then WANDB_MODE = "offline"'),
+    ({'environment': {'1A': 'x'}}, '/p/proj', "/p/proj/envman.toml: key environment.1A: expected a variable name (letters, digits, _), got '1A'"),
+    ({'mounts': 'x'}, '/p/proj', "/p/proj/envman.toml: key mounts: expected a list of strings, got 'x'"),
+    ({'mounts': [3]}, '/p/proj', '/p/proj/envman.toml: key mounts: expected a list of strings, got [3]'),
+    ({'ports': '80'}, '/p/proj', '/p/proj/envman.toml: key ports: expected a list of ports (8888) or "HOST:CONTAINER" strings, published on 127.0.0.1, got \'80\''),
+    ({'ports': [0]}, '/p/proj', '/p/proj/envman.toml: key ports: expected ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80", got 0'),
+    ({'network': 'host'}, '/p/proj', '/p/proj/envman.toml: key network: \'host\' is not a network envman attaches runs to — write network = "project" (the default: only this project\'s containers) or "none"'),
+]
+
+
+@pytest.mark.parametrize("doc, root, line", PARSE_REFUSALS, ids=[f"p{i}" for i in range(len(PARSE_REFUSALS))])
+def test_parse_project_refuses_each_key_in_exactly_one_line(doc, root, line):
+    from pathlib import Path as _Path
+
+    with pytest.raises(_UserError) as e:
+        _file.parse_project(doc, _Path(root) / "envman.toml")
+    assert e.value.line() == line and "\n" not in line
