@@ -194,7 +194,7 @@ def test_the_buildkit_builder_sends_the_context_on_stdin_and_secrets_as_private_
     docker = fake_docker(tmp_path / "bin")
     builder = BuildKitBuilder(BuildKitCli(str(docker), False), "unix:///run/fake.sock")
     tar = b"x" * 12345
-    events = list(builder.build(tar, "envman/x:abc", labels={"envman.name": "x"}, secrets={NETRC_SECRET: b"machine h login u password pw\n"},
+    events = list(builder.build(tar, "envman/x:abc", labels={"envman.name": "x"}, secrets={NETRC_SECRET: b"machine h login u password Zq9-s3cret-pw\n"},
                                 platform="linux/arm64"))
     rec = json.loads((tmp_path / "bin" / "record.json").read_text())
     assert rec["stdin_bytes"] == len(tar)
@@ -202,9 +202,10 @@ def test_the_buildkit_builder_sends_the_context_on_stdin_and_secrets_as_private_
     argv = rec["argv"]
     assert argv[0] == "build" and argv[-3:] == ["-f", "Dockerfile", "-"] and "--progress=plain" in argv
     assert argv[argv.index("--platform") + 1] == "linux/arm64" and argv[argv.index("--label") + 1] == "envman.name=x"
-    assert not any("pw" in a for a in argv)  # the secret's path is on the argv, never its content
+    # the secret's path is on the argv, never its content (a word no temporary name can hold by chance)
+    assert not any("Zq9-s3cret-pw" in a or "password" in a for a in argv)
     (sec,) = rec["secrets"]
-    assert sec["mode"] == "0o600" and sec["dir_mode"] == "0o700" and sec["data"] == "machine h login u password pw\n"
+    assert sec["mode"] == "0o600" and sec["dir_mode"] == "0o700" and sec["data"] == "machine h login u password Zq9-s3cret-pw\n"
     assert not Path(sec["src"]).exists() and not Path(sec["src"]).parent.exists()  # removed afterwards
     assert [e.step for e in events if e.kind == "step"] == ["1/2", "2/2"]
     assert events[-1].kind == "done" and events[-1].image_id == "sha256:" + "ab" * 32
