@@ -76,13 +76,32 @@ def network_problem(info: NetworkInfo, plan: RunPlan) -> str | None:
 def ensure_network(engine: DockerFacts, plan: RunPlan) -> str | None:
     """Make sure the network ``plan`` names exists and is envman's network of its project and
     user; its id (``None`` for ``network = "none"``). One line on any problem."""
+    name = plan.network_name
+    if name == "none":
+        return None
+    # The lock orders creators only: a network that exists is checked below without it (every
+    # run after the first), and one that does not is looked up again once the lock is held.
+    info = engine.inspect_network(name)
+    if info is None:
+        info = _create_locked(engine, plan)
+    if info is None:
+        raise EngineError(f"network {name} was created but the engine does not show it", fix="run again")
+    why = network_problem(info, plan)
+    if why is not None:
+        raise UserError(f"network {name} exists but is not envman's network of this project: {why}",
+                        where="envman run", fix=f"remove it (docker network rm {name}) and run again, or set "
+                        'network = "none" in the project file')
+    return info.id
+
+
+def _create_locked(engine: DockerFacts, plan: RunPlan) -> NetworkInfo | None:
+    """Under the network's lock: the network as the engine shows it, created first if it is not
+    there (another envman process may have made it while this one waited)."""
     from filelock import FileLock, Timeout
 
     from envman.state import locks_dir
 
     name = plan.network_name
-    if name == "none":
-        return None
     locks_dir().mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(locks_dir() / f"network-{name}.lock"), timeout=LOCK_TIMEOUT_S):
@@ -93,14 +112,7 @@ def ensure_network(engine: DockerFacts, plan: RunPlan) -> str | None:
     except Timeout:
         raise UserError(f"another envman process has held the lock of network {name} for {LOCK_TIMEOUT_S:.0f} s",
                         where="envman run", fix="wait for it to finish, then run again") from None
-    if info is None:
-        raise EngineError(f"network {name} was created but the engine does not show it", fix="run again")
-    why = network_problem(info, plan)
-    if why is not None:
-        raise UserError(f"network {name} exists but is not envman's network of this project: {why}",
-                        where="envman run", fix=f"remove it (docker network rm {name}) and run again, or set "
-                        'network = "none" in the project file')
-    return info.id
+    return info
 
 
 def _create(engine: DockerFacts, plan: RunPlan) -> None:

@@ -298,6 +298,42 @@ def test_joining_an_existing_network_asks_the_engine_once_and_makes_nothing():
     assert N.ensure_network(f, p) == "id-x" and f.asked == 1
 
 
+def test_joining_an_existing_network_takes_no_lock(monkeypatch):
+    """Every run after the first finds its network: it neither waits on nor makes a lock file."""
+    from envman.state import locks_dir
+
+    class NoLock:
+        def __init__(self, *a, **k):
+            raise AssertionError("a lock was taken to join a network that exists")
+
+    monkeypatch.setattr("filelock.FileLock", NoLock)
+    p = plan()
+    f = Facts(nets={p.network_name: NetworkInfo("id-x", p.network_name, "bridge", N.network_labels(p))})
+    assert N.ensure_network(f, p) == "id-x"
+    assert not (locks_dir() / f"network-{p.network_name}.lock").exists()
+
+
+def test_a_network_another_process_made_while_this_one_waited_is_joined_not_made_again(monkeypatch):
+    p = plan()
+    f = Facts()
+
+    class MadeMeanwhile:
+        """The lock: acquired only after another envman process made the network."""
+
+        def __init__(self, path, timeout=-1):
+            pass
+
+        def __enter__(self):
+            f.nets[p.network_name] = NetworkInfo("id-other", p.network_name, "bridge", N.network_labels(p))
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr("filelock.FileLock", MadeMeanwhile)
+    assert N.ensure_network(f, p) == "id-other" and f.created == []
+
+
 def test_a_held_lock_is_one_line_after_the_timeout(monkeypatch):
     from filelock import FileLock
 
