@@ -219,6 +219,10 @@ def image_not_built(p: ProjectConfig, s: Stack, base_id: str) -> str:
 def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
     """With ``[registry] pull_on_run = true`` and a default registry: a function that pulls a
     stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
+    from envman.config import read_config
+
+    if not read_config().table("registry"):  # nothing set: the registry code stays unloaded
+        return None
     from envman.images.remote import load_registry_settings
 
     settings = load_registry_settings()

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from envman.project.file import GpuRequest
 from envman.stack.names import Stack
-from envman.engine.cdi import DEFAULT_SPEC_PATH, GENERATE_FIX
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING, cdi_devices
 
 if TYPE_CHECKING:
@@ -120,6 +119,8 @@ def preflight(
 
         runtimes = ", ".join(engine_info.runtimes) or "none"
         if engine_info.kind == "podman":
+            from envman.engine.cdi import GENERATE_FIX
+
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"GPUs requested (--gpus {gpus}) but Podman has no CDI spec for nvidia.com/gpu in "
                                     f"{', '.join(engine_info.cdi_spec_dirs) or 'its CDI directories'} "
@@ -133,6 +134,8 @@ def preflight(
         known = set(engine_info.cdi_gpu_devices)
         missing = [d for d in cdi_devices(gpus) if d not in known]
         if missing:
+            from envman.engine.cdi import DEFAULT_SPEC_PATH
+
             problems.append(Problem(ERROR, "gpu-runtime",
                                     f"the CDI spec has no device nvidia.com/gpu={missing[0]} (it has: "
                                     f"{', '.join(sorted(known)) or 'none'}): ask for one of those, or regenerate it "

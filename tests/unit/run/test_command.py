@@ -50,3 +50,54 @@ def test_cli_malformed_project_file_is_exit_2(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1
     assert err.startswith(f"envman: error: {tmp_path / 'envman.toml'}: key shm_size: expected")
+
+
+_PULL_CASES = [  # config.toml (None: no file) → whether a run pulls a missing stack image
+    (None, False),
+    ("", False),
+    ("[registry]\n", False),
+    ("[registry]\npull_on_run = true\n", False),  # no default registry to pull from
+    ('[registry]\ndefault = "reg.example:5000"\n', False),
+    ('[registry]\ndefault = "reg.example:5000"\npull_on_run = false\n', False),
+    ('[registry]\ndefault = "reg.example:5000"\npull_on_run = true\n', True),
+    ('[registry]\ndefault = "reg.example:5000/team"\npull_on_run = true\nallow_http = false\n', True),
+]
+
+
+@pytest.mark.parametrize(("text", "pulls"), _PULL_CASES)
+def test_a_run_pulls_exactly_when_the_config_says_pull_on_run_with_a_default_registry(text, pulls):
+    from envman.config import config_path
+    from envman.run.command import pull_on_run_fetcher
+
+    if text is not None:
+        config_path().parent.mkdir(parents=True, exist_ok=True)
+        config_path().write_text(text)
+    assert callable(pull_on_run_fetcher()) is pulls
+
+
+@pytest.mark.parametrize("text", [None, "", "[index]\n", "[registry]\n"])
+def test_a_config_without_registry_settings_never_loads_the_registry_code(monkeypatch, text):
+    import sys
+
+    from envman.config import config_path
+    from envman.run.command import pull_on_run_fetcher
+
+    if text is not None:
+        config_path().parent.mkdir(parents=True, exist_ok=True)
+        config_path().write_text(text)
+    monkeypatch.setitem(sys.modules, "envman.images.remote", None)  # importing it now fails
+    assert pull_on_run_fetcher() is None
+
+
+@pytest.mark.parametrize("text", ["registry = 1\n", '[registry]\npull_on_run = "yes"\n', '[registry]\ndefault = "reg"\n',
+                                  "[registry]\nmirror = true\n"])
+def test_registry_settings_a_run_cannot_read_are_refused_as_pull_refuses_them(text):
+    from envman.images.remote import load_registry_settings
+    from envman.config import config_path
+    from envman.run.command import pull_on_run_fetcher
+    from tests.support.refusal import refusal
+
+    config_path().parent.mkdir(parents=True, exist_ok=True)
+    config_path().write_text(text)
+    got = refusal(pull_on_run_fetcher)
+    assert got[0] == "UserError" and got == refusal(load_registry_settings)
