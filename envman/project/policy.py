@@ -200,11 +200,18 @@ class Policy:
         (default: the invoking user's; only you can hard-link your own files, as Linux's
         ``fs.protected_hardlinks`` keeps others from linking files they cannot read and write)."""
         entries = []
+        ids: dict[str, tuple[int, int] | None] = {}  # the entries share most parents (a home, /)
+
+        def ident(path: str) -> tuple[int, int] | None:
+            if path not in ids:
+                ids[path] = _ident(path)
+            return ids[path]
+
         for p in protected:
             real = os.path.realpath(p.path)
             chain = _chain(real)
-            entries.append(_Entry(p, real, _ident(real), frozenset(chain),
-                                  frozenset(i for i in map(_ident, chain) if i is not None)))
+            entries.append(_Entry(p, real, ident(real), frozenset(chain),
+                                  frozenset(i for i in map(ident, chain) if i is not None)))
         return cls(tuple(entries), {}, os.path.realpath(home or os.path.expanduser("~")))
 
     @functools.cached_property
