@@ -252,6 +252,14 @@ PARSE_REFUSALS = [
     ({'mounts': [3]}, '/p/proj', '/p/proj/envman.toml: key mounts: expected a list of strings, got [3]'),
     ({'ports': '80'}, '/p/proj', '/p/proj/envman.toml: key ports: expected a list of ports (8888) or "HOST:CONTAINER" strings, published on 127.0.0.1, got \'80\''),
     ({'ports': [0]}, '/p/proj', '/p/proj/envman.toml: key ports: expected ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80", got 0'),
+    ({'command': ['a\0b']}, '/p/proj', "/p/proj/envman.toml: key command: expected words without NUL bytes, got ['a\\x00b']"),
+    ({'command': ['ok', '\0']}, '/p/proj', "/p/proj/envman.toml: key command: expected words without NUL bytes, got ['ok', '\\x00']"),
+    ({'command': 'a\0b'}, '/p/proj', "/p/proj/envman.toml: key command: expected words without NUL bytes, got 'a\\x00b'"),
+    ({'command': 'echo "unclosed'}, '/p/proj', '/p/proj/envman.toml: key command: expected a shell-like command line (No closing quotation), got \'echo "unclosed\''),
+    ({}, '/p/日本', "/p/日本/envman.toml: the directory name '日本' makes no valid project name — add name = \"my-project\" to the file"),
+    ({}, '/p/___', "/p/___/envman.toml: the directory name '___' makes no valid project name — add name = \"my-project\" to the file"),
+    ({'mounts': ['x'] * 257}, '/p/proj', '/p/proj/envman.toml: key mounts: 257 mounts, more than 256 — mount a parent folder once instead of its parts'),
+    ({'requirements': 'reqs.txt'}, '/p/proj', "/p/proj/envman.toml: key requirements: file 'reqs.txt' not found under /p/proj — give a path relative to the project root, or a list of requirements"),
     ({'network': 'host'}, '/p/proj', '/p/proj/envman.toml: key network: \'host\' is not a network envman attaches runs to — write network = "project" (the default: only this project\'s containers) or "none"'),
 ]
 
@@ -263,3 +271,19 @@ def test_parse_project_refuses_each_key_in_exactly_one_line(doc, root, line):
     with pytest.raises(_UserError) as e:
         _file.parse_project(doc, _Path(root) / "envman.toml")
     assert e.value.line() == line and "\n" not in line
+
+
+@pytest.mark.parametrize("source", ["reqs.txt", "deps/requirements.txt"])
+def test_a_requirements_file_s_refusal_names_the_file_it_came_from(tmp_path, source):
+    from envman.project.file import MAX_MOUNTS
+
+    root = tmp_path / "proj"
+    (root / source).parent.mkdir(parents=True)
+    (root / source).write_text("numpy\n-r other.txt\n")
+    with pytest.raises(_UserError) as e:
+        _file.parse_project({"requirements": source}, root / "envman.toml")
+    assert e.value.where == f"{root / 'envman.toml'}: requirements ({source})"
+    with pytest.raises(_UserError) as e:
+        _file.parse_project({"requirements": ["numpy", "-r other.txt"]}, root / "envman.toml")
+    assert e.value.where == f"{root / 'envman.toml'}: requirements"
+    assert _file.parse_project({"mounts": ["./a:/a"] * MAX_MOUNTS}, root / "envman.toml").name == "proj"  # the limit itself
