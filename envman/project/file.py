@@ -436,8 +436,8 @@ def host_ram() -> int:
 def check_shm(v: Any, *, where: str, key: str = "shm_size") -> str:
     """A ``/dev/shm`` size: positive, and no more than the host's RAM (a tmpfs larger than
     memory only moves the failure into the container)."""
-    if isinstance(v, bool) or not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.fullmatch(_SHM_RE, str(v)) \
-            or shm_bytes(str(v)) <= 0:
+    # a boolean is an int, and str(True) is no size: the pattern refuses it
+    if not isinstance(v, (str, int)) or len(str(v)) > 32 or not re.fullmatch(_SHM_RE, str(v)) or shm_bytes(str(v)) <= 0:
         raise type_error(key, 'a size such as "8g", "512m" or a number of bytes', v, where)
     ram = host_ram()
     if shm_bytes(str(v)) > ram:
@@ -513,7 +513,7 @@ def _url_problem(url: str) -> str | None:
     transport = transport if plus else vcs
     if transport not in ("https", "http"):
         return f"a {scheme}:// URL cannot be fetched in the image build (https only)"
-    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    authority = re.sub(r"[/?#][\s\S]*", "", rest)  # up to the path, the query or the fragment
     if "@" in authority:
         return ("a URL with credentials (user:token@) would be written into the image: give the package's index "
                 "as [network] pip_index (its credentials go into a build secret)")
@@ -523,7 +523,7 @@ def _url_problem(url: str) -> str | None:
         return "the URL's host cannot be read"
     if transport == "http" and not is_loopback_host(host):
         return "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
-    path = rest[len(authority):].split("?", 1)[0].split("#", 1)[0]
+    path = re.sub(r"[?#][\s\S]*", "", rest[len(authority):])
     parts = [*re.split(r"[.:\[\]]", host), *re.split(r"[/@]", path)]
     # archive names and hex digests (a commit, a content-addressed path) are not secrets
     plain = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")

@@ -182,7 +182,7 @@ def _inside(path: str, root: str) -> bool:
     return is_within(os.path.realpath(path), root)
 
 
-def require_trust(project: ProjectConfig, *, explicit: bool = True) -> None:
+def require_trust(project: ProjectConfig) -> None:
     """Refuse ``project`` unless its file is trusted as it is now, or asks for nothing that needs
     trust and is the user's own (:func:`unsafe_reason`). One line lists every ask and the command
     that trusts the file."""

@@ -194,6 +194,15 @@ URL_VERDICTS = [
     ("https://files.example/pkg@aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
     ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", None),  # a fragment is neither authority nor path
     ("https://[::1/p.whl", "the URL's host cannot be read"),
+    ("https://files.example/p.whl?key=ghp_abcdefghijklmnopqrstuvwxyz0123456789", _QUERY),  # a query is not the path
+    ("https://files.example?a?b#c#d", _QUERY),
+    ("https://files.example/a?b/aB3kF9xQ2mZ7pL4wR8tYqN", _QUERY),
+    ("https://files.example/p.whl#a#aB3kF9xQ2mZ7pL4wR8tYqN", None),
+    ("https://files.example#ghp_abcdefghijklmnopqrstuvwxyz0123456789", None),
+    ("https://tok@files.example?x", _CREDS),
+    ("https://files.example?u@v", _QUERY),  # an @ after the authority is not a credential
+    ("https://files.example/p@aB3kF9xQ2mZ7pL4wR8tYqN?x", _TOKEN),
+    ("https:///p.whl", None),  # no host: nothing to leak (pip refuses it itself)
 ]
 
 

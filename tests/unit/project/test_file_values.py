@@ -195,11 +195,18 @@ def test_check_network_names_the_key_it_was_given():
     assert e.value.line() == 'cfg: key run.network: expected "project" or "none", got a number'
 
 
-@pytest.mark.parametrize("value", [True, 0, -1, "0", "0g", "", "8 g", "8x", "1" * 33, 1.5, None, ["8g"]])
+@pytest.mark.parametrize("value", [True, False, 0, -1, "0", "0g", "", "8 g", "8x", "1" * 33, "0" * 32 + "1", "0" * 33, 1.5,
+                                   None, ["8g"], "8g\n"])
 def test_check_shm_refuses_what_is_no_positive_size_exactly(value):
     with pytest.raises(_UserError) as e:
         _file.check_shm(value, where="W")
     assert e.value.line() == f'W: key shm_size: expected a size such as "8g", "512m" or a number of bytes, got {value!r}'
+
+
+@pytest.mark.parametrize("value", ["1", 1, "1b", "0" * 31 + "1", "1" + "0" * 9, "0001k"])
+def test_check_shm_takes_the_smallest_size_and_32_characters(monkeypatch, value):
+    monkeypatch.setattr(_file, "host_ram", lambda: 4 * 1024**3)
+    assert _file.check_shm(value, where="W") == str(value).lower()
 
 
 def test_check_shm_refuses_more_than_the_hosts_ram_exactly(monkeypatch):
