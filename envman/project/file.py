@@ -541,9 +541,10 @@ def shown_requirement(line: str) -> str:
     out = []
     for word in line.split(" "):
         found = _requirement_url(word)
-        shown = shown_url(found[1]) if found is not None else ""
         # only where something was hidden (a URL is otherwise shown as written, clipped later)
-        out.append(found[0] + shown if found is not None and shown != found[1][:200] else word)
+        if found is not None and (shown := shown_url(found[1])) != found[1][:200]:
+            word = found[0] + shown
+        out.append(word)
     return " ".join(out)
 
 

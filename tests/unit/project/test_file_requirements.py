@@ -211,3 +211,26 @@ def test_each_requirement_url_gets_exactly_its_verdict(url, verdict):
     from envman.project.file import _url_problem
 
     assert _url_problem(url) == verdict
+
+
+SHOWN = [
+    ("numpy==1.26.4", "numpy==1.26.4"),
+    ("pkg@https://user:tok@files.example/p.whl", "pkg@https://***@files.example/p.whl"),
+    ("pkg @ https://user:tok@files.example/p.whl", "pkg @ https://***@files.example/p.whl"),
+    ("https://tok@files.example/p.whl", "https://***@files.example/p.whl"),
+    ("git+https://github.com/org/lib.git", "git+https://github.com/org/lib.git"),
+    ("a b https://u:p@x.example/p c", "a b https://***@x.example/p c"),
+    ("pkg@https://files.example/ghp_abcdefghijklmnopqrstuvwxyz0123456789/p.whl",
+     "pkg@https://files.example/***/p.whl"),
+    ("pkg@https://files.example/p.whl?token=abc", "pkg@https://files.example/p.whl?…"),
+    ("x@y", "x@y"),
+    ("pkg@https://files.example/" + "a" * 300, "pkg@https://files.example/" + "a" * 300),  # clipped later, whole here
+    ("  two  spaces ", "  two  spaces "),
+]
+
+
+@pytest.mark.parametrize("line, shown", SHOWN, ids=[f"s{i}" for i in range(len(SHOWN))])
+def test_a_requirement_is_shown_with_every_url_secret_hidden_and_nothing_else_changed(line, shown):
+    from envman.project.file import shown_requirement
+
+    assert shown_requirement(line) == shown
