@@ -59,6 +59,11 @@ def is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/") or root == "/"
 
 
+#: How every file is opened: read-only, without blocking (a FIFO opens at once and reads nothing),
+#: never as a controlling terminal, closed in child processes.
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
 def open_file(path: str | os.PathLike[str], *, what: str = "file", fix: str | None = None, private: bool = False,
               follow: bool = True) -> tuple[int, os.stat_result]:
     """A descriptor on a regular file and its ``fstat``, opened without blocking (a FIFO never
@@ -68,9 +73,7 @@ def open_file(path: str | os.PathLike[str], *, what: str = "file", fix: str | No
     where = str(path)
     if "\0" in where:
         raise UserError(f"{what} path contains a NUL byte", where=repr(where), fix=fix or "give a real path")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    flags = _OPEN_FLAGS if follow else _OPEN_FLAGS | os.O_NOFOLLOW
     try:
         fd = os.open(where, flags)
     except FileNotFoundError:
@@ -165,8 +168,7 @@ def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit:
     exists but is not believed is named in one warning line on stderr (``warn``); the caller then
     acts as if it were absent, and its next write replaces it."""
     where = os.fspath(path)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
-        | getattr(os, "O_CLOEXEC", 0)
+    flags = _OPEN_FLAGS | os.O_NOFOLLOW
 
     def ignored(why: str) -> None:
         if warn:

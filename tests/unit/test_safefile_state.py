@@ -1,0 +1,85 @@
+"""``read_state`` by rule: every way a state file is not believed gives one exact warning line
+(or none with ``warn=False``), and no file is read past its limit however its size was reported."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+
+import pytest
+
+from envman import safefile
+from envman.safefile import read_state, read_state_json
+
+
+def _warning(what: str, where: object, why: str) -> str:
+    return f"envman: warning: ignoring the {what} {where}: {why} (remove it; envman writes a new one)\n"
+
+
+def test_a_path_the_system_cannot_open_is_ignored_with_the_system_s_reason(tmp_path, capfd):
+    p = tmp_path / ("n" * 300)
+    assert read_state(p, what="widget cache") is None
+    assert capfd.readouterr().err == _warning("widget cache", p, os.strerror(errno.ENAMETOOLONG))
+    assert read_state(p, warn=False) is None and capfd.readouterr().err == ""
+
+
+def test_a_socket_in_place_of_a_state_file_is_named_as_one(tmp_path, capfd):
+    p = tmp_path / "runs.json"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(p))
+    try:
+        assert read_state(p, what="run-plan cache") is None
+        assert capfd.readouterr().err == _warning("run-plan cache", p, "a socket")
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(("size", "limit"), [(11, 10), (70_001, 70_000), (200_000, 65_536), (131_073, 131_072)])
+def test_a_file_bigger_than_its_reported_size_is_never_read_past_the_limit(tmp_path, monkeypatch, capfd, size, limit):
+    """A file whose size the system reports as smaller than it is (as /proc's do, or one still
+    growing): the reads stop one byte past the limit and the file is ignored."""
+    p = tmp_path / "s"
+    p.write_bytes(b"x" * size)
+    p.chmod(0o600)
+    real_fstat = os.fstat
+    reads: list[int] = []
+    real_read = os.read
+
+    def small_fstat(fd):
+        st = real_fstat(fd)
+        return os.stat_result((*st[:6], 0, *st[7:]))  # st_size 0
+
+    def counting_read(fd, n):
+        reads.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(safefile.os, "fstat", small_fstat)
+    monkeypatch.setattr(safefile.os, "read", counting_read)
+    got = read_state(p, what="w", limit=limit)
+    monkeypatch.undo()  # the capture reads its file through os too
+    assert got is None
+    assert capfd.readouterr().err == _warning("w", p, f"more than the {limit} bytes accepted")
+    assert sum(reads) == limit + 1 and all(n <= 1 << 16 for n in reads)
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 65_537, 140_000])
+def test_a_file_up_to_its_limit_is_read_whole_in_reads_of_at_most_64_kib(tmp_path, monkeypatch, size):
+    p = tmp_path / "s"
+    data = os.urandom(size)
+    p.write_bytes(data)
+    p.chmod(0o600)
+    reads: list[int] = []
+    real_read = os.read
+    monkeypatch.setattr(safefile.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    assert read_state(p, limit=max(size, 1)) == data
+    assert all(n <= 1 << 16 for n in reads)
+
+
+def test_a_state_file_is_json_read_as_utf_8(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_bytes('{"name": "café ☕"}'.encode())
+    p.chmod(0o600)
+    assert read_state_json(p) == {"name": "café ☕"}
+    p.write_bytes('{"name": "café"}'.encode("latin-1"))
+    assert read_state_json(p, warn=False) is None
