@@ -83,3 +83,23 @@ def test_a_state_file_is_json_read_as_utf_8(tmp_path):
     assert read_state_json(p) == {"name": "café ☕"}
     p.write_bytes('{"name": "café"}'.encode("latin-1"))
     assert read_state_json(p, warn=False) is None
+
+
+@pytest.mark.parametrize("limit", [640, 1000, 4300])
+def test_the_digit_limit_named_is_the_one_this_python_applies(limit):
+    """The refusal of a number too long to convert names the interpreter's current limit, not a
+    fixed one (PYTHONINTMAXSTRDIGITS or sys.set_int_max_str_digits may change it)."""
+    import sys
+
+    from envman.errors import UserError
+    from envman.safefile import parse_toml
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(limit)
+    try:
+        with pytest.raises(UserError) as e:
+            parse_toml(f"a = {'7' * (limit + 1)}\n".encode(), what="project file", where="/p/envman.toml")
+        assert e.value.what == f"line 1: a number of {limit + 1} digits, more than {limit}"
+        assert parse_toml(f"a = {'7' * limit}\n".encode(), what="project file", where="W") == {"a": int("7" * limit)}
+    finally:
+        sys.set_int_max_str_digits(before)
