@@ -297,6 +297,8 @@ def compose_cmd(
     for name, keys, path in sources:
         import shlex
 
-        _say(f"service {name} reads {', '.join(keys)} from the shell compose runs in: "
+        from envman.cluster.export import COMPOSE_ENV_PREFIX
+
+        _say(f"service {name} reads {', '.join(keys)} from the shell compose runs in (as {COMPOSE_ENV_PREFIX}NAME): "
              f"set -a; . {shlex.quote(path or '')}; set +a (a file only you can read)")
 

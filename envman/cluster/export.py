@@ -21,8 +21,9 @@ a ``secretKeyRef`` per variable to a Secret named after the Job, and the Dev Con
 ``runArgs`` ``--env-file``, both from a file in envman's private state directory, mode 0600
 (:func:`env_file_text`, written by the command, which prints the kubectl command that creates
 the Secret from it). Compose services name the variables without a value (compose takes them
-from the shell it runs in; the command writes them as ``export`` lines to source first,
-:func:`shell_env_file_text`): Compose v1 and v2 parse ``env_file`` values differently (quotes,
+from the shell it runs in, each under a name of envman's, ``ENVMAN_ENV_<NAME>``; the command
+writes them as ``export`` lines to source first, :func:`shell_env_file_text`: a name the project
+chose is never set in the user's shell): Compose v1 and v2 parse ``env_file`` values differently (quotes,
 ``$``), so no env file could mean the same to both. Nothing is ever taken from envman's own
 environment.
 
@@ -250,12 +251,26 @@ def env_file_text(environment: Sequence[tuple[str, str]]) -> str:
     return "".join(f"{k}={v}\n" for k, v in environment)
 
 
+#: Compose reads a project variable ``NAME`` from the shell it runs in as ``ENVMAN_ENV_NAME``
+#: (the service's ``environment`` says ``NAME: "${ENVMAN_ENV_NAME}"``): the file the user sources
+#: before ``docker compose up`` never sets a name the project chose, which that shell, docker and
+#: compose would obey (``PATH``, ``LD_PRELOAD``, ``PROMPT_COMMAND``, ``BASH_ENV``, ``DOCKER_HOST``,
+#: ``COMPOSE_FILE``, ``ENVMAN_CONFIG_DIR``). Prefixing is one-to-one: two variables never meet.
+COMPOSE_ENV_PREFIX = "ENVMAN_ENV_"
+
+
+def compose_env_name(name: str) -> str:
+    """The shell variable compose reads the project variable ``name`` from."""
+    return COMPOSE_ENV_PREFIX + name
+
+
 def shell_env_file_text(environment: Sequence[tuple[str, str]]) -> str:
-    """``export NAME='value'`` lines a POSIX shell sources (``set -a; . FILE``)."""
+    """``export ENVMAN_ENV_NAME='value'`` lines a POSIX shell sources (``set -a; . FILE``) before
+    ``docker compose up``: each variable under :func:`compose_env_name`, never its own name."""
     import shlex
 
     env_file_text(environment)  # the same checks
-    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in environment)
+    return "".join(f"export {compose_env_name(k)}={shlex.quote(v)}\n" for k, v in environment)
 
 
 def check_git_image(value: str) -> str:
@@ -480,8 +495,9 @@ def _compose_escape(value: str) -> str:
 
 
 def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[str, Any]:
-    """One service; the project's variables by name only (compose reads them from its shell)."""
-    env: dict[str, Any] = {k: None for k, _ in run_environment(x)}
+    """One service; the project's variables without values: compose substitutes each from the
+    shell it runs in, under its :func:`compose_env_name`."""
+    env: dict[str, Any] = {k: "${" + compose_env_name(k) + "}" for k, _ in run_environment(x)}
     env.update(ENVMAN_PROJECT=x.project, ENVMAN_STACK=x.stack.name, HOME=CONTAINER_HOME)
     if x.gpus is None:
         env[CPU_GPU_ENV[0]] = CPU_GPU_ENV[1]

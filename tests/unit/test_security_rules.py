@@ -521,7 +521,7 @@ def test_every_environment_value_reaches_the_env_files_literally():
     assert env_file_text(env).splitlines() == [f"{k}={v}" for k, v in env]
     import subprocess
 
-    out = subprocess.run(["sh", "-c", shell_env_file_text(env) + 'printf "%s" "$ODD"'], capture_output=True, text=True)
+    out = subprocess.run(["sh", "-c", shell_env_file_text(env) + 'printf "%s" "$ENVMAN_ENV_ODD"'], capture_output=True, text=True)
     assert out.stdout == env[-1][1]
 
 

@@ -1,13 +1,13 @@
-export EMPTY=''
-export SPACES='a b  c'
-export SQ='it'"'"'s'
-export DQ='say "hi"'
-export DOLLAR='$HOME ${X} $$'
-export TICK='`id`'
-export HASH='# not a comment'
-export EQ=a=b=c
-export BACKSLASH='a\nb\'
-export UNI='Grüße ☃'
-export YAML='key: [x]'
-export OPENAI_API_KEY=sk-4f1d9e
-export PLAIN=plain-7a2b
+export ENVMAN_ENV_EMPTY=''
+export ENVMAN_ENV_SPACES='a b  c'
+export ENVMAN_ENV_SQ='it'"'"'s'
+export ENVMAN_ENV_DQ='say "hi"'
+export ENVMAN_ENV_DOLLAR='$HOME ${X} $$'
+export ENVMAN_ENV_TICK='`id`'
+export ENVMAN_ENV_HASH='# not a comment'
+export ENVMAN_ENV_EQ=a=b=c
+export ENVMAN_ENV_BACKSLASH='a\nb\'
+export ENVMAN_ENV_UNI='Grüße ☃'
+export ENVMAN_ENV_YAML='key: [x]'
+export ENVMAN_ENV_OPENAI_API_KEY=sk-4f1d9e
+export ENVMAN_ENV_PLAIN=plain-7a2b

@@ -260,7 +260,8 @@ def test_compose_services_escape_dollars_and_reserve_gpus():
                         home="/h/b")
     doc = yaml.safe_load(to_yaml(compose({"a": a, "b": b})))
     sa, sb = doc["services"]["a"], doc["services"]["b"]
-    assert sa["environment"]["PRICE"] is None and sa["environment"]["DB_PASSWORD"] is None and "pw" not in str(sa)
+    assert sa["environment"]["PRICE"] == "${ENVMAN_ENV_PRICE}" and "pw" not in str(sa)
+    assert sa["environment"]["DB_PASSWORD"] == "${ENVMAN_ENV_DB_PASSWORD}"
     assert sa["command"] == ["python", "train.py", "--x", "$$HOME"]
     assert sa["deploy"]["resources"]["reservations"]["devices"] == [{"driver": "nvidia", "capabilities": ["gpu"], "count": 2}]
     assert sa["ports"] == ["127.0.0.1:8888:8888"] and sa["user"] == "1000:1000"

@@ -107,7 +107,7 @@ def test_the_env_files_hold_each_value_literally():
     import subprocess
 
     assert X.env_file_text(VALUES).splitlines() == [f"{k}={v}" for k, v in VALUES]
-    names = " ".join(f'"${k}"' for k, _ in VALUES)
+    names = " ".join(f'"${X.compose_env_name(k)}"' for k, _ in VALUES)
     out = subprocess.run(["sh", "-c", X.shell_env_file_text(VALUES) + f"printf '%s\\0' {names}"], capture_output=True,
                          text=True)
     assert out.stdout.split("\0")[:-1] == [v for _, v in VALUES]

@@ -1,0 +1,93 @@
+"""Hostile project variables against the exports and Slurm scripts: a project's variable reaches
+its container and nothing else. No name the project chose is ever set in a shell of the user's
+(the file sourced before ``docker compose up``) or in the batch shell that starts a pyxis job,
+where the shell, the loader, docker, compose or Slurm would obey it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from envman.cluster import export as X
+from envman.cluster.export import ExportInput
+from envman.matrix.load import load_matrix
+from envman.stack.resolve import resolve
+
+#: Names a shell, the dynamic loader, docker, compose or envman read from the environment of the
+#: shell the user sources the compose file into (each would run code on the host or move the run).
+HOST_READ_NAMES = ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PROMPT_COMMAND", "BASH_ENV", "ENV",
+                   "IFS", "PS1", "PS4", "SHELLOPTS", "BASHOPTS", "HOME", "DOCKER_HOST", "DOCKER_CONTEXT",
+                   "DOCKER_CONFIG", "COMPOSE_FILE", "COMPOSE_PROJECT_NAME", "ENVMAN_CONFIG_DIR", "ENVMAN_STATE_DIR",
+                   "PYTHONPATH", "PYTHONSTARTUP", "GCONV_PATH", "TMPDIR")
+
+_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True)
+_VALUES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0\n\r"), max_size=40)
+
+
+def _input(environment) -> ExportInput:
+    return ExportInput(project="p", root=Path("/srv/p"), stack=resolve(load_matrix(), "torch-2.4-cpu"),
+                       image="envman/p:latest", command=(), environment=tuple(environment), mounts=(), ports=(),
+                       gpus=None, shm_size="512m")
+
+
+def _sourced(text: str, tmp: Path) -> dict[str, str]:
+    """The environment a POSIX shell has after ``set -a; . FILE; set +a``, from a fixed one."""
+    f = tmp / "env.sh"
+    f.write_text(text)
+    base = {"PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8"}
+    out = subprocess.run(["/bin/sh", "-c", 'set -a; . "$0"; set +a; exec env -0', str(f)], env=base,
+                         capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape")
+    return dict(item.split("=", 1) for item in out.split("\0") if item)
+
+
+@pytest.mark.parametrize("name", HOST_READ_NAMES)
+def test_the_compose_env_file_never_sets_a_name_the_project_chose(name, tmp_path):
+    env = _sourced(X.shell_env_file_text([(name, "/tmp/evil")]), tmp_path)
+    assert env.get(name) != "/tmp/evil"
+    assert env[X.compose_env_name(name)] == "/tmp/evil"
+    svc = X.compose_service(_input([(name, "/tmp/evil")]), uid=1000, gid=1000, home="/h")
+    if name != "HOME":  # envman's own HOME of the container wins, as in envman run
+        assert yaml.safe_load(X.to_yaml(svc))["environment"][name] == "${" + X.compose_env_name(name) + "}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(_NAMES, _VALUES, min_size=1, max_size=6))
+def test_sourcing_the_compose_env_file_sets_only_envmans_names_with_the_exact_values(tmp_path, variables):
+    env = _sourced(X.shell_env_file_text(sorted(variables.items())), tmp_path)
+    base = {"PATH": "/usr/bin:/bin", "HOME": "/home/me", "LANG": "C.UTF-8"}
+    changed = {k for k, v in env.items() if base.get(k) != v} - {"PWD", "SHLVL", "_", "OLDPWD"}
+    assert changed == {X.compose_env_name(k) for k in variables}
+    assert all(env[X.compose_env_name(k)] == v for k, v in variables.items())
+
+
+def test_the_compose_service_substitutes_every_variable_from_its_envman_name():
+    variables = [("DB_PASS", "pw$x"), ("OPENAI_KEY", "sk-1")]
+    doc = yaml.safe_load(X.to_yaml(X.compose({"p": X.compose_service(_input(variables), uid=1, gid=1, home="/h")})))
+    env = doc["services"]["p"]["environment"]
+    assert env["DB_PASS"] == "${ENVMAN_ENV_DB_PASS}" and env["OPENAI_KEY"] == "${ENVMAN_ENV_OPENAI_KEY}"
+    assert "pw" not in str(doc) and "sk-1" not in str(doc)
+
+
+def test_compose_interpolates_the_envman_name_when_docker_compose_is_here(tmp_path):
+    """With a real ``docker compose``, ``config`` shows the value from the sourced file."""
+    import shutil
+
+    if shutil.which("docker") is None or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode:
+        pytest.skip("no docker compose here")
+    variables = [("PATH", "/evil"), ("DB_PASS", "p$w 'q'")]
+    (tmp_path / "compose.yaml").write_text(X.to_yaml(X.compose({"p": X.compose_service(_input(variables), uid=1, gid=1,
+                                                                                           home="/h")})))
+    (tmp_path / "env.sh").write_text(X.shell_env_file_text(variables))
+    out = subprocess.run(["/bin/sh", "-c", 'set -a; . ./env.sh; set +a; exec docker compose config --format json'],
+                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ})
+    if out.returncode:
+        pytest.skip(f"docker compose config failed: {out.stderr[:200]}")
+    import json
+
+    env = json.loads(out.stdout)["services"]["p"]["environment"]
+    assert env["PATH"] == "/evil" and env["DB_PASS"] == "p$w 'q'"
