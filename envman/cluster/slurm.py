@@ -326,6 +326,31 @@ def _environment(spec: JobSpec) -> list[tuple[str, str]]:
             *spec.environment]
 
 
+#: Names that act on the host when the batch shell of a pyxis job holds them. A pyxis job passes
+#: the project's variables through the environment of the shell that runs ``srun`` (``srun
+#: --export=NAMES --container-env=NAMES``), so one that the shell, the dynamic loader, ``srun`` or
+#: pyxis/enroot read would act outside the container (``PATH`` picks the ``srun`` that runs,
+#: ``LD_PRELOAD`` loads code into it). Refused for pyxis: glibc's list of the variables it drops
+#: for setuid programs (``unsecvars.h``), the shell's start-up and parsing variables, ``srun``'s
+#: ``--export`` keywords, and below the prefixes of the loader's variables, exported shell
+#: functions, Slurm's input variables (``SLURM_*``, ``SRUN_*``; srun's man page), pyxis's and
+#: enroot's settings and the XDG folders enroot keeps its data in.
+PYXIS_HOST_NAMES = frozenset((
+    "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND",
+    "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
+    "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR", "ALL", "NONE", "NIL",
+))
+PYXIS_HOST_PREFIXES = ("LD_", "BASH_FUNC_", "SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "SPANK_", "_SLURM", "PYXIS_",
+                       "ENROOT_", "MALLOC_", "XDG_")
+
+
+def pyxis_host_names(names: Iterable[str]) -> list[str]:
+    """Those of ``names`` a pyxis job cannot pass: :data:`PYXIS_HOST_NAMES` (the ``--export``
+    keywords in any case), or starting with one of :data:`PYXIS_HOST_PREFIXES`."""
+    return [k for k in names
+            if k in PYXIS_HOST_NAMES or k.upper() in PYXIS_HOST_NAMES or k.startswith(PYXIS_HOST_PREFIXES)]
+
+
 def _pyxis_env(spec: JobSpec) -> list[tuple[str, str]]:
     # HOME stays the host's on this side (enroot keeps its cache under it); inside, the image's
     # HOME (/home/envman in envman's images) holds the project's home directory.
@@ -360,6 +385,15 @@ def _pyxis_body(spec: JobSpec) -> list[str]:
     mounts = ",".join(f"{_check_bind_path(m.source, 'pyxis')}:{_check_bind_path(m.target, 'pyxis')}"
                       + (":ro" if m.read_only else "") for m in _binds(spec))
     env = _pyxis_env(spec)
+    host = pyxis_host_names(k for k, _ in spec.environment if k != "HOME")
+    if host:
+        from envman.errors import clip_list
+
+        raise UserError(f"environment {clip_list(host)}: a pyxis job passes the project's variables through the shell "
+                        "that runs srun, where the shell, the loader, srun or enroot would obey "
+                        f"{'it' if len(host) == 1 else 'them'} on the host", where="envman submit",
+                        fix="rename the variable, or use --runtime apptainer, charliecloud or docker "
+                            "(they set it in the container only)")
     lines = [_node_check(spec)]
     lines += _source_env(spec, [k for k, _ in env])
     names = ",".join(k for k, _ in env)
