@@ -11,6 +11,20 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+def local_time(seconds: object, fmt: str) -> str:
+    """``seconds`` (a Unix time from a state file or the engine) as local time in ``fmt``, or ``-``
+    when it is no time this platform can show: NaN, infinite, or before year 1 or after 9999 in
+    the local time zone (an image whose config has no creation time says year 1)."""
+    import datetime
+
+    if isinstance(seconds, bool):
+        return "-"
+    try:
+        return datetime.datetime.fromtimestamp(float(seconds)).strftime(fmt)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "-"
+
+
 def tagged(tag: str, style: str, rest: str = ""):
     """``TAG rest`` with TAG in ``style``: user data in ``rest`` is plain text, never markup,
     and its control characters are shown escaped (:func:`envman.errors.printable`)."""

@@ -14,7 +14,7 @@ from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
     Wheelhouse, BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
-from envman.cli._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, local_time, plain, tagged
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
     from envman.engine.docker import Engine
@@ -260,8 +260,6 @@ def smoke(
 
 def images(as_json: JsonOpt = False) -> None:
     """List envman's images with stack, size, smoke status and date."""
-    import datetime
-
     from envman.engine.facts import docker_facts
     from envman.images.build import list_envman_images
 
@@ -275,7 +273,7 @@ def images(as_json: JsonOpt = False) -> None:
 
     cells = []
     for r in rows:
-        when = datetime.datetime.fromtimestamp(r.created).strftime("%Y-%m-%d %H:%M")
+        when = local_time(r.created, "%Y-%m-%d %H:%M")
         name = f"{r.project} (project, on {r.stack})" if r.project else r.stack
         smoke = "-" if r.project else r.smoke  # a project image is not smoke-tested itself
         cells.append((name, ", ".join(x.split(":")[-1] for x in r.tags) or "<none>",

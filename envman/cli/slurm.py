@@ -9,7 +9,7 @@ import typer
 from envman.cli.complete import complete_project
 from envman.cli._help import Command
 
-from envman.cli._out import console, emit_json, plain
+from envman.cli._out import console, emit_json, local_time, plain
 
 _META_CMD = "envman.submit.command"
 
@@ -81,7 +81,6 @@ def jobs(
     limit: Annotated[str, typer.Option("--limit", "-n", help="Show the newest N jobs.")] = "20",
 ) -> None:
     """Your envman Slurm jobs: id, project, runtime, GPUs, state and exit code (squeue, then sacct; --json adds the stack)."""
-    import datetime
 
     from envman.cluster.slurm import jobs as list_jobs
 
@@ -103,7 +102,7 @@ def jobs(
         if s.signal:
             code += f" (signal {s.signal})"
         state = s.state + (f" ({s.reason})" if s.reason and s.state == "PENDING" else "")
-        when = datetime.datetime.fromtimestamp(r.submitted).strftime("%m-%d %H:%M:%S")
+        when = local_time(r.submitted, "%m-%d %H:%M:%S")
         t.add_row(*map(plain, (r.id, r.project, r.runtime, str(r.gpus), state, code, when)))
     console().print(t, markup=False)
 

@@ -618,6 +618,12 @@ def load_records() -> list[JobRecord]:
     return sorted(out, key=lambda r: (r.submitted, int(r.id)), reverse=True)  # ids restart when a cluster is reset
 
 
+#: The latest submission time a job record may hold (9999-12-31T23:59:59Z; ``sacct --starttime`` is
+#: given a day before it), and the most GPUs: a record with anything else is not believed.
+MAX_SUBMITTED = 253402300799
+MAX_GPUS = 1 << 16
+
+
 def _job_record(doc: object) -> JobRecord | None:
     """A job record read back, or ``None`` unless every field has its type (an id Slurm gives)."""
     if not isinstance(doc, dict):
@@ -628,6 +634,8 @@ def _job_record(doc: object) -> JobRecord | None:
     submitted, gpus = doc.get("submitted"), doc.get("gpus", 0)
     if isinstance(submitted, bool) or not isinstance(submitted, (int, float)) or isinstance(gpus, bool) \
             or not isinstance(gpus, int):
+        return None
+    if not 0 <= submitted <= MAX_SUBMITTED or not 0 <= gpus <= MAX_GPUS:  # NaN compares false
         return None
     return JobRecord(doc["id"], doc["project"], doc["stack"], doc["runtime"], doc["log"], doc["script"],
                      float(submitted), gpus)
