@@ -289,8 +289,36 @@ def save_report(report: SmokeReport) -> Path:
     return save_report_json(report.image_id, report.to_json())
 
 
-def report_from_json(data: dict) -> SmokeReport:
-    return SmokeReport(**{k: v for k, v in data.items() if k in SmokeReport.__dataclass_fields__})
+#: The type of each field of a cached report as :meth:`SmokeReport.to_json` writes it.
+_REPORT_TYPES: dict[str, tuple[type, ...]] = {
+    "stack": (str,), "image": (str,), "image_id": (str,), "overall": (str,), "reason": (str,),
+    "gpus_requested": (bool,), "probe": (dict, type(None)), "exit_code": (int,), "stderr_tail": (str,),
+    "created": (int, float), "promoted": (bool,), "verdict_image_id": (str, type(None)),
+}
+
+
+def report_from_json(data: object) -> SmokeReport | None:
+    """A cached report read back, or ``None`` unless it has every field :class:`SmokeReport` needs,
+    each of its type (a finite ``created``): the cache is this user's copy, never the truth."""
+    import dataclasses
+    import math
+
+    if not isinstance(data, dict):
+        return None
+    fields = SmokeReport.__dataclass_fields__
+    kept = {k: v for k, v in data.items() if k in fields}
+    for k, types in _REPORT_TYPES.items():
+        if k not in kept:
+            f = fields[k]
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                return None  # a field the report cannot be made without
+            continue
+        v = kept[k]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            return None
+    if "created" in kept and not math.isfinite(kept["created"]):
+        return None
+    return SmokeReport(**kept)
 
 
 # --- promote -----------------------------------------------------------------------------------
@@ -378,8 +406,9 @@ def kept_report(engine: EngineFacts, b: BuildResult) -> SmokeReport | None:
     if verdict is None:
         return None
     cached = load_report(b.image_id)
-    if cached and cached.get("overall") == verdict.status:
-        rep = report_from_json(cached)
+    kept = report_from_json(cached) if cached and cached.get("overall") == verdict.status else None
+    if kept is not None:
+        rep = kept
     else:
         rep = SmokeReport(stack=b.stack.name, image=b.ref, image_id=verdict.image_id or b.image_id,
                           overall=verdict.status, reason=verdict.reason, gpus_requested=verdict.gpus_requested,

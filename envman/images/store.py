@@ -68,7 +68,7 @@ def rootfs_digest(info: ImageInfo | None) -> str | None:
 
 def checks_summary(probe: Mapping[str, Any] | None) -> str:
     """``name=status`` for each probe check, space-separated."""
-    checks = (probe or {}).get("checks")
+    checks = probe.get("checks") if isinstance(probe, Mapping) else None  # a cached report's may be anything
     if not isinstance(checks, list):
         return ""
     return " ".join(f"{c.get('name')}={c.get('status')}" for c in checks if isinstance(c, Mapping))
@@ -118,13 +118,23 @@ def newest(on_image: L.SmokeVerdict | None, cached: L.SmokeVerdict | None) -> L.
 def cached_verdict(image_id: str) -> L.SmokeVerdict | None:
     """This user's cached report for ``image_id`` as a verdict."""
     rep = load_report(image_id) if image_id else None
-    if not rep or rep.get("overall") not in L.SMOKE_STATUSES:
+    if not rep or not isinstance(rep.get("overall"), str) or rep["overall"] not in L.SMOKE_STATUSES:
         return None
     created = rep.get("created")
     return L.SmokeVerdict(status=rep["overall"], reason=str(rep.get("reason") or ""),
                           report_digest=report_digest(rep), checks=checks_summary(rep.get("probe")),
                           gpus_requested=bool(rep.get("gpus_requested")), image_id=image_id,
-                          at=int(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else None)
+                          at=unix_time(created))
+
+
+def unix_time(value: object) -> int | None:
+    """A cached report's ``created`` as whole seconds, or ``None`` when it is not a finite number
+    (NaN and infinities are JSON to Python's reader, and no integer)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return int(value)
 
 
 def labels_verdict(labels: Mapping[str, str] | None, image_id: str) -> L.SmokeVerdict | None:
