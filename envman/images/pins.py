@@ -73,7 +73,7 @@ def load_pin(key: str, pins: Mapping[str, Any] | None = None) -> Pin | None:
     raw: Any = (read_pins() if pins is None else pins).get(key)
     try:
         return Pin(str(raw["stack"]), str(raw["image_id"]), int(raw["at"]))
-    except (TypeError, KeyError, ValueError):
+    except (TypeError, KeyError, ValueError, OverflowError):  # OverflowError: an "at" of Infinity
         return None
 
 

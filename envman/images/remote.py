@@ -275,7 +275,9 @@ def _record_push(p: Pushed) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=60):
         data = read_pushed()
-        data.setdefault(p.registry, {})[p.stack] = {
+        if not isinstance(data.get(p.registry), dict):  # a record of another shape is replaced, never believed
+            data[p.registry] = {}
+        data[p.registry][p.stack] = {
             "ref": p.ref, "digest": p.digest, "image_id": p.image_id, "smoke": p.smoke, "time": int(time.time()),
         }
         atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -180,3 +180,34 @@ def test_any_cached_report_is_read_back_typed_or_not_at_all(changes, probe):
         for k, types in B._REPORT_TYPES.items():
             assert isinstance(getattr(got, k), types)
     assert isinstance(checks_summary(probe), str)
+
+
+# --------------------------------------------------------------------------- pins and push records
+
+from envman.images import pins as P  # noqa: E402
+from envman.images import remote as RM  # noqa: E402
+
+
+@pytest.mark.parametrize("at", [float("inf"), float("-inf"), float("nan"), 1e400, "x", None, [1], {"a": 1}], ids=repr)
+def test_a_pin_whose_time_is_no_number_is_no_pin(at):
+    assert P.load_pin("k", {"k": {"stack": "s", "image_id": "sha256:" + "a" * 64, "at": at}}) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(_JSON)
+def test_any_pin_entry_is_a_pin_or_none(raw):
+    pin = P.load_pin("k", {"k": raw})
+    assert pin is None or isinstance(pin.at, int)
+
+
+@pytest.mark.parametrize("kept", [[1, 2], "x", 5, None, True], ids=repr)
+def test_recording_a_push_replaces_a_registry_entry_of_another_shape(kept, tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path))
+    path = RM.pushed_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"reg.example": kept, "other.example": {"s": {"ref": "x"}}}))
+    path.chmod(0o600)
+    ref = "reg.example/envman/s@sha256:" + "c" * 64
+    RM._record_push(RM.Pushed("reg.example", "s", ref, "sha256:" + "c" * 64, "sha256:" + "d" * 64, "pass"))
+    data = json.loads(path.read_text())
+    assert data["reg.example"]["s"]["ref"] == ref and data["other.example"] == {"s": {"ref": "x"}}
