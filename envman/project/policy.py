@@ -19,16 +19,21 @@ Comparisons are made both on real-path strings and on (device, inode) pairs, so 
 bind mount, a hard link or a different spelling on a case-insensitive file system lands on the
 same answer. Only an explicit command-line ``--mount`` together with ``--allow-dangerous-mount``
 may name such a path.
+
+The protected paths inside the homes of other people are resolved only when a mount reaches
+into one of those homes (:func:`_made_later` says why no verdict changes), so a policy costs about
+the same on a server with a thousand accounts as on a laptop.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 #: Host directories a container must never get: the system's configuration and its kernel
 #: interfaces, the directories whose executables or libraries every process loads, the places
@@ -92,6 +97,19 @@ HOME_NAMES = STARTUP_NAMES + CREDENTIAL_NAMES
 #: (to learn the inodes of their files) and in a mounted folder (to find a link to one of them).
 HARDLINK_SCAN_LIMIT = 5000
 CREDENTIALS = "a credentials file or folder"
+STARTUP = "a file a shell or a tool runs at start-up"
+#: What a home holds that no file may mount, relative to it: (name, why), in the order checked.
+HOME_INSIDE = tuple((n, STARTUP) for n in STARTUP_NAMES) + tuple((n, CREDENTIALS) for n in CREDENTIAL_NAMES)
+#: File system types each of whose files reports the file system's own device, so that two paths
+#: with one (device, inode) name one file of it. Any other type counts as one whose files may have
+#: the identity of a file elsewhere (overlayfs reports the device and inode of the file in the
+#: layer below: Linux's Documentation/filesystems/overlayfs.rst, "Inode properties").
+OWN_IDENTITY_TYPES = frozenset({
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "tmpfs", "ramfs", "nfs", "nfs4", "cifs", "smb3", "vfat",
+    "exfat", "ntfs3", "f2fs", "squashfs", "iso9660", "erofs", "9p", "virtiofs", "autofs", "devtmpfs", "proc",
+    "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "hugetlbfs", "debugfs", "tracefs", "securityfs", "pstore",
+    "bpf", "nsfs", "configfs", "fusectl", "binfmt_misc", "efivarfs", "rpc_pipefs", "selinuxfs", "fuse", "fuseblk",
+})
 
 
 @dataclass(frozen=True)
@@ -99,6 +117,13 @@ class Protected:
     path: str  # as written (for the message)
     why: str
     contents: bool = True  # what lies inside is protected too (False for a home: ~/data is fine)
+    #: Paths under this one that are protected too, (relative path, why), checked right after it
+    #: in this order (a home's :data:`HOME_INSIDE`).
+    inside: tuple[tuple[str, str], ...] = ()
+
+    def within(self) -> list[Protected]:
+        """The paths of :attr:`inside`, each a protected path of its own."""
+        return [Protected(os.path.join(self.path, name), why) for name, why in self.inside]
 
 
 def _homes() -> list[str]:
@@ -116,15 +141,13 @@ def _homes() -> list[str]:
 
 
 def protected_paths(environ: Mapping[str, str] | None = None) -> list[Protected]:
-    """Every path a file may not mount (nor a parent of it, nor anything inside it)."""
+    """Every path a file may not mount (nor a parent of it, nor anything inside it); each home
+    carries what it holds in :attr:`Protected.inside`."""
     from envman.paths import config_dir, state_dir
 
     env = os.environ if environ is None else environ
     out = [Protected(p, "a host system directory") for p in SYSTEM_PATHS]
-    for h in _homes():
-        out.append(Protected(h, "a home directory", contents=False))
-        out += [Protected(os.path.join(h, c), "a file a shell or a tool runs at start-up") for c in STARTUP_NAMES]
-        out += [Protected(os.path.join(h, c), CREDENTIALS) for c in CREDENTIAL_NAMES]
+    out += [Protected(h, "a home directory", contents=False, inside=HOME_INSIDE) for h in _homes()]
     for var in ("DOCKER_HOST", "CONTAINER_HOST"):
         v = env.get(var, "")
         if v.startswith("unix://"):
@@ -159,6 +182,11 @@ def _chain(path: str) -> list[str]:
         out.append(parent)
 
 
+def _at_or_in(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it."""
+    return path == folder or path.startswith(folder if folder.endswith("/") else folder + "/")
+
+
 def _engine_socket_inside(directory: str) -> str | None:
     try:
         with os.scandir(directory) as it:
@@ -182,10 +210,167 @@ class _Entry:
     chain_ids: frozenset[tuple[int, int]]
 
 
+def _make(p: Protected, ident: Callable[[str], tuple[int, int] | None]) -> _Entry:
+    real = os.path.realpath(p.path)
+    chain = _chain(real)
+    return _Entry(p, real, ident(real), frozenset(chain), frozenset(i for i in map(ident, chain) if i is not None))
+
+
+def _verdict(e: _Entry, real: str, own: tuple[int, int] | None, chain: frozenset[str],
+             chain_ids: set[tuple[int, int]]) -> str | None:
+    """Why the path ``real`` (its identity ``own``; ``chain``: it and its parents, and their
+    identities) may not be mounted for the protected path of ``e``, or ``None``."""
+    p = e.p
+    if e.real == real or (e.ident is not None and e.ident == own):
+        return f"{real} is {p.why} ({p.path})"
+    # inside a protected path
+    if p.contents and (e.real in chain or (e.ident is not None and e.ident in chain_ids)):
+        return f"{real} lies inside {p.why} ({p.path})"
+    # a parent of a protected path
+    if real in e.chain or (own is not None and own in e.chain_ids):
+        return f"{real} contains {p.why} ({p.path})"
+    return None
+
+
+def _mounts() -> list[tuple[str, str, str, str]] | None:
+    """(mount point, root in its file system, device, file system type) of each mount this
+    process sees (``/proc/self/mountinfo``, proc(5)), or ``None`` when they cannot be read."""
+    import re
+
+    from envman.errors import UserError
+    from envman.safefile import read_file
+
+    try:
+        text = os.fsdecode(read_file("/proc/self/mountinfo", what="mount table", limit=1 << 24))
+    except (OSError, UserError):
+        return None  # none, or more than a table this size: every home is made at once
+
+    def unescape(field: str) -> str:
+        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+    out = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if len(fields) < 10 or "-" not in fields[6:-2]:
+            return None
+        out.append((unescape(fields[4]), unescape(fields[3]), fields[2], fields[fields.index("-", 6) + 1]))
+    return out
+
+
+def _shared(mounts: list[tuple[str, str, str, str]]) -> tuple[list[str], frozenset[str], frozenset[str]]:
+    """Where a path may have the (device, inode) of another path (besides a hard link, or another
+    spelling of one name): (the folders a second mount of a file system shows again, and the
+    mounts of a type not in :data:`OWN_IDENTITY_TYPES`: sorted, and as a set; those mounts alone)."""
+    places: set[str] = set()
+    foreign: set[str] = set()
+    by_dev: dict[str, dict[str, list[str]]] = {}
+    for point, root, dev, fstype in mounts:
+        if fstype not in OWN_IDENTITY_TYPES and not fstype.startswith("fuse."):
+            foreign.add(point)
+        by_dev.setdefault(dev, {}).setdefault(root, []).append(point)
+    for roots in by_dev.values():
+        for root, points in roots.items():
+            for outer in (_chain(root) if root.startswith("/") else [root]):
+                rest = "" if outer == root else root if outer == "/" else root[len(outer):]
+                for outer_point in roots.get(outer, ()):
+                    # where the mount of ``outer`` shows the folder ``root``
+                    shown = rest if outer_point == "/" and rest else outer_point + rest
+                    for point in points:
+                        if shown != point:
+                            places.update((shown, point))
+    places |= foreign
+    return sorted(places), frozenset(places), frozenset(foreign)
+
+
+@functools.lru_cache(maxsize=8)
+def _spellings(names: tuple[tuple[str, str], ...]) -> dict[str, frozenset[str]]:
+    """Each part of the paths ``names``, by its name folded as a file system that ignores case may fold it."""
+    out: dict[str, set[str]] = {}
+    for name, _ in names:
+        for part in name.split("/"):
+            out.setdefault(part.casefold(), set()).add(part)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | None:
+    """The indices of ``names`` (paths relative to the real path ``root``) whose real path may
+    not be ``root`` joined with the name: a symbolic link on the way, a name on the way that
+    another listed name may answer to (a file system that ignores case), a folder on the way that
+    cannot be listed. One listing of ``root`` and one of each folder on the way that exists.
+    ``None``: ``root`` is a folder you may search but not list (nothing is known)."""
+    import errno
+    import unicodedata
+
+    spelled = _spellings(names)
+    listings: dict[str, tuple[dict[str, str], set[str]] | int] = {}
+
+    def listing(rel: str) -> tuple[dict[str, str], set[str]] | int:
+        """(name → "link", "folder" or "other"; the names another name may stand for), or an errno."""
+        if rel not in listings:
+            kinds: dict[str, str] = {}
+            alike: set[str] = set()
+            try:
+                with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                    for e in it:
+                        try:
+                            kinds[e.name] = ("link" if e.is_symlink() else
+                                             "folder" if e.is_dir(follow_symlinks=False) else "other")
+                        except OSError:
+                            kinds[e.name] = "link"  # unknown: as if it led anywhere
+                        for key in {e.name.casefold(), unicodedata.normalize("NFD", e.name).casefold(),
+                                    unicodedata.normalize("NFKD", e.name).casefold()}:
+                            alike.update(w for w in spelled.get(key, ()) if w != e.name)
+            except OSError as exc:
+                listings[rel] = exc.errno or -1
+            else:
+                listings[rel] = (kinds, alike)
+        return listings[rel]
+
+    top = listing("")
+    if isinstance(top, int):
+        if top in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return set()  # nothing under it can be looked up
+        if top == errno.EACCES and not os.access(root, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+            return set()  # nor in a folder you may not search
+        return None
+    out = set()
+    for i, (name, _) in enumerate(names):
+        rel = ""
+        parts = name.split("/")
+        for k, part in enumerate(parts):
+            found = listing(rel)
+            if isinstance(found, int) or part in found[1]:
+                out.add(i)
+                break
+            kind = found[0].get(part)
+            if kind is None:
+                break  # nothing there, nor under it
+            if kind == "link":
+                out.add(i)
+                break
+            if kind != "folder":
+                break  # nothing under a file
+            rel = os.path.join(rel, part)
+    return out
+
+
+class _Group:
+    """The paths inside one protected path (the home of another person) that are made when a
+    mount first could meet them: when the mount's real path or one of its parents is that path's
+    real path, or has its (device, inode) (see :func:`_made_later`)."""
+
+    def __init__(self, base: _Entry, pos: int, early: set[int]) -> None:
+        self.base = base
+        self.pos = pos  # the position of its first path among all protected paths
+        self.early = early  # the indices of those made with the policy
+        self.made: list[tuple[int, _Entry]] | None = None
+
+
 @dataclass(frozen=True)
 class Policy:
-    """The protected paths, resolved once: each check of a mount is then a few set lookups,
-    so a file with thousands of mounts is checked in time linear in their number."""
+    """The protected paths, resolved once: each check of a mount is then a few dictionary
+    lookups, so a file with thousands of mounts is checked in time linear in their number; the
+    paths in other people's homes are resolved only when a mount reaches into one."""
 
     entries: tuple[_Entry, ...]
     #: What the scan of a mounted folder found, by its real path (a file that mounts one folder
@@ -193,13 +378,25 @@ class Policy:
     scans: dict[str, str | None]
     #: The real path of the folder whose protected entries are scanned for :attr:`file_ids`.
     home: str = "/"
+    #: Each entry by its position among all protected paths.
+    at: dict[int, _Entry] = field(default_factory=dict)
+    #: The first position at which a check of :func:`_verdict` can meet a key: by real path, by
+    #: identity, the same two for entries whose contents are protected, by each parent's real path,
+    #: by each parent's identity.
+    index: tuple[dict[Any, int], ...] = field(default_factory=lambda: tuple({} for _ in range(6)))
+    groups: tuple[_Group, ...] = ()
+    #: The groups by the real path, and by the identity, of the path that holds them.
+    group_by_real: dict[str, list[int]] = field(default_factory=dict)
+    group_by_ident: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    #: Mount points under which a file may report the identity of a file elsewhere.
+    foreign: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, protected: Iterable[Protected], home: str | None = None) -> Policy:
         """``home``: the folder whose protected entries are scanned for the inodes of their files
         (default: the invoking user's; only you can hard-link your own files, as Linux's
         ``fs.protected_hardlinks`` keeps others from linking files they cannot read and write)."""
-        entries = []
+        home_real = os.path.realpath(home or os.path.expanduser("~"))
         ids: dict[str, tuple[int, int] | None] = {}  # the entries share most parents (a home, /)
 
         def ident(path: str) -> tuple[int, int] | None:
@@ -207,12 +404,47 @@ class Policy:
                 ids[path] = _ident(path)
             return ids[path]
 
+        at: dict[int, _Entry] = {}
+        groups: list[_Group] = []
+        shared: list[tuple[list[str], frozenset[str], frozenset[str]] | None] = []  # the mounts, read when a group asks
+        pos = 0
         for p in protected:
-            real = os.path.realpath(p.path)
-            chain = _chain(real)
-            entries.append(_Entry(p, real, ident(real), frozenset(chain),
-                                  frozenset(i for i in map(ident, chain) if i is not None)))
-        return cls(tuple(entries), {}, os.path.realpath(home or os.path.expanduser("~")))
+            base = at[pos] = _make(p, ident)
+            early = _made_later(base, home_real, shared)
+            for j in range(len(p.inside)) if early is None else sorted(early):
+                name, why = p.inside[j]
+                at[pos + 1 + j] = _make(Protected(os.path.join(p.path, name), why), ident)
+            if early is not None:
+                groups.append(_Group(base, pos + 1, early))
+            pos += 1 + len(p.inside)
+        index: tuple[dict[Any, int], ...] = ({}, {}, {}, {}, {}, {})
+        by_real, by_ident, by_real_in, by_ident_in, by_chain, by_chain_id = index
+        for n, e in at.items():  # in order of position: each key keeps its first
+            by_real.setdefault(e.real, n)
+            by_ident.setdefault(e.ident, n)
+            if e.p.contents:
+                by_real_in.setdefault(e.real, n)
+                by_ident_in.setdefault(e.ident, n)
+            for c in e.chain:
+                by_chain.setdefault(c, n)
+            for i in e.chain_ids:
+                by_chain_id.setdefault(i, n)
+        by_ident.pop(None, None)
+        by_ident_in.pop(None, None)
+        group_by_real: dict[str, list[int]] = {}
+        group_by_ident: dict[tuple[int, int], list[int]] = {}
+        for n, g in enumerate(groups):
+            group_by_real.setdefault(g.base.real, []).append(n)
+            if g.base.ident is not None:
+                group_by_ident.setdefault(g.base.ident, []).append(n)
+        foreign = shared[0][2] if shared and shared[0] is not None else frozenset()
+        return cls(tuple(at.values()), {}, home_real, at, index, tuple(groups), group_by_real, group_by_ident, foreign)
+
+    def made(self, g: _Group) -> list[tuple[int, _Entry]]:
+        """The paths of the group ``g`` not made with the policy, made now (once)."""
+        if g.made is None:
+            g.made = [(g.pos + j, _make(q, _ident)) for j, q in enumerate(g.base.p.within()) if j not in g.early]
+        return g.made
 
     @functools.cached_property
     def file_ids(self) -> dict[tuple[int, int], str]:
@@ -228,6 +460,40 @@ class Policy:
             if e.p.contents and e.p.why != "a host system directory" and e.real.startswith(self.home + "/"):
                 _file_ids(e.real, file_ids, budgets.setdefault(e.p.why, [HARDLINK_SCAN_LIMIT]))
         return file_ids
+
+
+def _made_later(base: _Entry, home: str, shared: list[tuple[list[str], frozenset[str], frozenset[str]] | None]) -> set[int] | None:
+    """Which paths of ``base.p.inside`` are made with the policy when the others wait for a mount
+    that reaches ``base`` (see :class:`_Group`); ``None``: all of them.
+
+    A path waits when its real path is the real path of ``base`` joined with its name: no
+    symbolic link on the way (one listing of each folder on the way that exists tells; a link
+    may lead anywhere). A mount outside ``base`` then meets it only by its (device, inode):
+
+    * through a hard link: a mount with a link count over one (or under a file with one) makes
+      every group (:func:`forbidden_reason`);
+    * through another spelling of the same name (a file system that ignores case): the mount's
+      parent at the depth of ``base`` has the identity of ``base``, which makes the group;
+    * through a second mount of the same file system showing ``base`` or a folder in it again, or
+      a file system that reports another file's identity (the mount table tells): such a
+      ``base`` is made at once, as are your own home (:attr:`Policy.file_ids` scans it) and
+      everything when the mount table cannot be read; a mount under such a file system makes
+      every group."""
+    if not base.p.inside or _at_or_in(base.real, home) or _at_or_in(home, base.real):
+        return None
+    if not shared:
+        table = _mounts()
+        shared.append(None if table is None else _shared(table))
+    known = shared[0]
+    if known is None:
+        return None
+    places, place_set, _ = known
+    real = base.real
+    inside = real if real.endswith("/") else real + "/"
+    first = bisect.bisect_left(places, inside)  # the places inside ``real`` follow each other from here
+    if (first < len(places) and places[first].startswith(inside)) or any(c in place_set for c in _chain(real)):
+        return None
+    return _leading_out(real, base.p.inside)
 
 
 def _file_ids(real: str, out: dict[tuple[int, int], str], budget: list[int]) -> None:
@@ -338,18 +604,48 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None
         return f"{real} is named like a container engine socket"
     chain = _chain(real)
     chain_set = frozenset(chain)
-    chain_ids = {i for i in map(_ident, chain) if i is not None}
+    ids = [_ident(c) for c in chain]
+    chain_ids = {i for i in ids if i is not None}
+    # whether the mount may meet any path of any group by its identity (see _made_later): through a
+    # hard link (only the deepest path that exists may be a file), or a parent that cannot be
+    # looked at above one that can
+    every_group = False
+    if chain_ids:
+        deepest = next(k for k, i in enumerate(ids) if i is not None)
+        every_group = any(i is None for i in ids[deepest:])
+        try:
+            dst = st if deepest == 0 and st is not None else os.stat(chain[deepest])
+        except (OSError, ValueError):
+            every_group = True
+        else:
+            every_group |= dst.st_nlink > 1 and not stat.S_ISDIR(dst.st_mode)
     own = (st.st_dev, st.st_ino) if st is not None else None
-    for e in pol.entries:
-        p = e.p
-        if e.real == real or (e.ident is not None and e.ident == own):
-            return f"{real} is {p.why} ({p.path})"
-        # inside a protected path
-        if p.contents and (e.real in chain_set or (e.ident is not None and e.ident in chain_ids)):
-            return f"{real} lies inside {p.why} ({p.path})"
-        # a parent of a protected path
-        if real in e.chain or (own is not None and own in e.chain_ids):
-            return f"{real} contains {p.why} ({p.path})"
+    first = len(pol.at) + sum(len(g.base.p.inside) for g in pol.groups)  # past every position
+    by_real, by_ident, by_real_in, by_ident_in, by_chain, by_chain_id = pol.index
+    first = min(first, by_real.get(real, first), by_chain.get(real, first),
+                *(by_real_in.get(c, first) for c in chain), *(by_ident_in.get(i, first) for i in chain_ids))
+    if own is not None:
+        first = min(first, by_ident.get(own, first), by_chain_id.get(own, first))
+    why = _verdict(pol.at[first], real, own, chain_set, chain_ids) if first in pol.at else None
+    if pol.groups:
+        if every_group or any(c in pol.foreign for c in chain):
+            reached: Iterable[int] = range(len(pol.groups))
+        else:
+            reached = sorted({n for c in chain for n in pol.group_by_real.get(c, ())}
+                             | {n for i in chain_ids for n in pol.group_by_ident.get(i, ())})
+        for n in reached:  # in order of position
+            g = pol.groups[n]
+            if g.pos >= first:
+                break
+            for at, e in pol.made(g):
+                if at >= first:
+                    break
+                found = _verdict(e, real, own, chain_set, chain_ids)
+                if found is not None:
+                    first, why = at, found
+                    break
+    if why is not None:
+        return why
     inside = _inside_folder(real, st, pol) if st is not None else None
     return f"{real} {inside}" if inside else None
 
