@@ -203,6 +203,8 @@ URL_VERDICTS = [
     ("https://files.example?u@v", _QUERY),  # an @ after the authority is not a credential
     ("https://files.example/p@aB3kF9xQ2mZ7pL4wR8tYqN?x", _TOKEN),
     ("https:///p.whl", None),  # no host: nothing to leak (pip refuses it itself)
+    ("https://0123456789abcdef0123.files.example/p.whl", None),  # each host label judged alone: a hex one is plain
+    ("https://0123456789abcdef0123.aB3kF9xQ2mZ7pL4wR8tYqN.example/p.whl", _TOKEN),
 ]
 
 
