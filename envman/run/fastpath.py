@@ -148,7 +148,7 @@ def _load(path: str) -> dict[str, Any]:
 def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The recorded plan for ``key`` if every file it depends on and every image it names is as
     recorded, else ``None``."""
-    entry = _load(cache_file(environ))["runs"].get(key) if enabled(environ) else None
+    entry = _load(cache_file(environ)).get("runs", {}).get(key) if enabled(environ) else None
     if not isinstance(entry, dict):
         return None
     try:
@@ -193,9 +193,12 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
             environment = list(environment_of(entry["project_file"], args))
             if [[k, value_hash(v)] for k, v in environment] != entry["env"]:
                 return
+        warnings = entry.get("warnings", [])
+        if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+            return
     except Exception:  # a cache never breaks a run: the full path decides
         return
-    for line in entry.get("warnings", []):
+    for line in warnings:
         from envman.errors import printable
 
         sys.stderr.write(f"envman: warning: {printable(line)}\n")
@@ -292,9 +295,11 @@ def try_cached_build(matrix: Sequence[str], words: Sequence[str]) -> None:
         if entry["json"]:
             out = json.dumps(rows, indent=2) + "\n"
         else:
+            from envman.errors import printable  # a verdict's reason comes from an image's labels
+
             tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-            out = "".join((f"\x1b[{_ANSI[colour]}m{status}\x1b[0m" if tty else status) + f" {rest}\n"
-                          for status, colour, rest in entry["lines"])
+            out = "".join((f"\x1b[{_ANSI[colour]}m{printable(status)}\x1b[0m" if tty else printable(status))
+                          + f" {printable(rest)}\n" for status, colour, rest in entry["lines"])
     except Exception:  # a cache never breaks a build: the full path decides
         return
     sys.stdout.write(out)

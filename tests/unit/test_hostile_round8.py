@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from envman.cli._out import local_time
 from envman.cluster import slurm as S
@@ -211,3 +211,89 @@ def test_recording_a_push_replaces_a_registry_entry_of_another_shape(kept, tmp_p
     RM._record_push(RM.Pushed("reg.example", "s", ref, "sha256:" + "c" * 64, "sha256:" + "d" * 64, "pass"))
     data = json.loads(path.read_text())
     assert data["reg.example"]["s"]["ref"] == ref and data["other.example"] == {"s": {"ref": "x"}}
+
+
+# --------------------------------------------------------------------------- every state file's consumer
+
+def _consumers():
+    """(name, path of the state file, a believable content, what reads it as a command does)."""
+    from envman.cluster import slurm
+    from envman.engine import builder
+    from envman.images import store
+    from envman.project import trust
+    from envman.render import rendercache, wheelfacts
+    from envman.run import fastpath
+    from envman.stack import origins
+    from envman import state
+
+    image = "sha256:" + "a" * 64
+    reg = RM.parse_registry("reg.example", where="test")
+    return [
+        ("runs.json", lambda: Path(fastpath.cache_file()),
+         {"format": fastpath.CACHE_FORMAT, "runs": {"k": {"deps": [], "images": [], "sources": [], "argv": ["x"],
+                                                          "home": "/nonexistent/h", "warnings": ["w"]}}},
+         lambda: fastpath.lookup("k")),
+        ("renders.json", lambda: Path(rendercache.cache_path()),
+         {"format": rendercache.CACHE_FORMAT, "renders": {"k": {"text": "t", "sha256": "s"}}},
+         lambda: rendercache.lookup("k")),
+        ("pins.json", P.pins_file, {"k": {"stack": "s", "image_id": "i", "at": 1}}, lambda: P.load_pin("k")),
+        ("trust.json", trust.trust_path, {"schema": 1, "files": {"/x/envman.toml": {"sha256": "a", "roots": ["/x"]}}},
+         lambda: (trust.records(), trust.trusted_entry("/x/envman.toml", "a", "/x"))),
+        ("pushed.json", RM.pushed_path, {"reg.example": {"s": {"ref": "reg.example/envman/s@sha256:" + "c" * 64, "time": 1}}},
+         lambda: (RM.pushed_digest(reg, "s"), RM.digest_ref("s"), RM.digest_ref("s", registry=reg))),
+        ("report", lambda: state.report_path(image), _good_report(), lambda: store.cached_verdict(image)),
+        ("slurm job", lambda: slurm._jobs_dir() / "7.json",
+         {"id": "7", "project": "p", "stack": "s", "runtime": "docker", "log": "/l", "script": "/s", "submitted": 1.0},
+         slurm.load_records),
+        ("matrix-origins.json", origins._path, {"q": {"stack": "s", "files": ["/m.toml"]}},
+         lambda: origins.missing_files_hint("q")),
+        ("wheels.json", lambda: Path(wheelfacts._path()),
+         {"format": wheelfacts.CACHE_FORMAT, "wheels": {"/w": {"sig": [1, 2], "sha256": "x"}}},
+         lambda: wheelfacts.WheelFacts()._all()),
+        ("buildkit-cli.json", lambda: Path(builder._probe_path()),
+         {"format": builder.PROBE_FORMAT, "probes": {"k": {"docker": "d", "buildx": True}}},
+         lambda: builder._kept_probe("k")),
+    ]
+
+
+CONSUMERS = _consumers()
+
+
+def _paths(doc, prefix=()):
+    """Every key path in ``doc`` (tables and lists), the root first."""
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _paths(v, (*prefix, i))
+
+
+def _replaced(doc, path, value):
+    if not path:
+        return value
+    out = dict(doc) if isinstance(doc, dict) else list(doc)
+    out[path[0]] = _replaced(doc[path[0]], path[1:], value)
+    return out
+
+
+@pytest.mark.parametrize("entry", CONSUMERS, ids=[c[0] for c in CONSUMERS])
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_state_file_of_any_shape_is_read_without_an_internal_error(entry, data, tmp_path_factory, monkeypatch):
+    """Every value of a believable state file replaced by any JSON (NaN and infinities included,
+    which Python's reader gives): what a command reads from it never raises."""
+    name, path_fn, good, consume = entry
+    tmp = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp / "config"))
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp / "cache"))
+    paths = list(_paths(good))
+    where = data.draw(st.sampled_from(paths))
+    doc = _replaced(good, where, data.draw(_JSON))
+    path = Path(path_fn())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    path.chmod(0o600)
+    consume()
