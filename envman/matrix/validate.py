@@ -19,7 +19,11 @@ from envman.matrix.model import DEFAULT_PLATFORMS, BaseImage, cudnn_fits, CudaRe
 #: How a check reports a problem: ``add(where, what)``.
 Add = Callable[[str, str], None]
 
-_PY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
+#: A pinned requirement as the Dockerfile takes it, matched whole (``re.match`` with ``$`` also took
+#: a trailing line break, which render refuses): :mod:`envman.render.dockerfile` renders only these.
+PINNED_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+")
+#: The row's URLs, checked as render checks them (:func:`envman.config.check_url`).
+ROW_URL_KEYS = ("index_url", "extra_index_url", "find_links")
 
 
 @dataclass(frozen=True)
@@ -316,8 +320,17 @@ def validate(matrix: Matrix) -> list[Problem]:
         if b.platforms != DEFAULT_PLATFORMS and not b.platform_source:
             add(where, "platforms beyond linux/amd64 need a platform_source")
         for req in b.packages:
-            if not _PY_RE.match(req):
+            if not PINNED_REQUIREMENT_RE.fullmatch(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")
+        for url_key in ROW_URL_KEYS:
+            url = getattr(b, url_key)
+            if url is not None:
+                from envman.config import Invalid, check_url
+
+                try:
+                    check_url(url, what=url_key)
+                except Invalid as exc:
+                    add(where, exc.what)
         _check_wheel_python(b, add)
         for p in b.python_freethreaded:
             if p not in b.python:

@@ -56,6 +56,7 @@ from envman.engine.context import deterministic_tar
 from envman.errors import RenderError, UserError
 from envman.probe import ProbeSourceMissing, probe_archive
 from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX, STACK_NAME_PATTERN
+from envman.matrix.validate import PINNED_REQUIREMENT_RE
 from envman.stack.names import Stack
 from envman.render.plan import (
     BUILDER_KINDS,
@@ -111,7 +112,7 @@ FIELD_RULES: dict[str, tuple[re.Pattern[str], str]] = {
         ("min_driver", r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,2}", "a driver version like 525.60.13"),
     )
 }
-REQUIREMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z0-9,_-]+\])?==[A-Za-z0-9.+!_-]+$")
+REQUIREMENT_RE = PINNED_REQUIREMENT_RE  # what matrix validation accepts is what renders
 _WHEEL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$")
 
 # --- validation of a Stack --------------------------------------------------------------------

@@ -297,3 +297,44 @@ def test_a_state_file_of_any_shape_is_read_without_an_internal_error(entry, data
     path.write_text(json.dumps(doc))
     path.chmod(0o600)
     consume()
+
+
+# --------------------------------------------------------------------------- what validates renders
+
+from dataclasses import replace as _replace  # noqa: E402
+
+from envman.errors import RenderError  # noqa: E402
+from envman.matrix.validate import validate  # noqa: E402
+from envman.render.dockerfile import check_stack  # noqa: E402
+from envman.stack.resolve import resolve  # noqa: E402
+
+ROW = "torch-2.4.1-cuda12.4"
+_PACKAGES = st.one_of(st.sampled_from(["torch==2.4.1", "torch==2.4.1\n", "torch[cuda]==2.4.1", "torch==2.4.1 ",
+                                       " torch==2.4.1", "torch==2.4.1; os_name=='posix'", "torch>=2", "-e x",
+                                       "torch==2.4.1+cu124", "torch @ https://x.example/t.whl"]),
+                      st.text(st.characters(codec="ascii"), min_size=1, max_size=20).map(lambda t: "torch==" + t))
+_URLS = st.one_of(st.none(), st.sampled_from([
+    "https://download.pytorch.org/whl/cu124", "http://evil.example/simple", "https://x.example/s --trusted-host y",
+    "https://x.example/s\n", "https://x.example/s?token=1", "http://127.0.0.1:9/s", "ftp://x.example/s",
+    "https://x.example/aB3kF9xQ2mZ7pL4wR8tYqW/simple", "https://user:pw@x.example/s"]))
+
+
+def _row_matrix(mini, **kw):
+    return _replace(mini, builds=tuple(_replace(b, **kw) if b.name == ROW else b for b in mini.builds))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(package=_PACKAGES, key=st.sampled_from(["index_url", "extra_index_url", "find_links"]), url=_URLS)
+def test_a_row_validates_exactly_when_its_stack_renders(mini, package, key, url):
+    """Packages and URLs of a matrix row: ``matrix validate`` reports a problem exactly when render
+    would refuse the row (a row that validates but fails at render was issue 23's item 9)."""
+    m = _row_matrix(mini, packages=(package,), **{key: url})
+    problems = [p for p in validate(m) if p.where.startswith("torch 2.4.1 cu124")]
+    try:
+        check_stack(resolve(m, ROW))
+        renders = True
+    except RenderError:
+        renders = False
+    except Exception:  # the resolver refuses some rows itself: then validation must say so too
+        renders = False
+    assert renders == (not problems), (package, key, url, problems)
