@@ -170,6 +170,8 @@ def k8s(
     job, secret_keys = k8s_job(x, gpus=count, runtime_class=runtime_class, uid=uid, gid=gid, git=workspace,
                                git_image=git_image)
     dest = output or f"{k8s_name(x.project)}.job.yaml"
+    # The Secret's env file first: a Job written without it would name a Secret nothing can create.
+    env_file = _env_file(proj, [(k, v) for k, v in x.environment if k in secret_keys]) if secret_keys else None
     write_output({Path(dest): to_yaml(job)}, dest, force=force)
     if dest != "-":
         _say(f"wrote {dest}: Job {job['metadata']['name']} on {x.image}, {count} GPU(s)")
@@ -186,7 +188,6 @@ def k8s(
     if secret_keys:
         import shlex
 
-        env_file = _env_file(proj, [(k, v) for k, v in x.environment if k in secret_keys])
         _say(f"the Job reads {', '.join(secret_keys)} from the Secret {job['metadata']['name']}-env: create it with "
              f"kubectl create secret generic {job['metadata']['name']}-env --from-env-file={shlex.quote(env_file or '')}")
 

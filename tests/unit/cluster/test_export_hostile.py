@@ -91,3 +91,40 @@ def test_compose_interpolates_the_envman_name_when_docker_compose_is_here(tmp_pa
 
     env = json.loads(out.stdout)["services"]["p"]["environment"]
     assert env["PATH"] == "/evil" and env["DB_PASS"] == "p$w 'q'"
+
+
+# --------------------------------------------------------------------------- nothing half-written
+
+EXPORTS = {
+    "k8s": ["export", "k8s", "{proj}", "--image", "r.example/x@sha256:" + "a" * 64, "-o", "{out}/job.yaml"],
+    "compose": ["export", "compose", "{proj}", "-o", "{out}/compose.yaml"],
+    "devcontainer": ["export", "devcontainer", "{proj}", "-o", "{out}/dc"],
+}
+
+
+@pytest.mark.parametrize("exporter", sorted(EXPORTS))
+def test_an_export_whose_env_file_cannot_be_written_writes_nothing(exporter, tmp_path, monkeypatch, capsys):
+    """The variables' file (in the state directory) is written before the exported file: a Job or
+    service left behind would name a Secret or a file that was never made."""
+    from envman.main import main
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cuda12.4"\ngpus = "none"\n'
+                                      '[environment]\nDB_PASS = "pw-9f3e"\n')
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    monkeypatch.delenv("ENVMAN_MATRIX", raising=False)
+    with pytest.raises(SystemExit):
+        main(["project", "trust", str(proj)])
+    (tmp_path / "blocked").write_text("a file where the state directory would be\n")
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "blocked"))
+    out = tmp_path / "out"
+    words = [w.replace("{proj}", str(proj)).replace("{out}", str(out)) for w in EXPORTS[exporter]]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(words)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "internal error" not in err, err
+    assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
