@@ -141,12 +141,14 @@ def trusted_cmd(as_json: JsonOpt = False) -> None:
 
     from envman.errors import EnvmanError
     from envman.safefile import read_file
-    from envman.project.trust import records
+    from envman.project.trust import owner_changed, records
 
     rows = []
     for real, rec in records().items():
         try:
             state = "current" if hashlib.sha256(read_file(real, what="project file")).hexdigest() == rec["sha256"] else "changed"
+            if state == "current" and owner_changed(real, rec):
+                state = "new owner"
         except FileNotFoundError:
             state = "missing"
         except EnvmanError:

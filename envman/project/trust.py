@@ -56,16 +56,40 @@ def _roots(real_path: str, entry: dict[str, Any]) -> list[str]:
     return [os.path.dirname(real_path)]
 
 
+def _owner(real_path: str) -> int | None:
+    try:
+        return os.stat(real_path).st_uid
+    except OSError:
+        return None
+
+
+def owner_changed(real_path: str, entry: dict[str, Any]) -> bool:
+    """Whether the file at ``real_path`` is no longer owned by whoever owned it when ``entry``
+    trusted it: a folder you deleted in a shared place and someone else made again, with the same
+    file in it, is theirs. A record from before owners were kept holds only for a file of yours.
+    A file that is not there is not changed (there is nothing to run)."""
+    owner = _owner(real_path)
+    if owner is None:  # no file there now: nothing to run, nothing to decide
+        return False
+    uid = entry.get("uid")
+    if isinstance(uid, int) and not isinstance(uid, bool):
+        return owner != uid
+    return owner != os.getuid()
+
+
 def trusted_entry(real_path: str, sha256: str, root: str | os.PathLike[str] | None = None,
                   path: Path | None = None) -> dict[str, Any] | None:
     """The record that trusts the file at ``real_path`` with content ``sha256`` used as the
     project file of the directory ``root`` (default: the file's own directory), or ``None``.
-    Trust is bound to both: a symlink elsewhere to a trusted file is not trusted."""
+    Trust is bound to all three and to the file's owner: a symlink elsewhere to a trusted file is
+    not trusted, nor the same file made again by someone else (:func:`owner_changed`)."""
     entry = _read(path or trust_path()).get(real_path)
     if entry is None or entry.get("sha256") != sha256:
         return None
     where = os.path.realpath(root) if root is not None else os.path.dirname(real_path)
-    return entry if where in _roots(real_path, entry) else None
+    if where not in _roots(real_path, entry) or owner_changed(real_path, entry):
+        return None
+    return entry
 
 
 def records(path: Path | None = None) -> dict[str, dict[str, Any]]:
@@ -125,10 +149,13 @@ def trust(real_path: str, sha256: str, path: Path | None = None, *,
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     where = os.path.realpath(root) if root is not None else os.path.dirname(real_path)
 
+    owner = _owner(real_path)
+
     def change(files: dict[str, dict[str, Any]]) -> None:
         old = files.get(real_path)
-        roots = set(_roots(real_path, old)) if old is not None and old.get("sha256") == sha256 else set()
-        files[real_path] = {"sha256": sha256, "trusted": now, "roots": sorted(roots | {where})}
+        same = old is not None and old.get("sha256") == sha256 and not owner_changed(real_path, old)
+        roots = set(_roots(real_path, old)) if old is not None and same else set()
+        files[real_path] = {"sha256": sha256, "trusted": now, "roots": sorted(roots | {where}), "uid": owner}
 
     _update(change, path)
 
@@ -196,6 +223,8 @@ def require_trust(project: ProjectConfig) -> None:
     what = "; ".join(asks) if asks else "nothing beyond a stack"
     if record is None:
         state = "new to you"
+    elif record.get("sha256") == project.digest and owner_changed(project.real_file, record):
+        state = "its owner is not the one it had when you trusted it"
     elif record.get("sha256") == project.digest:
         state = f"trusted only as the project file of {', '.join(_roots(project.real_file, record))}"
     else:

@@ -1254,7 +1254,7 @@ def test_the_trust_record_file(home, tmp_path, monkeypatch):
     assert abs((dt.datetime.now(dt.timezone.utc) - stamp).total_seconds()) < 3600  # UTC, whatever the local zone
     assert path.read_text() == json.dumps(doc, indent=2) + "\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert path.with_name("trust.json.lock").exists()
-    assert entry["roots"] == [os.path.realpath(root)] and set(entry) == {"sha256", "trusted", "roots"}
+    assert entry["roots"] == [os.path.realpath(root)] and set(entry) == {"sha256", "trusted", "roots", "uid"} and entry["uid"] == os.getuid()
 
 
 def test_trust_records_in_another_file_and_legacy_records(home, tmp_path):
