@@ -65,7 +65,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def open_file(path: str | os.PathLike[str], *, what: str = "file", fix: str | None = None, private: bool = False,
-              follow: bool = True) -> tuple[int, os.stat_result]:
+              follow: bool) -> tuple[int, os.stat_result]:
     """A descriptor on a regular file and its ``fstat``, opened without blocking (a FIFO never
     hangs, a device is refused before a byte is read); ``FileNotFoundError`` passes through,
     every other problem is a ``UserError``. ``follow=False``: a symlink is refused. ``private``:
@@ -286,10 +286,11 @@ def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = U
         import re
 
         limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
-        long = re.search(r"[0-9][0-9_]{%d,}" % max(limit - 1, 0), text)
+        # the first number longer than the limit (one of exactly the limit converts: it is not it)
+        long = next((m for m in re.finditer(r"[0-9][0-9_]*", text) if len(m.group().replace("_", "")) > limit), None)
         if long is None:
             raise
-        line = text.count("\n", 0, long.start()) + 1
+        line = text[:long.start()].count("\n") + 1
         raise error(f"line {line}: a number of {len(long.group().replace('_', ''))} digits, more than {limit}",
                     where=where, fix="give a shorter value") from exc
 

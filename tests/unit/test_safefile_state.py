@@ -103,3 +103,50 @@ def test_the_digit_limit_named_is_the_one_this_python_applies(limit):
         assert parse_toml(f"a = {'7' * limit}\n".encode(), what="project file", where="W") == {"a": int("7" * limit)}
     finally:
         sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.parametrize(("text", "line", "digits"), [
+    ("a = {ok}\nb = {bad}\n", 2, "bad"),  # a number of exactly the limit converts: the refusal names the next
+    ("a = [{ok}, {bad}]\n", 1, "bad"),
+    ("\n\nc = {bad}\n", 3, "bad"),
+    ("\nc = {bad}\n", 2, "bad"),
+    ("c = {bad_}\n", 1, "bad"),  # underscores are not digits
+])
+def test_the_number_named_is_the_first_longer_than_the_limit(text, line, digits):
+    import sys
+
+    from envman.errors import UserError
+    from envman.safefile import parse_toml
+
+    limit = sys.get_int_max_str_digits()
+    bad = "8" * (limit + 1)
+    under = "_".join(bad[i:i + 3] for i in range(0, len(bad), 3))
+    with pytest.raises(UserError) as e:
+        parse_toml(text.format(ok="7" * limit, bad=bad, bad_=under).encode(), what="project file", where="/p/envman.toml")
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"line {line}: a number of {limit + 1} digits, more than {limit}", "/p/envman.toml", "give a shorter value")
+
+
+def test_a_file_the_system_refuses_to_open_is_one_line(tmp_path, monkeypatch):
+    from envman.safefile import read_file
+    from tests.support.refusal import refusal
+
+    f = tmp_path / "f.toml"
+    f.write_text("")
+
+    def denied(*a, **k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(safefile.os, "open", denied)
+    assert refusal(lambda: read_file(f, what="widget file")) == (
+        "UserError", "cannot read the widget file: permission denied", str(f), "make it readable (chmod a+r) or ask its owner")
+    assert refusal(lambda: read_file(f, what="widget file", fix="F"))[3] == "F"
+
+
+def test_a_path_through_a_file_is_not_found_naming_the_path(tmp_path):
+    from envman.safefile import read_file
+
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileNotFoundError) as e:
+        read_file(tmp_path / "file" / "x")
+    assert e.value.args == (str(tmp_path / "file" / "x"),)

@@ -135,3 +135,14 @@ def test_continued_lines_join_with_nothing_between_them(text, lines):
     from envman.project.file import requirement_lines
 
     assert requirement_lines(text) == lines
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ("a\\\n# c\n", ["a"]),  # a comment line after a continuation is still a comment (pip puts a space first)
+    ("a\\\n#c\nb\n", ["a", "b"]),
+    ("a \\\n# c\n", ["a"]),
+])
+def test_a_comment_after_a_continued_line_stays_a_comment(text, lines):
+    from envman.project.file import requirement_lines
+
+    assert requirement_lines(text) == lines
