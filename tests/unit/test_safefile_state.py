@@ -150,3 +150,23 @@ def test_a_path_through_a_file_is_not_found_naming_the_path(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         read_file(tmp_path / "file" / "x")
     assert e.value.args == (str(tmp_path / "file" / "x"),)
+
+
+@pytest.mark.parametrize("step", ["open", "read"])
+def test_a_state_file_the_system_fails_to_open_or_read_is_ignored_with_the_system_s_words(tmp_path, monkeypatch, capfd, step):
+    p = tmp_path / "s.json"
+    p.write_text("{}")
+    p.chmod(0o600)
+    real = getattr(os, step)
+
+    def failing(*a, **k):
+        if a and a[0] == str(p) or step == "read":
+            raise OSError(errno.EACCES if step == "open" else errno.EIO, os.strerror(errno.EACCES if step == "open" else errno.EIO))
+        return real(*a, **k)
+
+    monkeypatch.setattr(safefile.os, step, failing)
+    got = read_state(p, what="widget cache")
+    monkeypatch.undo()
+    assert got is None
+    why = os.strerror(errno.EACCES if step == "open" else errno.EIO)
+    assert capfd.readouterr().err == _warning("widget cache", p, why)
