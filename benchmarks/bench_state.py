@@ -11,6 +11,9 @@ project makes each other one dearer (a whole-registry walk per registration). Go
 * ``envman project ls`` with N registered projects (a fresh process);
 * resolving every stack name of a matrix made 1x, 4x, 16x larger (``tests/support/scale.py``);
 * ``envman render --all``: bytes of probe archive on disk over one archive (goal 1x: shared);
+* the never-mount policy with N other homes (a tenth of them exist, with a few protected things
+  in them; the rest are accounts without one): made, then five mounts outside them checked, in
+  CPU seconds of one process (best of 5);
 * with ``--engine``: ``envman prune --dry-run`` with N projects that need a project image, all on
   one promoted stack (a tag of a local base image, removed at the end).
 """
@@ -73,6 +76,61 @@ def register_all(env: dict[str, str], roots: list[Path]) -> float:
     return float(out)
 
 
+#: One process: the mount policy made with N other homes, five mounts checked; prints CPU seconds.
+POLICY_CODE = """
+import os, sys, time
+from envman.project import policy
+top, n = sys.argv[1], int(sys.argv[2])
+homes = [os.path.expanduser("~")] + [f"{top}/homes/u{i}" for i in range(n)]
+policy._homes = lambda: sorted(homes)
+mounts = [f"{top}/proj", f"{top}/proj/data", f"{top}/proj/src", f"{top}/proj/missing", f"{top}/proj/src/a.py"]
+best = float("inf")
+for _ in range(5):
+    t = time.process_time()
+    pol = policy.Policy.of(policy.protected_paths())
+    for m in mounts:
+        assert policy.forbidden_reason(m, pol) is None, m
+    best = min(best, time.process_time() - t)
+print(best)
+"""
+
+
+def make_homes(tmp: Path, n: int) -> None:
+    """``tmp/homes/u0`` … ``u{n-1}``: one in ten exists, with a key, a shell file, a config folder
+    and a link out of it; a project beside them to mount."""
+    for i in range(0, n, 10):
+        h = tmp / "homes" / f"u{i}"
+        (h / ".ssh").mkdir(parents=True, exist_ok=True)
+        (h / ".ssh" / "id_ed25519").write_text("key")
+        (h / ".bashrc").write_text("x")
+        (h / ".config" / "fish").mkdir(parents=True, exist_ok=True)
+        (h / "work").mkdir(exist_ok=True)
+        if not (h / ".config" / "nvim").is_symlink():
+            (h / ".config" / "nvim").symlink_to(tmp / "dotfiles" / f"nvim{i}")
+    for d in ("data", "src"):
+        (tmp / "proj" / d).mkdir(parents=True, exist_ok=True)
+    (tmp / "proj" / "src" / "a.py").write_text("x")
+
+
+def policy_cost(env: dict[str, str], tmp: Path, n: int, tree: str | None = None) -> float:
+    """CPU seconds to make the mount policy with ``n`` other homes and check five mounts (``tree``:
+    the envman source tree to import, e.g. an older commit's; default the installed one)."""
+    out = subprocess.run([sys.executable, "-c", POLICY_CODE, str(tmp), str(n)], env=env, check=True,
+                         capture_output=True, text=True, cwd=tree).stdout
+    return float(out)
+
+
+def homes_figure(report: Report, tmp: Path) -> None:
+    make_homes(tmp, SIZES[-1])
+    env = fresh_env(tmp, "homes")
+    env["HOME"] = str(tmp / "me")
+    (tmp / "me").mkdir(exist_ok=True)
+    costs = [policy_cost(env, tmp, n) for n in SIZES]
+    per_home = (costs[2] - costs[1]) / (SIZES[2] - SIZES[1])
+    marginal(report, "mount policy with N other homes (CPU, best of 5)", SIZES, costs,
+             f"{per_home * 1e6:.0f} us CPU per home from {SIZES[1]} to {SIZES[2]}")
+
+
 def main() -> int:
     argv, out = json_option(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -113,6 +171,8 @@ def main() -> int:
             rows.append(time.perf_counter() - t)
         n_rows = tuple(len(shipped.builds) * k for k in scales)
         marginal(report, "resolve every stack name (1x, 4x, 16x rows)", n_rows, rows)  # type: ignore[arg-type]
+
+        homes_figure(report, tmp / "homes-bench")
 
         env = fresh_env(tmp, "render")
         ctx = tmp / "contexts"

@@ -210,10 +210,52 @@ class _Entry:
     chain_ids: frozenset[tuple[int, int]]
 
 
-def _make(p: Protected, ident: Callable[[str], tuple[int, int] | None]) -> _Entry:
-    real = os.path.realpath(p.path)
-    chain = _chain(real)
+def _make(p: Protected, ident: Callable[[str], tuple[int, int] | None], real: str | None = None,
+          chain_of: Callable[[str], list[str]] = _chain) -> _Entry:
+    real = os.path.realpath(p.path) if real is None else real
+    chain = chain_of(real)
     return _Entry(p, real, ident(real), frozenset(chain), frozenset(i for i in map(ident, chain) if i is not None))
+
+
+class _Parents:
+    """``os.path.realpath`` of many paths in a few folders (the homes in ``/home``): each folder
+    resolved once, then one ``lstat`` per path that is no symbolic link."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str | None] = {}  # a folder → its real path, when that is a folder
+        self.chains: dict[str, list[str]] = {}
+
+    def chain(self, real: str) -> list[str]:
+        """:func:`_chain` of ``real``, its parent's looked up once."""
+        head = os.path.dirname(real)
+        if head == real:
+            return [real]
+        if head not in self.chains:
+            self.chains[head] = _chain(head)
+        return [real, *self.chains[head]]
+
+    def real(self, path: str) -> str:
+        head, name = os.path.split(path)
+        if not path.startswith("/") or path.startswith("//") or name in ("", ".", "..") or path != os.path.normpath(path):
+            return os.path.realpath(path)
+        if head not in self.seen:
+            real = os.path.realpath(head)
+            try:
+                # a folder: every step resolved (a loop or a step that cannot be looked up ends elsewhere)
+                self.seen[head] = real if stat.S_ISDIR(os.lstat(real).st_mode) else None
+            except (OSError, ValueError):
+                self.seen[head] = None
+        folder = self.seen[head]
+        if folder is None:
+            return os.path.realpath(path)
+        joined = os.path.join(folder, name)
+        try:
+            link = stat.S_ISLNK(os.lstat(joined).st_mode)
+        except OSError:
+            link = False  # as realpath: what cannot be looked up is taken as it is written
+        except ValueError:
+            link = True
+        return os.path.realpath(path) if link else joined
 
 
 def _verdict(e: _Entry, real: str, own: tuple[int, int] | None, chain: frozenset[str],
@@ -283,13 +325,18 @@ def _shared(mounts: list[tuple[str, str, str, str]]) -> tuple[list[str], frozens
 
 
 @functools.lru_cache(maxsize=8)
-def _spellings(names: tuple[tuple[str, str], ...]) -> dict[str, frozenset[str]]:
-    """Each part of the paths ``names``, by its name folded as a file system that ignores case may fold it."""
-    out: dict[str, set[str]] = {}
-    for name, _ in names:
-        for part in name.split("/"):
-            out.setdefault(part.casefold(), set()).add(part)
-    return {k: frozenset(v) for k, v in out.items()}
+def _plan(names: tuple[tuple[str, str], ...]) -> tuple[dict[str, frozenset[str]], dict[str, dict[str, list[int]]]]:
+    """For :func:`_leading_out`: (each part of the paths ``names`` by its name folded as a file
+    system that ignores case may fold it; for each folder on the way, "" for the first, each name
+    in it → the indices of the paths that go through it)."""
+    spelled: dict[str, set[str]] = {}
+    through: dict[str, dict[str, list[int]]] = {}
+    for i, (name, _) in enumerate(names):
+        parts = name.split("/")
+        for k, part in enumerate(parts):
+            spelled.setdefault(part.casefold(), set()).add(part)
+            through.setdefault("/".join(parts[:k]), {}).setdefault(part, []).append(i)
+    return {k: frozenset(v) for k, v in spelled.items()}, through
 
 
 def _leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | None:
@@ -299,32 +346,33 @@ def _leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | No
     cannot be listed. One listing of ``root`` and one of each folder on the way that exists.
     ``None``: ``root`` is a folder you may search but not list (nothing is known)."""
     import errno
-    import unicodedata
 
-    spelled = _spellings(names)
-    listings: dict[str, tuple[dict[str, str], set[str]] | int] = {}
+    spelled, through = _plan(names)
 
     def listing(rel: str) -> tuple[dict[str, str], set[str]] | int:
-        """(name → "link", "folder" or "other"; the names another name may stand for), or an errno."""
-        if rel not in listings:
-            kinds: dict[str, str] = {}
-            alike: set[str] = set()
-            try:
-                with os.scandir(os.path.join(root, rel) if rel else root) as it:
-                    for e in it:
-                        try:
-                            kinds[e.name] = ("link" if e.is_symlink() else
-                                             "folder" if e.is_dir(follow_symlinks=False) else "other")
-                        except OSError:
-                            kinds[e.name] = "link"  # unknown: as if it led anywhere
-                        for key in {e.name.casefold(), unicodedata.normalize("NFD", e.name).casefold(),
-                                    unicodedata.normalize("NFKD", e.name).casefold()}:
-                            alike.update(w for w in spelled.get(key, ()) if w != e.name)
-            except OSError as exc:
-                listings[rel] = exc.errno or -1
-            else:
-                listings[rel] = (kinds, alike)
-        return listings[rel]
+        """(name → "link", "folder" or "other"; the names another name there may stand for), or an errno."""
+        kinds: dict[str, str] = {}
+        alike: set[str] = set()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                for e in it:
+                    try:
+                        kinds[e.name] = ("link" if e.is_symlink() else
+                                         "folder" if e.is_dir(follow_symlinks=False) else "other")
+                    except OSError:
+                        kinds[e.name] = "link"  # unknown: as if it led anywhere
+                    if e.name.isascii():
+                        keys = {e.name.lower()}
+                    else:
+                        import unicodedata
+
+                        keys = {e.name.casefold(), unicodedata.normalize("NFD", e.name).casefold(),
+                                unicodedata.normalize("NFKD", e.name).casefold()}
+                    for key in keys:
+                        alike.update(w for w in spelled.get(key, ()) if w != e.name)
+        except OSError as exc:
+            return exc.errno or -1
+        return kinds, alike
 
     top = listing("")
     if isinstance(top, int):
@@ -333,24 +381,22 @@ def _leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | No
         if top == errno.EACCES and not os.access(root, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
             return set()  # nor in a folder you may not search
         return None
-    out = set()
-    for i, (name, _) in enumerate(names):
-        rel = ""
-        parts = name.split("/")
-        for k, part in enumerate(parts):
-            found = listing(rel)
-            if isinstance(found, int) or part in found[1]:
-                out.add(i)
-                break
-            kind = found[0].get(part)
-            if kind is None:
-                break  # nothing there, nor under it
-            if kind == "link":
-                out.add(i)
-                break
-            if kind != "folder":
-                break  # nothing under a file
-            rel = os.path.join(rel, part)
+    out: set[int] = set()
+    todo = [("", top)]
+    while todo:
+        rel, (kinds, alike) = todo.pop()
+        need = through[rel]
+        for part in need.keys() & alike:
+            out.update(need[part])
+        for part in need.keys() & kinds.keys():
+            if kinds[part] == "link":
+                out.update(need[part])
+            elif kinds[part] == "folder" and (sub := os.path.join(rel, part)) in through:
+                found = listing(sub)
+                if isinstance(found, int):
+                    out.update(i for more in through[sub].values() for i in more)
+                else:
+                    todo.append((sub, found))
     return out
 
 
@@ -407,9 +453,10 @@ class Policy:
         at: dict[int, _Entry] = {}
         groups: list[_Group] = []
         shared: list[tuple[list[str], frozenset[str], frozenset[str]] | None] = []  # the mounts, read when a group asks
+        parents = _Parents()
         pos = 0
         for p in protected:
-            base = at[pos] = _make(p, ident)
+            base = at[pos] = _make(p, ident, parents.real(p.path), parents.chain) if p.inside else _make(p, ident)
             early = _made_later(base, home_real, shared)
             for j in range(len(p.inside)) if early is None else sorted(early):
                 name, why = p.inside[j]
@@ -489,10 +536,11 @@ def _made_later(base: _Entry, home: str, shared: list[tuple[list[str], frozenset
         return None
     places, place_set, _ = known
     real = base.real
-    inside = real if real.endswith("/") else real + "/"
-    first = bisect.bisect_left(places, inside)  # the places inside ``real`` follow each other from here
-    if (first < len(places) and places[first].startswith(inside)) or any(c in place_set for c in _chain(real)):
-        return None
+    if places:
+        inside = real if real.endswith("/") else real + "/"
+        first = bisect.bisect_left(places, inside)  # the places inside ``real`` follow each other from here
+        if (first < len(places) and places[first].startswith(inside)) or not place_set.isdisjoint(base.chain):
+            return None
     return _leading_out(real, base.p.inside)
 
 

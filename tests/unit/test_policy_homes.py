@@ -452,6 +452,26 @@ def test_a_link_on_the_way_or_a_folder_that_cannot_be_listed_is_resolved_with_th
     assert policy._leading_out(str(tmp_path / "bin"), names) == set()
 
 
+def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
+    """Homes are resolved from their folder's real path with one look at each: the same answer
+    as ``os.path.realpath`` for links, loops, missing steps and odd spellings."""
+    (tmp_path / "home" / "real").mkdir(parents=True)
+    (tmp_path / "home" / "file").write_text("x")
+    (tmp_path / "home" / "link").symlink_to("real")
+    (tmp_path / "home" / "dangling").symlink_to("nowhere/else")
+    (tmp_path / "home" / "loop").symlink_to("loop")
+    (tmp_path / "linked").symlink_to(tmp_path / "home")
+    (tmp_path / "looped").symlink_to("looped")
+    cases = [f"{top}/{name}" for top in (tmp_path / "home", tmp_path / "linked", tmp_path / "looped", tmp_path / "missing",
+                                         tmp_path / "home" / "file")
+             for name in ("real", "link", "dangling", "loop", "missing", ".", "..", "x/..")]
+    cases += [f"/{tmp_path}/home/real", f"{tmp_path}/home/real/", "relative/home", "/", "//"]
+    parents = policy._Parents()
+    for path in cases:
+        assert parents.real(path) == os.path.realpath(path), path
+        assert parents.chain(os.path.realpath(path)) == policy._chain(os.path.realpath(path))
+
+
 # --------------------------------------------------------------------------- the mount table
 
 
