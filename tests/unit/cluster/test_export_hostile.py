@@ -74,23 +74,28 @@ def test_the_compose_service_substitutes_every_variable_from_its_envman_name():
 
 
 def test_compose_interpolates_the_envman_name_when_docker_compose_is_here(tmp_path):
-    """With a real ``docker compose``, ``config`` shows the value from the sourced file."""
+    """With a real Compose (v2's ``docker compose`` or v1's ``docker-compose``), ``config`` shows
+    each value from the sourced file, and the shell keeps its own PATH."""
     import shutil
 
-    if shutil.which("docker") is None or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode:
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        tool = "docker compose"
+    elif shutil.which("docker-compose"):
+        tool = "docker-compose"
+    else:
         pytest.skip("no docker compose here")
-    variables = [("PATH", "/evil"), ("DB_PASS", "p$w 'q'")]
+    variables = [("PATH", "/evil"), ("DB_PASS", "p$w 'q'"), ("PROMPT_COMMAND", "touch /tmp/x")]
     (tmp_path / "compose.yaml").write_text(X.to_yaml(X.compose({"p": X.compose_service(_input(variables), uid=1, gid=1,
                                                                                            home="/h")})))
     (tmp_path / "env.sh").write_text(X.shell_env_file_text(variables))
-    out = subprocess.run(["/bin/sh", "-c", 'set -a; . ./env.sh; set +a; exec docker compose config --format json'],
-                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ})
-    if out.returncode:
-        pytest.skip(f"docker compose config failed: {out.stderr[:200]}")
-    import json
-
-    env = json.loads(out.stdout)["services"]["p"]["environment"]
-    assert env["PATH"] == "/evil" and env["DB_PASS"] == "p$w 'q'"
+    out = subprocess.run(["/bin/sh", "-c", f'set -a; . ./env.sh; set +a; echo "$PATH"; exec {tool} -f compose.yaml config'],
+                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PATH": os.environ["PATH"]})
+    assert out.returncode == 0, out.stderr[-500:]
+    shell_path, _, config = out.stdout.partition("\n")
+    assert shell_path == os.environ["PATH"]
+    env = yaml.safe_load(config)["services"]["p"]["environment"]
+    assert env["PATH"] == "/evil" and env["PROMPT_COMMAND"] == "touch /tmp/x"
+    assert env["DB_PASS"].replace("$$", "$") == "p$w 'q'"  # config prints a literal $ as compose reads it, $$
 
 
 # --------------------------------------------------------------------------- nothing half-written
