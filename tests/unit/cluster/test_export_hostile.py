@@ -133,3 +133,15 @@ def test_an_export_whose_env_file_cannot_be_written_writes_nothing(exporter, tmp
     err = capsys.readouterr().err
     assert e.value.code == 2 and len(err.strip().splitlines()) == 1 and "internal error" not in err, err
     assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
+
+
+def test_no_variable_envman_reads_starts_with_the_compose_prefix():
+    """The names the compose env file sets are envman's own and read by nothing: no variable envman
+    reads (``ENVMAN_*`` in its code) starts with ``ENVMAN_ENV_``."""
+    import re
+
+    package = Path(X.__file__).resolve().parents[1]
+    writers = {Path(X.__file__).resolve(), package / "cli" / "export.py"}  # they write the prefix
+    read = {n for f in package.rglob("*.py") if f.resolve() not in writers
+            for n in re.findall(r"\bENVMAN_[A-Z0-9_]+", f.read_text())}
+    assert read and not [n for n in read if n.startswith(X.COMPOSE_ENV_PREFIX)]
