@@ -267,6 +267,7 @@ PARSE_REFUSALS = [
     ({}, '/p/___', "/p/___/envman.toml: the directory name '___' makes no valid project name — add name = \"my-project\" to the file"),
     ({'mounts': ['x'] * 257}, '/p/proj', '/p/proj/envman.toml: key mounts: 257 mounts, more than 256 — mount a parent folder once instead of its parts'),
     ({'requirements': 'reqs.txt'}, '/p/proj', "/p/proj/envman.toml: key requirements: file 'reqs.txt' not found under /p/proj — give a path relative to the project root, or a list of requirements"),
+    ({'mounts': ['/etc:/e:ro']}, '/p/proj', "/p/proj/envman.toml: key mounts: '/etc:/e:ro' is refused: /etc is a host system directory (/etc) — no file may mount it, trusted or not; if you really mean it, pass it yourself: envman run --mount SOURCE:TARGET --allow-dangerous-mount"),
     ({'network': 'host'}, '/p/proj', '/p/proj/envman.toml: key network: \'host\' is not a network envman attaches runs to — write network = "project" (the default: only this project\'s containers) or "none"'),
 ]
 
@@ -294,3 +295,23 @@ def test_a_requirements_file_s_refusal_names_the_file_it_came_from(tmp_path, sou
         _file.parse_project({"requirements": ["numpy", "-r other.txt"]}, root / "envman.toml")
     assert e.value.where == f"{root / 'envman.toml'}: requirements"
     assert _file.parse_project({"mounts": ["./a:/a"] * MAX_MOUNTS}, root / "envman.toml").name == "proj"  # the limit itself
+
+
+@pytest.mark.parametrize("value", [1, None, True, ["/a:/b"], {"a": "b"}, b"/a:/b"])
+def test_a_mount_that_is_not_a_string_is_refused_whole(value):
+    from envman.project.file import parse_mount
+
+    with pytest.raises(_UserError) as e:
+        parse_mount(value, base=None, where="W", key="run.mounts")
+    assert e.value.line() == f'W: key run.mounts: expected "SOURCE:TARGET[:ro]", got {value!r}'
+
+
+def test_a_mount_from_a_file_is_the_default_and_its_refusal_says_no_file_may_ask():
+    from envman.project.file import parse_mount
+
+    with pytest.raises(_UserError) as e:
+        parse_mount("/etc:/e", base=None, where="W", key="run.mounts")
+    assert e.value.fix.startswith("no file may mount it, trusted or not")
+    with pytest.raises(_UserError) as e:
+        parse_mount("/etc:/e", base=None, where="--mount", key="--mount", from_file=False)
+    assert e.value.fix == "add --allow-dangerous-mount if you really mean to give the container this path"
