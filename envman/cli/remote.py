@@ -98,6 +98,9 @@ def pull(
     from envman.images.remote import pull_stack
     from envman.state import stable_ref
 
+    from envman.images.remote import check_digest
+
+    check_digest(digest)  # bad input is exit 2 before the engine is asked anything
     settings, reg, stack = _registry_and_stack(registry, target)
     with Engine.connect() as engine:
         pulled = pull_stack(engine, stack, reg, digest=digest, allow_http=allow_http or settings.allow_http,

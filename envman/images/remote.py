@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from envman import labels as L
-from envman.errors import EnvmanError, UserError
+from envman.errors import EnvmanError, UserError, clip
 from envman.stack.names import Stack
 
 if TYPE_CHECKING:
@@ -398,6 +398,13 @@ def pull_digest(engine: ContainerEngine, stack: Stack, registry: Registry, *, di
             "or trust everyone who can push there: --trust-registry (or [registry] trust_registry = true)")
 
 
+def check_digest(digest: str | None) -> None:
+    """A manifest digest given to ``pull`` (``None``: none given): ``sha256:<64 hex digits>``."""
+    if digest is not None and not DIGEST_RE.fullmatch(digest):
+        raise UserError(f"digest {clip(digest, 80)!r} is not sha256:<64 hex digits>", where="--digest",
+                        fix="give it as envman push printed it (REPO@sha256:..., the part after @)")
+
+
 def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, digest: str | None = None,
                allow_http: bool = False, trust_registry: bool = False,
                render_hashes: frozenset[str] | None = None) -> Pulled:
@@ -408,8 +415,7 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
     from envman.images.store import rootfs_digest
     from envman.state import stable_ref
 
-    if digest is not None and not DIGEST_RE.fullmatch(digest):
-        raise UserError(f"digest {digest!r} is not sha256:<64 hex digits>", where="--digest")
+    check_digest(digest)
     check_transport(registry, *engine.insecure_registries(), allow_http=allow_http)
     repo = registry.repository(stack.name)
     want, vouched_by, note = pull_digest(engine, stack, registry, digest=digest, trust_registry=trust_registry)

@@ -188,7 +188,7 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
         raise unknown_project(target, projects)
     if target in projects:
         root = projects[target]
-        if not (root / PROJECT_FILE).is_file():
+        if not os.path.lexists(root / PROJECT_FILE):  # anything else there (a FIFO, a folder): load_project names it
             raise UserError(f"project {target!r} is registered at {root}, but {root / PROJECT_FILE} is gone",
                             where="project registry", fix=f"move it back, or envman project rm {target}")
         return load_project(root)

@@ -338,3 +338,44 @@ def test_a_row_validates_exactly_when_its_stack_renders(mini, package, key, url)
     except Exception:  # the resolver refuses some rows itself: then validation must say so too
         renders = False
     assert renders == (not problems), (package, key, url, problems)
+
+
+# --------------------------------------------------------------------------- bad input before the engine
+
+@pytest.mark.parametrize("digest", ["x", "", "sha256:" + "a" * 63, "-x", "\x1b[31m", "a" * 10_000], ids=range(6))
+def test_pull_refuses_a_malformed_digest_as_bad_input_before_asking_the_engine(digest, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # no engine: its error would come first
+    with pytest.raises(SystemExit) as e:
+        main(["pull", "torch-2.4-cuda12.4", "--registry", "reg.example", "--digest", digest])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--digest" in err and "engine" not in err.lower(), err
+    assert len(err.strip().splitlines()) == 1 and len(err) < 400
+
+
+# --------------------------------------------------------------------------- a registered project's file
+
+@pytest.mark.parametrize("kind,said", [("fifo", "FIFO"), ("directory", "directory"), ("device", "device"),
+                                       ("missing", "is gone")])
+def test_a_registered_project_whose_file_is_not_a_file_is_named_for_what_it_is(kind, said, tmp_path, monkeypatch, capsys):
+    """A FIFO, a folder or a device where the project file was is said to be one, not "gone"."""
+    root = tmp_path / "p"
+    root.mkdir()
+    f = root / "envman.toml"
+    if kind == "fifo":
+        os.mkfifo(f)
+    elif kind == "directory":
+        f.mkdir()
+    elif kind == "device":
+        f.symlink_to("/dev/zero")
+    cfg = tmp_path / "config"
+    cfg.mkdir()
+    (cfg / "projects.json").write_text(json.dumps({"schema": 1, "projects": {"p": {"root": str(root)}}}))
+    (cfg / "projects.json").chmod(0o600)
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(cfg))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    with pytest.raises(SystemExit) as e:
+        main(["project", "show", "p"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and said in err and len(err.strip().splitlines()) == 1, err

@@ -407,7 +407,8 @@ def test_pull_refuses_plain_http_unless_allowed(home, stack, monkeypatch):
 def test_a_digest_that_is_not_sha256_hex_is_refused(home, stack, digest):
     engine = FakeEngine()
     assert refusal(lambda: _pull(engine, stack, digest=digest)) == (
-        "UserError", f"digest {digest!r} is not sha256:<64 hex digits>", "--digest", None)
+        "UserError", f"digest {digest!r} is not sha256:<64 hex digits>", "--digest",
+        "give it as envman push printed it (REPO@sha256:..., the part after @)")
 
 
 def test_a_pulled_image_the_engine_cannot_show_is_an_error(home, stack, monkeypatch):
