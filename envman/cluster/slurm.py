@@ -334,14 +334,17 @@ def _environment(spec: JobSpec) -> list[tuple[str, str]]:
 #: for setuid programs (``unsecvars.h``), the shell's start-up and parsing variables, ``srun``'s
 #: ``--export`` keywords, and below the prefixes of the loader's variables, exported shell
 #: functions, Slurm's input variables (``SLURM_*``, ``SRUN_*``; srun's man page), pyxis's and
-#: enroot's settings and the XDG folders enroot keeps its data in.
+#: enroot's settings (``ENROOT_*``, and ``MELLANOX_*`` that enroot's standard hook reads to add
+#: InfiniBand devices, as ``NVIDIA_*`` adds GPUs: those are envman's, dropped already) and the XDG
+#: folders enroot reads its configuration and hooks from (``ENROOT_CONFIG_PATH`` is
+#: ``${XDG_CONFIG_HOME}/enroot`` by default, enroot's configuration documentation).
 PYXIS_HOST_NAMES = frozenset((
     "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "CDPATH", "GLOBIGNORE", "PROMPT_COMMAND",
     "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH",
     "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR", "ALL", "NONE", "NIL",
 ))
 PYXIS_HOST_PREFIXES = ("LD_", "BASH_FUNC_", "SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "SPANK_", "_SLURM", "PYXIS_",
-                       "ENROOT_", "MALLOC_", "XDG_")
+                       "ENROOT_", "MELLANOX_", "MALLOC_", "XDG_")
 
 
 def pyxis_host_names(names: Iterable[str]) -> list[str]:

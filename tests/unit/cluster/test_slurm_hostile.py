@@ -21,7 +21,7 @@ HOST_NAMES = ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH",
               "TMPDIR", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
               "BASH_FUNC_srun%%", "SLURM_EXPORT_ENV", "SLURM_CONTAINER", "SRUN_EXPORT_ENV", "SBATCH_EXPORT",
               "SPANK_X", "_SLURM_SPANK_OPTION_pyxis_container_mounts", "PYXIS_RUNTIME_PATH", "ENROOT_REMAP_ROOT",
-              "XDG_DATA_HOME", "MALLOC_CHECK_", "ALL", "NONE", "NIL", "all", "None")
+              "XDG_DATA_HOME", "XDG_CONFIG_HOME", "MELLANOX_VISIBLE_DEVICES", "MALLOC_CHECK_", "ALL", "NONE", "NIL", "all", "None")
 SOURCING = ("pyxis", "apptainer")
 
 
