@@ -100,6 +100,21 @@ def open_file(path: str | os.PathLike[str], *, what: str = "file", fix: str | No
     return fd, st
 
 
+def _read_upto(fd: int, limit: int) -> bytes | None:
+    """The bytes of ``fd`` to its end, in reads of at most 64 KiB, or ``None`` once it holds more
+    than ``limit`` (whatever size it reported: /proc's files say 0, a file may grow); at most
+    ``limit + 1`` bytes are read. ``OSError`` passes through."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        data = os.read(fd, min(1 << 16, limit + 1 - total))
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+        total += len(data)
+    return None
+
+
 def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = SMALL_LIMIT,
               inside: str | os.PathLike[str] | None = None, fix: str | None = None, private: bool = False,
               follow: bool = False) -> bytes:
@@ -120,23 +135,14 @@ def read_file(path: str | os.PathLike[str], *, what: str = "file", limit: int = 
         if st.st_size > limit:
             raise UserError(f"the {what} is {st.st_size} bytes, more than the {limit} accepted", where=where,
                             fix=fix or "give a smaller file")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limit:
-            try:
-                data = os.read(fd, min(1 << 16, limit + 1 - total))
-            except BlockingIOError:  # pragma: no cover - regular files never block
-                break
-            except OSError as exc:
-                raise UserError(f"cannot read the {what}: {exc.strerror or exc}", where=where,
-                                fix=fix or "check the file") from None
-            if not data:
-                break
-            chunks.append(data)
-            total += len(data)
-        if total > limit:
+        try:
+            data = _read_upto(fd, limit)
+        except OSError as exc:
+            raise UserError(f"cannot read the {what}: {exc.strerror or exc}", where=where,
+                            fix=fix or "check the file") from None
+        if data is None:
             raise UserError(f"the {what} is more than {limit} bytes", where=where, fix=fix or "give a smaller file")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
 
@@ -196,22 +202,14 @@ def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit:
         if st.st_size > limit:
             ignored(f"{st.st_size} bytes, more than the {limit} accepted")
             return None
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limit:
-            try:
-                data = os.read(fd, min(1 << 16, limit + 1 - total))
-            except OSError as exc:
-                ignored(exc.strerror or str(exc))
-                return None
-            if not data:
-                break
-            chunks.append(data)
-            total += len(data)
-        if total > limit:
-            ignored(f"more than the {limit} bytes accepted")
+        try:
+            data = _read_upto(fd, limit)
+        except OSError as exc:
+            ignored(exc.strerror or str(exc))
             return None
-        return b"".join(chunks)
+        if data is None:
+            ignored(f"more than the {limit} bytes accepted")
+        return data
     finally:
         os.close(fd)
 

@@ -170,3 +170,65 @@ def test_a_state_file_the_system_fails_to_open_or_read_is_ignored_with_the_syste
     assert got is None
     why = os.strerror(errno.EACCES if step == "open" else errno.EIO)
     assert capfd.readouterr().err == _warning("widget cache", p, why)
+
+
+# --------------------------------------------------------------------------- read_file, the same reads
+
+
+@pytest.mark.parametrize(("size", "limit"), [(11, 10), (70_001, 70_000), (200_000, 65_536)])
+def test_read_file_refuses_a_file_bigger_than_its_reported_size_after_limit_plus_one_bytes(tmp_path, monkeypatch, size, limit):
+    from envman.safefile import read_file
+    from tests.support.refusal import refusal
+
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * size)
+    real_fstat, real_read = os.fstat, os.read
+    reads: list[int] = []
+    monkeypatch.setattr(safefile.os, "fstat", lambda fd: os.stat_result((*real_fstat(fd)[:6], 0, *real_fstat(fd)[7:])))
+    monkeypatch.setattr(safefile.os, "read", lambda fd, n: reads.append(n) or real_read(fd, n))
+    got = refusal(lambda: read_file(p, what="widget file", limit=limit))
+    monkeypatch.undo()
+    assert got == ("UserError", f"the widget file is more than {limit} bytes", str(p), "give a smaller file")
+    assert sum(reads) == limit + 1 and all(n <= 1 << 16 for n in reads)
+
+
+def test_read_file_says_what_the_system_said_when_a_read_fails(tmp_path, monkeypatch):
+    from envman.safefile import read_file
+    from tests.support.refusal import refusal
+
+    p = tmp_path / "f"
+    p.write_text("x")
+
+    def failing(fd, n):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(safefile.os, "read", failing)
+    got = refusal(lambda: read_file(p, what="widget file"))
+    got_fix = refusal(lambda: read_file(p, what="widget file", fix="F"))
+    monkeypatch.undo()
+    assert got == ("UserError", f"cannot read the widget file: {os.strerror(errno.EIO)}", str(p), "check the file")
+    assert got_fix[3] == "F"
+
+
+def test_inside_is_judged_on_the_file_opened_not_on_the_path_read_again(tmp_path, monkeypatch):
+    """The symlink is re-pointed outside between the open and the check: the check follows the
+    descriptor, so it judges (and reads) the file that was opened."""
+    from envman.safefile import read_file
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "real.toml").write_text("inside")
+    outside = tmp_path / "outside.toml"
+    outside.write_text("outside")
+    link = root / "link.toml"
+    link.symlink_to(root / "real.toml")
+    real_open = safefile.open_file
+
+    def open_then_swap(*a, **k):
+        opened = real_open(*a, **k)
+        link.unlink()
+        link.symlink_to(outside)
+        return opened
+
+    monkeypatch.setattr(safefile, "open_file", open_then_swap)
+    assert read_file(link, inside=root) == b"inside"
