@@ -642,9 +642,9 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
         raise type_error(key, '"SOURCE:TARGET[:ro]" without NUL bytes or line breaks, at most 4096 characters',
                           text[:200], where)
     parts = text.split(":")
-    mode = "rw"
+    read_only = False
     if len(parts) == 3 and parts[2] in ("ro", "rw"):
-        mode = parts.pop()
+        read_only = parts.pop() == "ro"
     if len(parts) != 2 or not parts[0] or not parts[1]:
         raise type_error(key, '"SOURCE:TARGET[:ro]" (no ":" inside the paths)', text, where)
     src, dst = parts
@@ -674,7 +674,7 @@ def parse_mount(text: Any, *, base: Path | None, where: str, key: str = "mounts"
                    "envman run --mount SOURCE:TARGET --allow-dangerous-mount") if from_file else \
                 "add --allow-dangerous-mount if you really mean to give the container this path"
             raise UserError(f"{'' if key == where else f'key {key}: '}{text!r} is refused: {why}", where=where, fix=fix)
-    return Mount(source, target, mode == "ro")
+    return Mount(source, target, read_only)
 
 
 def parse_port(v: Any, *, where: str, key: str = "ports") -> Port:

@@ -172,3 +172,27 @@ def test_a_kind_no_toml_file_holds_is_named_by_its_type(value, word):
 ])
 def test_a_folder_s_default_name_is_lower_case_trimmed_and_63_characters_at_most(folder, name):
     assert F.default_name(Path("/srv") / folder) == name
+
+
+def test_a_new_content_forgets_the_folders_the_old_one_was_trusted_from(home):
+    proj = _trusted_project(home / "p", roots=None)
+    other = home / "q"
+    other.mkdir()
+    T.trust(proj.real_file, proj.digest, root=other)
+    assert T.records()[proj.real_file]["roots"] == sorted([os.path.realpath(home / "p"), os.path.realpath(other)])
+    (home / "p" / "envman.toml").write_text(STACK)
+    changed = load_project(home / "p")
+    T.trust(changed.real_file, changed.digest, root=other)
+    assert T.records()[proj.real_file]["roots"] == [os.path.realpath(other)]
+    assert T.records()[proj.real_file]["uid"] == os.stat(proj.real_file).st_uid
+
+
+def test_a_record_made_by_another_owner_is_one_exact_refusal(home):
+    proj = _trusted_project(home / "p", roots=[os.path.realpath(home / "p")])
+    doc = json.loads(T.trust_path().read_text())
+    doc["files"][proj.real_file]["uid"] = os.getuid() + 4242
+    T.trust_path().write_text(json.dumps(doc))
+    assert refusal(lambda: T.require_trust(proj)) == (
+        "UserError", "it is not trusted (its owner is not the one it had when you trusted it) and asks for "
+        + "; ".join(T.trust_asks(proj)), str(proj.file),
+        f"read it, then trust it: envman project trust {proj.file}")

@@ -4,6 +4,8 @@ form becomes."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from envman.errors import UserError
@@ -55,3 +57,32 @@ def test_each_accepted_form_becomes_its_source_target_and_mode(tmp_path, text, t
     d.mkdir()
     m = parse_mount(text.format(d=d), base=None, where="W")
     assert (m.source, m.target, m.read_only) == (str(d), target, read_only)
+
+
+@pytest.mark.parametrize("target", ["/sys/kernel", "/dev/shm", "/proc/1", "/dev/nvidia0", "/sys/fs/cgroup"])
+def test_no_mount_lands_inside_the_kernel_s_own_folders(tmp_path, target):
+    with pytest.raises(UserError) as e:
+        parse_mount(f"{tmp_path}:{target}", base=None, where="W")
+    assert e.value.what == f"key mounts: expected {TARGET}, got '{tmp_path}:{target}'"
+
+
+@pytest.mark.parametrize("text", ["../x:/b", "link:/b"])
+def test_a_relative_source_leading_out_of_the_project_is_one_whole_refusal(tmp_path, text):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path)
+    with pytest.raises(UserError) as e:
+        parse_mount(text, base=root, where="W")
+    src = text.split(":")[0]
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"key mounts: the relative source of {text!r} resolves to {os.path.realpath(root / src)}, outside the "
+        f"project root {root}", "W", "relative sources must stay inside the project (no .. or symlinks leading out)")
+
+
+def test_a_refused_mount_names_its_key_except_on_the_command_line():
+    with pytest.raises(UserError) as e:
+        parse_mount("/etc:/e", base=None, where="W", key="run.mounts")
+    assert e.value.what == "key run.mounts: '/etc:/e' is refused: /etc is a host system directory (/etc)"
+    with pytest.raises(UserError) as e:
+        parse_mount("/etc:/e", base=None, where="--mount", key="--mount", from_file=False)
+    assert e.value.what == "'/etc:/e' is refused: /etc is a host system directory (/etc)"
