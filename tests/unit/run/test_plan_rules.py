@@ -679,3 +679,12 @@ def test_a_gpu_run_is_checked_against_the_detected_host_with_the_suggestion(stat
     with pytest.raises(Q.PreflightError) as e:
         _gpu_run(state, mini, info, GpuRequest("all"), host_name="rtx3090-470")
     assert "use torch-2.4.1-cuda11.8" in e.value.what and "driver 470.57.02" in e.value.what
+
+
+def test_to_json_names_the_environment_and_never_shows_a_value():
+    import json as _json
+
+    d = plan(environment=(("WANDB_API_KEY", "s3cr3t-value"), ("MODE", "offline-xyz"))).to_json()
+    assert d["environment"] == ["WANDB_API_KEY", "MODE"]
+    text = _json.dumps(d)
+    assert "s3cr3t-value" not in text and "offline-xyz" not in text

@@ -67,3 +67,13 @@ def test_prepare_refuses_a_gpu_run_without_gpus(tmp_path, mini):
         prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n', FakeEngine.with_images({stable: "sha256:stable"}), built=[])
     assert e.value.exit_code == 1 and "--no-gpu" in e.value.line() and "(and 1 more: envman doctor)" in e.value.line()
     assert "\n" not in e.value.line()
+
+
+@pytest.mark.parametrize(("line", "network"), [("", "project"), ('network = "project"\n', "project"),
+                                                ('network = "none"\n', "none")])
+def test_the_plan_joins_the_network_the_settings_say(tmp_path, mini, line, network):
+    stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
+    write_report("sha256:stable")
+    prep = prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n' + line,
+                    FakeEngine.with_images({stable: "sha256:stable"}), cli=CliOverrides(gpus=None, gpus_set=True), built=[])
+    assert prep.plan.network == network
