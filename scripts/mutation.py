@@ -84,25 +84,28 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # Push and pull: registry names, plain HTTP, the labels a pulled image must carry.
     "remote": {
         "modules": ["envman/images/remote.py"],
-        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py"],
+        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py",
+                  "tests/unit/test_hostile_round8.py"],
     },
     # Smoke verdicts on the image: digests, the verdict image, which tags move.
     "store": {
         "modules": ["envman/images/store.py"],
-        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py"],
+        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+                  "tests/unit/test_hostile_round8.py"],
     },
     # Build, smoke, promote, list and prune.
     "build": {
         "modules": ["envman/images/build.py"],
         "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
-                  "tests/unit/images/test_store_shared_engine.py"],
+                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/test_hostile_round8.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
         "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
         "tests": [
             "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
-            "tests/unit/cluster/test_slurm.py", "tests/unit/test_security_rules.py",
+            "tests/unit/cluster/test_slurm.py", "tests/unit/test_security_rules.py", "tests/unit/cluster/test_export_hostile.py",
+            "tests/unit/cluster/test_slurm_hostile.py",
         ],
         "pytest_args": ["-k", "not (cli_ or dry_run)"],
     },
