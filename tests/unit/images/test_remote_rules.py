@@ -680,3 +680,12 @@ def test_digest_ref_falls_back_to_what_was_pulled_here(home, stack):
     assert R.digest_ref("s", engine=engine, registry=R.Registry("z.example")) == f"z.example/envman/s@{D2}"
     assert R.digest_ref("s", engine=engine, registry=R.Registry("b.example")) is None
     assert R.digest_ref("s2", engine=engine) is None
+
+
+@pytest.mark.parametrize("length", [80, 81, 300])
+def test_a_malformed_digest_is_shown_clipped_to_80_characters(length):
+    digest = "sha256:" + "z" * (length - 7)
+    line = refusal(lambda: R.check_digest(digest))
+    shown = digest if length <= 80 else f"{digest[:80]}… ({length - 80} more characters)"
+    assert line == ("UserError", f"digest {shown!r} is not sha256:<64 hex digits>", "--digest",
+                    "give it as envman push printed it (REPO@sha256:..., the part after @)")
