@@ -625,9 +625,17 @@ def write_output(files: Mapping[Path, str], dest: str, *, force: bool) -> list[P
     existing = [p for p in files if p.exists()]
     if existing and not force:
         raise UserError(f"{existing[0]} exists", where="envman export", fix="pass --force to overwrite it, or -o another path")
+    import os
+    import stat
+
     for p in files:
         if p.is_dir() or (p.parent.exists() and not p.parent.is_dir()):
             raise UserError(f"cannot write {p}: a directory is in the way", where="envman export", fix="choose another -o")
+        mode = os.lstat(p).st_mode if os.path.lexists(p) else None
+        if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            # the rename would replace a FIFO, a socket or a device node (/dev/null, for root) with a file
+            raise UserError(f"cannot write {p}: it is not a regular file", where="envman export",
+                            fix="choose another -o (or - to print it)")
     for p, text in files.items():
         atomic_write(p, text)
     return list(files)

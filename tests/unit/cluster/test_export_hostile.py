@@ -145,3 +145,52 @@ def test_no_variable_envman_reads_starts_with_the_compose_prefix():
     read = {n for f in package.rglob("*.py") if f.resolve() not in writers
             for n in re.findall(r"\bENVMAN_[A-Z0-9_]+", f.read_text())}
     assert read and not [n for n in read if n.startswith(X.COMPOSE_ENV_PREFIX)]
+
+
+# --------------------------------------------------------------------------- what an export writes over
+
+def _fifo(p):
+    os.mkfifo(p)
+
+
+def _socket(p):
+    import socket
+
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(p))
+    s.close()
+
+
+def _device(p):
+    if os.getuid() != 0:
+        pytest.skip("making a device node needs root")
+    os.mknod(p, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+
+
+@pytest.mark.parametrize("make", [_fifo, _socket, _device], ids=["fifo", "socket", "device"])
+def test_an_export_never_writes_over_what_is_not_a_regular_file_even_with_force(make, tmp_path):
+    import stat
+
+    target = tmp_path / "out.yaml"
+    make(target)
+    before = os.lstat(target)
+    with pytest.raises(X.UserError) as e:
+        X.write_output({target: "x: 1\n"}, str(target), force=True)
+    assert e.value.what == f"cannot write {target}: it is not a regular file" and e.value.where == "envman export"
+    after = os.lstat(target)
+    assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink", "dangling symlink"])
+def test_force_replaces_a_regular_file_or_a_link_itself_never_what_a_link_points_to(kind, tmp_path):
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep\n")
+    target = tmp_path / "out.yaml"
+    if kind == "file":
+        target.write_text("old\n")
+    elif kind == "symlink":
+        target.symlink_to(elsewhere)
+    else:
+        target.symlink_to(tmp_path / "nowhere")
+    X.write_output({target: "x: 1\n"}, str(target), force=True)
+    assert target.read_text() == "x: 1\n" and not target.is_symlink() and elsewhere.read_text() == "keep\n"
