@@ -61,8 +61,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # back to pytest in a form pytest does not find.)
     "policy": {
         "modules": ["envman/project/policy.py"],
-        "tests": ["tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_policy_scan.py"],
-        "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash)"],
+        "tests": ["tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_policy_scan.py",
+                  "tests/unit/test_policy_homes.py"],
+        "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or bind_mount_of_another_home)"],
     },
     # The network a run joins: made, labelled, checked before it is joined; a full address pool.
     "network": {

@@ -101,14 +101,13 @@ STARTUP = "a file a shell or a tool runs at start-up"
 #: What a home holds that no file may mount, relative to it: (name, why), in the order checked.
 HOME_INSIDE = tuple((n, STARTUP) for n in STARTUP_NAMES) + tuple((n, CREDENTIALS) for n in CREDENTIAL_NAMES)
 #: File system types each of whose files reports the file system's own device, so that two paths
-#: with one (device, inode) name one file of it. Any other type counts as one whose files may have
-#: the identity of a file elsewhere (overlayfs reports the device and inode of the file in the
-#: layer below: Linux's Documentation/filesystems/overlayfs.rst, "Inode properties").
+#: with one (device, inode) name one file of it: those homes live on. Any other type counts as one
+#: whose files may have the identity of a file elsewhere (overlayfs reports the device and inode
+#: of the file in the layer below: Linux's Documentation/filesystems/overlayfs.rst, "Inode
+#: properties"); the kernel's own (proc, sysfs, ...) are mounted only where system paths are.
 OWN_IDENTITY_TYPES = frozenset({
-    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "tmpfs", "ramfs", "nfs", "nfs4", "cifs", "smb3", "vfat",
-    "exfat", "ntfs3", "f2fs", "squashfs", "iso9660", "erofs", "9p", "virtiofs", "autofs", "devtmpfs", "proc",
-    "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "hugetlbfs", "debugfs", "tracefs", "securityfs", "pstore",
-    "bpf", "nsfs", "configfs", "fusectl", "binfmt_misc", "efivarfs", "rpc_pipefs", "selinuxfs", "fuse", "fuseblk",
+    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "nfs", "nfs4", "cifs", "smb3", "9p", "virtiofs",
+    "autofs", "vfat", "exfat", "ntfs3", "squashfs", "erofs", "fuse", "fuseblk",
 })
 
 
@@ -436,6 +435,8 @@ class Policy:
     group_by_ident: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     #: Mount points under which a file may report the identity of a file elsewhere.
     foreign: frozenset[str] = frozenset()
+    #: One past the last position.
+    end: int = 0
 
     @classmethod
     def of(cls, protected: Iterable[Protected], home: str | None = None) -> Policy:
@@ -485,7 +486,8 @@ class Policy:
             if g.base.ident is not None:
                 group_by_ident.setdefault(g.base.ident, []).append(n)
         foreign = shared[0][2] if shared and shared[0] is not None else frozenset()
-        return cls(tuple(at.values()), {}, home_real, at, index, tuple(groups), group_by_real, group_by_ident, foreign)
+        return cls(tuple(at.values()), {}, home_real, at, index, tuple(groups), group_by_real, group_by_ident, foreign,
+                   pos)
 
     def made(self, g: _Group) -> list[tuple[int, _Entry]]:
         """The paths of the group ``g`` not made with the policy, made now (once)."""
@@ -668,7 +670,7 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None
         else:
             every_group |= dst.st_nlink > 1 and not stat.S_ISDIR(dst.st_mode)
     own = (st.st_dev, st.st_ino) if st is not None else None
-    first = len(pol.at) + sum(len(g.base.p.inside) for g in pol.groups)  # past every position
+    first = pol.end
     by_real, by_ident, by_real_in, by_ident_in, by_chain, by_chain_id = pol.index
     first = min(first, by_real.get(real, first), by_chain.get(real, first),
                 *(by_real_in.get(c, first) for c in chain), *(by_ident_in.get(i, first) for i in chain_ids))

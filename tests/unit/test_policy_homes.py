@@ -489,15 +489,29 @@ def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
     ([("/", "/", "8:1", "ext4"), ("/home", "/", "8:2", "ext4")], [], []),
     # subvolumes side by side
     ([("/", "/@", "0:31", "btrfs"), ("/home", "/@home", "0:31", "btrfs")], [], []),
-    # name spaces kept by name: the same one twice is shared
-    ([("/run/a", "net:[1]", "0:4", "nsfs"), ("/run/b", "net:[2]", "0:4", "nsfs")], [], []),
-    ([("/run/a", "net:[1]", "0:4", "nsfs"), ("/run/b", "net:[1]", "0:4", "nsfs")], ["/run/a", "/run/b"], []),
+    # roots that are names, not paths (as nsfs shows them): the same one twice is shared
+    ([("/run/a", "net:[1]", "0:4", "tmpfs"), ("/run/b", "net:[2]", "0:4", "tmpfs")], [], []),
+    ([("/run/a", "net:[1]", "0:4", "tmpfs"), ("/run/b", "net:[1]", "0:4", "tmpfs")], ["/run/a", "/run/b"], []),
+    # the kernel's own file systems count as any other
+    ([("/run/a", "net:[1]", "0:4", "nsfs"), ("/proc", "/", "0:5", "proc")], ["/proc", "/run/a"], ["/proc", "/run/a"]),
     # a file system that reports other files' identities; FUSE reports its own
     ([("/", "/", "0:50", "overlay"), ("/f", "/", "0:51", "fuse.sshfs")], ["/"], ["/"]),
 ])
 def test_the_places_where_two_paths_may_be_one_file(table, places, foreign):
     got_places, got_set, got_foreign = policy._shared(table)
     assert got_places == sorted(places) and got_set == frozenset(places) and got_foreign == frozenset(foreign)
+
+
+@pytest.mark.parametrize("fstype", ["ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "nfs", "nfs4", "cifs",
+                                    "smb3", "9p", "virtiofs", "autofs", "vfat", "exfat", "ntfs3", "squashfs", "erofs",
+                                    "fuse", "fuseblk", "fuse.sshfs", "fuse.gocryptfs"])
+def test_the_file_systems_homes_live_on_report_their_own_identities(fstype):
+    assert policy._shared([("/home", "/", "8:1", fstype)]) == ([], frozenset(), frozenset())
+
+
+@pytest.mark.parametrize("fstype", ["overlay", "aufs", "shiftfs", "unionfs", "proc", "fuseblk2", "xfs2", "ext"])
+def test_any_other_file_system_may_report_another_file_s_identity(fstype):
+    assert policy._shared([("/home", "/", "8:1", fstype)]) == (["/home"], frozenset({"/home"}), frozenset({"/home"}))
 
 
 def test_the_mount_table_is_read_with_its_escapes(monkeypatch):
