@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from envman.project import policy
 from envman.project.policy import Protected
@@ -209,8 +209,17 @@ def _op(op, where, part, to=("", "", "out/keys"), mode=0o755):
     return (op, ("homes", where, part) if where else ("", "", part), to, mode)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: Under mutation testing (scripts/mutation.py) each mutant runs the property's fixed examples and
+#: twenty generated ones, the same each time, without shrinking a failure.
+MUTATION = "MUTANT_UNDER_TEST" in os.environ
+
+
+@settings(max_examples=20 if MUTATION else 60, deadline=None, derandomize=MUTATION, database=None if MUTATION else settings().database,
+          phases=(Phase.explicit, Phase.generate) if MUTATION else tuple(Phase),
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
+@example(ops=[_op("dir", "u0", ".ssh"), _op("link-abs", "me", ".ssh", ("homes", "u0", ".ssh"))])
+@example(ops=[_op("dir", "u0", ".config"), _op("link-rel", "u0", ".config/zsh", ("homes", "u0", ".config/zsh.d"))])
 @example(ops=[_op("file", "u0", ".git-credentials"), _op("hardlink", "", "out/file", ("homes", "u0", ".git-credentials"))])
 @example(ops=[_op("dir", "", "out/keys"), _op("link-abs", "u0", ".ssh")])
 @example(ops=[_op("dir", "", "out/keys/deep"), _op("link-rel", "u1", ".config")])
@@ -523,6 +532,27 @@ def test_the_mount_table_is_read_with_its_escapes(monkeypatch):
     assert policy._mounts() == [("/", "/", "254:0", "ext4"), ("/mnt/a b", "/my dir", "254:0", "ext4")]
     monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: b"27 1 254:0 / / rw\n")
     assert policy._mounts() is None  # not a table: every home made at once
+    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: b"27 1 254:0 / / rw,relatime shared:1 a b c\n")
+    assert policy._mounts() is None  # ten fields, no separator
+    text = ("27 1 254:0 / / rw shared:1 master:2 - ext4 /dev/vda\n"  # no super options
+            "28 1 0:4 - /run/x rw - nsfs nsfs rw\n")  # a root spelled like the separator
+    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: text.encode())
+    assert policy._mounts() == [("/", "/", "254:0", "ext4"), ("/run/x", "-", "0:4", "nsfs")]
+
+
+def test_the_mount_table_is_read_by_the_safe_reader_up_to_its_limit(monkeypatch):
+    import envman.safefile
+    from envman.errors import UserError
+
+    calls = []
+
+    def fake(path, **kw):
+        calls.append((path, kw))
+        raise UserError(f"the {kw['what']} is more than {kw['limit']} bytes", where=path, fix="x")
+
+    monkeypatch.setattr(envman.safefile, "read_file", fake)
+    assert policy._mounts() is None
+    assert calls == [("/proc/self/mountinfo", {"what": "mount table", "limit": 1 << 24})]
 
 
 def test_the_mount_table_of_this_machine_is_read():
