@@ -425,10 +425,10 @@ class Policy:
     home: str = "/"
     #: Each entry by its position among all protected paths.
     at: dict[int, _Entry] = field(default_factory=dict)
-    #: The first position at which a check of :func:`_verdict` can meet a key: by real path, by
-    #: identity, the same two for entries whose contents are protected, by each parent's real path,
-    #: by each parent's identity.
-    index: tuple[dict[Any, int], ...] = field(default_factory=lambda: tuple({} for _ in range(6)))
+    #: The first position at which a check of :func:`_verdict` can meet a key: by the real path and
+    #: by the identity of entries whose contents are protected, by the real path and by the
+    #: identity of each entry's path and parents.
+    index: tuple[dict[Any, int], ...] = field(default_factory=lambda: tuple({} for _ in range(4)))
     groups: tuple[_Group, ...] = ()
     #: The groups by the real path, and by the identity, of the path that holds them.
     group_by_real: dict[str, list[int]] = field(default_factory=dict)
@@ -465,11 +465,9 @@ class Policy:
             if early is not None:
                 groups.append(_Group(base, pos + 1, early))
             pos += 1 + len(p.inside)
-        index: tuple[dict[Any, int], ...] = ({}, {}, {}, {}, {}, {})
-        by_real, by_ident, by_real_in, by_ident_in, by_chain, by_chain_id = index
+        index: tuple[dict[Any, int], ...] = ({}, {}, {}, {})
+        by_real_in, by_ident_in, by_chain, by_chain_id = index
         for n, e in at.items():  # in order of position: each key keeps its first
-            by_real.setdefault(e.real, n)
-            by_ident.setdefault(e.ident, n)
             if e.p.contents:
                 by_real_in.setdefault(e.real, n)
                 by_ident_in.setdefault(e.ident, n)
@@ -477,7 +475,6 @@ class Policy:
                 by_chain.setdefault(c, n)
             for i in e.chain_ids:
                 by_chain_id.setdefault(i, n)
-        by_ident.pop(None, None)
         by_ident_in.pop(None, None)
         group_by_real: dict[str, list[int]] = {}
         group_by_ident: dict[tuple[int, int], list[int]] = {}
@@ -664,18 +661,19 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None
         deepest = next(k for k, i in enumerate(ids) if i is not None)
         every_group = any(i is None for i in ids[deepest:])
         try:
-            dst = st if deepest == 0 and st is not None else os.stat(chain[deepest])
+            dst = st if st is not None else os.stat(chain[deepest])  # st: the mount's own (then deepest is 0)
         except (OSError, ValueError):
             every_group = True
         else:
             every_group |= dst.st_nlink > 1 and not stat.S_ISDIR(dst.st_mode)
     own = (st.st_dev, st.st_ino) if st is not None else None
-    first = pol.end
-    by_real, by_ident, by_real_in, by_ident_in, by_chain, by_chain_id = pol.index
-    first = min(first, by_real.get(real, first), by_chain.get(real, first),
-                *(by_real_in.get(c, first) for c in chain), *(by_ident_in.get(i, first) for i in chain_ids))
+    by_real_in, by_ident_in, by_chain, by_chain_id = pol.index
+    end = pol.end
+    # an entry's own real path and identity are in its chain: "is" is found with "contains"
+    first = min(by_chain.get(real, end), *(by_real_in.get(c, end) for c in chain),
+                *(by_ident_in.get(i, end) for i in chain_ids))
     if own is not None:
-        first = min(first, by_ident.get(own, first), by_chain_id.get(own, first))
+        first = min(first, by_chain_id.get(own, end))
     why = _verdict(pol.at[first], real, own, chain_set, chain_ids) if first in pol.at else None
     if pol.groups:
         if every_group or any(c in pol.foreign for c in chain):
