@@ -222,12 +222,16 @@ def mount_text(m: Mount) -> str:
 def type_error(key: str, expected: str, value: Any, where: str, fix: str | None = None) -> UserError:
     """The one-line error for a key of a project file (or of the user config's tables that take the
     same values) whose value is not what it must be."""
-    return UserError(f"key {key}: expected {expected}, got {value!r}", where=where, fix=fix)
+    named = "" if key == where else f"key {key}: "  # a command-line option is its own place: named once
+    return UserError(f"{named}expected {expected}, got {value!r}", where=where, fix=fix)
 
 
 #: The most mounts one file may ask for: each is checked against the protected paths (a scan of
 #: the folder for sockets and hard links), and a run needs far fewer.
 MAX_MOUNTS = 256
+#: The most ports one file may publish: each is a ``-p`` option of the run's command line, whose
+#: length the system bounds (a file with 120,000 ports made a command line too long to start).
+MAX_PORTS = 256
 
 
 def kind_of(value: Any) -> str:
@@ -376,6 +380,9 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     if "ports" in doc:
         if not isinstance(doc["ports"], list):
             raise type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
+        if len(doc["ports"]) > MAX_PORTS:
+            raise UserError(f"key ports: {len(doc['ports'])} ports, more than {MAX_PORTS}", where=where,
+                            fix="publish the ports the project serves; others reach them over its network")
         ports = [parse_port(p, where=where) for p in doc["ports"]]
 
     network = check_network(doc["network"], where=where) if "network" in doc else None

@@ -268,6 +268,7 @@ PARSE_REFUSALS = [
     ({'mounts': ['x'] * 257}, '/p/proj', '/p/proj/envman.toml: key mounts: 257 mounts, more than 256 — mount a parent folder once instead of its parts'),
     ({'requirements': 'reqs.txt'}, '/p/proj', "/p/proj/envman.toml: key requirements: file 'reqs.txt' not found under /p/proj — give a path relative to the project root, or a list of requirements"),
     ({'mounts': ['/etc:/e:ro']}, '/p/proj', "/p/proj/envman.toml: key mounts: '/etc:/e:ro' is refused: /etc is a host system directory (/etc) — no file may mount it, trusted or not; if you really mean it, pass it yourself: envman run --mount SOURCE:TARGET --allow-dangerous-mount"),
+    ({'ports': list(range(1, 258))}, '/p/proj', '/p/proj/envman.toml: key ports: 257 ports, more than 256 — publish the ports the project serves; others reach them over its network'),
     ({'network': 'host'}, '/p/proj', '/p/proj/envman.toml: key network: \'host\' is not a network envman attaches runs to — write network = "project" (the default: only this project\'s containers) or "none"'),
 ]
 
@@ -315,3 +316,23 @@ def test_a_mount_from_a_file_is_the_default_and_its_refusal_says_no_file_may_ask
     with pytest.raises(_UserError) as e:
         parse_mount("/etc:/e", base=None, where="--mount", key="--mount", from_file=False)
     assert e.value.fix == "add --allow-dangerous-mount if you really mean to give the container this path"
+
+
+def test_256_ports_are_the_most_a_file_may_publish(tmp_path):
+    from envman.project.file import MAX_PORTS
+
+    assert len(_file.parse_project({"ports": list(range(1, MAX_PORTS + 1))}, tmp_path / "envman.toml").ports) == MAX_PORTS
+
+
+@pytest.mark.parametrize(("call", "line"), [
+    (lambda: _file.parse_port("0", where="--port", key="--port"),
+     '--port: expected ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80", got \'0\''),
+    (lambda: _file.check_shm("big", where="--shm-size", key="--shm-size"),
+     '--shm-size: expected a size such as "8g", "512m" or a number of bytes, got \'big\''),
+    (lambda: _file.parse_port("0", where="W", key="run.ports"),
+     'W: key run.ports: expected ports 1-65535: 8888 or "HOST:CONTAINER" such as "8080:80", got \'0\''),
+])
+def test_an_option_refused_on_the_command_line_is_named_once(call, line):
+    with pytest.raises(_UserError) as e:
+        call()
+    assert e.value.line().startswith(line)
