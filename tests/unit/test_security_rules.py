@@ -1437,7 +1437,9 @@ def test_state_problem_by_mode(tmp_path, mode, ok):
                                       ("group-writable", "writable by its group or by others"),
                                       ("world-writable", "writable by its group or by others"),
                                       ("other-owner", "owned by uid 65534, not by you"), ("symlink", "a symbolic link"),
-                                      ("oversized", "17825792 bytes, more than the 16777216 accepted")])
+                                      ("oversized", "17825792 bytes, more than the 16777216 accepted")],
+                         ids=["fifo", "dev-zero", "group-writable", "world-writable", "other-owner", "symlink",
+                              "oversized"])  # plain ids: mutmut passes them back to pytest
 def test_read_state_says_why_it_ignores_a_file(tmp_path, kind, why, capfd):
     p = tmp_path / "s.json"
     HOSTILE[kind](p)
