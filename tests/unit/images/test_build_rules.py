@@ -586,3 +586,27 @@ def test_a_cached_report_naming_a_removed_verdict_image_is_not_kept(stack):
     verdict_image = engine.add_image()
     B.save_report(B.SmokeReport(stack.name, "x", image, "pass", "", False, None, 0, "", verdict_image_id=verdict_image))
     assert B.kept_report(engine, b).verdict_image_id == verdict_image
+
+
+_REPORT = {"stack": "s", "image": "i", "image_id": "sha256:x", "overall": "pass", "reason": "r", "gpus_requested": True,
+           "probe": None, "exit_code": 0, "stderr_tail": "", "created": 1.0, "promoted": False, "verdict_image_id": None}
+
+
+@pytest.mark.parametrize("missing", ["created", "promoted", "verdict_image_id"])
+def test_a_cached_report_without_a_field_that_has_a_default_is_read_with_the_default(missing):
+    from envman.images.build import SmokeReport, report_from_json
+
+    data = {k: v for k, v in _REPORT.items() if k != missing}
+    got = report_from_json(data)
+    assert isinstance(got, SmokeReport) and all(getattr(got, k) == v for k, v in data.items())
+
+
+@pytest.mark.parametrize(("missing", "field", "bad"), [
+    (m, f, b) for m in ("created", "promoted") for f, b in (("promoted", "yes"), ("verdict_image_id", 3), ("created", "now"))
+    if f != m])
+def test_a_missing_field_never_stops_the_check_of_the_fields_after_it(missing, field, bad):
+    from envman.images.build import report_from_json
+
+    data = {k: v for k, v in _REPORT.items() if k != missing}
+    data[field] = bad
+    assert report_from_json(data) is None
