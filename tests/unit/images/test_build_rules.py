@@ -610,3 +610,18 @@ def test_a_missing_field_never_stops_the_check_of_the_fields_after_it(missing, f
     data = {k: v for k, v in _REPORT.items() if k != missing}
     data[field] = bad
     assert report_from_json(data) is None
+
+
+def test_a_cached_report_whose_outcome_is_not_the_labels_is_not_kept(stack):
+    """A verdict on the labels newer than this user's cached report of another outcome: the
+    cached report is stale and is not shown in its place."""
+    engine = FakeEngine()
+    image, b = _cached_candidate(engine, stack)
+    from envman.images.store import rootfs_digest
+
+    B.save_report(B.SmokeReport(stack.name, "x", image, "pass", "stale cached reason", False, {"k": 1}, 0, "tail"))
+    v = L.SmokeVerdict(status="fail", reason="r", gpus_requested=True, image_id=image, at=4_000_000_000,
+                       rootfs=rootfs_digest(engine.inspect_image(image)))
+    engine._images[image].labels.update(v.to_labels())
+    rep = B.kept_report(engine, b)
+    assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("fail", "r", None, "", 1)
