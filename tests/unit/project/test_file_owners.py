@@ -57,22 +57,16 @@ def test_anyone_but_root_trusts_only_themselves_whatever_sudo_uid_says(monkeypat
     assert F._trusted_owners() == {uid}
 
 
-@pytest.mark.parametrize("mode", [0o600, 0o644, 0o755, 0o705, 0o611, 0o655, 0o4755])
-def test_a_file_no_one_else_can_write_is_the_user_s_whatever_its_read_and_execute_bits(tmp_path, mode):
+@pytest.mark.parametrize(("mode", "theirs"), [
+    *[(m, False) for m in (0o600, 0o644, 0o755, 0o705, 0o611, 0o655, 0o4755)],  # any read and execute bits
+    *[(m, True) for m in (0o620, 0o602, 0o622, 0o666, 0o777, 0o660, 0o646)],  # a write bit for others
+], ids=oct)
+def test_a_file_is_the_user_s_exactly_while_no_one_else_can_write_it(tmp_path, mode, theirs):
     f = tmp_path / "envman.toml"
     f.write_text(STACK)
     f.chmod(mode)
     tmp_path.chmod(0o755)
-    assert F.unsafe_reason(f) is None
-
-
-@pytest.mark.parametrize("mode", [0o620, 0o602, 0o622, 0o666, 0o777, 0o660, 0o646])
-def test_a_file_others_can_write_is_not(tmp_path, mode):
-    f = tmp_path / "envman.toml"
-    f.write_text(STACK)
-    f.chmod(mode)
-    tmp_path.chmod(0o755)
-    assert F.unsafe_reason(f) == "others can write it (group/world-writable)"
+    assert F.unsafe_reason(f) == ("others can write it (group/world-writable)" if theirs else None)
 
 
 @pytest.mark.parametrize("make", [os.mkdir, os.mkfifo])
