@@ -47,6 +47,7 @@ from envman.stack.names import Stack
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from envman.config import ConfigFile
     from envman.engine.api import ContainerEngine, EngineFacts, ImageInfo
 
 RUNNABLE_SMOKE = ("pass", "cpu-only")
@@ -118,11 +119,12 @@ class RegistrySettings:
     trust_registry: bool = False
 
 
-def load_registry_settings(path: Path | None = None) -> RegistrySettings:
-    """The ``[registry]`` table of the user config, validated (one line per problem)."""
+def load_registry_settings(path: Path | None = None, *, cfg: ConfigFile | None = None) -> RegistrySettings:
+    """The ``[registry]`` table of the user config (``cfg`` when the caller has read it already),
+    validated (one line per problem)."""
     from envman.config import read_config
 
-    cfg = read_config(path)
+    cfg = read_config(path) if cfg is None else cfg
     table = cfg.table("registry")
     for key in ("allow_http", "pull_on_run", "trust_registry"):
         if key in table and not isinstance(table[key], bool):

@@ -221,11 +221,12 @@ def pull_on_run_fetcher() -> Callable[[Stack], None] | None:
     stack's missing promoted image from it (checked as ``envman pull`` checks it)."""
     from envman.config import read_config
 
-    if not read_config().table("registry"):  # nothing set: the registry code stays unloaded
+    cfg = read_config()
+    if not cfg.table("registry"):  # nothing set: the registry code stays unloaded
         return None
     from envman.images.remote import load_registry_settings
 
-    settings = load_registry_settings()
+    settings = load_registry_settings(cfg=cfg)  # the file read once
     if not settings.pull_on_run or settings.default is None:
         return None
     registry = settings.default
