@@ -204,6 +204,18 @@ def test_a_folder_is_opened_while_fewer_than_the_limit_of_entries_were_looked_at
             if found else why is None)
 
 
+def _reason_with_socket_listed_last(monkeypatch, top, name: str) -> str | None:
+    """Why ``top`` may not be mounted, with a socket ``name`` made in it and folders listed in name
+    order (so the socket comes after what the test put before it)."""
+    real_scandir = os.scandir
+    monkeypatch.setattr(policy.os, "scandir", lambda p: _Listed(p, real_scandir))
+    s = _socket(top / name)
+    try:
+        return policy.forbidden_reason(str(top), policy.Policy.of([]))
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("before", ["a-folder", "a-link"])
 def test_a_socket_listed_after_a_folder_or_a_symlink_is_still_found(tmp_path, monkeypatch, before):
     top = tmp_path / "shared"
@@ -212,13 +224,7 @@ def test_a_socket_listed_after_a_folder_or_a_symlink_is_still_found(tmp_path, mo
         (top / before).mkdir()
     else:
         (top / before).symlink_to(tmp_path)
-    real_scandir = os.scandir
-    monkeypatch.setattr(policy.os, "scandir", lambda p: _Listed(p, real_scandir))
-    s = _socket(top / "b-agent")
-    try:
-        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
-    finally:
-        s.close()
+    why = _reason_with_socket_listed_last(monkeypatch, top, "b-agent")
     assert why == f"{top} holds a Unix socket ({top / 'b-agent'}): an agent, a display or an engine answers there"
 
 
@@ -284,13 +290,7 @@ def test_an_engine_socket_listed_after_an_unreadable_one_is_still_named(tmp_path
     top = tmp_path / "run"
     top.mkdir()
     (top / "docker.sock").symlink_to(tmp_path / "gone")  # its stat fails
-    real_scandir = os.scandir
-    monkeypatch.setattr(policy.os, "scandir", lambda p: _Listed(p, real_scandir))
-    s = _socket(top / "podman.sock")
-    try:
-        why = policy.forbidden_reason(str(top), policy.Policy.of([]))
-    finally:
-        s.close()
+    why = _reason_with_socket_listed_last(monkeypatch, top, "podman.sock")
     assert why == f"{top} holds a container engine socket ({top / 'podman.sock'})"
 
 
