@@ -2,7 +2,10 @@
 get the GPU through envman's CDI spec, and fails in the same containers without the spec's edits.
 
 Needs root, an NVIDIA GPU and a bundle made by ``scripts/gpu-evidence pack`` in ``.gpu-evidence``
-(carried to the GPU machine); skipped, with the reason, where one is missing."""
+(carried to the GPU machine); skipped, with the reason, where one is missing. The old-stack
+userland (``pack --cuda 11.2`` in ``.gpu-evidence-cuda11.2``: CUDA 11.2's runtime, a release whose
+nvidia/cuda bases NVIDIA deleted) is held to the same: it sees the GPU through the spec, on a driver
+and a GPU newer than itself, and sees none without it."""
 
 from __future__ import annotations
 
@@ -19,13 +22,25 @@ BUNDLE = ROOT / ".gpu-evidence"
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def bundle() -> Path:
+OLD_BUNDLE = ROOT / ".gpu-evidence-cuda11.2"
+
+
+def _bundle(path: Path, pack: str) -> Path:
     if os.geteuid() != 0:
         pytest.skip("needs root (runc and ch-run)")
-    if not (BUNDLE / "manifest.json").is_file():
-        pytest.skip("no bundle: run `scripts/gpu-evidence pack` where Debian's apt and PyPI answer, and carry .gpu-evidence")
-    return BUNDLE
+    if not (path / "manifest.json").is_file():
+        pytest.skip(f"no bundle: run `{pack}` where Debian's apt and PyPI answer, and carry {path.name}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    return _bundle(BUNDLE, "scripts/gpu-evidence pack")
+
+
+@pytest.fixture(scope="module")
+def old_bundle() -> Path:
+    return _bundle(OLD_BUNDLE, "scripts/gpu-evidence pack --cuda 11.2 --bundle .gpu-evidence-cuda11.2")
 
 
 def _run(bundle: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -48,6 +63,33 @@ def test_the_probe_passes_in_both_runtimes_through_the_cdi_spec(bundle, tmp_path
 
 def test_without_the_cdi_edits_the_same_containers_fail(bundle, tmp_path):
     r = _run(bundle, tmp_path, "--no-cdi")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for runtime in ("runc", "ch-run"):
+        doc = json.loads((tmp_path / f"{runtime}-no-cdi.json").read_text())["probe"]
+        assert doc["overall"] == "fail" and doc["gpus"] == []
+
+
+def _runtime(doc: dict) -> dict:
+    return next(c for c in doc["checks"] if c["name"] == "runtime")
+
+
+def test_the_old_stack_userland_cuda_11_2_sees_the_gpu_through_the_spec(old_bundle, tmp_path):
+    r = _run(old_bundle, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for runtime in ("runc", "ch-run"):
+        doc = json.loads((tmp_path / f"{runtime}.json").read_text())["probe"]
+        assert doc["overall"] == "pass", (runtime, doc["reason"])
+        check = _runtime(doc)
+        assert check["status"] == "pass", check["reason"]
+        (found,) = check["data"]["found"]
+        assert found["realpath"] == "/usr/local/cuda-11.2/lib64/libcudart.so.11.2.152"
+        # the 11.2 runtime itself answers: its version, and the GPUs it can use on this driver
+        assert found["query"]["version"] == 11020 and found["version"] == "11.2"
+        assert found["query"]["device_count_rc"] == 0 and found["query"]["device_count"] == len(doc["gpus"]) >= 1
+
+
+def test_without_the_cdi_edits_the_old_userland_sees_no_gpu(old_bundle, tmp_path):
+    r = _run(old_bundle, tmp_path, "--no-cdi")
     assert r.returncode == 0, r.stdout + r.stderr
     for runtime in ("runc", "ch-run"):
         doc = json.loads((tmp_path / f"{runtime}-no-cdi.json").read_text())["probe"]
