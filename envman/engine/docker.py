@@ -38,7 +38,7 @@ from envman.engine.api import (
 )
 from envman.engine.cdi import GENERATE_FIX
 from envman.engine.select import EngineKind, says_podman
-from envman.errors import BuildError, EngineError, UserError
+from envman.errors import BuildError, EngineError, UserError, clip, printable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     from docker import APIClient
@@ -207,7 +207,9 @@ def _one_line(text: str, limit: int = 300) -> str:
 def layer_progress(item: Any, seen: dict[str, tuple[str, int]]) -> str | None:
     """One line for a push or pull stream item, or None: a layer's new state (``Preparing``,
     ``Pushed``, ``Layer already exists``...), and for an upload with a known size each quarter
-    done (``1a2b3c4d5e6f: Pushing 50% of 812 MB``). ``seen`` keeps each layer's last state."""
+    done (``1a2b3c4d5e6f: Pushing 50% of 812 MB``). ``seen`` keeps each layer's last state. The
+    stream's words come from the engine and the registry, so the line shows them escaped and
+    clipped, never obeyed by a terminal."""
     if not isinstance(item, Mapping):
         return None
     layer, status = item.get("id"), item.get("status")
@@ -223,9 +225,10 @@ def layer_progress(item: Any, seen: dict[str, tuple[str, int]]) -> str | None:
     if seen.get(layer) == state or (seen.get(layer, ("", 0))[0] == status and quarter == 0):
         return None
     seen[layer] = state
+    shown = f"{printable(layer)}: {clip(printable(status), 120)}"
     if quarter and isinstance(total, int):
-        return f"{layer}: {status} {25 * quarter}% of {total / 1e6:.0f} MB"
-    return f"{layer}: {status}"
+        return f"{shown} {25 * quarter}% of {total / 1e6:.0f} MB"
+    return shown
 
 class Engine:
     """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""

