@@ -179,9 +179,22 @@ def parser(grammar: Grammar) -> argparse.ArgumentParser:
     return p
 
 
+#: The most option words one command line may give (``-e K=V`` is two). Far above any real use;
+#: the parser's cost grows with the square of their number (20,000 ``-e`` took 8 s), so more is
+#: one line, at once.
+MAX_OPTION_WORDS = 4096
+
+
 def parse(grammar: Grammar, words: Sequence[str]) -> argparse.Namespace:
     """``grammar``'s options and positional word, from ``words`` (the command words taken off)."""
-    return parser(grammar).parse_args(list(words))
+    words = list(words)
+    if len(words) > MAX_OPTION_WORDS:
+        from envman.errors import UserError
+
+        raise UserError(f"{len(words)} option words, more than the {MAX_OPTION_WORDS} one command line may give",
+                        where=f"envman {grammar.name}",
+                        fix="put the values in the project's envman.toml ([environment], mounts, ports)")
+    return parser(grammar).parse_args(words)
 
 
 def split_dashdash(words: Sequence[str]) -> tuple[list[str], list[str]]:

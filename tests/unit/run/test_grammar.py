@@ -236,3 +236,25 @@ def test_no_module_patches_typer_or_reads_argparse_internals():
 ])
 def test_the_public_api_rule_catches_each_breach(source):
     assert _private_framework_use(source)
+
+
+@pytest.mark.parametrize("name", sorted(grammar.GRAMMARS))
+def test_a_command_line_at_the_option_word_limit_parses_and_one_past_it_is_one_line(name):
+    """The parser's cost grows with the square of the options given: the words are bounded, and
+    exactly at the bound every ``-e`` still arrives."""
+    g = grammar.GRAMMARS[name]
+    target = [] if not g.target_required else ["t"]
+    pairs = (grammar.MAX_OPTION_WORDS - len(target)) // 2
+    words = [w for i in range(pairs) for w in ("-e", f"K{i}=v")] + target
+    words += ["--dry-run"] * (grammar.MAX_OPTION_WORDS - len(words))
+    assert len(words) == grammar.MAX_OPTION_WORDS
+    assert grammar.parse(g, words).env_var[-1] == f"K{pairs - 1}=v"
+    with pytest.raises(UserError) as e:
+        grammar.parse(g, words + ["-e"])
+    assert str(e.value).count("\n") == 0 and f"{grammar.MAX_OPTION_WORDS + 1} option words" in str(e.value)
+
+
+def test_twenty_thousand_env_options_are_refused_in_one_line_at_once():
+    r = run_envman(["run", "--dry-run", *(w for i in range(20000) for w in ("-e", f"K{i}=v")), "p", "--", "true"])
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "40002 option words" in r.stderr
