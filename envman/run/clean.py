@@ -99,11 +99,34 @@ def plan(*, config: bool = False, images: bool = False, engine: EngineFacts | No
     return CleanPlan(tuple(paths), tuple(_size(p) for p in paths), tuple(found), tuple(kept), tuple(dirs))
 
 
+def _make_writable(folder: str) -> None:
+    """``chmod 700`` the folder itself, never what a symlink put in its place points at (a
+    container that has the folder mounted may swap it while ``clean`` runs), and only a folder of
+    this user's."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
 def _remove(p: Path) -> None:
     if p.is_dir() and not p.is_symlink():
         def writable(func, path, _exc):  # a read-only folder in a home (e.g. pip's caches)
-            os.chmod(os.path.dirname(path), 0o700)
-            func(path)
+            _make_writable(os.path.dirname(path))
+            try:
+                func(path)
+            except FileNotFoundError:
+                pass  # gone meanwhile (a container still writing there): nothing left to remove
+            except OSError as e:
+                from envman.errors import EnvmanError
+
+                raise EnvmanError(f"cannot remove {path}: {e.strerror}", where="envman clean",
+                                  fix="stop the containers that use it (envman ps), then run envman clean again")
 
         shutil.rmtree(p, onerror=writable)
     else:

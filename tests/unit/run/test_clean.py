@@ -74,3 +74,57 @@ def test_clean_removes_an_image_after_those_built_on_it_and_keeps_one_others_bui
     assert apply(plan, Engine(), kept=kept) == []
     assert removed == ["sha256:stack", "sha256:base"]
     assert kept == ["envman/base:11.0: other images are built on it"]
+
+
+def test_making_a_folder_writable_never_follows_a_symlink_or_touches_another_users_folder(tmp_path):
+    """``clean`` chmods the parent of what it could not remove; a container that shares the folder
+    may have swapped it for a symlink by then: the symlink's target keeps its mode."""
+    import os
+
+    from envman.run.clean import _make_writable
+
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o500)
+    target.chmod(0o500)
+    swapped = tmp_path / "swapped"
+    swapped.symlink_to(target)
+    _make_writable(str(swapped))
+    assert target.stat().st_mode & 0o777 == 0o500
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    mine.chmod(0o500)
+    _make_writable(str(mine))
+    assert mine.stat().st_mode & 0o777 == 0o700
+    _make_writable(str(tmp_path / "gone"))  # vanished meanwhile: nothing to do, no error
+    if os.geteuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        theirs.chmod(0o500)
+        os.chown(theirs, 65534, 65534)
+        _make_writable(str(theirs))
+        assert theirs.stat().st_mode & 0o777 == 0o500
+
+
+def test_an_entry_that_cannot_be_removed_is_one_line_naming_it(tmp_path, monkeypatch):
+    import errno
+    import shutil
+
+    import pytest
+
+    from envman.errors import EnvmanError
+    from envman.run import clean
+
+    folder = tmp_path / "homes"
+    (folder / "p").mkdir(parents=True)
+    (folder / "p" / "f").write_text("x")
+
+    def rmtree(path, onerror):
+        onerror(lambda p: (_ for _ in ()).throw(PermissionError(errno.EACCES, "Permission denied", p)),
+                str(folder / "p" / "f"), None)
+
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    with pytest.raises(EnvmanError) as e:
+        clean._remove(folder)
+    assert str(e.value) == (f"envman clean: cannot remove {folder / 'p' / 'f'}: Permission denied — stop the containers "
+                            "that use it (envman ps), then run envman clean again")
+    assert e.value.exit_code == 1
