@@ -485,6 +485,41 @@ def test_a_link_on_the_way_or_a_folder_that_cannot_be_listed_is_resolved_with_th
     assert policy._leading_out(str(tmp_path / "bin"), names) == set()
 
 
+def test_a_name_whose_kind_cannot_be_read_is_resolved_with_the_policy(tmp_path, monkeypatch):
+    """An entry that vanished or cannot be looked at while it is listed may be anything, a link
+    included: its paths are resolved, never believed by name."""
+    (tmp_path / ".config" / "fish").mkdir(parents=True)
+    (tmp_path / ".ssh").mkdir()
+    names = ((".config/fish", "s"), (".ssh", "c"))
+    assert policy._leading_out(str(tmp_path), names) == set()
+
+    class Unreadable:
+        def __init__(self, entry):
+            self.name, self.path, self._entry = entry.name, entry.path, entry
+
+        def is_symlink(self):
+            if self.name == ".config":
+                raise OSError(2, "vanished")
+            return self._entry.is_symlink()
+
+        def is_dir(self, *, follow_symlinks=True):
+            return self._entry.is_dir(follow_symlinks=follow_symlinks)
+
+    class Listing:
+        def __init__(self, path):
+            self._it = real(path)
+
+        def __enter__(self):
+            return (Unreadable(e) for e in self._it)
+
+        def __exit__(self, *exc):
+            self._it.close()
+
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", Listing)
+    assert policy._leading_out(str(tmp_path), names) == {0}
+
+
 def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
     """Homes are resolved from their folder's real path with one look at each: the same answer
     as ``os.path.realpath`` for links, loops, missing steps and odd spellings."""
@@ -518,6 +553,9 @@ def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
     ([("/a", "/", "8:2", "xfs"), ("/b", "/", "8:2", "xfs")], ["/a", "/b"], []),
     # a sub-folder of a file system whose own root is mounted elsewhere
     ([("/", "/", "8:1", "ext4"), ("/srv", "/", "8:2", "xfs"), ("/x", "/data", "8:2", "xfs")], ["/srv/data", "/x"], []),
+    # a sub-folder of a file system whose folder above it (not its root) is mounted elsewhere
+    ([("/mnt/a", "/a", "8:2", "xfs"), ("/srv/b", "/a/b", "8:2", "xfs")], ["/mnt/a/b", "/srv/b"], []),
+    ([("/mnt/a", "/a", "8:2", "xfs"), ("/srv/c", "/a/b/c", "8:2", "xfs")], ["/mnt/a/b/c", "/srv/c"], []),
     # different file systems, one root name each
     ([("/", "/", "8:1", "ext4"), ("/home", "/", "8:2", "ext4")], [], []),
     # subvolumes side by side
@@ -615,3 +653,21 @@ def test_a_thousand_homes_cost_one_look_each_when_the_mount_is_outside_them(worl
     assert sum(p.startswith(str(base) + "/") for p in looked) <= 1000 * 4
     assert len(pol.groups) == 1000 and all(g.made is None for g in pol.groups)
     assert len(pol.entries) == len(policy.protected_paths()) + len(policy.HOME_INSIDE)  # your home's alone
+
+
+def test_the_homes_are_yours_and_people_s_absolute_ones(monkeypatch):
+    """uid 0 and the login range 1000–59999 are people; a home that is not an absolute path (a
+    relative ``$HOME``, an empty field) names no folder to protect, wherever the process runs."""
+    import pwd
+
+    def entry(uid: int, home: str) -> pwd.struct_passwd:
+        return pwd.struct_passwd((f"u{uid}", "x", uid, uid, "", home, "/bin/sh"))
+
+    table = [entry(0, "/root"), entry(999, "/var/lib/sys"), entry(1000, "/home/first"), entry(59999, "/home/last"),
+             entry(60000, "/home/past"), entry(1001, "/"), entry(1002, "/nonexistent"), entry(1003, "relative/home"),
+             entry(1004, "")]
+    monkeypatch.setattr(pwd, "getpwall", lambda: table)
+    monkeypatch.setenv("HOME", "w/me")
+    assert policy._homes() == ["/home/first", "/home/last", "/root"]
+    monkeypatch.setenv("HOME", "/home/me")
+    assert policy._homes() == ["/home/first", "/home/last", "/home/me", "/root"]

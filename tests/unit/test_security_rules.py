@@ -44,6 +44,38 @@ def home(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- never-mount lists
 
 
+#: Every setting the never-mount policy reads from the environment, and the value that points it at
+#: folder ``d`` (the policy protects ``d`` or a file in it, so mounting ``d`` is refused).
+POLICY_SETTINGS = [
+    ("HOME", "{d}"),
+    ("DOCKER_HOST", "unix://{d}/engine.sock"),
+    ("CONTAINER_HOST", "unix://{d}/engine.sock"),
+    ("XDG_RUNTIME_DIR", "{d}"),
+    ("SSH_AUTH_SOCK", "{d}/agent.sock"),
+    ("ENVMAN_CONFIG_DIR", "{d}"),
+    ("ENVMAN_STATE_DIR", "{d}"),
+]
+
+
+@pytest.mark.parametrize("var, value", POLICY_SETTINGS, ids=[v for v, _ in POLICY_SETTINGS])
+def test_the_policy_follows_each_setting_when_it_changes_within_one_process(home, tmp_path, monkeypatch, var, value):
+    """The policy is resolved once per environment: a change of any setting it reads gives the
+    policy of the new setting, never the cached one of the old."""
+    for other in ("DOCKER_HOST", "CONTAINER_HOST", "SSH_AUTH_SOCK"):
+        monkeypatch.delenv(other, raising=False)
+    first, second = tmp_path / "w" / "first", tmp_path / "w" / "second"
+    for d in (first, second):
+        d.mkdir(parents=True)
+        for name in ("engine.sock", "agent.sock"):
+            (d / name).write_text("")
+    monkeypatch.setenv(var, value.format(d=first))
+    assert policy.forbidden_reason(str(first)) is not None
+    assert policy.forbidden_reason(str(second)) is None
+    monkeypatch.setenv(var, value.format(d=second))
+    assert policy.forbidden_reason(str(second)) is not None
+    assert policy.forbidden_reason(str(first)) is None
+
+
 @pytest.mark.parametrize("name", policy.HOME_NAMES)
 def test_every_home_entry_is_refused_itself_inside_through_a_symlink_and_as_a_parent(home, tmp_path, name):
     target = home / name
