@@ -765,8 +765,12 @@ ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "
 def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _run, *, interval: float = 1.0,
                sleep: Callable[[float], None] = time.sleep) -> JobState:
     """Print a job's log as it grows until the job has ended; its final state."""
+    import codecs
+
     rec = record(job_id)
     offset = 0
+    # one decoder for the whole log: a character split between two reads is written whole
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while True:
         state = job_states([rec.id], run, since=rec.submitted)[rec.id]
         fd = _open_log(rec.log)
@@ -777,8 +781,13 @@ def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _r
                 chunk = fh.read(LOG_TAIL)
         if chunk:
             offset += len(chunk)
-            write(chunk.decode(errors="replace"))
+            text = decoder.decode(chunk)
+            if text:
+                write(text)
         elif state.state in ENDED:
+            rest = decoder.decode(b"", final=True)  # a log that ends inside a character
+            if rest:
+                write(rest)
             return state
         else:
             sleep(interval)

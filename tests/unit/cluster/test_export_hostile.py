@@ -176,7 +176,8 @@ def test_an_export_never_writes_over_what_is_not_a_regular_file_even_with_force(
     before = os.lstat(target)
     with pytest.raises(X.UserError) as e:
         X.write_output({target: "x: 1\n"}, str(target), force=True)
-    assert e.value.what == f"cannot write {target}: it is not a regular file" and e.value.where == "envman export"
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"cannot write {target}: it is not a regular file", "envman export", "choose another -o (or - to print it)")
     after = os.lstat(target)
     assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
 

@@ -434,6 +434,10 @@ def test_submit_writes_the_script_the_private_env_file_and_the_record(tmp_path, 
                                      ("sbatch: error: Requested node configuration is not available", UserError),
                                      ("error: Requested time limit is invalid (missing or exceeds some limit)", UserError),
                                      ("sbatch: error: Batch job submission failed: Node not available", UserError),
+                                     ("sbatch: error: Batch job submission failed: Requested GRES option unsupported "
+                                      "by configured SelectType plugin", UserError),
+                                     ("sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                                      "(job submit limit, user's size and/or time limits)", UserError),
                                      ("sbatch: error: Batch job submission failed: Unable to contact slurm controller",
                                       EnvmanError)])
 @pytest.mark.parametrize("runtime", ["docker", "apptainer"])
@@ -453,6 +457,21 @@ def test_sbatch_without_a_job_id_is_an_error(tmp_path):
     assert _refusal(S.submit, spec, Cluster(sbatch=(0, "Submitted batch job x\n", ""))) == (
         "EnvmanError", "sbatch printed no job id ('Submitted batch job x')", "envman submit", None)
     assert S.load_records() == []
+    long = "y" * 79 + "zq"
+    assert _refusal(S.submit, spec, Cluster(sbatch=(0, long + "\n", "")))[1] == (
+        f"sbatch printed no job id ({long[:80]!r})")
+
+
+def test_a_state_directory_with_a_backslash_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    state = tmp_path / "st\\ate"
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(state))
+    spec = replace(_spec("docker", "cpu", str(state)), resources=Resources())
+    cluster = Cluster()
+    logs = str(S.slurm_dir().absolute() / "logs")
+    assert _refusal(S.submit, spec, cluster) == (
+        "UserError", f"envman's state directory {logs} contains a backslash, which sbatch's --output cannot carry",
+        "envman submit", "set ENVMAN_STATE_DIR to a path without one")
+    assert cluster.calls == [] and not state.exists()
 
 
 @pytest.mark.parametrize("out,err,rc,shown", [("", "", 3, "exit 3"), ("only out\n", "", 1, "only out"),
@@ -502,6 +521,35 @@ def test_a_garbled_job_record_is_skipped_never_a_crash(bad):
     assert [r.id for r in S.load_records()] == ["7"]
 
 
+@pytest.mark.parametrize("fields,kept", [
+    (dict(submitted=0), True), (dict(submitted=S.MAX_SUBMITTED), True), (dict(submitted=S.MAX_SUBMITTED + 1), False),
+    (dict(submitted=-0.5), False), (dict(submitted=float("nan")), False),
+    (dict(gpus=0), True), (dict(gpus=S.MAX_GPUS), True), (dict(gpus=S.MAX_GPUS + 1), False), (dict(gpus=-1), False),
+    (dict(submitted=-1, gpus=1), False), (dict(submitted=1, gpus=-1), False),
+])
+def test_a_record_s_time_and_gpus_are_believed_exactly_within_their_bounds(fields, kept):
+    _write_record(id="6", **fields)
+    assert [r.id for r in S.load_records()] == (["6"] if kept else [])
+
+
+def test_a_record_without_gpus_has_none_and_one_past_64_kib_is_not_read():
+    import json
+
+    _write_record(id="6", gpus=...)
+    assert [(r.id, r.gpus) for r in S.load_records()] == [("6", 0)]
+    d = S.slurm_dir() / "jobs"
+    for f in d.iterdir():
+        f.unlink()
+    doc = dict(id="7", project="p", stack="s", runtime="docker", log="/l", script="/s", submitted=1.0, gpus=0)
+    for size, kept in ((64 * 1024, True), (64 * 1024 + 1, False)):
+        text = json.dumps({**doc, "pad": ""})
+        path = d / "7.json"
+        path.write_text(json.dumps({**doc, "pad": "x" * (size - len(text))}))
+        path.chmod(0o600)
+        assert path.stat().st_size == size
+        assert [r.id for r in S.load_records()] == (["7"] if kept else [])
+
+
 def test_records_are_newest_first_then_by_id():
     _write_record(id="3", submitted=5.0)
     _write_record(id="10", submitted=5.0)
@@ -521,6 +569,59 @@ def test_read_log_gives_the_text_or_nothing_yet(tmp_path):
     log.write_bytes(b"ok \xff\n")
     rec, text = S.read_log("8")
     assert rec.id == "8" and text == "ok \ufffd\n"
+
+
+def test_a_job_log_that_is_a_symlink_is_refused_in_one_line(tmp_path):
+    import errno
+
+    secret = tmp_path / "secret"
+    secret.write_text("not yours to read\n")
+    log = tmp_path / "job.log"
+    log.symlink_to(secret)
+    _write_record(id="8", log=str(log))
+    kind, what, where, fix = _refusal(S.read_log, "8")
+    assert (where, fix) == (str(log), "a job log is a regular file envman's job script writes; remove what is there")
+    assert (kind, what) == ("UserError", f"cannot open the job log: {os.strerror(errno.ELOOP)}")
+
+
+def test_a_log_of_exactly_the_tail_s_size_is_shown_whole_without_a_note(tmp_path):
+    log = tmp_path / "job.log"
+    _write_record(id="8", log=str(log))
+    log.write_bytes(b"a" * S.LOG_TAIL)
+    assert S.read_log("8")[1] == "a" * S.LOG_TAIL
+    log.write_bytes(b"b" + b"a" * S.LOG_TAIL)
+    assert S.read_log("8")[1] == f"[envman: the first 1 bytes of {log} are not shown]\n" + "a" * S.LOG_TAIL
+
+
+def test_a_log_growing_while_it_is_read_gives_at_most_the_tail(tmp_path, monkeypatch):
+    log = tmp_path / "job.log"
+    _write_record(id="8", log=str(log))
+    log.write_bytes(b"a" * (S.LOG_TAIL + 10) + b"b" * 1000)  # the last 1000 bytes came after the size was read
+    real = os.fstat
+
+    def fstat(fd):
+        st = real(fd)
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid,
+                               st.st_size - 1000, st.st_atime, st.st_mtime, st.st_ctime))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+    text = S.read_log("8")[1]
+    assert text == f"[envman: the first 10 bytes of {log} are not shown]\n" + "a" * S.LOG_TAIL
+
+
+def test_following_a_log_larger_than_one_read_writes_each_byte_once_in_bounded_pieces(tmp_path, monkeypatch):
+    """A character split between two reads is written whole; a log that ends inside one ends
+    with the replacement character."""
+    log = tmp_path / "job.log"
+    _write_record(id="9", log=str(log))
+    body = ("é" * (S.LOG_TAIL // 2) + "x" * 3 + "€" * 5).encode() + b"\xe2\x82"
+    log.write_bytes(body)
+    monkeypatch.setattr(S, "job_states", lambda ids, run, since=None: {"9": JobState("9", "COMPLETED", 0)})
+    out: list[str] = []
+    S.follow_log("9", out.append, Cluster(), interval=0, sleep=lambda s: None)
+    assert "".join(out) == body.decode(errors="replace") and "".join(out).endswith("€\ufffd")
+    assert len(out) >= 2 and all(len(piece.encode()) <= S.LOG_TAIL for piece in out)
+    assert "\ufffd" not in "".join(out)[:-1]
 
 
 SQUEUE = "41|RUNNING|None\n42|PENDING|Resources\n43|COMPLETED|None\njunk\n44\n45.0|RUNNING|x\n"
@@ -729,7 +830,7 @@ def test_the_node_check_is_envman_run_s_gpu_preflight(project, monkeypatch):
     assert S.node_check(str(root), False, matrix) == []  # a CPU job checks nothing
     ok = HostFacts("nvml", driver="570.86.10", gpus=(HostGpu(0, "A", compute_cap="8.0"), HostGpu(1, "B", compute_cap="8.0")),
                    warnings=("a warning",))
-    monkeypatch.setattr(command, "detect_host", lambda m: ok)
+    monkeypatch.setattr(command, "detect_host", lambda m: ok if m is matrix else pytest.fail("not the job's matrix"))
     assert S.node_check(str(root), True, matrix) == ["a warning"]
     old = replace(ok, driver="450.36.06")
     monkeypatch.setattr(command, "detect_host", lambda m: old)
