@@ -468,3 +468,27 @@ def test_the_clone_image_can_be_pinned_by_digest_and_only_by_digest():
     for bad in ("alpine/git:v2.30.2", "alpine/git:latest", "alpine/git@sha256:abc", "-x@sha256:" + "c" * 64):
         with pytest.raises(UserError, match="not pinned by digest"):
             k8s_job(_input(), gpus=0, git=("https://example.org/r.git", "main"), git_image=bad)
+
+
+def test_a_gpu_job_keeps_the_project_s_gpu_variables_and_a_cpu_job_drops_them():
+    """The Job's variables follow ``envman run``'s rule for the GPUs the export asks for, whatever
+    the project file asked: GPU-selection and NVIDIA_* variables reach a GPU job, never a CPU one."""
+    gpu_env = (("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"), ("CUDA_VISIBLE_DEVICES", "0"), ("K", "v"))
+    for project_gpus in (None, GpuRequest("count", count=2)):
+        x = _input(gpus=project_gpus, environment=gpu_env)
+        job, secrets = k8s_job(x, gpus=1)
+        assert secrets == ["NVIDIA_DRIVER_CAPABILITIES", "CUDA_VISIBLE_DEVICES", "K"]
+        names = [e["name"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]]
+        assert "NVIDIA_VISIBLE_DEVICES" not in names
+        job, secrets = k8s_job(x, gpus=0)
+        assert secrets == ["K"]
+        env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"} in env
+
+
+def test_a_project_without_a_network_is_refused_as_a_job_in_one_line():
+    with pytest.raises(UserError) as e:
+        k8s_job(_input(network="none"), gpus=1)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        'the project asks for no network (network = "none"), which a pod cannot be given', "envman export k8s",
+        "restrict the pod with a NetworkPolicy of the cluster's, or export compose or devcontainer")

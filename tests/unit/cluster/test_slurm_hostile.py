@@ -77,3 +77,29 @@ def test_pyxis_accepts_exactly_the_names_outside_the_rule(name):
             S.render_script(spec)
     elif name != "HOME":
         assert f"--container-env=ENVMAN_PROJECT,ENVMAN_STACK,NVIDIA_VISIBLE_DEVICES,{name} " in S.render_script(spec)
+
+
+@pytest.mark.parametrize("names,pronoun", [(("PATH",), "it"), (("PATH", "LD_PRELOAD"), "them")])
+def test_pyxis_names_what_the_host_would_obey_in_one_exact_line(names, pronoun):
+    with pytest.raises(UserError) as e:
+        S.render_script(_spec("pyxis", [(n, "x") for n in names]))
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"environment {', '.join(names)}: a pyxis job passes the project's variables through the shell that runs "
+        f"srun, where the shell, the loader, srun or enroot would obey {pronoun} on the host", "envman submit",
+        "rename the variable, or use --runtime apptainer, charliecloud or docker (they set it in the container only)")
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "charliecloud"])
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_a_bind_path_the_runtime_cannot_carry_is_refused_naming_the_runtime(runtime, side):
+    from dataclasses import replace
+
+    from envman.project.file import Mount
+
+    bad = "/d,x" if side == "source" else "/t:x"
+    mount = Mount(bad, "/data") if side == "source" else Mount("/srv/data", bad)
+    with pytest.raises(UserError) as e:
+        S.render_script(replace(_spec(runtime, []), mounts=(mount,)))
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"path {bad!r} contains ',' or ':', which {runtime} bind specifications cannot carry", "envman submit",
+        "move the project or mount to a path without them")

@@ -909,3 +909,46 @@ def test_a_partition_keeps_every_character_but_sinfo_s_default_star(name):
 @pytest.mark.parametrize("runtime", ["apptainer", "charliecloud"])
 def test_a_bind_path_without_a_comma_colon_or_line_break_passes_as_it_is(path, runtime):
     assert S._check_bind_path(path, runtime) == path
+
+
+@pytest.mark.parametrize("given,expected", [
+    ({}, {"PATH": os.defpath, "USER": "<pwd>"}),
+    ({"USER": ""}, {"PATH": os.defpath, "USER": "<pwd>"}),
+    ({"PATH": "/p", "HOME": "/h", "USER": "u", "DOCKER_HOST": "unix:///d.sock", "OTHER": "x"},
+     {"PATH": "/p", "HOME": "/h", "USER": "u", "DOCKER_HOST": "unix:///d.sock"}),
+    ({"PATH": "", "HOME": "/h"}, {"PATH": os.defpath, "HOME": "/h", "USER": "<pwd>"}),
+])
+def test_the_job_s_own_environment_is_the_submitter_s_few_names_with_defaults(monkeypatch, given, expected):
+    import pwd
+
+    for name in (*S.JOB_ENV_NAMES, "OTHER"):
+        monkeypatch.delenv(name, raising=False)
+    for k, v in given.items():
+        monkeypatch.setenv(k, v)
+    me = pwd.getpwuid(os.getuid()).pw_name
+    want = {k: (me if v == "<pwd>" else v) for k, v in expected.items()}
+    assert S._job_env() == tuple((k, want[k]) for k in S.JOB_ENV_NAMES if k in want)
+
+
+def test_the_config_s_run_values_reach_a_job_only_from_a_trusted_project(project, capsys):
+    config = '[run]\nmounts = []\n[run.environment]\nTOKEN = "t"\n'
+    plain = 'stack = "torch-2.4-cuda12.4"\nname = "demo"\n'
+    root = project(plain, config=config, trust=False)  # nothing in it needs trust: it is submitted
+    spec = S.build_spec(_request(root, runtime="apptainer", command=("python", "t.py")))
+    assert "TOKEN" not in dict(spec.environment)
+    assert capsys.readouterr().err == (
+        f"envman: warning: your config's [run] environment (TOKEN) not given to {root / 'envman.toml'}: it is not trusted "
+        f"(read it, then trust it to pass them: envman project trust {root / 'envman.toml'})\n")
+    root = project(plain, config=config)
+    spec = S.build_spec(_request(root, runtime="apptainer", command=("python", "t.py")))
+    assert dict(spec.environment)["TOKEN"] == "t" and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("runtime", S.SCRIPT_RUNTIMES)
+def test_a_project_without_a_network_is_refused_by_the_runtimes_that_share_the_node_s(project, runtime):
+    root = project(STACK + 'network = "none"\n')
+    assert _refusal(S.build_spec, _request(root, runtime=runtime, image="x:1")) == (
+        "UserError", f'the project asks for no network (network = "none"), which runtime {runtime} does not give a job',
+        "envman submit", 'submit with --runtime docker or podman (envman run on the node gives none), or drop '
+        'network = "none"')
+    assert S.build_spec(_request(root, runtime="docker")).runtime == "docker"
