@@ -76,6 +76,41 @@ def test_the_policy_follows_each_setting_when_it_changes_within_one_process(home
     assert policy.forbidden_reason(str(first)) is None
 
 
+#: (setting, its value, the path mounted, the refusal) over folder ``d``: what each setting protects,
+#: and how the refusal names it.
+SETTING_REFUSALS = [
+    ("XDG_RUNTIME_DIR", "{d}", "{d}", "{d} is the user's runtime directory (engine sockets) ({d})"),
+    ("XDG_RUNTIME_DIR", "{d}", "{d}/y", "{d}/y lies inside the user's runtime directory (engine sockets) ({d})"),
+    ("SSH_AUTH_SOCK", "{d}/agent.sock", "{d}/sibling",
+     "{d}/sibling lies inside the folder of your ssh agent's socket (it signs as you) ({d})"),
+    ("ENVMAN_CONFIG_DIR", "{d}", "{d}", "{d} is envman's own configuration (trust records) ({d})"),
+    ("ENVMAN_STATE_DIR", "{d}", "{d}/z", "{d}/z lies inside envman's own state ({d})"),
+    ("DOCKER_HOST", "unix://{d}/engine.sock", "{d}", "{d} contains the container engine's socket ({d}/engine.sock)"),
+]
+
+
+@pytest.mark.parametrize("var, value, mounted, reason", SETTING_REFUSALS, ids=[f"{r[0]}-{i}" for i, r in enumerate(SETTING_REFUSALS)])
+def test_each_setting_s_protected_path_is_refused_with_its_exact_reason(home, tmp_path, monkeypatch, var, value, mounted,
+                                                                          reason):
+    for other in ("DOCKER_HOST", "CONTAINER_HOST", "SSH_AUTH_SOCK"):
+        monkeypatch.delenv(other, raising=False)
+    d = tmp_path / "w" / "d"
+    d.mkdir(parents=True)
+    for name in ("agent.sock", "engine.sock", "sibling"):
+        (d / name).write_text("")
+    monkeypatch.setenv(var, value.format(d=d))
+    assert policy.forbidden_reason(mounted.format(d=d)) == reason.format(d=d)
+
+
+def test_an_agent_socket_directly_under_the_root_protects_itself_not_the_root(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/envman-test-agent.sock")
+    assert policy.forbidden_reason("/envman-test-agent.sock") == (
+        "/envman-test-agent.sock is named like a container engine socket")
+    paths = [p.path for p in policy.protected_paths()]
+    assert "/envman-test-agent.sock" in paths and "/" not in paths
+    assert policy.forbidden_reason(str(home / "data")) is None
+
+
 @pytest.mark.parametrize("name", policy.HOME_NAMES)
 def test_every_home_entry_is_refused_itself_inside_through_a_symlink_and_as_a_parent(home, tmp_path, name):
     target = home / name
