@@ -11,6 +11,7 @@ from pathlib import Path
 import os
 
 import pytest
+from hypothesis import given, settings, strategies as st
 import yaml
 
 from envman.errors import UserError
@@ -492,3 +493,80 @@ def test_a_project_without_a_network_is_refused_as_a_job_in_one_line():
     assert (e.value.what, e.value.where, e.value.fix) == (
         'the project asks for no network (network = "none"), which a pod cannot be given', "envman export k8s",
         "restrict the pod with a NetworkPolicy of the cluster's, or export compose or devcontainer")
+
+
+_ARCH = st.builds(lambda major, minor: f"{major}.{minor}", st.integers(3, 13), st.integers(0, 9))
+_DRIVER = st.builds(lambda a, b, c: f"{a}.{b}.{c:02d}", st.integers(384, 600), st.integers(0, 120), st.integers(0, 20))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sass=st.lists(_ARCH, max_size=4, unique=True), ptx=st.lists(_ARCH, max_size=2, unique=True),
+       floor=_DRIVER, toolkit=_DRIVER, nodes=st.lists(st.tuples(_DRIVER, _ARCH), min_size=1, max_size=25))
+def test_affinity_admits_exactly_the_nodes_the_verdict_accepts_for_any_arch_list_and_floor(sass, ptx, floor, toolkit,
+                                                                                             nodes):
+    """Beyond the shipped rows: any SASS and PTX lists (SASS only, PTX only, minors of 0 and
+    above), any driver floor and toolkit driver, on GPUs and drivers around them, the node
+    affinity the scheduler reads admits a node exactly when the verdict says the stack runs."""
+    from envman.matrix.model import DriverVersion
+
+    if not sass and not ptx:
+        sass = ["8.0"]
+    lo, hi = sorted([floor, toolkit], key=DriverVersion.parse)
+    base = resolve(load_matrix(), "torch-2.4-cuda12.4")
+    stack = replace(base, sass_archs=tuple(sass), ptx_archs=tuple(ptx), min_driver=lo, toolkit_driver=hi)
+    terms = gfd_node_terms(stack)
+    around = [(d, a) for a in (*sass, *ptx) for d in {*_neighbours(lo), *_neighbours(hi)}]
+    around += [(d, f"{a.split('.')[0]}.{int(a.split('.')[1]) + k}") for d, a in around for k in (-1, 1)
+               if 0 <= int(a.split(".")[1]) + k <= 9]
+    around += [(d, f"{int(a.split('.')[0]) + 1}.0") for d, a in around]
+    for driver, sm in [*nodes, *around]:
+        assert node_admitted(terms, gfd_labels(driver, sm)) == verdict(stack, driver, sm).runs, (driver, sm)
+
+
+def test_the_dev_container_joins_this_user_s_project_network_or_none():
+    from envman.run.plan import network_name
+
+    def network_of(doc: dict) -> str:
+        args = doc["runArgs"]
+        return args[args.index("--network") + 1]
+
+    x = _input(environment=())
+    assert network_of(devcontainer(x)[0]) == network_name(os.getuid(), x.project, str(x.root))
+    assert network_of(devcontainer(x, uid=4321)[0]) == network_name(4321, x.project, str(x.root))
+    assert network_of(devcontainer(_input(environment=(), network="none"))[0]) == "none"
+
+
+def test_a_compose_service_without_a_network_has_network_mode_none():
+    svc = compose_service(_input(network="none", ports=()), uid=1000, gid=1000, home="/h")
+    assert svc["network_mode"] == "none" and "networks" not in svc
+
+
+def test_exports_drop_gpu_variables_exactly_when_the_project_asks_for_no_gpu():
+    from envman.cluster.export import run_environment
+
+    env = (("NVIDIA_DRIVER_CAPABILITIES", "compute"), ("CUDA_VISIBLE_DEVICES", "0"), ("K", "v"))
+    assert run_environment(_input(gpus=None, environment=env)) == (("K", "v"),)
+    assert run_environment(_input(gpus=GpuRequest("count", count=1), environment=env)) == env
+    assert run_environment(_input(gpus=GpuRequest("count", count=1), environment=env), None) == (("K", "v"),)
+
+
+@pytest.mark.parametrize("value,text", [
+    ({"X": 1}, "X: 1\n"),
+    ([{"Xa": 1, "b": [1, [2, 3], {}, []]}], "- Xa: 1\n  b:\n    - 1\n    -\n      - 2\n      - 3\n    - {}\n    - []\n"),
+    ({"a": {"b": {"c": [{"d": 1}]}}, "e": {}, "f": []}, "a:\n  b:\n    c:\n      - d: 1\ne: {}\nf: []\n"),
+    ({"~": 1, "null": 2, "y": 3}, '"~": 1\n"null": 2\n"y": 3\n'),
+])
+def test_yaml_is_written_exactly_and_reads_back_as_the_value(value, text):
+    assert to_yaml(value) == text
+    assert yaml.safe_load(text) == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=12)),
+                    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                            st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=4)),
+                    max_leaves=20))
+def test_any_document_reads_back_as_itself(value):
+    if not isinstance(value, (dict, list)):
+        value = {"v": value}
+    assert yaml.safe_load(to_yaml(value)) == value

@@ -952,3 +952,26 @@ def test_a_project_without_a_network_is_refused_by_the_runtimes_that_share_the_n
         "envman submit", 'submit with --runtime docker or podman (envman run on the node gives none), or drop '
         'network = "none"')
     assert S.build_spec(_request(root, runtime="docker")).runtime == "docker"
+
+
+def test_the_job_names_its_matrix_files_absolutely_and_its_env_file_by_the_millisecond(project, tmp_path, monkeypatch):
+    root = project(STACK)
+    extra = tmp_path / "extra.toml"
+    extra.write_text("schema = 1\nkind = \"gpus\"\n")
+    mine = tmp_path / "mine.toml"
+    mine.write_text("schema = 1\nkind = \"gpus\"\n")
+    monkeypatch.setenv("ENVMAN_MATRIX", str(mine))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(S.time, "time", lambda: 1234.5678)
+    spec = S.build_spec(_request(root, runtime="apptainer", matrix_files=("extra.toml",)))
+    assert spec.matrix_files == (str(extra),)
+    assert spec.matrix_env == str(mine)
+    assert spec.env_file == str(S.slurm_dir().absolute() / "env" / f"demo-1234567-{os.getpid()}.env")
+
+
+def test_a_cpu_job_gets_none_of_the_project_s_gpu_variables_and_a_gpu_job_all(project):
+    root = project(STACK + '[environment]\nNVIDIA_DRIVER_CAPABILITIES = "compute"\nCUDA_VISIBLE_DEVICES = "0"\nK = "v"\n')
+    cpu = S.build_spec(_request(root, runtime="apptainer", resources=Resources(gpus=0)))
+    assert dict(cpu.environment) == {"K": "v"}
+    gpu = S.build_spec(_request(root, runtime="apptainer", resources=Resources(gpus=1)))
+    assert dict(gpu.environment) == {"NVIDIA_DRIVER_CAPABILITIES": "compute", "CUDA_VISIBLE_DEVICES": "0", "K": "v"}
