@@ -555,7 +555,7 @@ def test_exports_drop_gpu_variables_exactly_when_the_project_asks_for_no_gpu():
     ([{"Xa": 1, "b": [1, [2, 3], {}, []]}], "- Xa: 1\n  b:\n    - 1\n    -\n      - 2\n      - 3\n    - {}\n    - []\n"),
     ({"a": {"b": {"c": [{"d": 1}]}}, "e": {}, "f": []}, "a:\n  b:\n    c:\n      - d: 1\ne: {}\nf: []\n"),
     ({"~": 1, "null": 2, "y": 3}, '"~": 1\n"null": 2\n"y": 3\n'),
-])
+], ids=["capital-key", "lists-in-lists", "nested-maps", "reserved-keys"])
 def test_yaml_is_written_exactly_and_reads_back_as_the_value(value, text):
     assert to_yaml(value) == text
     assert yaml.safe_load(text) == value
