@@ -152,7 +152,7 @@ ROWS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(ROWS), ids=str)
+@pytest.mark.parametrize("case", sorted(ROWS), ids=[f"row{i}" for i in range(len(ROWS))])
 def test_a_row_loads_only_when_it_can_be_resolved_and_rendered(tmp_path, case):
     version, variant = case
     f = tmp_path / "user.toml"
