@@ -153,6 +153,10 @@ def test_a_pinned_or_custom_base_is_taken_as_the_row_says(mini):
     mine = img("mine", repository="example/base", custom=True, status="unknown")
     m = set_build(only_images(mini, mine), "torch-2.4.1-cuda12.4", base_image=mine.ref)
     assert resolve(m, "torch-2.4-cuda12").base_image == mine.ref
+    # a mirror of a base NVIDIA no longer serves, pinned by the row: not custom, no recipe, taken
+    mirror = img("12.4.1-base-ubuntu22.04", repository="mirror.example/nvidia/cuda", status="deleted")
+    m = set_build(with_recipes(only_images(mini, mirror)), "torch-2.4.1-cuda12.4", base_image=mirror.ref)
+    assert resolve(m, "torch-2.4-cuda12").base_image == mirror.ref
 
 
 def test_apt_python_wins_over_a_newer_os_needing_standalone(mini):
