@@ -234,3 +234,50 @@ def test_resolve_offers_the_fix_and_the_newest_release(mini):
     with pytest.raises(ResolveError) as e:
         resolve(mini, "torch-99.0")
     assert f"newest torch release in the matrix is {newest}" in e.value.fix
+
+
+def test_a_name_of_exactly_the_limit_is_parsed_and_one_more_is_one_exact_line():
+    from envman.stack.names import MAX_NAME, parse_name
+
+    at_limit = "torch-2.4-cuda12.4-py3.12-" + "x" * (MAX_NAME - len("torch-2.4-cuda12.4-py3.12-"))
+    assert len(at_limit) == MAX_NAME
+    with pytest.raises(ResolveError) as e:
+        parse_name(at_limit)
+    assert "characters long" not in str(e.value)  # refused for its words, not its length
+    over = at_limit + "x"
+    with pytest.raises(ResolveError) as e:
+        parse_name(over)
+    assert (e.value.what, e.value.fix) == (
+        f"stack name {over[:40]!r}… is {MAX_NAME + 1} characters long, more than {MAX_NAME}",
+        "give a stack name such as torch-2.4-cuda12 (list them: envman matrix ls)")
+
+
+@pytest.mark.parametrize("name,variant,problems", [
+    ("torch-2.4.1+corp1-cpu", "cpu", ["the row name 'torch-2.4.1+corp1-cpu' is not a stack name users can type (a local "
+                                      "version such as +corp1, or characters beyond letters, digits and .-)"]),
+    ("torch-2.4.1-cpu", "c/" + "x" * 38, [f"variant {'c/' + 'x' * 38!r} is not 1-64 letters, digits or ._+-"]),
+    ("torch-2.4.1-cpu", "c/" + "x" * 39, [f"variant {('c/' + 'x' * 39)[:40]!r}… is not 1-64 letters, digits or ._+-"]),
+    ("torch-2.4.1-cpu", "cpu", []),
+], ids=["local-version", "variant-of-40", "variant-of-41", "clean"])
+def test_each_row_name_problem_is_one_exact_line(name, variant, problems):
+    from envman.stack.names import row_name_problems
+
+    assert row_name_problems(name, variant) == problems
+
+
+@pytest.mark.parametrize("base,custom,tag", [
+    ("nvidia/cuda:12.4.1-base-ubuntu22.04", False, "12.4.1-base-ubuntu22.04"),
+    ("docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04", False, "12.4.1-base-ubuntu22.04"),
+    ("nvidia/cuda:12.4.1-base-ubuntu22.04", True, None),
+    ("mirror.example:5000/nvidia/cuda:12.4.1-base-ubuntu22.04", False, None),
+    ("ubuntu:22.04", False, None),
+], ids=["hub-short", "hub-long", "custom", "mirror-with-port", "not-nvidia"])
+def test_the_nvidia_tag_of_a_base_is_read_only_from_nvidia_s_own_repository(base, custom, tag):
+    from dataclasses import replace
+
+    from envman.matrix.load import load_matrix
+    from envman.stack.names import nvidia_tag
+    from envman.stack.resolve import resolve
+
+    stack = replace(resolve(load_matrix(), "torch-2.4-cuda12"), base_image=base, base_image_custom=custom)
+    assert nvidia_tag(stack) == tag
