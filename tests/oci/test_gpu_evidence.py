@@ -153,3 +153,33 @@ def test_the_driver_files_a_spec_mounts_are_read_only_in_both_runtimes(bundle, t
     assert host_file.read_text() == "host's driver"
     mounts = subprocess.run(["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True).stdout
     assert str(work) not in mounts  # the read-only views are unmounted again
+
+
+def test_the_old_stack_bundle_carries_cuda_11_2_s_runtime_and_fails_cleanly_without_a_gpu(tmp_path):
+    """``pack --cuda 11.2``: NVIDIA's CUDA 11.2.2 runtime from Debian bullseye's non-free archive
+    (this machine's mirror, checked against the index), found and asked inside both runtimes;
+    with no GPU the runtime answers "insufficient driver" and the probe fails, never passes."""
+    reason = _missing()
+    if reason:
+        if in_ci():
+            pytest.fail(f"CI needs this for the GPU-evidence bundle: {reason}")
+        pytest.skip(reason)
+    bundle = tmp_path / "old"
+    r = subprocess.run([sys.executable, str(SCRIPT), "pack", "--cuda", "11.2", "--bundle", str(bundle)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("old: CUDA runtime 11.2.152, ")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["stack"]["cuda"] == "11.2" and "CUDA_VERSION=11.2" in manifest["image_env"]
+    deb = manifest["cudart_deb"]
+    assert deb["Package"] == "libcudart11.0" and deb["Version"].startswith("11.2.152~")
+    out = tmp_path / "out"
+    r = run(bundle, out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for runtime in ("runc", "ch-run"):
+        doc = json.loads((out / f"{runtime}.json").read_text())["probe"]
+        assert doc["overall"] == "fail" and doc["gpus"] == []
+        runtime_check = next(c for c in doc["checks"] if c["name"] == "runtime")
+        (found,) = runtime_check["data"]["found"]
+        assert found["realpath"] == "/usr/local/cuda-11.2/lib64/libcudart.so.11.2.152" and found["version"] == "11.2"
+        assert found["query"]["rc"] == 35  # cudaErrorInsufficientDriver: no libcuda in the container
