@@ -57,17 +57,24 @@ POLICY_SETTINGS = [
 ]
 
 
+def _setting_folders(tmp_path, monkeypatch, *names: str) -> list:
+    """Folders ``tmp_path/w/NAME`` holding the files a setting may name (an engine socket, an
+    agent's socket, a sibling of it), with the settings that name sockets cleared."""
+    for other in ("DOCKER_HOST", "CONTAINER_HOST", "SSH_AUTH_SOCK"):
+        monkeypatch.delenv(other, raising=False)
+    folders = [tmp_path / "w" / name for name in names]
+    for d in folders:
+        d.mkdir(parents=True)
+        for name in ("engine.sock", "agent.sock", "sibling"):
+            (d / name).write_text("")
+    return folders
+
+
 @pytest.mark.parametrize("var, value", POLICY_SETTINGS, ids=[v for v, _ in POLICY_SETTINGS])
 def test_the_policy_follows_each_setting_when_it_changes_within_one_process(home, tmp_path, monkeypatch, var, value):
     """The policy is resolved once per environment: a change of any setting it reads gives the
     policy of the new setting, never the cached one of the old."""
-    for other in ("DOCKER_HOST", "CONTAINER_HOST", "SSH_AUTH_SOCK"):
-        monkeypatch.delenv(other, raising=False)
-    first, second = tmp_path / "w" / "first", tmp_path / "w" / "second"
-    for d in (first, second):
-        d.mkdir(parents=True)
-        for name in ("engine.sock", "agent.sock"):
-            (d / name).write_text("")
+    first, second = _setting_folders(tmp_path, monkeypatch, "first", "second")
     monkeypatch.setenv(var, value.format(d=first))
     assert policy.forbidden_reason(str(first)) is not None
     assert policy.forbidden_reason(str(second)) is None
@@ -92,12 +99,7 @@ SETTING_REFUSALS = [
 @pytest.mark.parametrize("var, value, mounted, reason", SETTING_REFUSALS, ids=[f"{r[0]}-{i}" for i, r in enumerate(SETTING_REFUSALS)])
 def test_each_setting_s_protected_path_is_refused_with_its_exact_reason(home, tmp_path, monkeypatch, var, value, mounted,
                                                                           reason):
-    for other in ("DOCKER_HOST", "CONTAINER_HOST", "SSH_AUTH_SOCK"):
-        monkeypatch.delenv(other, raising=False)
-    d = tmp_path / "w" / "d"
-    d.mkdir(parents=True)
-    for name in ("agent.sock", "engine.sock", "sibling"):
-        (d / name).write_text("")
+    (d,) = _setting_folders(tmp_path, monkeypatch, "d")
     monkeypatch.setenv(var, value.format(d=d))
     assert policy.forbidden_reason(mounted.format(d=d)) == reason.format(d=d)
 
