@@ -138,6 +138,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     )),
     Group("project", "Projects: a directory bound to a stack (envman.toml) and the registry of them.", (
         Command("init", "project:init"),
+        Command("detect", "project:detect"),
         Command("add", "project:add"),
         Command("trust", "project:trust_cmd"),
         Command("untrust", "project:untrust_cmd"),

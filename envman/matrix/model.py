@@ -384,6 +384,32 @@ class TagHistory:
 
 
 @dataclass(frozen=True)
+class NgcRelease:
+    """One monthly release of one of NVIDIA's NGC framework containers (``kind = "ngc"``):
+    ``nvcr.io/nvidia/pytorch:20.12-py3`` carries torch ``1.8.0a0+1606899``, CUDA 11.1.1, Python 3.8."""
+
+    repository: str  # "nvcr.io/nvidia/pytorch"
+    release: str  # "20.12"
+    tags: tuple[str, ...]  # "20.12-py3"; TensorFlow's "20.12-tf1-py3" and "20.12-tf2-py3" are two rows
+    framework: str  # one of FRAMEWORKS
+    framework_version: str | None  # as NVIDIA writes it: often a pre-release of NVIDIA's own build
+    cuda: Version | None  # the full CUDA version; None where no source gives it
+    cudnn: str | None
+    python: Version | None
+    os: str | None
+    min_driver: str | None  # as NVIDIA's table gives it ("455", "455.32")
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+    @property
+    def public_release(self) -> Version | None:
+        """The public release NVIDIA's build is of: ``1.8.0a0+1606899`` → 1.8.0 (a pre-release of
+        it), ``2.3.0+cc6f2c7`` → 2.3.0, ``1.15.5+nv`` → 1.15.5; None where no source gives it."""
+        return Version(Version(self.framework_version).base_version) if self.framework_version else None
+
+
+@dataclass(frozen=True)
 class Matrix:
     """Everything envman knows; built once per process by ``envman.matrix.load``."""
 
@@ -398,6 +424,15 @@ class Matrix:
     history: tuple[TagHistory, ...] = field(default=())
     gpus_checked: str | None = None  # ISO day the GPU list was last compared with NVIDIA's pages
     recipes: tuple[BaseRecipe, ...] = field(default=())
+    ngc: tuple[NgcRelease, ...] = field(default=())
+
+    def ngc_image(self, repository: str, tag: str) -> NgcRelease | None:
+        """The NGC release whose image ``repository:tag`` is, or None when the matrix has none."""
+        return self._ngc_index.get((repository, tag))
+
+    @functools.cached_property
+    def _ngc_index(self) -> dict[tuple[str, str], NgcRelease]:
+        return {(r.repository, t): r for r in self.ngc for t in r.tags}
 
     @functools.cached_property
     def _history_index(self) -> dict[tuple[str, str], TagHistory]:
