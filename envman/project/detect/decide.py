@@ -147,12 +147,12 @@ class _Decider:
         return sorted((s for i, s in enumerate(self.pending) if i not in self.done and s.fact.kind == kind
                        and (framework is None or s.fact.framework == framework)), key=_key)
 
-    def siblings_set_aside(self, s: Statement, framework: str) -> bool:
-        """Whether the same line pins another framework, set aside as a tool (a decoy's CUDA goes
-        with it: ``torch==1.10.0+cu113`` in a TensorFlow repository)."""
+    def siblings_set_aside(self, s: Statement) -> bool:
+        """Whether the same line's framework statement was set aside: its CUDA goes with it (a
+        decoy's ``torch==1.10.0+cu113`` in a TensorFlow repository; the CUDA of a base image whose
+        release lost to a pin)."""
         return any(d.used is False and d.file == s.file and d.line == s.line and d.source == s.source
-                   and ((d.fact.kind == FRAMEWORK and d.fact.framework != framework) or d.fact.kind == UNSUPPORTED)
-                   for d in self.done.values())
+                   and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and d.fact.spec)) for d in self.done.values())
 
     def evidence(self) -> tuple[Statement, ...]:
         out = []
@@ -324,7 +324,7 @@ class _Decider:
         taken: list[Statement] = []
         # at equal weight a GPU build's CUDA before a CPU build (a Dockerfile.cpu beside a Dockerfile.gpu)
         for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, s.file.count("/"), s.file, s.line)):
-            if self.siblings_set_aside(s, framework):
+            if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue
             clash = next((t for t in taken if not (_cuda_fits(s.fact.version, t.fact.version)

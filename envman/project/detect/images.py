@@ -129,7 +129,8 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
 def ngc_spec(version: str | None) -> str:
     """The public releases an NGC build's framework version stands for: a release with NVIDIA's
     local label (``2.3.0+cc6f2c7``, ``1.15.5+nv``) is that release's minor (``==2.3.*``); a
-    development snapshot (``1.8.0a0+1606899``: between 1.7 and 1.8) is the minor before it or its own."""
+    development snapshot (``1.8.0a0+1606899``: between 1.7 and 1.8) is the minor before it or its own;
+    a snapshot of a new major (``2.0.0a0``) is that major's first minor."""
     if not version:
         return ""
     from packaging.version import InvalidVersion, Version
@@ -139,9 +140,8 @@ def ngc_spec(version: str | None) -> str:
     except InvalidVersion:
         return ""
     major, minor = v.release[0], (v.release[1] if len(v.release) > 1 else 0)
-    if v.is_prerelease or v.is_devrelease:
-        low = f"{major}.{minor - 1}" if minor else f"{major - 1}"
-        return f">={low},<{major}.{minor + 1}"
+    if (v.is_prerelease or v.is_devrelease) and minor:
+        return f">={major}.{minor - 1},<{major}.{minor + 1}"
     return f"=={major}.{minor}.*"
 
 

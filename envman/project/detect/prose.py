@@ -39,6 +39,7 @@ _PHRASE_RE = re.compile(
 _FLOOR_BEFORE = re.compile(r"(at\s+least|minimum|newer\s+than|later\s+than|higher\s+than|above)\s*$", re.IGNORECASE)
 _CEIL_BEFORE = re.compile(r"(at\s+most|up\s+to|older\s+than|lower\s+than|below|before)\s*$", re.IGNORECASE)
 _NOT_BEFORE = re.compile(r"(not|n't|never|no\s+longer|incompatible|fails?|breaks?)\b[^.;]{0,60}$", re.IGNORECASE)
+_NOT_AFTER = re.compile(r"[^.;]{0,30}\b(no\s+longer|not|n't|deprecated|dropped|unsupported|removed)\b", re.IGNORECASE)
 #: Names of frameworks no stack serves, in prose.
 _UNSUPPORTED_RE = re.compile(
     r"(?<![A-Za-z0-9_])(caffe2?|theano|mxnet|torch\s*7|lua\s*torch|luarocks|chainer|cntk|paddlepaddle|python\s*2\.[67](?![0-9]))(?![A-Za-z0-9_])",
@@ -114,7 +115,9 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
             out.append((phrase, Fact(CUDNN, version=version)))
         elif what == "python":
             major = version.split(".")[0]
-            if major == "2" and not _NOT_BEFORE.search(before) and op not in (">=", ">", "≥") and "+" not in (suffix or ""):
+            after = line[m.end(): m.end() + 60]
+            if major == "2" and not _NOT_BEFORE.search(before) and not _NOT_AFTER.match(after) \
+                    and op not in (">=", ">", "≥") and not suffix:
                 out.append((phrase, Fact(UNSUPPORTED, framework="python 2")))
             elif major == "3" and "." in version:
                 out.append((phrase, Fact(PYTHON, spec=_spec(op, version, suffix, before))))
