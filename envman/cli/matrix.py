@@ -135,21 +135,18 @@ def show(
     as_json: JsonOpt = False,
     matrix: MatrixOpt = None,
 ) -> None:
-    """Resolve a stack name and show the full stack."""
+    """Resolve a stack name and show the full stack (or what an NGC image, nvcr.io/nvidia/...:TAG, carries)."""
     _extra_matrix(matrix)
     from envman.stack.resolve import resolve
     from envman.cli._options import platform_option
     from envman.cli import get_matrix
 
     m = get_matrix()
-    stack = resolve(m, name, platform_option(platform))
-    data = stack.to_json()
-    data["platform"] = stack.platform
-    build = next((b for b in m.builds if b.name == stack.row), None)
-    if build is not None:
-        data["row_platforms"] = list(build.platforms)
-    data.update(_tag_history_fields(m, stack.base_image))
-    data.update(_rebuild_fields(m, stack))
+    if name.startswith("nvcr.io/"):
+        data = _ngc_fields(m, name)
+    else:
+        stack = resolve(m, name, platform_option(platform))
+        data = _stack_fields(m, stack)
     if as_json:
         emit_json(data)
         return
@@ -159,6 +156,31 @@ def show(
         if isinstance(v, list):
             v = ", ".join(v) if v else "-"
         c.print(f"[bold]{k:<{width}}[/bold]  {escape(str(v)) if v not in (None, '') else '-'}")
+
+
+def _ngc_fields(m, ref: str) -> dict:
+    """What the matrix's NGC table says of an NGC image reference; one line naming the releases it has otherwise."""
+    from envman.errors import UserError
+
+    release = m.ngc_lookup(ref)
+    if release is None:
+        repository = ref.rpartition(":")[0] or ref
+        known = sorted({t for r in m.ngc if r.repository == repository for t in r.tags})
+        raise UserError(f"{ref[:120]!r} is not in the matrix's NGC table", where="matrix show",
+                        fix=f"its {repository} tags: {', '.join(known[:8])}{', …' if len(known) > 8 else ''}" if known
+                        else "give nvcr.io/nvidia/pytorch:YY.MM-py3, tensorflow:YY.MM-tf1-py3 or -tf2-py3, or jax:YY.MM-py3")
+    return release.to_json()
+
+
+def _stack_fields(m, stack) -> dict:
+    data = stack.to_json()
+    data["platform"] = stack.platform
+    build = next((b for b in m.builds if b.name == stack.row), None)
+    if build is not None:
+        data["row_platforms"] = list(build.platforms)
+    data.update(_tag_history_fields(m, stack.base_image))
+    data.update(_rebuild_fields(m, stack))
+    return data
 
 
 def explain(

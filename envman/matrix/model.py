@@ -408,6 +408,13 @@ class NgcRelease:
         it), ``2.3.0+cc6f2c7`` → 2.3.0, ``1.15.5+nv`` → 1.15.5; None where no source gives it."""
         return Version(Version(self.framework_version).base_version) if self.framework_version else None
 
+    def to_json(self) -> dict[str, object]:
+        return {"image": f"{self.repository}:{self.tags[0]}", "repository": self.repository, "release": self.release,
+                "tags": list(self.tags), "framework": self.framework, "framework_version": self.framework_version,
+                "cuda": str(self.cuda) if self.cuda else None, "cudnn": self.cudnn,
+                "python": str(self.python) if self.python else None, "os": self.os, "min_driver": self.min_driver,
+                "source": list(self.source), "status": self.status, "note": self.note}
+
 
 @dataclass(frozen=True)
 class Matrix:
@@ -425,6 +432,11 @@ class Matrix:
     gpus_checked: str | None = None  # ISO day the GPU list was last compared with NVIDIA's pages
     recipes: tuple[BaseRecipe, ...] = field(default=())
     ngc: tuple[NgcRelease, ...] = field(default=())
+
+    def ngc_lookup(self, ref: str) -> NgcRelease | None:
+        """The NGC release of an image reference (``nvcr.io/nvidia/pytorch:20.12-py3``)."""
+        repository, _, tag = ref.strip().rpartition(":")
+        return self.ngc_image(repository.lower(), tag) if repository else None
 
     def ngc_image(self, repository: str, tag: str) -> NgcRelease | None:
         """The NGC release whose image ``repository:tag`` is, or None when the matrix has none."""

@@ -384,7 +384,25 @@ def validate(matrix: Matrix) -> list[Problem]:
             add(f"gpu {g.id}", "duplicate id")
         ids.add(g.id)
     _check_gpu_names(matrix, add)
+    _check_ngc(matrix, add)
     return problems
+
+
+def _check_ngc(matrix: Matrix, add: Add) -> None:
+    """NGC releases: each tag names one release (no two rows claim it), a CUDA the matrix knows,
+    and a row marked confirmed gives every figure detection reads (framework version, CUDA, Python)."""
+    seen: dict[tuple[str, str], str] = {}
+    for r in matrix.ngc:
+        where = f"ngc {r.repository}:{r.release}"
+        for t in r.tags:
+            if (r.repository, t) in seen:
+                add(where, f"tag {t} is also release {seen[(r.repository, t)]}'s")
+            seen[(r.repository, t)] = r.release
+        if r.cuda is not None and matrix.cuda_release(r.cuda) is None:
+            add(where, f"CUDA {r.cuda} is not a release of the matrix's CUDA table")
+        missing = [k for k, v in (("framework_version", r.framework_version), ("cuda", r.cuda), ("python", r.python)) if v is None]
+        if r.status == "confirmed" and missing:
+            add(where, f"confirmed, but gives no {', '.join(missing)}: mark it partially confirmed or add the figures")
 
 
 def _check_gpu_names(matrix: Matrix, add: Add) -> None:

@@ -32,7 +32,7 @@ _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
     r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
     r"(?:\s*\(?\s*(?:version|ver\.?|v)\s*)?[\s:,]*" + _OP + r"\s*" + _VERSION
-    + r"(\s*(?:\+(?![A-Za-z0-9])|or\s+(?:higher|later|newer|above|greater)|and\s+(?:above|higher|later|newer)|or\s+(?:lower|earlier|below|older)"
+    + r"(\s*\(?\s*(?:\+(?![A-Za-z0-9])|or\s+(?:higher|later|newer|above|greater)|and\s+(?:above|higher|later|newer)|or\s+(?:lower|earlier|below|older)"
       r"|and\s+(?:below|lower|earlier|older)))?",
     re.IGNORECASE,
 )

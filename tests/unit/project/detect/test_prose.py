@@ -15,6 +15,7 @@ from envman.project.detect.prose import read_prose, sentence_facts
     ("TensorFlow 1.14 or higher", ["tensorflow >=1.14"]),
     ("tensorflow-gpu 1.15.2", ["tensorflow ==1.15.2 (GPU build)"]),
     ("requires PyTorch 1.7.1 or later", ["torch >=1.7.1"]),
+    ("64-bit Python 3.8 and PyTorch 1.9.0 (or later).", ["Python ==3.8.*", "torch >=1.9.0"]),
     ("This code will not work with PyTorch 1.0.", ["torch !=1.0.*"]),
     ("Pytorch 0.4.0 (now it does not support 0.4.1 or higher)", ["torch ==0.4.0"]),
     ("at least PyTorch 1.6", ["torch >=1.6"]),
