@@ -266,13 +266,20 @@ class _Decider:
                 continue
             taken.append((s, test, named))
             self.mark(s, True, "taken")
-        allowed = [v for v in known if all(t[1](v) for t in taken)]
-        exact = next((t for t in taken if t[0].fact.companion or _is_exact(t[0].fact.spec)), None)
-        if exact is not None:
+        while True:
+            allowed = [v for v in known if all(t[1](v) for t in taken)]
+            exact = next((t for t in taken if t[0].fact.companion or _is_exact(t[0].fact.spec)), None)
+            if exact is None:
+                break
             preferred = [v for v in allowed if exact[1](v)]
-            if not preferred:
+            if preferred:
+                return sorted(preferred, reverse=True), [t[0] for t in taken]
+            if exact[0].hard:
                 self._unmet_release(framework, exact[0], exact[2], known, [t[0] for t in taken])
-            return sorted(preferred, reverse=True), [t[0] for t in taken]
+            # advice (a README) naming a release the matrix lacks is set aside, not obeyed
+            self.done[self.pending.index(exact[0])] = exact[0].decided(
+                False, f"names a {framework} release the matrix does not have (a README is advice, not a pin)")
+            taken.remove(exact)
         if not allowed and taken:
             s = taken[0][0]
             if s.hard:
@@ -454,13 +461,12 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
             fv = _verdict(first, host)
             d.notes.append(f"{first.name} does not run here ({fv.reasons[0] if fv and fv.reasons else 'verdict'}); "
                            f"{stack.name} satisfies the same pins and does")
-    _mark_cudnn_python(d, stack)
+    for s in cuda_stmts:  # a README's CUDA the chosen build does not have was a preference not met
+        if not s.hard and not _fits_all([s], cand.build):
+            d.done[d.pending.index(s)] = s.decided(False, f"{stack.framework} {stack.framework_version} builds the pins "
+                                                          f"allow have no {s.fact.means()} (a README is advice, not a pin)")
     alternatives = _alternatives(d, matrix, stack, candidates, host, platform)
     return Decision(stack, d.evidence(), tuple(d.conflicts), tuple(alternatives), judgement, tuple(d.notes))
-
-
-def _mark_cudnn_python(d: _Decider, stack: "Stack") -> None:
-    pass
 
 
 def _candidates(d: _Decider, framework: str, versions: list[Version], version_stmts: list[Statement],
@@ -477,14 +483,20 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
     def cuda_fit(rows: list["FrameworkBuild"], stmts: list[Statement]) -> list["FrameworkBuild"]:
         if gpu is False or (stmts and stmts[0].fact.version is None):
             return [b for b in rows if b.cuda is None]
+        pins = [s for s in stmts if s.hard]
         if stmts:
-            return [b for b in rows if b.cuda is not None and all(_cuda_fits(_grain(s, b), f"{b.cuda.major}.{b.cuda.minor}")
-                                                                   for s in stmts)]
+            # a README's CUDA is a preference among the builds the pins allow, never a filter
+            fit = [b for b in rows if b.cuda is not None and all(_cuda_fits(_grain(s, b), f"{b.cuda.major}.{b.cuda.minor}")
+                                                                  for s in pins)]
+            return sorted(fit, key=lambda b: _fits_all(stmts, b), reverse=True)
         return [b for b in rows if b.cuda is not None] or rows
 
     # CUDA: a stated CUDA the release(s) have no build for
     while cuda_stmts and not any(cuda_fit(rows_of(v), cuda_stmts) for v in versions):
-        s = cuda_stmts[0] if all(c.hard for c in cuda_stmts) else next(c for c in cuda_stmts if not c.hard)
+        hard = [c for c in cuda_stmts if c.hard]
+        if not hard:
+            break
+        s = hard[0]
         if s.hard:
             v0 = versions[0] if versions else None
             rows = rows_of(v0) if v0 is not None else []
@@ -500,7 +512,8 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
     exact_py = [s for s, _ in specs if _is_exact(python_minor(s.fact.spec))]
     out: list[_Candidate] = []
     for vi, version in enumerate(versions):
-        for b in sorted(cuda_fit(rows_of(version), cuda_stmts), key=lambda b: (b.default, b.cuda or Version("0")), reverse=True):
+        fit = sorted(cuda_fit(rows_of(version), cuda_stmts), key=lambda b: (b.default, b.cuda or Version("0")), reverse=True)
+        for b in sorted(fit, key=lambda b: _fits_all(cuda_stmts, b), reverse=True):
             pys = sorted(p for p in b.python if all(_holds(sp, p) for _, sp in specs))
             if specs and not pys:
                 continue
@@ -523,6 +536,12 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {have_text}",
                       "relax the Python pin, or give another stack with --stack")
     return out
+
+
+def _fits_all(stmts: Sequence[Statement], b: "FrameworkBuild") -> bool:
+    """Whether build ``b`` has the CUDA every statement asks for."""
+    have = f"{b.cuda.major}.{b.cuda.minor}" if b.cuda is not None else None
+    return all(_cuda_fits(_grain(s, b), have) if have else s.fact.version is None for s in stmts)
 
 
 def _grain(s: Statement, b: "FrameworkBuild") -> str | None:

@@ -91,7 +91,7 @@ def test_an_unmet_cuda_pin_ends_detection_unmet_prose_is_set_aside(found, matrix
     assert d.decision is None and "environment.yml:3 asks for CUDA 12.1" in d.problem.what and "1.7.1" in d.problem.what
     d = found({"requirements.txt": "torch==1.7.1\n", "README.md": "Tested with CUDA 12.1.\n"})
     assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name
-    assert "no torch build" in aside(d)["README.md:1"]
+    assert "have no CUDA 12.1 (a README is advice" in aside(d)["README.md:1"]
 
 
 def test_python_at_the_grain_of_stacks_and_unmet_python_pins(found):
@@ -162,3 +162,9 @@ def test_the_cuda_of_a_line_set_aside_goes_with_it(found, matrix):
                "a.py": "import torch\n"})
     assert d.decision.stack.cuda != "9.2"
     assert aside(d)["requirements.txt:2"]
+
+
+def test_a_readme_naming_a_release_the_matrix_lacks_is_set_aside_not_obeyed(found):
+    d = found({"docs/installation.md": '```\npip install "jax[cpu]==0.1.0"\n```\n', "a.py": "import jax\n"})
+    assert d.decision is not None and d.decision.stack.framework == "jax"
+    assert "does not have" in aside(d)["docs/installation.md:2"]
