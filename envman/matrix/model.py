@@ -14,6 +14,16 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+#: nvidia/cuda flavours holding (at least) what each flavour holds, smallest first: ``base`` has
+#: the driver API only, ``runtime`` adds the CUDA libraries, ``cudnn-*`` cuDNN, ``devel`` nvcc.
+FLAVOURS_HOLDING: dict[str, tuple[str, ...]] = {
+    "base": ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "runtime": ("runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "cudnn-runtime": ("cudnn-runtime", "cudnn-devel"),
+    "devel": ("devel", "cudnn-devel"),
+    "cudnn-devel": ("cudnn-devel",),
+}
+
 if TYPE_CHECKING:
     from envman.matrix.gpus import GpuIndex
 
@@ -438,6 +448,25 @@ class Matrix:
         """The tags ``repository`` ever published, or None when the matrix has no list for it."""
         lists = [p.tags for p in self.published if p.repository == repository]
         return frozenset().union(*lists) if lists else None
+
+    @functools.cached_property
+    def _flavours_by_cuda(self) -> dict[Version | None, frozenset[str]]:
+        out: dict[Version | None, set[str]] = {}
+        for i in self.images:
+            if not i.custom:
+                out.setdefault(i.cuda, set()).add(i.flavour)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def flavour_for(self, build: "FrameworkBuild") -> str:
+        """The nvidia/cuda flavour a build's stack uses: the smallest it needs, except that where a
+        CUDA release has no ``base`` images at all (NVIDIA introduced the flavour with 9.0), a build
+        that needs only the driver takes the smallest flavour the release has. A release that lacks
+        another flavour is a gap in the image rows, reported as such, not papered over."""
+        needed = build.flavour_needed
+        have = self._flavours_by_cuda.get(build.cuda, frozenset())
+        if needed != "base" or needed in have or build.cuda is None:
+            return needed
+        return next((f for f in FLAVOURS_HOLDING[needed] if f in have), needed)
 
     def cuda_release(self, version: Version | str) -> CudaRelease | None:
         v = Version(str(version))

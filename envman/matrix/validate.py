@@ -67,6 +67,9 @@ def expected_tag(img: BaseImage) -> str | None:
 
 
 def allowed_cudnn_majors(cuda: Version) -> set[str]:
+    """The cuDNN majors NVIDIA shipped in nvidia/cuda images of a CUDA release (its tag lists)."""
+    if cuda < Version("9.0"):  # 8.0-cudnn5-*, -cudnn6-*, -cudnn7-*
+        return {"5", "6", "7"}
     if cuda < Version("10.1"):
         return {"7"}
     if cuda < Version("11.0"):
@@ -365,7 +368,7 @@ def validate(matrix: Matrix) -> list[Problem]:
         if b.system_cudnn:
             _check_cudnn(matrix, b, rel, add)
         if b.base_image is None:
-            need = b.flavour_needed
+            need = matrix.flavour_for(b)
             images = [i for i in matrix.images if i.cuda == b.cuda and not i.custom and i.flavour == need]
             if not images:
                 add(where, f"no {need} base image for CUDA {b.cuda} in the image matrix")

@@ -21,19 +21,10 @@ import re
 from packaging.version import Version
 
 from envman.errors import EnvmanError, ResolveError
-from envman.matrix.model import BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
+from envman.matrix.model import FLAVOURS_HOLDING, BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
 from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name, spelling_fixes
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
-_FLAVOUR_CONTENT = {
-    "base": {"driver-api"},
-    "runtime": {"driver-api", "cuda"},
-    "cudnn-runtime": {"driver-api", "cuda", "cudnn"},
-    "devel": {"driver-api", "cuda", "nvcc"},
-    "cudnn-devel": {"driver-api", "cuda", "cudnn", "nvcc"},
-}
-
-
 def version_matches(partial: str, version: Version) -> bool:
     """``"1.0"`` matches 1.0.0 and 1.0.1; ``"2"`` matches every 2.x; ``"12.4"`` matches 12.4."""
     want = tuple(int(p) for p in partial.split("."))
@@ -102,8 +93,7 @@ def _index(matrix: Matrix) -> _Index:
 
 
 def _flavours_for(needed: str) -> list[str]:
-    need = _FLAVOUR_CONTENT[needed]
-    return [f for f in FLAVOURS if need <= _FLAVOUR_CONTENT[f]]
+    return list(FLAVOURS_HOLDING[needed])
 
 
 def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None) -> tuple[Version, str] | None:
@@ -141,7 +131,7 @@ def _pick_image(
     matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
 ) -> tuple[BaseImage, Version, str]:
     """Choose (image, python, strategy) for a build; ranking documented in docs/design.md."""
-    needed = build.flavour_needed
+    needed = matrix.flavour_for(build)
     if flavour is not None:
         allowed = _flavours_for(needed)
         if flavour not in allowed:
@@ -343,7 +333,7 @@ def make_stack(
     if cuda_rel and cuda_rel.minor_compat_driver and cuda_rel.minor_compat_status != "confirmed":
         notes.append(f"minor-version-compatibility floor {cuda_rel.minor_compat_driver} is {cuda_rel.minor_compat_status}")
     cuda = f"{build.cuda.major}.{build.cuda.minor}" if build.cuda else None
-    flavour_default = build.flavour_needed
+    flavour_default = matrix.flavour_for(build)
     tail = f"cuda{cuda}" if cuda else "cpu"
     name = f"{build.framework}-{build.version}-{tail}-py{python}"
     if img.flavour != flavour_default and cuda:
