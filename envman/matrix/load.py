@@ -363,6 +363,7 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
                 python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
+                system_nvcc=r.bool("system_nvcc"),
             )
         )
         r.done()

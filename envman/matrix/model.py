@@ -312,6 +312,9 @@ class FrameworkBuild:
     #: installs; each is also in ``python``.
     python_freethreaded: tuple[Version, ...] = ()
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
+    #: needs the CUDA compiler tools of the base image (``ptxas``, ``nvvm/libdevice``): XLA in the
+    #: jaxlib wheels that link the system CUDA compiles its kernels with them at run time
+    system_nvcc: bool = False
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""
@@ -330,6 +333,8 @@ class FrameworkBuild:
         """Smallest nvidia/cuda flavour that works for this build."""
         if self.cuda is None:
             return "base"
+        if self.system_nvcc:
+            return "cudnn-devel" if self.system_cudnn else "devel"
         if self.system_cudnn:
             return "cudnn-runtime"
         if self.system_cuda:

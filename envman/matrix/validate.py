@@ -343,9 +343,11 @@ def validate(matrix: Matrix) -> list[Problem]:
         if b.cuda is None:
             if b.sass or b.ptx:
                 add(where, "a CPU build cannot carry GPU architectures")
-            if b.system_cuda or b.system_cudnn:
+            if b.system_cuda or b.system_cudnn or b.system_nvcc:
                 add(where, "a CPU build cannot need system CUDA/cuDNN")
             continue
+        if b.system_nvcc and not b.system_cuda:
+            add(where, "needs the CUDA compiler tools of its base image (system_nvcc) but not its CUDA (system_cuda)")
         rel = matrix.cuda_release(b.cuda)
         if rel is None:
             add(where, f"CUDA {b.cuda} is not a release in the matrix")

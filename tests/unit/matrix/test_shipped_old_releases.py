@@ -101,3 +101,24 @@ def test_cuda_8_0_images_with_a_cudnn_nvidia_never_paired_are_refused(shipped):
                     source=("test",))
     problems = [str(p) for p in validate(replace(shipped, images=shipped.images + (bad,)))]
     assert "image nvidia/cuda:8.0-cudnn8-runtime-ubuntu16.04: cuDNN 8 was not shipped in nvidia/cuda images of CUDA 8.0" in problems
+
+
+@pytest.mark.parametrize(
+    "query, name, jaxlib, base",
+    [
+        ("jax-0.2.17", "jax-0.2.17-cuda11.1-py3.8", "jaxlib==0.1.68+cuda111", "nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04"),
+        ("jax-0.2.17-cuda10.1", "jax-0.2.17-cuda10.1-py3.6", "jaxlib==0.1.68+cuda101", "nvidia/cuda:10.1-cudnn7-devel-ubuntu18.04"),
+        ("jax-0.3.25", "jax-0.3.25-cuda11.1-py3.8", "jaxlib==0.3.25+cuda11.cudnn82", "nvidia/cuda:11.1.1-cudnn8-devel-ubuntu20.04"),
+        ("jax-0.4.1", "jax-0.4.1-cuda11.4-py3.8", "jaxlib==0.4.1+cuda11.cudnn86", "nvidia/cuda:11.4.3-cudnn8-devel-ubuntu20.04"),
+    ],
+)
+def test_old_jax_takes_its_jaxlib_cuda_wheel_and_a_devel_base(shipped, query, name, jaxlib, base):
+    s = resolve(shipped, query)
+    assert (s.name, s.packages[1], s.base_image, s.flavour) == (name, jaxlib, base, "cudnn-devel")
+    assert s.find_links and s.find_links.startswith("https://storage.googleapis.com/jax-releases/")
+
+
+def test_jax_cuda102_wheels_are_left_out_for_want_of_a_rebuildable_base(shipped):
+    assert not [b for b in shipped.builds if b.framework == "jax" and b.variant == "cuda102"]
+    with pytest.raises(ResolveError):
+        resolve(shipped, "jax-0.2.17-cuda10.2")
