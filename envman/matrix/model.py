@@ -8,6 +8,7 @@ malformed file whole, naming the file, the key and what was expected.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from functools import total_ordering
 from typing import TYPE_CHECKING
@@ -479,6 +480,36 @@ class Matrix:
             if (r.version.major, r.version.minor) == (v.major, v.minor):
                 return r
         return None
+
+    def cuda_update(self, text: str) -> tuple[CudaRelease, Version | None]:
+        """The CUDA release and full version ``text`` names: ``12.4.1``, ``12.4 Update 1``/``12.4u1``
+        (the N-th update NVIDIA's driver table lists), ``12.4`` (the GA: ``None``), or an nvidia/cuda
+        tag of it (``12.4.1-cudnn-runtime-ubuntu22.04``). ``ValueError`` says why not."""
+        t = " ".join(text.strip().lower().split())
+        m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:-[a-z0-9][a-z0-9.-]{0,80})?", t)
+        u = re.fullmatch(r"(\d{1,3})\.(\d{1,3}) ?(?:u|update ?)(\d{1,2})", t)
+        if not (m or u):
+            raise ValueError(f"{text[:60]!r} names no CUDA version (e.g. 12.4.1, '12.4 Update 1' or an nvidia/cuda tag)")
+        major, minor = int((m or u).group(1)), int((m or u).group(2))  # type: ignore[union-attr]
+        rel = self.cuda_release(f"{major}.{minor}")
+        if rel is None:
+            why = next((w for v, w in self.never_released if v == f"{major}.{minor}"), None)
+            raise ValueError(f"CUDA {major}.{minor} " + (f"was never released ({why})" if why else "is not a release in the matrix"))
+        known = ", ".join(["GA", *(str(v) for v, _ in rel.updates)])
+        if u:
+            n = int(u.group(3))
+            if not 1 <= n <= len(rel.updates):
+                raise ValueError(f"CUDA {rel.key} has no Update {n} in the matrix (NVIDIA's driver table lists {known})")
+            return rel, rel.updates[n - 1][0]
+        assert m is not None
+        if m.group(3) is None:
+            return rel, None
+        patch = Version(f"{major}.{minor}.{int(m.group(3))}")
+        if rel.updates and patch > rel.updates[-1][0] or not rel.updates and patch.micro > 0 and not any(
+                i.cuda_patch == patch for i in self.images):
+            raise ValueError(f"CUDA {patch} is past what the matrix knows of {rel.key} ({known}): "
+                             "its toolkit driver is not known")
+        return rel, patch
 
     def os_info(self, name: str) -> OsInfo | None:
         for o in self.oses:

@@ -55,7 +55,9 @@ def expected_tag(img: BaseImage) -> str | None:
     # X.Y tags up to 11.0, X.Y.Z from 11.1; 11.0 was published both ways (11.0-*, 11.0.3-*), so a
     # row that gives 11.0's full patch version names the X.Y.Z tag.
     legacy = (v.major, v.minor) < (11, 0) or ((v.major, v.minor) == (11, 0) and len(v.release) == 2)
-    version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}.{v.micro}"
+    # A row of the X.Y.Z era that gives only X.Y names no update: the loader takes it from a tag of
+    # that release (cuda = "12.9" with 12.9.1-...), so a tag left here names another release.
+    version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}." + (str(v.micro) if len(v.release) > 2 else "N")
     flavour = img.flavour.replace("cudnn-", "")
     token = None
     if img.flavour.startswith("cudnn"):

@@ -128,7 +128,8 @@ def _os_rank(name: str) -> tuple[Version]:
 
 
 def _pick_image(
-    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
+    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM,
+    cuda_patch: Version | None = None,
 ) -> tuple[BaseImage, Version, str]:
     """Choose (image, python, strategy) for a build; ranking documented in docs/design.md."""
     needed = matrix.flavour_for(build)
@@ -165,6 +166,8 @@ def _pick_image(
                 continue
             if platform not in img.platforms:
                 continue
+            if cuda_patch is not None and img.cuda_patch != cuda_patch:
+                continue  # --cuda asked for one update of the release
             if build.system_cudnn and img.flavour.startswith("cudnn") and not cudnn_fits(img.cudnn, build.cudnn):
                 continue  # the build loads cuDNN from the image: the majors must agree
             candidates.append(img)
@@ -194,7 +197,7 @@ def _pick_image(
                 f"{build.name} does not support Python {python}",
                 fix="choose one of " + ", ".join(str(p) for p in build.python),
             )
-        what = f"CUDA {build.cuda} {wanted[0]}" if build.cuda else "CPU"
+        what = f"CUDA {cuda_patch or build.cuda} {wanted[0]}" if build.cuda else "CPU"
         if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
             what += f" (cuDNN {build.cudnn.split('.')[0]})"
         on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
@@ -252,11 +255,12 @@ def _on_platform(rows: list[FrameworkBuild], platform: str, q: StackQuery) -> li
     )
 
 
-def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
+def resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch: Version | None = None) -> Stack:
     """Resolve a stack name to a Stack; ``ResolveError`` lists the closest valid names.
 
     ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
-    must agree with it."""
+    must agree with it. ``cuda_patch`` (``--cuda 12.4.1``) takes a base image of that update of the
+    stack's CUDA release, whose toolkit driver the stack then states."""
     try:
         q = parse_name(name)
     except ResolveError as exc:
@@ -293,7 +297,10 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
             f"{build.name} has no free-threaded Python {py}t wheels" + (f" (it has {have})" if have else ""),
             fix=f"choose py{build.python_freethreaded[-1]}t" if have else f"drop the t (py{py}) for the GIL build",
         )
-    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat)
+    if cuda_patch is not None and (build.cuda is None or (build.cuda.major, build.cuda.minor) != (cuda_patch.major, cuda_patch.minor)):
+        raise ResolveError(f"{build.name} is {'a CPU build' if build.cuda is None else f'CUDA {build.cuda}'}, not CUDA {cuda_patch}",
+                           fix=f"name a stack of CUDA {cuda_patch.major}.{cuda_patch.minor} (e.g. -cuda{cuda_patch.major}.{cuda_patch.minor}) or drop --cuda")
+    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat, cuda_patch)
     stack = make_stack(matrix, build, img, python, strategy, plat)
     return _freethreaded(stack) if freethreaded else stack
 
