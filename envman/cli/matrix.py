@@ -207,6 +207,8 @@ def show(
     build = next((b for b in m.builds if b.name == stack.row), None)
     if build is not None:
         data["row_platforms"] = list(build.platforms)
+        if build.wheel_python:  # the Pythons each installed package has wheels for (the row's are where all do)
+            data["row_wheel_python"] = "; ".join(f"{pkg}: {' '.join(str(p) for p in pys) or 'any'}" for pkg, pys in build.wheel_python)
     data.update(_tag_history_fields(m, stack.base_image))
     data.update(_rebuild_fields(m, stack))
     if as_json:

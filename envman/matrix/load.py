@@ -370,6 +370,7 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
                 system_nvcc=r.bool("system_nvcc"),
+                packages_arm64=r.strs("packages_arm64", default=None),
             )
         )
         r.done()

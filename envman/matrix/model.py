@@ -316,6 +316,15 @@ class FrameworkBuild:
     #: needs the CUDA compiler tools of the base image (``ptxas``, ``nvvm/libdevice``): XLA in the
     #: jaxlib wheels that link the system CUDA compiles its kernels with them at run time
     system_nvcc: bool = False
+    #: what the row installs on linux/arm64 where the project publishes that platform's build under
+    #: another name (TensorFlow's CPU wheels: tensorflow-cpu for x86_64, tensorflow for aarch64)
+    packages_arm64: tuple[str, ...] | None = None
+
+    def packages_for(self, platform: str) -> tuple[str, ...]:
+        """The pinned requirements this build installs on ``platform``."""
+        if platform == "linux/arm64" and self.packages_arm64 is not None:
+            return self.packages_arm64
+        return self.packages
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""

@@ -133,7 +133,7 @@ def _check_wheel_python(b: FrameworkBuild, add: Add) -> None:
     known = dict(b.wheel_python)
     if not b.wheel_python_source:
         add(where, "wheel_python needs a wheel_python_source")
-    for req in b.packages:
+    for req in dict.fromkeys((*b.packages, *(b.packages_arm64 or ()))):
         name = _requirement_name(req)
         if name not in known:
             add(where, f"wheel_python has no entry for {name}, which the row installs")
@@ -144,7 +144,7 @@ def _check_wheel_python(b: FrameworkBuild, add: Add) -> None:
         if missing:
             have = ", ".join(str(p) for p in known[name])
             add(where, f"claims Python {', '.join(str(p) for p in missing)}, but {req} has no wheel for it (wheels: {have})")
-    extra = sorted(set(known) - {_requirement_name(r) for r in b.packages})
+    extra = sorted(set(known) - {_requirement_name(r) for r in (*b.packages, *(b.packages_arm64 or ()))})
     if extra:
         add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
@@ -324,9 +324,13 @@ def validate(matrix: Matrix) -> list[Problem]:
         _check_renderable_names(b, where, add)
         if b.platforms != DEFAULT_PLATFORMS and not b.platform_source:
             add(where, "platforms beyond linux/amd64 need a platform_source")
-        for req in b.packages:
+        for req in (*b.packages, *(b.packages_arm64 or ())):
             if not PINNED_REQUIREMENT_RE.fullmatch(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")
+        if b.packages_arm64 is not None and "linux/arm64" not in b.platforms:
+            add(where, "packages_arm64 given but linux/arm64 is not in platforms")
+        if b.packages_arm64 is not None and not b.packages_arm64:
+            add(where, "packages_arm64 is empty: omit it to install packages on linux/arm64 too")
         for url_key in ROW_URL_KEYS:
             url = getattr(b, url_key)
             if url is not None:

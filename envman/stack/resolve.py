@@ -373,7 +373,7 @@ def make_stack(
         sass_archs=tuple(str(a) for a in build.archs(platform)[0]),
         ptx_archs=tuple(str(a) for a in build.archs(platform)[1]),
         arch_status=build.arch_status,
-        packages=build.packages,
+        packages=build.packages_for(platform),
         index_url=build.index_url,
         extra_index_url=build.extra_index_url,
         find_links=build.find_links,

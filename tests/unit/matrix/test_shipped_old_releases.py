@@ -122,3 +122,32 @@ def test_jax_cuda102_wheels_are_left_out_for_want_of_a_rebuildable_base(shipped)
     assert not [b for b in shipped.builds if b.framework == "jax" and b.variant == "cuda102"]
     with pytest.raises(ResolveError):
         resolve(shipped, "jax-0.2.17-cuda10.2")
+
+
+# --- wheels as PyPI serves them: TensorFlow's aarch64 CPU wheels, per-platform packages --------
+
+
+def test_tensorflow_cpu_on_arm64_installs_the_tensorflow_wheels_pypi_serves_for_aarch64(shipped):
+    arm = resolve(shipped, "tf-2.16.2-cpu-arm64")
+    amd = resolve(shipped, "tf-2.16.2-cpu")
+    assert (arm.packages, arm.platform) == (("tensorflow==2.16.2",), "linux/arm64")
+    assert amd.packages == ("tensorflow-cpu==2.16.2",)
+    assert "tensorflow-2.16.2-cpu" == arm.row == amd.row
+
+
+def test_tensorflow_cpu_before_aarch64_wheels_has_no_arm64_stack(shipped):
+    with pytest.raises(ResolveError, match="linux/arm64"):
+        resolve(shipped, "tf-2.9.0-cpu-arm64")
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"packages_arm64": ("tensorflow==2.16.2",), "platforms": ("linux/amd64",)},
+     "packages_arm64 given but linux/arm64 is not in platforms"),
+    ({"packages_arm64": ()}, "packages_arm64 is empty: omit it to install packages on linux/arm64 too"),
+    ({"packages_arm64": ("tensorflow>=2.16",)}, "package 'tensorflow>=2.16' is not a pinned requirement (name==version)"),
+    ({"packages_arm64": ("tensorflow-aarch64==2.16.2",)}, "wheel_python has no entry for tensorflow-aarch64, which the row installs"),
+])
+def test_packages_arm64_rules(shipped, change, problem):
+    b = next(b for b in shipped.builds if b.name == "tensorflow-2.16.2-cpu" and b.packages_arm64)
+    m = replace(shipped, builds=tuple(replace(x, **change) if x is b else x for x in shipped.builds))
+    assert f"tensorflow 2.16.2 cpu: {problem}" in [str(p) for p in validate(m)]
