@@ -302,6 +302,12 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     out = []
     for r in _each_row(doc, "image", file):
         patch = r.version("cuda", default=None)
+        tag = raw_tag if isinstance(raw_tag := r.data.get("tag"), str) else ""
+        if patch is not None and len(patch.release) == 2 and r.data.get("repository") == "nvidia/cuda":
+            # cuda = "12.9" with the tag 12.9.1-...: the tag names the update (its toolkit driver too)
+            named = re.match(rf"{patch.major}\.{patch.minor}\.([0-9]{{1,4}})-", tag)
+            if named:
+                patch = Version(f"{patch.major}.{patch.minor}.{int(named.group(1))}")
         out.append(
             BaseImage(
                 repository=r.str("repository"),
@@ -364,6 +370,8 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
                 python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
+                system_nvcc=r.bool("system_nvcc"),
+                packages_arm64=r.strs("packages_arm64", default=None),
             )
         )
         r.done()

@@ -8,11 +8,22 @@ malformed file whole, naming the file, the key and what was expected.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from functools import total_ordering
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
+
+#: nvidia/cuda flavours holding (at least) what each flavour holds, smallest first: ``base`` has
+#: the driver API only, ``runtime`` adds the CUDA libraries, ``cudnn-*`` cuDNN, ``devel`` nvcc.
+FLAVOURS_HOLDING: dict[str, tuple[str, ...]] = {
+    "base": ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "runtime": ("runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "cudnn-runtime": ("cudnn-runtime", "cudnn-devel"),
+    "devel": ("devel", "cudnn-devel"),
+    "cudnn-devel": ("cudnn-devel",),
+}
 
 if TYPE_CHECKING:
     from envman.matrix.gpus import GpuIndex
@@ -302,6 +313,18 @@ class FrameworkBuild:
     #: installs; each is also in ``python``.
     python_freethreaded: tuple[Version, ...] = ()
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
+    #: needs the CUDA compiler tools of the base image (``ptxas``, ``nvvm/libdevice``): XLA in the
+    #: jaxlib wheels that link the system CUDA compiles its kernels with them at run time
+    system_nvcc: bool = False
+    #: what the row installs on linux/arm64 where the project publishes that platform's build under
+    #: another name (TensorFlow's CPU wheels: tensorflow-cpu for x86_64, tensorflow for aarch64)
+    packages_arm64: tuple[str, ...] | None = None
+
+    def packages_for(self, platform: str) -> tuple[str, ...]:
+        """The pinned requirements this build installs on ``platform``."""
+        if platform == "linux/arm64" and self.packages_arm64 is not None:
+            return self.packages_arm64
+        return self.packages
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""
@@ -320,6 +343,8 @@ class FrameworkBuild:
         """Smallest nvidia/cuda flavour that works for this build."""
         if self.cuda is None:
             return "base"
+        if self.system_nvcc:
+            return "cudnn-devel" if self.system_cudnn else "devel"
         if self.system_cudnn:
             return "cudnn-runtime"
         if self.system_cuda:
@@ -486,12 +511,61 @@ class Matrix:
         lists = [p.tags for p in self.published if p.repository == repository]
         return frozenset().union(*lists) if lists else None
 
+    @functools.cached_property
+    def _flavours_by_cuda(self) -> dict[Version | None, frozenset[str]]:
+        out: dict[Version | None, set[str]] = {}
+        for i in self.images:
+            if not i.custom:
+                out.setdefault(i.cuda, set()).add(i.flavour)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def flavour_for(self, build: "FrameworkBuild") -> str:
+        """The nvidia/cuda flavour a build's stack uses: the smallest it needs, except that where a
+        CUDA release has no ``base`` images at all (NVIDIA introduced the flavour with 9.0), a build
+        that needs only the driver takes the smallest flavour the release has. A release that lacks
+        another flavour is a gap in the image rows, reported as such, not papered over."""
+        needed = build.flavour_needed
+        have = self._flavours_by_cuda.get(build.cuda, frozenset())
+        if needed != "base" or needed in have or build.cuda is None:
+            return needed
+        return next((f for f in FLAVOURS_HOLDING[needed] if f in have), needed)
+
     def cuda_release(self, version: Version | str) -> CudaRelease | None:
         v = Version(str(version))
         for r in self.cuda:
             if (r.version.major, r.version.minor) == (v.major, v.minor):
                 return r
         return None
+
+    def cuda_update(self, text: str) -> tuple[CudaRelease, Version | None]:
+        """The CUDA release and full version ``text`` names: ``12.4.1``, ``12.4 Update 1``/``12.4u1``
+        (the N-th update NVIDIA's driver table lists), ``12.4`` (the GA: ``None``), or an nvidia/cuda
+        tag of it (``12.4.1-cudnn-runtime-ubuntu22.04``). ``ValueError`` says why not."""
+        t = " ".join(text.strip().lower().split())
+        m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:-[a-z0-9][a-z0-9.-]{0,80})?", t)
+        u = re.fullmatch(r"(\d{1,3})\.(\d{1,3}) ?(?:u|update ?)(\d{1,2})", t)
+        if not (m or u):
+            raise ValueError(f"{text[:60]!r} names no CUDA version (e.g. 12.4.1, '12.4 Update 1' or an nvidia/cuda tag)")
+        major, minor = int((m or u).group(1)), int((m or u).group(2))  # type: ignore[union-attr]
+        rel = self.cuda_release(f"{major}.{minor}")
+        if rel is None:
+            why = next((w for v, w in self.never_released if v == f"{major}.{minor}"), None)
+            raise ValueError(f"CUDA {major}.{minor} " + (f"was never released ({why})" if why else "is not a release in the matrix"))
+        known = ", ".join(["GA", *(str(v) for v, _ in rel.updates)])
+        if u:
+            n = int(u.group(3))
+            if not 1 <= n <= len(rel.updates):
+                raise ValueError(f"CUDA {rel.key} has no Update {n} in the matrix (NVIDIA's driver table lists {known})")
+            return rel, rel.updates[n - 1][0]
+        assert m is not None
+        if m.group(3) is None:
+            return rel, None
+        patch = Version(f"{major}.{minor}.{int(m.group(3))}")
+        if rel.updates and patch > rel.updates[-1][0] or not rel.updates and patch.micro > 0 and not any(
+                i.cuda_patch == patch for i in self.images):
+            raise ValueError(f"CUDA {patch} is past what the matrix knows of {rel.key} ({known}): "
+                             "its toolkit driver is not known")
+        return rel, patch
 
     def os_info(self, name: str) -> OsInfo | None:
         for o in self.oses:
