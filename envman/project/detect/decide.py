@@ -118,6 +118,23 @@ def _cuda_fits(want: str | None, have: str | None) -> bool:
     return have == want or have.startswith(want + ".") or want.startswith(have + ".")
 
 
+def _cuda_floor_fits(floor: str, have: str | None) -> bool:
+    return have is not None and Version(have) >= Version(floor)
+
+
+def _cuda_agree(a: Statement, b: Statement) -> bool:
+    """Whether two CUDA statements can both hold (a floor, ``CUDA 11.3+``, holds with any CUDA at
+    or above it)."""
+    fa, fb = a.fact, b.fact
+    if fa.spec == ">=" and fb.spec == ">=":
+        return True
+    if fa.spec == ">=" or fb.spec == ">=":
+        floor, other = (fa, fb) if fa.spec == ">=" else (fb, fa)
+        return other.version is not None and (_cuda_floor_fits(str(floor.version), other.version)
+                                              or str(floor.version).startswith(other.version + "."))
+    return _cuda_fits(fa.version, fb.version) or _cuda_fits(fb.version, fa.version)
+
+
 def _key(s: Statement) -> tuple[int, int, str, int]:
     """Strongest first; at equal weight the shallower file, then file order."""
     return (-s.weight, s.file.count("/"), s.file, s.line)
@@ -334,8 +351,7 @@ class _Decider:
             if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue
-            clash = next((t for t in taken if not (_cuda_fits(s.fact.version, t.fact.version)
-                                                   or _cuda_fits(t.fact.version, s.fact.version))), None)
+            clash = next((t for t in taken if not _cuda_agree(s, t)), None)
             if clash is not None:
                 self.mark(s, False, f"contradicts {clash.where} ({clash.fact.means()}), which weighs more")
                 self.conflicts.append({"about": "CUDA", "taken": clash.where + " " + clash.fact.means(),
@@ -345,7 +361,7 @@ class _Decider:
             self.mark(s, True, "taken")
         gpu = None
         if taken:
-            gpu = taken[0].fact.version is not None
+            gpu = taken[0].fact.version is not None or taken[0].fact.spec == ">="
         else:
             flags = {s.fact.gpu for s in self.done.values() if s.used and s.fact.kind == FRAMEWORK
                      and s.fact.framework == framework and s.fact.gpu is not None}
@@ -481,14 +497,13 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
                 and (d.platform is None or d.platform in b.platforms)]
 
     def cuda_fit(rows: list["FrameworkBuild"], stmts: list[Statement]) -> list["FrameworkBuild"]:
-        if gpu is False or (stmts and stmts[0].fact.version is None):
+        if gpu is False or (stmts and stmts[0].fact.version is None and stmts[0].fact.spec != ">="):
             return [b for b in rows if b.cuda is None]
         pins = [s for s in stmts if s.hard]
         if stmts:
             # a README's CUDA is a preference among the builds the pins allow, never a filter
-            fit = [b for b in rows if b.cuda is not None and all(_cuda_fits(_grain(s, b), f"{b.cuda.major}.{b.cuda.minor}")
-                                                                  for s in pins)]
-            return sorted(fit, key=lambda b: _fits_all(stmts, b), reverse=True)
+            fit = [b for b in rows if b.cuda is not None and _fits_all(pins, b)]
+            return sorted(fit, key=lambda b: _fit_score(stmts, b), reverse=True)
         return [b for b in rows if b.cuda is not None] or rows
 
     # CUDA: a stated CUDA the release(s) have no build for
@@ -513,7 +528,7 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
     out: list[_Candidate] = []
     for vi, version in enumerate(versions):
         fit = sorted(cuda_fit(rows_of(version), cuda_stmts), key=lambda b: (b.default, b.cuda or Version("0")), reverse=True)
-        for b in sorted(fit, key=lambda b: _fits_all(cuda_stmts, b), reverse=True):
+        for b in sorted(fit, key=lambda b: _fit_score(cuda_stmts, b), reverse=True):
             pys = sorted(p for p in b.python if all(_holds(sp, p) for _, sp in specs))
             if specs and not pys:
                 continue
@@ -541,7 +556,14 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
 def _fits_all(stmts: Sequence[Statement], b: "FrameworkBuild") -> bool:
     """Whether build ``b`` has the CUDA every statement asks for."""
     have = f"{b.cuda.major}.{b.cuda.minor}" if b.cuda is not None else None
-    return all(_cuda_fits(_grain(s, b), have) if have else s.fact.version is None for s in stmts)
+    return all(_cuda_floor_fits(str(s.fact.version), have) if s.fact.spec == ">=" else
+               _cuda_fits(_grain(s, b), have) if have else s.fact.version is None for s in stmts)
+
+
+def _fit_score(stmts: Sequence[Statement], b: "FrameworkBuild") -> tuple[bool, ...]:
+    """Which statements (strongest first) build ``b`` meets: the build that meets the strongest
+    preference wins, then the next."""
+    return tuple(_fits_all([s], b) for s in stmts)
 
 
 def _grain(s: Statement, b: "FrameworkBuild") -> str | None:

@@ -63,7 +63,7 @@ class Fact:
             build = {True: " (GPU build)", False: " (CPU build)"}.get(self.gpu, "") if self.gpu is not None else ""
             return f"{self.framework} {self.spec}".rstrip() + build
         if self.kind == CUDA:
-            return f"CUDA {self.version}" if self.version else "no CUDA (a CPU build)"
+            return f"CUDA {self.spec}{self.version}" if self.version else "no CUDA (a CPU build)"
         if self.kind == CUDNN:
             return f"cuDNN {self.version}"
         if self.kind == PYTHON:

@@ -107,10 +107,11 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
                 out.append((phrase + line[m.end():m.end() + upto.end()], fact))
             continue
         if what == "cuda":
-            floor = op in (">=", "=>", "≥", ">") or bool(suffix) or bool(_FLOOR_BEFORE.search(before))
-            if not floor and re.fullmatch(r"[0-9]+(\.[0-9]+)?(\.[0-9]+)?", version) and 7 <= int(version.split(".")[0]) <= 13 \
-                    and not _NOT_BEFORE.search(before):
-                out.append((phrase, Fact(CUDA, version=".".join(version.split(".")[:2]))))
+            floor = op in (">=", "=>", "≥", ">") or bool(suffix and re.search(r"\+|higher|later|newer|above|greater", suffix)) \
+                or bool(_FLOOR_BEFORE.search(before))
+            if re.fullmatch(r"[0-9]+(\.[0-9]+)?(\.[0-9]+)?", version) and 7 <= int(version.split(".")[0]) <= 13 \
+                    and not _NOT_BEFORE.search(before) and not (suffix and not floor):
+                out.append((phrase, Fact(CUDA, version=".".join(version.split(".")[:2]), spec=">=" if floor else "")))
         elif what == "cudnn":
             out.append((phrase, Fact(CUDNN, version=version)))
         elif what == "python":

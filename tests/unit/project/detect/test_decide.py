@@ -168,3 +168,10 @@ def test_a_readme_naming_a_release_the_matrix_lacks_is_set_aside_not_obeyed(foun
     d = found({"docs/installation.md": '```\npip install "jax[cpu]==0.1.0"\n```\n', "a.py": "import jax\n"})
     assert d.decision is not None and d.decision.stack.framework == "jax"
     assert "does not have" in aside(d)["docs/installation.md:2"]
+
+
+def test_a_readme_cuda_floor_prefers_the_builds_at_or_above_it(found, matrix):
+    d = found({"requirements.txt": "torch==1.10.2\n", "README.md": "Requires CUDA 11.3+\n"})
+    assert d.decision.stack.cuda == "11.3"
+    d = found({"requirements.txt": "torch==1.10.2\n", "README.md": "Requires CUDA 12.0 or later\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.10.2").name and "README.md:1" in aside(d)
