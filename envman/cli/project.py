@@ -53,11 +53,26 @@ def init(
 
     from envman.project.init import init_project
 
-    result = init_project(Path(os.getcwd()), _matrix(), stack=env, name=name, host=lambda: _host_for(gpu, driver))
+    result = init_project(Path(os.getcwd()), _matrix(), stack=env, name=name, host=lambda: _host_for(gpu, driver),
+                          confirm=_ask if _interactive() else None)
     c = console()
-    for line in result.summary:
+    for line in () if result.asked else result.summary:
         c.print(line, markup=False, highlight=False, soft_wrap=True)
     c.print(result.message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _interactive() -> bool:
+    import sys
+
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _ask(summary: list[str]) -> bool:
+    """On a terminal, where the repository contradicts itself: show what was decided, and ask."""
+    c = console()
+    for line in summary:
+        c.print(line, markup=False, highlight=False, soft_wrap=True)
+    return typer.confirm(f"the repository contradicts itself (set aside above); use {summary[0].split()[0]}?", default=True)
 
 
 def _host_for(gpu: Optional[str], driver: Optional[str], sm: Optional[str] = None):

@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 class InitResult:
     summary: tuple[str, ...]  # detection's short form (empty when the stack was given)
     message: str  # what was written
+    asked: bool = False  # the short form was shown already, with the question
 
 
 def init_project(cwd: Path, matrix: "MatrixSource", *, stack: str | None, name: str | None,
-                 host: Callable[[], "HostFacts"]) -> InitResult:
+                 host: Callable[[], "HostFacts"], confirm: Callable[[list[str]], bool] | None = None) -> InitResult:
     """Write ``cwd/envman.toml`` and register the project. ``stack`` (``--stack``) wins; else the
     repository's own pins decide (:func:`envman.project.detect.detect`, judged on ``host()``); a
-    repository that names no framework takes the user config's ``[project] stack``."""
+    repository that names no framework takes the user config's ``[project] stack``. Where the
+    repository contradicts itself, ``confirm`` (the short form's lines) may still say no: nothing
+    is written then."""
     from envman.project.detect import detect, summary_lines
     from envman.project.detect.layer import requirements_layer, requirements_refusal
     from envman.project.detect.repo import Repository
@@ -43,6 +46,7 @@ def init_project(cwd: Path, matrix: "MatrixSource", *, stack: str | None, name: 
                         fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
     summary: tuple[str, ...] = ()
     detected: str | None = None
+    asked = False
     typed = stack
     if stack is not None:
         check_stack_name(stack, where="--env", key="stack")
@@ -54,11 +58,16 @@ def init_project(cwd: Path, matrix: "MatrixSource", *, stack: str | None, name: 
         resolved, layer, summary, detected = _from_detection(found, load_user_config().stack, matrix, cwd)
         if found.decision is not None:
             summary = tuple(summary_lines(found))
+            asked = bool(found.decision.conflicts and confirm is not None)
+            if asked and confirm is not None and not confirm(list(summary)):
+                raise UserError("nothing written: the repository contradicts itself and the detected stack was declined",
+                                where=str(cwd), fix="give the stack: envman project init --stack NAME "
+                                "(envman project detect --json lists the alternatives)")
     refusal = requirements_refusal(layer)
     if refusal:
         raise UserError(refusal, where=str(cwd), fix="drop or relax that pin in the repository's requirements, or give a "
                         "stack that has it: envman project init --stack NAME")
-    return InitResult(summary, _write(cwd, file, resolved.name, name, typed, layer, detected))
+    return InitResult(summary, _write(cwd, file, resolved.name, name, typed, layer, detected), asked)
 
 
 def _from_detection(found: "Detection", default: str | None, matrix: "MatrixSource",

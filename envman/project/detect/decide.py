@@ -437,7 +437,10 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
     cuda_stmts, gpu = d.cuda(framework)
     python_stmts = d.pythons()
     for s in d.of(CUDNN):
-        d.mark(s, True, "noted (the stack's cuDNN comes with its CUDA build)")
+        if d.siblings_set_aside(s):
+            d.mark(s, False, "on a line set aside")
+        else:
+            d.mark(s, True, "noted (the stack's cuDNN comes with its CUDA build)")
 
     candidates = _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, python_stmts)
     first: "Stack | None" = None
