@@ -160,6 +160,16 @@ class _Decider:
         if i not in self.done:
             self.done[i] = s.decided(used, why)
 
+    def retake(self, *kinds: str) -> None:
+        """Forget what was decided of these kinds of fact, to decide them again: what was taken
+        and what was set aside against it; a statement set aside for its own sake (a tool's
+        framework, a release given way) stays set aside."""
+        again = ("contradicts", "on a line", "no ", "names a ")
+        for i, s in list(self.done.items()):
+            if s.fact.kind in kinds and (s.used or s.why.startswith(again)) and not s.why.startswith("names a release whose"):
+                del self.done[i]
+        self.conflicts = [c for c in self.conflicts if c["about"] not in ("CUDA", "Python") and not c["about"].endswith("release")]
+
     def of(self, kind: str, framework: str | None = None) -> list[Statement]:
         return sorted((s for i, s in enumerate(self.pending) if i not in self.done and s.fact.kind == kind
                        and (framework is None or s.fact.framework == framework)), key=_key)
@@ -433,16 +443,27 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
     :class:`NoStack` with the one line when none does."""
     d = _Decider(matrix, statements, host, platform)
     framework = d.framework()
-    versions, version_stmts = d.releases(framework)
-    cuda_stmts, gpu = d.cuda(framework)
-    python_stmts = d.pythons()
+    while True:
+        versions, version_stmts = d.releases(framework)
+        cuda_stmts, gpu = d.cuda(framework)
+        python_stmts = d.pythons()
+        try:
+            candidates = _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, python_stmts)
+            break
+        except NoStack:
+            # a release a README named, that the pins' CUDA or Python cannot have, gives way to the pins
+            advice = [s for s in version_stmts if not s.hard and (s.fact.companion or _is_exact(s.fact.spec))]
+            if not advice:
+                raise
+            d.retake(FRAMEWORK, CUDA, PYTHON)
+            d.done[d.pending.index(advice[0])] = advice[0].decided(
+                False, "names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)")
     for s in d.of(CUDNN):
         if d.siblings_set_aside(s):
             d.mark(s, False, "on a line set aside")
         else:
             d.mark(s, True, "noted (the stack's cuDNN comes with its CUDA build)")
 
-    candidates = _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, python_stmts)
     first: "Stack | None" = None
     chosen: tuple["Stack", _Candidate] | None = None
     judged: "Verdict | None" = None

@@ -175,3 +175,11 @@ def test_a_readme_cuda_floor_prefers_the_builds_at_or_above_it(found, matrix):
     assert d.decision.stack.cuda == "11.3"
     d = found({"requirements.txt": "torch==1.10.2\n", "README.md": "Requires CUDA 12.0 or later\n"})
     assert d.decision.stack.name == resolve(matrix, "torch-1.10.2").name and "README.md:1" in aside(d)
+
+
+def test_a_readme_release_whose_builds_lack_the_pinned_cuda_gives_way_to_the_pins(found, matrix):
+    d = found({"docs/install.md": '```\npip install "jax[cpu]==0.3.25"\n```\n',
+               "requirements.txt": "nvidia-cublas-cu12>=12.1.3.1\n", "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert st.framework == "jax" and st.cuda.startswith("12.")
+    assert "a README is advice" in aside(d)["docs/install.md:2"]
