@@ -317,3 +317,19 @@ def toml_list(requirements: Iterable[str]) -> str:
 
     items = [json.dumps(r, ensure_ascii=False) for r in requirements]
     return "[\n" + "".join(f"    {i},\n" for i in items) + "]"
+
+
+def replacing_requirement(text: str, stack: "Stack") -> str | None:
+    """The first line of a project's requirements that would replace ``stack``'s framework or its
+    CUDA libraries (:func:`judge` refuses it), as one line; ``None`` when none would. Checked
+    before a project image is built, whatever wrote the requirements."""
+    from envman.project.file import requirement_lines
+    from envman.project.detect.sources import requirement_text, split_option
+
+    for line in requirement_lines(text):
+        if line.startswith("-") or split_option(line) is not None:
+            continue
+        outcome, why = judge(requirement_text(line), stack)
+        if outcome == REFUSED:
+            return f"requirement {line[:120]!r} {why}"
+    return None
