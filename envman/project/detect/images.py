@@ -56,6 +56,8 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
     """The facts an image reference states, and what it is (``"nvidia/cuda"``, ``"NGC pytorch
     20.12"``...) for the evidence's text; ([], "") for an image that says nothing of a stack."""
     ref = ref.strip()
+    if len(ref) > 512 or re.search(r"[0-9]{13}", ref):
+        return [], ""
     if "@" in ref:
         ref = ref.split("@", 1)[0]
     repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "latest")

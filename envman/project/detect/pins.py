@@ -145,6 +145,8 @@ def _wheel_version(url: str, name: str) -> tuple[str | None, str | None]:
 
 def requirement_facts(text: str) -> Iterator[Fact]:
     """The facts one PEP 508 requirement states (nothing for one that names no framework)."""
+    if len(text) > 4096 or re.search(r"[0-9]{13}", text):
+        return  # no version of any package has a part of 13 digits: such a line says nothing
     try:
         req = Requirement(text.strip())
     except InvalidRequirement:
@@ -154,6 +156,8 @@ def requirement_facts(text: str) -> Iterator[Fact]:
 
 def named_facts(name: str, spec_text_: str, extras: set[str] | None = None) -> Iterator[Fact]:
     """:func:`requirement_facts` for a name and a specifier given apart (Poetry, Pipfile, conda)."""
+    if len(spec_text_) > 4096 or re.search(r"[0-9]{13}", spec_text_):
+        spec_text_ = ""
     try:
         spec = SpecifierSet(spec_text_)
     except InvalidSpecifier:

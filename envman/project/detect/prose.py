@@ -27,7 +27,7 @@ _NAMES = [
     (r"cudnn", "cudnn"),
     (r"python", "python"),
 ]
-_VERSION = r"v?([0-9]+(?:\.[0-9]+){0,2}|[0-9]+\.x)(?![0-9])"
+_VERSION = r"v?([0-9]{1,4}(?:\.[0-9]{1,6}){0,2}|[0-9]{1,4}\.x)(?![0-9])"
 _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
     r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
@@ -85,7 +85,7 @@ def _plain(line: str) -> str:
 
 
 #: A range of Pythons or releases written with a dash or "to": ``Python 3.8-3.11``.
-_RANGE_RE = re.compile(r"^\s*(?:-|–|—|to)\s*v?([0-9]+\.[0-9]+)(?![0-9])")
+_RANGE_RE = re.compile(r"^\s*(?:-|–|—|to)\s*v?([0-9]{1,4}\.[0-9]{1,6})(?![0-9])")
 
 
 def sentence_facts(line: str) -> list[tuple[str, Fact]]:

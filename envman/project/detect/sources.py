@@ -32,7 +32,10 @@ def _strength(fact: Fact) -> str:
 
 
 def statements(file: str, line: int, text: str, source: str, facts: Iterable[Fact], strength: str | None = None) -> list[Statement]:
-    return [Statement(file, line, clip_text(text), source, strength or _strength(f), f) for f in facts]
+    """One statement per fact of a line; a fact whose version has a part of 13 digits or more
+    (no release has one) is no fact."""
+    return [Statement(file, line, clip_text(text), source, strength or _strength(f), f) for f in facts
+            if not re.search(r"[0-9]{13}", f"{f.spec}{f.version or ''}{f.companion or ''}")]
 
 
 # --------------------------------------------------------------------------- requirements files
@@ -134,6 +137,12 @@ CONDA_CUDA = ("cudatoolkit", "cudatoolkit-dev", "pytorch-cuda", "cuda-version", 
 
 
 def conda_spec(text: str) -> tuple[str, str, str] | None:
+    if len(text) > 1024 or re.search(r"[0-9]{13}", text):
+        return None
+    return _conda_spec(text)
+
+
+def _conda_spec(text: str) -> tuple[str, str, str] | None:
     """(name, PEP 440 specifier, build) of a conda match spec: ``pytorch=1.7.1=py3.8_cuda11.0_0``,
     ``pytorch==1.7.1``, ``conda-forge::cudatoolkit=11.1``, ``python>=3.8``, ``pytorch 1.7.1 py3.8*``,
     ``pytorch[version='>=1.6']``. conda's ``=1.7`` is ``1.7.*``; ``=1.7.1`` is taken as exact."""

@@ -183,3 +183,12 @@ def test_a_readme_release_whose_builds_lack_the_pinned_cuda_gives_way_to_the_pin
     st = d.decision.stack
     assert st.framework == "jax" and st.cuda.startswith("12.")
     assert "a README is advice" in aside(d)["docs/install.md:2"]
+
+
+def test_versions_of_thousands_of_digits_are_no_facts(found):
+    big = "9" * 5000
+    d = found({"requirements.txt": f"torch=={big}\ntorch==1.7.1\n", "README.md": f"PyTorch 1.{big}\n",
+               "environment.yml": f"dependencies:\n  - python=3.{big}\n  - cudatoolkit=1{big}\n",
+               "setup.py": f"setup(python_requires='>=3.{big}')\n", ".python-version": f"3.{big}\n",
+               "Dockerfile": f"FROM pytorch/pytorch:1.{big}-cuda11.0\n"})
+    assert d.decision.stack.framework_version == "1.7.1"

@@ -91,3 +91,19 @@ def test_public_spec_drops_the_local_label_and_keeps_it_apart():
 
     assert public_spec(SpecifierSet("==1.10.0+cu113")) == ("==1.10.0", "cu113")
     assert public_spec(SpecifierSet(">=1.7,<2")) == (">=1.7,<2", None)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(["torch", "tensorflow-gpu", "jax[cuda12]", "jaxlib", "torchvision", "cupy-cuda", "mxnet-cu",
+                          "nvidia-cudnn-cu1", "==", ">=", "+cu", "+cuda", ".", ",", ";", "@", "https://", "[", "]", "9", "1",
+                          "12", "0", " ", "\n", "\x00", "é", "\u202e", "*"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, max_size=20).map("".join) | st.text(max_size=200))
+def test_any_requirement_text_gives_facts_or_nothing_never_an_error(text):
+    for f in requirement_facts(text):
+        assert f.kind in ("framework", "cuda", "unsupported")
+        assert f.version is None or len(f.version) <= 8
+    assert cuda_of_tag(text) is None or len(cuda_of_tag(text)) <= 8

@@ -57,3 +57,20 @@ def test_readme_commands_weigh_more_than_its_sentences(repo):
     assert got == [(2, "torch ==1.7.1", PROSE), (4, "Python ==3.8.*", COMMAND), (5, "torch ==1.7.1", COMMAND),
                    (5, "CUDA 11.0", COMMAND)]
     assert all(not s.hard for s in read_prose(r, "README.md"))  # a README is advice, never a pin
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["PyTorch", "torch", "TensorFlow", "CUDA", "cuDNN", "Python", "jax", " ", "1.7", "3.8", "11.0",
+                           "2.7", "+", "or later", "not", ">=", "-", "3.11", "[", "](", ")", "`", "*", "\n", "\u202e", "9" * 30])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=25).map("".join) | st.text(max_size=300))
+def test_any_sentence_gives_facts_or_nothing_never_an_error(line):
+    for phrase, fact in sentence_facts(line):
+        assert fact.kind in ("framework", "cuda", "cudnn", "python", "unsupported")
+        if fact.spec and fact.kind in ("framework", "python"):
+            from packaging.specifiers import SpecifierSet
+
+            SpecifierSet(fact.spec)  # every spec it writes is one packaging reads

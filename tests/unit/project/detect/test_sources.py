@@ -192,3 +192,22 @@ def test_pipfile(repo):
 ])
 def test_python_version_files(repo, name, text, want):
     assert [f for _, _, f in means(read_python_version(repo({name: text}), name))] == want
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=120))
+def test_any_conda_spec_parses_or_not_never_an_error(text):
+    parsed = conda_spec(text)
+    if parsed is not None:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        name, spec, _ = parsed
+        assert name == name.lower()
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            pass  # an operator conda knows and PEP 440 does not: the readers drop it
+    conda_facts(text)
