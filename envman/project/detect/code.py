@@ -35,7 +35,7 @@ def read_code(repo: Repository) -> list[Statement]:
     py2 = 0
     framework_files = 0
     for rel in py_files:
-        text = repo.read(rel, limit=CODE_LIMIT)
+        text = repo.head(rel, CODE_LIMIT)
         if text is None:
             continue
         found = {MODULES[m] for m in _IMPORT_RE.findall(text)}
@@ -48,7 +48,7 @@ def read_code(repo: Repository) -> list[Statement]:
             py2 += 1
     lua = 0
     for rel in [f for f in repo.files if f.endswith(".lua")][:MAX_CODE_FILES]:
-        text = repo.read(rel, limit=CODE_LIMIT)
+        text = repo.head(rel, CODE_LIMIT)
         if text and _LUA_RE.search(text):
             lua += 1
             examples.setdefault("lua torch", rel)

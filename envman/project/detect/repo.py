@@ -26,10 +26,11 @@ SKIP_DIRS = frozenset({
 #: At most this many entries are looked at, this deep.
 MAX_ENTRIES = 50_000
 MAX_DEPTH = 10
-#: Bytes read of a manifest (requirements, conda, setup, Dockerfile), of a README, of a Python file.
+#: Bytes read of a manifest (requirements, conda, setup, Dockerfile) and a README; of a Python
+#: file, its first 64 KiB (where its imports are).
 MANIFEST_LIMIT = 1024 * 1024
 PROSE_LIMIT = 512 * 1024
-CODE_LIMIT = 256 * 1024
+CODE_LIMIT = 64 * 1024
 #: Python (and Lua) files whose imports are counted.
 MAX_CODE_FILES = 4000
 
@@ -104,6 +105,29 @@ class Repository:
             return None
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
+        return data.decode("utf-8", errors="replace")
+
+    def head(self, rel: str, size: int = CODE_LIMIT) -> str | None:
+        """The first ``size`` bytes of ``rel`` as text (a source file's imports are at its top;
+        a long file is read in part, never skipped), or ``None`` when it cannot be read."""
+        from envman.errors import UserError
+        from envman.safefile import fd_real_path, is_within, open_file
+
+        path = str(self.root / rel)
+        try:
+            fd, _ = open_file(path, what="repository file", follow=True)
+        except (UserError, OSError):
+            return None
+        try:
+            if not is_within(fd_real_path(fd, path), str(self.root)):
+                return None
+            data = os.read(fd, size)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if b"\0" in data[:8192]:
+            return None
         return data.decode("utf-8", errors="replace")
 
     def matching(self, pattern: str, *, max_depth: int = 2) -> list[str]:

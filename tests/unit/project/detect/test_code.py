@@ -35,3 +35,12 @@ def test_python2_code_is_named_only_when_most_of_it_is(repo, tmp_path):
     assert [s.fact.framework for s in read_code(r) if s.fact.kind == "unsupported"] == ["python 2"]
     r = repo({"e.py": "from __future__ import print_function\nprint 'x'\n", "f.py": "print(1)\n"})
     assert [s for s in read_code(r) if s.fact.kind == "unsupported"] == []
+
+
+def test_a_long_file_is_read_in_part_never_skipped_and_a_link_out_is_not_read(repo, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("import jax\n")
+    r = repo({"big.py": "import torch\n" + "x = 1\n" * 200_000, "ok.py": "import torch\n"})
+    (r.root / "link.py").symlink_to(outside)
+    r = type(r).scan(r.root)
+    assert {s.fact.framework: s.fact.count for s in read_code(r)} == {"torch": 2}
