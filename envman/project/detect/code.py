@@ -19,10 +19,43 @@ MODULES = {
     "caffe": "caffe", "theano": "theano", "lasagne": "theano", "mxnet": "mxnet", "gluon": "mxnet",
     "chainer": "chainer", "cntk": "cntk", "paddle": "paddle",
 }
-_IMPORT_RE = re.compile(r"^[ \t]*(?:import|from)[ \t]+(" + "|".join(sorted(MODULES, key=len, reverse=True)) + r")\b",
-                        re.MULTILINE)
-_PY2_RE = re.compile(r"^[ \t]*(?:print[ \t]+(?![=(\[.,)])[^\s]|print[ \t]*>>|except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:|exec[ \t]+[\"'])",
-                     re.MULTILINE)
+#: ``import x`` / ``from x`` anywhere (the statement's start is checked apart: a pattern anchored
+#: at each line start is scanned at every position of a file, several times slower).
+_IMPORT_RE = re.compile(r"(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+#: Python 2 only: a print statement, ``print >>f``, ``except E, e:``, ``exec "..."``, at a line's start.
+_PY2_WORD_RE = re.compile(r"(?:print|except|exec)\b")
+_PY2_LINE_RE = re.compile(r"[ \t]*(?:print[ \t]+(?![=(\[.,)])[^\s]|print[ \t]*>>|except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:"
+                          r"|exec[ \t]+[\"'])")
+
+
+def _at_line_start(text: str, pos: int) -> int | None:
+    """The start of ``pos``'s line when only blanks stand before ``pos`` on it, else ``None``."""
+    start = text.rfind("\n", 0, pos) + 1
+    return start if not text[start:pos].strip(" \t") else None
+
+
+def imported(text: str) -> set[str]:
+    """The frameworks (keys of :data:`MODULES`' values) a source file imports."""
+    found: set[str] = set()
+    if "import" not in text:
+        return found
+    for m in _IMPORT_RE.finditer(text):
+        if m.group(1) in MODULES and _at_line_start(text, m.start()) is not None:
+            found.add(MODULES[m.group(1)])
+    return found
+
+
+def python2_only(text: str) -> bool:
+    """Whether a source file holds syntax only Python 2 parses (and no ``print_function`` import)."""
+    if "print_function" in text or not ("print" in text or "except" in text or "exec" in text):
+        return False
+    for m in _PY2_WORD_RE.finditer(text):
+        start = _at_line_start(text, m.start())
+        if start is not None and _PY2_LINE_RE.match(text, start):
+            return True
+    return False
+
+
 _LUA_RE = re.compile(r"require\s*\(?\s*['\"](torch|nn|cutorch|cunn|cudnn|optim|nngraph)['\"]")
 
 
@@ -38,13 +71,13 @@ def read_code(repo: Repository) -> list[Statement]:
         text = repo.head(rel, CODE_LIMIT)
         if text is None:
             continue
-        found = {MODULES[m] for m in _IMPORT_RE.findall(text)}
+        found = imported(text)
         for fw in found:
             counts[fw] += 1
             examples.setdefault(fw, rel)
         if found:
             framework_files += 1
-        if "print_function" not in text and _PY2_RE.search(text):
+        if python2_only(text):
             py2 += 1
     lua = 0
     for rel in [f for f in repo.files if f.endswith(".lua")][:MAX_CODE_FILES]:

@@ -156,9 +156,15 @@ class _Decider:
 
     # bookkeeping
     def mark(self, s: Statement, used: bool, why: str) -> None:
-        i = self.pending.index(s)
+        i = self.position(s)
         if i not in self.done:
             self.done[i] = s.decided(used, why)
+
+    def position(self, s: Statement) -> int:
+        """Where ``s`` stands among the statements (by identity: two lines may say the same)."""
+        if not hasattr(self, "_positions"):
+            self._positions = {id(x): i for i, x in enumerate(self.pending)}
+        return self._positions[id(s)]
 
     def retake(self, *kinds: str) -> None:
         """Forget what was decided of these kinds of fact, to decide them again: what was taken
@@ -281,11 +287,16 @@ class _Decider:
                           else f"the matrix has no {framework} release that {s.fact.companion or s.fact.spec} fits")
                 continue
             universe |= set(want[1])
+        accepts: dict[str, frozenset[Version]] = {}  # one statement's releases of the universe, by its spec
         for s in self.of(FRAMEWORK, framework):
             want = self._want(s, rows)
             assert want is not None  # the others were marked above
             test, named = want
-            clash = next((t for t in taken if not any(test(v) and t[1](v) for v in universe)), None)
+            key = s.fact.companion or s.fact.spec
+            if key not in accepts:
+                accepts[key] = frozenset(v for v in universe if test(v))
+            mine = accepts[key]
+            clash = next((t for t in taken if not mine & accepts[t[0].fact.companion or t[0].fact.spec]), None)
             if clash is not None:
                 self.mark(s, False, f"contradicts {clash[0].where} ({clash[0].fact.means()}), which weighs more")
                 self.conflicts.append({"about": f"{framework} release", "taken": clash[0].where + " " + clash[0].fact.means(),
@@ -304,7 +315,7 @@ class _Decider:
             if exact[0].hard:
                 self._unmet_release(framework, exact[0], exact[2], known, [t[0] for t in taken])
             # advice (a README) naming a release the matrix lacks is set aside, not obeyed
-            self.done[self.pending.index(exact[0])] = exact[0].decided(
+            self.done[self.position(exact[0])] = exact[0].decided(
                 False, f"names a {framework} release the matrix does not have (a README is advice, not a pin)")
             taken.remove(exact)
         if not allowed and taken:
@@ -456,7 +467,7 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
             if not advice:
                 raise
             d.retake(FRAMEWORK, CUDA, PYTHON)
-            d.done[d.pending.index(advice[0])] = advice[0].decided(
+            d.done[d.position(advice[0])] = advice[0].decided(
                 False, "names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)")
     for s in d.of(CUDNN):
         if d.siblings_set_aside(s):
@@ -503,7 +514,7 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
                            f"{stack.name} satisfies the same pins and does")
     for s in cuda_stmts:  # a README's CUDA the chosen build does not have was a preference not met
         if not s.hard and not _fits_all([s], cand.build):
-            d.done[d.pending.index(s)] = s.decided(False, f"{stack.framework} {stack.framework_version} builds the pins "
+            d.done[d.position(s)] = s.decided(False, f"{stack.framework} {stack.framework_version} builds the pins "
                                                           f"allow have no {s.fact.means()} (a README is advice, not a pin)")
     alternatives = _alternatives(d, matrix, stack, candidates, host, platform)
     return Decision(stack, d.evidence(), tuple(d.conflicts), tuple(alternatives), judgement, tuple(d.notes))
@@ -516,9 +527,13 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
     matrix = d.matrix
     exact_release = any(s.fact.companion or _is_exact(s.fact.spec) for s in version_stmts)
 
+    by_version: dict[Version, list["FrameworkBuild"]] = {}
+    for b in matrix.builds:
+        if b.framework == framework and (d.platform is None or d.platform in b.platforms):
+            by_version.setdefault(b.version, []).append(b)
+
     def rows_of(version: Version) -> list["FrameworkBuild"]:
-        return [b for b in matrix.builds if b.framework == framework and b.version == version
-                and (d.platform is None or d.platform in b.platforms)]
+        return by_version.get(version, [])
 
     def cuda_fit(rows: list["FrameworkBuild"], stmts: list[Statement]) -> list["FrameworkBuild"]:
         if gpu is False or (stmts and stmts[0].fact.version is None and stmts[0].fact.spec != ">="):
@@ -544,7 +559,7 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
             raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {scope} has no such build"
                           + (f" (it has {', '.join(have)})" if have and (exact_release or len(versions) == 1) else ""),
                           "nearest: " + (", ".join(b.name for b in rows[-3:]) or "none") + "; give one with --stack")
-        d.done[d.pending.index(s)] = s.decided(False, f"no {framework} build the pins allow has {s.fact.means()}")
+        d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has {s.fact.means()}")
         cuda_stmts = [c for c in cuda_stmts if c is not s]
 
     specs = [(s, _spec(python_minor(s.fact.spec)) or SpecifierSet()) for s in python_stmts]
@@ -567,7 +582,7 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         soft = [s for s, _ in specs if not s.hard]
         if soft:
             for s in soft:
-                d.done[d.pending.index(s)] = s.decided(False, f"no {framework} build the pins allow has wheels for {s.fact.means()}")
+                d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has wheels for {s.fact.means()}")
             return _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, [s for s, _ in specs if s.hard])
         s = specs[0][0]
         first = next((b for v in versions for b in cuda_fit(rows_of(v), cuda_stmts)), None)
