@@ -76,13 +76,14 @@ def notebook(
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Run on the CPU only.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the project image and the notebook layer.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Build what is missing, then print the docker command.")] = False,
+    ca_bundle: Annotated[Optional[str], typer.Option("--ca-bundle", metavar="FILE", help="PEM bundle that apt and pip trust while the project image and the notebook layer build (default: \\[network] ca_bundle of config.toml).", show_default=False)] = None,
 ) -> None:
     """JupyterLab in a project's stack on 127.0.0.1 with a random token: prints the URL; Ctrl-C stops it."""
     from envman.run.notebook import notebook_cli
     from envman.cli import matrix_source
 
     notebook_cli(project, port=port, stack=stack, gpus=gpus, no_gpu=no_gpu, rebuild=rebuild, dry_run=dry_run,
-                 matrix=matrix_source())
+                 matrix=matrix_source(), ca_bundle=ca_bundle)
 
 
 def _build_cache_line(engine: Engine | None) -> str:

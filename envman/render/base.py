@@ -65,6 +65,12 @@ class BaseBuild:
         return {"Dockerfile": self.dockerfile.encode(), **dict(self.files)}
 
 
+#: The network options a rebuilt base has no use for: NVIDIA's recipe runs apt and curl only (no
+#: pip, no Python, no framework). The others are :func:`choose_base`'s keyword arguments.
+BASE_UNUSED_OPTIONS = frozenset({"pip_index", "pip_extra_index", "framework_index", "wheelhouse", "offline",
+                                 "python_install_mirror"})
+
+
 def choose_base(matrix: Matrix, stack: Stack, mode: str = "auto", *, registry_mirror: str | None = None,
                 apt_mirror: str | None = None, ca_bundle: Path | None = None) -> BaseBuild | None:
     """The rebuilt base ``stack`` builds on under ``mode``, or ``None`` to pull ``stack.base_image``."""
@@ -243,4 +249,4 @@ def _repository_setup(recipe: BaseRecipe, apt: str, apt_mirror: str | None, ca: 
     return lines
 
 
-__all__ = ["BASE_MODES", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]
+__all__ = ["BASE_MODES", "BASE_UNUSED_OPTIONS", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]

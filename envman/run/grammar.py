@@ -110,6 +110,9 @@ RUN_OPTIONS = (
            help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
                 "envman stop NAME; envman submit's jobs name theirs after the job"),
     Option("--rebuild", help="rebuild the project image without the cache"),
+    Option("--ca-bundle", metavar="FILE",
+           help="PEM bundle that apt and pip trust while the project image builds (default: ca_bundle of "
+                "config.toml's network table)"),
     Option("--update", help="move the project to the stack's current stable image (runs stay on the image id "
                             "they were pinned to when another user promotes a newer one)"),
     Option("--dry-run", help="preflight, then print the docker command instead of running it (builds and pulls nothing)"),

@@ -27,6 +27,7 @@ from envman.paths import WORKSPACE
 if TYPE_CHECKING:
     from envman.engine.api import ContainerEngine
     from envman.matrix.source import MatrixSource
+    from envman.render.options import RenderOptions
 
 #: What is installed (pip requirement; JupyterLab 4 needs Python >= 3.8).
 JUPYTERLAB = "jupyterlab>=4.2,<5"
@@ -35,13 +36,25 @@ TOKEN_ENV = "JUPYTER_TOKEN"
 NOTEBOOK_RECIPE = "1"
 
 
-def notebook_dockerfile(base_image_id: str) -> str:
+def notebook_dockerfile(base_image_id: str, network: RenderOptions | None = None) -> str:
     """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``
-    (:func:`envman.render.plan.notebook_plan`)."""
+    (:func:`envman.render.plan.notebook_plan`), through ``network``'s CA bundle and indexes."""
     from envman.render.plan import notebook_plan
     from envman.render.template import render_dockerfile
 
-    return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB))
+    return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB, network))
+
+
+def notebook_context(base_image_id: str, network: RenderOptions | None = None) -> dict[str, bytes]:
+    """The notebook layer's build context (the CA bundle copied in when ``network`` has one). Its
+    tag (:func:`notebook_image_ref`) is the hash of the Dockerfile without network settings: they
+    say how JupyterLab is fetched, not which."""
+    from envman.render.plan import CA_CONTEXT_FILE
+
+    files = {"Dockerfile": notebook_dockerfile(base_image_id, network).encode()}
+    if network is not None and network.ca_bundle is not None:
+        files[CA_CONTEXT_FILE] = network.ca_bundle.read_bytes()
+    return files
 
 
 def notebook_image_ref(project_name: str, base_image_id: str) -> str:
@@ -157,8 +170,9 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
             signal.signal(s, handler)
 
 
-def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
-    """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
+def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False,
+                         network: RenderOptions | None = None) -> str:
+    """Build (or reuse) the notebook layer on ``base_image_id``, through ``network``; its ref."""
     from filelock import FileLock
 
     from envman.engine.context import deterministic_tar
@@ -173,7 +187,7 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
         if not rebuild and engine.inspect_image(ref) is not None:
             return ref
         stderr_line(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
-        files = {"Dockerfile": notebook_dockerfile(base_image_id).encode()}
+        files = notebook_context(base_image_id, network)
         labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
         try:
             for ev in engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild):
@@ -185,7 +199,7 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
 
 
 def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
-                 rebuild: bool, dry_run: bool, matrix: MatrixSource) -> None:
+                 rebuild: bool, dry_run: bool, matrix: MatrixSource, ca_bundle: str | None = None) -> None:
     """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
     from envman.engine.docker import Engine
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
@@ -194,7 +208,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.trust import project_trusted
     from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
-    from envman.run.command import detect_host, project_image_builder, suggester
+    from envman.run.command import build_network, checked_ca_bundle, detect_host, project_image_builder, suggester
     from envman.engine.facts import docker_facts
     from envman.run.prepare import prepare_run
 
@@ -202,6 +216,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         raise UserError("--gpus and --no-gpu contradict each other", where="envman notebook", fix="give one of them")
     if stack is not None:
         check_stack_name(stack, where="--stack", key="--stack")
+    ca = checked_ca_bundle(ca_bundle)
     host_port = check_port(port) if port is not None else free_port()
     proj = locate(project)
     cli = CliOverrides(
@@ -217,7 +232,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     engine = docker_facts()
     prepared = prepare_run(proj, replace(settings, ports=cli.ports), resolved, engine=engine,
                            detect_host=lambda: detect_host(matrix), suggest=suggester(matrix),
-                           build_image=project_image_builder(rebuild), rebuild=rebuild)
+                           build_image=project_image_builder(rebuild, ca_bundle=ca), rebuild=rebuild)
     for p in prepared.problems:
         if p.level == WARNING:
             stderr_line(f"envman: warning: {p.message}")
@@ -225,7 +240,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     if base is None:  # pragma: no cover - prepare_run checked or built it a moment ago
         raise UserError(f"image {prepared.plan.image} disappeared", where="envman notebook", fix="run it again")
     with Engine.connect() as eng:
-        image = build_notebook_image(eng, proj.name, base.id, rebuild=rebuild)
+        image = build_notebook_image(eng, proj.name, base.id, rebuild=rebuild, network=build_network(ca))
     plan = replace(prepared.plan, image=image, tty=False, interactive=False, inherit_env=(TOKEN_ENV,))
     token = secrets.token_hex(32)
     argv = docker_argv(plan)
