@@ -152,19 +152,7 @@ def build(
     if as_json:
         emit_json(rows)
     else:
-        c = console()
-        for r in rows:
-            status, colour, rest = build_line(r)
-            if r.get("result") == "build-failed":  # on stderr: what failed and why, then the evidence
-                err = console(stderr=True)
-                err.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
-                from envman.images.failure import Failure
-
-                why = Failure(r["failing_step"], tuple(r["error_lines"]), r["error_class"], r["hint"])
-                for line in why.lines():
-                    err.print(line, markup=False, highlight=False, soft_wrap=True)
-                continue
-            c.print(tagged(status, colour, f" {rest}"), highlight=False)
+        print_rows(rows, console(), console(stderr=True))
     if failed:
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
@@ -183,6 +171,23 @@ def stack_bases(stacks: Sequence[Stack], options: RenderOptions,
                               apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
         out[stack.name] = (rebuilt, base_line(stack, rebuilt, mode, registry_mirror=options.registry_mirror))
     return out
+
+
+def print_rows(rows: list[dict[str, Any]], out: Any, err: Any) -> None:
+    """Each stack's result, one line each (failures on ``err``, with their step and error lines).
+    The terminal wraps a long line, not rich: rich would break it at a space and leave a line
+    ending in the ``—`` between the image and its state."""
+    for r in rows:
+        status, colour, rest = build_line(r)
+        if r.get("result") == "build-failed":  # on stderr: what failed and why, then the evidence
+            err.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
+            from envman.images.failure import Failure
+
+            why = Failure(r["failing_step"], tuple(r["error_lines"]), r["error_class"], r["hint"])
+            for line in why.lines():
+                err.print(line, markup=False, highlight=False, soft_wrap=True)
+            continue
+        out.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
 
 
 def build_line(row: dict) -> tuple[str, str, str]:
