@@ -520,9 +520,9 @@ def _finish(res: RowResult, opts: RunOptions) -> RowResult:
         res.result, res.reason = PASS, res.steps["smoke"].message
     else:  # pragma: no cover - every path above sets smoke
         res.result, res.reason = FAIL, "the smoke test did not run"
-    render_step = res.steps.get("render")
+    render_step, build_step = res.steps.get("render"), res.steps.get("build")
     rebuilt = render_step.data.get("base") if render_step else None
-    if rebuilt and res.result != NOT_BUILDABLE:
+    if rebuilt and build_step is not None and build_step.status == PASS:  # a failed build's message says which failed
         res.reason = f"{res.reason} (base rebuilt from NVIDIA's recipe as {rebuilt})"
     res.accepted = res.result in (PASS, NOT_BUILDABLE) or (res.result == CPU_ONLY and opts.accept_cpu_only)
     res.timings = {k: round(s.seconds, 3) for k, s in res.steps.items()}
@@ -585,7 +585,7 @@ def run_row(
         _skip_rest(res, "render", SKIP, "render failed")
         return _finish(res, opts)
     res.render_hash = ctx.render_hash
-    base_note = f"; base rebuilt from NVIDIA's recipe as {rebuilt.ref}" if rebuilt is not None else ""
+    base_note = f"; base to rebuild from NVIDIA's recipe as {rebuilt.ref}" if rebuilt is not None else ""
     record("render", StepResult(PASS, time.perf_counter() - t0, f"render hash {ctx.render_hash[:16]}{base_note}",
                                 data={"render_hash": ctx.render_hash,
                                       **({"base": rebuilt.ref, "base_recipe": rebuilt.recipe_hash} if rebuilt else {})}))

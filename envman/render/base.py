@@ -97,7 +97,9 @@ def base_line(stack: Stack, base: BaseBuild | None, mode: str = "auto", *, regis
     """One line on how ``stack`` gets its base, when that is news: rebuilt from NVIDIA's recipe, or
     a tag NVIDIA no longer serves that ``--base pull`` will try to pull anyway."""
     if base is not None:
-        return f"base {stack.base_image} is no longer served by NVIDIA: rebuilt from NVIDIA's recipe as {base.ref}"
+        # said before the build: whether the rebuild worked is the build's own result
+        return (f"base {stack.base_image} is no longer served by NVIDIA: rebuilding it from NVIDIA's recipe as "
+                f"{base.ref} (built once, then reused)")
     if mode != "pull" or registry_mirror or nvidia_tag(stack) is None or stack.base_image_status == "published":
         return None
     gone = "was deleted by NVIDIA (end of life)" if stack.base_image_status == "deleted" else "is not confirmed served"
