@@ -55,7 +55,7 @@ def guarded(fn: Callable[[], int | None]) -> int:
             why = summarize(exc.what, tail, getattr(exc, "step", None))
             reason = f"{reason_of(why.error_class)}: " if why.error_class else ""
             stderr_line(f"envman: error: {reason}{without_script(exc.line())}")
-            for line in why.lines():
+            for line in why.after(exc.fix).lines():
                 stderr_line(line)
             return exc.exit_code
         stderr_line(f"envman: error: {exc.line()}")

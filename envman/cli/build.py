@@ -128,7 +128,7 @@ def build(
             tail = getattr(exc, "log_tail", "")
             from envman.images.failure import summarize
 
-            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)) if tail else None
+            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)).after(exc.fix) if tail else None
             from envman.images.failure import reason_of, without_script
 
             error = without_script(exc.line())
