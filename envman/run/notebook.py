@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import socket
 import sys
@@ -126,20 +127,54 @@ def wait_until_ready(port: int, timeout: float, alive, *, pause: float = 0.25) -
         time.sleep(pause)
 
 
+#: Jupyter's own lines about where it listens: URLs of its port inside the container (which
+#: nothing outside reaches) and the page file inside it. envman prints the URL that works instead.
+_JUPYTER_URL_LINES = (
+    re.compile(rf"https?://[^\s/]*:{CONTAINER_PORT}(?:/|\b)"),
+    re.compile(r"file://\S*jpserver-\S*\.html"),
+    re.compile(r"To access the server, open this file in a browser:|Or copy and paste one of these URLs:|"
+               r"Jupyter Server .* is running at:\s*$"),
+)
+
+
+def shown_line(line: str) -> bool:
+    """Whether a line of the notebook server's output is shown: not the lines that point at
+    Jupyter's port inside the container (its URLs, its page file), which nothing outside reaches."""
+    return not any(p.search(line) for p in _JUPYTER_URL_LINES)
+
+
+def copy_shown(fd: int, out) -> None:
+    """Copy the server's output from ``fd`` to ``out``, line by line, without Jupyter's own URLs."""
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace", newline="") as src:
+        for line in src:
+            if shown_line(line):
+                out.write(line)
+                out.flush()
+
+
 def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIMEOUT) -> int:  # pragma: no cover - forks
     """Run ``start`` (which execs the server and never returns) in a child, print ``announce``'s
     lines once the server answers on ``port`` (or say it did not within ``timeout``), and return
     the child's exit code. The child runs in a process group of its own (it reads no terminal):
     Ctrl-C, and any INT, TERM or HUP sent to this process, reach it exactly once, forwarded."""
     import signal
+    import threading
 
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, 0)
+            os.close(read_end)
+            os.dup2(write_end, 1)
+            os.dup2(write_end, 2)
+            os.close(write_end)
             start()
         finally:
             os._exit(127)
+    os.close(write_end)
+    copier = threading.Thread(target=copy_shown, args=(read_end, sys.stderr), daemon=True)
+    copier.start()
     forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def forward(signum, _frame) -> None:
@@ -162,8 +197,10 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
             sys.stdout.write(announce())
         sys.stdout.flush()
         if state == "exited":
+            copier.join(timeout=5)
             return 1
         _, status = os.waitpid(pid, 0)
+        copier.join(timeout=5)
         return os.waitstatus_to_exitcode(status)
     finally:
         for s, handler in previous.items():
