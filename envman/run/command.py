@@ -93,6 +93,10 @@ def _locate_or_offer_command(project: str | None, command: Sequence[str]):
         as_command = shlex.join(["envman", "run", "--", project, *command])
         offer = (f"to run {project!r} in {here.name} (the project here): {as_command}" if here is not None
                  else f"a command goes after the project, or after -- inside a project folder: {as_command}")
+        # a registered project of a close name is the likelier meaning: it comes first
+        close, sep, rest = (exc.fix or "").partition("? ")
+        if close.startswith("did you mean ") and sep:
+            raise UserError(exc.what, where=exc.where, fix=f"{close}? or, {offer}; {rest}") from None
         raise UserError(exc.what, where=exc.where, fix=f"{offer}; {exc.fix}") from None
 
 
