@@ -75,8 +75,9 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
     files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock, network).encode()}
-    if network is not None and network.ca_bundle is not None:
-        files[CA_CONTEXT_FILE] = network.ca_bundle.read_bytes()
+    ca = network.ca_bytes() if network is not None else None
+    if ca is not None:
+        files[CA_CONTEXT_FILE] = ca
     if project.requirements.strip():
         files["requirements.txt"] = project.requirements.encode()
     if lock is not None:

@@ -53,8 +53,9 @@ def notebook_context(base_image_id: str, network: RenderOptions | None = None) -
     from envman.render.plan import CA_CONTEXT_FILE
 
     files = {"Dockerfile": notebook_dockerfile(base_image_id, network).encode()}
-    if network is not None and network.ca_bundle is not None:
-        files[CA_CONTEXT_FILE] = network.ca_bundle.read_bytes()
+    ca = network.ca_bytes() if network is not None else None
+    if ca is not None:
+        files[CA_CONTEXT_FILE] = ca
     return files
 
 

@@ -346,7 +346,7 @@ def test_prune_keeps_a_base_another_user_built():
      " && echo x | sha256sum -c || echo \"does not match the sha256\"\n"
      "curl: (6) Could not resolve host: developer.download.nvidia.com\n"
      "The command '/bin/sh -c curl -o k.pub U && ... does not match the sha256' returned a non-zero code: 6\n",
-     "curl: (6) Could not resolve host: developer.download.nvidia.com", "could not reach a server"),
+     "curl: (6) Could not resolve host: developer.download.nvidia.com", "NVIDIA's CUDA apt repository cannot be reached"),
 ])
 def test_a_failed_base_build_names_its_cause_and_the_fix_for_it(tail, cause, fix):
     from envman.errors import BuildError
