@@ -54,6 +54,12 @@ def without_ansi(text: str) -> str:
     return re.sub(_ANSI, "", text)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, the noun plural unless ``n`` is 1: ``1 line``, ``2 lines``, ``0 CUDA
+    releases``; ``plural`` where adding an s is wrong."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def shell_quote(word: str) -> str:
     """``word`` quoted for bash so that the line both shows and means it: :func:`shlex.quote` for
     visible text, else bash's ``$'...'`` with every character :func:`printable` would escape

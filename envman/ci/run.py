@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from envman.errors import EnvmanError, UserError
+from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
@@ -471,12 +471,12 @@ def lint_dockerfile(dockerfile: str, hadolint: str | None, config: str | None = 
     lines = [f"line {f.get('line')}: {f.get('code')} {f.get('level')}: {f.get('message')}" for f in findings]
     data = {"findings": findings}
     if p.returncode == 0:
-        msg = f"{len(findings)} findings below the failure threshold" if findings else "clean"
+        msg = f"{counted(len(findings), 'finding')} below the failure threshold" if findings else "clean"
         return StepResult(PASS, seconds, msg, "\n".join(lines), data)
     if not findings:
         return StepResult(FAIL, seconds, f"hadolint exit {p.returncode}: {(p.stderr.strip() or 'no output')[-300:]}")
     first = findings[0]
-    return StepResult(FAIL, seconds, f"{len(findings)} findings, first: {first.get('code')} {first.get('message')}",
+    return StepResult(FAIL, seconds, f"{counted(len(findings), 'finding')}, first: {first.get('code')} {first.get('message')}",
                       "\n".join(lines), data)
 
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack
 
 from envman.cli._options import (
@@ -327,13 +329,13 @@ def prune(
     for r in removed:
         console().print(f"{verb} {r.stack} {', '.join(r.tags) or r.image_id}", highlight=False)
     if dry_run:  # layers shared with images that stay are not freed: only a real prune can tell
-        console().print(f"{len(removed)} images would be removed: at most {sum(r.size for r in removed) / 1e6:.0f} MB "
+        console().print(f"{counted(len(removed), 'image')} would be removed: at most {sum(r.size for r in removed) / 1e6:.0f} MB "
                         "(their sizes; layers shared with images that stay are not freed)", highlight=False)
     elif before is not None and after is not None:
-        console().print(f"{len(removed)} images removed, {max(0, before[0] - after[0]) / 1e6:.0f} MB freed "
+        console().print(f"{counted(len(removed), 'image')} removed, {max(0, before[0] - after[0]) / 1e6:.0f} MB freed "
                         "(the engine's image storage before and after)", highlight=False)
     else:
-        console().print(f"{len(removed)} images removed", highlight=False)
+        console().print(f"{counted(len(removed), 'image')} removed", highlight=False)
     if before is not None and before[1]:
         console().print(build_cache_note(before[1]), highlight=False)
 
