@@ -242,3 +242,23 @@ def test_every_command_is_declared_once_in_the_commands_table():
     for f in Path(cli.__file__).parent.glob("*.py"):
         if f.name != "__init__.py":
             assert not re.search(r"\b(app|root)\.command\(|add_typer\(|^def register\(|^app = typer\.Typer\(", f.read_text(), re.M), f
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["buidl"], ["--frob"], ["matrix", "frob"], ["build", "--frob"]])
+def test_a_usage_error_says_envman_once(args):
+    """`envman frobnicate` said "envman: error: envman: No such command"."""
+    from tests.support.cli import run_envman
+
+    r = run_envman(args)
+    assert r.returncode == 2 and r.stderr.count("envman:") == 1 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_message_that_starts_with_envman_is_not_prefixed_twice(capsys):
+    from envman.boundary import guarded
+    from envman.errors import UserError
+
+    def fail():
+        raise UserError("envman: the lock names packages the requirements do not need", fix="envman lock --upgrade")
+
+    assert guarded(fail) == 2
+    assert capsys.readouterr().err.startswith("envman: error: the lock names")
