@@ -128,7 +128,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     Command("jobs", "slurm:jobs"),
     Command("logs", "slurm:logs"),
     Command("node-check", "slurm:node_check", hidden=True),
-    Group("matrix", "The compatibility matrix: list, show, explain, validate.", (
+    Group("matrix", "The compatibility matrix: ls, show, explain, validate, update, check-tags.", (
         Command("ls", "matrix:ls"),
         Command("show", "matrix:show"),
         Command("explain", "matrix:explain"),

@@ -262,3 +262,15 @@ def test_a_message_that_starts_with_envman_is_not_prefixed_twice(capsys):
 
     assert guarded(fail) == 2
     assert capsys.readouterr().err.startswith("envman: error: the lock names")
+
+
+def test_a_group_summary_that_lists_its_commands_lists_every_one():
+    """`matrix --help` said "list, show, explain, validate" and left out update and check-tags."""
+    from envman.cli import COMMANDS, Group
+
+    for g in (c for c in COMMANDS if isinstance(c, Group)):
+        names = [c.name for c in g.commands if not c.hidden]
+        _, colon, tail = g.help.partition(": ")
+        words = [w.strip(" .") for w in tail.split(",")] if colon else []
+        if words and any(w in names for w in words):  # the summary lists commands: all of them, as named
+            assert words == names, (g.name, words, names)
