@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 
-from envman.errors import UserError
+from envman.errors import UserError, counted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = U
         if long is None:
             raise
         line = text[:long.start()].count("\n") + 1
-        raise error(f"line {line}: a number of {len(long.group().replace('_', ''))} digits, more than {limit}",
+        raise error(f"line {line}: a number of {counted(len(long.group().replace('_', '')), 'digit')}, more than {limit}",
                     where=where, fix="give a shorter value") from exc
 
 

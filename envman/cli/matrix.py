@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_gpu
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
@@ -91,7 +93,7 @@ def ls(
          f"{d['python'][0]}–{d['python'][-1]}", _platforms_cell(d), d["status"]) for d in data))
     c = console()
     c.print(t)
-    c.print(f"{len(data)} rows (* = the variant plain pip install gives)")
+    c.print(f"{counted(len(data), 'row')} (* = the variant plain pip install gives)")
 
 
 def _platforms_cell(d: dict) -> str:
@@ -360,8 +362,9 @@ def validate_cmd(
         for p in problems:
             c.print(f"problem: {p}", markup=False, soft_wrap=True)
         r = summary["rows"]
-        c.print(f"{len(m.files)} files, {r['builds']} builds, {r['images']} images, {r['cuda']} CUDA releases, "
-                f"{r['gpus']} GPUs: " + ("ok" if not problems else f"{len(problems)} problems"))
+        c.print(f"{counted(len(m.files), 'file')}, {counted(r['builds'], 'build')}, {counted(r['images'], 'image')}, "
+                f"{counted(r['cuda'], 'CUDA release')}, {counted(r['gpus'], 'GPU')}: "
+                + ("ok" if not problems else counted(len(problems), "problem")))
     raise typer.Exit(0 if not problems else 1)
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_gpu, complete_project
 from envman.cli._help import Command, help_columns
 
@@ -254,7 +256,7 @@ def show(
                 markup=False, highlight=False)
     if project.needs_image:
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
-                f"{len(p['requirements'])} lines)", markup=False, highlight=False)
+                f"{counted(len(p['requirements']), 'line')})", markup=False, highlight=False)
     else:
         c.print(f"  image       {stable_ref(stack.name)} (no own image)", markup=False, highlight=False)
     c.print(f"  HOME        {doc['home']} → {CONTAINER_HOME}", markup=False, highlight=False)
@@ -583,7 +585,7 @@ def lock(
     state = "up to date" if kept else "written"
     from envman.errors import printable
 
-    what = f"{len(packages)} packages" if packages else "0 packages (the stack image already satisfies every requirement)"
+    what = counted(len(packages), "package") if packages else "0 packages (the stack image already satisfies every requirement)"
     typer.echo(printable(f"{lock_path(p.root)}: {state}, {what} on {stack.name} ({ref})"))
 
 

@@ -314,7 +314,8 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
                 tag=r.str("tag"),
                 cuda=Version(f"{patch.major}.{patch.minor}") if patch else None,
                 cuda_patch=patch,
-                flavour=r.str("flavour", choices=FLAVOURS),
+                # a CPU image (no cuda) has no CUDA flavour to name: it is a plain "base"
+                flavour=r.str("flavour", choices=FLAVOURS, default=... if patch else "base"),
                 cudnn=r.str("cudnn", default=None),
                 os=r.str("os"),
                 status=r.str("status", choices=IMAGE_STATUSES),
