@@ -322,6 +322,27 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     return out
 
 
+def _check_cuda_libs(r: _Row, lines: tuple[str, ...]) -> None:
+    """Each ``cuda_libs`` line pins one CUDA library to exactly one version (its name and version
+    reach an install command), once per name and marker."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from envman.matrix.wheels import CUDA_LIBRARY_RE, exact_version
+
+    want = "Requires-Dist lines like 'nvidia-cublas-cu12==12.4.5.8; platform_machine == \"x86_64\"'"
+    if len(set(lines)) != len(lines):
+        raise r._fail("cuda_libs", f"{want}, each once")
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            raise r._fail("cuda_libs", want) from None
+        if req.url or req.extras or exact_version(req.specifier) is None or not CUDA_LIBRARY_RE.fullmatch(canonicalize_name(req.name)):
+            raise r._fail("cuda_libs", f"{want} (an exact pin of an nvidia-*, cuda-toolkit, triton or jax-cuda* "
+                                       f"distribution, no extras; not {line!r})")
+
+
 def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
     top = _Row({"framework": doc.get("framework")}, file, "(top level)")
     # A file of one framework names it once at the top; an overlay written by `matrix update`
@@ -363,11 +384,14 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
                 python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
+                cuda_libs=r.strs("cuda_libs"),
+                cuda_libs_source=r.strs("cuda_libs_source"),
             )
         )
         r.done()
         if not out[-1].python:
             raise r._fail("python", "a non-empty list of Python versions")
+        _check_cuda_libs(r, out[-1].cuda_libs)
         if not out[-1].packages:
             raise r._fail("packages", "a non-empty list of pip requirements")
         problems = row_name_problems(out[-1].name, out[-1].variant)

@@ -302,6 +302,11 @@ class FrameworkBuild:
     #: installs; each is also in ``python``.
     python_freethreaded: tuple[Version, ...] = ()
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
+    #: The CUDA libraries the framework's Linux x86_64 wheel pins exactly (its ``Requires-Dist``
+    #: lines, ``name==version`` and marker; see :func:`envman.matrix.wheels.cuda_library_lines`):
+    #: installed in a layer of their own, before the framework, so stacks with the same pins share it.
+    cuda_libs: tuple[str, ...] = ()
+    cuda_libs_source: tuple[str, ...] = ()  # the wheel metadata the cuda_libs were read from
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""

@@ -25,7 +25,9 @@ from envman.matrix.index import (
     read_wheel_metadata,
 )
 from envman.matrix.model import FrameworkBuild, Matrix
-from envman.matrix.wheels import CudaPins, Pin, WheelTags, cuda_pins, pinned_version, wheel_tags
+from envman.matrix.wheels import (
+    KNOWN_PYTHONS, CudaPins, Pin, WheelTags, cuda_library_lines, cuda_pins, pinned_version, wheel_tags,
+)
 
 TORCH_INDEX = "https://download.pytorch.org/whl"
 
@@ -277,6 +279,14 @@ class RowBuilder:
         elif prev is not None and prev.cudnn and "cuda" in self.data:
             self.inherit("cudnn", prev.cudnn, prev, "not stated by the wheel; inherited")
 
+    def cuda_libs(self, md: WheelMetadata, extras: Iterable[str] = ()) -> None:
+        """The CUDA libraries the framework's wheel (``md``, Linux x86_64) pins exactly, with
+        ``extras`` asked for: the row's CUDA-library layer."""
+        lines = cuda_library_lines(md.requires_dist, extras, KNOWN_PYTHONS)
+        if lines:
+            self.data["cuda_libs"] = list(lines)
+            self.data["cuda_libs_source"] = [md.url]
+
     def arch(self, prev: FrameworkBuild | None, matrix: Matrix) -> None:
         sass = [str(a) for a in prev.sass] if prev else []
         ptx = [str(a) for a in prev.ptx] if prev else []
@@ -301,7 +311,7 @@ class RowBuilder:
         # The columns a derived row can have, in the order of matrices/README.md.
         order = ["version", "variant", "cuda", "cudnn", "python", "python_freethreaded", "packages", "index_url",
                  "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms", "platform_source",
-                 "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
+                 "sass_arm64", "ptx_arm64", "wheel_python_source", "released", "cuda_libs", "cuda_libs_source"]
         if self._arm64 is not None and "linux/arm64" in self.data.get("platforms", ()):
             self.data["sass_arm64"], self.data["ptx_arm64"] = self._arm64
         row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
@@ -452,6 +462,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b = RowBuilder("torch", v, variant)
     prev = previous_row(ctx.matrix, "torch", v, variant, pins.cuda_major)
     b.cuda(pins, md, prev)
+    b.cuda_libs(md)
     plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p)]
     pair = tv.companion(v, local)
     packages = [f"torch=={v}"]
@@ -541,6 +552,7 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             b = RowBuilder("jax", v, f"cuda{major}")
             prev = previous_row(ctx.matrix, "jax", v, f"cuda{major}", major)
             b.cuda(pins, pmd, prev)
+            b.cuda_libs(md, [f"cuda{major}"])
             plats = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
             # jax[cudaNN] installs jax (pure Python), jaxlib and the plugin: the row's one package
             # has wheels for the Pythons all three have.
@@ -641,6 +653,7 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         prev = previous_row(ctx.matrix, "tensorflow", v, "gpu", pins.cuda_major)
         b = RowBuilder("tensorflow", v, "gpu")
         b.cuda(pins, md, prev)
+        b.cuda_libs(md, ["and-cuda"])
         _wheel_columns(ctx, b, ws, pins, ("and-cuda",), "tensorflow", f"tensorflow[and-cuda]=={v}",
                        system_cuda=False, prev=prev)
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))

@@ -384,7 +384,18 @@ def make_stack(
         status=status,
         notes=tuple(notes),
         platform=platform,
+        cuda_libs=_cuda_libs(build, str(python), platform),
     )
+
+
+def _cuda_libs(build: FrameworkBuild, python: str, platform: str) -> tuple[str, ...]:
+    """The row's CUDA libraries for ``python``. Read from the Linux x86_64 wheel's metadata, they
+    say nothing of another platform's wheels, whose pins may differ: those stacks get none."""
+    if platform != DEFAULT_PLATFORM or not build.cuda_libs:
+        return ()
+    from envman.matrix.wheels import cuda_libraries, requirement_extras
+
+    return cuda_libraries(build.cuda_libs, requirement_extras(build.packages), python)
 
 
 def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> Stack:
