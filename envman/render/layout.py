@@ -212,9 +212,10 @@ def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
     return ("set -eu", *([b.ca_prelude] if b.ca_prelude else []), *commands, *([b.ca_cleanup] if b.ca_cleanup else []))
 
 
-#: Starts a reproducible step: the time it starts (nanoseconds), and SOURCE_DATE_EPOCH, which makes
-#: Python's bytecode compiler write hash-checked .pyc files (PEP 552) that carry no file times.
-_SETTLE_START = f'settled="$(date +%s.%N)"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
+#: Starts a reproducible step: a second before it starts (the kernel stamps files with a clock that
+#: may lag the one ``date`` reads by a tick), and SOURCE_DATE_EPOCH, which makes Python's bytecode
+#: compiler write hash-checked .pyc files (PEP 552) that carry no file times.
+_SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
 #: Ends it: every file and folder the step wrote or changed gets the same time, so that the layer's
 #: bytes depend only on what was installed (a layer's tar carries each entry's modification time;
 #: the entries themselves are in path order, their other times left out).
@@ -222,7 +223,10 @@ _SETTLE_END = (f'find {" ".join(SETTLED_DIRS)} -xdev -newermt "@$settled" -exec 
 
 
 def _settled(commands: tuple[Command, ...]) -> tuple[Command, ...]:
-    """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`."""
+    """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
+    Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
+    leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
+    time it made them, which no command of the step can change."""
     return (commands[0], _SETTLE_START, *commands[1:], _SETTLE_END)
 
 
