@@ -204,7 +204,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="envman-bench-shared-"))
     try:
         # Warm the OS and Python layers once (a stack with no CUDA libraries and nothing after them).
-        warm = dataclasses.replace(stacks[0], name="bench-shared-warm", cuda_libs=())
+        warm = dataclasses.replace(stacks[0], name="bench-shared-warm", cuda_libs=(), packages=("six==1.17.0",))
         refs.append("envman-bench/shared-warm:latest")
         _build(_context(warm, tmp, "warm"), refs[-1])
         results = {}

@@ -322,9 +322,28 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     return out
 
 
-def _check_cuda_libs(r: _Row, lines: tuple[str, ...]) -> None:
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _sha256_table(v: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    from packaging.utils import canonicalize_name
+
+    if not isinstance(v, dict) or not v:
+        raise ValueError("not a table")
+    out = []
+    for name, hashes in v.items():
+        if (not isinstance(name, str) or canonicalize_name(name) != name or not isinstance(hashes, list) or not hashes
+                or len(set(hashes)) != len(hashes)
+                or not all(isinstance(h, str) and _SHA256_RE.fullmatch(h) for h in hashes)):
+            raise ValueError(name)
+        out.append((name, tuple(sorted(hashes))))
+    return tuple(sorted(out))
+
+
+def _check_cuda_libs(r: _Row, lines: tuple[str, ...], sha256: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> None:
     """Each ``cuda_libs`` line pins one CUDA library to exactly one version (its name and version
-    reach an install command), once per name and marker."""
+    reach an install command), once per name and marker; ``cuda_libs_sha256``, when there, has
+    hashes for exactly the names pinned (pip's hash-checking mode needs every one)."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
@@ -341,6 +360,10 @@ def _check_cuda_libs(r: _Row, lines: tuple[str, ...]) -> None:
         if req.url or req.extras or exact_version(req.specifier) is None or not CUDA_LIBRARY_RE.fullmatch(canonicalize_name(req.name)):
             raise r._fail("cuda_libs", f"{want} (an exact pin of an nvidia-*, cuda-toolkit, triton or jax-cuda* "
                                        f"distribution, no extras; not {line!r})")
+    if sha256:
+        names = {canonicalize_name(Requirement(line).name) for line in lines}
+        if {n for n, _ in sha256} != names:
+            raise r._fail("cuda_libs_sha256", "hashes for exactly the distributions cuda_libs pins, each of them")
 
 
 def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
@@ -386,12 +409,14 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
                 cuda_libs=r.strs("cuda_libs"),
                 cuda_libs_source=r.strs("cuda_libs_source"),
+                cuda_libs_sha256=r.get("cuda_libs_sha256", _sha256_table,
+                                       "a table {name = [\"<64 hex digits>\", ...]} (non-empty lists)", default=()),
             )
         )
         r.done()
         if not out[-1].python:
             raise r._fail("python", "a non-empty list of Python versions")
-        _check_cuda_libs(r, out[-1].cuda_libs)
+        _check_cuda_libs(r, out[-1].cuda_libs, out[-1].cuda_libs_sha256)
         if not out[-1].packages:
             raise r._fail("packages", "a non-empty list of pip requirements")
         problems = row_name_problems(out[-1].name, out[-1].variant)

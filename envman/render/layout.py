@@ -267,12 +267,18 @@ def _python(py: Python, b: BuilderOptions) -> list[Step]:
 def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]:
     if cl is None:
         return []
-    lines = (f"The CUDA libraries that {cl.title} pins exactly, in a layer of their own before it:",
-             "every stack with the same pins (on the same OS and Python) shares this layer. Exactly these",
-             "wheels, no dependencies (the framework step adds the rest), no bytecode, one time on every",
-             "file: the same pins give the same layer digest wherever they are built.")
+    lines: tuple[str, ...] = (f"The CUDA libraries that {cl.title} pins exactly, in a layer of their own before it:",
+                             "every stack with the same pins (on the same OS and Python) shares this layer. Exactly these",
+                             "wheels, no dependencies (the framework step adds the rest), no bytecode, one time on every",
+                             "file: the same pins give the same layer digest wherever they are built.")
     install = f"{_pip_install(py.venv_python, b.pip_cache)} {cl.pip_args}"
-    return [Comment(lines), RunStep(_settled(_with_ca(b, [install])), cl.mounts)]
+    if cl.requirements_file is None:
+        return [Comment(lines), RunStep(_settled(_with_ca(b, [install])), cl.mounts)]
+    lines += ("pip runs in hash-checking mode: every wheel, downloaded, mirrored or from a cache, must have",
+              "one of the sha256 hashes the matrix row records for it.")
+    commands: list[Command] = [f"printf '%s\\n' {' '.join(cl.hashed_lines)} > {cl.requirements_file}", install,
+                               f"rm -f {cl.requirements_file}"]
+    return [Comment(lines), RunStep(_settled(_with_ca(b, commands)), cl.mounts)]
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:

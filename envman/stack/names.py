@@ -190,8 +190,9 @@ class Stack:
     platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
     freethreaded: bool = False  # the free-threaded build of ``python`` (PEP 703; the name says py3.14t)
     #: The CUDA libraries installed before the framework, in a layer of their own (``name==version``,
-    #: sorted; see :func:`envman.matrix.wheels.cuda_libraries`). Empty: none, and left out of the
-    #: JSON, so that stacks without them keep their render hash.
+    #: sorted; see :func:`envman.matrix.wheels.cuda_libraries`), each followed by
+    #: `` --hash=sha256:HEX`` per wheel file where the row has hashes. Empty: none, and left out of
+    #: the JSON, so that stacks without them keep their render hash.
     cuda_libs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:

@@ -31,11 +31,15 @@ from .conftest import STANDIN_MATRIX, host_ca_bundle
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.pypi]
 
 PINS = ("nvidia-cuda-runtime-cu12==12.4.127", "nvidia-nvtx-cu12==12.4.127")
+#: Their wheels' sha256 on PyPI (each has one Linux x86_64 wheel): the step checks them.
+HASHES = ("64403288fa2136ee8e467cdc9c9427e0434110899d07c779f25b5c068934faa5",
+          "781e950d9b9f60d8241ccea575b32f5105a5baf4c2351cab5256a24869f12a1a")
+HASHED = tuple(f"{p} --hash=sha256:{h}" for p, h in zip(PINS, HASHES))
 MARK = "# The CUDA libraries that"
 
 
-def _context(tmp: Path, builder: str, stack) -> Path:
-    ctx = render_stack(dataclasses.replace(stack, cuda_libs=PINS), RenderOptions(ca_bundle=host_ca_bundle()),
+def _context(tmp: Path, builder: str, stack, pins: tuple[str, ...] = HASHED) -> Path:
+    ctx = render_stack(dataclasses.replace(stack, cuda_libs=pins), RenderOptions(ca_bundle=host_ca_bundle()),
                        builder=builder)
     out = ctx.write(tmp / builder)
     lines = ctx.dockerfile.splitlines()
@@ -85,3 +89,16 @@ def test_python_and_cuda_library_layers_have_the_same_digest_when_built_twice_wi
     finally:
         for ref in refs:
             subprocess.run(["docker", "image", "rm", "-f", ref], capture_output=True)
+
+
+def test_a_wheel_whose_hash_is_not_the_pinned_one_fails_the_step(stack, tmp_path):
+    wrong = (HASHED[0], f"{PINS[1]} --hash=sha256:{'0' * 64}")
+    ctx = _context(tmp_path, "classic", stack, wrong)
+    ref = f"envman-test/repro-badhash-{uuid.uuid4().hex[:8]}:latest"
+    try:
+        p = subprocess.run(["docker", "build", "-t", ref, str(ctx)], capture_output=True, text=True,
+                           env={**os.environ, "DOCKER_BUILDKIT": "0"}, timeout=1200)
+        out = p.stdout + p.stderr
+        assert p.returncode != 0 and "THESE PACKAGES DO NOT MATCH THE HASHES" in out, out[-3000:]
+    finally:
+        subprocess.run(["docker", "image", "rm", "-f", ref], capture_output=True)

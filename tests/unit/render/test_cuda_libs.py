@@ -202,6 +202,98 @@ def test_shipped_pypi_torch_row_carries_its_pins():
     m = load()
     b = next(b for b in m.builds if b.framework == "torch" and str(b.version) == "2.0.1" and b.variant == "cu117")
     stack = resolve_row(m, b)
-    assert "triton==2.0.0" in stack.cuda_libs and "nvidia-cudnn-cu11==8.5.0.96" in stack.cuda_libs
-    assert list(stack.cuda_libs) == sorted(stack.cuda_libs)
+    pins = [line.split(" ")[0] for line in stack.cuda_libs]
+    assert "triton==2.0.0" in pins and "nvidia-cudnn-cu11==8.5.0.96" in pins and pins == sorted(pins)
     assert b.cuda_libs_source and b.cuda_libs_source[0].endswith(".whl")
+    assert all(" --hash=sha256:" in line for line in stack.cuda_libs)  # every pin hash-checked
+
+
+# --- hashes ----------------------------------------------------------------------------------------
+
+H1, H2, H3 = "a" * 64, "b" * 64, "0123456789abcdef" * 4
+def _row_with(tmp_path, table: str, libs: str = '["triton==3.1.0", "nvidia-cublas-cu12==12.4.5.8"]'):
+    p = tmp_path / "user.toml"
+    p.write_text(ROW.format(libs=libs) + "\n[build.cuda_libs_sha256]\n" + table)
+    return p
+
+
+def test_a_row_s_hashes_follow_each_pin_into_the_stack(tmp_path):
+    p = _row_with(tmp_path, f'triton = ["{H2}", "{H1}"]\nnvidia-cublas-cu12 = ["{H3}"]\n')
+    m = load_matrix([*MINI, p], shipped=False)
+    build = next(b for b in m.builds if str(b.version) == "9.9.0")
+    from envman.stack.resolve import _cuda_libs
+
+    assert _cuda_libs(build, "3.10", "linux/amd64") == (
+        f"nvidia-cublas-cu12==12.4.5.8 --hash=sha256:{H3}", f"triton==3.1.0 --hash=sha256:{H1} --hash=sha256:{H2}")
+
+
+@pytest.mark.parametrize("table,needle", [
+    (f'triton = ["{H1}"]\n', "cuda_libs_sha256"),                                          # a pin without hashes
+    (f'triton = ["{H1}"]\nnvidia-cublas-cu12 = ["{H1}"]\nnumpy = ["{H1}"]\n', "cuda_libs_sha256"),  # one more
+    (f'triton = ["{H1[:-1]}"]\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),     # 63 hex digits
+    (f'triton = ["{H1}0"]\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),         # 65
+    (f'triton = ["{H1.upper()}"]\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),  # not lower case
+    (f'triton = []\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),
+    (f'triton = ["{H1}", "{H1}"]\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),
+    (f'Triton = ["{H1}"]\nnvidia-cublas-cu12 = ["{H1}"]\n', "cuda_libs_sha256"),         # not the canonical name
+])
+def test_bad_hashes_are_rejected_in_one_line(tmp_path, table, needle):
+    p = _row_with(tmp_path, table)
+    with pytest.raises(MatrixError) as e:
+        load_matrix([*MINI, p], shipped=False)
+    line = e.value.line()
+    assert needle in line and str(p) in line and "\n" not in line
+
+
+@pytest.mark.parametrize("builder", ["classic", "buildkit"])
+def test_hashed_pins_install_in_hash_checking_mode_from_a_file_removed_in_the_step(builder):
+    pins = (f"nvidia-cublas-cu12==12.4.5.8 --hash=sha256:{H1}", f"triton==3.1.0 --hash=sha256:{H2} --hash=sha256:{H3}")
+    step = next(r for r in _runs(make_stack(cuda_libs=pins), builder) if "nvidia-cublas-cu12==" in r)
+    flat = " ".join(step.split())
+    assert f"printf '%s\\n' '{pins[0]}' '{pins[1]}' > /tmp/envman-cuda-libs.txt;" in flat
+    assert "--require-hashes --no-deps --only-binary=:all: --no-compile" in flat and "-r /tmp/envman-cuda-libs.txt" in flat
+    assert flat.index("-r /tmp/envman-cuda-libs.txt") < flat.index("rm -f /tmp/envman-cuda-libs.txt") < flat.index("find /opt")
+
+
+@pytest.mark.parametrize("pins", [
+    (f"nvidia-cublas-cu12==12.4.5.8 --hash=sha256:{H1}", "triton==3.1.0"),   # some hashed, some not
+    ("triton==3.1.0; rm -rf /",),                                           # a stack JSON changed by hand
+    (f"triton==3.1.0 --hash=sha256:{H1[:-1]}",),
+    ("triton==3.1.0 --index-url=https://x.example/",),
+    ("Triton==3.1.0",),
+])
+def test_a_pin_that_is_not_name_version_and_hashes_stops_the_render(pins):
+    from envman.errors import RenderError
+
+    with pytest.raises(RenderError) as e:
+        render_stack(make_stack(cuda_libs=pins), probe=PROBE)
+    assert "\n" not in e.value.line()
+
+
+def test_pin_hashes_are_the_x86_64_and_pure_wheels_of_the_pinned_version_or_none():
+    from envman.matrix.index import IndexFile, NotFound
+    from envman.matrix.update import pin_hashes
+
+    def f(name: str, digest: str | None) -> IndexFile:
+        return IndexFile(name, f"https://x.example/{name}", (("sha256", digest),) if digest else ())
+
+    pages = {
+        "nvidia-cublas-cu12": [f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_x86_64.whl", H1),
+                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_aarch64.whl", H2),  # not x86_64
+                               f("nvidia_cublas_cu12-12.4.5.9-py3-none-manylinux2014_x86_64.whl", H3),   # another version
+                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-win_amd64.whl", H2)],             # not Linux
+        "triton": [f("triton-3.1.0-cp310-cp310-manylinux_2_17_x86_64.whl", H2),
+                   f("triton-3.1.0-cp311-cp311-manylinux_2_17_x86_64.whl", H3)],
+        "jax-cuda12-plugin": [f("jax_cuda12_plugin-0.4.30-py3-none-any.whl", None)],  # no sha256 on the page
+    }
+
+    def files_of(name: str):
+        if name not in pages:
+            raise NotFound("not on the index", where=name)
+        return pages[name]
+
+    assert pin_hashes(["triton==3.1.0; python_version < \"3.13\"", "nvidia-cublas-cu12==12.4.5.8"], files_of) == {
+        "nvidia-cublas-cu12": [H1], "triton": [H3, H2]}
+    assert pin_hashes(["jax-cuda12-plugin==0.4.30"], files_of) is None
+    assert pin_hashes(["nvidia-nccl-cu12==2.21.5"], files_of) is None
+    assert pin_hashes(["nvidia-cublas-cu12==12.4.5.7"], files_of) is None
