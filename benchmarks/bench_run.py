@@ -181,6 +181,9 @@ def main() -> int:
             argv = [str(w) for w in planned.get("argv") or []]
             if argv[:2] == ["docker", "run"] and not any("{" in w for w in argv):  # no env-file slot to fill
                 samples["argv"] = lambda: run_once(argv, env, cwd)
+                no_net = without_network(argv)
+                if no_net != argv:  # the per-project network's cost: the same argv on the default bridge
+                    samples["argv without network"] = lambda: run_once(no_net, env, cwd)
             if args.compare:
                 other = [str(Path(args.compare).with_name("envman")), *run[len(envman_cmd()):]]
                 other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare"), **other_state}  # its own caches
@@ -193,6 +196,11 @@ def main() -> int:
                 report.ratio(f"  docker run with envman's argv ({what}) / docker run", times["argv"], times["docker"], None)
                 report.ratio(f"  envman run ({what}), cached / docker run with envman's argv", times["cached"],
                              times["argv"], None)
+            if "argv without network" in times:
+                report.ratio(f"  docker run with envman's argv ({what}) / the same without its --network", times["argv"],
+                             times["argv without network"], None)
+                report.seconds(f"  the per-project network's cost per run ({what})",
+                               [a - b for a, b in zip(times["argv"], times["argv without network"])], None)
             report.ratio(f"envman run ({what}) / docker run, full path", times["full"], times["docker"], GOAL_FULL,
                          "(ENVMAN_RUN_CACHE=0)")
             # CPU time of the process (envman, then the docker CLI it execs) beyond docker run's own
@@ -210,6 +218,21 @@ def main() -> int:
             subprocess.run(["docker", "rmi", ref], capture_output=True)  # removes the tags only
         shutil.rmtree(tmp, ignore_errors=True)
     return report.save(out)
+
+
+def without_network(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--network NAME`` / ``--network=NAME`` (the container then joins the
+    default bridge)."""
+    out: list[str] = []
+    skip = False
+    for w in argv:
+        if skip:
+            skip = False
+        elif w in ("--network", "--net"):
+            skip = True
+        elif not w.startswith(("--network=", "--net=")):
+            out.append(w)
+    return out
 
 
 if __name__ == "__main__":

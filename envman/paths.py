@@ -85,9 +85,9 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")
 
 
-def caches_enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether envman's caches are on: ``ENVMAN_RUN_CACHE`` unset or anything but ``0``,
-    ``false``, ``no``, ``off`` (the run-plan cache, kept matrix parses, wheel facts, the buildx
-    probe's answer)."""
+def caches_enabled(environ: Mapping[str, str] | None = None, *, switch: str = "ENVMAN_RUN_CACHE") -> bool:
+    """Whether envman's caches are on: ``switch`` unset or anything but ``0``, ``false``, ``no``,
+    ``off``. ``ENVMAN_RUN_CACHE`` switches the run-plan cache, wheel facts and the buildx probe's
+    answer; ``ENVMAN_PARSE_CACHE`` the kept matrix parses (:func:`envman.matrix.parsed.enabled`)."""
     env = os.environ if environ is None else environ
-    return env.get("ENVMAN_RUN_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return env.get(switch, "1").strip().lower() not in ("0", "false", "no", "off")

@@ -42,11 +42,15 @@ def _stacks(names: list[str], all_: bool, platform: str | None = None):
 
     require_names(names, all_)
     plat = platform_option(platform)
-    m = get_matrix()
     if all_:
+        m = get_matrix()
         on = plat or DEFAULT_PLATFORM
         return [resolve_row(m, b, on) for b in m.builds if on in b.platforms]
-    return [resolve(m, n, plat) for n in names]
+    if plat is None:  # through the stack cache, as a run resolves: no matrix load when it answers
+        from envman.cli import matrix_source
+
+        return [matrix_source().resolve(n) for n in names]
+    return [resolve(get_matrix(), n, plat) for n in names]
 
 
 def build(
@@ -169,7 +173,7 @@ def stack_bases(stacks: Sequence[Stack], options: RenderOptions,
 
     out = {}
     for stack in stacks:
-        rebuilt = choose_base(get_matrix(), stack, mode, registry_mirror=options.registry_mirror,
+        rebuilt = choose_base(get_matrix, stack, mode, registry_mirror=options.registry_mirror,
                               apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
         out[stack.name] = (rebuilt, base_line(stack, rebuilt, mode, registry_mirror=options.registry_mirror))
     return out

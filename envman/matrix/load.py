@@ -330,6 +330,50 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     return out
 
 
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _sha256_table(v: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    from packaging.utils import canonicalize_name
+
+    if not isinstance(v, dict) or not v:
+        raise ValueError("not a table")
+    out = []
+    for name, hashes in v.items():
+        if (not isinstance(name, str) or canonicalize_name(name) != name or not isinstance(hashes, list) or not hashes
+                or len(set(hashes)) != len(hashes)
+                or not all(isinstance(h, str) and _SHA256_RE.fullmatch(h) for h in hashes)):
+            raise ValueError(name)
+        out.append((name, tuple(sorted(hashes))))
+    return tuple(sorted(out))
+
+
+def _check_cuda_libs(r: _Row, lines: tuple[str, ...], sha256: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> None:
+    """Each ``cuda_libs`` line pins one CUDA library to exactly one version (its name and version
+    reach an install command), once per name and marker; ``cuda_libs_sha256``, when there, has
+    hashes for exactly the names pinned (pip's hash-checking mode needs every one)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from envman.matrix.wheels import CUDA_LIBRARY_RE, exact_version
+
+    want = "Requires-Dist lines like 'nvidia-cublas-cu12==12.4.5.8; platform_machine == \"x86_64\"'"
+    if len(set(lines)) != len(lines):
+        raise r._fail("cuda_libs", f"{want}, each once")
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            raise r._fail("cuda_libs", want) from None
+        if req.url or req.extras or exact_version(req.specifier) is None or not CUDA_LIBRARY_RE.fullmatch(canonicalize_name(req.name)):
+            raise r._fail("cuda_libs", f"{want} (an exact pin of an nvidia-*, cuda-toolkit, triton or jax-cuda* "
+                                       f"distribution, no extras; not {line!r})")
+    if sha256:
+        names = {canonicalize_name(Requirement(line).name) for line in lines}
+        if {n for n, _ in sha256} != names:
+            raise r._fail("cuda_libs_sha256", "hashes for exactly the distributions cuda_libs pins, each of them")
+
+
 def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
     top = _Row({"framework": doc.get("framework")}, file, "(top level)")
     # A file of one framework names it once at the top; an overlay written by `matrix update`
@@ -373,11 +417,16 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
                 system_nvcc=r.bool("system_nvcc"),
                 packages_arm64=r.strs("packages_arm64", default=None),
+                cuda_libs=r.strs("cuda_libs"),
+                cuda_libs_source=r.strs("cuda_libs_source"),
+                cuda_libs_sha256=r.get("cuda_libs_sha256", _sha256_table,
+                                       "a table {name = [\"<64 hex digits>\", ...]} (non-empty lists)", default=()),
             )
         )
         r.done()
         if not out[-1].python:
             raise r._fail("python", "a non-empty list of Python versions")
+        _check_cuda_libs(r, out[-1].cuda_libs, out[-1].cuda_libs_sha256)
         if not out[-1].packages:
             raise r._fail("packages", "a non-empty list of pip requirements")
         problems = row_name_problems(out[-1].name, out[-1].variant)

@@ -325,6 +325,15 @@ class FrameworkBuild:
         if platform == "linux/arm64" and self.packages_arm64 is not None:
             return self.packages_arm64
         return self.packages
+    #: The CUDA libraries the framework's Linux x86_64 wheel pins exactly (its ``Requires-Dist``
+    #: lines, ``name==version`` and marker; see :func:`envman.matrix.wheels.cuda_library_lines`):
+    #: installed in a layer of their own, before the framework, so stacks with the same pins share it.
+    cuda_libs: tuple[str, ...] = ()
+    cuda_libs_source: tuple[str, ...] = ()  # the wheel metadata the cuda_libs were read from
+    #: sha256 of every Linux x86_64 wheel file of each cuda_libs pin, by name (all or none): the
+    #: CUDA-library step installs in pip's hash-checking mode, so a cached or mirrored wheel is
+    #: checked against these before use.
+    cuda_libs_sha256: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def archs(self, platform: str) -> tuple[tuple[Arch, ...], tuple[Arch, ...]]:
         """(SASS, PTX) of this build's wheels for ``platform``."""

@@ -12,7 +12,8 @@ module attribute included, is refused and the entry is a miss. The file must be 
 own, not writable by group or others, a regular file (:func:`envman.safefile.read_state`);
 anything in doubt is a miss and the file is parsed as without this cache. Only successful parses
 are kept; a file that fails to parse raises the same error every time. The last
-:data:`MAX_ENTRIES` parses are kept. ``ENVMAN_RUN_CACHE=0`` turns this cache off too.
+:data:`MAX_ENTRIES` parses are kept. ``ENVMAN_PARSE_CACHE=0`` turns this cache off; unlike the
+caches of answers about state, it stays on with ``ENVMAN_RUN_CACHE=0`` (see :func:`enabled`).
 """
 
 from __future__ import annotations
@@ -92,9 +93,13 @@ def _folder() -> str:
 
 
 def enabled() -> bool:
+    """Whether kept parses are used: unless ``ENVMAN_PARSE_CACHE`` is ``0``, ``false``, ``no`` or
+    ``off``. ``ENVMAN_RUN_CACHE=0`` (the full path: no run plan, no no-op answer) leaves this cache
+    on: a kept parse is keyed by the file's exact bytes and envman's code, so it is the parse, on
+    every path."""
     from envman.paths import caches_enabled
 
-    return caches_enabled()
+    return caches_enabled(switch="ENVMAN_PARSE_CACHE")
 
 
 def kept(file: str, data: bytes, parse: Callable[[str, bytes], tuple[str, Any]]) -> tuple[str, Any]:

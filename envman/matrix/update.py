@@ -25,7 +25,9 @@ from envman.matrix.index import (
     read_wheel_metadata,
 )
 from envman.matrix.model import FrameworkBuild, Matrix
-from envman.matrix.wheels import CudaPins, Pin, WheelTags, cuda_pins, pinned_version, wheel_tags
+from envman.matrix.wheels import (
+    KNOWN_PYTHONS, CudaPins, Pin, WheelTags, cuda_library_lines, cuda_pins, pinned_version, wheel_tags,
+)
 
 TORCH_INDEX = "https://download.pytorch.org/whl"
 
@@ -277,6 +279,20 @@ class RowBuilder:
         elif prev is not None and prev.cudnn and "cuda" in self.data:
             self.inherit("cudnn", prev.cudnn, prev, "not stated by the wheel; inherited")
 
+    def cuda_libs(self, md: WheelMetadata, extras: Iterable[str] = (),
+                  files_of: Callable[[str], list[IndexFile]] | None = None) -> None:
+        """The CUDA libraries the framework's wheel (``md``, Linux x86_64) pins exactly, with
+        ``extras`` asked for: the row's CUDA-library layer; with ``files_of`` (a project's files on
+        the framework's index), the sha256 of each pin's wheels too."""
+        lines = cuda_library_lines(md.requires_dist, extras, KNOWN_PYTHONS)
+        if not lines:
+            return
+        self.data["cuda_libs"] = list(lines)
+        self.data["cuda_libs_source"] = [md.url]
+        hashes = pin_hashes(lines, files_of) if files_of is not None else None
+        if hashes:
+            self.data["cuda_libs_sha256"] = hashes
+
     def arch(self, prev: FrameworkBuild | None, matrix: Matrix) -> None:
         sass = [str(a) for a in prev.sass] if prev else []
         ptx = [str(a) for a in prev.ptx] if prev else []
@@ -301,7 +317,8 @@ class RowBuilder:
         # The columns a derived row can have, in the order of matrices/README.md.
         order = ["version", "variant", "cuda", "cudnn", "python", "python_freethreaded", "packages", "index_url",
                  "system_cuda", "system_cudnn", "sass", "ptx", "arch_status", "default", "platforms", "platform_source",
-                 "sass_arm64", "ptx_arm64", "wheel_python_source", "released"]
+                 "sass_arm64", "ptx_arm64", "wheel_python_source", "released", "cuda_libs", "cuda_libs_source",
+                 "cuda_libs_sha256"]
         if self._arm64 is not None and "linux/arm64" in self.data.get("platforms", ()):
             self.data["sass_arm64"], self.data["ptx_arm64"] = self._arm64
         row = {k: self.data[k] for k in order if k in self.data and self.data[k] not in (None, "", [])
@@ -314,6 +331,34 @@ class RowBuilder:
             row["wheel_python"] = {k: sorted(v, key=Version) for k, v in self.wheel_python.items()}
         row["derived"] = dict(self.derived)
         return NewRow(self.framework, row, tuple(dict.fromkeys(self.unconfirmed)))
+
+
+def pin_hashes(lines: Iterable[str], files_of: Callable[[str], list[IndexFile]]) -> dict[str, list[str]] | None:
+    """{name: sha256 of every Linux x86_64 or pure wheel of the pinned version} for each pin of
+    ``lines``, read from the index's project pages; None when a pin has no such wheel with a sha256
+    (or its page cannot be read): pip's hash-checking mode needs every one."""
+    from packaging.requirements import Requirement
+
+    from envman.matrix.wheels import exact_version
+
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        req = Requirement(line)
+        name, version = normalize(req.name), exact_version(req.specifier)
+        try:
+            files = files_of(name)
+        except (IndexUnreachable, IndexFileError):
+            return None
+        found: set[str] = set()
+        for f in files:
+            tags = wheel_tags(f.filename)
+            if tags is None or tags.version != version or not (tags.any_platform or "linux/amd64" in tags.platforms):
+                continue
+            found.update(h for algo, h in f.hashes if algo == "sha256")
+        if not found:
+            return None
+        out[name] = sorted(found)
+    return dict(sorted(out.items()))
 
 
 def _pythons_fact(b: RowBuilder, pys: set[str], urls: list[str], how: str) -> None:
@@ -452,6 +497,7 @@ def _torch_row(ctx: _Ctx, result: Result, tv: _TorchVision, v: Version, variant:
     b = RowBuilder("torch", v, variant)
     prev = previous_row(ctx.matrix, "torch", v, variant, pins.cuda_major)
     b.cuda(pins, md, prev)
+    b.cuda_libs(md, (), lambda name: ctx.files(name, index_url))
     plats = [p for p, r in reps.items() if r is not None and _same_pins(mds[r.file.url], pins, p)]
     pair = tv.companion(v, local)
     packages = [f"torch=={v}"]
@@ -541,6 +587,7 @@ def jax_rows(ctx: _Ctx, result: Result) -> None:
             b = RowBuilder("jax", v, f"cuda{major}")
             prev = previous_row(ctx.matrix, "jax", v, f"cuda{major}", major)
             b.cuda(pins, pmd, prev)
+            b.cuda_libs(md, [f"cuda{major}"], ctx.files)
             plats = [p for p in platforms(pws) if p in platforms(jaxlib.get(v, []))]
             # jax[cudaNN] installs jax (pure Python), jaxlib and the plugin: the row's one package
             # has wheels for the Pythons all three have.
@@ -641,6 +688,7 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         prev = previous_row(ctx.matrix, "tensorflow", v, "gpu", pins.cuda_major)
         b = RowBuilder("tensorflow", v, "gpu")
         b.cuda(pins, md, prev)
+        b.cuda_libs(md, ["and-cuda"], ctx.files)
         _wheel_columns(ctx, b, ws, pins, ("and-cuda",), "tensorflow", f"tensorflow[and-cuda]=={v}",
                        system_cuda=False, prev=prev)
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))

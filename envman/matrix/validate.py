@@ -341,6 +341,10 @@ def validate(matrix: Matrix) -> list[Problem]:
                 except Invalid as exc:
                     add(where, exc.what)
         _check_wheel_python(b, add)
+        if b.cuda_libs and not b.cuda_libs_source:
+            add(where, "cuda_libs needs a cuda_libs_source (the wheel whose metadata pins them)")
+        if b.cuda_libs and b.cuda is None:
+            add(where, "a CPU row has cuda_libs")
         for p in b.python_freethreaded:
             if p not in b.python:
                 add(where, f"claims free-threaded Python {p}t but not Python {p} (python)")

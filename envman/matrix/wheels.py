@@ -232,3 +232,83 @@ def pinned_version(lines: Iterable[str], project: str, extras: Iterable[str] = (
         if _norm(req.name) == _norm(project):
             return req.specifier
     return None
+
+
+# --- the CUDA libraries a framework pins -------------------------------------------------------
+
+#: Distributions that carry a framework's CUDA libraries (or, for JAX, its CUDA plugin): NVIDIA's
+#: per-library wheels (suffixed or not), NVIDIA's ``cuda-toolkit`` meta package, triton (torch's
+#: compiler, which bundles ptxas and libdevice) and the JAX CUDA plugin and PJRT.
+CUDA_LIBRARY_RE = re.compile(r"nvidia-[a-z0-9]+(?:-[a-z0-9]+)*|cuda-toolkit|triton|pytorch-triton|jax-cuda\d+-(?:plugin|pjrt)")
+
+
+def exact_version(spec: SpecifierSet) -> Version | None:
+    """The one version ``spec`` admits when it pins exactly one: ``==X`` (no wildcard), ``===X``,
+    or ``>=X,<=X`` (how JAX pins its plugin); else None."""
+    eq: set[Version] = set()
+    low: Version | None = None
+    high: Version | None = None
+    try:
+        for s in spec:
+            if s.operator in ("==", "===") and not s.version.endswith(".*"):
+                eq.add(Version(s.version))
+            elif s.operator == ">=":
+                low = Version(s.version)
+            elif s.operator == "<=":
+                high = Version(s.version)
+            else:
+                return None
+    except InvalidVersion:
+        return None
+    if low is not None or high is not None:
+        if low is None or low != high:
+            return None
+        eq.add(low)
+    return next(iter(eq)) if len(eq) == 1 else None
+
+
+def cuda_library_lines(lines: Iterable[str], extras: Iterable[str], pythons: Iterable[str],
+                       *, machine: str = "x86_64") -> tuple[str, ...]:
+    """The ``Requires-Dist`` ``lines`` that pin a CUDA library (:data:`CUDA_LIBRARY_RE`) to exactly
+    one version and apply on Linux ``machine`` with ``extras`` for at least one of ``pythons``,
+    each as ``name==version`` and its marker (extras dropped: the libraries are installed without
+    their dependencies). In the metadata's order, each once."""
+    extras, pythons = list(extras), list(pythons)
+    out: dict[str, None] = {}
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = _norm(req.name)
+        version = exact_version(req.specifier)
+        if version is None or not CUDA_LIBRARY_RE.fullmatch(name):
+            continue
+        if not any(active_requirements([line], extras, machine=machine, python=p) for p in pythons):
+            continue
+        out[f"{name}=={version}" + (f"; {req.marker}" if req.marker is not None else "")] = None
+    return tuple(out)
+
+
+def cuda_libraries(lines: Iterable[str], extras: Iterable[str], python: str, *, machine: str = "x86_64") -> tuple[str, ...]:
+    """What a matrix row's ``cuda_libs`` ``lines`` install for ``python`` on Linux ``machine`` with
+    ``extras``: ``name==version`` each, sorted by name, each name once (the first line that applies
+    wins). Sorted so that the same pins always give the same install step."""
+    seen: dict[str, str] = {}
+    for req in active_requirements(lines, extras, machine=machine, python=python):
+        version = exact_version(req.specifier)
+        name = _norm(req.name)
+        if version is not None and CUDA_LIBRARY_RE.fullmatch(name) and name not in seen:
+            seen[name] = f"{name}=={version}"
+    return tuple(seen[n] for n in sorted(seen))
+
+
+def requirement_extras(requirements: Iterable[str]) -> tuple[str, ...]:
+    """Every extra that ``requirements`` (a row's pinned packages) ask for, sorted."""
+    out: set[str] = set()
+    for line in requirements:
+        try:
+            out.update(Requirement(line).extras)
+        except InvalidRequirement:
+            continue
+    return tuple(sorted(out))

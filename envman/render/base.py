@@ -22,7 +22,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 from envman.config import BASE_MODES
 from envman.errors import RenderError, UserError
@@ -71,18 +71,23 @@ BASE_UNUSED_OPTIONS = frozenset({"pip_index", "pip_extra_index", "framework_inde
                                  "python_install_mirror"})
 
 
-def choose_base(matrix: Matrix, stack: Stack, mode: str = "auto", *, registry_mirror: str | None = None,
-                apt_mirror: str | None = None, ca_bundle: Path | None = None) -> BaseBuild | None:
-    """The rebuilt base ``stack`` builds on under ``mode``, or ``None`` to pull ``stack.base_image``."""
+def choose_base(matrix: Matrix | Callable[[], Matrix], stack: Stack, mode: str = "auto", *,
+                registry_mirror: str | None = None, apt_mirror: str | None = None,
+                ca_bundle: Path | None = None) -> BaseBuild | None:
+    """The rebuilt base ``stack`` builds on under ``mode``, or ``None`` to pull ``stack.base_image``.
+    ``matrix`` may be a function that loads it: it is called only when a recipe is looked up (a
+    published base under ``auto`` needs none, so a build of it need not load the matrix)."""
     if mode not in BASE_MODES:
         raise UserError(f"base mode {mode!r} is not one of {', '.join(BASE_MODES)}", where="--base",
                         fix="use auto, pull or rebuild")
     tag = nvidia_tag(stack)
     if mode == "pull" or tag is None:
         return None
-    chain = matrix.recipe_chain(tag, stack.platform)
+    if mode == "auto" and (registry_mirror or stack.base_image_status == "published"):
+        return None
+    chain = (matrix() if callable(matrix) else matrix).recipe_chain(tag, stack.platform)
     if mode == "auto":
-        if registry_mirror or stack.base_image_status == "published" or chain is None:
+        if chain is None:
             return None
     elif chain is None:
         raise UserError(

@@ -8,7 +8,8 @@ builder or BuildKit, pip or uv, apt's Python or python-build-standalone, a wheel
 taken here, in Python. A stack image's steps, in cache-friendly layer order:
 
     FROM -> build defaults -> (CA bundle) -> OS packages -> (trust store, indexes, wheelhouse)
-         -> Python -> (wheelhouse) -> framework -> (NVIDIA runtime) -> envman's files, labels
+         -> Python -> (wheelhouse) -> (CUDA libraries) -> framework -> (NVIDIA runtime)
+         -> envman's files, labels
 
 A project image or the notebook layer: FROM, USER root, its apt packages, then its pip packages
 or its requirements. Standard library only: the run path lays project images out.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envman.render.plan import CA_CONTEXT_FILE
+from envman.render.plan import CA_CONTEXT_FILE, SETTLED_DIRS, SETTLED_TIME
 from envman.render.steps import (
     ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, OrElse, RunStep, Step,
     UserStep, paragraphs,
@@ -26,8 +27,8 @@ from envman.render.steps import (
 
 if TYPE_CHECKING:
     from envman.render.plan import (
-        BaseImage, BuilderOptions, DockerfilePlan, Framework, NetworkOptions, OsPackages, Python, UvInstaller,
-        Wheelhouse,
+        BaseImage, BuilderOptions, CudaLibs, DockerfilePlan, Framework, NetworkOptions, OsPackages, Python,
+        UvInstaller, Wheelhouse,
     )
 
 #: The template of any layer on an envman image (a project's image, the notebook layer).
@@ -120,6 +121,7 @@ def _stack_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
         _wheelhouse_copy(wh, "before-python"),
         _python(py, b),
         _wheelhouse_copy(wh, "after-python"),
+        _cuda_libs(plan.cuda_libs, py, b),
         _framework(fw, py, b),
         [Comment(("4. What the NVIDIA container runtime reads (overriding the base image's values consistently;",
                   "constraint syntax: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).",
@@ -229,6 +231,24 @@ def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
     return ("set -eu", *([b.ca_prelude] if b.ca_prelude else []), *commands, *([b.ca_cleanup] if b.ca_cleanup else []))
 
 
+#: Starts a reproducible step: a second before it starts (the kernel stamps files with a clock that
+#: may lag the one ``date`` reads by a tick), and SOURCE_DATE_EPOCH, which makes Python's bytecode
+#: compiler write hash-checked .pyc files (PEP 552) that carry no file times.
+_SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
+#: Ends it: every file and folder the step wrote or changed gets the same time, so that the layer's
+#: bytes depend only on what was installed (a layer's tar carries each entry's modification time;
+#: the entries themselves are in path order, their other times left out).
+_SETTLE_END = (f'find {" ".join(SETTLED_DIRS)} -xdev -newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +')
+
+
+def _settled(commands: tuple[Command, ...]) -> tuple[Command, ...]:
+    """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
+    Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
+    leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
+    time it made them, which no command of the step can change."""
+    return (commands[0], _SETTLE_START, *commands[1:], _SETTLE_END)
+
+
 def _python(py: Python, b: BuilderOptions) -> list[Step]:
     lines = [f"Note: {py.pip_note}."] if py.pip_note else []
     if py.strategy == "apt":
@@ -257,8 +277,27 @@ def _python(py: Python, b: BuilderOptions) -> list[Step]:
         commands.append(f"{_pip_install(py.venv_python, b.pip_cache)} {py.pip_upgrade}")
     else:
         commands.append(f"{py.venv_python} -m pip --version")
-    return [Comment(tuple(lines)), RunStep(_with_ca(b, commands), py.mounts),
+    lines += ["The files this step writes all get one time, and its .pyc files are hash-checked from Python",
+              "3.7 (PEP 552: they carry no time): the same Python and pip give the same layer, on any engine."]
+    return [Comment(tuple(lines)), RunStep(_settled(_with_ca(b, commands)), py.mounts),
             EnvStep((f"VIRTUAL_ENV={py.venv}", f"PATH={py.venv}/bin:$PATH"))]
+
+
+def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]:
+    if cl is None:
+        return []
+    lines: tuple[str, ...] = (f"The CUDA libraries that {cl.title} pins exactly, in a layer of their own before it:",
+                             "every stack with the same pins (on the same OS and Python) shares this layer. Exactly these",
+                             "wheels, no dependencies (the framework step adds the rest), no bytecode, one time on every",
+                             "file: the same pins give the same layer digest wherever they are built.")
+    install = f"{_pip_install(py.venv_python, b.pip_cache)} {cl.pip_args}"
+    if cl.requirements_file is None:
+        return [Comment(lines), RunStep(_settled(_with_ca(b, [install])), cl.mounts)]
+    lines += ("pip runs in hash-checking mode: every wheel, downloaded, mirrored or from a cache, must have",
+              "one of the sha256 hashes the matrix row records for it.")
+    commands: list[Command] = [f"printf '%s\\n' {' '.join(cl.hashed_lines)} > {cl.requirements_file}", install,
+                               f"rm -f {cl.requirements_file}"]
+    return [Comment(lines), RunStep(_settled(_with_ca(b, commands)), cl.mounts)]
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:

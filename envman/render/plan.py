@@ -66,6 +66,17 @@ BuilderKind = Literal["classic", "buildkit"]
 BUILDER_KINDS: tuple[BuilderKind, ...] = ("classic", "buildkit")
 
 # BuildKit only: where the cache mounts, the bind-mounted CA bundle and uv live during a RUN.
+#: The requirements file of the CUDA-library step when its pins have hashes (written and removed
+#: in that step).
+CUDA_LIBS_FILE = "/tmp/envman-cuda-libs.txt"
+#: A CUDA-library pin as it reaches the step: ``name==version`` and any sha256 hashes.
+_CUDA_LIB_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*==[0-9A-Za-z.+!]+(?: --hash=sha256:[0-9a-f]{64})*")
+#: The time every file a reproducible step writes is set to (1980-01-01T00:00:00Z, the earliest a zip
+#: entry can carry), and the SOURCE_DATE_EPOCH those steps run with: see layout's ``_settled``.
+SETTLED_TIME = 315532800
+#: Where the Python and CUDA-library steps write (the venv and python-build-standalone live under
+#: /opt; pip's and uv's temporary files under /tmp; HOME is /root while building).
+SETTLED_DIRS = ("/opt", "/tmp", "/root")
 CACHE_ROOT = "/var/cache/envman"
 PIP_CACHE = f"{CACHE_ROOT}/pip"
 UV_CACHE = f"{CACHE_ROOT}/uv"
@@ -285,6 +296,22 @@ class Framework:
 
 
 @dataclass(frozen=True)
+class CudaLibs:
+    """The CUDA libraries the framework pins exactly, installed before it in a layer of their own:
+    the same pins, index options and Python give the same step, so stacks share the layer."""
+
+    title: str  # what pins them (``torch 2.5.1 (cu124)``)
+    requirements: tuple[str, ...]  # ``name==version`` and its hashes, sorted (Stack.cuda_libs)
+    mounts: tuple[Mount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
+    #: ``pip install`` arguments: options, index options, then the pins (quoted), or ``-r FILE``
+    #: when the pins have hashes (pip takes ``--hash`` in a requirements file only).
+    pip_args: str
+    #: With hashes: the requirements file's lines (quoted for printf) and where the step writes it.
+    hashed_lines: tuple[str, ...] = ()
+    requirements_file: str | None = None
+
+
+@dataclass(frozen=True)
 class Nvidia:
     """What the NVIDIA container runtime reads (GPU stacks only)."""
 
@@ -356,6 +383,7 @@ class DockerfilePlan:
     wheelhouse: Wheelhouse | None = None
     python: Python | None = None
     framework: Framework | None = None
+    cuda_libs: CudaLibs | None = None
     nvidia: Nvidia | None = None
     project: Project | None = None
     pip_packages: PipPackages | None = None
@@ -609,6 +637,32 @@ def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     return Framework(_title(stack), mounts, _words(flags) + packages, wheel_paths, installer="uv", uv=uv)
 
 
+def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
+              secret: bool) -> CudaLibs | None:
+    """The stack's CUDA-library layer, when its row pins CUDA libraries. pip installs exactly the
+    pins (no dependencies, wheels only, no bytecode), through the framework's index options, so
+    the layer holds the same files wherever and whenever it is built."""
+    if not stack.cuda_libs:
+        return None
+    for line in stack.cuda_libs:
+        if not _CUDA_LIB_RE.fullmatch(line):
+            raise RenderError(f"CUDA library pin {line!r} is not name==version with sha256 hashes", where=stack.name,
+                              fix="fix the row's cuda_libs and cuda_libs_sha256 (envman matrix validate)")
+    hashed = [" --hash=" in line for line in stack.cuda_libs]
+    if any(hashed) and not all(hashed):
+        raise RenderError("some CUDA library pins have hashes and some do not", where=stack.name,
+                          fix="give cuda_libs_sha256 for every pin of the row, or for none")
+    mounts: tuple[Mount, ...] = ()
+    if builder == "buildkit":
+        mounts = tuple(m for m in _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
+                       if not isinstance(m, CacheMount) or m.target == PIP_CACHE)
+    head = "--no-deps --only-binary=:all: --no-compile " + _words(pip_flags(stack, options, wheels))
+    if not any(hashed):
+        return CudaLibs(_title(stack), stack.cuda_libs, mounts, head + " ".join(sh_word(r) for r in stack.cuda_libs))
+    return CudaLibs(_title(stack), stack.cuda_libs, mounts, f"--require-hashes {head}-r {CUDA_LIBS_FILE}",
+                    hashed_lines=tuple(sh_word(r) for r in stack.cuda_libs), requirements_file=CUDA_LIBS_FILE)
+
+
 def nvidia(stack: Stack) -> Nvidia | None:
     if stack.cuda is None:
         return None
@@ -658,6 +712,7 @@ def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builde
         wheelhouse=wheelhouse(options, wheels, builder),
         python=python_step(stack, options, wheels, builder, secret),
         framework=framework(stack, options, wheels, builder, secret),
+        cuda_libs=cuda_libs(stack, options, wheels, builder, secret),
         nvidia=nvidia(stack),
         envman_files=envman_files(),
         labels=stack_labels(stack),

@@ -189,6 +189,11 @@ class Stack:
     notes: tuple[str, ...] = field(default=())
     platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
     freethreaded: bool = False  # the free-threaded build of ``python`` (PEP 703; the name says py3.14t)
+    #: The CUDA libraries installed before the framework, in a layer of their own (``name==version``,
+    #: sorted; see :func:`envman.matrix.wheels.cuda_libraries`), each followed by
+    #: `` --hash=sha256:HEX`` per wheel file where the row has hashes. Empty: none, and left out of
+    #: the JSON, so that stacks without them keep their render hash.
+    cuda_libs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
@@ -202,6 +207,8 @@ class Stack:
             del d["platform"]
         if not d["freethreaded"]:  # likewise: stacks of a GIL build keep their JSON
             del d["freethreaded"]
+        if not d["cuda_libs"]:  # likewise: stacks without a CUDA-library layer
+            del d["cuda_libs"]
         return d
 
     @classmethod

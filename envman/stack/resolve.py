@@ -381,7 +381,24 @@ def make_stack(
         status=status,
         notes=tuple(notes),
         platform=platform,
+        cuda_libs=_cuda_libs(build, str(python), platform),
     )
+
+
+def _cuda_libs(build: FrameworkBuild, python: str, platform: str) -> tuple[str, ...]:
+    """The row's CUDA libraries for ``python``, each with the sha256 of its wheels where the row has
+    them (``name==version --hash=sha256:...``, a line of a pip requirements file). Read from the
+    Linux x86_64 wheel's metadata, they say nothing of another platform's wheels, whose pins may
+    differ: those stacks get none."""
+    if platform != DEFAULT_PLATFORM or not build.cuda_libs:
+        return ()
+    from envman.matrix.wheels import cuda_libraries, requirement_extras
+
+    pins = cuda_libraries(build.cuda_libs, requirement_extras(build.packages), python)
+    hashes = dict(build.cuda_libs_sha256)
+    if not hashes:
+        return pins
+    return tuple(pin + "".join(f" --hash=sha256:{h}" for h in hashes[pin.split("==")[0]]) for pin in pins)
 
 
 def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> Stack:

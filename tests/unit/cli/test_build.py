@@ -63,3 +63,48 @@ def test_a_build_result_is_one_line_that_never_ends_in_its_dash(width):
     assert len(lines) == len(rows)
     assert not any(line.rstrip().endswith("—") for line in lines)
     assert lines[0].endswith(f"— promoted to envman/{name}:latest")
+
+
+# --- the full path of `envman build` without loading the matrix ------------------------------
+
+
+@pytest.fixture
+def fresh_source(tmp_path, monkeypatch):
+    """A private state folder and an invocation's matrix source that has loaded nothing."""
+    import envman.cli as cli
+    import envman.matrix.load as L
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.delenv("ENVMAN_MATRIX", raising=False)
+
+    def reset():
+        cli.STATE.matrix = None
+        L._CACHE.clear()
+
+    reset()
+    yield reset
+    reset()
+
+
+def test_named_stacks_resolve_through_the_stack_cache_and_a_published_base_needs_no_matrix(fresh_source, monkeypatch):
+    import envman.matrix.load as L
+    from envman.cli.build import _stacks, stack_bases
+    from envman.render.options import RenderOptions
+
+    first = _stacks(["torch-2.4-cuda12.4"], False)
+    fresh_source()  # the next invocation
+    monkeypatch.setattr(L, "load_matrix", lambda *a, **k: pytest.fail("the matrix was loaded"))
+    again = _stacks(["torch-2.4-cuda12.4"], False)
+    assert again == first and again[0].base_image_status == "published"
+    assert stack_bases(again, RenderOptions(), "auto") == {again[0].name: (None, None)}
+
+
+def test_a_deleted_base_still_loads_the_matrix_for_its_recipe(fresh_source):
+    from envman.cli.build import _stacks, stack_bases
+    from envman.render.options import RenderOptions
+
+    stacks = _stacks(["torch-1.0-cuda10"], False)
+    assert stacks[0].base_image_status == "deleted"
+    rebuilt, line = stack_bases(stacks, RenderOptions(), "auto")[stacks[0].name]
+    assert rebuilt is not None and "rebuilding it from NVIDIA's recipe" in (line or "")

@@ -21,6 +21,7 @@ def counted(tmp_path, monkeypatch):
     """A private cache folder, the in-process cache emptied, and every real parse counted."""
     monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ENVMAN_RUN_CACHE", raising=False)
+    monkeypatch.delenv("ENVMAN_PARSE_CACHE", raising=False)
     L._parse_bytes.cache_clear()
     calls: list[str] = []
     real = L._parse_fresh
@@ -114,11 +115,33 @@ def test_the_folder_keeps_the_newest_entries_and_the_switch_turns_it_off(counted
     assert len(list(folder.iterdir())) == 3
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert {oct(e.stat().st_mode & 0o777) for e in folder.iterdir()} == {"0o600"}
-    monkeypatch.setenv("ENVMAN_RUN_CACHE", "0")
+    monkeypatch.setenv("ENVMAN_PARSE_CACHE", "0")
     monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "off"))
     L._parse_bytes.cache_clear()
     L.parse_file(tmp_path / "m4.toml")
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "false", "no", "OFF", " off "])
+def test_the_full_path_still_reads_kept_parses_only_the_parse_switch_turns_them_off(counted, tmp_path, monkeypatch, value):
+    """ENVMAN_RUN_CACHE=0 (the full path of run and build) parses nothing a kept parse answers: the
+    key is the file's bytes and envman's code. ENVMAN_PARSE_CACHE with the same values turns it off."""
+    f = tmp_path / "m.toml"
+    f.write_bytes(matrix_files(shipped=True)[0].read_bytes())
+    L.parse_file(f)
+    assert counted == [str(f)]
+    monkeypatch.setenv("ENVMAN_RUN_CACHE", value)
+    L._parse_bytes.cache_clear()
+    L.parse_file(f)
+    assert counted == [str(f)]  # served by the kept parse
+    monkeypatch.setenv("ENVMAN_PARSE_CACHE", value)
+    L._parse_bytes.cache_clear()
+    L.parse_file(f)
+    assert counted == [str(f), str(f)]
+    monkeypatch.setenv("ENVMAN_PARSE_CACHE", "1")  # anything else: on
+    L._parse_bytes.cache_clear()
+    L.parse_file(f)
+    assert counted == [str(f), str(f)]
 
 
 def test_envman_clean_removes_the_kept_parses_and_nothing_beside_them(counted, tmp_path, monkeypatch):
