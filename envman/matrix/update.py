@@ -346,7 +346,9 @@ def _newer(ctx: _Ctx, framework: str, available: Iterable[Version], *, backfill:
     minors = {v.release[:2] for v in known}
 
     def wanted(v: Version) -> bool:
-        if str(v) in have:
+        if str(v) in have or v.is_postrelease or v.local:
+            # a post release re-publishes its release (tensorflow 2.15.0.post1 mended 2.15.0's
+            # and-cuda extra): its name is no stack name; the release's row pins it instead
             return False
         if floor is None or v > floor:
             return True
@@ -661,6 +663,10 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
 
 
+def _requirement_project(req: str) -> str:
+    return req.partition("==")[0].split("[")[0]
+
+
 def python_gaps(ctx: _Ctx) -> list[str]:
     """Rows of the run's frameworks that install only from the configured index and whose packages
     all have wheels there for a Python (3.5 and newer) on every platform of the row that the row
@@ -678,6 +684,11 @@ def python_gaps(ctx: _Ctx) -> list[str]:
                 ws = [w for w in wheels(ctx.files(name)) if str(w.tags.version) == version]
             except NotFound:
                 ws = []
+            # CPython wheels only: a pure-Python one (py3-none) says nothing of the Pythons it
+            # runs on beyond its Requires-Python, and the packages it pulls in are not read here
+            ws = [w for w in ws if w.file.filename.rsplit("-", 3)[-3].startswith("cp")]
+            if not ws and name != _requirement_project(b.packages_for("linux/amd64")[0]):
+                continue  # a companion package without CPython wheels does not narrow the Pythons
             pys = pythons(ws, b.platforms) if ws else set()
             served = pys if served is None else served & pys
             if not served:

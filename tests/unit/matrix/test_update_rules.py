@@ -1066,7 +1066,8 @@ def _ctx(builds, **settings):
 def test_missing_patch_releases_of_known_minors_are_backfilled(backfill, since, want):
     builds = [_build("torch", "2.8.0", "cu128"), _build("torch", "2.9.0", "cu128")]
     ctx = _ctx(builds, since={"torch": Version(since)} if since else {})
-    available = [Version(v) for v in ("2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.9.0", "2.9.1", "2.10.0")]
+    available = [Version(v) for v in ("2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.2.post1", "2.9.0", "2.9.1", "2.10.0",
+                                      "2.10.0.post1")]
     assert [str(v) for v in U._newer(ctx, "torch", available, backfill=backfill)] == want  # 2.7.x: no row of 2.7
 
 
