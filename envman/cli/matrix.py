@@ -376,6 +376,7 @@ def update(
     pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Simple index (PEP 503/691) to read instead of PyPI (default: \\[network] pip_index of config.toml).", show_default=False)] = None,
     torch_index: Annotated[Optional[str], typer.Option("--torch-index", help="Base URL of PyTorch's variant index or a mirror of it (…/whl; default: \\[matrix] torch_index, else PyTorch's).", show_default=False)] = None,
     no_torch_index: Annotated[bool, typer.Option("--no-torch-index", help="Read only the main index (the build plain pip install gives).")] = False,
+    new_only: Annotated[bool, typer.Option("--new-only", help="Only releases newer than the matrix: no backfill of the patch releases of its minors it lacks, no report of Pythons its rows leave out.")] = False,
     ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle to trust for the indexes (default: \\[network] ca_bundle of config.toml).", show_default=False)] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, max=300, help="Seconds per request (each is retried twice).")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
@@ -421,6 +422,7 @@ def update(
         torch_index_required=bool(torch_index or mcfg["torch_index"]),
         frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
         cuda=not fws,  # --framework narrows the run to frameworks
+        backfill=not new_only,
     )
     http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
     # What the new rows are compared with and checked against: the shipped matrix for --check

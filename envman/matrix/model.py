@@ -551,8 +551,8 @@ class Matrix:
         (the N-th update NVIDIA's driver table lists), ``12.4`` (the GA: ``None``), or an nvidia/cuda
         tag of it (``12.4.1-cudnn-runtime-ubuntu22.04``). ``ValueError`` says why not."""
         t = " ".join(text.strip().lower().split())
-        m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:-[a-z0-9][a-z0-9.-]{0,80})?", t)
-        u = re.fullmatch(r"(\d{1,3})\.(\d{1,3}) ?(?:u|update ?)(\d{1,2})", t)
+        m = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,4}))?(?:-[a-z0-9][a-z0-9.-]{0,80})?", t)
+        u = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3}) ?(?:u|update ?)([0-9]{1,2})", t)
         if not (m or u):
             raise ValueError(f"{text[:60]!r} names no CUDA version (e.g. 12.4.1, '12.4 Update 1' or an nvidia/cuda tag)")
         major, minor = int((m or u).group(1)), int((m or u).group(2))  # type: ignore[union-attr]

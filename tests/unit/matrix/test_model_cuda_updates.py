@@ -110,3 +110,9 @@ def test_a_user_row_whose_tag_names_another_release_is_refused(tmp_path):
     m = load_matrix([_user_image(tmp_path, "12.8.1-cudnn-runtime-ubuntu24.04")])
     assert ("image nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04: tag does not follow the naming rules of its era: "
             "expected '12.9.N-cudnn-runtime-ubuntu24.04'") in [str(p) for p in validate(m)]
+
+
+@pytest.mark.parametrize("text", ["١٢.٤.١", "１２.４.１", "12.4 Update １"])
+def test_a_cuda_version_in_other_digits_is_refused(shipped, text):
+    with pytest.raises(ValueError, match="names no CUDA version"):
+        shipped.cuda_update(text)

@@ -151,3 +151,26 @@ def test_packages_arm64_rules(shipped, change, problem):
     b = next(b for b in shipped.builds if b.name == "tensorflow-2.16.2-cpu" and b.packages_arm64)
     m = replace(shipped, builds=tuple(replace(x, **change) if x is b else x for x in shipped.builds))
     assert f"tensorflow 2.16.2 cpu: {problem}" in [str(p) for p in validate(m)]
+
+
+@pytest.mark.parametrize("query, pip, base_from", [
+    ("tf-1.8.0", "tensorflow-gpu==1.8.0", "ubuntu:16.04"),  # CUDA 9.0 base rebuilt from NVIDIA's recipe
+    ("tf-1.4.1", "tensorflow-gpu==1.4.1", "ubuntu:16.04"),  # CUDA 8.0 cuDNN 6, rebuilt
+    ("tf-0.12.0-cpu", "tensorflow==0.12.0", None),  # Python 3.5 on ubuntu:16.04
+    ("torch-0.4.1-cuda8.0", "torch==0.4.1", "ubuntu:16.04"),  # 8.0's runtime image, rebuilt
+    ("jax-0.2.17", "jaxlib==0.1.68+cuda111", None),  # a served cudnn-devel base
+    ("tf-2.16.2-cpu-arm64", "tensorflow==2.16.2", None),
+])
+def test_a_row_of_each_new_family_renders(shipped, query, pip, base_from):
+    from envman.render.base import choose_base
+    from envman.render.dockerfile import render_stack
+    from envman.render.options import RenderOptions
+
+    stack = resolve(shipped, query)
+    base = choose_base(shipped, stack, registry_mirror=None, apt_mirror=None, ca_bundle=None)
+    ctx = render_stack(stack, RenderOptions(), probe=b"probe", builder="classic", base=base)
+    assert pip in ctx.dockerfile
+    if base_from is None:
+        assert base is None
+    else:
+        assert base is not None and f"FROM {base_from}" in base.dockerfile
