@@ -87,6 +87,19 @@ def _from_detection(found: "Detection", default: str | None, matrix: "MatrixSour
     raise UserError(found.problem.what, where=str(cwd), fix=found.problem.fix)
 
 
+def _readable_as_is(cwd: Path, rel: str) -> bool:
+    """Whether the project file may name the requirements file as it is: the image build reads
+    it with the project file's own rules (UTF-8, no coding line pip would obey, every line one it
+    takes)."""
+    from envman.project.file import check_requirements, read_requirements
+
+    try:
+        check_requirements(read_requirements(cwd, rel, where=rel), where=rel)
+    except UserError:
+        return False
+    return True
+
+
 def _write(cwd: Path, file: Path, stack: str, name: str | None, typed: str | None, layer: "Layer",
            detected: str | None) -> str:
     from envman.project.detect.layer import KEPT
@@ -97,7 +110,8 @@ def _write(cwd: Path, file: Path, stack: str, name: str | None, typed: str | Non
     from envman.state import atomic_write
 
     plain = layer.source is not None and "/" not in layer.source and layer.source.endswith(".txt") \
-        and all(ln.outcome == KEPT and ln.file == layer.source for ln in layer.lines)
+        and all(ln.outcome == KEPT and ln.file == layer.source for ln in layer.lines) \
+        and _readable_as_is(cwd, layer.source)
     if plain:
         text = init_text(stack, name, requirements=layer.source, typed=typed, detected=detected)
     elif layer.source is not None:

@@ -203,8 +203,6 @@ def init_text(stack: str, name: str | None = None, *, requirements: str | None =
     comment when it differs; ``detected``, the statement detection decided on), ``requirements``
     when the folder has a requirements file, or ``requirement_list`` (the repository's
     requirements that the stack does not already provide) written inline."""
-    import json
-
     from envman.errors import printable
 
     comment = (f"    # envman project init --env {typed}" if typed and typed != stack
@@ -218,7 +216,7 @@ def init_text(stack: str, name: str | None = None, *, requirements: str | None =
     if requirement_list is not None:
         lines.append(f"# the repository's requirements{f' ({requirements})' if requirements else ''} less what the stack "
                      "provides (envman project detect --json says why for each line)")
-        lines.append("requirements = [" + "".join(f"\n    {json.dumps(r, ensure_ascii=False)}," for r in requirement_list)
+        lines.append("requirements = [" + "".join(f"\n    {toml_string(r)}," for r in requirement_list)
                      + ("\n" if requirement_list else "") + "]")
     elif requirements:
         lines.append(f'requirements = "{requirements}"    # builds a project image; envman.lock pins it')
@@ -237,3 +235,18 @@ def init_text(stack: str, name: str | None = None, *, requirements: str | None =
     return "\n".join(lines) + "\n"
 
 
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quotes, backslashes, control and every invisible or
+    format character (a bidi override, a zero-width space) escaped, so the file reads as its
+    value does (no character that shows what it is not)."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable() and ch != "\x7f":
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'

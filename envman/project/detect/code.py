@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import islice
 
 from envman.project.detect.facts import IMPORTS, RANGE, UNSUPPORTED, Fact, Statement
 from envman.project.detect.repo import CODE_LIMIT, MAX_CODE_FILES, Repository
@@ -19,6 +20,8 @@ MODULES = {
     "caffe": "caffe", "theano": "theano", "lasagne": "theano", "mxnet": "mxnet", "gluon": "mxnet",
     "chainer": "chainer", "cntk": "cntk", "paddle": "paddle",
 }
+#: Matches looked at per file: a file of one word repeated costs no more than a real one.
+MAX_MATCHES = 500
 #: ``import x`` / ``from x`` anywhere (the statement's start is checked apart: a pattern anchored
 #: at each line start is scanned at every position of a file, several times slower).
 _IMPORT_RE = re.compile(r"(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
@@ -39,7 +42,7 @@ def imported(text: str) -> set[str]:
     found: set[str] = set()
     if "import" not in text:
         return found
-    for m in _IMPORT_RE.finditer(text):
+    for m in islice(_IMPORT_RE.finditer(text), MAX_MATCHES):
         if m.group(1) in MODULES and _at_line_start(text, m.start()) is not None:
             found.add(MODULES[m.group(1)])
     return found
@@ -49,7 +52,7 @@ def python2_only(text: str) -> bool:
     """Whether a source file holds syntax only Python 2 parses (and no ``print_function`` import)."""
     if "print_function" in text or not ("print" in text or "except" in text or "exec" in text):
         return False
-    for m in _PY2_WORD_RE.finditer(text):
+    for m in islice(_PY2_WORD_RE.finditer(text), MAX_MATCHES):
         start = _at_line_start(text, m.start())
         if start is not None and _PY2_LINE_RE.match(text, start):
             return True

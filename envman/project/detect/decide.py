@@ -153,6 +153,7 @@ class _Decider:
         self.done: dict[int, Statement] = {}
         self.conflicts: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.chosen: str | None = None  # the framework, once decided
 
     # bookkeeping
     def mark(self, s: Statement, used: bool, why: str) -> None:
@@ -185,7 +186,8 @@ class _Decider:
         decoy's ``torch==1.10.0+cu113`` in a TensorFlow repository; the CUDA of a base image whose
         release lost to a pin)."""
         return any(d.used is False and d.file == s.file and d.line == s.line and d.source == s.source
-                   and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and d.fact.spec)) for d in self.done.values())
+                   and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and (
+                       d.fact.spec or d.fact.companion or d.fact.framework != self.chosen))) for d in self.done.values())
 
     def evidence(self) -> tuple[Statement, ...]:
         out = []
@@ -244,6 +246,7 @@ class _Decider:
             if s.fact.framework != "python 2":
                 self.mark(s, False, f"the code uses {chosen}" if chosen in counts else f"the repository pins {chosen}")
         self._python2(py2, chosen)
+        self.chosen = chosen
         return chosen
 
     def _framework_from_pins(self, pins: dict[str, list[Statement]]) -> str | None:
@@ -498,7 +501,10 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
             break
     if chosen is None:
         if first is None:
-            raise NoStack(failures[0] if failures else f"no {framework} stack fits the repository's pins",
+            strongest = sorted((s for s in d.done.values() if s.used and s.fact.kind in (FRAMEWORK, CUDA, PYTHON)
+                                and (s.fact.spec or s.fact.version or s.fact.gpu is not None)), key=_key)
+            why = f" ({strongest[0].where}: {strongest[0].fact.means()})" if strongest else ""
+            raise NoStack(failures[0] if failures else f"no {framework} build in the matrix fits the repository's pins{why}",
                           "give another with --stack (list them: envman matrix ls)")
         assert host is not None
         _relax(d, matrix, framework, first, host, version_stmts, cuda_stmts, platform)

@@ -103,10 +103,14 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
     """(outcome, why) of one requirement (a PEP 508 string) on ``stack``."""
     from envman.project.file import requirement_problem
 
+    from envman.project.detect.pins import applies_on_linux
+
     try:
         req = Requirement(requirement)
     except InvalidRequirement:
         return LEFT_OUT, "not a requirement pip reads"
+    if req.marker is not None and not applies_on_linux(req.marker):
+        return LEFT_OUT, f"its marker ({req.marker}) never holds on the stack's Linux"
     dist = canonicalize_name(req.name)
     have = _stack_packages(stack)
     framework_of = FRAMEWORK_DISTS.get(dist, (COMPANIONS.get(dist), None))[0]
@@ -172,7 +176,7 @@ def _main_requirements(repo: Repository) -> str | None:
 
 
 def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[str], depth: int) -> list[LayerLine]:
-    from envman.project.detect.sources import relative_path, requirement_text, split_option
+    from envman.project.detect.sources import line_numbers, relative_path, requirement_text, split_option
     from envman.project.file import requirement_lines
 
     if rel in seen or depth > 8:
@@ -181,10 +185,10 @@ def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[st
     text = repo.read(rel)
     if text is None:
         return [LayerLine(rel, 0, rel, LEFT_OUT, why="cannot be read (too large, binary, or outside the repository)")]
-    raw = text.splitlines()
+    number = line_numbers(text)
     out: list[LayerLine] = []
     for logical in requirement_lines(text):
-        no = next((i for i, ln in enumerate(raw, 1) if logical[:40] in ln), 0)
+        no = number(logical)
         option = split_option(logical)
         if option is not None:
             opt, value = option
@@ -209,9 +213,14 @@ def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[st
         if logical.startswith("-"):
             out.append(LayerLine(rel, no, logical, LEFT_OUT, why="a pip option the project layer does not take"))
             continue
+        from envman.project.file import requirement_problem
+
         req = requirement_text(logical)
         outcome, why = judge(req, stack)
-        out.append(LayerLine(rel, no, logical, outcome, req if outcome == KEPT else "", why))
+        problem = requirement_problem(logical) if outcome == KEPT else None
+        if problem:  # its per-line options are what the image build may not take
+            outcome, why = LEFT_OUT, problem
+        out.append(LayerLine(rel, no, logical, outcome, logical if outcome == KEPT else "", why))
     return out
 
 
@@ -282,9 +291,13 @@ def _dependency_strings(repo: Repository, rel: str) -> list[tuple[int, str]]:
             doc = toml_module().loads(text)
         except (ValueError, RecursionError):
             return []
-        deps = doc.get("project", {}).get("dependencies") if isinstance(doc.get("project"), dict) else None
-        raw = text.splitlines()
-        return [(next((i for i, ln in enumerate(raw, 1) if d in ln), 0), d) for d in deps or [] if isinstance(d, str)][:2000]
+        from envman.project.detect.sources import line_numbers
+
+        deps = doc["project"].get("dependencies") if isinstance(doc.get("project"), dict) else None
+        if not isinstance(deps, list):
+            return []  # a string or a table is no dependency list (iterating it would give letters or keys)
+        number = line_numbers(text)
+        return [(number(d), d) for d in deps[:2000] if isinstance(d, str)]
     from envman.project.detect.sources import literal_strings
 
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -151,12 +152,34 @@ def requirement_facts(text: str) -> Iterator[Fact]:
         req = Requirement(text.strip())
     except InvalidRequirement:
         return
+    if req.marker is not None and not applies_on_linux(req.marker):
+        return  # a line for another platform (``; sys_platform == 'darwin'``) says nothing of a Linux stack
     yield from _facts(req.name, req.specifier, req.url, set(req.extras))
+
+
+#: The Pythons a stack may have, to evaluate a marker that names one.
+_PYTHONS = tuple(f"3.{m}" for m in range(6, 16))
+
+
+def applies_on_linux(marker: Marker) -> bool:
+    """Whether a requirement's environment marker holds on a Linux x86_64 CPython 3 for some
+    Python a stack may have (``python_version`` is decided later; an ``extra`` never holds)."""
+    for py in _PYTHONS:
+        env = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64",
+               "implementation_name": "cpython", "platform_python_implementation": "CPython",
+               "python_version": py, "python_full_version": f"{py}.0", "implementation_version": f"{py}.0",
+               "platform_release": "", "platform_version": "", "extra": ""}
+        try:
+            if marker.evaluate(env):
+                return True
+        except Exception:  # noqa: BLE001 - a marker packaging cannot evaluate says nothing against the line
+            return True
+    return False
 
 
 def named_facts(name: str, spec_text_: str, extras: set[str] | None = None) -> Iterator[Fact]:
     """:func:`requirement_facts` for a name and a specifier given apart (Poetry, Pipfile, conda)."""
-    if len(spec_text_) > 4096 or re.search(r"[0-9]{13}", spec_text_):
+    if not isinstance(spec_text_, str) or len(spec_text_) > 4096 or re.search(r"[0-9]{13}", spec_text_):
         spec_text_ = ""
     try:
         spec = SpecifierSet(spec_text_)
@@ -168,6 +191,7 @@ def named_facts(name: str, spec_text_: str, extras: set[str] | None = None) -> I
 def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]) -> Iterator[Fact]:
     dist = canonicalize_name(name)
     spec, local = public_spec(specifier)
+    spec = _release_of_prerelease(spec)
     if url:
         version, local = _wheel_version(url, dist)
         spec = f"=={version}" if version else ""
@@ -224,3 +248,18 @@ def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]
         return
     if dist in UNSUPPORTED_DISTS:
         yield Fact(UNSUPPORTED, framework=UNSUPPORTED_DISTS[dist])
+
+
+def _release_of_prerelease(spec: str) -> str:
+    """An exact pin of a pre-release (``==2.3.0rc0``, ``==1.14.0b1``) as its release's minor
+    (``==2.3.*``): the matrix holds releases, and the release a candidate became serves its code."""
+    version = exact_version(spec)
+    if version is None:
+        return spec
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return spec
+    if v.is_prerelease or v.is_devrelease:
+        return f"=={v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}.*"
+    return spec

@@ -27,13 +27,13 @@ _NAMES = [
     (r"cudnn", "cudnn"),
     (r"python", "python"),
 ]
-_VERSION = r"v?([0-9]{1,4}(?:\.[0-9]{1,6}){0,2}|[0-9]{1,4}\.x)(?![0-9])"
+_VERSION = r"v?([0-9]{1,4}\.x|[0-9]{1,4}(?:\.[0-9]{1,6}){0,2})(?![0-9A-Za-z])"
 _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
     r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
-    r"(?:\s*\(?\s*(?:version|ver\.?|v)\s*)?[\s:,]*" + _OP + r"\s*" + _VERSION
-    + r"(\s*\(?\s*(?:\+(?![A-Za-z0-9])|or\s+(?:higher|later|newer|above|greater)|and\s+(?:above|higher|later|newer)|or\s+(?:lower|earlier|below|older)"
-      r"|and\s+(?:below|lower|earlier|older)))?",
+    r"(?: ?\(? ?(?:version|ver\.?|v) ?)?[ :,|]{0,6}" + _OP + r" ?" + _VERSION
+    + r"( ?\(? ?(?:\+(?![A-Za-z0-9])|or (?:higher|later|newer|above|greater)|and (?:above|higher|later|newer)|or (?:lower|earlier|below|older)"
+      r"|and (?:below|lower|earlier|older)))?",
     re.IGNORECASE,
 )
 _FLOOR_BEFORE = re.compile(r"(at\s+least|minimum|newer\s+than|later\s+than|higher\s+than|above)\s*$", re.IGNORECASE)
@@ -56,7 +56,10 @@ def _spec(op: str | None, version: str, suffix: str | None, before: str) -> str:
     else:
         wild = version.count(".") < 2
     suffix = (suffix or "").lower()
+    floor_words = any(w in suffix for w in ("+", "higher", "later", "newer", "above", "greater"))
     if _NOT_BEFORE.search(before):
+        if floor_words:  # "does not work with PyTorch 1.5 or later": below it
+            return f"<{version}"
         return f"!={version}.*" if wild else f"!={version}"
     if op in (">=", "=>", "≥", ">", "^") or "+" in suffix or any(w in suffix for w in ("higher", "later", "newer", "above", "greater")) \
             or _FLOOR_BEFORE.search(before):
@@ -68,6 +71,14 @@ def _spec(op: str | None, version: str, suffix: str | None, before: str) -> str:
     if op == "~=":
         return f"~={version}" if "." in version else f"=={version}.*"
     return f"=={version}.*" if wild else f"=={version}"
+
+
+#: "tested on 1.8.1", "tested with v1.10": a release named without its framework's name.
+_TESTED_RE = re.compile(r"\btested (?:on|with|using) v?([0-9]{1,4}\.[0-9]{1,6}(?:\.[0-9]{1,6})?)(?![0-9])", re.IGNORECASE)
+
+
+def _is_pin(spec: str) -> bool:
+    return spec.startswith("==")
 
 
 def _next(version: str) -> str:
@@ -85,13 +96,15 @@ def _plain(line: str) -> str:
 
 
 #: A range of Pythons or releases written with a dash or "to": ``Python 3.8-3.11``.
-_RANGE_RE = re.compile(r"^\s*(?:-|–|—|to)\s*v?([0-9]{1,4}\.[0-9]{1,6})(?![0-9])")
+_RANGE_RE = re.compile(r"^ ?(?:-|–|—|to) ?v?([0-9]{1,4}\.[0-9]{1,6})(?![0-9])")
 
 
 def sentence_facts(line: str) -> list[tuple[str, Fact]]:
     """(the phrase, its fact) of each stack statement in one line of prose."""
     out: list[tuple[str, Fact]] = []
-    line = _plain(line)
+    # one space for any run of blanks, and a bounded line: every pattern below then matches in
+    # time linear in the line (runs of blanks between optional parts backtrack otherwise)
+    line = re.sub(r"\s+", " ", _plain(line[:2000]))
     for m in _PHRASE_RE.finditer(line):
         word, op, version, suffix = m.group(1), m.group(2), m.group(3), m.group(4)
         what = next(kind for pat, kind in _NAMES if re.fullmatch(pat, word, re.IGNORECASE)
@@ -130,6 +143,12 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
             out.append((phrase, Fact(FRAMEWORK, framework=what, spec=_spec(op, version, suffix, before), gpu=gpu)))
             if local and what == "torch":
                 out.append((phrase + local.group(0), Fact(CUDA, version=cuda_of_tag(local.group(1)))))
+    tested = _TESTED_RE.search(line)
+    if tested and out and out[-1][1].kind == FRAMEWORK and not _is_pin(out[-1][1].spec):
+        # "PyTorch >= 1.7.0 (tested on 1.8.1)": the release the authors ran, inside their range
+        last = out[-1][1]
+        out.append((tested.group(0), Fact(FRAMEWORK, framework=last.framework, spec=_spec(None, tested.group(1), None, ""),
+                                          gpu=last.gpu)))
     for m in _UNSUPPORTED_RE.finditer(line):
         word = re.sub(r"\s+", " ", m.group(1).lower())
         if word.startswith("python"):

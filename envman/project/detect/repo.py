@@ -101,11 +101,7 @@ class Repository:
             data = read_file(self.root / rel, what="repository file", limit=limit, inside=self.root)
         except (UserError, OSError):
             return None
-        if b"\0" in data[:8192]:
-            return None
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        return data.decode("utf-8", errors="replace")
+        return _text(data)
 
     def head(self, rel: str, size: int = CODE_LIMIT) -> str | None:
         """The first ``size`` bytes of ``rel`` as text (a source file's imports are at its top;
@@ -126,9 +122,7 @@ class Repository:
             return None
         finally:
             os.close(fd)
-        if b"\0" in data[:8192]:
-            return None
-        return data.decode("utf-8", errors="replace")
+        return _text(data)
 
     def matching(self, pattern: str, *, max_depth: int = 2) -> list[str]:
         """Files whose path (relative, lower-cased) fully matches ``pattern``, at most ``max_depth``
@@ -136,3 +130,16 @@ class Repository:
         rx = re.compile(pattern)
         found = [f for f in self.files if f.count("/") <= max_depth and rx.fullmatch(f.lower())]
         return sorted(found, key=lambda f: (f.count("/"), f))
+
+
+def _text(data: bytes) -> str | None:
+    """A file's bytes as text: UTF-16 with its byte-order mark (what Windows' PowerShell writes for
+    ``pip freeze > requirements.txt``, and pip reads), else UTF-8 with undecodable bytes replaced;
+    ``None`` for a binary file (NUL bytes in its first 8 KiB)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    if b"\0" in data[:8192]:
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")

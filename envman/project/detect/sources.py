@@ -77,7 +77,7 @@ def read_requirements(repo: Repository, rel: str, *, source: str = "requirements
     if text is None:
         return []
     out: list[Statement] = []
-    numbered = _line_numbers(text)
+    numbered = line_numbers(text)
     for logical in requirement_lines(text):
         line_no = numbered(logical)
         option = split_option(logical)
@@ -109,7 +109,7 @@ def relative_path(base: str, target: str) -> str | None:
     return None if joined.startswith("..") or joined == "." else joined
 
 
-def _line_numbers(text: str) -> Callable[[str], int]:
+def line_numbers(text: str) -> Callable[[str], int]:
     """A function from a logical line (or any text in the file) to the 1-based number of the first
     physical line that holds its first 40 characters (0 when none does)."""
     lines = text.splitlines()
@@ -378,7 +378,7 @@ def read_setup_cfg(repo: Repository, rel: str) -> list[Statement]:
         cfg.read_string(text)
     except configparser.Error:
         return []
-    number = _line_numbers(text)
+    number = line_numbers(text)
     out: list[Statement] = []
     if cfg.has_section("options"):
         for line in cfg.get("options", "install_requires", fallback="").splitlines():
@@ -408,7 +408,7 @@ def _poetry_spec(value: Any) -> str:
     parts = []
     for piece in value.split(","):
         p = piece.strip()
-        if not p or p == "*":
+        if not p or p == "*" or re.search(r"[0-9]{13}", p):
             continue
         m = re.fullmatch(r"([\^~])\s*([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?", p)
         if m:
@@ -441,7 +441,7 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
         doc = toml_module().loads(text)
     except (ValueError, RecursionError):
         return []
-    number = _line_numbers(text)
+    number = line_numbers(text)
     out: list[Statement] = []
     project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
     for req in _strs(project.get("dependencies")):
@@ -507,7 +507,7 @@ def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
         doc = toml_module().loads(text)
     except (ValueError, RecursionError):
         return []
-    number = _line_numbers(text)
+    number = line_numbers(text)
     out: list[Statement] = []
     for section in ("packages", "dev-packages"):
         table = doc.get(section)
@@ -515,7 +515,7 @@ def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
             continue
         for name, value in table.items():
             spec = value if isinstance(value, str) else value.get("version", "") if isinstance(value, dict) else ""
-            spec = "" if spec == "*" else spec
+            spec = "" if not isinstance(spec, str) or spec == "*" else spec
             out += statements(rel, number(name), f"{name} = {value!r}", "Pipfile",
                               named_facts(name, spec), None if section == "packages" else RANGE)
     requires = doc.get("requires")

@@ -128,7 +128,7 @@ def test_a_gpu_typed_as_its_name_is_offered_names_first_and_as_its_id_ids_first(
     ids = {g for g in names if g == g.lower() and " " not in g}
     rtx = C.gpus_for("RTX", names)
     named = [g for g in rtx if g not in ids]
-    assert rtx[:len(named)] == named and named[0].split()[1] == "RTX"
+    assert rtx[:len(named)] == named and "RTX" in named[0].split()
     low = C.gpus_for("rtx", names)
     assert low[0] in ids and set(low) == set(rtx)
     assert C.gpus_for("GeForce RTX 309", names)[:2] == ["GeForce RTX 3090", "GeForce RTX 3090 Ti"]
