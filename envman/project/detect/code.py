@@ -32,9 +32,12 @@ _PY2_LINE_RE = re.compile(r"[ \t]*(?:print[ \t]+(?![=(\[.,)])[^\s]|print[ \t]*>>
 
 
 def _at_line_start(text: str, pos: int) -> int | None:
-    """The start of ``pos``'s line when only blanks stand before ``pos`` on it, else ``None``."""
-    start = text.rfind("\n", 0, pos) + 1
-    return start if not text[start:pos].strip(" \t") else None
+    """The start of ``pos``'s line when only blanks stand before ``pos`` on it, else ``None``
+    (looks back over the blanks only: a long line of many words costs linear time)."""
+    i = pos - 1
+    while i >= 0 and text[i] in " \t":
+        i -= 1
+    return i + 1 if i < 0 or text[i] == "\n" else None
 
 
 def imported(text: str) -> set[str]:

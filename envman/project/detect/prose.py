@@ -104,7 +104,7 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
     out: list[tuple[str, Fact]] = []
     # one space for any run of blanks, and a bounded line: every pattern below then matches in
     # time linear in the line (runs of blanks between optional parts backtrack otherwise)
-    line = re.sub(r"\s+", " ", _plain(line[:2000]))
+    line = _plain(re.sub(r"\s+", " ", line)[:2000])
     for m in _PHRASE_RE.finditer(line):
         word, op, version, suffix = m.group(1), m.group(2), m.group(3), m.group(4)
         what = next(kind for pat, kind in _NAMES if re.fullmatch(pat, word, re.IGNORECASE)

@@ -110,20 +110,41 @@ def relative_path(base: str, target: str) -> str | None:
 
 
 def line_numbers(text: str) -> Callable[[str], int]:
-    """A function from a logical line (or any text in the file) to the 1-based number of the first
-    physical line that holds its first 40 characters (0 when none does)."""
+    """A function from a logical line (or an entry of a manifest) to the 1-based number of the
+    first physical line that starts with its first 40 (30, 20, 10) characters, else the first line
+    whose first word is its first word (0 when none): built once, each answer a lookup, so a file
+    of many lines costs time linear in its size."""
+    starts: dict[str, int] = {}
+    heads: dict[str, int] = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        for n in (40, 30, 20, 10):
+            if len(stripped) >= n:
+                starts.setdefault(stripped[:n], i)
+        starts.setdefault(stripped, i)
+        words = stripped.split(maxsplit=1)
+        if words:
+            for w in (words[0], words[0].split("=")[0].strip("'\"[]-,")):
+                if w:
+                    heads.setdefault(w, i)
+
     lines = text.splitlines()
+    searches = [200]  # entries found only inside a line (``export = pkg==1``) are looked for this many times
 
     def number(part: str) -> int:
-        probe = part.strip()[:40]
-        for i, line in enumerate(lines, 1):
-            if probe and probe in line:
-                return i
-        head = probe.split()[0] if probe.split() else ""
-        for i, line in enumerate(lines, 1):
-            if head and head in line:
-                return i
-        return 0
+        probe = part.strip()
+        for n in (40, 30, 20, 10):
+            if len(probe) >= n and probe[:n] in starts:
+                return starts[probe[:n]]
+        if probe in starts:
+            return starts[probe]
+        words = probe.split(maxsplit=1)
+        head = words[0] if words else ""
+        found = heads.get(head) or heads.get(head.split("=")[0].strip("'\"[]-,"))
+        if found or not probe or searches[0] <= 0:
+            return found or 0
+        searches[0] -= 1
+        return next((i for i, line in enumerate(lines, 1) if probe[:40] in line), 0)
 
     return number
 
@@ -292,9 +313,20 @@ def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- setup.py / setup.cfg
 
 
-def literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int = 0) -> Iterator[ast.Constant]:
+#: At most this many strings are read from one ``setup()`` argument (``(a + a) + (a + a)`` nested
+#: seven deep would otherwise yield its list 128 times).
+MAX_LITERALS = 2000
+
+
+def literal_strings(node: ast.AST, names: Mapping[str, ast.AST]) -> Iterator[ast.Constant]:
     """The string constants of a literal list/tuple (or a name bound to one at module level, or
-    ``a + b`` of such), without evaluating anything."""
+    ``a + b`` of such), without evaluating anything; at most :data:`MAX_LITERALS` of them."""
+    from itertools import islice
+
+    return islice(_literal_strings(node, names, 0), MAX_LITERALS)
+
+
+def _literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int) -> Iterator[ast.Constant]:
     if depth > 8:
         return
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
@@ -304,10 +336,10 @@ def literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int = 0)
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         yield node
     elif isinstance(node, ast.Name) and node.id in names:
-        yield from literal_strings(names[node.id], names, depth + 1)
+        yield from _literal_strings(names[node.id], names, depth + 1)
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        yield from literal_strings(node.left, names, depth + 1)
-        yield from literal_strings(node.right, names, depth + 1)
+        yield from _literal_strings(node.left, names, depth + 1)
+        yield from _literal_strings(node.right, names, depth + 1)
 
 
 def read_setup_py(repo: Repository, rel: str) -> list[Statement]:

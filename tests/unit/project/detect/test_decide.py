@@ -192,3 +192,57 @@ def test_versions_of_thousands_of_digits_are_no_facts(found):
                "setup.py": f"setup(python_requires='>=3.{big}')\n", ".python-version": f"3.{big}\n",
                "Dockerfile": f"FROM pytorch/pytorch:1.{big}-cuda11.0\n"})
     assert d.decision.stack.framework_version == "1.7.1"
+
+
+# --------------------------------------------------------------------------- hostile and odd forms (a red-team pass)
+
+
+@pytest.mark.parametrize("files", [
+    {"README.md": "PyTorch version" + " " * 20000 + "\n" + "cuda" + " \t" * 20000 + "\n"},
+    {"requirements.txt": "".join(f"pkg{i:07d}\n" for i in range(30000)) + "torch==1.7.1\n"},
+    {"setup.py": "a = [" + ", ".join('"x"' for _ in range(10000)) + "]\n"
+                 "setup(install_requires=" + "(" * 7 + "a" + "+a)" * 7 + ")\n"},
+    {"one.py": "x=1;" + "print " * 12000 + "\n", "two.py": "import " * 12000 + "\n"},
+])
+def test_files_built_to_be_slow_cost_linear_time(found, files):
+    import time
+
+    t = time.process_time()
+    found({**files, "a.py": "import torch\n"})
+    assert time.process_time() - t < 5  # seconds of CPU: a quadratic reading took minutes
+
+
+@pytest.mark.parametrize("files", [
+    {"pyproject.toml": "[project]\ndependencies = 5\n"},
+    {"pyproject.toml": '[project]\ndependencies = "torch numpy"\n'},
+    {"pyproject.toml": '[project]\ndependencies = {torch = "1"}\n'},
+    {"Pipfile": "[packages]\ntorch = {version = 5}\n"},
+    {"Pipfile": '[packages]\ntorch = {version = ["==1.7.1"]}\n'},
+    {"pyproject.toml": '[tool.poetry.dependencies]\nfoo = "~1.' + "9" * 5000 + '"\ntorch = "1.13.1"\n'},
+])
+def test_manifests_with_values_of_the_wrong_type_give_nothing_never_an_error(found, files):
+    d = found({**files, "a.py": "import torch\n"})
+    assert d.decision is not None
+    assert all(len(r) > 1 for r in d.layer.kept)  # never a string read letter by letter
+
+
+def test_markers_that_never_hold_on_linux_drop_their_line(found):
+    d = found({"requirements.txt": "torch==1.4.0; sys_platform == 'darwin'\ntorch==1.8.1+cu111; sys_platform == 'linux'\n"
+                                   "torch==1.2.0; python_version < '3'\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("1.8.1", "11.1")
+    assert not d.layer.refused and {ln.outcome for ln in d.layer.lines if "darwin" in ln.text} == {"left out"}
+
+
+def test_a_prerelease_pin_stands_for_its_release(found):
+    d = found({"requirements.txt": "tensorflow-gpu==2.3.0rc0\n"})
+    assert d.decision.stack.framework_version.startswith("2.3.")
+
+
+def test_a_requirements_file_in_utf16_is_read_by_its_bom(found):
+    d = found({"requirements.txt": "torch==1.7.1\r\nnumpy\r\n".encode("utf-16")})
+    assert d.decision.stack.framework_version == "1.7.1"
+
+
+def test_a_tools_cuda_goes_with_it(found):
+    d = found({"requirements.txt": "torch==1.13.1\njaxlib==0.4.7+cuda12.cudnn88\n", "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == "1.13.1" and d.decision.stack.cuda.startswith("11.")

@@ -74,3 +74,15 @@ def test_any_sentence_gives_facts_or_nothing_never_an_error(line):
             from packaging.specifiers import SpecifierSet
 
             SpecifierSet(fact.spec)  # every spec it writes is one packaging reads
+
+
+@pytest.mark.parametrize("line, want", [
+    ("- TensorFlow 1.x", ["tensorflow ==1.*"]),
+    ("does not work with PyTorch 1.5 or later", ["torch <1.5"]),
+    ("[PyTorch](https://pytorch.org) >= 1.7.0 (tested on 1.8.1)", ["torch >=1.7.0", "torch ==1.8.1"]),
+    ("| PyTorch | 1.6.0 |", ["torch ==1.6.0"]),
+    ("| CUDA | 10.1 |", ["CUDA 10.1"]),
+    ("PyTorch version" + " " * 5000 + "1.7", ["torch ==1.7.*"]),
+])
+def test_more_forms_real_readmes_use(line, want):
+    assert [f.means() for _, f in sentence_facts(line)] == want
