@@ -561,8 +561,9 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
             v0 = versions[0] if versions else None
             rows = rows_of(v0) if v0 is not None else []
             have = sorted({f"CUDA {b.cuda.major}.{b.cuda.minor}" if b.cuda else "CPU" for b in rows})
-            scope = f"{framework} {v0}" if exact_release or len(versions) == 1 else f"no {framework} release the pins allow"
-            raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {scope} has no such build"
+            scope = (f"{framework} {v0} has no such build" if exact_release or len(versions) == 1
+                     else f"none of the {framework} releases the pins allow has such a build")
+            raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {scope}"
                           + (f" (it has {', '.join(have)})" if have and (exact_release or len(versions) == 1) else ""),
                           "nearest: " + (", ".join(b.name for b in rows[-3:]) or "none") + "; give one with --stack")
         d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has {s.fact.means()}")

@@ -21,7 +21,7 @@ from envman.project.detect.pins import cuda_of_index, requirement_facts
 from envman.project.detect.repo import Repository
 
 if TYPE_CHECKING:
-    from envman.matrix.model import Matrix
+    from envman.matrix.model import Matrix, NgcRelease
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -100,8 +100,8 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
         return facts, "TensorFlow's image"
     if repo.startswith("nvcr.io/nvidia/") and matrix is not None:
         release = matrix.ngc_image(repo, tag)
-        if release is None:
-            return [], ""
+        if release is None or release.framework_version is None:
+            return ngc_between(matrix, repo, tag)
         facts.append(Fact(FRAMEWORK, framework=release.framework, gpu=True, spec=ngc_spec(release.framework_version)))
         if release.cuda is not None:
             # NVIDIA builds the framework against the image's CUDA; a wheel of the same release is
@@ -126,6 +126,47 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
             facts.append(Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*"))
         return facts, "the Python image"
     return [], ""
+
+
+#: NGC repositories → the framework they carry.
+NGC_FRAMEWORKS = {"nvcr.io/nvidia/pytorch": "torch", "nvcr.io/nvidia/tensorflow": "tensorflow", "nvcr.io/nvidia/jax": "jax"}
+
+
+def ngc_between(matrix: "Matrix", repository: str, tag: str) -> tuple[list[Fact], str]:
+    """What an NGC release whose contents the table does not give carries, bounded by the
+    releases around it that the table gives (the same repository, and for TensorFlow the same
+    tf1/tf2 line): the framework between theirs, their CUDA major and Python where both agree."""
+    framework = NGC_FRAMEWORKS.get(repository)
+    m = re.match(r"([0-9]{2}\.[0-9]{2})(?:-(tf1|tf2))?", tag)
+    if framework is None or m is None:
+        return [], ""
+    release, line = m.group(1), m.group(2)
+    known = sorted((r for r in matrix.ngc if r.repository == repository and r.public_release is not None
+                    and (line is None or any(t.startswith(f"{r.release}-{line}") for t in r.tags))), key=lambda r: r.release)
+    before = [r for r in known if r.release <= release]
+    after = [r for r in known if r.release >= release]
+    low, high = (before[-1] if before else None), (after[0] if after else None)
+    if low is None and high is None:
+        return [Fact(FRAMEWORK, framework=framework, gpu=True)], f"NGC {repository.rsplit('/', 1)[-1]} {tag}: contents unknown"
+    parts = []
+    if low is not None and low.public_release is not None:
+        parts.append(f">={low.public_release.major}.{max(low.public_release.minor - (1 if _snapshot(low) else 0), 0)}")
+    if high is not None and high.public_release is not None:
+        parts.append(f"<{high.public_release.major}.{high.public_release.minor + 1}")
+    facts = [Fact(FRAMEWORK, framework=framework, gpu=True, spec=",".join(parts))]
+    pair = [r for r in (low, high) if r is not None]
+    if all(r.cuda is not None for r in pair) and len({r.cuda.major for r in pair if r.cuda}) == 1 and pair[0].cuda:
+        facts.append(Fact(CUDA, version=str(pair[0].cuda.major)))
+    if all(r.python is not None for r in pair) and len({r.python for r in pair}) == 1 and pair[0].python:
+        facts.append(Fact(PYTHON, spec=f"=={pair[0].python.major}.{pair[0].python.minor}.*"))
+    around = " and ".join(f"{r.release} ({r.framework} {r.framework_version})" for r in pair)
+    return facts, f"NGC {repository.rsplit('/', 1)[-1]} {tag}: not in the matrix's table; read between {around}"
+
+
+def _snapshot(r: "NgcRelease") -> bool:
+    from packaging.version import Version
+
+    return bool(r.framework_version) and Version(str(r.framework_version)).is_prerelease
 
 
 def ngc_spec(version: str | None) -> str:

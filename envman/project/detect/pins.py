@@ -242,6 +242,11 @@ def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]
         if cuda:
             yield Fact(CUDA, version=cuda)
         return
+    if dist == "keras" and (keras := exact_version(spec)):
+        tf = keras_tensorflow(keras)
+        if tf:
+            yield Fact(FRAMEWORK, framework="tensorflow", spec=tf)
+        return
     m = re.fullmatch(r"nvidia-[a-z-]+-cu([0-9]{2})", dist)
     if m:
         yield Fact(CUDA, version=m.group(1))
@@ -263,3 +268,26 @@ def _release_of_prerelease(spec: str) -> str:
     if v.is_prerelease or v.is_devrelease:
         return f"=={v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}.*"
     return spec
+
+
+def keras_tensorflow(version: str) -> str | None:
+    """The TensorFlow releases a pinned standalone Keras runs on, from Keras' release notes
+    (github.com/keras-team/keras/releases): multi-backend Keras before 2.3 predates TF 2; 2.3 is
+    the last multi-backend release, for TF 1.14/1.15 and 2.0-2.1; 2.4 redirects to tf.keras and needs
+    TF 2.2; from 2.6 to 2.15 Keras is released with the TensorFlow of the same minor; Keras 3 runs
+    on any of several backends (no constraint)."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    if v.major != 2:
+        return None
+    if v.minor < 3:
+        return "<2.0"
+    if v.minor == 3:
+        return "<2.2"
+    if v.minor in (4, 5):
+        return ">=2.2,<2.6"
+    if v.minor <= 15:
+        return f"==2.{v.minor}.*"
+    return None

@@ -69,7 +69,9 @@ def ngc(tmp_path_factory):
     ("tensorflow/tensorflow:1.12.0-py3", ["tensorflow ==1.12.0 (CPU build)"]),
     ("tensorflow/tensorflow:latest-gpu", ["tensorflow (GPU build)"]),
     ("python:3.7-slim", ["Python ==3.7.*"]), ("python:2.7", ["Python 2, which envman does not build"]),
-    ("ubuntu:18.04", []), ("nvcr.io/nvidia/pytorch:99.99-py3", []),
+    ("ubuntu:18.04", []),
+    # a release after the table's last: at least that release's framework, its CUDA major and Python
+    ("nvcr.io/nvidia/pytorch:99.99-py3", ["torch >=1.7 (GPU build)", "CUDA 11", "Python ==3.8.*"]),
 ])
 def test_image_facts(ref, want, ngc):
     assert [f.means() for f in image_facts(ref, ngc)[0]] == want
@@ -124,3 +126,39 @@ def test_dockerfile_args_stages_and_runs(repo, ngc):
 ])
 def test_command_facts(command, want):
     assert [f.means() for _, f in command_facts(command)] == want
+
+
+def test_an_ngc_release_the_table_lacks_is_read_between_its_neighbours(tmp_path):
+    rows = NGC + """
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "21.03"
+tags = ["21.03-py3"]
+framework = "torch"
+framework_version = "1.9.0a0+df837d0"
+cuda = "11.2.1"
+python = "3.8"
+source = ["https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel_21-03.html"]
+status = "confirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/tensorflow"
+release = "20.11"
+tags = ["20.11-tf2-py3"]
+framework = "tensorflow"
+framework_version = "2.3.1"
+cuda = "11.1.0"
+python = "3.6"
+source = ["https://docs.nvidia.com/deeplearning/frameworks/tensorflow-release-notes/rel_20-11.html"]
+status = "confirmed"
+"""
+    p = tmp_path / "ngc.toml"
+    p.write_text(rows)
+    m = load_files([p])
+    facts, what = image_facts("nvcr.io/nvidia/pytorch:21.01-py3", m)
+    assert [f.means() for f in facts] == ["torch >=1.7,<1.10 (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    assert "between 20.12 (torch 1.8.0a0+1606899) and 21.03 (torch 1.9.0a0+df837d0)" in what
+    facts, _ = image_facts("nvcr.io/nvidia/tensorflow:21.01-tf1-py3", m)  # the tf1 line, not the tf2 row before it
+    assert [f.means() for f in facts] == ["tensorflow <1.16 (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    facts, what = image_facts("nvcr.io/nvidia/jax:23.11-py3", m)
+    assert [f.means() for f in facts] == ["jax (GPU build)"] and "contents unknown" in what

@@ -107,3 +107,29 @@ def test_any_requirement_text_gives_facts_or_nothing_never_an_error(text):
         assert f.kind in ("framework", "cuda", "unsupported")
         assert f.version is None or len(f.version) <= 8
     assert cuda_of_tag(text) is None or len(cuda_of_tag(text)) <= 8
+
+
+@pytest.mark.parametrize("text, spec", [
+    ("keras==2.2.4", "<2.0"), ("keras==2.3.1", "<2.2"), ("keras==2.4.3", ">=2.2,<2.6"), ("keras==2.6.0", "==2.6.*"),
+    ("keras==2.15.0", "==2.15.*"), ("keras==3.3.3", None), ("keras>=2.2", None), ("keras", None),
+])
+def test_a_pinned_standalone_keras_bounds_tensorflow(text, spec):
+    tf = [f.spec for f in requirement_facts(text) if f.framework == "tensorflow"]
+    assert tf == ([spec] if spec else [])
+
+
+@pytest.mark.parametrize("text, spec", [
+    ("tensorflow-gpu==2.3.0rc0", "==2.3.*"), ("torch==2.0.0a0", "==2.0.*"), ("torch==1.14.0.dev20221027", "==1.14.*"),
+    ("torch==1.13.1", "==1.13.1"),
+])
+def test_a_prerelease_pin_stands_for_its_release(text, spec):
+    assert [f.spec for f in requirement_facts(text) if f.kind == FRAMEWORK] == [spec]
+
+
+@pytest.mark.parametrize("text, facts_", [
+    ("torch==1.4.0; sys_platform == 'darwin'", 0), ("torch==1.4.0; platform_system == 'Windows'", 0),
+    ("torch==1.4.0; python_version < '3'", 0), ("torch==1.4.0; python_version >= '3.8'", 1),
+    ("torch==1.4.0; sys_platform == 'linux' and platform_machine == 'x86_64'", 1), ("torch==1.4.0; extra == 'gpu'", 0),
+])
+def test_markers_are_evaluated_for_a_linux_stack(text, facts_):
+    assert len([f for f in requirement_facts(text) if f.kind == FRAMEWORK]) == facts_
