@@ -128,10 +128,10 @@ def test_a_row_s_pins_reach_amd64_stacks_only(tmp_path):
     stack = resolve_row(m, build)
     assert stack.cuda_libs == (("nvidia-cublas-cu12==12.4.5.8", "triton==3.1.0") if stack.python == "3.10"
                                else ("nvidia-cublas-cu12==12.4.5.8",))
-    from envman.stack.resolve import _cuda_libs
+    from envman.stack.resolve import stack_cuda_libs
 
-    assert _cuda_libs(build, "3.10", "linux/amd64") == ("nvidia-cublas-cu12==12.4.5.8", "triton==3.1.0")
-    assert _cuda_libs(build, "3.10", "linux/arm64") == ()  # read from the x86_64 wheel: nothing said of arm64
+    assert stack_cuda_libs(build, "3.10", "linux/amd64") == ("nvidia-cublas-cu12==12.4.5.8", "triton==3.1.0")
+    assert stack_cuda_libs(build, "3.10", "linux/arm64") == ()  # read from the x86_64 wheel: nothing said of arm64
 
 
 def test_a_stack_without_cuda_libs_keeps_its_json_and_one_with_them_round_trips():
@@ -222,9 +222,9 @@ def test_a_row_s_hashes_follow_each_pin_into_the_stack(tmp_path):
     p = _row_with(tmp_path, f'triton = ["{H2}", "{H1}"]\nnvidia-cublas-cu12 = ["{H3}"]\n')
     m = load_matrix([*MINI, p], shipped=False)
     build = next(b for b in m.builds if str(b.version) == "9.9.0")
-    from envman.stack.resolve import _cuda_libs
+    from envman.stack.resolve import stack_cuda_libs
 
-    assert _cuda_libs(build, "3.10", "linux/amd64") == (
+    assert stack_cuda_libs(build, "3.10", "linux/amd64") == (
         f"nvidia-cublas-cu12==12.4.5.8 --hash=sha256:{H3}", f"triton==3.1.0 --hash=sha256:{H1} --hash=sha256:{H2}")
 
 
