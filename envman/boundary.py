@@ -41,6 +41,14 @@ def run_argv(argv: Sequence[str], command: str = "run") -> tuple[list[str], list
     return matrix, args[1:]
 
 
+def _unprefixed(line: str) -> str:
+    """``line`` without a leading ``envman: `` of its own (a message relayed from a build step or
+    a tool says it), so that the printed line says it once."""
+    while line.startswith("envman: "):
+        line = line[len("envman: "):]
+    return line
+
+
 def guarded(fn: Callable[[], int | None]) -> int:
     """Run ``fn`` inside the CLI's error contract; its exit code (``None`` is 0)."""
     from envman.errors import EnvmanError, stderr_line
@@ -54,11 +62,11 @@ def guarded(fn: Callable[[], int | None]) -> int:
 
             why = summarize(exc.what, tail, getattr(exc, "step", None))
             reason = f"{reason_of(why.error_class)}: " if why.error_class else ""
-            stderr_line(f"envman: error: {reason}{without_script(exc.line())}")
-            for line in why.lines():
+            stderr_line(f"envman: error: {reason}{without_script(_unprefixed(exc.line()))}")
+            for line in why.after(exc.fix).lines():
                 stderr_line(line)
             return exc.exit_code
-        stderr_line(f"envman: error: {exc.line()}")
+        stderr_line(f"envman: error: {_unprefixed(exc.line())}")
         return exc.exit_code
     except KeyboardInterrupt:
         stderr_line("envman: interrupted")

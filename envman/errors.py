@@ -38,6 +38,28 @@ def printable(text: object) -> str:
     return "".join(_escape(c) if not c.isprintable() or c in _BLANK_LETTERS else c for c in s)
 
 
+#: A terminal's escape sequences: CSI (``ESC [ ... final``, colours and cursor moves), OSC (``ESC ]
+#: ... BEL`` or ``ESC \\``), a character set's choice (``ESC ( B``) and the two-character ones.
+#: Build tools colour their output (apt's and pip's warnings, docker's own ``ESC[0m``).
+_ANSI = r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+][0-~]|[@-Z\\-_])"
+
+
+def without_ansi(text: str) -> str:
+    """``text`` without terminal escape sequences (a log line as its tool meant it to read); any
+    other control character stays, for :func:`printable` to show."""
+    if "\x1b" not in text:
+        return text
+    import re  # not at module level: this module is on every command's start-up path
+
+    return re.sub(_ANSI, "", text)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, the noun plural unless ``n`` is 1: ``1 line``, ``2 lines``, ``0 CUDA
+    releases``; ``plural`` where adding an s is wrong."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def shell_quote(word: str) -> str:
     """``word`` quoted for bash so that the line both shows and means it: :func:`shlex.quote` for
     visible text, else bash's ``$'...'`` with every character :func:`printable` would escape

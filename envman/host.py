@@ -145,7 +145,9 @@ def parse_smi_csv(text: str, fields: Sequence[str] = SMI_FIELDS) -> list[HostGpu
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(fields):
-            raise ValueError(f"nvidia-smi: expected {len(fields)} fields, got {len(cells)} in {line!r}")
+            from envman.errors import counted
+
+            raise ValueError(f"nvidia-smi: expected {counted(len(fields), 'field')}, got {len(cells)} in {line!r}")
         row = dict(zip(fields, cells))
         cc = row.get("compute_cap")
         cc = cc if cc and re.fullmatch(r"\d+\.\d+", cc) else None

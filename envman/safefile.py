@@ -21,11 +21,12 @@ import os
 import stat
 import sys
 
-from envman.errors import UserError
+from envman.errors import UserError, counted
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import ModuleType
 
 #: Project files, user config, registries: small text files.
 SMALL_LIMIT = 1024 * 1024
@@ -260,7 +261,7 @@ def load_toml(path: str | os.PathLike[str], *, what: str, limit: int = SMALL_LIM
     return parse_toml(data, what=what, where=str(path), error=error), data
 
 
-def toml_module():  # noqa: ANN201 - tomllib or tomli, whichever this Python has
+def toml_module() -> "ModuleType":
     """The standard library's ``tomllib`` (``tomli`` before Python 3.11), imported on first use."""
     if sys.version_info >= (3, 11):
         import tomllib
@@ -289,7 +290,7 @@ def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = U
         if long is None:
             raise
         line = text[:long.start()].count("\n") + 1
-        raise error(f"line {line}: a number of {len(long.group().replace('_', ''))} digits, more than {limit}",
+        raise error(f"line {line}: a number of {counted(len(long.group().replace('_', '')), 'digit')}, more than {limit}",
                     where=where, fix="give a shorter value") from exc
 
 

@@ -1,7 +1,7 @@
 """Check that every relative link and #anchor in README.md and docs/*.md resolves: the file
 exists in the repository, and an anchor names a heading of the target page (the ids MkDocs
-gives headings: Python-Markdown's toc slugs, numbered when repeated). `mkdocs build --strict`
-checks the site's own links too; this also covers the README, which MkDocs does not build.
+gives headings: Python-Markdown's toc slugs, numbered when repeated). `zensical build --strict`
+checks the site's own links too; this also covers the README, which the site does not build.
 Prints one line per broken link and exits 1 when there is any."""
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from envman.errors import UserError
+from envman.errors import UserError, counted
 
 if TYPE_CHECKING:
     from envman.matrix.model import Matrix
@@ -242,7 +242,7 @@ def markdown_summary(results: Sequence[dict[str, Any]], *, title: str = "envman 
     c = counts(results)
     lines = [f"# {title}", ""]
     total = len(results)
-    lines.append(f"{total} rows: " + ", ".join(f"{SYMBOLS[s]} {c[s]} {LABELS[s]}" for s in c) + ".")
+    lines.append(f"{counted(total, 'row')}: " + ", ".join(f"{SYMBOLS[s]} {c[s]} {LABELS[s]}" for s in c) + ".")
     shards = sorted({shard for r in results if (shard := r.get("shard"))})
     if shards:
         lines.append(f"Shards: {', '.join(_md(s) for s in shards)}.")

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
-from envman.errors import EnvmanError, UserError
+from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
@@ -471,12 +471,12 @@ def lint_dockerfile(dockerfile: str, hadolint: str | None, config: str | None = 
     lines = [f"line {f.get('line')}: {f.get('code')} {f.get('level')}: {f.get('message')}" for f in findings]
     data = {"findings": findings}
     if p.returncode == 0:
-        msg = f"{len(findings)} findings below the failure threshold" if findings else "clean"
+        msg = f"{counted(len(findings), 'finding')} below the failure threshold" if findings else "clean"
         return StepResult(PASS, seconds, msg, "\n".join(lines), data)
     if not findings:
         return StepResult(FAIL, seconds, f"hadolint exit {p.returncode}: {(p.stderr.strip() or 'no output')[-300:]}")
     first = findings[0]
-    return StepResult(FAIL, seconds, f"{len(findings)} findings, first: {first.get('code')} {first.get('message')}",
+    return StepResult(FAIL, seconds, f"{counted(len(findings), 'finding')}, first: {first.get('code')} {first.get('message')}",
                       "\n".join(lines), data)
 
 
@@ -520,9 +520,9 @@ def _finish(res: RowResult, opts: RunOptions) -> RowResult:
         res.result, res.reason = PASS, res.steps["smoke"].message
     else:  # pragma: no cover - every path above sets smoke
         res.result, res.reason = FAIL, "the smoke test did not run"
-    render_step = res.steps.get("render")
+    render_step, build_step = res.steps.get("render"), res.steps.get("build")
     rebuilt = render_step.data.get("base") if render_step else None
-    if rebuilt and res.result != NOT_BUILDABLE:
+    if rebuilt and build_step is not None and build_step.status == PASS:  # a failed build's message says which failed
         res.reason = f"{res.reason} (base rebuilt from NVIDIA's recipe as {rebuilt})"
     res.accepted = res.result in (PASS, NOT_BUILDABLE) or (res.result == CPU_ONLY and opts.accept_cpu_only)
     res.timings = {k: round(s.seconds, 3) for k, s in res.steps.items()}
@@ -585,7 +585,7 @@ def run_row(
         _skip_rest(res, "render", SKIP, "render failed")
         return _finish(res, opts)
     res.render_hash = ctx.render_hash
-    base_note = f"; base rebuilt from NVIDIA's recipe as {rebuilt.ref}" if rebuilt is not None else ""
+    base_note = f"; base to rebuild from NVIDIA's recipe as {rebuilt.ref}" if rebuilt is not None else ""
     record("render", StepResult(PASS, time.perf_counter() - t0, f"render hash {ctx.render_hash[:16]}{base_note}",
                                 data={"render_hash": ctx.render_hash,
                                       **({"base": rebuilt.ref, "base_recipe": rebuilt.recipe_hash} if rebuilt else {})}))

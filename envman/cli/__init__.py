@@ -128,7 +128,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     Command("jobs", "slurm:jobs"),
     Command("logs", "slurm:logs"),
     Command("node-check", "slurm:node_check", hidden=True),
-    Group("matrix", "The compatibility matrix: list, show, explain, validate.", (
+    Group("matrix", "The compatibility matrix: ls, show, explain, validate, update, check-tags.", (
         Command("ls", "matrix:ls"),
         Command("show", "matrix:show"),
         Command("explain", "matrix:explain"),
@@ -138,6 +138,7 @@ COMMANDS: tuple[Command | Group, ...] = (
     )),
     Group("project", "Projects: a directory bound to a stack (envman.toml) and the registry of them.", (
         Command("init", "project:init"),
+        Command("detect", "project:detect"),
         Command("add", "project:add"),
         Command("trust", "project:trust_cmd"),
         Command("untrust", "project:untrust_cmd"),
@@ -340,10 +341,12 @@ def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -
         code = _command()(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
     except UsageError as exc:
         ctx = exc.ctx
-        where = ctx.command_path if ctx is not None else "envman"
-        raise UserError(exc.format_message(), where=where, fix=f"see {where} --help") from None
+        path = ctx.command_path if ctx is not None else "envman"
+        # the line already starts "envman: error:": a where of "envman" alone would say it twice
+        raise UserError(exc.format_message(), where=path if path != "envman" else None,
+                        fix=f"see {path} --help") from None
     except ClickException as exc:  # e.g. a file option click could not open
-        raise UserError(exc.format_message(), where="envman", fix="see envman --help") from None
+        raise UserError(exc.format_message(), fix="see envman --help") from None
     except typer.Abort:
         raise KeyboardInterrupt from None
     except typer.Exit as exc:

@@ -38,11 +38,16 @@ def _no_metavar(t: Any) -> Any:
 def help_columns(params: Iterable[Any]) -> None:
     """Give each of ``params`` (click parameters of an envman command) the help's type column:
     an option that takes a value and names no metavar shows its type's label; a flag shows
-    nothing; an argument shows nothing beside its name (a type that lists choices keeps them)."""
+    nothing; an argument shows nothing beside its name (a type that lists choices keeps them),
+    and its name, in usage lines too, is written in capitals like every other placeholder
+    (``PROJECT``, ``NAMES...``): typer writes an argument without a metavar as its parameter's
+    name (``project``, ``{project}``)."""
     for p in params:
         if isinstance(p, TyperArgument):
             if not hasattr(p.type, "choices"):
                 p.type = _no_metavar(p.type)
+            if not p.metavar and p.name:
+                p.metavar = p.name.upper() + ("..." if p.nargs != 1 else "")
         elif p.metavar is None and not getattr(p, "is_flag", False) and not getattr(p, "count", False):
             p.metavar = type_label(str(p.type.name))
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack
 
 from envman.cli._options import (
@@ -132,7 +134,7 @@ def build(
             tail = getattr(exc, "log_tail", "")
             from envman.images.failure import summarize
 
-            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)) if tail else None
+            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)).after(exc.fix) if tail else None
             from envman.images.failure import reason_of, without_script
 
             error = without_script(exc.line())
@@ -156,19 +158,7 @@ def build(
     if as_json:
         emit_json(rows)
     else:
-        c = console()
-        for r in rows:
-            status, colour, rest = build_line(r)
-            if r.get("result") == "build-failed":  # on stderr: what failed and why, then the evidence
-                err = console(stderr=True)
-                err.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
-                from envman.images.failure import Failure
-
-                why = Failure(r["failing_step"], tuple(r["error_lines"]), r["error_class"], r["hint"])
-                for line in why.lines():
-                    err.print(line, markup=False, highlight=False, soft_wrap=True)
-                continue
-            c.print(tagged(status, colour, f" {rest}"), highlight=False)
+        print_rows(rows, console(), console(stderr=True))
     if failed:
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
@@ -187,6 +177,23 @@ def stack_bases(stacks: Sequence[Stack], options: RenderOptions,
                               apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
         out[stack.name] = (rebuilt, base_line(stack, rebuilt, mode, registry_mirror=options.registry_mirror))
     return out
+
+
+def print_rows(rows: list[dict[str, Any]], out: Any, err: Any) -> None:
+    """Each stack's result, one line each (failures on ``err``, with their step and error lines).
+    The terminal wraps a long line, not rich: rich would break it at a space and leave a line
+    ending in the ``—`` between the image and its state."""
+    for r in rows:
+        status, colour, rest = build_line(r)
+        if r.get("result") == "build-failed":  # on stderr: what failed and why, then the evidence
+            err.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
+            from envman.images.failure import Failure
+
+            why = Failure(r["failing_step"], tuple(r["error_lines"]), r["error_class"], r["hint"])
+            for line in why.lines():
+                err.print(line, markup=False, highlight=False, soft_wrap=True)
+            continue
+        out.print(tagged(status, colour, f" {rest}"), highlight=False, soft_wrap=True)
 
 
 def build_line(row: dict) -> tuple[str, str, str]:
@@ -326,13 +333,13 @@ def prune(
     for r in removed:
         console().print(f"{verb} {r.stack} {', '.join(r.tags) or r.image_id}", highlight=False)
     if dry_run:  # layers shared with images that stay are not freed: only a real prune can tell
-        console().print(f"{len(removed)} images would be removed: at most {sum(r.size for r in removed) / 1e6:.0f} MB "
+        console().print(f"{counted(len(removed), 'image')} would be removed: at most {sum(r.size for r in removed) / 1e6:.0f} MB "
                         "(their sizes; layers shared with images that stay are not freed)", highlight=False)
     elif before is not None and after is not None:
-        console().print(f"{len(removed)} images removed, {max(0, before[0] - after[0]) / 1e6:.0f} MB freed "
+        console().print(f"{counted(len(removed), 'image')} removed, {max(0, before[0] - after[0]) / 1e6:.0f} MB freed "
                         "(the engine's image storage before and after)", highlight=False)
     else:
-        console().print(f"{len(removed)} images removed", highlight=False)
+        console().print(f"{counted(len(removed), 'image')} removed", highlight=False)
     if before is not None and before[1]:
         console().print(build_cache_note(before[1]), highlight=False)
 

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
     BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
@@ -137,7 +139,7 @@ def run(
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
                       smoke_timeout=smoke_timeout, platform=plat, base=base_preference(base))
     err = console(stderr=True)
-    err.print(f"envman ci run: {len(builds)} rows" + (f" (shard {label})" if label else "") + f", report in {report}",
+    err.print(f"envman ci run: {counted(len(builds), 'row')}" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)
     colours = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
 
@@ -159,7 +161,7 @@ def run(
             col = colours.get(r.result, "red")
             c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
                     highlight=False, soft_wrap=True)
-        c.print(f"{len(results)} rows, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
+        c.print(f"{counted(len(results), 'row')}, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
                 f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
     if bad:
         raise typer.Exit(1)
@@ -200,7 +202,7 @@ def report(
         typer.echo(md, nl=False)
     else:
         written = [str(p) for p in (html, markdown, merged) if p]
-        console(stderr=True).print(f"{len(loaded.results)} rows from {len(loaded.sources)} results: wrote {', '.join(written)}",
+        console(stderr=True).print(f"{counted(len(loaded.results), 'row')} from {counted(len(loaded.sources), 'result')}: wrote {', '.join(written)}",
                                    highlight=False)
 
 
@@ -236,6 +238,6 @@ def check_tags(
         c.print(tagged(t.verdict, col, f" {t.ref}: matrix says {t.matrix_status}, registry says {t.registry_status}"
                        + (f" ({t.detail})" if t.detail and t.verdict == "unknown" else "") + used), highlight=False)
     s = rep.summary
-    c.print(f"{rep.registry}: {len(rep.tags)} tags: " + ", ".join(f"{n} {k}" for k, n in s.items() if n), highlight=False)
+    c.print(f"{rep.registry}: {counted(len(rep.tags), 'tag')}: " + ", ".join(f"{n} {k}" for k, n in s.items() if n), highlight=False)
     raise typer.Exit(rep.exit_code)
 

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_project
 
 from envman.cli._out import console, emit_json
@@ -76,13 +78,14 @@ def notebook(
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="Run on the CPU only.")] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild the project image and the notebook layer.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Build what is missing, then print the docker command.")] = False,
+    ca_bundle: Annotated[Optional[str], typer.Option("--ca-bundle", metavar="FILE", help="PEM bundle that apt and pip trust while the project image and the notebook layer build (default: \\[network] ca_bundle of config.toml).", show_default=False)] = None,
 ) -> None:
     """JupyterLab in a project's stack on 127.0.0.1 with a random token: prints the URL; Ctrl-C stops it."""
     from envman.run.notebook import notebook_cli
     from envman.cli import matrix_source
 
     notebook_cli(project, port=port, stack=stack, gpus=gpus, no_gpu=no_gpu, rebuild=rebuild, dry_run=dry_run,
-                 matrix=matrix_source())
+                 matrix=matrix_source(), ca_bundle=ca_bundle)
 
 
 def _build_cache_line(engine: Engine | None) -> str:
@@ -118,6 +121,11 @@ def clean(
         p = plan(config=config, images=images, engine=engine)
         doc: dict[str, Any] = {"paths": [str(x) for x in p.paths], "bytes": sum(p.sizes) + sum(i[2] for i in p.images),
                "images": [i[1] for i in p.images], "kept_in_use": list(p.kept_in_use), "removed": False}
+        if not yes and not dry_run and not p.empty and not sys.stdin.isatty():
+            # refused before the list: "remove ..." lines followed by a refusal read as done
+            raise UserError(f"not confirmed: {counted(len(p.paths), 'path')} and {counted(len(p.images), 'image')} "
+                            "would be removed and there is no terminal to ask", where="envman clean",
+                            fix="pass --yes to remove without asking (or --dry-run to list)")
         if not as_json:
             c = console()
             for path, size in zip(p.paths, p.sizes):
@@ -134,9 +142,7 @@ def clean(
                 emit_json(doc)
             return
         if not yes:
-            if not sys.stdin.isatty():
-                raise UserError("not confirmed", where="envman clean", fix="pass --yes to remove without asking (or --dry-run to list)")
-            if not typer.confirm(f"remove {len(p.paths)} paths and {len(p.images)} images?", default=False):
+            if not typer.confirm(f"remove {counted(len(p.paths), 'path')} and {counted(len(p.images), 'image')}?", default=False):
                 raise typer.Exit(1)
         based_on: list[str] = []
         failed = apply(p, engine, kept=based_on)
@@ -148,7 +154,7 @@ def clean(
                 console(stderr=True).print(f"could not remove image {f}", markup=False, highlight=False)
             for k in based_on:
                 console().print(f"keep image {k}", markup=False, highlight=False)
-            console().print(f"removed {len(p.paths)} paths, {len(p.images) - len(failed) - len(based_on)} images "
+            console().print(f"removed {counted(len(p.paths), 'path')}, {counted(len(p.images) - len(failed) - len(based_on), 'image')} "
                             f"({doc['bytes'] / 1e6:.0f} MB)", markup=False, highlight=False)
         if failed:
             raise typer.Exit(1)

@@ -7,10 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_gpu
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
-    from envman.matrix.model import Matrix
+    from packaging.version import Version
+
+    from envman.matrix.model import CudaRelease, Matrix
     from envman.stack.names import Stack
 
 from rich.markup import escape
@@ -89,7 +93,7 @@ def ls(
          f"{d['python'][0]}–{d['python'][-1]}", _platforms_cell(d), d["status"]) for d in data))
     c = console()
     c.print(t)
-    c.print(f"{len(data)} rows (* = the variant plain pip install gives)")
+    c.print(f"{counted(len(data), 'row')} (* = the variant plain pip install gives)")
 
 
 def _platforms_cell(d: dict) -> str:
@@ -129,30 +133,43 @@ def _rebuild_fields(m: Matrix, stack: Stack) -> dict[str, str]:
     return out
 
 
-def show(
-    name: Annotated[str, typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64")],
-    platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
-    as_json: JsonOpt = False,
-    matrix: MatrixOpt = None,
-) -> None:
-    """Resolve a stack name and show the full stack."""
-    _extra_matrix(matrix)
-    from envman.stack.resolve import resolve
-    from envman.cli._options import platform_option
-    from envman.cli import get_matrix
+#: ``--cuda`` of ``matrix show`` / ``matrix explain``.
+CudaOpt = Annotated[Optional[str], typer.Option(
+    "--cuda", help="A CUDA update: 12.4.1, '12.4 Update 1' or its nvidia/cuda tag (show alone: that update's facts; with a "
+                   "stack: its base image of that update and the update's toolkit driver)", show_default=False)]
 
-    m = get_matrix()
-    stack = resolve(m, name, platform_option(platform))
-    data = stack.to_json()
-    data["platform"] = stack.platform
-    build = next((b for b in m.builds if b.name == stack.row), None)
-    if build is not None:
-        data["row_platforms"] = list(build.platforms)
-    data.update(_tag_history_fields(m, stack.base_image))
-    data.update(_rebuild_fields(m, stack))
-    if as_json:
-        emit_json(data)
-        return
+
+def _cuda_update(m: Matrix, text: str) -> tuple[CudaRelease, Version | None]:
+    from envman.errors import UserError
+
+    try:
+        return m.cuda_update(text)
+    except ValueError as exc:
+        raise UserError(str(exc), where="--cuda", fix="give a CUDA version of the matrix, e.g. --cuda 12.4.1 (list: envman matrix ls)")
+
+
+def _cuda_facts(m: Matrix, rel: CudaRelease, patch: Version | None) -> dict[str, object]:
+    """What the matrix knows of one CUDA update: its toolkit driver, the floors, the image rows."""
+    label = "GA" if patch is None or not any(v == patch for v, _ in rel.updates) else \
+        f"Update {[v for v, _ in rel.updates].index(patch) + 1}"
+    images = sorted(i.ref for i in m.images if not i.custom and i.cuda == rel.version
+                    and (i.cuda_patch == patch if patch is not None else True))
+    return {
+        "cuda": str(patch) if patch is not None else rel.key,
+        "release": rel.key,
+        "update": label,
+        "toolkit_driver": str(rel.toolkit_driver_for(patch)),
+        "minor_compat_driver": str(rel.minor_compat_driver) if rel.minor_compat_driver else None,
+        "minor_compat_status": rel.minor_compat_status if rel.minor_compat_driver else None,
+        "min_driver": str(rel.min_driver_for(patch)),
+        "sm": [str(a) for a in rel.sm],
+        "images": images,
+        "sources": list(rel.source),
+        "status": rel.status,
+    }
+
+
+def _print_fields(data: dict) -> None:
     c = console()
     width = max(len(k) for k in data)
     for k, v in data.items():
@@ -161,11 +178,72 @@ def show(
         c.print(f"[bold]{k:<{width}}[/bold]  {escape(str(v)) if v not in (None, '') else '-'}")
 
 
+def _ngc_fields(m: Matrix, ref: str) -> dict:
+    """What the matrix's NGC table says of an NGC image reference; one line naming the releases it has otherwise."""
+    from envman.errors import UserError
+
+    release = m.ngc_lookup(ref)
+    if release is None:
+        repository = ref.rpartition(":")[0] or ref
+        known = sorted({t for r in m.ngc if r.repository == repository for t in r.tags})
+        raise UserError(f"{ref[:120]!r} is not in the matrix's NGC table", where="matrix show",
+                        fix=f"its {repository} tags: {', '.join(known[:8])}{', …' if len(known) > 8 else ''}" if known
+                        else "give nvcr.io/nvidia/pytorch:YY.MM-py3, tensorflow:YY.MM-tf1-py3 or -tf2-py3, or jax:YY.MM-py3")
+    return release.to_json()
+
+
+def show(
+    name: Annotated[Optional[str], typer.Argument(autocompletion=complete_stack, help="Stack name, e.g. torch-1.0-cuda10, tf-2.15-py3.11, jax-0.4-cuda12, torch-2.9-cuda12.8-arm64 (optional with --cuda)")] = None,
+    platform: Annotated[Optional[str], typer.Option("--platform", help="linux/amd64 (default) or linux/arm64 (same as an -arm64 name)")] = None,
+    cuda: CudaOpt = None,
+    as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
+) -> None:
+    """Resolve a stack name and show the full stack; with --cuda alone, what the matrix knows of a CUDA update; with an
+    NGC image (nvcr.io/nvidia/pytorch:20.12-py3), what that release carries."""
+    _extra_matrix(matrix)
+    from envman.errors import UserError
+    from envman.stack.resolve import resolve
+    from envman.cli._options import platform_option
+    from envman.cli import get_matrix
+
+    m = get_matrix()
+    if name is not None and name.startswith("nvcr.io/"):
+        ngc = _ngc_fields(m, name)
+        emit_json(ngc) if as_json else _print_fields(ngc)
+        return
+    rel, patch = _cuda_update(m, cuda) if cuda is not None else (None, None)
+    if name is None:
+        if rel is None:
+            raise UserError("give a stack name or --cuda", where="matrix show", fix="e.g. envman matrix show torch-2.4 or --cuda 12.4.1")
+        facts = _cuda_facts(m, rel, patch)
+        if as_json:
+            emit_json(facts)
+        else:
+            _print_fields(facts)
+        return
+    stack = resolve(m, name, platform_option(platform), cuda_patch=patch)
+    data = stack.to_json()
+    data["platform"] = stack.platform
+    build = next((b for b in m.builds if b.name == stack.row), None)
+    if build is not None:
+        data["row_platforms"] = list(build.platforms)
+        if build.wheel_python:  # the Pythons each installed package has wheels for (the row's are where all do)
+            data["row_wheel_python"] = "; ".join(f"{pkg}: {' '.join(str(p) for p in pys) or 'any'}" for pkg, pys in build.wheel_python)
+    data.update(_tag_history_fields(m, stack.base_image))
+    data.update(_rebuild_fields(m, stack))
+    if as_json:
+        emit_json(data)
+        return
+    _print_fields(data)
+
+
 def explain(
     name: Annotated[str, typer.Argument(help="Stack name", autocompletion=complete_stack)],
     driver: Annotated[Optional[str], typer.Option("--driver", help="NVIDIA driver version, e.g. 535.104.05 (default: this host's).", show_default=False)] = None,
     sm: Annotated[Optional[str], typer.Option("--sm", help="GPU compute capability, e.g. 8.6 or sm_86")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU name from the matrix, e.g. 'RTX 3090', a100", autocompletion=complete_gpu)] = None,
+    cuda: CudaOpt = None,
     as_json: JsonOpt = False,
     matrix: MatrixOpt = None,
 ) -> None:
@@ -201,7 +279,7 @@ def explain(
             what, fix = unknown_gpu(m.gpu_index, gpu)
             raise UserError(what, where="--gpu", fix=fix)
         arch = g.cc
-    stack = resolve(m, name)
+    stack = resolve(m, name, cuda_patch=_cuda_update(m, cuda)[1] if cuda is not None else None)
     v = verdict(stack, drv, arch)
     alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
     gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
@@ -284,8 +362,9 @@ def validate_cmd(
         for p in problems:
             c.print(f"problem: {p}", markup=False, soft_wrap=True)
         r = summary["rows"]
-        c.print(f"{len(m.files)} files, {r['builds']} builds, {r['images']} images, {r['cuda']} CUDA releases, "
-                f"{r['gpus']} GPUs: " + ("ok" if not problems else f"{len(problems)} problems"))
+        c.print(f"{counted(len(m.files), 'file')}, {counted(r['builds'], 'build')}, {counted(r['images'], 'image')}, "
+                f"{counted(r['cuda'], 'CUDA release')}, {counted(r['gpus'], 'GPU')}: "
+                + ("ok" if not problems else counted(len(problems), "problem")))
     raise typer.Exit(0 if not problems else 1)
 
 
@@ -297,6 +376,7 @@ def update(
     pip_index: Annotated[Optional[str], typer.Option("--pip-index", help="Simple index (PEP 503/691) to read instead of PyPI (default: \\[network] pip_index of config.toml).", show_default=False)] = None,
     torch_index: Annotated[Optional[str], typer.Option("--torch-index", help="Base URL of PyTorch's variant index or a mirror of it (…/whl; default: \\[matrix] torch_index, else PyTorch's).", show_default=False)] = None,
     no_torch_index: Annotated[bool, typer.Option("--no-torch-index", help="Read only the main index (the build plain pip install gives).")] = False,
+    new_only: Annotated[bool, typer.Option("--new-only", help="Only releases newer than the matrix: no backfill of the patch releases of its minors it lacks, no report of Pythons its rows leave out.")] = False,
     ca_bundle: Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle to trust for the indexes (default: \\[network] ca_bundle of config.toml).", show_default=False)] = None,
     timeout: Annotated[float, typer.Option("--timeout", min=1, max=300, help="Seconds per request (each is retried twice).")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout.")] = False,
@@ -342,6 +422,7 @@ def update(
         torch_index_required=bool(torch_index or mcfg["torch_index"]),
         frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
         cuda=not fws,  # --framework narrows the run to frameworks
+        backfill=not new_only,
     )
     http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
     # What the new rows are compared with and checked against: the shipped matrix for --check

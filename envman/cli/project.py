@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_gpu, complete_project
 from envman.cli._help import Command, help_columns
 
@@ -42,49 +44,69 @@ def _detect_host():
 
 
 def init(
-    env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: \\[project] stack in the user config).")] = None,
+    env: Annotated[Optional[str], typer.Option("--env", "--stack", autocompletion=complete_stack, help="The stack, e.g. torch-2.4-cuda12 (default: the one the repository's own pins call for, see envman project detect).")] = None,
     name: Annotated[Optional[str], typer.Option("--name", help="Project name (default: the directory name).")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", autocompletion=complete_gpu, help="Detect for this GPU (matrix GPU name) instead of this host's.")] = None,
+    driver: Annotated[Optional[str], typer.Option("--driver", help="Detect for this NVIDIA driver version instead of this host's.")] = None,
 ) -> None:
-    """Write envman.toml in the current directory, register the project and trust the file."""
+    """Write envman.toml in the current directory, register the project and trust the file. Without --stack,
+    the stack is the one the repository's own pins call for (envman project detect)."""
     import os
 
-    from envman.state import atomic_write
-    from envman.errors import UserError
-    from envman.project.file import PROJECT_FILE, check_stack_name, load_project, parse_project
-    from envman.safefile import toml_module
-    from envman.project.registry import init_text, register
-    from envman.project.settings import load_user_config
-    from envman.project.trust import trust
+    from envman.project.init import init_project
 
-    cwd = Path(os.getcwd())
-    file = cwd / PROJECT_FILE
-    if os.path.lexists(file):
-        raise UserError("already exists", where=str(file), fix="edit it, and register it with: envman project add .")
-    stack = env or load_user_config().stack
-    if stack is None:
-        raise UserError("no stack given", where="envman project init", fix="pass --env STACK, e.g. --env torch-2.4-cuda12 (list them: envman matrix ls)")
-    check_stack_name(stack, where="--env", key="stack")
-    # a stack that does not exist is refused here, with the closest names, as run would; the file
-    # gets the pinned name it resolves to today, so a newer matrix does not move the project
-    typed, stack = stack, _matrix().resolve(stack).name
-    if name is not None and ("\n" in name or "\0" in name or not 1 <= len(name) <= 63):
-        raise UserError(f"{name[:80]!r} is not a project name", where="--name",
-                        fix="1-63 lowercase letters, digits or ._- (starting with a letter or digit)")
-    requirements = "requirements.txt" if (cwd / "requirements.txt").is_file() else None
-    text = init_text(stack, name, requirements=requirements, typed=typed)
-    parse_project(toml_module().loads(text), file)  # validates --name before anything is written
-    # 0644: colleagues who run the same project must be able to read it.
-    atomic_write(file, text, mode=0o644)
-    try:
-        project = load_project(file)
-        register(project)
-    except BaseException:
-        file.unlink(missing_ok=True)  # nothing half-done: no file without its registration
-        raise
-    trust(project.real_file, project.digest, root=project.root)
-    uses = f", requirements from {requirements}" if requirements else ""
-    console().print(f"wrote {file} and registered project {project.name} (stack {stack}{uses}); "
-                    f"run it: envman run {project.name} -- CMD", markup=False, highlight=False, soft_wrap=True)
+    result = init_project(Path(os.getcwd()), _matrix(), stack=env, name=name, host=lambda: _host_for(gpu, driver),
+                          confirm=_ask if _interactive() else None)
+    c = console()
+    for line in () if result.asked else result.summary:
+        c.print(line, markup=False, highlight=False, soft_wrap=True)
+    c.print(result.message, markup=False, highlight=False, soft_wrap=True)
+
+
+def _interactive() -> bool:
+    import sys
+
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _ask(summary: list[str]) -> bool:
+    """On a terminal, where the repository contradicts itself: show what was decided, and ask."""
+    c = console()
+    for line in summary:
+        c.print(line, markup=False, highlight=False, soft_wrap=True)
+    return typer.confirm(f"the repository contradicts itself (set aside above); use {summary[0].split()[0]}?", default=True)
+
+
+def _host_for(gpu: Optional[str], driver: Optional[str], sm: Optional[str] = None):
+    """This host's GPUs and driver, or the what-if host --gpu/--driver/--sm describe."""
+    from envman.run.doctor import what_if_host
+
+    real = _detect_host()
+    return what_if_host(real, _matrix(), driver=driver, gpu=gpu, sm=sm) if any((gpu, driver, sm)) else real
+
+
+def detect(
+    path: Annotated[Path, typer.Argument(help="The repository (default: the current directory).")] = Path("."),
+    gpu: Annotated[Optional[str], typer.Option("--gpu", autocompletion=complete_gpu, help="Judge for this GPU (matrix GPU name) instead of this host's.")] = None,
+    driver: Annotated[Optional[str], typer.Option("--driver", help="Judge for this NVIDIA driver version instead of this host's.")] = None,
+    sm: Annotated[Optional[str], typer.Option("--sm", help="Judge for a GPU of this compute capability (e.g. 8.6).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read a repository's own pins (requirements, conda, setup/pyproject, Dockerfile, README, imports) and name
+    the stack that serves it and runs here, with the evidence. Exit 2 with one line when no stack fits."""
+    from envman.errors import UserError
+    from envman.project.detect import detect as run_detect, summary_lines
+
+    result = run_detect(path, _matrix().matrix, host=_host_for(gpu, driver, sm))
+    if as_json:
+        emit_json(result.to_json())
+    elif result.problem is None:
+        for line in summary_lines(result):
+            console().print(line, markup=False, highlight=False, soft_wrap=True)
+    if result.problem is not None:
+        if as_json:
+            raise typer.Exit(2)
+        raise UserError(result.problem.what, where=str(path), fix=result.problem.fix)
 
 
 def add(path: Annotated[Path, typer.Argument(help="The project's root (or its envman.toml).")] = Path(".")) -> None:
@@ -234,7 +256,7 @@ def show(
                 markup=False, highlight=False)
     if project.needs_image:
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
-                f"{len(p['requirements'])} lines)", markup=False, highlight=False)
+                f"{counted(len(p['requirements']), 'line')})", markup=False, highlight=False)
     else:
         c.print(f"  image       {stable_ref(stack.name)} (no own image)", markup=False, highlight=False)
     c.print(f"  HOME        {doc['home']} → {CONTAINER_HOME}", markup=False, highlight=False)
@@ -563,7 +585,7 @@ def lock(
     state = "up to date" if kept else "written"
     from envman.errors import printable
 
-    what = f"{len(packages)} packages" if packages else "0 packages (the stack image already satisfies every requirement)"
+    what = counted(len(packages), "package") if packages else "0 packages (the stack image already satisfies every requirement)"
     typer.echo(printable(f"{lock_path(p.root)}: {state}, {what} on {stack.name} ({ref})"))
 
 

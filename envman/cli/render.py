@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.errors import counted
+
 from envman.cli.complete import complete_stack, complete_flavour
 
 from envman.cli._options import (
@@ -88,7 +90,7 @@ def render(
                 )
             seen[stack.name] = stack
             render_stack(stack, options, builder=kind, base=rebuilt(stack)).write(root / stack.name, shared)
-        typer.echo(f"{len(seen)} contexts in {root}")
+        typer.echo(f"{counted(len(seen), 'context')} in {root}")
         return
 
     assert name is not None

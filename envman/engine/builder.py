@@ -40,7 +40,7 @@ from envman.config import BUILDERS as BUILDER_CHOICES
 from envman.engine.api import BuildEvent, ContainerEngine, EngineInfo
 from envman.engine.docker import LOG_TAIL_LINES
 from envman.labels import namespaced as _namespaced
-from envman.errors import BuildError, EngineError, UserError
+from envman.errors import BuildError, EngineError, UserError, without_ansi
 
 BuilderKind = Literal["classic", "buildkit"]
 #: The engine's BuildKit came with 18.09 (Engine API 1.39).
@@ -325,7 +325,7 @@ class PlainProgressParser:
         return "\n".join(self._tail)
 
     def feed(self, raw: str) -> list[BuildEvent]:
-        line = raw.rstrip("\r\n")
+        line = without_ansi(raw).rstrip("\r\n")
         if not line.strip():
             return []
         self._tail.append(line)

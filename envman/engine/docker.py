@@ -38,7 +38,7 @@ from envman.engine.api import (
 )
 from envman.engine.cdi import GENERATE_FIX
 from envman.engine.select import EngineKind, says_podman
-from envman.errors import BuildError, EngineError, UserError, clip, printable
+from envman.errors import BuildError, EngineError, UserError, clip, printable, without_ansi
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     from docker import APIClient
@@ -87,7 +87,7 @@ class BuildStreamParser:
         if "error" in chunk or "errorDetail" in chunk:
             events.extend(self._flush())
             detail = chunk.get("errorDetail") or {}
-            message = str(detail.get("message") or chunk.get("error") or "unknown build error")
+            message = without_ansi(str(detail.get("message") or chunk.get("error") or "unknown build error"))
             self._tail.append(message.rstrip("\n"))
             raise self._error(message)
         aux = chunk.get("aux")
@@ -113,7 +113,7 @@ class BuildStreamParser:
         return events
 
     def _line(self, raw: str) -> BuildEvent:
-        line = raw.rstrip("\r")
+        line = without_ansi(raw).rstrip("\r")
         if not line.strip():
             return BuildEvent("log", "")
         self._tail.append(line)

@@ -38,6 +38,16 @@ class ErrorClass:
     reason: str = ""  # the cause in a few words, for the first line
 
 
+#: The docs sections a hint points to (the docs site's pages, by file and heading anchor).
+DOCS_NETWORK = "docs/getting-started.md#offline-and-corporate-networks"
+DOCS_NO_REGISTRY = "docs/getting-started.md#no-registry-at-all-a-base-from-your-distributions-mirror"
+
+#: NVIDIA's CUDA apt repository, named in apt's and curl's failure lines.
+_NVIDIA_APT = r"developer\.download\.nvidia\.com"
+_UNREACHED = (r"temporary failure|could not resolve|failed to fetch|name or service not known|connection refused|"
+              r"network is unreachable|timed out|no route to host|connection reset|unable to connect|"
+              r"failed to connect|could not connect")
+
 #: Known classes, checked in this order on the error lines (first match wins).
 CLASSES = (
     ErrorClass("tampered", re.compile(
@@ -57,22 +67,39 @@ CLASSES = (
         "the requirements cannot be installed together with the stack's pins: compare them with the pins "
         "(envman matrix show STACK: packages) and loosen or change the pin that conflicts",
         "the requirements conflict"),
+    ErrorClass("nvidia-apt", re.compile(
+        rf"(?:{_UNREACHED}).*{_NVIDIA_APT}|{_NVIDIA_APT}.*(?:{_UNREACHED})", re.IGNORECASE),
+        "NVIDIA's CUDA apt repository cannot be reached from this build, and no mirror option reaches it for "
+        "you: build on a base made from your distribution's own mirror (the rows whose wheels carry their "
+        f"CUDA libraries can), or pull the image through a registry that has it; see {DOCS_NO_REGISTRY}",
+        "NVIDIA's apt repository could not be reached"),
     ErrorClass("network", re.compile(
         r"temporary failure in name resolution|could not resolve host|name or service not known|"
         r"connection refused|network is unreachable|timed out|dial tcp|no route to host|"
         r"failed to resolve source metadata|failed to fetch|connection reset|tls handshake timeout", re.IGNORECASE),
         "network: the build could not reach a server: --registry-mirror HOST for base images, --pip-index / "
         "--pip-extra-index / --framework-index URL (or --wheelhouse DIR) for Python packages, --apt-mirror URL "
-        "for apt (or the same keys under [network] in config.toml)", "a server could not be reached"),
+        f"for apt (or the same keys under [network] in config.toml); see {DOCS_NETWORK}",
+        "a server could not be reached"),
 )
 
 
 @dataclass(frozen=True)
 class Failure:
+    """What a failed build shows after its first line (:meth:`lines`); :meth:`after` drops a hint
+    that line already gives (a failed base rebuild carries its class's hint as its fix)."""
+
     step: str | None  # the failing step, once ("Step 5/9 : RUN ...", clipped)
     errors: tuple[str, ...]  # the last lines that carry an error, oldest first
     error_class: str | None  # one of CLASSES' names
     hint: str | None
+
+    def after(self, fix: str | None) -> "Failure":
+        """This failure as shown after an error line whose fix is ``fix``: without its hint when
+        that is the same text (the line already says it)."""
+        if self.hint and fix and " ".join(self.hint.split()) == " ".join(fix.split()):
+            return Failure(self.step, self.errors, self.error_class, None)
+        return self
 
     def lines(self) -> list[str]:
         out = []

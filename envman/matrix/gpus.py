@@ -6,7 +6,9 @@ are the same tokens), then
 
 1. the tokens of the query equal those of a GPU's name, id or alias;
 2. else they do once the board details ``nvidia-smi`` appends are set aside (memory size
-   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``/``Laptop``): among
+   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``/``Laptop``/``with Max-Q
+   Design``, and the board letter glued to a model number: ``Tesla K40m``/``K40c`` are boards of
+   the ``K40``): among
    several GPUs that differ only there (A100 40GB and 80GB), the one sharing most of those details
    wins, and a GPU of another form factor loses to one without (a laptop GPU the list lacks is
    its desktop chip: same compute capability);
@@ -26,14 +28,20 @@ from dataclasses import dataclass
 from typing import Generic, Iterable, Protocol, Sequence, TypeVar
 
 #: Words that name the maker or the product line, not the GPU.
-NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro", "generation", "gpu", "graphics", "edition", "card"})
+NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro", "generation", "gpu", "graphics", "edition", "card",
+                   "with", "design"})  # "with Max-Q Design": the words around the form factor
 #: Board details nvidia-smi appends to a GPU's name (memory type, form factor).
 DETAIL_WORDS = frozenset({
     "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr5", "gddr5x", "gddr6", "gddr6x", "gddr7",
-    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "fhhl", "oam", "mezzanine", "laptop",
+    "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "fhhl", "oam", "mezzanine", "laptop", "maxq",
 })
 #: Detail words that name a form factor: a GPU of another form factor is a worse match.
-FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "mezzanine", "laptop"})
+FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm3", "sxm4", "sxm5", "sxm6", "pcie", "nvl", "oam", "mezzanine", "laptop",
+                          "maxq", *(f"board-{b}" for b in "mc")})
+#: A board letter nvidia-smi glues to a model number (``K40m``: passive server board, ``K40c``:
+#: workstation board with a fan). Set aside only after an exact match failed, so a GPU whose own
+#: name ends so (``GeForce GTX 960M``) is found by step 1.
+_BOARD_LETTER = re.compile(r"^([a-z]*\d+[a-z]?)([mc])$")
 #: Letter prefixes written together with a model number (``rtx4090``, ``gh200``).
 SERIES = ("rtx", "gtx", "gts", "gt", "mx", "gh", "gb", "gp", "gv", "tk")
 #: Suffixes written together with a model number (``1080ti``, ``80gb``, ``4070super``).
@@ -65,12 +73,17 @@ def tokens(name: str) -> tuple[str, ...]:
 def split_details(toks: Sequence[str]) -> tuple[frozenset[str], frozenset[str]]:
     """(core tokens, board-detail tokens): a memory size (``80 gb``), memory type or form factor
     is a detail."""
-    core, details = [], []
+    core: list[str] = []
+    details: list[str] = []
     for i, t in enumerate(toks):
         nxt = next((x for x in toks[i + 1:] if not x.isdigit()), "")  # "16/32 GB": both are sizes
         model_number = i > 0 and toks[i - 1] in SERIES  # "gh 200" of GH200, not a size
+        board = _BOARD_LETTER.match(t)
         if t in DETAIL_WORDS or (t == "gb" and i > 0 and toks[i - 1].isdigit()) or (t.isdigit() and nxt == "gb" and not model_number):
             details.append(t)
+        elif board and any(ch.isalpha() for ch in board.group(1)):  # "k40m" (not "960m": a bare number)
+            core.append(board.group(1))
+            details.append(f"board-{board.group(2)}")
         else:
             core.append(t)
     return frozenset(core), frozenset(details)

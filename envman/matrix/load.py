@@ -32,6 +32,7 @@ from envman.matrix.model import (
     FrameworkBuild,
     Gpu,
     Matrix,
+    NgcRelease,
     OsInfo,
     SERVED_UNKNOWN,
     PublishedTags,
@@ -39,7 +40,7 @@ from envman.matrix.model import (
 )
 
 
-KINDS = ("cuda", "os", "images", "framework", "gpus", "tags", "recipes")
+KINDS = ("cuda", "os", "images", "framework", "gpus", "tags", "recipes", "ngc")
 
 
 _T = TypeVar("_T")
@@ -301,13 +302,20 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     out = []
     for r in _each_row(doc, "image", file):
         patch = r.version("cuda", default=None)
+        tag = raw_tag if isinstance(raw_tag := r.data.get("tag"), str) else ""
+        if patch is not None and len(patch.release) == 2 and r.data.get("repository") == "nvidia/cuda":
+            # cuda = "12.9" with the tag 12.9.1-...: the tag names the update (its toolkit driver too)
+            named = re.match(rf"{patch.major}\.{patch.minor}\.([0-9]{{1,4}})-", tag)
+            if named:
+                patch = Version(f"{patch.major}.{patch.minor}.{int(named.group(1))}")
         out.append(
             BaseImage(
                 repository=r.str("repository"),
                 tag=r.str("tag"),
                 cuda=Version(f"{patch.major}.{patch.minor}") if patch else None,
                 cuda_patch=patch,
-                flavour=r.str("flavour", choices=FLAVOURS),
+                # a CPU image (no cuda) has no CUDA flavour to name: it is a plain "base"
+                flavour=r.str("flavour", choices=FLAVOURS, default=... if patch else "base"),
                 cudnn=r.str("cudnn", default=None),
                 os=r.str("os"),
                 status=r.str("status", choices=IMAGE_STATUSES),
@@ -407,6 +415,8 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
                 python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
                 derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
+                system_nvcc=r.bool("system_nvcc"),
+                packages_arm64=r.strs("packages_arm64", default=None),
                 cuda_libs=r.strs("cuda_libs"),
                 cuda_libs_source=r.strs("cuda_libs_source"),
                 cuda_libs_sha256=r.get("cuda_libs_sha256", _sha256_table,
@@ -586,7 +596,53 @@ _TOP_KEYS = {
     "gpus": {"gpu", "checked"},
     "tags": {"repository", "history"},
     "recipes": {"recipe"},
+    "ngc": {"release"},
 }
+
+
+#: An NGC repository and a release: ``nvcr.io/nvidia/pytorch``, ``20.12``.
+_NGC_REPOSITORY_RE = r"nvcr\.io/nvidia/[a-z0-9][a-z0-9._-]{0,63}"
+_NGC_RELEASE_RE = r"[0-9]{2}\.[0-9]{2}"
+_NGC_TAG_RE = r"[0-9]{2}\.[0-9]{2}(?:-[a-z0-9.]{1,16}){0,3}"
+
+
+def _pattern(rx: str, expected: str) -> Callable[[Any], str]:
+    def conv(v: Any) -> str:
+        if not isinstance(v, str) or not re.fullmatch(rx, v):
+            raise ValueError(expected)
+        return v
+
+    return conv
+
+
+def _parse_ngc(doc: dict[str, Any], file: str) -> list[NgcRelease]:
+    out = []
+    for r in _each_row(doc, "release", file):
+        repository = r.get("repository", _pattern(_NGC_REPOSITORY_RE, ""), "an NGC repository such as nvcr.io/nvidia/pytorch")
+        release = r.get("release", _pattern(_NGC_RELEASE_RE, ""), "a release YY.MM")
+        tags = r.list("tags", _pattern(_NGC_TAG_RE, ""), "a non-empty list of tags such as 20.12-py3", default=...)
+        if not tags or any(t != release and not t.startswith(release + "-") for t in tags):
+            raise r._fail("tags", f"a non-empty list of tags of release {release} ({release}-py3, ...)", tags)
+        framework = r.str("framework", choices=FRAMEWORKS)
+        fw_version = r.get("framework_version", _framework_version, "a version as NVIDIA writes it, e.g. 1.8.0a0+1606899",
+                           default=None)
+        cuda = r.version("cuda", default=None)
+        cudnn = r.str("cudnn", default=None)
+        python = r.version("python", default=None)
+        os_name = r.str("os", default=None)
+        min_driver = r.get("min_driver", _pattern(r"[0-9]{3}(?:\.[0-9]{1,3}){0,2}", ""), "a driver version such as 455 or 455.32",
+                           default=None)
+        out.append(NgcRelease(repository, release, tuple(tags), framework, fw_version, cuda, cudnn, python, os_name,
+                              min_driver, **r.provenance()))
+        r.done()
+    return out
+
+
+def _framework_version(v: Any) -> str:
+    if not isinstance(v, str) or len(v) > 64:
+        raise ValueError
+    Version(v)  # InvalidVersion is a ValueError
+    return v
 
 
 def parse_file(path: Path) -> tuple[str, Any]:
@@ -639,6 +695,7 @@ def _parse_fresh(file: str, data: bytes) -> tuple[str, Any]:
         "gpus": _parse_gpus,
         "tags": _parse_tags,
         "recipes": _parse_recipes,
+        "ngc": _parse_ngc,
     }[kind]
     rows = parser(doc, file)
     if kind == "cuda":
@@ -664,6 +721,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
     published: list[PublishedTags] = []
     history: list[TagHistory] = []
     recipes: dict[tuple[str, str], BaseRecipe] = {}
+    ngc: dict[tuple[str, str, tuple[str, ...]], NgcRelease] = {}
     parsed = [parse_file(f) for f in paths]  # everything parses before anything is merged
     for kind, rows in parsed:
         if kind == "cuda":
@@ -687,6 +745,8 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
             history.extend(r for r in rows if isinstance(r, TagHistory))
         elif kind == "recipes":
             recipes.update(((r.tag, r.platform), r) for r in rows)
+        elif kind == "ngc":
+            ngc.update(((r.repository, r.release, r.tags), r) for r in rows)
     return Matrix(
         cuda=tuple(sorted(cuda.values(), key=lambda r: r.version)),
         never_released=tuple(sorted(never.values())),
@@ -699,6 +759,7 @@ def load_files(files: Iterable[str | Path]) -> Matrix:
         history=tuple(history),
         gpus_checked=gpus_checked,
         recipes=tuple(recipes.values()),
+        ngc=tuple(ngc.values()),
     )
 
 

@@ -8,11 +8,22 @@ malformed file whole, naming the file, the key and what was expected.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from functools import total_ordering
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
+
+#: nvidia/cuda flavours holding (at least) what each flavour holds, smallest first: ``base`` has
+#: the driver API only, ``runtime`` adds the CUDA libraries, ``cudnn-*`` cuDNN, ``devel`` nvcc.
+FLAVOURS_HOLDING: dict[str, tuple[str, ...]] = {
+    "base": ("base", "runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "runtime": ("runtime", "cudnn-runtime", "devel", "cudnn-devel"),
+    "cudnn-runtime": ("cudnn-runtime", "cudnn-devel"),
+    "devel": ("devel", "cudnn-devel"),
+    "cudnn-devel": ("cudnn-devel",),
+}
 
 if TYPE_CHECKING:
     from envman.matrix.gpus import GpuIndex
@@ -302,6 +313,18 @@ class FrameworkBuild:
     #: installs; each is also in ``python``.
     python_freethreaded: tuple[Version, ...] = ()
     derived: tuple[tuple[str, str], ...] = ()  # fact -> how and from which URL (matrix update)
+    #: needs the CUDA compiler tools of the base image (``ptxas``, ``nvvm/libdevice``): XLA in the
+    #: jaxlib wheels that link the system CUDA compiles its kernels with them at run time
+    system_nvcc: bool = False
+    #: what the row installs on linux/arm64 where the project publishes that platform's build under
+    #: another name (TensorFlow's CPU wheels: tensorflow-cpu for x86_64, tensorflow for aarch64)
+    packages_arm64: tuple[str, ...] | None = None
+
+    def packages_for(self, platform: str) -> tuple[str, ...]:
+        """The pinned requirements this build installs on ``platform``."""
+        if platform == "linux/arm64" and self.packages_arm64 is not None:
+            return self.packages_arm64
+        return self.packages
     #: The CUDA libraries the framework's Linux x86_64 wheel pins exactly (its ``Requires-Dist``
     #: lines, ``name==version`` and marker; see :func:`envman.matrix.wheels.cuda_library_lines`):
     #: installed in a layer of their own, before the framework, so stacks with the same pins share it.
@@ -329,6 +352,8 @@ class FrameworkBuild:
         """Smallest nvidia/cuda flavour that works for this build."""
         if self.cuda is None:
             return "base"
+        if self.system_nvcc:
+            return "cudnn-devel" if self.system_cudnn else "devel"
         if self.system_cudnn:
             return "cudnn-runtime"
         if self.system_cuda:
@@ -393,6 +418,39 @@ class TagHistory:
 
 
 @dataclass(frozen=True)
+class NgcRelease:
+    """One monthly release of one of NVIDIA's NGC framework containers (``kind = "ngc"``):
+    ``nvcr.io/nvidia/pytorch:20.12-py3`` carries torch ``1.8.0a0+1606899``, CUDA 11.1.1, Python 3.8."""
+
+    repository: str  # "nvcr.io/nvidia/pytorch"
+    release: str  # "20.12"
+    tags: tuple[str, ...]  # "20.12-py3"; TensorFlow's "20.12-tf1-py3" and "20.12-tf2-py3" are two rows
+    framework: str  # one of FRAMEWORKS
+    framework_version: str | None  # as NVIDIA writes it: often a pre-release of NVIDIA's own build
+    cuda: Version | None  # the full CUDA version; None where no source gives it
+    cudnn: str | None
+    python: Version | None
+    os: str | None
+    min_driver: str | None  # as NVIDIA's table gives it ("455", "455.32")
+    source: tuple[str, ...]
+    status: str
+    note: str = ""
+
+    @property
+    def public_release(self) -> Version | None:
+        """The public release NVIDIA's build is of: ``1.8.0a0+1606899`` → 1.8.0 (a pre-release of
+        it), ``2.3.0+cc6f2c7`` → 2.3.0, ``1.15.5+nv`` → 1.15.5; None where no source gives it."""
+        return Version(Version(self.framework_version).base_version) if self.framework_version else None
+
+    def to_json(self) -> dict[str, object]:
+        return {"image": f"{self.repository}:{self.tags[0]}", "repository": self.repository, "release": self.release,
+                "tags": list(self.tags), "framework": self.framework, "framework_version": self.framework_version,
+                "cuda": str(self.cuda) if self.cuda else None, "cudnn": self.cudnn,
+                "python": str(self.python) if self.python else None, "os": self.os, "min_driver": self.min_driver,
+                "source": list(self.source), "status": self.status, "note": self.note}
+
+
+@dataclass(frozen=True)
 class Matrix:
     """Everything envman knows; built once per process by ``envman.matrix.load``."""
 
@@ -407,6 +465,20 @@ class Matrix:
     history: tuple[TagHistory, ...] = field(default=())
     gpus_checked: str | None = None  # ISO day the GPU list was last compared with NVIDIA's pages
     recipes: tuple[BaseRecipe, ...] = field(default=())
+    ngc: tuple[NgcRelease, ...] = field(default=())
+
+    def ngc_lookup(self, ref: str) -> NgcRelease | None:
+        """The NGC release of an image reference (``nvcr.io/nvidia/pytorch:20.12-py3``)."""
+        repository, _, tag = ref.strip().rpartition(":")
+        return self.ngc_image(repository.lower(), tag) if repository else None
+
+    def ngc_image(self, repository: str, tag: str) -> NgcRelease | None:
+        """The NGC release whose image ``repository:tag`` is, or None when the matrix has none."""
+        return self._ngc_index.get((repository, tag))
+
+    @functools.cached_property
+    def _ngc_index(self) -> dict[tuple[str, str], NgcRelease]:
+        return {(r.repository, t): r for r in self.ngc for t in r.tags}
 
     @functools.cached_property
     def _history_index(self) -> dict[tuple[str, str], TagHistory]:
@@ -448,12 +520,61 @@ class Matrix:
         lists = [p.tags for p in self.published if p.repository == repository]
         return frozenset().union(*lists) if lists else None
 
+    @functools.cached_property
+    def _flavours_by_cuda(self) -> dict[Version | None, frozenset[str]]:
+        out: dict[Version | None, set[str]] = {}
+        for i in self.images:
+            if not i.custom:
+                out.setdefault(i.cuda, set()).add(i.flavour)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def flavour_for(self, build: "FrameworkBuild") -> str:
+        """The nvidia/cuda flavour a build's stack uses: the smallest it needs, except that where a
+        CUDA release has no ``base`` images at all (NVIDIA introduced the flavour with 9.0), a build
+        that needs only the driver takes the smallest flavour the release has. A release that lacks
+        another flavour is a gap in the image rows, reported as such, not papered over."""
+        needed = build.flavour_needed
+        have = self._flavours_by_cuda.get(build.cuda, frozenset())
+        if needed != "base" or needed in have or build.cuda is None:
+            return needed
+        return next((f for f in FLAVOURS_HOLDING[needed] if f in have), needed)
+
     def cuda_release(self, version: Version | str) -> CudaRelease | None:
         v = Version(str(version))
         for r in self.cuda:
             if (r.version.major, r.version.minor) == (v.major, v.minor):
                 return r
         return None
+
+    def cuda_update(self, text: str) -> tuple[CudaRelease, Version | None]:
+        """The CUDA release and full version ``text`` names: ``12.4.1``, ``12.4 Update 1``/``12.4u1``
+        (the N-th update NVIDIA's driver table lists), ``12.4`` (the GA: ``None``), or an nvidia/cuda
+        tag of it (``12.4.1-cudnn-runtime-ubuntu22.04``). ``ValueError`` says why not."""
+        t = " ".join(text.strip().lower().split())
+        m = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,4}))?(?:-[a-z0-9][a-z0-9.-]{0,80})?", t)
+        u = re.fullmatch(r"([0-9]{1,3})\.([0-9]{1,3}) ?(?:u|update ?)([0-9]{1,2})", t)
+        if not (m or u):
+            raise ValueError(f"{text[:60]!r} names no CUDA version (e.g. 12.4.1, '12.4 Update 1' or an nvidia/cuda tag)")
+        major, minor = int((m or u).group(1)), int((m or u).group(2))  # type: ignore[union-attr]
+        rel = self.cuda_release(f"{major}.{minor}")
+        if rel is None:
+            why = next((w for v, w in self.never_released if v == f"{major}.{minor}"), None)
+            raise ValueError(f"CUDA {major}.{minor} " + (f"was never released ({why})" if why else "is not a release in the matrix"))
+        known = ", ".join(["GA", *(str(v) for v, _ in rel.updates)])
+        if u:
+            n = int(u.group(3))
+            if not 1 <= n <= len(rel.updates):
+                raise ValueError(f"CUDA {rel.key} has no Update {n} in the matrix (NVIDIA's driver table lists {known})")
+            return rel, rel.updates[n - 1][0]
+        assert m is not None
+        if m.group(3) is None:
+            return rel, None
+        patch = Version(f"{major}.{minor}.{int(m.group(3))}")
+        if rel.updates and patch > rel.updates[-1][0] or not rel.updates and patch.micro > 0 and not any(
+                i.cuda_patch == patch for i in self.images):
+            raise ValueError(f"CUDA {patch} is past what the matrix knows of {rel.key} ({known}): "
+                             "its toolkit driver is not known")
+        return rel, patch
 
     def os_info(self, name: str) -> OsInfo | None:
         for o in self.oses:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-from envman.errors import EnvmanError, UserError
+from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import BaseImage, Matrix
 
 HUB_API = "https://hub.docker.com"
@@ -312,7 +312,7 @@ def check_tags(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(ask, checks[1:]))
     unknown = sum(c.verdict == UNKNOWN for c in checks)
-    message = f"{len(checks)} tags checked" + (f", {unknown} without an answer" if unknown else "")
+    message = f"{counted(len(checks), 'tag')} checked" + (f", {unknown} without an answer" if unknown else "")
     return CheckReport(client.endpoint, api, True, message, checks)
 
 

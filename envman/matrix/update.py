@@ -50,6 +50,9 @@ class Settings:
     since: Mapping[str, Version] = field(default_factory=dict)  # framework -> look above this
     workers: int = 4
     cuda: bool = True  # also read the CUDA releases (cuda-toolkit) and judge the GPU list's age
+    #: also derive the patch releases of minors the matrix has that it lacks (tensorflow 2.12.1
+    #: beside 2.12.0), and report the Pythons the index serves that a row does not list
+    backfill: bool = True
 
 
 @dataclass(frozen=True)
@@ -378,16 +381,30 @@ def _variant_for(pins: CudaPins) -> str:
 # --- per framework -----------------------------------------------------------------------------
 
 
-def _newer(ctx: _Ctx, framework: str, available: Iterable[Version]) -> list[Version]:
+def _newer(ctx: _Ctx, framework: str, available: Iterable[Version], *, backfill: bool = False) -> list[Version]:
+    """Releases above the matrix's newest (or ``since``); with ``backfill`` also those below it of a
+    minor the matrix has a row of (a patch release it lacks), above ``since`` where given."""
     known = [b.version for b in ctx.matrix.builds if b.framework == framework]
-    floor = ctx.settings.since.get(framework) or (max(known) if known else None)
+    since = ctx.settings.since.get(framework)
+    floor = since or (max(known) if known else None)
     have = {(str(b.version)) for b in ctx.matrix.builds if b.framework == framework}
-    return sorted(v for v in available if (floor is None or v > floor) and str(v) not in have)
+    minors = {v.release[:2] for v in known}
+
+    def wanted(v: Version) -> bool:
+        if str(v) in have or v.is_postrelease or v.local:
+            # a post release re-publishes its release (tensorflow 2.15.0.post1 mended 2.15.0's
+            # and-cuda extra): its name is no stack name; the release's row pins it instead
+            return False
+        if floor is None or v > floor:
+            return True
+        return backfill and v.release[:2] in minors and (since is None or v > since)
+
+    return sorted(v for v in available if wanted(v))
 
 
-def discover(ctx: _Ctx, framework: str) -> tuple[dict[Version, list[Wheel]], list[Version]]:
+def discover(ctx: _Ctx, framework: str, *, backfill: bool | None = None) -> tuple[dict[Version, list[Wheel]], list[Version]]:
     rels = releases(wheels(ctx.files(PROJECTS[framework])))
-    return rels, _newer(ctx, framework, rels)
+    return rels, _newer(ctx, framework, rels, backfill=ctx.settings.backfill if backfill is None else backfill)
 
 
 class _TorchVision:
@@ -694,6 +711,44 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
 
 
+def _requirement_project(req: str) -> str:
+    return req.partition("==")[0].split("[")[0]
+
+
+def python_gaps(ctx: _Ctx) -> list[str]:
+    """Rows of the run's frameworks that install only from the configured index and whose packages
+    all have wheels there for a Python (3.5 and newer) on every platform of the row that the row
+    does not list: ``not filled`` lines, to add to the row by hand (a row may leave a Python out on
+    purpose; the note says why)."""
+    out: list[str] = []
+    for b in ctx.matrix.builds:
+        if b.framework not in ctx.settings.frameworks or b.index_url or b.extra_index_url or b.find_links:
+            continue
+        served: set[str] | None = None
+        for req in b.packages_for("linux/amd64"):
+            name, _, version = req.partition("==")
+            name = name.split("[")[0]
+            try:
+                ws = [w for w in wheels(ctx.files(name)) if str(w.tags.version) == version]
+            except NotFound:
+                ws = []
+            # CPython wheels only: a pure-Python one (py3-none) says nothing of the Pythons it
+            # runs on beyond its Requires-Python, and the packages it pulls in are not read here
+            ws = [w for w in ws if w.file.filename.rsplit("-", 3)[-3].startswith("cp")]
+            if not ws and name != _requirement_project(b.packages_for("linux/amd64")[0]):
+                continue  # a companion package without CPython wheels does not narrow the Pythons
+            pys = pythons(ws, b.platforms) if ws else set()
+            served = pys if served is None else served & pys
+            if not served:
+                break
+        listed = {str(p) for p in b.python}
+        more = sorted((p for p in served or () if Version(p) >= Version("3.5") and p not in listed), key=Version)
+        if more:
+            out.append(f"{b.name} ({b.variant}): the index serves wheels of every package for Python {', '.join(more)}, "
+                       f"which the row does not list ({', '.join(sorted(listed, key=Version))})")
+    return out
+
+
 DERIVERS: dict[str, Callable[[_Ctx, Result], None]] = {
     "torch": torch_rows, "jax": jax_rows, "onnxruntime": ort_rows, "tensorflow": tf_rows,
 }
@@ -779,6 +834,8 @@ def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGR
                 result.new_releases["cuda"] = new
         for fw in settings.frameworks:
             DERIVERS[fw](ctx, result)
+        if settings.backfill:
+            result.unfilled += python_gaps(ctx)
     except IndexFileError as exc:
         raise EnvmanError(exc.what, where=exc.where, fix="; ".join([*filter(None, [exc.fix]), "nothing was written"])) from None
     finally:
@@ -808,7 +865,7 @@ def check_only(http: Http, settings: Settings, matrix: Matrix, progress: PROGRES
             if stale:
                 out["gpus"] = stale
         for fw in settings.frameworks:
-            _, releases = discover(ctx, fw)
+            _, releases = discover(ctx, fw, backfill=False)  # --check: releases newer than the matrix only
             if releases:
                 out[fw] = [str(v) for v in releases]
         return out

@@ -55,7 +55,9 @@ def expected_tag(img: BaseImage) -> str | None:
     # X.Y tags up to 11.0, X.Y.Z from 11.1; 11.0 was published both ways (11.0-*, 11.0.3-*), so a
     # row that gives 11.0's full patch version names the X.Y.Z tag.
     legacy = (v.major, v.minor) < (11, 0) or ((v.major, v.minor) == (11, 0) and len(v.release) == 2)
-    version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}.{v.micro}"
+    # A row of the X.Y.Z era that gives only X.Y names no update: the loader takes it from a tag of
+    # that release (cuda = "12.9" with 12.9.1-...), so a tag left here names another release.
+    version = f"{v.major}.{v.minor}" if legacy else f"{v.major}.{v.minor}." + (str(v.micro) if len(v.release) > 2 else "N")
     flavour = img.flavour.replace("cudnn-", "")
     token = None
     if img.flavour.startswith("cudnn"):
@@ -67,6 +69,9 @@ def expected_tag(img: BaseImage) -> str | None:
 
 
 def allowed_cudnn_majors(cuda: Version) -> set[str]:
+    """The cuDNN majors NVIDIA shipped in nvidia/cuda images of a CUDA release (its tag lists)."""
+    if cuda < Version("9.0"):  # 8.0-cudnn5-*, -cudnn6-*, -cudnn7-*
+        return {"5", "6", "7"}
     if cuda < Version("10.1"):
         return {"7"}
     if cuda < Version("11.0"):
@@ -128,7 +133,7 @@ def _check_wheel_python(b: FrameworkBuild, add: Add) -> None:
     known = dict(b.wheel_python)
     if not b.wheel_python_source:
         add(where, "wheel_python needs a wheel_python_source")
-    for req in b.packages:
+    for req in dict.fromkeys((*b.packages, *(b.packages_arm64 or ()))):
         name = _requirement_name(req)
         if name not in known:
             add(where, f"wheel_python has no entry for {name}, which the row installs")
@@ -139,7 +144,7 @@ def _check_wheel_python(b: FrameworkBuild, add: Add) -> None:
         if missing:
             have = ", ".join(str(p) for p in known[name])
             add(where, f"claims Python {', '.join(str(p) for p in missing)}, but {req} has no wheel for it (wheels: {have})")
-    extra = sorted(set(known) - {_requirement_name(r) for r in b.packages})
+    extra = sorted(set(known) - {_requirement_name(r) for r in (*b.packages, *(b.packages_arm64 or ()))})
     if extra:
         add(where, f"wheel_python lists {', '.join(extra)}, which the row does not install")
 
@@ -319,9 +324,13 @@ def validate(matrix: Matrix) -> list[Problem]:
         _check_renderable_names(b, where, add)
         if b.platforms != DEFAULT_PLATFORMS and not b.platform_source:
             add(where, "platforms beyond linux/amd64 need a platform_source")
-        for req in b.packages:
+        for req in (*b.packages, *(b.packages_arm64 or ())):
             if not PINNED_REQUIREMENT_RE.fullmatch(req):
                 add(where, f"package {req!r} is not a pinned requirement (name==version)")
+        if b.packages_arm64 is not None and "linux/arm64" not in b.platforms:
+            add(where, "packages_arm64 given but linux/arm64 is not in platforms")
+        if b.packages_arm64 is not None and not b.packages_arm64:
+            add(where, "packages_arm64 is empty: omit it to install packages on linux/arm64 too")
         for url_key in ROW_URL_KEYS:
             url = getattr(b, url_key)
             if url is not None:
@@ -344,9 +353,11 @@ def validate(matrix: Matrix) -> list[Problem]:
         if b.cuda is None:
             if b.sass or b.ptx:
                 add(where, "a CPU build cannot carry GPU architectures")
-            if b.system_cuda or b.system_cudnn:
+            if b.system_cuda or b.system_cudnn or b.system_nvcc:
                 add(where, "a CPU build cannot need system CUDA/cuDNN")
             continue
+        if b.system_nvcc and not b.system_cuda:
+            add(where, "needs the CUDA compiler tools of its base image (system_nvcc) but not its CUDA (system_cuda)")
         rel = matrix.cuda_release(b.cuda)
         if rel is None:
             add(where, f"CUDA {b.cuda} is not a release in the matrix")
@@ -369,7 +380,7 @@ def validate(matrix: Matrix) -> list[Problem]:
         if b.system_cudnn:
             _check_cudnn(matrix, b, rel, add)
         if b.base_image is None:
-            need = b.flavour_needed
+            need = matrix.flavour_for(b)
             images = [i for i in matrix.images if i.cuda == b.cuda and not i.custom and i.flavour == need]
             if not images:
                 add(where, f"no {need} base image for CUDA {b.cuda} in the image matrix")
@@ -388,7 +399,25 @@ def validate(matrix: Matrix) -> list[Problem]:
             add(f"gpu {g.id}", "duplicate id")
         ids.add(g.id)
     _check_gpu_names(matrix, add)
+    _check_ngc(matrix, add)
     return problems
+
+
+def _check_ngc(matrix: Matrix, add: Add) -> None:
+    """NGC releases: each tag names one release (no two rows claim it), a CUDA the matrix knows,
+    and a row marked confirmed gives every figure detection reads (framework version, CUDA, Python)."""
+    seen: dict[tuple[str, str], str] = {}
+    for r in matrix.ngc:
+        where = f"ngc {r.repository}:{r.release}"
+        for t in r.tags:
+            if (r.repository, t) in seen:
+                add(where, f"tag {t} is also release {seen[(r.repository, t)]}'s")
+            seen[(r.repository, t)] = r.release
+        if r.cuda is not None and matrix.cuda_release(r.cuda) is None:
+            add(where, f"CUDA {r.cuda} is not a release of the matrix's CUDA table")
+        missing = [k for k, v in (("framework_version", r.framework_version), ("cuda", r.cuda), ("python", r.python)) if v is None]
+        if r.status == "confirmed" and missing:
+            add(where, f"confirmed, but gives no {', '.join(missing)}: mark it partially confirmed or add the figures")
 
 
 def _check_gpu_names(matrix: Matrix, add: Add) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from envman.errors import UserError
+from envman.errors import UserError, counted
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.stack.names import APT_PACKAGE_PATTERN, PROJECT_NAME_PATTERN
 
@@ -372,7 +372,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
     environment = parse_environment(doc["environment"], where=where) if "environment" in doc else ()
     mount_texts = _str_list(doc, "mounts", where) if "mounts" in doc else []
     if len(mount_texts) > MAX_MOUNTS:
-        raise UserError(f"key mounts: {len(mount_texts)} mounts, more than {MAX_MOUNTS}", where=where,
+        raise UserError(f"key mounts: {counted(len(mount_texts), 'mount')}, more than {MAX_MOUNTS}", where=where,
                         fix="mount a parent folder once instead of its parts")
     mounts = tuple(parse_mount(m, base=root, where=where) for m in mount_texts)
 
@@ -381,7 +381,7 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
         if not isinstance(doc["ports"], list):
             raise type_error("ports", PROJECT_KEYS["ports"], doc["ports"], where)
         if len(doc["ports"]) > MAX_PORTS:
-            raise UserError(f"key ports: {len(doc['ports'])} ports, more than {MAX_PORTS}", where=where,
+            raise UserError(f"key ports: {counted(len(doc['ports']), 'port')}, more than {MAX_PORTS}", where=where,
                             fix="publish the ports the project serves; others reach them over its network")
         ports = [parse_port(p, where=where) for p in doc["ports"]]
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts
     from envman.engine.builder import Builder
     from envman.project.lock import Lock
+    from envman.render.options import RenderOptions
     from envman.stack.names import Stack
 
 # --------------------------------------------------------------------------- project image
@@ -33,19 +34,21 @@ def project_repository(project: ProjectConfig) -> str:
     return f"envman/project-{project.identity}"
 
 
-def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None) -> str:
+def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None,
+                       network: RenderOptions | None = None) -> str:
     """The project image's Dockerfile (see :func:`envman.render.plan.project_plan`): apt layer,
     then requirements layer, on the stack's promoted image pinned by id. With ``lock`` (an
     ``envman.lock`` that matches), the requirements layer installs exactly its pins with
     ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
-    it resolves and leaves pip's install report for the next lock."""
+    it resolves and leaves pip's install report for the next lock. ``network``: the CA bundle,
+    indexes and apt mirror its steps go through."""
     from envman.project.lock import REPORT_PATH
     from envman.render.plan import project_plan
     from envman.render.template import render_dockerfile
 
     plan = project_plan(project.name, stack_name, base_image_id, apt=project.apt,
                         requirements=bool(project.requirements.strip()), locked=lock is not None,
-                        report_path=REPORT_PATH, where=str(project.file))
+                        report_path=REPORT_PATH, where=str(project.file), network=network)
     return render_dockerfile(plan)
 
 
@@ -60,13 +63,21 @@ def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) ->
     return lock if usable(lock, project.requirements, stack_name, base_image_id) else None
 
 
-def project_context(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False) -> dict[str, bytes]:
-    """The build context; ``relock`` ignores the project's lock (``envman lock --upgrade``)."""
+def project_context(project: ProjectConfig, stack_name: str, base_image_id: str, *, relock: bool = False,
+                    network: RenderOptions | None = None) -> dict[str, bytes]:
+    """The build context; ``relock`` ignores the project's lock (``envman lock --upgrade``);
+    ``network``: the CA bundle (copied in), indexes and apt mirror the build goes through. The
+    image's tag is the hash of the context without them (:func:`project_image_ref`): they say how
+    the packages are fetched, not which, so every command that finds a project's image by its tag
+    (run, clean, doctor) finds it whatever the network settings of the build were."""
     from envman.project.lock import CLOSURE_CHECK
-    from envman.render.plan import LOCK_CONTEXT_FILE
+    from envman.render.plan import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
-    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock).encode()}
+    files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock, network).encode()}
+    ca = network.ca_bytes() if network is not None else None
+    if ca is not None:
+        files[CA_CONTEXT_FILE] = ca
     if project.requirements.strip():
         files["requirements.txt"] = project.requirements.encode()
     if lock is not None:
@@ -161,12 +172,14 @@ def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserC
 def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
                         on_event: Callable[[BuildEvent], None] | None = None, nocache: bool = False,
                         builder: Builder | None = None,
-                        relock: bool = False) -> str:
+                        relock: bool = False, network: RenderOptions | None = None) -> str:
     """Build (or reuse) the project image on ``engine``; its ref.
 
     A build that resolved the requirements (no matching lock, or ``relock``) writes
     ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
-    next run reuses it. ``builder`` runs the build; by default the classic one."""
+    next run reuses it. ``builder`` runs the build; by default the classic one. ``network``:
+    the CA bundle, indexes and apt mirror the build goes through (``[network]`` of config.toml
+    and the command's options)."""
     from envman.engine.builder import ClassicBuilder, from_image_id
 
     from filelock import FileLock
@@ -178,7 +191,7 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
 
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
-        files = project_context(project, stack_name, base_image_id, relock=relock)
+        files = project_context(project, stack_name, base_image_id, relock=relock, network=network)
         ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
         resolved = bool(project.requirements.strip()) and LOCK_CONTEXT_FILE not in files
         if not nocache and not relock and engine.inspect_image(ref) is not None:

@@ -197,16 +197,28 @@ def locate(target: str | None, *, cwd: Path | None = None, path: Path | None = N
     raise unknown_project(target, projects)
 
 
-def init_text(stack: str, name: str | None = None, *, requirements: str | None = None, typed: str | None = None) -> str:
+def init_text(stack: str, name: str | None = None, *, requirements: str | None = None, typed: str | None = None,
+              requirement_list: list[str] | None = None, detected: str | None = None) -> str:
     """A new project file: ``stack`` (the pinned name; ``typed``, what the user asked for, in a
-    comment when it differs), ``requirements`` when the folder has a requirements file."""
+    comment when it differs; ``detected``, the statement detection decided on), ``requirements``
+    when the folder has a requirements file, or ``requirement_list`` (the repository's
+    requirements that the stack does not already provide) written inline."""
+    from envman.errors import printable
+
+    comment = (f"    # envman project init --env {typed}" if typed and typed != stack
+               else f"    # detected: {printable(detected)[:160]}" if detected else "")
     lines = [
         "# envman project file (format: docs/projects.md); `envman project show` prints the effective settings",
-        f'stack = "{stack}"' + (f"    # envman project init --env {typed}" if typed and typed != stack else ""),
+        f'stack = "{stack}"' + comment,
     ]
     if name:
         lines.append(f'name = "{name}"')
-    if requirements:
+    if requirement_list is not None:
+        lines.append(f"# the repository's requirements{f' ({requirements})' if requirements else ''} less what the stack "
+                     "provides (envman project detect --json says why for each line)")
+        lines.append("requirements = [" + "".join(f"\n    {toml_string(r)}," for r in requirement_list)
+                     + ("\n" if requirement_list else "") + "]")
+    elif requirements:
         lines.append(f'requirements = "{requirements}"    # builds a project image; envman.lock pins it')
     lines += [
         *([] if requirements else
@@ -223,3 +235,18 @@ def init_text(stack: str, name: str | None = None, *, requirements: str | None =
     return "\n".join(lines) + "\n"
 
 
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quotes, backslashes, control and every invisible or
+    format character (a bidi override, a zero-width space) escaped, so the file reads as its
+    value does (no character that shows what it is not)."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable() and ch != "\x7f":
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'

@@ -65,6 +65,12 @@ class BaseBuild:
         return {"Dockerfile": self.dockerfile.encode(), **dict(self.files)}
 
 
+#: The network options a rebuilt base has no use for: NVIDIA's recipe runs apt and curl only (no
+#: pip, no Python, no framework). The others are :func:`choose_base`'s keyword arguments.
+BASE_UNUSED_OPTIONS = frozenset({"pip_index", "pip_extra_index", "framework_index", "wheelhouse", "offline",
+                                 "python_install_mirror"})
+
+
 def choose_base(matrix: Matrix | Callable[[], Matrix], stack: Stack, mode: str = "auto", *,
                 registry_mirror: str | None = None, apt_mirror: str | None = None,
                 ca_bundle: Path | None = None) -> BaseBuild | None:
@@ -96,7 +102,9 @@ def base_line(stack: Stack, base: BaseBuild | None, mode: str = "auto", *, regis
     """One line on how ``stack`` gets its base, when that is news: rebuilt from NVIDIA's recipe, or
     a tag NVIDIA no longer serves that ``--base pull`` will try to pull anyway."""
     if base is not None:
-        return f"base {stack.base_image} is no longer served by NVIDIA: rebuilt from NVIDIA's recipe as {base.ref}"
+        # said before the build: whether the rebuild worked is the build's own result
+        return (f"base {stack.base_image} is no longer served by NVIDIA: rebuilding it from NVIDIA's recipe as "
+                f"{base.ref} (built once, then reused)")
     if mode != "pull" or registry_mirror or nvidia_tag(stack) is None or stack.base_image_status == "published":
         return None
     gone = "was deleted by NVIDIA (end of life)" if stack.base_image_status == "deleted" else "is not confirmed served"
@@ -248,4 +256,4 @@ def _repository_setup(recipe: BaseRecipe, apt: str, apt_mirror: str | None, ca: 
     return lines
 
 
-__all__ = ["BASE_MODES", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]
+__all__ = ["BASE_MODES", "BASE_UNUSED_OPTIONS", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]

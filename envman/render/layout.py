@@ -63,19 +63,41 @@ def _from(base: BaseImage) -> FromStep:
 
 def _layer_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
     steps: list[Step] = [Comment(plan.title), _from(plan.base), UserStep("root")]
-    os = plan.os_packages
+    b, net, os = plan.builder, plan.network, plan.os_packages
+    networked = b.ca_prelude is not None or (os is not None and os.mirror is not None)
+    if net is not None and net.ca_copy_dest:
+        steps += [Comment(("--ca-bundle: your PEM bundle, merged with the system store for each step below",
+                           "(apt, pip) and removed at its end; the system store itself is left as it is.")),
+                  CopyStep((CA_CONTEXT_FILE,), net.ca_copy_dest)]
+
+    def run(commands: list[Command]) -> RunStep:
+        # without network options the bytes stay as they always were: their hash is the image's tag
+        if networked:
+            return RunStep(_with_ca(b, list(commands)))
+        return RunStep(tuple(commands), chain="and-leading")
+
     if os is not None:
-        steps.append(RunStep((f"{os.apt_get} update", _apt_install(os), "rm -rf /var/lib/apt/lists/*"),
-                             os.mounts, chain="and-leading"))
+        steps.append(run([*_apt_mirror(os.mirror), f"{os.apt_get} update", _apt_install(os),
+                          "rm -rf /var/lib/apt/lists/*"]))
     pip = plan.pip_packages
     if pip is not None:
-        steps.append(RunStep((f"{_pip_install(pip.python, pip.pip_options)} {' '.join(pip.requirements)}",)))
+        install = f"{_pip_install(pip.python, pip.pip_options)} {' '.join(pip.requirements)}"
+        steps.append(RunStep(_with_ca(b, [install])) if networked else RunStep((install,)))
     req = plan.project.requirements if plan.project is not None else None
     if req is not None:
         install = f"{_pip_install(req.python, req.pip_options)} {req.install}"
-        steps += [CopyStep(req.copy, req.dest),
-                  RunStep((install, *([req.check] if req.check else [])), chain="and-leading")]
+        steps += [CopyStep(req.copy, req.dest), run([install, *([req.check] if req.check else [])])]
     return tuple(steps)
+
+
+def _apt_mirror(mirror: str | None) -> list[Command]:
+    """--apt-mirror: the commands that point apt's sources at ``mirror`` (none without one)."""
+    if not mirror:
+        return []
+    return ["if [ -f /etc/apt/sources.list ]; then sed -i -E "
+            f"'/^[[:space:]]*deb(-src)?[[:space:]]/ s#https?://[^[:space:]]+#{mirror}#' /etc/apt/sources.list; fi",
+            'for f in /etc/apt/sources.list.d/*.sources; do if [ -e "$f" ]; then sed -i -E '
+            f"'/^URIs:/ s#https?://[^[:space:]]+#{mirror}#g' \"$f\"; fi; done"]
 
 
 # --- a stack image -----------------------------------------------------------------------------
@@ -154,10 +176,7 @@ def _os_packages(os: OsPackages, b: BuilderOptions) -> list[Step]:
     if os.mirror:
         lines += ["--apt-mirror: the URI of every `deb` line in /etc/apt/sources.list and of every `URIs:` line",
                   "in /etc/apt/sources.list.d/*.sources (deb822) becomes the mirror; it stays so in the image."]
-        commands += ["if [ -f /etc/apt/sources.list ]; then sed -i -E "
-                     f"'/^[[:space:]]*deb(-src)?[[:space:]]/ s#https?://[^[:space:]]+#{os.mirror}#' /etc/apt/sources.list; fi",
-                     'for f in /etc/apt/sources.list.d/*.sources; do if [ -e "$f" ]; then sed -i -E '
-                     f"'/^URIs:/ s#https?://[^[:space:]]+#{os.mirror}#g' \"$f\"; fi; done"]
+        commands += _apt_mirror(os.mirror)
     lines += [f"{os.home} (1777) and group/world-writable /etc/passwd and /etc/group let the entrypoint run",
               "the image as any host uid:gid. This grants nothing: envman runs containers with",
               "no-new-privileges, so a passwd entry cannot be turned into privileges (no setuid su/sudo)."]

@@ -69,6 +69,16 @@ class RenderOptions:
         return {f.name: (str(v) if isinstance(v, Path) else redact(v) if isinstance(v, str) else v)
                 for f in fields(self) if (v := getattr(self, f.name)) not in (None, False)}
 
+    def ca_bytes(self) -> bytes | None:
+        """The CA bundle's bytes for a build context (``None`` without one), read as it was
+        checked: a regular file of at most the bundle size limit."""
+        if self.ca_bundle is None:
+            return None
+        from envman.config import MAX_CA_BYTES
+        from envman.safefile import read_file
+
+        return read_file(self.ca_bundle, what="CA bundle", limit=MAX_CA_BYTES)
+
     def credentials(self) -> dict[str, str]:
         """The index options that carry ``user[:password]@`` (key -> the CLI option)."""
         return {k: NETWORK_KEYS[k] for k in CREDENTIAL_KEYS

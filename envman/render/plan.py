@@ -759,23 +759,76 @@ def project_requirements(locked: bool, report_path: str) -> Requirements:
     )
 
 
+#: The network options a layer on an envman image (a project image, the notebook layer) has no use
+#: for: it is built FROM a local image id (no registry is asked), installs no framework and no
+#: Python, and resolves its requirements through an index (no wheelhouse).
+LAYER_UNUSED_OPTIONS = frozenset({"registry_mirror", "framework_index", "python_install_mirror", "wheelhouse", "offline"})
+
+
+@dataclass(frozen=True)
+class LayerNetwork:
+    """How a layer's RUN steps reach the network (--ca-bundle, --pip-index, --pip-extra-index,
+    --apt-mirror), for the classic builder: the bundle is copied in and merged with the system
+    store at the start of each step; the indexes are exported for that step only."""
+
+    builder: BuilderOptions
+    network: NetworkOptions | None
+    apt_get: str
+    apt_mirror: str | None
+
+
+def layer_network(options: RenderOptions | None) -> LayerNetwork:
+    """A layer's network settings from ``options`` (``None``: none). An index URL that carries
+    credentials is left out: the classic builder would keep it in the image's history, and a
+    secret never goes into a layer; pip then uses the stack image's own index settings."""
+    plain = LayerNetwork(BuilderOptions("classic", "--no-cache-dir"), None, "apt-get", None)
+    if options is None:
+        return plain
+    secret = options.credentials()
+    prelude: list[str] = []
+    exports: list[str] = []
+    if options.ca_bundle is not None:
+        prelude.append(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}")
+        exports += [f"{k}={CA_MERGED}" for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")]
+    for key, var in (("pip_index", "PIP_INDEX_URL"), ("pip_extra_index", "PIP_EXTRA_INDEX_URL")):
+        value = getattr(options, key)
+        if value and key not in secret:
+            exports.append(f"{var}={sh_word(value)}")
+    if exports:
+        prelude.append("export " + " ".join(exports))
+    ca = options.ca_bundle is not None
+    if not prelude and not options.apt_mirror:
+        return plain
+    return LayerNetwork(
+        builder=BuilderOptions("classic", "--no-cache-dir", ca_prelude="; ".join(prelude) if prelude else None,
+                               ca_cleanup=f"rm -f {CA_MERGED}" if ca else None),
+        network=NetworkOptions(ca_copy_dest=CA_MOUNT) if ca else None,
+        apt_get=f"apt-get -o Acquire::https::CAInfo={CA_MERGED}" if ca else "apt-get",
+        apt_mirror=options.apt_mirror,
+    )
+
+
 def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[str, ...] = (),
-                 requirements: bool = False, locked: bool = False, report_path: str, where: str) -> DockerfilePlan:
+                 requirements: bool = False, locked: bool = False, report_path: str, where: str,
+                 network: RenderOptions | None = None) -> DockerfilePlan:
     """The plan of a project's image on its stack's promoted image, pinned by id (a tag moving
     during a build cannot mix two bases): its ``apt`` packages, then its requirements when it has
     any (``locked``: installed from a matching ``envman.lock``). ``where`` names the project file
-    in errors. The project layer (``envman.project.image``) passes its config's values in."""
+    in errors. The project layer (``envman.project.image``) passes its config's values in;
+    ``network``: the mirrors, CA bundle and indexes its steps reach the network through."""
     name = _checked(name, _PROJECT_NAME_RE, "project name", where)
     stack_name = _checked(stack_name, _STACK_NAME_RE, "stack name", where)
     base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", where)
     packages = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in apt)
+    net = layer_network(network)
     return DockerfilePlan(
         template="project.Dockerfile.j2",
         title=(f"envman project image for {name}: stack {stack_name} ({stable_ref(stack_name)}). Generated.",),
-        builder=BuilderOptions("classic", "--no-cache-dir"),
+        builder=net.builder,
         base=BaseImage(image=base_image_id, from_image=base_image_id),
-        os_packages=OsPackages(apt_get="apt-get", packages=packages,
+        os_packages=OsPackages(apt_get=net.apt_get, packages=packages, mirror=net.apt_mirror,
                                install_env="DEBIAN_FRONTEND=noninteractive ") if packages else None,
+        network=net.network,
         project=Project(name, stack_name, project_requirements(locked, report_path) if requirements else None),
     )
 
@@ -783,17 +836,20 @@ def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[s
 _PIP_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ -]{0,199}")
 
 
-def notebook_plan(base_image_id: str, requirement: str) -> DockerfilePlan:
+def notebook_plan(base_image_id: str, requirement: str, network: RenderOptions | None = None) -> DockerfilePlan:
     """The notebook layer (``envman notebook``): ``requirement`` (JupyterLab) pip-installed into
-    the venv of the image a project runs on, pinned by id."""
+    the venv of the image a project runs on, pinned by id, through ``network``'s CA bundle and
+    indexes."""
     base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", "envman notebook")
     requirement = _checked(requirement, _PIP_REQUIREMENT_RE, "requirement", "envman notebook")
+    net = layer_network(network)
     return DockerfilePlan(
         template="project.Dockerfile.j2",
         title=("envman notebook layer: JupyterLab on top of the project's image. Generated.",),
-        builder=BuilderOptions("classic", "--no-cache-dir"),
+        builder=net.builder,
         base=BaseImage(image=base_image_id, from_image=base_image_id),
         os_packages=None,
+        network=net.network,
         pip_packages=PipPackages(VENV_PYTHON, "--no-cache-dir --disable-pip-version-check", (f'"{requirement}"',)),
     )
 
@@ -806,7 +862,9 @@ __all__ = [
     "DockerfilePlan",
     "EnvmanFiles",
     "Framework",
+    "LAYER_UNUSED_OPTIONS",
     "Label",
+    "LayerNetwork",
     "NetworkOptions",
     "Nvidia",
     "OsPackages",
@@ -816,6 +874,7 @@ __all__ = [
     "Requirements",
     "UvInstaller",
     "Wheelhouse",
+    "layer_network",
     "notebook_plan",
     "nvidia_require_cuda",
     "pip_requirement",

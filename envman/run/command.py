@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from envman.project.file import GpuRequest
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
+    from envman.render.options import RenderOptions
 
 
 # --------------------------------------------------------------------------- the `envman run` command
@@ -92,6 +93,10 @@ def _locate_or_offer_command(project: str | None, command: Sequence[str]):
         as_command = shlex.join(["envman", "run", "--", project, *command])
         offer = (f"to run {project!r} in {here.name} (the project here): {as_command}" if here is not None
                  else f"a command goes after the project, or after -- inside a project folder: {as_command}")
+        # a registered project of a close name is the likelier meaning: it comes first
+        close, sep, rest = (exc.fix or "").partition("? ")
+        if close.startswith("did you mean ") and sep:
+            raise UserError(exc.what, where=exc.where, fix=f"{close}? or, {offer}; {rest}") from None
         raise UserError(exc.what, where=exc.where, fix=f"{offer}; {exc.fix}") from None
 
 
@@ -114,6 +119,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
     a = grammar.parse(words, args)
     if a.no_gpu and a.gpus is not None:
         raise UserError("--gpus and --no-gpu contradict each other", where="envman run", fix="give one of them")
+    ca_bundle = checked_ca_bundle(a.ca_bundle)
     if a.stack is not None:
         check_stack_name(a.stack, where="--stack", key="--stack")
     if a.name is not None:
@@ -147,7 +153,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
                             fix="create it, or fix the path (docker would refuse the run)")
     stack = matrix.resolve(settings.stack)
 
-    build_image = project_image_builder(a.rebuild) if not a.dry_run else image_not_built
+    build_image = project_image_builder(a.rebuild, ca_bundle=ca_bundle) if not a.dry_run else image_not_built
     tty, interactive = terminal_flags()
     engine = docker_facts()
     prepared = prepare_run(
@@ -191,15 +197,39 @@ def print_step(ev: Any) -> None:
 _LABEL_STEP = re.compile(r"Step \S+ : LABEL\b", re.IGNORECASE)
 
 
-def project_image_builder(rebuild: bool = False) -> Callable[[ProjectConfig, Stack, str], str]:
-    """``build_image`` for :func:`prepare_run`: builds the project image, its steps on stderr."""
+def checked_ca_bundle(value: str | None) -> Path | None:
+    """``--ca-bundle FILE`` of run, shell and notebook, checked at once (a PEM file); ``None``
+    when not given."""
+    if value is None:
+        return None
+    from envman.config import Invalid, check_ca_bundle
+
+    try:
+        return check_ca_bundle(value)
+    except Invalid as exc:
+        raise UserError(exc.what, where="--ca-bundle", fix=exc.fix) from None
+
+
+def build_network(ca_bundle: Path | None = None) -> RenderOptions:
+    """The network options of a build a run makes (project image, notebook layer): ``[network]``
+    of config.toml, with ``ca_bundle`` (``--ca-bundle``) over its own."""
+    from envman.render.options import RenderOptions
+
+    return RenderOptions.from_config({"ca_bundle": ca_bundle})
+
+
+def project_image_builder(rebuild: bool = False, *, ca_bundle: Path | None = None) -> Callable[[ProjectConfig, Stack, str], str]:
+    """``build_image`` for :func:`prepare_run`: builds the project image through the configured
+    network options (``ca_bundle`` over config.toml's), its steps on stderr."""
     def build_image(p: ProjectConfig, s: Stack, base_id: str) -> str:
         from envman.engine.docker import Engine
         from envman.project.image import build_project_image
 
+        network = build_network(ca_bundle)
         stderr_line(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
         with Engine.connect() as engine:
-            return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild)
+            return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild,
+                                       network=network)
 
     return build_image
 

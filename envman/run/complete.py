@@ -124,14 +124,25 @@ def stacks_for(incomplete: str, stacks: list[str]) -> list[str]:
 
 def gpus_for(incomplete: str, gpus: list[str]) -> list[str]:
     """GPU names and ids with a word that starts with ``incomplete`` (``RTX`` → ``GeForce RTX
-    3090``; ``GeForce RTX 30`` → ``GeForce RTX 3090``), those that start with it first."""
-    low = " ".join(incomplete.lower().split())
-    if not low:
+    3090``; ``GeForce RTX 30`` → ``GeForce RTX 3090``). Those that match as typed, case included,
+    come first: ``RTX`` offers the names (``GeForce RTX 3090``) before the ids (``rtx3090``),
+    ``rtx`` the ids first; then those that start with it, then those with a later word that does."""
+    typed = " ".join(incomplete.split())
+    if not typed:
         return gpus[:MAX_ITEMS]
-    first = [g for g in gpus if g.lower().startswith(low)]
-    inside = [g for g in gpus if g not in first and any(" ".join(g.lower().split()[i:]).startswith(low)
-                                                        for i in range(1, len(g.split())))]
-    return (first + inside)[:MAX_ITEMS]
+
+    def tier(g: str) -> int | None:
+        words = g.split()
+        tails = [" ".join(words[i:]) for i in range(len(words))]
+        for rank, fold in ((0, str), (2, str.lower)):
+            if fold(g).startswith(fold(typed)):
+                return rank
+            if any(fold(t).startswith(fold(typed)) for t in tails[1:]):
+                return rank + 1
+        return None
+
+    ranked = sorted((t, i, g) for i, g in enumerate(gpus) if (t := tier(g)) is not None)
+    return [g for _, _, g in ranked][:MAX_ITEMS]
 
 
 def complete_stack(incomplete: str) -> list[str]:
@@ -203,10 +214,8 @@ def _words(environ: Mapping[str, str], shell: str) -> tuple[list[str], str] | No
 
 
 def _what(args: list[str], incomplete: str) -> tuple[str, tuple[str, ...]] | None:
-    """What the word being completed is ("project", "stack", "gpu", ...) and the ``--matrix``
-    files given before the command, or None when only the CLI itself can tell."""
-    if incomplete.startswith("-"):
-        return None  # an option's name
+    """What the word being completed is ("project", "stack", "gpu", "options of run", ...) and
+    the ``--matrix`` files given before the command, or None when only the CLI itself can tell."""
     matrix, i = [], 0
     while i < len(args) and args[i] in _GLOBAL_WITH_VALUE:
         if i + 1 >= len(args):
@@ -214,8 +223,35 @@ def _what(args: list[str], incomplete: str) -> tuple[str, tuple[str, ...]] | Non
         matrix.append(args[i + 1])
         i += 2
     rest = args[i:]
+    if incomplete.startswith("-"):
+        return _grammar_options(rest, tuple(matrix))
+    return _value(rest, tuple(matrix))
+
+
+def _grammar_options(rest: list[str], matrix: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """An option's name of run, shell or exec, which typer does not parse (their grammar does,
+    :mod:`envman.run.grammar`): while no word has ended the options yet. Other commands' option
+    names are typer's to complete."""
+    from envman.run.grammar import GRAMMARS
+
+    grammar = GRAMMARS.get(rest[0]) if rest else None
+    if grammar is None:
+        return None
+    i = 1
+    while i < len(rest):
+        w = rest[i]
+        if w == "--" or not w.startswith("-"):
+            return None  # the project or the command has begun
+        option = grammar.option(w)
+        i += 2 if option is not None and option.takes_value else 1
+    if i > len(rest):
+        return None  # the word before is an option that takes a value: this is its value
+    return f"options:{grammar.name}", matrix
+
+
+def _value(rest: list[str], matrix: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
     if rest and rest[-1] in OPTION_VALUES:
-        return OPTION_VALUES[rest[-1]], tuple(matrix)
+        return OPTION_VALUES[rest[-1]], matrix
     if not rest:
         return None  # a command's name
     path = tuple(rest[:2]) if rest[0] in _GROUPS else tuple(rest[:1])
@@ -223,10 +259,16 @@ def _what(args: list[str], incomplete: str) -> tuple[str, tuple[str, ...]] | Non
     after = rest[len(path):]
     if kind is None or any(not w.startswith("-") for w in after) or "--" in after:
         return None  # a later argument, or an option value this table does not know
-    return kind, tuple(matrix)
+    return kind, matrix
 
 
 def values(kind: str, incomplete: str, matrix: tuple[str, ...] = ()) -> list[str]:
+    if kind.startswith("options:"):
+        from envman.run.grammar import GRAMMARS
+
+        flags = GRAMMARS[kind.split(":", 1)[1]].flags()
+        return [f for f in flags if f.startswith("--") and f.startswith(incomplete)] or \
+            [f for f in flags if f.startswith(incomplete)]
     if kind == "project":
         return complete_project(incomplete)
     if kind == "flavour":

@@ -110,6 +110,9 @@ RUN_OPTIONS = (
            help="name this environment and its container (letters, digits, _.-): envman exec NAME, "
                 "envman stop NAME; envman submit's jobs name theirs after the job"),
     Option("--rebuild", help="rebuild the project image without the cache"),
+    Option("--ca-bundle", metavar="FILE",
+           help="PEM bundle that apt and pip trust while the project image builds (default: ca_bundle of "
+                "config.toml's network table)"),
     Option("--update", help="move the project to the stack's current stable image (runs stay on the image id "
                             "they were pinned to when another user promotes a newer one)"),
     Option("--dry-run", help="preflight, then print the docker command instead of running it (builds and pulls nothing)"),
@@ -163,7 +166,10 @@ def parser(grammar: Grammar) -> argparse.ArgumentParser:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:  # one line and exit 2, like every other bad input
-            raise UserError(message, where=f"envman {grammar.name}", fix=f"see envman {grammar.name} --help")
+            fix = f"see envman {grammar.name} --help"
+            close = closest_option(grammar, message)
+            raise UserError(message, where=f"envman {grammar.name}",
+                            fix=f"did you mean {close}? ({fix})" if close else fix)
 
     p = Parser(prog=f"envman {grammar.name}", usage=grammar.usage, description=grammar.description,
                allow_abbrev=False)
@@ -177,6 +183,22 @@ def parser(grammar: Grammar) -> argparse.ArgumentParser:
         else:
             p.add_argument(*o.flags, dest=o.dest, metavar=o.metavar, help=o.help)
     return p
+
+
+def closest_option(grammar: Grammar, message: str) -> str | None:
+    """The option of ``grammar`` a mistyped one in argparse's "unrecognized arguments: ..."
+    ``message`` most likely meant (``--stak`` → ``--stack``), else ``None``."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return None
+    import difflib
+
+    for word in message[len(prefix):].split():
+        if word.startswith("--") and len(word) <= 100:
+            close = difflib.get_close_matches(word.split("=", 1)[0], grammar.flags(), n=1, cutoff=0.6)
+            if close:
+                return close[0]
+    return None
 
 
 #: The most option words one command line may give (``-e K=V`` is two). Far above any real use;

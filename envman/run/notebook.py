@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import socket
 import sys
@@ -27,6 +28,7 @@ from envman.paths import WORKSPACE
 if TYPE_CHECKING:
     from envman.engine.api import ContainerEngine
     from envman.matrix.source import MatrixSource
+    from envman.render.options import RenderOptions
 
 #: What is installed (pip requirement; JupyterLab 4 needs Python >= 3.8).
 JUPYTERLAB = "jupyterlab>=4.2,<5"
@@ -35,13 +37,26 @@ TOKEN_ENV = "JUPYTER_TOKEN"
 NOTEBOOK_RECIPE = "1"
 
 
-def notebook_dockerfile(base_image_id: str) -> str:
+def notebook_dockerfile(base_image_id: str, network: RenderOptions | None = None) -> str:
     """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``
-    (:func:`envman.render.plan.notebook_plan`)."""
+    (:func:`envman.render.plan.notebook_plan`), through ``network``'s CA bundle and indexes."""
     from envman.render.plan import notebook_plan
     from envman.render.template import render_dockerfile
 
-    return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB))
+    return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB, network))
+
+
+def notebook_context(base_image_id: str, network: RenderOptions | None = None) -> dict[str, bytes]:
+    """The notebook layer's build context (the CA bundle copied in when ``network`` has one). Its
+    tag (:func:`notebook_image_ref`) is the hash of the Dockerfile without network settings: they
+    say how JupyterLab is fetched, not which."""
+    from envman.render.plan import CA_CONTEXT_FILE
+
+    files = {"Dockerfile": notebook_dockerfile(base_image_id, network).encode()}
+    ca = network.ca_bytes() if network is not None else None
+    if ca is not None:
+        files[CA_CONTEXT_FILE] = ca
+    return files
 
 
 def notebook_image_ref(project_name: str, base_image_id: str) -> str:
@@ -113,20 +128,54 @@ def wait_until_ready(port: int, timeout: float, alive, *, pause: float = 0.25) -
         time.sleep(pause)
 
 
+#: Jupyter's own lines about where it listens: URLs of its port inside the container (which
+#: nothing outside reaches) and the page file inside it. envman prints the URL that works instead.
+_JUPYTER_URL_LINES = (
+    re.compile(rf"https?://[^\s/]*:{CONTAINER_PORT}(?:/|\b)"),
+    re.compile(r"file://\S*jpserver-\S*\.html"),
+    re.compile(r"To access the server, open this file in a browser:|Or copy and paste one of these URLs:|"
+               r"Jupyter Server .* is running at:\s*$"),
+)
+
+
+def shown_line(line: str) -> bool:
+    """Whether a line of the notebook server's output is shown: not the lines that point at
+    Jupyter's port inside the container (its URLs, its page file), which nothing outside reaches."""
+    return not any(p.search(line) for p in _JUPYTER_URL_LINES)
+
+
+def copy_shown(fd: int, out) -> None:
+    """Copy the server's output from ``fd`` to ``out``, line by line, without Jupyter's own URLs."""
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace", newline="") as src:
+        for line in src:
+            if shown_line(line):
+                out.write(line)
+                out.flush()
+
+
 def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIMEOUT) -> int:  # pragma: no cover - forks
     """Run ``start`` (which execs the server and never returns) in a child, print ``announce``'s
     lines once the server answers on ``port`` (or say it did not within ``timeout``), and return
     the child's exit code. The child runs in a process group of its own (it reads no terminal):
     Ctrl-C, and any INT, TERM or HUP sent to this process, reach it exactly once, forwarded."""
     import signal
+    import threading
 
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.setpgid(0, 0)
+            os.close(read_end)
+            os.dup2(write_end, 1)
+            os.dup2(write_end, 2)
+            os.close(write_end)
             start()
         finally:
             os._exit(127)
+    os.close(write_end)
+    copier = threading.Thread(target=copy_shown, args=(read_end, sys.stderr), daemon=True)
+    copier.start()
     forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def forward(signum, _frame) -> None:
@@ -149,16 +198,19 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
             sys.stdout.write(announce())
         sys.stdout.flush()
         if state == "exited":
+            copier.join(timeout=5)
             return 1
         _, status = os.waitpid(pid, 0)
+        copier.join(timeout=5)
         return os.waitstatus_to_exitcode(status)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
 
 
-def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False) -> str:
-    """Build (or reuse) the notebook layer on ``base_image_id``; its ref."""
+def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False,
+                         network: RenderOptions | None = None) -> str:
+    """Build (or reuse) the notebook layer on ``base_image_id``, through ``network``; its ref."""
     from filelock import FileLock
 
     from envman.engine.context import deterministic_tar
@@ -173,7 +225,7 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
         if not rebuild and engine.inspect_image(ref) is not None:
             return ref
         stderr_line(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
-        files = {"Dockerfile": notebook_dockerfile(base_image_id).encode()}
+        files = notebook_context(base_image_id, network)
         labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
         try:
             for ev in engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild):
@@ -185,7 +237,7 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
 
 
 def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
-                 rebuild: bool, dry_run: bool, matrix: MatrixSource) -> None:
+                 rebuild: bool, dry_run: bool, matrix: MatrixSource, ca_bundle: str | None = None) -> None:
     """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
     from envman.engine.docker import Engine
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
@@ -194,7 +246,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     from envman.project.trust import project_trusted
     from envman.engine.handoff import exec_docker
     from envman.run.plan import WARNING, docker_argv
-    from envman.run.command import detect_host, project_image_builder, suggester
+    from envman.run.command import build_network, checked_ca_bundle, detect_host, project_image_builder, suggester
     from envman.engine.facts import docker_facts
     from envman.run.prepare import prepare_run
 
@@ -202,6 +254,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         raise UserError("--gpus and --no-gpu contradict each other", where="envman notebook", fix="give one of them")
     if stack is not None:
         check_stack_name(stack, where="--stack", key="--stack")
+    ca = checked_ca_bundle(ca_bundle)
     host_port = check_port(port) if port is not None else free_port()
     proj = locate(project)
     cli = CliOverrides(
@@ -217,7 +270,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     engine = docker_facts()
     prepared = prepare_run(proj, replace(settings, ports=cli.ports), resolved, engine=engine,
                            detect_host=lambda: detect_host(matrix), suggest=suggester(matrix),
-                           build_image=project_image_builder(rebuild), rebuild=rebuild)
+                           build_image=project_image_builder(rebuild, ca_bundle=ca), rebuild=rebuild)
     for p in prepared.problems:
         if p.level == WARNING:
             stderr_line(f"envman: warning: {p.message}")
@@ -225,7 +278,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     if base is None:  # pragma: no cover - prepare_run checked or built it a moment ago
         raise UserError(f"image {prepared.plan.image} disappeared", where="envman notebook", fix="run it again")
     with Engine.connect() as eng:
-        image = build_notebook_image(eng, proj.name, base.id, rebuild=rebuild)
+        image = build_notebook_image(eng, proj.name, base.id, rebuild=rebuild, network=build_network(ca))
     plan = replace(prepared.plan, image=image, tty=False, interactive=False, inherit_env=(TOKEN_ENV,))
     token = secrets.token_hex(32)
     argv = docker_argv(plan)

@@ -124,6 +124,12 @@ def prepare_run(
         ref = project_image_ref(project, stack.name, img.image_id)
         found = None if rebuild else engine.inspect_image(ref)
         if found is None:
+            from envman.project.detect.layer import replacing_requirement
+
+            replacing = replacing_requirement(project.requirements, stack)
+            if replacing:
+                raise UserError(replacing, where=str(project.file), fix="drop or relax that requirement (the stack provides "
+                                "its framework and CUDA libraries), or bind the project to a stack that has it")
             built = build_image(project, stack, img.image_id)
             found = engine.inspect_image(built)
         image = found.id if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing

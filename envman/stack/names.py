@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envman.errors import ResolveError, UserError
+from envman.errors import ResolveError, UserError, counted
 
 # Names that reach an image's Dockerfile, its tags and labels, as patterns applied whole (with
 # ``re.fullmatch``: with ``re.match`` a ``$`` also accepts a trailing newline, which would end a
@@ -129,7 +129,7 @@ def parse_name(text: str) -> StackQuery:
     """Parse a stack name; raises ``ResolveError`` (exit 2) with the grammar on failure."""
     raw = text
     if len(text) > MAX_NAME:  # a version of thousands of digits would reach int() (its digit limit)
-        raise ResolveError(f"stack name {text[:40]!r}… is {len(text)} characters long, more than {MAX_NAME}",
+        raise ResolveError(f"stack name {text[:40]!r}… is {counted(len(text), 'character')} long, more than {MAX_NAME}",
                            fix="give a stack name such as torch-2.4-cuda12 (list them: envman matrix ls)")
     t = text.strip().lower()
     m = _NAME_RE.match(t)

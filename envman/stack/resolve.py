@@ -21,19 +21,10 @@ import re
 from packaging.version import Version
 
 from envman.errors import EnvmanError, ResolveError
-from envman.matrix.model import BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
+from envman.matrix.model import FLAVOURS_HOLDING, BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
 from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name, spelling_fixes
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
-_FLAVOUR_CONTENT = {
-    "base": {"driver-api"},
-    "runtime": {"driver-api", "cuda"},
-    "cudnn-runtime": {"driver-api", "cuda", "cudnn"},
-    "devel": {"driver-api", "cuda", "nvcc"},
-    "cudnn-devel": {"driver-api", "cuda", "cudnn", "nvcc"},
-}
-
-
 def version_matches(partial: str, version: Version) -> bool:
     """``"1.0"`` matches 1.0.0 and 1.0.1; ``"2"`` matches every 2.x; ``"12.4"`` matches 12.4."""
     want = tuple(int(p) for p in partial.split("."))
@@ -102,8 +93,7 @@ def _index(matrix: Matrix) -> _Index:
 
 
 def _flavours_for(needed: str) -> list[str]:
-    need = _FLAVOUR_CONTENT[needed]
-    return [f for f in FLAVOURS if need <= _FLAVOUR_CONTENT[f]]
+    return list(FLAVOURS_HOLDING[needed])
 
 
 def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None) -> tuple[Version, str] | None:
@@ -138,10 +128,11 @@ def _os_rank(name: str) -> tuple[Version]:
 
 
 def _pick_image(
-    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM
+    matrix: Matrix, build: FrameworkBuild, flavour: str | None, python: Version | None, platform: str = DEFAULT_PLATFORM,
+    cuda_patch: Version | None = None,
 ) -> tuple[BaseImage, Version, str]:
     """Choose (image, python, strategy) for a build; ranking documented in docs/design.md."""
-    needed = build.flavour_needed
+    needed = matrix.flavour_for(build)
     if flavour is not None:
         allowed = _flavours_for(needed)
         if flavour not in allowed:
@@ -175,6 +166,8 @@ def _pick_image(
                 continue
             if platform not in img.platforms:
                 continue
+            if cuda_patch is not None and img.cuda_patch != cuda_patch:
+                continue  # --cuda asked for one update of the release
             if build.system_cudnn and img.flavour.startswith("cudnn") and not cudnn_fits(img.cudnn, build.cudnn):
                 continue  # the build loads cuDNN from the image: the majors must agree
             candidates.append(img)
@@ -204,7 +197,7 @@ def _pick_image(
                 f"{build.name} does not support Python {python}",
                 fix="choose one of " + ", ".join(str(p) for p in build.python),
             )
-        what = f"CUDA {build.cuda} {wanted[0]}" if build.cuda else "CPU"
+        what = f"CUDA {cuda_patch or build.cuda} {wanted[0]}" if build.cuda else "CPU"
         if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
             what += f" (cuDNN {build.cudnn.split('.')[0]})"
         on = "" if platform == DEFAULT_PLATFORM else f" on {platform}"
@@ -262,11 +255,12 @@ def _on_platform(rows: list[FrameworkBuild], platform: str, q: StackQuery) -> li
     )
 
 
-def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
+def resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch: Version | None = None) -> Stack:
     """Resolve a stack name to a Stack; ``ResolveError`` lists the closest valid names.
 
     ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
-    must agree with it."""
+    must agree with it. ``cuda_patch`` (``--cuda 12.4.1``) takes a base image of that update of the
+    stack's CUDA release, whose toolkit driver the stack then states."""
     try:
         q = parse_name(name)
     except ResolveError as exc:
@@ -303,7 +297,10 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None) -> Stack:
             f"{build.name} has no free-threaded Python {py}t wheels" + (f" (it has {have})" if have else ""),
             fix=f"choose py{build.python_freethreaded[-1]}t" if have else f"drop the t (py{py}) for the GIL build",
         )
-    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat)
+    if cuda_patch is not None and (build.cuda is None or (build.cuda.major, build.cuda.minor) != (cuda_patch.major, cuda_patch.minor)):
+        raise ResolveError(f"{build.name} is {'a CPU build' if build.cuda is None else f'CUDA {build.cuda}'}, not CUDA {cuda_patch}",
+                           fix=f"name a stack of CUDA {cuda_patch.major}.{cuda_patch.minor} (e.g. -cuda{cuda_patch.major}.{cuda_patch.minor}) or drop --cuda")
+    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat, cuda_patch)
     stack = make_stack(matrix, build, img, python, strategy, plat)
     return _freethreaded(stack) if freethreaded else stack
 
@@ -343,7 +340,7 @@ def make_stack(
     if cuda_rel and cuda_rel.minor_compat_driver and cuda_rel.minor_compat_status != "confirmed":
         notes.append(f"minor-version-compatibility floor {cuda_rel.minor_compat_driver} is {cuda_rel.minor_compat_status}")
     cuda = f"{build.cuda.major}.{build.cuda.minor}" if build.cuda else None
-    flavour_default = build.flavour_needed
+    flavour_default = matrix.flavour_for(build)
     tail = f"cuda{cuda}" if cuda else "cpu"
     name = f"{build.framework}-{build.version}-{tail}-py{python}"
     if img.flavour != flavour_default and cuda:
@@ -376,7 +373,7 @@ def make_stack(
         sass_archs=tuple(str(a) for a in build.archs(platform)[0]),
         ptx_archs=tuple(str(a) for a in build.archs(platform)[1]),
         arch_status=build.arch_status,
-        packages=build.packages,
+        packages=build.packages_for(platform),
         index_url=build.index_url,
         extra_index_url=build.extra_index_url,
         find_links=build.find_links,

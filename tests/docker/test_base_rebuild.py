@@ -132,7 +132,7 @@ def test_a_deleted_base_is_rebuilt_once_from_its_recipe_and_shared(world, docker
     (row,) = json.loads(p.stdout)
     assert row["smoke"] == "pass" and row["promoted"], row
     # said in one line, before anything else
-    assert f"base nvidia/cuda:{TAG} is no longer served by NVIDIA: rebuilt from NVIDIA's recipe as {BASE}" in p.stderr
+    assert f"base nvidia/cuda:{TAG} is no longer served by NVIDIA: rebuilding it from NVIDIA's recipe as {BASE}" in p.stderr
 
     base = docker_engine.inspect_image(BASE)
     assert base is not None and base.labels["envman.role"] == "base"

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -242,3 +243,73 @@ def test_every_command_is_declared_once_in_the_commands_table():
     for f in Path(cli.__file__).parent.glob("*.py"):
         if f.name != "__init__.py":
             assert not re.search(r"\b(app|root)\.command\(|add_typer\(|^def register\(|^app = typer\.Typer\(", f.read_text(), re.M), f
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["buidl"], ["--frob"], ["matrix", "frob"], ["build", "--frob"]])
+def test_a_usage_error_says_envman_once(args):
+    """`envman frobnicate` said "envman: error: envman: No such command"."""
+    from tests.support.cli import run_envman
+
+    r = run_envman(args)
+    assert r.returncode == 2 and r.stderr.count("envman:") == 1 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_message_that_starts_with_envman_is_not_prefixed_twice(capsys):
+    from envman.boundary import guarded
+    from envman.errors import UserError
+
+    def fail():
+        raise UserError("envman: the lock names packages the requirements do not need", fix="envman lock --upgrade")
+
+    assert guarded(fail) == 2
+    assert capsys.readouterr().err.startswith("envman: error: the lock names")
+
+
+def test_a_group_summary_that_lists_its_commands_lists_every_one():
+    """`matrix --help` said "list, show, explain, validate" and left out update and check-tags."""
+    from envman.cli import COMMANDS, Group
+
+    for g in (c for c in COMMANDS if isinstance(c, Group)):
+        names = [c.name for c in g.commands if not c.hidden]
+        _, colon, tail = g.help.partition(": ")
+        words = [w.strip(" .") for w in tail.split(",")] if colon else []
+        if words and any(w in names for w in words):  # the summary lists commands: all of them, as named
+            assert words == names, (g.name, words, names)
+
+
+def _every_command():
+    """(words, click command) of every command envman has, sub-commands included."""
+    from envman.cli import COMMANDS, Group, _build
+
+    for entry in COMMANDS:
+        cmd = _build(entry)
+        if isinstance(entry, Group):
+            for name, sub in cmd.commands.items():
+                yield f"{entry.name} {name}", sub
+        else:
+            yield entry.name, cmd
+
+
+def test_every_commands_placeholders_are_written_one_way():
+    """Arguments were `project`, `{project}` and `PROJECT` in different commands: every
+    placeholder of every usage line and every option value is now written in capitals."""
+    import click
+
+    from envman.run.grammar import GRAMMARS
+
+    seen = 0
+    for words, cmd in _every_command():
+        ctx = click.Context(cmd, info_name=f"envman {words}")
+        usage = " ".join(cmd.collect_usage_pieces(ctx))
+        if words in GRAMMARS:  # run, exec, shell: their usage comes from their grammar
+            usage = GRAMMARS[words].usage
+        for piece in re.findall(r"[\[{]?([A-Za-z][\w|.-]*)[\]}]?(?:\.\.\.)?", usage):
+            if piece in ("envman", words.split()[0], *words.split()):
+                continue
+            assert piece == piece.upper(), (words, usage)
+            seen += 1
+        for p in cmd.params:
+            if p.param_type_name == "option" and not p.is_flag:
+                metavar = p.make_metavar(ctx) if "ctx" in p.make_metavar.__code__.co_varnames else p.make_metavar()
+                assert metavar == metavar.upper(), (words, p.opts, metavar)
+    assert seen > 30

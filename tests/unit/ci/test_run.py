@@ -270,7 +270,7 @@ def test_run_reports_pass_cpu_only_fail_and_not_buildable(mini, fake_render, tmp
     assert by["torch-2.4.1-cpu"].result == "cpu-only" and not by["torch-2.4.1-cpu"].accepted
     assert by["torch-2.4.1-cuda11.8"].result == "fail" and by["torch-2.4.1-cuda11.8"].reason.startswith("smoke:")
     old = by["torch-1.0.0-cuda10.0"]  # NVIDIA deleted its base: rebuilt from NVIDIA's recipe, then built
-    assert old.result == "pass" and "base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in \
+    assert old.result == "pass" and "base to rebuild from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in \
         old.steps["render"].message
     assert any(t.startswith("envman/base:10.0-base-ubuntu18.04") for t in eng.builds)
     assert old.reason.endswith("(base rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04)")
@@ -481,3 +481,20 @@ def test_junit_is_well_formed_whatever_any_field_holds(field):
     out = ci.junit_xml([row])
     xml.dom.minidom.parseString(out.encode("utf-8", "surrogatepass"))  # well-formed
     assert not any(c in out for c in XML_UNCARRIED)
+
+
+def test_a_base_rebuild_that_fails_is_never_reported_as_rebuilt(mini, fake_render, tmp_path):
+    """The row's reason, the CI summary, the Markdown and the HTML report said "base rebuilt" on
+    the row whose base rebuild had failed."""
+    from envman.ci.report import markdown_summary, render_html
+
+    eng = ci_engine()
+    eng.fail_build = lambda tag: tag.startswith("envman/base:")
+    builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0"])
+    (old,) = ci.run_rows(eng, mini, builds, _opts(shard="1/1"), report_dir=tmp_path / "rep")
+    assert old.result == "fail" and old.steps["build"].status == "fail"
+    assert "rebuilt" not in old.reason and "pip failed" in old.reason
+    data = json.loads((tmp_path / "rep" / "results.json").read_text())
+    for text in (markdown_summary(data), render_html(data), (tmp_path / "rep" / "summary.md").read_text()):
+        assert "base rebuilt" not in text
+    assert "base to rebuild from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in old.steps["render"].message

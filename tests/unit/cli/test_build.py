@@ -44,6 +44,27 @@ def test_prune_reports_what_the_engine_freed_and_names_the_build_cache(tmp_path,
     assert "build cache holds 3200 MB" in out and "docker builder prune" in " ".join(out.split())
 
 
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 200])
+def test_a_build_result_is_one_line_that_never_ends_in_its_dash(width):
+    """rich wrapped the success line at a space: at 100 columns the first line ended in '— '."""
+    import io
+
+    from rich.console import Console
+
+    from envman.cli.build import print_rows
+
+    name = "torch-2.4.1-cuda12.4-py3.10"
+    rows = [{"name": name, "image": f"envman/{name}:0123456789abcdef", "cached": c, "smoke": smoke, "reason": reason,
+             "promoted": smoke == "pass", "stable": f"envman/{name}:latest" if smoke == "pass" else None}
+            for c in (True, False) for smoke, reason in (("pass", ""), ("cpu-only", "no GPU visible to the engine"))]
+    out = io.StringIO()
+    print_rows(rows, Console(file=out, width=width), Console(file=io.StringIO(), width=width))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(rows)
+    assert not any(line.rstrip().endswith("—") for line in lines)
+    assert lines[0].endswith(f"— promoted to envman/{name}:latest")
+
+
 # --- the full path of `envman build` without loading the matrix ------------------------------
 
 
@@ -86,4 +107,4 @@ def test_a_deleted_base_still_loads_the_matrix_for_its_recipe(fresh_source):
     stacks = _stacks(["torch-1.0-cuda10"], False)
     assert stacks[0].base_image_status == "deleted"
     rebuilt, line = stack_bases(stacks, RenderOptions(), "auto")[stacks[0].name]
-    assert rebuilt is not None and "rebuilt from NVIDIA's recipe" in (line or "")
+    assert rebuilt is not None and "rebuilding it from NVIDIA's recipe" in (line or "")

@@ -20,7 +20,7 @@ def test_markup_like_user_data_prints_as_is_in_every_read_command(tmp_path):
         assert envman_helper("project", "add", str(d), env=env).returncode == 0
     (broken / "envman.toml").write_text('stack = "[bold]nope["\n')  # now it fails to load, its error names the path
 
-    show = envman_helper("matrix", "show", "tf-2.15-py3.11", env=env)
+    show = envman_helper("matrix", "show", "tf-2.15.0-py3.11", env=env)
     assert show.returncode == 0 and "tensorflow[and-cuda]==2.15.0.post1" in show.stdout, show.stdout
     ls = envman_helper("matrix", "ls", "--framework", "tensorflow", env=env)
     assert ls.returncode == 0 and "\\[" not in ls.stdout

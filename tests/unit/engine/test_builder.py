@@ -326,7 +326,7 @@ def test_offline_buildkit_binds_the_wheelhouse_for_the_python_step_too(tmp_path)
                  "pip-24.0-py3-none-any.whl"):
         (d / name).write_bytes(make_wheel(name, [])[0])
     text = render_stack(stack(), RenderOptions(wheelhouse=d, offline=True), builder="buildkit").dockerfile
-    python_step = text.split("# 2. Python")[1].split("# 3.")[0]
+    python_step = text.split("# 2. Python")[1].split("\n# 3. ")[0]
     assert "--mount=type=bind,source=wheels" in python_step and "--no-index --find-links /opt/envman/wheels" in python_step
 
 

@@ -246,3 +246,29 @@ def test_labels_outside_namespace_are_refused() -> None:
     assert _with_managed({"envman.project": "p"}) == {"envman.project": "p", "envman.managed": "true"}
     with pytest.raises(UserError, match="outside"):
         _with_managed({"maintainer": "x"})
+
+
+def test_a_failed_builds_log_tail_and_error_carry_no_terminal_escapes():
+    """pip and apt colour their warnings; the tail printed after a failed build showed them as
+    ``| \\x1b[0m\\x1b[91mWARNING: ...``. Other control characters stay, for printable() to show."""
+    from envman.engine.docker import BuildStreamParser
+    from envman.errors import BuildError
+
+    p = BuildStreamParser(tag="t")
+    p.feed({"stream": "Step 1/2 : RUN pip install x\n"})
+    p.feed({"stream": "\x1b[0m\x1b[91mWARNING: Retrying \x1b]0;title\x07(ok)\x1b(B\x1b[0m\n"})
+    p.feed({"stream": "keep\x07this\n"})
+    with pytest.raises(BuildError) as exc:
+        p.feed({"errorDetail": {"message": "\x1b[31mThe command returned a non-zero code: 1\x1b[0m"}})
+    assert "\x1b" not in exc.value.log_tail and "\x1b" not in exc.value.what
+    assert "WARNING: Retrying (ok)" in exc.value.log_tail.splitlines()
+    assert "keep\x07this" in exc.value.log_tail.splitlines()
+    assert exc.value.what == "The command returned a non-zero code: 1"
+
+
+def test_buildkits_plain_progress_lines_carry_no_terminal_escapes():
+    from envman.engine.builder import PlainProgressParser
+
+    p = PlainProgressParser(tag="t")
+    events = p.feed("#5 1.2 \x1b[33mWARNING: apt does not have a stable CLI\x1b[0m")
+    assert [e.text for e in events] == ["WARNING: apt does not have a stable CLI"] and "\x1b" not in p.log_tail

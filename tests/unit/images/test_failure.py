@@ -120,3 +120,70 @@ def test_a_failed_project_build_on_the_run_path_shows_why_after_its_one_line(cap
     assert err[1].startswith("  failing step: Step 12/21 : RUN")
     assert any("No matching distribution found for einops==99" in line for line in err)
     assert err[-1].startswith("  hint: the requirements cannot be installed")
+
+
+NVIDIA_APT_LINES = [
+    "E: Failed to fetch https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/InRelease  "
+    "Could not resolve 'developer.download.nvidia.com'",
+    "W: Failed to fetch https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64/InRelease  "
+    "Connection timed out [IP: 152.199.39.144 443]",
+    "curl: (6) Could not resolve host: developer.download.nvidia.com",
+]
+
+
+@pytest.mark.parametrize("line", NVIDIA_APT_LINES)
+def test_nvidia_apt_repository_unreachable_gets_the_hint_that_helps(line):
+    """None of --registry-mirror, --pip-index or --apt-mirror reaches NVIDIA's apt repository: the
+    generic network hint sent the user round in circles."""
+    from envman.images.failure import DOCS_NO_REGISTRY
+
+    f = summarize("the build failed", CLASSIC.format(cause=line))
+    assert f.error_class == "nvidia-apt" and DOCS_NO_REGISTRY in f.hint
+    other = summarize("x", CLASSIC.format(cause="Could not resolve host: pypi.corp.example"))
+    assert other.error_class == "network"
+    # the repository named without a failure is no failure of it
+    ok = summarize("x", CLASSIC.format(cause="Get:1 https://developer.download.nvidia.com/x InRelease; error 139"))
+    assert ok.error_class != "nvidia-apt"
+
+
+def _slug(title: str) -> str:
+    import re
+
+    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", title.strip().lower()))
+
+
+def test_every_docs_section_a_hint_names_exists():
+    from pathlib import Path
+
+    from envman.images import failure
+
+    root = Path(__file__).resolve().parents[3]
+    for name in ("DOCS_NETWORK", "DOCS_NO_REGISTRY"):
+        path, anchor = getattr(failure, name).split("#")
+        headings = [_slug(line.lstrip("#")) for line in (root / path).read_text().splitlines() if line.startswith("#")]
+        assert anchor in headings, (name, anchor)
+    hints = [c.hint for c in CLASSES if c.name in ("network", "nvidia-apt")]
+    assert failure.DOCS_NETWORK in hints[1] and failure.DOCS_NO_REGISTRY in hints[0]
+
+
+def test_a_hint_the_error_line_already_gives_is_not_printed_again(capsys):
+    """A failed base rebuild carries its class's hint as its fix: the network hint came twice."""
+    from envman.boundary import guarded
+    from envman.errors import BuildError
+    from envman.images.base import failure_fix
+
+    tail = CLASSIC.format(cause="Could not resolve host: pypi.corp.example")
+    exc = BuildError("rebuilding nvidia/cuda:10.0-base-ubuntu18.04 from NVIDIA's recipe failed: x", log_tail=tail)
+    exc.fix = failure_fix(exc)
+
+    def fail():
+        raise exc
+
+    assert guarded(fail) == exc.exit_code
+    err = capsys.readouterr().err
+    hint = next(c.hint for c in CLASSES if c.name == "network")
+    assert err.count(hint) == 1, err
+    # a hint the line does not give is still printed, once
+    exc2 = BuildError("the build failed", log_tail=tail, fix="see the log")
+    guarded(lambda: (_ for _ in ()).throw(exc2))
+    assert capsys.readouterr().err.count(hint) == 1

@@ -397,3 +397,66 @@ def test_explain_names_the_gpu_it_found_and_marks_an_unconfirmed_compute_capabil
     assert "  - GPU Quadro RTX 8000: compute capability 7.5 (unconfirmed)" in text.splitlines()
     d = json.loads(run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "L40S", "--json"]).stdout)
     assert (d["gpu"], d["gpu_status"], d["sm"]) == ("NVIDIA L40S", "confirmed", "8.9")
+
+
+# --- names as drivers print them: board letters, Max-Q, boards the CUDA pages do not name ---------
+
+
+@pytest.mark.parametrize("printed, name, cc", [
+    ("Tesla K40m", "Tesla K40", "3.5"),  # the passive server board of the K40
+    ("Tesla K40c", "Tesla K40", "3.5"),  # its workstation board
+    ("Tesla K20m", "Tesla K20", "3.5"),
+    ("Tesla K20c", "Tesla K20", "3.5"),
+    ("Tesla K20Xm", "Tesla K20Xm", "3.5"),
+    ("Tesla K80", "NVIDIA Tesla K80 (dual GK210 board)", "3.7"),
+    ("GeForce MX150", "GeForce MX150", "6.1"),
+    ("NVIDIA GeForce MX450", "GeForce MX450", "7.5"),
+    ("GeForce 940MX", "GeForce 940MX", "5.0"),
+    ("GeForce GTX 1050 Ti", "GeForce GTX 1050 Ti", "6.1"),
+    ("Tesla V100-SXM2-16GB", "NVIDIA V100 SXM2 (16/32 GB)", "7.0"),
+    ("Tesla V100S-PCIE-32GB", "Tesla V100S PCIe 32GB", "7.0"),
+    ("Tesla P100-PCIE-16GB", "NVIDIA Tesla P100 PCIe 16GB", "6.0"),
+    ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB (SXM4)", "8.0"),
+    ("NVIDIA A800-SXM4-80GB", "A800-SXM4-80GB", "8.0"),
+    ("NVIDIA A10G", "A10G", "8.6"),
+    ("NVIDIA H800", "H800", "9.0"),
+    ("Quadro RTX 6000", "Quadro RTX 6000", "7.5"),
+    ("NVIDIA GeForce RTX 3080 Laptop GPU", "GeForce RTX 3080 (10GB)", "8.6"),
+    ("GeForce GTX 1080 with Max-Q Design", "GeForce GTX 1080", "6.1"),
+    ("NVIDIA GeForce RTX 2070 with Max-Q Design", "GeForce RTX 2070", "7.5"),
+    ("Quadro RTX 5000 with Max-Q Design", "Quadro RTX 5000", "7.5"),
+    ("GeForce GTX 960M", "GeForce GTX 960M", "5.0"),  # a name that ends in M is itself, not a board of the 960
+    ("Tesla M4", "Tesla M4", "5.2"),  # a model number that starts with M is no board letter either
+])
+def test_names_drivers_print(m, printed, name, cc):
+    g = m.gpu(printed)
+    assert g is not None and (g.name, str(g.cc)) == (name, cc), (printed, g and g.name)
+
+
+def test_a_board_letter_is_set_aside_only_after_a_letter_and_a_number():
+    assert split_details(tokens("Tesla K40m")) == ({"k40"}, {"board-m"})
+    assert split_details(tokens("Tesla K20Xm")) == ({"k20x"}, {"board-m"})
+    assert split_details(tokens("GeForce GTX 960M")) == ({"gtx", "960m"}, set())  # a bare number keeps its M
+    assert split_details(tokens("Tesla M40")) == ({"m40"}, set())
+    assert split_details(tokens("GeForce GTX 1080 with Max-Q Design")) == ({"gtx", "1080"}, {"maxq"})
+
+
+def test_a_board_letter_of_a_gpu_the_list_lacks_finds_nothing(m):
+    assert m.gpu("Tesla K99m") is None
+    assert m.gpu("GeForce GTX 9999 with Max-Q Design") is None
+
+
+def test_a_board_of_another_form_factor_loses_to_the_plain_one():
+    from envman.matrix.model import Arch, Gpu
+
+    def gpu(i, n, cc):
+        return Gpu(id=i, name=n, aliases=(), cc=Arch(*map(int, cc.split("."))), memory_gb=None, bandwidth_gb_s=None,
+                   fp32_tflops=None, fp16_tflops=None, source=("test",), status="confirmed")
+    idx = GpuIndex([gpu("k40", "Tesla K40", "3.5"), gpu("k40-sxm", "Tesla K40 SXM2", "3.7")])
+    assert idx.lookup("Tesla K40m").id == "k40"
+
+
+def test_rows_named_from_the_pci_id_database_stay_unconfirmed(m):
+    rows = [g for g in m.gpus if g.id.startswith("pci-")]
+    assert rows and all(g.status == "unconfirmed" for g in rows)
+    assert all(any("pci-ids" in s for s in g.source) for g in rows)

@@ -89,9 +89,13 @@ class Index:
 
 def _build(framework, version, variant, cuda=None, cudnn=None, sass=(), ptx=(), sass_arm64=None, ptx_arm64=None):
     arch = lambda xs: None if xs is None else tuple(Arch.parse(a) for a in xs)  # noqa: E731
+    packages = (f"{framework}=={version}",)
     return SimpleNamespace(framework=framework, version=Version(version), variant=variant,
                            cuda=Version(cuda) if cuda else None, cudnn=cudnn, sass=arch(sass), ptx=arch(ptx),
-                           sass_arm64=arch(sass_arm64), ptx_arm64=arch(ptx_arm64))
+                           sass_arm64=arch(sass_arm64), ptx_arm64=arch(ptx_arm64), packages=packages,
+                           packages_for=lambda platform: packages, python=(Version("3.12"),), platforms=("linux/amd64",),
+                           index_url=None, extra_index_url=None, find_links=None,
+                           name=f"{framework}-{version}-" + (f"cuda{cuda}" if cuda else "cpu"))
 
 
 def _release(version, sm, updates=()):
@@ -1045,3 +1049,60 @@ def test_a_plain_wheel_on_pytorch_s_index_is_no_variant(monkeypatch):
     ix.install(monkeypatch)
     rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
     assert [(r.data["version"], r.data["variant"]) for r in rows] == [("2.9.0", "cpu"), ("2.9.0", "cu126")]
+
+
+# --------------------------------------------------------------------------- backfill
+
+
+def _ctx(builds, **settings):
+    return SimpleNamespace(matrix=SimpleNamespace(builds=builds), settings=_settings(**settings))
+
+
+@pytest.mark.parametrize("backfill, since, want", [
+    (True, None, ["2.8.1", "2.8.2", "2.9.1", "2.10.0"]),  # the patches of the minors it has, and what is newer
+    (False, None, ["2.9.1", "2.10.0"]),  # only newer than the matrix (matrix update --check)
+    (True, "2.8.1", ["2.8.2", "2.9.1", "2.10.0"]),  # --since bounds the backfill too
+])
+def test_missing_patch_releases_of_known_minors_are_backfilled(backfill, since, want):
+    builds = [_build("torch", "2.8.0", "cu128"), _build("torch", "2.9.0", "cu128")]
+    ctx = _ctx(builds, since={"torch": Version(since)} if since else {})
+    available = [Version(v) for v in ("2.7.1", "2.8.0", "2.8.1", "2.8.2", "2.8.2.post1", "2.9.0", "2.9.1", "2.10.0",
+                                      "2.10.0.post1")]
+    assert [str(v) for v in U._newer(ctx, "torch", available, backfill=backfill)] == want  # 2.7.x: no row of 2.7
+
+
+def test_backfill_derives_a_row_for_a_missing_patch_release(monkeypatch):
+    ix = Index()
+    for v in ("2.21.0", "2.20.1"):
+        ix.add("tensorflow", f"tensorflow-{v}-cp312-cp312-{X86}.whl",
+               ["nvidia-cuda-runtime-cu12==12.5.82; extra == 'and-cuda'", "nvidia-cudnn-cu12==9.3.0.75; extra == 'and-cuda'"])
+    ix.install(monkeypatch)
+    builds = [*MATRIX.builds, _build("tensorflow", "2.20.0", "gpu", "12.5", "9.3", ["6.0", "8.0"], ["9.0"])]
+    m = SimpleNamespace(**{**vars(MATRIX), "builds": builds})
+    result = U.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",)), m)
+    assert result.new_releases == {"tensorflow": ["2.20.1"]}
+    assert [r.key for r in result.rows] == [("tensorflow", "2.20.1", "gpu")]
+    none = U.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",), backfill=False), m)
+    assert none.rows == [] and none.new_releases == {}
+
+
+def test_pythons_the_index_serves_that_a_row_lacks_are_reported(monkeypatch):
+    ix = Index()
+    for py in ("cp311", "cp312", "cp313"):
+        ix.add("torch", f"torch-2.8.0-{py}-{py}-{X86}.whl")
+    ix.add("torch", "torch-2.8.0-cp34-cp34m-manylinux1_x86_64.whl")  # older than envman provisions
+    ix.install(monkeypatch)
+    row = _build("torch", "2.8.0", "cpu")
+    ctx = U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)), SimpleNamespace(builds=[row]), lambda s: None)
+    assert U.python_gaps(ctx) == ["torch-2.8.0-cpu (cpu): the index serves wheels of every package for Python 3.11, 3.13, "
+                                  "which the row does not list (3.12)"]
+    # a second package without those wheels: no Python the row could add
+    both = ("torch==2.8.0", "torchvision==0.23.0")
+    ix.add("torchvision", f"torchvision-0.23.0-cp312-cp312-{X86}.whl")
+    two = SimpleNamespace(**{**vars(row), "packages": both, "packages_for": lambda p: both})
+    assert U.python_gaps(U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)),
+                                SimpleNamespace(builds=[two]), lambda s: None)) == []
+    # a row on another index (PyTorch's) is not judged by this one
+    other = SimpleNamespace(**{**vars(row), "index_url": TORCH + "/cu128"})
+    assert U.python_gaps(U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)),
+                                SimpleNamespace(builds=[other]), lambda s: None)) == []

@@ -243,7 +243,7 @@ def test_cudnn_token_edge(cuda, cudnn_major, token):
 
 @pytest.mark.parametrize(
     "cuda, majors",
-    [("9.2", {"7"}), ("10.0", {"7"}), ("10.1", {"7", "8"}), ("10.2", {"7", "8"}), ("11.0", {"8"}),
+    [("8.0", {"5", "6", "7"}), ("9.0", {"7"}), ("9.2", {"7"}), ("10.0", {"7"}), ("10.1", {"7", "8"}), ("10.2", {"7", "8"}), ("11.0", {"8"}),
      ("12.2", {"8"}), ("12.3", {"9"}), ("13.0", {"9"})],
 )
 def test_allowed_cudnn_majors_edges(cuda, majors):
@@ -399,3 +399,24 @@ def test_wheel_python_lists_every_missing_python_and_every_extra(row):
     assert _wheel_problems(row, wheel_python=wp) == [
         "claims Python 3.10, 3.11, but torch==2.4.1 has no wheel for it (wheels: 3.9)",
         "wheel_python lists numpy, pillow, which the row does not install"]
+
+
+# --- system_nvcc: the CUDA compiler tools of the base image ---------------------------------------
+
+
+def test_system_nvcc_takes_a_devel_flavour(clean):
+    b = next(b for b in clean.builds if b.name == B12)
+    assert replace(b, system_cuda=True, system_cudnn=True, cudnn="9", system_nvcc=True).flavour_needed == "cudnn-devel"
+    assert replace(b, system_cuda=True, system_nvcc=True).flavour_needed == "devel"
+    assert replace(b, system_cuda=True).flavour_needed == "runtime"
+
+
+def test_system_nvcc_without_system_cuda_is_refused(clean):
+    problems = [str(p) for p in validate(build(clean, B12, system_nvcc=True))]
+    assert "torch 2.4.1 cu124: needs the CUDA compiler tools of its base image (system_nvcc) but not its CUDA (system_cuda)" in problems
+
+
+def test_a_cpu_build_cannot_need_system_nvcc(clean):
+    cpu = next(b for b in clean.builds if b.cuda is None)
+    problems = [str(p) for p in validate(build(clean, cpu.name, system_nvcc=True))]
+    assert any(p.endswith("a CPU build cannot need system CUDA/cuDNN") for p in problems), problems

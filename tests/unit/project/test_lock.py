@@ -263,6 +263,7 @@ def test_envman_lock_says_written_only_when_the_file_changed(tmp_path, monkeypat
     import typer
 
     from envman.cli import project as CP
+    from envman.errors import counted
     from envman.engine.api import RunResult
     from envman.state import stable_ref
     from tests.support.fake_engine import FakeEngine, patch_connect
@@ -281,7 +282,7 @@ def test_envman_lock_says_written_only_when_the_file_changed(tmp_path, monkeypat
     CP.lock(project=None, upgrade=False, as_json=False)
     first = capsys.readouterr().out
     assert ": written, " in first and (p.root / LOCK_NAME).is_file()
-    assert (f"{len(installed)} packages" in first) and (("already satisfies" in first) == (not installed))
+    assert (counted(len(installed), "package") in first) and (("already satisfies" in first) == (not installed))
     CP.lock(project=None, upgrade=False, as_json=False)
     assert ": up to date, " in capsys.readouterr().out
     (p.root / LOCK_NAME).unlink()

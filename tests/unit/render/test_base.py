@@ -235,7 +235,7 @@ def test_a_registry_mirror_wins_in_auto_and_pull_never_rebuilds(mini):
     assert choose_base(mini, old, "pull") is None
     assert "--base pull will likely fail" in base_line(old, None, "pull")
     assert base_line(old, None, "pull", registry_mirror="mirror.example:5000") is None
-    assert "rebuilt from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in base_line(old, choose_base(mini, old))
+    assert "rebuilding it from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in base_line(old, choose_base(mini, old))
 
 
 def test_rebuild_rebuilds_a_served_base_with_a_recipe_and_refuses_one_without(mini):
@@ -346,7 +346,7 @@ def test_prune_keeps_a_base_another_user_built():
      " && echo x | sha256sum -c || echo \"does not match the sha256\"\n"
      "curl: (6) Could not resolve host: developer.download.nvidia.com\n"
      "The command '/bin/sh -c curl -o k.pub U && ... does not match the sha256' returned a non-zero code: 6\n",
-     "curl: (6) Could not resolve host: developer.download.nvidia.com", "could not reach a server"),
+     "curl: (6) Could not resolve host: developer.download.nvidia.com", "NVIDIA's CUDA apt repository cannot be reached"),
 ])
 def test_a_failed_base_build_names_its_cause_and_the_fix_for_it(tail, cause, fix):
     from envman.errors import BuildError

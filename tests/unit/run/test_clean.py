@@ -128,3 +128,25 @@ def test_an_entry_that_cannot_be_removed_is_one_line_naming_it(tmp_path, monkeyp
     assert str(e.value) == (f"envman clean: cannot remove {folder / 'p' / 'f'}: Permission denied — stop the containers "
                             "that use it (envman ps), then run envman clean again")
     assert e.value.exit_code == 1
+
+
+def test_clean_without_a_terminal_refuses_before_it_lists_anything(tmp_path):
+    """It printed "remove ..." lines, then refused: read quickly, that looked done."""
+    import os
+
+    from tests.support.cli import run_envman
+
+    env = {**os.environ, "ENVMAN_STATE_DIR": str(tmp_path / "state"), "ENVMAN_CONFIG_DIR": str(tmp_path / "config")}
+    (tmp_path / "state" / "reports").mkdir(parents=True)
+    from envman.errors import counted
+
+    listed = run_envman(["clean", "--dry-run"], env=env)
+    n = listed.stdout.count("would remove ")
+    assert listed.returncode == 0 and n >= 1
+    r = run_envman(["clean"], env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and f"not confirmed: {counted(n, 'path')} and 0 images would be removed" in r.stderr
+    assert (tmp_path / "state" / "reports").exists()
+    done = run_envman(["clean", "--yes"], env=env)
+    assert done.returncode == 0 and f"removed {counted(n, 'path')}, 0 images" in done.stdout
+    assert not (tmp_path / "state" / "reports").exists()

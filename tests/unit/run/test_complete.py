@@ -70,7 +70,8 @@ def test_every_command_that_takes_a_project_completes_its_name(env, command):
 
 
 @pytest.mark.parametrize("words", [
-    "envman bu", "envman run alpha py", "envman run --", "envman build --no", "envman run alpha -- pyt",
+    "envman bu", "envman run alpha py", "envman run alpha --", "envman build --no", "envman run -- --st",
+    "envman run alpha --st", "envman run alpha -- pyt",
     "envman matrix show torch-2.4 x", "envman project add ",
 ])
 def test_what_only_the_cli_knows_is_left_to_it(words):
@@ -101,3 +102,33 @@ def test_zsh_and_fish_get_typers_format(env, shell):
         assert "GeForce RTX 3090" in fast[0].split("\n")
     if shell == "fish":
         assert C.fast_complete({**extra, "_TYPER_COMPLETE_FISH_ACTION": "is-args"}) == ("", 0)
+
+
+@pytest.mark.parametrize("command", ["run", "shell", "exec"])
+def test_run_shell_and_exec_complete_their_option_names_from_their_grammar(env, command):
+    """typer does not parse these three (their own grammar does), so it completed no option name."""
+    from envman.run.grammar import GRAMMARS
+
+    grammar = GRAMMARS[command]
+    out = C.fast_complete(_bash(f"envman {command} --"))
+    assert out is not None and out[1] == 0
+    assert out[0].splitlines() == [f for f in grammar.flags() if f.startswith("--")]
+    if grammar.option("--stack") is not None:
+        assert C.fast_complete(_bash(f"envman {command} --st"))[0].splitlines() == ["--stack"]
+        # after an option that takes a value, and after a flag, still options
+        assert C.fast_complete(_bash(f"envman -m m.toml {command} --port 80 --no-gpu --st"))[0].splitlines() == ["--stack"]
+        # the value of --stack is a stack, not an option name
+        assert C.fast_complete(_bash(f"envman {command} --stack --")) is None
+    assert C.fast_complete(_bash(f"envman {command} -"))[0].splitlines() == \
+        [f for f in grammar.flags() if f.startswith("--")]
+
+
+def test_a_gpu_typed_as_its_name_is_offered_names_first_and_as_its_id_ids_first(env):
+    names = C.cached_names()["gpus"]
+    ids = {g for g in names if g == g.lower() and " " not in g}
+    rtx = C.gpus_for("RTX", names)
+    named = [g for g in rtx if g not in ids]
+    assert rtx[:len(named)] == named and "RTX" in named[0].split()
+    low = C.gpus_for("rtx", names)
+    assert low[0] in ids and set(low) == set(rtx)
+    assert C.gpus_for("GeForce RTX 309", names)[:2] == ["GeForce RTX 3090", "GeForce RTX 3090 Ti"]

@@ -130,3 +130,44 @@ def test_run_with_a_word_that_is_no_project_offers_it_as_the_command(tmp_path, m
     assert e.value.code == 2 and err.count("\n") == 1
     assert "no project named 'ls'" in err and "envman run -- ls /tmp" in err
     assert ("in p (the project here)" in err) == inside
+
+
+def test_a_mistyped_project_suggests_the_project_first_then_the_command(tmp_path, monkeypatch, capsys):
+    """`envman run visoin` first offered `envman run -- visoin`, and only then the project vision."""
+    from envman.cli import main
+    from envman.project.file import load_project
+    from envman.project.registry import register
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    proj = tmp_path / "vision"
+    proj.mkdir()
+    (proj / "envman.toml").write_text('name = "vision"\nstack = "torch-2.4-cpu"\n')
+    register(load_project(proj))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["run", "visoin"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1
+    assert "did you mean vision?" in err and "envman run -- visoin" in err
+    assert err.index("did you mean vision?") < err.index("envman run -- visoin")
+
+
+@pytest.mark.parametrize("command", ["run", "shell"])
+@pytest.mark.parametrize("typed, meant", [("--stak", "--stack"), ("--no-gpus", "--no-gpu"), ("--dry-rn", "--dry-run"),
+                                          ("--ca-bundel=x", "--ca-bundle")])
+def test_a_mistyped_run_option_gets_a_did_you_mean(capsys, command, typed, meant):
+    from envman.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main([command, typed])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and f"did you mean {meant}?" in err
+
+
+def test_an_option_like_nothing_known_gets_no_guess(capsys):
+    from envman.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--frobnicate-everything"])
+    assert "did you mean" not in capsys.readouterr().err

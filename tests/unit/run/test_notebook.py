@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 
@@ -126,3 +127,37 @@ def test_ctrl_c_sent_to_envman_notebook_reaches_the_server():
         os.kill(pid, signal.SIGKILL)
         pytest.fail("envman notebook did not end after Ctrl-C")
     assert os.waitstatus_to_exitcode(done[1]) == 42
+
+
+JUPYTER_LOG = """[I 2026-11-28 11:50:01.862 ServerApp] Serving notebooks from local directory: /workspace
+[I 2026-11-28 11:50:01.862 ServerApp] Jupyter Server 2.14.2 is running at:
+[I 2026-11-28 11:50:01.862 ServerApp] http://d680e93ed800:8888/lab?token=...
+[I 2026-11-28 11:50:01.862 ServerApp]     http://127.0.0.1:8888/lab?token=...
+[I 2026-11-28 11:50:01.862 ServerApp] Use Control-C to stop this server and shut down all kernels (twice to skip confirmation).
+[C 2026-11-28 11:50:01.866 ServerApp]
+
+    To access the server, open this file in a browser:
+        file:///home/envman/.local/share/jupyter/runtime/jpserver-7-open.html
+    Or copy and paste one of these URLs:
+        http://d680e93ed800:8888/lab?token=...
+        http://127.0.0.1:8888/lab?token=...
+[I 2026-11-28 11:50:09.001 ServerApp] 302 GET /lab (127.0.0.1) 1.20ms
+[W 2026-11-28 11:50:10.002 ServerApp] a kernel on http://pypi.example:8080/simple said hello
+"""
+
+
+def test_the_notebook_shows_jupyters_log_but_not_its_unreachable_urls():
+    """Jupyter printed its own :8888 URLs (its port inside the container, unreachable) before
+    envman's real one."""
+    from envman.run.notebook import copy_shown
+
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "w") as w:
+        w.write(JUPYTER_LOG)
+    out = io.StringIO()
+    copy_shown(read_end, out)
+    shown = out.getvalue()
+    assert ":8888" not in shown and "jpserver" not in shown and "copy and paste" not in shown
+    assert "Serving notebooks from local directory: /workspace" in shown
+    assert "302 GET /lab" in shown and "http://pypi.example:8080/simple" in shown
+    assert "Use Control-C to stop this server" in shown

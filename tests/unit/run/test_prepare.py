@@ -77,3 +77,23 @@ def test_the_plan_joins_the_network_the_settings_say(tmp_path, mini, line, netwo
     prep = prepared(tmp_path, mini, 'name = "p"\nstack = "torch-2.4-cuda12.4"\n' + line,
                     FakeEngine.with_images({stable: "sha256:stable"}), cli=CliOverrides(gpus=None, gpus_set=True), built=[])
     assert prep.plan.network == network
+
+
+@pytest.mark.parametrize("requirement, refused", [
+    ("torch==1.13.1", True), ("torch<2", True), ("nvidia-cudnn-cu11==8.6.0.163", True),
+    ("torch==2.4.1", False), ("torch>=2.0", False), ("einops", False),
+])
+def test_a_requirement_that_would_replace_the_stack_framework_is_refused_before_the_build(tmp_path, mini, requirement, refused):
+    from envman.errors import UserError
+
+    stable = "envman/torch-2.4.1-cuda12.4-py3.10:latest"
+    write_report("sha256:stable")
+    text = f'name = "p"\nstack = "torch-2.4-cuda12.4"\ngpus = "none"\nrequirements = ["einops", "{requirement}"]\n'
+    built = []
+    if refused:
+        with pytest.raises(UserError) as e:
+            prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable"}), built=built)
+        assert built == [] and requirement in e.value.what and "would replace the stack's" in e.value.what
+    else:
+        prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable"}), built=built)
+        assert built == ["sha256:stable"]

@@ -1,0 +1,106 @@
+"""Which framework the code really uses: imports counted in ``*.py`` files (by pattern, nothing
+imported or run), Lua Torch's ``require 'torch'`` in ``*.lua`` files, Caffe's ``*.prototxt``, and
+code that only Python 2 parses."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import islice
+
+from envman.project.detect.facts import IMPORTS, RANGE, UNSUPPORTED, Fact, Statement
+from envman.project.detect.repo import CODE_LIMIT, MAX_CODE_FILES, Repository
+
+#: Top-level modules → the framework (or unsupported framework) they belong to.
+MODULES = {
+    "torch": "torch", "torchvision": "torch", "torchaudio": "torch", "pytorch_lightning": "torch", "lightning": "torch",
+    "tensorflow": "tensorflow", "keras": "tensorflow", "tf_keras": "tensorflow", "tensorflow_addons": "tensorflow",
+    "jax": "jax", "jaxlib": "jax", "flax": "jax", "haiku": "jax", "optax": "jax", "equinox": "jax", "objax": "jax",
+    "onnxruntime": "onnxruntime",
+    "caffe": "caffe", "theano": "theano", "lasagne": "theano", "mxnet": "mxnet", "gluon": "mxnet",
+    "chainer": "chainer", "cntk": "cntk", "paddle": "paddle",
+}
+#: Matches looked at per file: a file of one word repeated costs no more than a real one.
+MAX_MATCHES = 500
+#: ``import x`` / ``from x`` anywhere (the statement's start is checked apart: a pattern anchored
+#: at each line start is scanned at every position of a file, several times slower).
+_IMPORT_RE = re.compile(r"(?:import|from)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+#: Python 2 only: a print statement, ``print >>f``, ``except E, e:``, ``exec "..."``, at a line's start.
+_PY2_WORD_RE = re.compile(r"(?:print|except|exec)\b")
+_PY2_LINE_RE = re.compile(r"[ \t]*(?:print[ \t]+(?![=(\[.,)])[^\s]|print[ \t]*>>|except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:"
+                          r"|exec[ \t]+[\"'])")
+
+
+def _at_line_start(text: str, pos: int) -> int | None:
+    """The start of ``pos``'s line when only blanks stand before ``pos`` on it, else ``None``."""
+    start = text.rfind("\n", 0, pos) + 1
+    return start if not text[start:pos].strip(" \t") else None
+
+
+def imported(text: str) -> set[str]:
+    """The frameworks (keys of :data:`MODULES`' values) a source file imports."""
+    found: set[str] = set()
+    if "import" not in text:
+        return found
+    for m in islice(_IMPORT_RE.finditer(text), MAX_MATCHES):
+        if m.group(1) in MODULES and _at_line_start(text, m.start()) is not None:
+            found.add(MODULES[m.group(1)])
+    return found
+
+
+def python2_only(text: str) -> bool:
+    """Whether a source file holds syntax only Python 2 parses (and no ``print_function`` import)."""
+    if "print_function" in text or not ("print" in text or "except" in text or "exec" in text):
+        return False
+    for m in islice(_PY2_WORD_RE.finditer(text), MAX_MATCHES):
+        start = _at_line_start(text, m.start())
+        if start is not None and _PY2_LINE_RE.match(text, start):
+            return True
+    return False
+
+
+_LUA_RE = re.compile(r"require\s*\(?\s*['\"](torch|nn|cutorch|cunn|cudnn|optim|nngraph)['\"]")
+
+
+def read_code(repo: Repository) -> list[Statement]:
+    """One statement per framework the code imports (how many files), and one for Lua Torch,
+    Caffe model files, or Python 2 code when the repository is mostly that."""
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    py_files = [f for f in repo.files if f.endswith(".py")][:MAX_CODE_FILES]
+    py2 = 0
+    framework_files = 0
+    for rel in py_files:
+        text = repo.head(rel, CODE_LIMIT)
+        if text is None:
+            continue
+        found = imported(text)
+        for fw in found:
+            counts[fw] += 1
+            examples.setdefault(fw, rel)
+        if found:
+            framework_files += 1
+        if python2_only(text):
+            py2 += 1
+    lua = 0
+    for rel in [f for f in repo.files if f.endswith(".lua")][:MAX_CODE_FILES]:
+        text = repo.head(rel, CODE_LIMIT)
+        if text and _LUA_RE.search(text):
+            lua += 1
+            examples.setdefault("lua torch", rel)
+    if lua:
+        counts["lua torch"] += lua
+    prototxt = [f for f in repo.files if f.endswith(".prototxt")]
+    out = []
+    for fw, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        kind = IMPORTS
+        out.append(Statement(examples.get(fw, "*.py"), 0, f"{n} file{'s' if n != 1 else ''} import {fw} (e.g. {examples.get(fw)})",
+                             "imports", RANGE, Fact(kind, framework=fw, count=n)))
+    if prototxt and not counts:
+        out.append(Statement(prototxt[0], 0, f"{len(prototxt)} Caffe model files (*.prototxt)", "imports", RANGE,
+                             Fact(IMPORTS, framework="caffe", count=len(prototxt))))
+    checked = max(framework_files, 1) if framework_files else len(py_files)
+    if py2 and py2 * 2 >= checked and py2 >= min(3, len(py_files)):
+        out.append(Statement("*.py", 0, f"{py2} of {len(py_files)} Python files use Python 2 syntax (print statements, "
+                             "'except E, e')", "imports", RANGE, Fact(UNSUPPORTED, framework="python 2")))
+    return out

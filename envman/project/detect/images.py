@@ -1,0 +1,242 @@
+"""What a Dockerfile says: its ``FROM`` images and the installs its ``RUN`` lines make.
+
+Base images carry their stack in the name (``nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04``,
+``pytorch/pytorch:1.7.1-cuda11.0-cudnn8-runtime``, ``tensorflow/tensorflow:1.14.0-gpu-py3``,
+``python:3.7-slim``); NVIDIA's NGC images (``nvcr.io/nvidia/pytorch:20.12-py3``) name only a
+release, read against the matrix's NGC table. The file is read as Docker's parser reads it: line
+continuations joined, ``ARG`` defaults declared before ``FROM`` substituted, a ``FROM`` of an
+earlier stage's name followed to nothing new.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING, Iterator
+
+from envman.project.detect.facts import (
+    COMMAND, CUDA, CUDNN, FRAMEWORK, IMAGE, PYTHON, Fact, Statement, clip_text,
+)
+from envman.project.detect.pins import cuda_of_index, requirement_facts
+from envman.project.detect.repo import Repository
+
+if TYPE_CHECKING:
+    from envman.matrix.model import Matrix
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, instruction) of a Dockerfile, continuations joined, comments dropped."""
+    pending: list[str] = []
+    start = 0
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if pending and line.lstrip().startswith("#"):
+            continue
+        if not pending:
+            start = no
+        if line.endswith("\\"):
+            pending.append(line[:-1])
+            continue
+        pending.append(line)
+        yield start, " ".join(p.strip() for p in pending)
+        pending = []
+    if pending:
+        yield start, " ".join(p.strip() for p in pending)
+
+
+def _substitute(text: str, args: dict[str, str]) -> str:
+    """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults seen so far."""
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)",
+                  lambda m: args.get(m.group(1) or m.group(3), m.group(2) or ""), text)
+
+
+def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
+    """The facts an image reference states, and what it is (``"nvidia/cuda"``, ``"NGC pytorch
+    20.12"``...) for the evidence's text; ([], "") for an image that says nothing of a stack."""
+    ref = ref.strip()
+    if len(ref) > 512 or re.search(r"[0-9]{13}", ref):
+        return [], ""
+    if "@" in ref:
+        ref = ref.split("@", 1)[0]
+    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "latest")
+    repo = repo.lower()
+    for prefix in ("docker.io/", "index.docker.io/", "registry.hub.docker.com/"):
+        if repo.startswith(prefix):
+            repo = repo[len(prefix):]
+    if repo.startswith("library/"):
+        repo = repo[len("library/"):]
+    tag_low = tag.lower()
+    facts: list[Fact] = []
+    if repo in ("nvidia/cuda", "nvidia/cudagl", "nvcr.io/nvidia/cuda"):
+        m = re.match(r"([0-9]+\.[0-9]+)(?:\.[0-9]+)?", tag_low)
+        if m:
+            facts.append(Fact(CUDA, version=m.group(1)))
+        m = re.search(r"cudnn([0-9]+)", tag_low)
+        if m:
+            facts.append(Fact(CUDNN, version=m.group(1)))
+        return facts, "nvidia/cuda"
+    if repo in ("pytorch/pytorch", "pytorch/manylinux-cuda"):
+        m = re.match(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)", tag_low)
+        if m:
+            facts.append(Fact(FRAMEWORK, framework="torch", spec=f"=={m.group(1)}" if m.group(1).count(".") == 2 else f"=={m.group(1)}.*"))
+        m = re.search(r"-cuda([0-9]+(?:\.[0-9]+)?)", tag_low)
+        if m:
+            facts.append(Fact(CUDA, version=m.group(1)))
+        m = re.search(r"cudnn([0-9]+)", tag_low)
+        if m:
+            facts.append(Fact(CUDNN, version=m.group(1)))
+        return facts, "PyTorch's image"
+    if repo == "tensorflow/tensorflow":
+        m = re.match(r"([0-9]+\.[0-9]+(?:\.[0-9]+)?)", tag_low)
+        gpu = "gpu" in tag_low.split("-")
+        if m:
+            version = m.group(1)
+            facts.append(Fact(FRAMEWORK, framework="tensorflow", gpu=gpu,
+                              spec=f"=={version}" if version.count(".") == 2 else f"=={version}.*"))
+        elif gpu:
+            facts.append(Fact(FRAMEWORK, framework="tensorflow", gpu=True))
+        return facts, "TensorFlow's image"
+    if repo.startswith("nvcr.io/nvidia/") and matrix is not None:
+        release = matrix.ngc_image(repo, tag)
+        if release is None:
+            return [], ""
+        facts.append(Fact(FRAMEWORK, framework=release.framework, gpu=True, spec=ngc_spec(release.framework_version)))
+        if release.cuda is not None:
+            # NVIDIA builds the framework against the image's CUDA; a wheel of the same release is
+            # built for other CUDA minors of that major, which serve the code alike
+            facts.append(Fact(CUDA, version=str(release.cuda.major)))
+        if release.python is not None:
+            facts.append(Fact(PYTHON, spec=f"=={release.python.major}.{release.python.minor}.*"))
+        if release.cudnn:
+            facts.append(Fact(CUDNN, version=release.cudnn))
+        known = ", ".join(x for x in (f"{release.framework} {release.framework_version}" if release.framework_version else "",
+                                      f"CUDA {release.cuda}" if release.cuda else "",
+                                      f"Python {release.python}" if release.python else "") if x)
+        status = "" if release.status == "confirmed" else f"; {release.status} in the matrix"
+        return facts, f"NGC {release.repository.rsplit('/', 1)[-1]} {release.release}: {known or 'contents unknown'}{status}"
+    if repo in ("python", "continuumio/miniconda3", "continuumio/anaconda3"):
+        m = re.match(r"([0-9]+)\.([0-9]+)", tag_low)
+        if repo == "python" and m:
+            if m.group(1) == "2":
+                from envman.project.detect.facts import UNSUPPORTED
+
+                return [Fact(UNSUPPORTED, framework="python 2")], "the Python image"
+            facts.append(Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*"))
+        return facts, "the Python image"
+    return [], ""
+
+
+def ngc_spec(version: str | None) -> str:
+    """The public releases an NGC build's framework version stands for: a release with NVIDIA's
+    local label (``2.3.0+cc6f2c7``, ``1.15.5+nv``) is that release's minor (``==2.3.*``); a
+    development snapshot (``1.8.0a0+1606899``: between 1.7 and 1.8) is the minor before it or its own;
+    a snapshot of a new major (``2.0.0a0``) is that major's first minor."""
+    if not version:
+        return ""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return ""
+    major, minor = v.release[0], (v.release[1] if len(v.release) > 1 else 0)
+    if (v.is_prerelease or v.is_devrelease) and minor:
+        return f">={major}.{minor - 1},<{major}.{minor + 1}"
+    return f"=={major}.{minor}.*"
+
+
+#: An install command inside a RUN line or a README's code block.
+_PIP_RE = re.compile(r"(?:^|[\s;&|(])(?:python[0-9.]*\s+-m\s+)?pip[0-9.]*\s+install\s+(.*)")
+_CONDA_RE = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+(?:install|create|env\s+create)\s+(.*)")
+
+
+def command_facts(command: str) -> list[tuple[str, Fact]]:
+    """(word, fact) of the installs one shell command makes: ``pip install torch==1.4.0
+    torchvision==0.5.0 -f https://download.pytorch.org/whl/torch_stable.html``, ``conda install
+    pytorch=1.7.1 cudatoolkit=11.0 -c pytorch``, ``conda create -n x python=3.7``."""
+    from envman.project.detect.sources import conda_facts
+
+    out: list[tuple[str, Fact]] = []
+    for part in re.split(r"&&|\|\||;|\|", command):
+        m = _PIP_RE.search(part)
+        if m:
+            words = _words(m.group(1))
+            skip = False
+            for i, w in enumerate(words):
+                if skip:
+                    skip = False
+                    continue
+                if w in ("-f", "--find-links", "-i", "--index-url", "--extra-index-url"):
+                    if i + 1 < len(words) and (found := cuda_of_index(words[i + 1])) is not None:
+                        out.append((f"{w} {words[i + 1]}", Fact(CUDA, version=found[0] if found[1] else None)))
+                    skip = True
+                    continue
+                if w.startswith("-"):
+                    if w in ("-r", "-c", "-e", "--requirement", "--constraint", "--target", "-t", "--prefix"):
+                        skip = True
+                    continue
+                out += [(w, f) for f in requirement_facts(w)]
+            continue
+        m = _CONDA_RE.search(part)
+        if m:
+            words = _words(m.group(1))
+            skip = False
+            for w in words:
+                if skip:
+                    skip = False
+                    continue
+                if w.startswith("-"):
+                    if w in ("-c", "--channel", "-n", "--name", "-p", "--prefix", "-f", "--file"):
+                        skip = True
+                    continue
+                out += [(w, f) for f in conda_facts(w)]
+    return out
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list[Statement]:
+    text = repo.read(rel)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    last_from: list[Statement] = []
+    for no, instr in _logical_lines(text):
+        word, _, rest = instr.partition(" ")
+        kind = word.upper()
+        if kind == "ARG":
+            for a in rest.split():
+                name, eq, value = a.partition("=")
+                if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    args.setdefault(name, value.strip("'\""))
+        elif kind == "FROM":
+            words = [w for w in rest.split() if not w.startswith("--")]
+            if not words:
+                continue
+            ref = _substitute(words[0], args)
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages.add(words[2].lower())
+            if ref.lower() in stages:
+                continue
+            facts, what = image_facts(ref, matrix)
+            last_from = [Statement(rel, no, clip_text(instr), "dockerfile", IMAGE, f,
+                                   notes=(what,) if what else ()) for f in facts]
+            out += last_from
+        elif kind == "RUN":
+            for w, f in command_facts(_substitute(rest, args)):
+                out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND, f, notes=(w,)))
+        elif kind == "ENV":
+            m = re.search(r"PYTHON_VERSION[= ]+[\"']?([0-9]+)\.([0-9]+)", rest)
+            if m and m.group(1) == "3":
+                out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND,
+                                     Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*")))
+    return out

@@ -1,0 +1,265 @@
+"""What one requirement says about the stack: ``torch==1.10.0+cu113`` → torch ==1.10.0 and CUDA
+11.3; ``jaxlib==0.1.69+cuda111`` → jax's CUDA 11.1; ``tensorflow-gpu==1.15.4`` → tensorflow
+==1.15.4, GPU; ``cupy-cuda102`` → CUDA 10.2; ``mxnet-cu101`` → MXNet, which no stack serves.
+
+Pure functions of the requirement's text (PEP 508, read with ``packaging``), shared by every
+reader of the pins a repository writes (requirements files, setup.py, pyproject, Pipfile, the pip
+part of a conda file, ``pip install`` in a Dockerfile or a README).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envman.project.detect.facts import CUDA, FRAMEWORK, UNSUPPORTED, Fact
+
+#: Distribution names of the frameworks → (framework, which build: True GPU, False CPU, None either).
+FRAMEWORK_DISTS: dict[str, tuple[str, bool | None]] = {
+    "torch": ("torch", None),
+    "pytorch": ("torch", None),  # PyPI's "pytorch" is a stub that says to install torch; repositories still write it
+    "torch-gpu": ("torch", True),
+    "pytorch-gpu": ("torch", True),  # conda-forge
+    "pytorch-cpu": ("torch", False),
+    "tensorflow": ("tensorflow", None),
+    "tensorflow-gpu": ("tensorflow", True),
+    "tensorflow-cpu": ("tensorflow", False),
+    "intel-tensorflow": ("tensorflow", False),
+    "tensorflow-intel": ("tensorflow", False),
+    "jax": ("jax", None),
+    "jaxlib": ("jax", None),
+    "onnxruntime": ("onnxruntime", False),
+    "onnxruntime-gpu": ("onnxruntime", True),
+}
+
+#: Packages whose release fixes the framework's (read against the matrix rows' own pins).
+COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "torchtext": "torch"}
+
+#: Distributions of frameworks no stack serves (the prefix of ``mxnet-cu101`` included).
+UNSUPPORTED_DISTS = {
+    "theano": "theano",
+    "theano-pymc": "theano",
+    "lasagne": "theano",
+    "mxnet": "mxnet",
+    "gluoncv": "mxnet",
+    "chainer": "chainer",
+    "cntk": "cntk",
+    "cntk-gpu": "cntk",
+    "paddlepaddle": "paddle",
+    "paddlepaddle-gpu": "paddle",
+    "caffe": "caffe",
+    "caffe2": "caffe2",
+}
+
+#: CUDA in a local version, a wheel variant, an extra or a package name: ``+cu113``, ``cu92``,
+#: ``+cuda111``, ``+cuda11.cudnn82``, ``cuda12``, ``cuda11x``, ``cuda12_pip``, ``cupy-cuda102``.
+_CU_RE = re.compile(r"(?<![a-z])cu(?:da)?[-_]?([0-9]{1,3})(?:\.([0-9]))?(x)?(?![0-9])")
+#: The framework indexes' CUDA path parts: ``/whl/cu113``, ``/whl/cu118/torch_stable.html``.
+_INDEX_CU_RE = re.compile(r"/whl/(?:nightly/)?(cu[0-9]{2,3}|cpu|rocm[0-9.]+)(?:[/.]|$)")
+
+
+def cuda_of_tag(tag: str) -> str | None:
+    """``cu113`` → ``11.3``, ``cu92`` → ``9.2``, ``cuda111`` → ``11.1``, ``cuda11`` / ``cuda11x`` /
+    ``cuda12_pip`` → the major (``11``), ``cuda11.8`` → ``11.8``; ``None`` when it names no CUDA.
+    Three digits are a major of two and a minor; two digits are a major and a minor when the major
+    is one digit (7, 8, 9: CUDA 10 came after 9.2), else a major alone."""
+    m = _CU_RE.search(tag.lower())
+    if not m:
+        return None
+    digits, minor, x = m.groups()
+    if minor is not None:
+        return f"{int(digits)}.{minor}"
+    if x or len(digits) == 1:
+        return str(int(digits))
+    if len(digits) == 3:
+        return f"{int(digits[:2])}.{digits[2]}"
+    if digits[0] in "789":
+        return f"{digits[0]}.{digits[1]}"
+    return str(int(digits))
+
+
+def cuda_of_index(url: str) -> tuple[str | None, bool] | None:
+    """The CUDA of a framework index URL (``https://download.pytorch.org/whl/cu113``): (``"11.3"``,
+    True); (None, False) for a ``/cpu`` index; ``None`` when the URL names neither."""
+    m = _INDEX_CU_RE.search(url.lower())
+    if not m:
+        return None
+    part = m.group(1)
+    if part == "cpu":
+        return None, False
+    if part.startswith("rocm"):
+        return None
+    return cuda_of_tag(part), True
+
+
+def spec_text(spec: SpecifierSet) -> str:
+    """A specifier set written in a stable order (``>=1.7,<2``)."""
+    return ",".join(sorted((str(s) for s in spec), key=lambda s: (s.lstrip("<>=!~"), s)))
+
+
+def exact_version(spec: str) -> str | None:
+    """The version an exact pin names (``==1.7.1``, ``===1.7.1``, ``==1.10.0+cu113`` → ``1.10.0``), else None."""
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    pins = [p for p in parts if p.startswith("==") and not p.endswith(".*")]
+    if len(pins) != 1:
+        return None
+    text = pins[0].lstrip("=").strip()
+    try:
+        return str(Version(text).public)
+    except InvalidVersion:
+        return None
+
+
+def public_spec(spec: SpecifierSet) -> tuple[str, str | None]:
+    """``spec`` without local version labels, and the local label of an exact pin (``+cu113``)."""
+    local = None
+    out = []
+    for s in spec:
+        version = s.version
+        if "+" in version and not version.endswith(".*"):
+            version, _, label = version.partition("+")
+            local = label
+        out.append(f"{s.operator}{version}")
+    try:
+        return spec_text(SpecifierSet(",".join(out))), local
+    except InvalidSpecifier:
+        return "", local
+
+
+def _wheel_version(url: str, name: str) -> tuple[str | None, str | None]:
+    """(version, local label) of a wheel file a URL names (``.../torch-1.9.0%2Bcu111-cp38-...whl``)."""
+    from urllib.parse import unquote
+
+    file = unquote(url.rsplit("/", 1)[-1])
+    m = re.match(re.escape(name).replace("\\-", "[-_]") + r"-([0-9][^-]*)-", file, re.IGNORECASE)
+    if not m:
+        return None, None
+    version, _, local = m.group(1).partition("+")
+    return version, local or None
+
+
+def requirement_facts(text: str) -> Iterator[Fact]:
+    """The facts one PEP 508 requirement states (nothing for one that names no framework)."""
+    if len(text) > 4096 or re.search(r"[0-9]{13}", text):
+        return  # no version of any package has a part of 13 digits: such a line says nothing
+    try:
+        req = Requirement(text.strip())
+    except InvalidRequirement:
+        return
+    if req.marker is not None and not applies_on_linux(req.marker):
+        return  # a line for another platform (``; sys_platform == 'darwin'``) says nothing of a Linux stack
+    yield from _facts(req.name, req.specifier, req.url, set(req.extras))
+
+
+#: The Pythons a stack may have, to evaluate a marker that names one.
+_PYTHONS = tuple(f"3.{m}" for m in range(6, 16))
+
+
+def applies_on_linux(marker: Marker) -> bool:
+    """Whether a requirement's environment marker holds on a Linux x86_64 CPython 3 for some
+    Python a stack may have (``python_version`` is decided later; an ``extra`` never holds)."""
+    for py in _PYTHONS:
+        env = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64",
+               "implementation_name": "cpython", "platform_python_implementation": "CPython",
+               "python_version": py, "python_full_version": f"{py}.0", "implementation_version": f"{py}.0",
+               "platform_release": "", "platform_version": "", "extra": ""}
+        try:
+            if marker.evaluate(env):
+                return True
+        except Exception:  # noqa: BLE001 - a marker packaging cannot evaluate says nothing against the line
+            return True
+    return False
+
+
+def named_facts(name: str, spec_text_: str, extras: set[str] | None = None) -> Iterator[Fact]:
+    """:func:`requirement_facts` for a name and a specifier given apart (Poetry, Pipfile, conda)."""
+    if not isinstance(spec_text_, str) or len(spec_text_) > 4096 or re.search(r"[0-9]{13}", spec_text_):
+        spec_text_ = ""
+    try:
+        spec = SpecifierSet(spec_text_)
+    except InvalidSpecifier:
+        spec = SpecifierSet()
+    yield from _facts(name, spec, None, extras or set())
+
+
+def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]) -> Iterator[Fact]:
+    dist = canonicalize_name(name)
+    spec, local = public_spec(specifier)
+    spec = _release_of_prerelease(spec)
+    if url:
+        version, local = _wheel_version(url, dist)
+        spec = f"=={version}" if version else ""
+        if not version and (found := cuda_of_index(url)):
+            cuda, on_gpu = found
+            yield Fact(CUDA, version=cuda) if on_gpu and cuda else Fact(CUDA, version=None)
+    if dist in FRAMEWORK_DISTS:
+        framework, build = FRAMEWORK_DISTS[dist]
+        gpu: bool | None = build
+        if local:
+            cuda = cuda_of_tag(local)
+            if cuda:
+                gpu = True
+                yield Fact(CUDA, version=cuda)
+            elif local.lower() == "cpu":
+                gpu = False
+        if framework == "jax":
+            for extra in sorted(extras):
+                cuda = cuda_of_tag(extra)
+                if cuda:
+                    gpu = True
+                    yield Fact(CUDA, version=cuda)
+                elif extra in ("cuda", "gpu"):
+                    gpu = True
+                elif extra in ("cpu", "tpu"):
+                    gpu = False if gpu is None else gpu
+            if dist == "jaxlib":  # jaxlib's releases are not jax's: the rows that pin it say which jax
+                version = exact_version(spec)
+                yield Fact(FRAMEWORK, framework="jax", gpu=gpu, companion=f"jaxlib=={version}" if version else None)
+                return
+        if dist == "onnxruntime" and not spec:
+            gpu = False
+        yield Fact(FRAMEWORK, framework=framework, spec=spec, gpu=gpu)
+        return
+    if dist in COMPANIONS:
+        version = exact_version(spec)
+        if local and (cuda := cuda_of_tag(local)):
+            yield Fact(CUDA, version=cuda)
+        if version:
+            yield Fact(FRAMEWORK, framework=COMPANIONS[dist], companion=f"{dist}=={version}")
+        return
+    if dist.startswith(("cupy-cuda", "mxnet-cu", "paddlepaddle-gpu")) or re.fullmatch(r"jax-cuda[0-9]+-(plugin|pjrt)", dist):
+        if dist.startswith("mxnet"):
+            yield Fact(UNSUPPORTED, framework="mxnet")
+        cuda = cuda_of_tag(dist.split("-", 1)[1])
+        if dist.startswith("jax-cuda"):
+            yield Fact(FRAMEWORK, framework="jax", spec="", gpu=True)
+        if cuda:
+            yield Fact(CUDA, version=cuda)
+        return
+    m = re.fullmatch(r"nvidia-[a-z-]+-cu([0-9]{2})", dist)
+    if m:
+        yield Fact(CUDA, version=m.group(1))
+        return
+    if dist in UNSUPPORTED_DISTS:
+        yield Fact(UNSUPPORTED, framework=UNSUPPORTED_DISTS[dist])
+
+
+def _release_of_prerelease(spec: str) -> str:
+    """An exact pin of a pre-release (``==2.3.0rc0``, ``==1.14.0b1``) as its release's minor
+    (``==2.3.*``): the matrix holds releases, and the release a candidate became serves its code."""
+    version = exact_version(spec)
+    if version is None:
+        return spec
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return spec
+    if v.is_prerelease or v.is_devrelease:
+        return f"=={v.release[0]}.{v.release[1] if len(v.release) > 1 else 0}.*"
+    return spec

@@ -1,0 +1,194 @@
+"""What a README, an INSTALL file or an installation page says, the weakest evidence.
+
+Two kinds of statement: install commands in code (``pip install torch==1.7.1``, ``conda install
+pytorch=1.7.1 cudatoolkit=11.0 -c pytorch``, ``conda create -n env python=3.7``), read as the
+commands they are; and sentences (``tested with PyTorch 1.0 and CUDA 10.0``, ``Python 3.6+``,
+``TensorFlow >= 1.14``, ``will not work with PyTorch 1.0``), read with a small grammar: a name,
+a version, and the words around them that make it a floor, a ceiling or an exclusion.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envman.project.detect.facts import COMMAND, CUDA, CUDNN, FRAMEWORK, PROSE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text
+from envman.project.detect.images import command_facts, image_facts
+from envman.project.detect.pins import cuda_of_tag
+from envman.project.detect.repo import PROSE_LIMIT, Repository
+
+#: Names in prose → what they name.
+_NAMES = [
+    (r"py-?torch", "torch"),
+    (r"torch(?!\s*7)(?=\s*(?:version\s*)?(?:[=><≥≤~^v]|[0-9]))", "torch"),  # "torch 1.7", not "Torch7" or "torch.nn"
+    (r"tensor-?flow(?:-gpu)?", "tensorflow"),
+    (r"jax(?:lib)?", "jax"),
+    (r"onnx-?runtime(?:-gpu)?", "onnxruntime"),
+    (r"cuda(?:\s*toolkit)?", "cuda"),
+    (r"cudnn", "cudnn"),
+    (r"python", "python"),
+]
+_VERSION = r"v?([0-9]{1,4}\.x|[0-9]{1,4}(?:\.[0-9]{1,6}){0,2})(?![0-9A-Za-z])"
+_OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
+_PHRASE_RE = re.compile(
+    r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
+    r"(?: ?\(? ?(?:version|ver\.?|v) ?)?[ :,|]{0,6}" + _OP + r" ?" + _VERSION
+    + r"( ?\(? ?(?:\+(?![A-Za-z0-9])|or (?:higher|later|newer|above|greater)|and (?:above|higher|later|newer)|or (?:lower|earlier|below|older)"
+      r"|and (?:below|lower|earlier|older)))?",
+    re.IGNORECASE,
+)
+_FLOOR_BEFORE = re.compile(r"(at\s+least|minimum|newer\s+than|later\s+than|higher\s+than|above)\s*$", re.IGNORECASE)
+_CEIL_BEFORE = re.compile(r"(at\s+most|up\s+to|older\s+than|lower\s+than|below|before)\s*$", re.IGNORECASE)
+_NOT_BEFORE = re.compile(r"(not|n't|never|no\s+longer|incompatible|fails?|breaks?)\b[^.;]{0,60}$", re.IGNORECASE)
+_NOT_AFTER = re.compile(r"[^.;]{0,30}\b(no\s+longer|not|n't|deprecated|dropped|unsupported|removed)\b", re.IGNORECASE)
+#: Names of frameworks no stack serves, in prose.
+_UNSUPPORTED_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(caffe2?|theano|mxnet|torch\s*7|lua\s*torch|luarocks|chainer|cntk|paddlepaddle|python\s*2\.[67](?![0-9]))(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+_UNSUPPORTED_KEYS = {"caffe": "caffe", "caffe2": "caffe2", "theano": "theano", "mxnet": "mxnet", "chainer": "chainer",
+                     "cntk": "cntk", "paddlepaddle": "paddle"}
+
+
+def _spec(op: str | None, version: str, suffix: str | None, before: str) -> str:
+    version = version.lower()
+    if version.endswith(".x"):
+        version, wild = version[:-2], True
+    else:
+        wild = version.count(".") < 2
+    suffix = (suffix or "").lower()
+    floor_words = any(w in suffix for w in ("+", "higher", "later", "newer", "above", "greater"))
+    if _NOT_BEFORE.search(before):
+        if floor_words:  # "does not work with PyTorch 1.5 or later": below it
+            return f"<{version}"
+        return f"!={version}.*" if wild else f"!={version}"
+    if op in (">=", "=>", "≥", ">", "^") or "+" in suffix or any(w in suffix for w in ("higher", "later", "newer", "above", "greater")) \
+            or _FLOOR_BEFORE.search(before):
+        return f">={version}"
+    if op in ("<=", "=<", "≤") or any(w in suffix for w in ("lower", "earlier", "below", "older")):
+        return f"<={version}" if not wild else f"<{_next(version)}"
+    if op == "<" or _CEIL_BEFORE.search(before):
+        return f"<{version}"
+    if op == "~=":
+        return f"~={version}" if "." in version else f"=={version}.*"
+    return f"=={version}.*" if wild else f"=={version}"
+
+
+#: "tested on 1.8.1", "tested with v1.10": a release named without its framework's name.
+_TESTED_RE = re.compile(r"\btested (?:on|with|using) v?([0-9]{1,4}\.[0-9]{1,6}(?:\.[0-9]{1,6})?)(?![0-9])", re.IGNORECASE)
+
+
+def _is_pin(spec: str) -> bool:
+    return spec.startswith("==")
+
+
+def _next(version: str) -> str:
+    parts = [int(p) for p in version.split(".")]
+    parts[-1] += 1
+    return ".".join(str(p) for p in parts)
+
+
+def _plain(line: str) -> str:
+    """A line of Markdown or reStructuredText as a sentence: links and images as their text,
+    emphasis and code marks dropped (``[PyTorch](https://pytorch.org/) 1.10.1`` → ``PyTorch 1.10.1``)."""
+    line = re.sub(r"!?\[([^\]]{0,200})\]\([^)]{0,500}\)", r"\1", line)
+    line = re.sub(r"`([^`]{0,300})`_?", r"\1", line)
+    return line.replace("**", "").replace("*", "")
+
+
+#: A range of Pythons or releases written with a dash or "to": ``Python 3.8-3.11``.
+_RANGE_RE = re.compile(r"^ ?(?:-|–|—|to) ?v?([0-9]{1,4}\.[0-9]{1,6})(?![0-9])")
+
+
+def sentence_facts(line: str) -> list[tuple[str, Fact]]:
+    """(the phrase, its fact) of each stack statement in one line of prose."""
+    out: list[tuple[str, Fact]] = []
+    # one space for any run of blanks, and a bounded line: every pattern below then matches in
+    # time linear in the line (runs of blanks between optional parts backtrack otherwise)
+    line = re.sub(r"\s+", " ", _plain(line[:2000]))
+    for m in _PHRASE_RE.finditer(line):
+        word, op, version, suffix = m.group(1), m.group(2), m.group(3), m.group(4)
+        what = next(kind for pat, kind in _NAMES if re.fullmatch(pat, word, re.IGNORECASE)
+                    or (kind == "torch" and word.lower() == "torch"))
+        before = line[max(0, m.start() - 80): m.start()]
+        phrase = m.group(0).strip()
+        upto = _RANGE_RE.match(line[m.end():]) if not op and not suffix else None
+        if upto and what in ("python", "torch", "tensorflow", "jax", "onnxruntime"):
+            high = upto.group(1)
+            spec = f">={version},<{_next(high)}"
+            fact = Fact(PYTHON, spec=spec) if what == "python" else Fact(FRAMEWORK, framework=what, spec=spec)
+            if what != "python" or version.startswith("3."):
+                out.append((phrase + line[m.end():m.end() + upto.end()], fact))
+            continue
+        if what == "cuda":
+            floor = op in (">=", "=>", "≥", ">") or bool(suffix and re.search(r"\+|higher|later|newer|above|greater", suffix)) \
+                or bool(_FLOOR_BEFORE.search(before))
+            if re.fullmatch(r"[0-9]+(\.[0-9]+)?(\.[0-9]+)?", version) and 7 <= int(version.split(".")[0]) <= 13 \
+                    and not _NOT_BEFORE.search(before) and not (suffix and not floor):
+                out.append((phrase, Fact(CUDA, version=".".join(version.split(".")[:2]), spec=">=" if floor else "")))
+        elif what == "cudnn":
+            out.append((phrase, Fact(CUDNN, version=version)))
+        elif what == "python":
+            major = version.split(".")[0]
+            after = line[m.end(): m.end() + 60]
+            if major == "2" and not _NOT_BEFORE.search(before) and not _NOT_AFTER.match(after) \
+                    and op not in (">=", ">", "≥") and not suffix:
+                out.append((phrase, Fact(UNSUPPORTED, framework="python 2")))
+            elif major == "3" and "." in version:
+                out.append((phrase, Fact(PYTHON, spec=_spec(op, version, suffix, before))))
+        else:
+            if "." not in version and not version.endswith("x"):
+                continue  # "PyTorch 2" alone is too loose to be a version ("pytorch 2 times faster")
+            gpu = True if word.lower().endswith("-gpu") else None
+            local = re.match(r"\+(cu[0-9]{2,3}|cpu)\b", line[m.end():])
+            out.append((phrase, Fact(FRAMEWORK, framework=what, spec=_spec(op, version, suffix, before), gpu=gpu)))
+            if local and what == "torch":
+                out.append((phrase + local.group(0), Fact(CUDA, version=cuda_of_tag(local.group(1)))))
+    tested = _TESTED_RE.search(line)
+    if tested and out and out[-1][1].kind == FRAMEWORK and not _is_pin(out[-1][1].spec):
+        # "PyTorch >= 1.7.0 (tested on 1.8.1)": the release the authors ran, inside their range
+        last = out[-1][1]
+        out.append((tested.group(0), Fact(FRAMEWORK, framework=last.framework, spec=_spec(None, tested.group(1), None, ""),
+                                          gpu=last.gpu)))
+    for m in _UNSUPPORTED_RE.finditer(line):
+        word = re.sub(r"\s+", " ", m.group(1).lower())
+        if word.startswith("python"):
+            continue  # read above, with its version's context
+        key = _UNSUPPORTED_KEYS.get(word, "lua torch")
+        out.append((m.group(1), Fact(UNSUPPORTED, framework=key)))
+    return out
+
+
+#: Images whose names carry a stack, as ``docker run``/``docker pull``/``FROM`` lines name them.
+_IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?:docker\.io/)?(?:nvidia/cuda|pytorch/pytorch|"
+                       r"tensorflow/tensorflow)):[A-Za-z0-9][A-Za-z0-9._-]{0,80})")
+
+
+def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statement]:
+    """The statements of a README-like file (Markdown or reStructuredText or plain text)."""
+    text = repo.read(rel, limit=PROSE_LIMIT)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    in_code = False
+    for no, line in enumerate(text.splitlines()[:5000], 1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_code = not in_code
+            continue
+        code = in_code or line.startswith(("    ", "\t")) or stripped.startswith(("$ ", "> pip", ">>> "))
+        inline = re.findall(r"`([^`]{3,300})`", line)
+        commands = [stripped.lstrip("$> ")] if code else [c for c in inline if re.search(r"\b(pip|conda|mamba)\b", c)]
+        found_command = False
+        for command in commands:
+            for word, fact in command_facts(command):
+                out.append(Statement(rel, no, clip_text(line), "readme", COMMAND, fact, notes=(word,)))
+                found_command = True
+            for ref in _IMAGE_RE.findall(command):
+                facts, what = image_facts(ref, matrix)  # type: ignore[arg-type]
+                out += [Statement(rel, no, clip_text(line), "readme", COMMAND, f, notes=(what,)) for f in facts]
+                found_command = found_command or bool(facts)
+        if found_command or code:
+            continue
+        for phrase, fact in sentence_facts(line):
+            out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(phrase,)))
+    return out

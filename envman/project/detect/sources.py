@@ -1,0 +1,551 @@
+"""Readers of the files that pin a repository's stack, each with the ecosystem's own grammar:
+requirements files (pip's line rules, ``-r`` includes inside the repository), conda environment
+files (YAML, conda's match specs), ``setup.py`` (read with ``ast``, never run), ``setup.cfg``,
+``pyproject.toml`` (PEP 621 and Poetry), ``Pipfile``, ``.python-version`` and ``runtime.txt``.
+
+Each reader returns :class:`~envman.project.detect.facts.Statement` s; a file it cannot parse
+gives none (detection reads what it can and says what it used).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from envman.project.detect.facts import (
+    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
+)
+from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts
+from envman.project.detect.repo import Repository
+
+#: ``-r``/``-c`` includes followed at most this deep.
+MAX_INCLUDE_DEPTH = 8
+
+
+def _strength(fact: Fact) -> str:
+    if fact.kind == FRAMEWORK:
+        return PIN if exact_version(fact.spec) or fact.companion else RANGE
+    if fact.kind == PYTHON:
+        return PIN if exact_version(fact.spec) or re.fullmatch(r"==[0-9]+\.[0-9]+\.\*", fact.spec) else RANGE
+    return PIN
+
+
+def statements(file: str, line: int, text: str, source: str, facts: Iterable[Fact], strength: str | None = None) -> list[Statement]:
+    """One statement per fact of a line; a fact whose version has a part of 13 digits or more
+    (no release has one) is no fact."""
+    return [Statement(file, line, clip_text(text), source, strength or _strength(f), f) for f in facts
+            if not re.search(r"[0-9]{13}", f"{f.spec}{f.version or ''}{f.companion or ''}")]
+
+
+# --------------------------------------------------------------------------- requirements files
+
+
+#: pip's option words that name another file or an index (short and long forms).
+_INCLUDE = ("-r", "--requirement", "-c", "--constraint")
+_INDEX = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+
+
+def split_option(line: str) -> tuple[str, str] | None:
+    """``("-r", "base.txt")`` for ``-r base.txt``, ``-rbase.txt`` or ``--requirement=base.txt``;
+    ``None`` for a line that is no include or index option."""
+    for opt in (*_INCLUDE, *_INDEX):
+        if line == opt:
+            return None
+        if line.startswith(opt + " ") or line.startswith(opt + "="):
+            return opt, line[len(opt) + 1:].strip()
+        if len(opt) == 2 and line.startswith(opt) and not line.startswith(opt + "-"):
+            return opt, line[2:].strip()
+    return None
+
+
+def requirement_text(line: str) -> str:
+    """A requirements line without pip's per-line options (``--hash=...``)."""
+    return re.split(r"\s+--?[A-Za-z]", " " + line, maxsplit=1)[0].strip()
+
+
+def read_requirements(repo: Repository, rel: str, *, source: str = "requirements", depth: int = 0,
+                      seen: set[str] | None = None) -> list[Statement]:
+    """The statements of a requirements file and of the files it includes (inside the repository)."""
+    from envman.project.file import requirement_lines
+
+    seen = set() if seen is None else seen
+    if rel in seen or depth > MAX_INCLUDE_DEPTH:
+        return []
+    seen.add(rel)
+    text = repo.read(rel)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    numbered = line_numbers(text)
+    for logical in requirement_lines(text):
+        line_no = numbered(logical)
+        option = split_option(logical)
+        if option is not None:
+            opt, value = option
+            if opt in _INCLUDE:
+                target = relative_path(rel, value)
+                if target is not None:
+                    out += read_requirements(repo, target, source=source, depth=depth + 1, seen=seen)
+            elif (found := cuda_of_index(value)) is not None:
+                cuda, gpu = found
+                out += statements(rel, line_no, logical, source, [Fact(CUDA, version=cuda if gpu else None)], PIN)
+            continue
+        if logical.startswith("-"):
+            continue
+        out += statements(rel, line_no, logical, source, requirement_facts(requirement_text(logical)))
+    return out
+
+
+def relative_path(base: str, target: str) -> str | None:
+    """``target`` (as an include names it) relative to the repository root, or None when it leads
+    outside it or is no plain path."""
+    import posixpath
+
+    target = target.strip().strip("'\"")
+    if not target or "://" in target or target.startswith(("/", "~")) or "\0" in target:
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(base), target))
+    return None if joined.startswith("..") or joined == "." else joined
+
+
+def line_numbers(text: str) -> Callable[[str], int]:
+    """A function from a logical line (or any text in the file) to the 1-based number of the first
+    physical line that holds its first 40 characters (0 when none does)."""
+    lines = text.splitlines()
+
+    def number(part: str) -> int:
+        probe = part.strip()[:40]
+        for i, line in enumerate(lines, 1):
+            if probe and probe in line:
+                return i
+        head = probe.split()[0] if probe.split() else ""
+        for i, line in enumerate(lines, 1):
+            if head and head in line:
+                return i
+        return 0
+
+    return number
+
+
+# --------------------------------------------------------------------------- conda
+
+
+#: conda packages that name the CUDA toolkit a conda environment installs.
+CONDA_CUDA = ("cudatoolkit", "cudatoolkit-dev", "pytorch-cuda", "cuda-version", "cuda-toolkit", "cuda", "cuda-runtime",
+              "cuda-cudart", "cuda-nvcc")
+
+
+def conda_spec(text: str) -> tuple[str, str, str] | None:
+    if len(text) > 1024 or re.search(r"[0-9]{13}", text):
+        return None
+    return _conda_spec(text)
+
+
+def _conda_spec(text: str) -> tuple[str, str, str] | None:
+    """(name, PEP 440 specifier, build) of a conda match spec: ``pytorch=1.7.1=py3.8_cuda11.0_0``,
+    ``pytorch==1.7.1``, ``conda-forge::cudatoolkit=11.1``, ``python>=3.8``, ``pytorch 1.7.1 py3.8*``,
+    ``pytorch[version='>=1.6']``. conda's ``=1.7`` is ``1.7.*``; ``=1.7.1`` is taken as exact."""
+    text = text.strip()
+    if "::" in text:
+        text = text.split("::", 1)[1]
+    m = re.fullmatch(r"([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*\[\s*version\s*=\s*['\"]([^'\"]*)['\"]\s*\]", text)
+    if m:
+        name, rest = m.group(1), m.group(2)
+    else:
+        m = re.fullmatch(r"([A-Za-z0-9_][A-Za-z0-9_.-]*)\s*(.*)", text)
+        if not m:
+            return None
+        name, rest = m.group(1), m.group(2).strip()
+    build = ""
+    spec = ""
+    if rest.startswith("==") or rest.startswith("=") or re.match(r"[0-9]", rest):
+        exact = rest.startswith("==")
+        body = rest.lstrip("=").strip()
+        parts = re.split(r"[=\s]+", body, maxsplit=1)
+        version = parts[0]
+        build = parts[1] if len(parts) > 1 else ""
+        if version and version != "*":
+            wild = version.endswith("*")
+            version = version.rstrip("*").rstrip(".")
+            if not re.fullmatch(r"[0-9]+(\.[0-9A-Za-z]+)*", version):
+                spec = ""
+            elif exact or (not wild and version.count(".") >= 2):
+                spec = f"=={version}"
+            else:
+                spec = f"=={version}.*"
+    elif rest:
+        spec = ",".join(p.strip() for p in rest.split(",") if p.strip())
+        spec = spec.split()[0] if spec else ""
+    return name.lower(), spec, build
+
+
+def conda_facts(text: str) -> list[Fact]:
+    """The facts one conda dependency states."""
+    parsed = conda_spec(text)
+    if parsed is None:
+        return []
+    name, spec, build = parsed
+    facts: list[Fact] = []
+    if name in CONDA_CUDA:
+        version = exact_version(spec) or _prefix(spec)
+        if version:
+            facts.append(Fact(CUDA, version=".".join(version.split(".")[:2])))
+        return facts
+    if name == "cudnn":
+        version = exact_version(spec) or _prefix(spec)
+        return [Fact(CUDNN, version=version)] if version else []
+    if name == "cpuonly":
+        return [Fact(CUDA, version=None)]
+    if name == "python":
+        return [Fact(PYTHON, spec=spec)] if spec else []
+    if name in ("python2", "python3"):
+        return []
+    facts += list(named_facts(name, spec))
+    if build and any(f.kind == FRAMEWORK for f in facts):
+        low = build.lower()
+        cuda = re.search(r"cuda([0-9]+\.[0-9]+|[0-9]{2,3})", low)
+        if cuda:
+            facts.append(Fact(CUDA, version=cuda.group(1) if "." in cuda.group(1) else cuda_of_tag("cuda" + cuda.group(1))))
+        elif re.search(r"(^|_)cpu", low):
+            facts.append(Fact(CUDA, version=None))
+    return facts
+
+
+def _prefix(spec: str) -> str | None:
+    m = re.fullmatch(r"==([0-9]+(?:\.[0-9]+)*)\.\*", spec)
+    return m.group(1) if m else None
+
+
+def read_conda(repo: Repository, rel: str) -> list[Statement]:
+    """The statements of a conda environment file: its ``dependencies``, the pip list inside it
+    included. The YAML is composed into nodes (safe: no tags are constructed) and only the
+    ``dependencies`` sequence is walked, so aliases and deep nesting cost nothing."""
+    import yaml
+
+    text = repo.read(rel)
+    if text is None:
+        return []
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        root = yaml.compose(text, Loader=loader)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    out: list[Statement] = []
+    lines = text.splitlines()
+
+    def line_text(node: Any) -> tuple[int, str]:
+        n = node.start_mark.line
+        return n + 1, lines[n] if n < len(lines) else str(node.value)
+
+    for key, value in root.value:
+        if not (isinstance(key, yaml.ScalarNode) and key.value == "dependencies" and isinstance(value, yaml.SequenceNode)):
+            continue
+        for item in value.value[:2000]:
+            if isinstance(item, yaml.ScalarNode):
+                no, shown = line_text(item)
+                out += statements(rel, no, shown, "conda", conda_facts(str(item.value)))
+            elif isinstance(item, yaml.MappingNode):
+                for k, v in item.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == "pip" and isinstance(v, yaml.SequenceNode):
+                        for req in v.value[:2000]:
+                            if isinstance(req, yaml.ScalarNode):
+                                no, shown = line_text(req)
+                                word = str(req.value).strip()
+                                found = split_option(word)
+                                if found and found[0] in _INDEX and (cu := cuda_of_index(found[1])) is not None:
+                                    out += statements(rel, no, shown, "conda", [Fact(CUDA, version=cu[0] if cu[1] else None)], PIN)
+                                elif not word.startswith("-"):
+                                    out += statements(rel, no, shown, "conda", requirement_facts(requirement_text(word)))
+    return out
+
+
+def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
+    """The conda file as plain data (``dependencies`` and ``channels`` only), for the project layer."""
+    import yaml
+
+    text = repo.read(rel)
+    if text is None:
+        return None
+    try:
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    deps: list[Any] = []
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "dependencies" and isinstance(value, yaml.SequenceNode):
+            for item in value.value[:2000]:
+                if isinstance(item, yaml.ScalarNode):
+                    deps.append((item.start_mark.line + 1, str(item.value)))
+                elif isinstance(item, yaml.MappingNode):
+                    for k, v in item.value:
+                        if isinstance(k, yaml.ScalarNode) and k.value == "pip" and isinstance(v, yaml.SequenceNode):
+                            deps.append({"pip": [(r.start_mark.line + 1, str(r.value)) for r in v.value[:2000]
+                                                 if isinstance(r, yaml.ScalarNode)]})
+    return {"dependencies": deps}
+
+
+# --------------------------------------------------------------------------- setup.py / setup.cfg
+
+
+def literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int = 0) -> Iterator[ast.Constant]:
+    """The string constants of a literal list/tuple (or a name bound to one at module level, or
+    ``a + b`` of such), without evaluating anything."""
+    if depth > 8:
+        return
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        for elt in node.elts:
+            if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                yield elt
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        yield node
+    elif isinstance(node, ast.Name) and node.id in names:
+        yield from literal_strings(names[node.id], names, depth + 1)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        yield from literal_strings(node.left, names, depth + 1)
+        yield from literal_strings(node.right, names, depth + 1)
+
+
+def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
+    """``install_requires``, ``extras_require`` and ``python_requires`` of a ``setup(...)`` call,
+    where they are literals (or names bound to literals at module level)."""
+    text = repo.read(rel)
+    if text is None:
+        return []
+    try:
+        tree = ast.parse(text, filename=rel)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names: dict[str, ast.AST] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            names[stmt.targets[0].id] = stmt.value
+    lines = text.splitlines()
+    out: list[Statement] = []
+
+    def shown(c: ast.AST) -> str:
+        n = getattr(c, "lineno", 0)
+        return lines[n - 1] if 0 < n <= len(lines) else ""
+
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        fn = call.func
+        if not ((isinstance(fn, ast.Name) and fn.id == "setup") or (isinstance(fn, ast.Attribute) and fn.attr == "setup")):
+            continue
+        for kw in call.keywords:
+            if kw.arg in ("install_requires", "requires"):
+                for c in literal_strings(kw.value, names):
+                    out += statements(rel, c.lineno, shown(c), "setup.py", requirement_facts(str(c.value)))
+            elif kw.arg == "extras_require":
+                value = names.get(kw.value.id, kw.value) if isinstance(kw.value, ast.Name) else kw.value
+                if isinstance(value, ast.Dict):
+                    for v in value.values:
+                        for c in literal_strings(v, names):
+                            out += statements(rel, c.lineno, shown(c), "setup.py", requirement_facts(str(c.value)), RANGE)
+            elif kw.arg == "python_requires":
+                for c in literal_strings(kw.value, names):
+                    out += statements(rel, c.lineno, shown(c), "setup.py", [Fact(PYTHON, spec=_python_spec(str(c.value)))])
+    return out
+
+
+def _python_spec(text: str) -> str:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from envman.project.detect.pins import spec_text
+
+    t = text.strip()
+    if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", t):
+        return "==" + t + (".*" if t.count(".") < 2 else "")
+    try:
+        return spec_text(SpecifierSet(t))
+    except InvalidSpecifier:
+        return ""
+
+
+def read_setup_cfg(repo: Repository, rel: str) -> list[Statement]:
+    import configparser
+
+    text = repo.read(rel)
+    if text is None:
+        return []
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        cfg.read_string(text)
+    except configparser.Error:
+        return []
+    number = line_numbers(text)
+    out: list[Statement] = []
+    if cfg.has_section("options"):
+        for line in cfg.get("options", "install_requires", fallback="").splitlines():
+            if line.strip() and not line.strip().startswith("#"):
+                out += statements(rel, number(line), line, "setup.cfg", requirement_facts(line.split("#")[0]))
+        py = cfg.get("options", "python_requires", fallback="").strip()
+        if py:
+            out += statements(rel, number("python_requires"), f"python_requires = {py}", "setup.cfg", [Fact(PYTHON, spec=_python_spec(py))])
+    if cfg.has_section("options.extras_require"):
+        for _, value in cfg.items("options.extras_require"):
+            for line in value.splitlines():
+                if line.strip():
+                    out += statements(rel, number(line), line, "setup.cfg", requirement_facts(line.split("#")[0]), RANGE)
+    return out
+
+
+# --------------------------------------------------------------------------- pyproject / Pipfile
+
+
+def _poetry_spec(value: Any) -> str:
+    """A Poetry constraint as PEP 440: ``^1.2`` → ``>=1.2,<2.0``, ``~1.2`` → ``>=1.2,<1.3``,
+    ``1.2.3`` → ``==1.2.3``, ``*`` → nothing."""
+    if isinstance(value, dict):
+        value = value.get("version", "")
+    if not isinstance(value, str):
+        return ""
+    parts = []
+    for piece in value.split(","):
+        p = piece.strip()
+        if not p or p == "*" or re.search(r"[0-9]{13}", p):
+            continue
+        m = re.fullmatch(r"([\^~])\s*([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?", p)
+        if m:
+            op, major, minor, patch = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+            low = ".".join(x for x in (str(major), minor, patch) if x is not None)
+            if op == "^":
+                if major > 0 or minor is None:
+                    high = f"{major + 1}.0"
+                elif int(minor) > 0 or patch is None:
+                    high = f"0.{int(minor) + 1}"
+                else:
+                    high = f"0.0.{int(patch) + 1}"
+            else:
+                high = f"{major}.{int(minor) + 1}" if minor is not None else f"{major + 1}.0"
+            parts += [f">={low}", f"<{high}"]
+        elif re.fullmatch(r"[0-9]+(\.[0-9]+)*(\.\*)?", p):
+            parts.append(f"=={p}")
+        else:
+            parts.append(p.replace(" ", ""))
+    return ",".join(parts)
+
+
+def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
+    from envman.safefile import toml_module
+
+    text = repo.read(rel)
+    if text is None:
+        return []
+    try:
+        doc = toml_module().loads(text)
+    except (ValueError, RecursionError):
+        return []
+    number = line_numbers(text)
+    out: list[Statement] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    for req in _strs(project.get("dependencies")):
+        out += statements(rel, number(req), req, "pyproject", requirement_facts(req))
+    extras = project.get("optional-dependencies")
+    if isinstance(extras, dict):
+        for reqs in extras.values():
+            for req in _strs(reqs):
+                out += statements(rel, number(req), req, "pyproject", requirement_facts(req), RANGE)
+    py = project.get("requires-python")
+    if isinstance(py, str):
+        out += statements(rel, number("requires-python"), f"requires-python = {py!r}", "pyproject", [Fact(PYTHON, spec=_python_spec(py))])
+    tool: dict[str, Any] = doc["tool"] if isinstance(doc.get("tool"), dict) else {}
+    poetry: dict[str, Any] = tool["poetry"] if isinstance(tool.get("poetry"), dict) else {}
+    tables = [poetry.get("dependencies")]
+    groups = poetry.get("group")
+    if isinstance(groups, dict):
+        tables += [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
+    for table in tables:
+        if not isinstance(table, dict):
+            continue
+        for name, value in table.items():
+            if not isinstance(name, str):
+                continue
+            entries = value if isinstance(value, list) else [value]
+            for entry in entries[:16]:
+                spec = _poetry_spec(entry)
+                shown = f"{name} = {entry!r}"
+                if name.lower() == "python":
+                    if spec:
+                        out += statements(rel, number(f"python"), shown, "pyproject", [Fact(PYTHON, spec=spec)])
+                    continue
+                extras_ = set(entry.get("extras", [])) if isinstance(entry, dict) and isinstance(entry.get("extras"), list) else set()
+                out += statements(rel, number(name), shown, "pyproject", named_facts(name, spec, {str(e) for e in extras_}))
+    for src in _sources(tool):
+        found = cuda_of_index(src)
+        if found is not None:
+            out += statements(rel, number(src), src, "pyproject", [Fact(CUDA, version=found[0] if found[1] else None)], PIN)
+    return out
+
+
+def _sources(tool: dict[str, Any]) -> list[str]:
+    """Index URLs a pyproject names for Poetry (``[[tool.poetry.source]]``) or uv (``[[tool.uv.index]]``)."""
+    urls = []
+    for table in (tool.get("poetry", {}).get("source") if isinstance(tool.get("poetry"), dict) else None,
+                  tool.get("uv", {}).get("index") if isinstance(tool.get("uv"), dict) else None):
+        if isinstance(table, list):
+            urls += [t["url"] for t in table if isinstance(t, dict) and isinstance(t.get("url"), str)]
+    return urls
+
+
+def _strs(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)][:2000] if isinstance(value, list) else []
+
+
+def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
+    from envman.safefile import toml_module
+
+    text = repo.read(rel)
+    if text is None:
+        return []
+    try:
+        doc = toml_module().loads(text)
+    except (ValueError, RecursionError):
+        return []
+    number = line_numbers(text)
+    out: list[Statement] = []
+    for section in ("packages", "dev-packages"):
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            continue
+        for name, value in table.items():
+            spec = value if isinstance(value, str) else value.get("version", "") if isinstance(value, dict) else ""
+            spec = "" if not isinstance(spec, str) or spec == "*" else spec
+            out += statements(rel, number(name), f"{name} = {value!r}", "Pipfile",
+                              named_facts(name, spec), None if section == "packages" else RANGE)
+    requires = doc.get("requires")
+    if isinstance(requires, dict):
+        for key in ("python_version", "python_full_version"):
+            if isinstance(requires.get(key), str):
+                out += statements(rel, number(key), f"{key} = {requires[key]!r}", "Pipfile",
+                                  [Fact(PYTHON, spec=_python_spec(requires[key]))])
+    for src in doc.get("source", []) if isinstance(doc.get("source"), list) else []:
+        if isinstance(src, dict) and isinstance(src.get("url"), str) and (found := cuda_of_index(src["url"])) is not None:
+            out += statements(rel, number(src["url"]), src["url"], "Pipfile", [Fact(CUDA, version=found[0] if found[1] else None)], PIN)
+    return out
+
+
+# --------------------------------------------------------------------------- .python-version / runtime.txt
+
+
+def read_python_version(repo: Repository, rel: str) -> list[Statement]:
+    """``.python-version`` (pyenv: ``3.8.10``, ``3.8``) and ``runtime.txt`` (``python-3.7.3``)."""
+    text = repo.read(rel, limit=4096)
+    if text is None:
+        return []
+    for no, line in enumerate(text.splitlines(), 1):
+        word = line.split("#")[0].strip()
+        if not word:
+            continue
+        m = re.fullmatch(r"(?:python-?|cpython-?)?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?", word, re.IGNORECASE)
+        if m:
+            if m.group(1) == "2":
+                return statements(rel, no, line, rel.rsplit("/", 1)[-1], [Fact(UNSUPPORTED, framework="python 2")], PIN)
+            return statements(rel, no, line, rel.rsplit("/", 1)[-1], [Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*")], PIN)
+        return []
+    return []

@@ -1,0 +1,46 @@
+"""Which framework the code uses: imports counted, never run."""
+
+from __future__ import annotations
+
+from envman.project.detect.code import read_code
+
+
+def test_imports_are_counted_per_file(repo):
+    r = repo({
+        "train.py": "import torch\nfrom torch import nn\nimport torchvision\n",
+        "model.py": "from torch.utils.tensorboard import SummaryWriter\n",
+        "fid.py": "import tensorflow.compat.v1 as tf\n",
+        "docs/x.py": "# import jax  (a comment, not an import)\nprint('import jax')\n",
+        ".venv/lib/site.py": "import jax\n", "third_party/lib.py": "import jax\n",
+    })
+    got = {s.fact.framework: s.fact.count for s in read_code(r)}
+    assert got == {"torch": 2, "tensorflow": 1}
+
+
+def test_jax_family_and_keras(repo):
+    r = repo({"a.py": "import flax.linen as nn\n", "b.py": "import optax\nimport jax.numpy as jnp\n", "c.py": "import keras\n"})
+    assert {s.fact.framework: s.fact.count for s in read_code(r)} == {"jax": 2, "tensorflow": 1}
+
+
+def test_lua_torch_caffe_and_python2(repo):
+    r = repo({"train.lua": "require 'torch'\nrequire 'nn'\n", "util.lua": "local x = require('cutorch')\n"})
+    assert [(s.fact.framework, s.fact.count) for s in read_code(r)] == [("lua torch", 2)]
+    r = repo({"deploy.prototxt": "layer {}", "solver.prototxt": "x"})
+    assert [s.fact.means() for s in read_code(r)] == ["imports caffe in 2 files"]
+
+
+def test_python2_code_is_named_only_when_most_of_it_is(repo, tmp_path):
+    py2 = "import theano\nprint 'hello'\ntry:\n    pass\nexcept ValueError, e:\n    pass\n"
+    r = repo({"a.py": py2, "b.py": py2, "c.py": py2, "d.py": "import theano\nprint('x')\n"})
+    assert [s.fact.framework for s in read_code(r) if s.fact.kind == "unsupported"] == ["python 2"]
+    r = repo({"e.py": "from __future__ import print_function\nprint 'x'\n", "f.py": "print(1)\n"})
+    assert [s for s in read_code(r) if s.fact.kind == "unsupported"] == []
+
+
+def test_a_long_file_is_read_in_part_never_skipped_and_a_link_out_is_not_read(repo, tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("import jax\n")
+    r = repo({"big.py": "import torch\n" + "x = 1\n" * 200_000, "ok.py": "import torch\n"})
+    (r.root / "link.py").symlink_to(outside)
+    r = type(r).scan(r.root)
+    assert {s.fact.framework: s.fact.count for s in read_code(r)} == {"torch": 2}

@@ -1,0 +1,194 @@
+"""The precedence rules, each on the forms real repositories use, against the shipped matrix."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from envman.host import what_if
+from envman.matrix.load import load_matrix
+from envman.project.detect import detect
+from envman.stack.resolve import resolve
+from envman.stack.verdict import verdict
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix()
+
+
+@pytest.fixture
+def found(repo, matrix):
+    def run(files, host=None):
+        r = repo(files)
+        return detect(r.root, matrix, host=host)
+
+    return run
+
+
+def used(d, kind=None):
+    return [(s.where, s.fact.means()) for s in d.decision.evidence if s.used and (kind is None or s.fact.kind == kind)]
+
+
+def aside(d):
+    return {s.where: s.why for s in d.decision.evidence if not s.used}
+
+
+def test_an_exact_pin_beats_a_range_and_prose_refines_a_range(found):
+    d = found({"requirements.txt": "torch>=1.7\n", "README.md": "Tested with PyTorch 1.7.1.\n", "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == "1.7.1"
+    d = found({"requirements.txt": "torch==1.8.1\n", "setup.py": "setup(install_requires=['torch>=1.4'])\n",
+               "README.md": "PyTorch 1.7.1\n"})
+    assert d.decision.stack.framework_version == "1.8.1"
+    assert "README.md:1" in aside(d) and "contradicts requirements.txt:1" in aside(d)["README.md:1"]
+
+
+def test_ranges_alone_give_the_newest_release_in_them(found, matrix):
+    d = found({"requirements.txt": "torch>=1.7,<1.9\n"})
+    newest = max(b.version for b in matrix.builds if b.framework == "torch" and Version("1.7") <= b.version < Version("1.9"))
+    assert d.decision.stack.framework_version == str(newest)
+
+
+def test_a_stated_cuda_beats_the_default_variant(found, matrix):
+    d = found({"environment.yml": "dependencies:\n  - pytorch=1.7.1\n  - cudatoolkit=10.1\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("1.7.1", "10.1")
+    d = found({"requirements.txt": "torch==1.7.1\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name  # no CUDA stated: the default variant
+
+
+def test_the_framework_the_code_imports_most_beats_a_tool_pinned_beside_it(found):
+    d = found({"requirements.txt": "torch==1.7.1\ntensorflow==2.4.0  # FID\nonnxruntime==1.8.0\n",
+               "train.py": "import torch\n", "model.py": "import torch.nn\n", "fid.py": "import tensorflow as tf\n"})
+    assert d.decision.stack.framework == "torch"
+    assert "a tool" in aside(d)["requirements.txt:2"] and "a tool" in aside(d)["requirements.txt:3"]
+
+
+def test_without_code_a_gpu_framework_beats_a_cpu_only_one_and_onnxruntime_comes_last(found):
+    d = found({"requirements.txt": "tensorflow-cpu==2.11.0\njax[cuda12]>=0.4.20\n"})
+    assert d.decision.stack.framework == "jax" and d.decision.stack.cuda.startswith("12")
+    d = found({"requirements.txt": "onnxruntime-gpu==1.16.0\ntorch==2.1.0\n"})
+    assert d.decision.stack.framework == "torch"
+
+
+def test_a_contradiction_is_a_conflict_the_stronger_statement_wins(found):
+    d = found({"requirements.txt": "torch==1.9.0\n", "Dockerfile": "FROM pytorch/pytorch:1.10.0-cuda11.3-cudnn8-runtime\n",
+               "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == "1.9.0"
+    assert d.decision.conflicts[0]["about"] == "torch release"
+    assert "Dockerfile:1" in d.decision.conflicts[0]["set_aside"]
+    assert any("Dockerfile:1" in a["why"] for a in d.decision.alternatives)
+
+
+def test_a_release_the_matrix_lacks_is_unmet_never_replaced(found):
+    d = found({"requirements.txt": "torch==0.1.12\n"})
+    assert d.decision is None
+    assert "requirements.txt:1 pins torch ==0.1.12" in d.problem.what and "does not have" in d.problem.what
+    assert d.problem.fix.startswith("nearest: torch-")
+
+
+def test_an_unmet_cuda_pin_ends_detection_unmet_prose_is_set_aside(found, matrix):
+    d = found({"environment.yml": "dependencies:\n  - pytorch=1.7.1\n  - cudatoolkit=12.1\n"})
+    assert d.decision is None and "environment.yml:3 asks for CUDA 12.1" in d.problem.what and "1.7.1" in d.problem.what
+    d = found({"requirements.txt": "torch==1.7.1\n", "README.md": "Tested with CUDA 12.1.\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name
+    assert "have no CUDA 12.1 (a README is advice" in aside(d)["README.md:1"]
+
+
+def test_python_at_the_grain_of_stacks_and_unmet_python_pins(found):
+    d = found({"environment.yml": "dependencies:\n  - python=3.8.5\n  - pytorch=1.7.1\n"})
+    assert d.decision.stack.python == "3.8"
+    d = found({"environment.yml": "dependencies:\n  - python=3.4\n  - pytorch=1.7.1\n"})
+    assert d.decision is None and "Python ==3.4.*" in d.problem.what and "has wheels for Python" in d.problem.what
+    d = found({"requirements.txt": "torch==1.7.1\n", "README.md": "Python 3.4\n"})
+    assert d.decision is not None and "README.md:1" in aside(d)
+    d = found({"setup.py": "setup(python_requires='>=3.8', install_requires=['torch==1.7.1'])\n"})
+    assert Version(d.decision.stack.python) >= Version("3.8")
+
+
+@pytest.mark.parametrize("files, name", [
+    ({"a.py": "import theano\n", "b.py": "import theano.tensor as T\n", "c.py": "import torch\n"}, "Theano"),
+    ({"train.lua": "require 'torch'\n", "README.md": "A Torch7 implementation\n"}, "Lua Torch"),
+    ({"net.py": "import caffe\n"}, "Caffe"),
+    ({"a.py": "import mxnet as mx\n", "requirements.txt": "mxnet-cu101\n"}, "MXNet"),
+    ({".python-version": "2.7.18\n", "requirements.txt": "torch==1.0.0\n"}, "Python 2"),
+    ({"requirements.txt": "Theano==1.0.4\n"}, "Theano"),
+])
+def test_frameworks_no_stack_serves_get_one_line(found, files, name):
+    d = found(files)
+    assert d.decision is None and name in d.problem.what and "does not build" in d.problem.what
+
+
+def test_a_repository_that_names_nothing(found):
+    d = found({"README.md": "Hello\n", "x.py": "import numpy\n"})
+    assert d.decision is None and d.problem.what.startswith("nothing in the repository names or imports a framework")
+
+
+# --------------------------------------------------------------------------- the host decides too
+
+
+def runs(stack, host):
+    g = host.gpus[0]
+    return verdict(stack, host.driver, g.compute_cap).runs
+
+
+def test_a_pinned_release_with_no_build_for_this_gpu_names_the_pin_to_relax(found):
+    h100 = what_if("580.95.05", "9.0", "NVIDIA H100")
+    d = found({"requirements.txt": "torch==1.7.1\n"}, host=h100)
+    assert d.decision is None and "does not run here" in d.problem.what
+    assert "relax requirements.txt:1 (torch ==1.7.1)" in d.problem.fix and "runs here" in d.problem.fix
+
+
+def test_another_cuda_build_of_the_same_release_that_runs_here_is_taken(found, matrix):
+    rtx5090 = what_if("570.86.10", "12.0", "RTX 5090")
+    default = resolve(matrix, "torch-2.7.1")
+    d = found({"requirements.txt": "torch==2.7.1\n"}, host=rtx5090)
+    assert d.decision.stack.framework_version == "2.7.1" and runs(d.decision.stack, rtx5090)
+    if not runs(default, rtx5090):  # the default variant has no sm_120: the note says why another was taken
+        assert d.decision.host.first_choice == default.name and d.decision.notes
+
+
+def test_ranges_and_no_pins_take_the_newest_stack_that_runs_here(found, matrix):
+    old_driver = what_if("418.39", "7.5", "Tesla T4")
+    for files in ({"requirements.txt": "torch>=1.4\n"}, {"a.py": "import torch\n"}):
+        d = found(files, host=old_driver)
+        st = d.decision.stack
+        assert runs(st, old_driver)
+        newer = [b for b in matrix.builds if b.framework == "torch" and b.version > Version(st.framework_version) and b.cuda]
+        assert all(not runs(resolve(matrix, b.name), old_driver) for b in newer if b.cuda.major <= 10)
+
+
+def test_the_cuda_of_a_line_set_aside_goes_with_it(found, matrix):
+    d = found({"requirements.txt": "torch==1.7.1\nmxnet-cu92==1.5.0\ntorch==1.10.0+cu113; extra == 'never'\n",
+               "a.py": "import torch\n"})
+    assert d.decision.stack.cuda != "9.2"
+    assert aside(d)["requirements.txt:2"]
+
+
+def test_a_readme_naming_a_release_the_matrix_lacks_is_set_aside_not_obeyed(found):
+    d = found({"docs/installation.md": '```\npip install "jax[cpu]==0.1.0"\n```\n', "a.py": "import jax\n"})
+    assert d.decision is not None and d.decision.stack.framework == "jax"
+    assert "does not have" in aside(d)["docs/installation.md:2"]
+
+
+def test_a_readme_cuda_floor_prefers_the_builds_at_or_above_it(found, matrix):
+    d = found({"requirements.txt": "torch==1.10.2\n", "README.md": "Requires CUDA 11.3+\n"})
+    assert d.decision.stack.cuda == "11.3"
+    d = found({"requirements.txt": "torch==1.10.2\n", "README.md": "Requires CUDA 12.0 or later\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.10.2").name and "README.md:1" in aside(d)
+
+
+def test_a_readme_release_whose_builds_lack_the_pinned_cuda_gives_way_to_the_pins(found, matrix):
+    d = found({"docs/install.md": '```\npip install "jax[cpu]==0.3.25"\n```\n',
+               "requirements.txt": "nvidia-cublas-cu12>=12.1.3.1\n", "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert st.framework == "jax" and st.cuda.startswith("12.")
+    assert "a README is advice" in aside(d)["docs/install.md:2"]
+
+
+def test_versions_of_thousands_of_digits_are_no_facts(found):
+    big = "9" * 5000
+    d = found({"requirements.txt": f"torch=={big}\ntorch==1.7.1\n", "README.md": f"PyTorch 1.{big}\n",
+               "environment.yml": f"dependencies:\n  - python=3.{big}\n  - cudatoolkit=1{big}\n",
+               "setup.py": f"setup(python_requires='>=3.{big}')\n", ".python-version": f"3.{big}\n",
+               "Dockerfile": f"FROM pytorch/pytorch:1.{big}-cuda11.0\n"})
+    assert d.decision.stack.framework_version == "1.7.1"

@@ -1,0 +1,126 @@
+"""Dockerfiles: base images that carry their stack in the name, NGC releases, installs in RUN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envman.matrix.load import load_files
+from envman.project.detect.images import command_facts, image_facts, ngc_spec, read_dockerfile
+from tests.unit.project.detect.conftest import means
+
+NGC = """\
+schema = 1
+kind = "ngc"
+
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "20.12"
+tags = ["20.12-py3"]
+framework = "torch"
+framework_version = "1.8.0a0+1606899"
+cuda = "11.1.1"
+cudnn = "8.0.5"
+python = "3.8"
+os = "ubuntu20.04"
+source = ["https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel_20-12.html"]
+status = "confirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/tensorflow"
+release = "21.03"
+tags = ["21.03-tf1-py3"]
+framework = "tensorflow"
+framework_version = "1.15.5+nv"
+cuda = "11.2.1"
+python = "3.8"
+source = ["https://docs.nvidia.com/deeplearning/frameworks/tensorflow-release-notes/rel_21-03.html"]
+status = "partially confirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/jax"
+release = "23.10"
+tags = ["23.10-py3"]
+framework = "jax"
+source = ["https://docs.nvidia.com/deeplearning/frameworks/jax-release-notes/index.html"]
+status = "unconfirmed"
+"""
+
+
+@pytest.fixture(scope="module")
+def ngc(tmp_path_factory):
+    p = Path(tmp_path_factory.mktemp("ngc")) / "ngc.toml"
+    p.write_text(NGC)
+    return load_files([p])
+
+
+@pytest.mark.parametrize("ref, want", [
+    ("nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04", ["CUDA 10.0", "cuDNN 7"]),
+    ("nvidia/cuda:11.3.1-cudnn8-runtime-ubuntu20.04", ["CUDA 11.3", "cuDNN 8"]),
+    ("docker.io/nvidia/cuda:12.6.3-base-ubuntu24.04", ["CUDA 12.6"]),
+    ("nvidia/cudagl:10.1-devel-ubuntu18.04", ["CUDA 10.1"]),
+    ("pytorch/pytorch:1.7.1-cuda11.0-cudnn8-runtime", ["torch ==1.7.1", "CUDA 11.0", "cuDNN 8"]),
+    ("pytorch/pytorch:1.0-cuda10.0-cudnn7-devel", ["torch ==1.0.*", "CUDA 10.0", "cuDNN 7"]),
+    ("pytorch/pytorch:0.4.1-cuda9-cudnn7-devel", ["torch ==0.4.1", "CUDA 9", "cuDNN 7"]),
+    ("pytorch/pytorch:latest", []),
+    ("tensorflow/tensorflow:1.14.0-gpu-py3", ["tensorflow ==1.14.0 (GPU build)"]),
+    ("tensorflow/tensorflow:2.4.1-gpu", ["tensorflow ==2.4.1 (GPU build)"]),
+    ("tensorflow/tensorflow:1.12.0-py3", ["tensorflow ==1.12.0 (CPU build)"]),
+    ("tensorflow/tensorflow:latest-gpu", ["tensorflow (GPU build)"]),
+    ("python:3.7-slim", ["Python ==3.7.*"]), ("python:2.7", ["Python 2, which envman does not build"]),
+    ("ubuntu:18.04", []), ("nvcr.io/nvidia/pytorch:99.99-py3", []),
+])
+def test_image_facts(ref, want, ngc):
+    assert [f.means() for f in image_facts(ref, ngc)[0]] == want
+
+
+def test_ngc_images_read_against_the_release_table(ngc):
+    facts, what = image_facts("nvcr.io/nvidia/pytorch:20.12-py3", ngc)
+    assert [f.means() for f in facts] == ["torch >=1.7,<1.9 (GPU build)", "CUDA 11", "Python ==3.8.*", "cuDNN 8.0.5"]
+    assert what == "NGC pytorch 20.12: torch 1.8.0a0+1606899, CUDA 11.1.1, Python 3.8"
+    facts, what = image_facts("nvcr.io/nvidia/tensorflow:21.03-tf1-py3", ngc)
+    assert [f.means() for f in facts] == ["tensorflow ==1.15.* (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    assert what.endswith("; partially confirmed in the matrix")
+    facts, what = image_facts("nvcr.io/nvidia/jax:23.10-py3", ngc)
+    assert [f.means() for f in facts] == ["jax (GPU build)"] and "contents unknown" in what
+
+
+@pytest.mark.parametrize("version, spec", [
+    ("1.8.0a0+1606899", ">=1.7,<1.9"), ("2.0.0a0+1716905", "==2.0.*"), ("1.15.5+nv", "==1.15.*"),
+    ("2.3.0+cc6f2c7", "==2.3.*"), ("1.13.0a0+d0d6b1f", ">=1.12,<1.14"), (None, ""), ("not a version", ""),
+])
+def test_ngc_spec(version, spec):
+    assert ngc_spec(version) == spec
+
+
+def test_dockerfile_args_stages_and_runs(repo, ngc):
+    r = repo({"docker/Dockerfile": """\
+        # syntax comment
+        ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:20.12-py3
+        ARG CUDA=10.1
+        FROM nvidia/cuda:${CUDA}-cudnn7-devel-ubuntu18.04 AS build
+        RUN pip install --no-cache-dir torch==1.4.0 torchvision==0.5.0 \\
+            -f https://download.pytorch.org/whl/cu101/torch_stable.html && \\
+            conda install -y -c pytorch cudatoolkit=10.1 && pip install -r requirements.txt
+        FROM build
+        FROM $BASE_IMAGE
+        ENV PYTHON_VERSION=3.7
+        """})
+    assert [m for _, _, m in means(read_dockerfile(r, "docker/Dockerfile", ngc))] == [
+        "CUDA 10.1", "cuDNN 7", "torch ==1.4.0", "torch as torchvision==0.5.0 needs it", "CUDA 10.1", "CUDA 10.1",
+        "torch >=1.7,<1.9 (GPU build)", "CUDA 11", "Python ==3.8.*", "cuDNN 8.0.5", "Python ==3.7.*"]
+
+
+@pytest.mark.parametrize("command, want", [
+    ("pip install torch==1.4.0 -f https://download.pytorch.org/whl/torch_stable.html", ["torch ==1.4.0"]),
+    ("python -m pip install 'jax[cuda12_pip]==0.4.23' -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
+     ["CUDA 12", "jax ==0.4.23 (GPU build)"]),
+    ("pip3 install torch --index-url https://download.pytorch.org/whl/cu121", ["torch", "CUDA 12.1"]),
+    ("conda install pytorch==1.7.1 torchvision cudatoolkit=11.0 -c pytorch", ["torch ==1.7.1", "CUDA 11.0"]),
+    ("conda create -n env python=3.7 -y && conda activate env", ["Python ==3.7.*"]),
+    ("pip install -r requirements.txt -e .", []),
+    ("make install", []),
+])
+def test_command_facts(command, want):
+    assert [f.means() for _, f in command_facts(command)] == want

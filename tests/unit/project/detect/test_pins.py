@@ -1,0 +1,109 @@
+"""What one requirement says: the forms real repositories pin their framework and CUDA with."""
+
+from __future__ import annotations
+
+import pytest
+
+from envman.project.detect.facts import CUDA, FRAMEWORK, UNSUPPORTED, Fact
+from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, public_spec, requirement_facts
+
+
+@pytest.mark.parametrize("tag, cuda", [
+    ("cu92", "9.2"), ("cu80", "8.0"), ("cu90", "9.0"), ("cu100", "10.0"), ("cu101", "10.1"), ("cu113", "11.3"),
+    ("cu118", "11.8"), ("cu121", "12.1"), ("cu130", "13.0"), ("+cu113", "11.3"),
+    ("cuda111", "11.1"), ("cuda110", "11.0"), ("cuda101", "10.1"), ("cuda11", "11"), ("cuda12", "12"),
+    ("cuda11x", "11"), ("cuda12x", "12"), ("cuda12_pip", "12"), ("cuda11_cudnn86", "11"), ("cuda11.cudnn82", "11"),
+    ("cuda12.cudnn89", "12"), ("cuda11.8", "11.8"), ("cupy-cuda102", "10.2"), ("mxnet-cu101", "10.1"),
+    ("cuda-12", "12"),
+    ("cudnn82", None), ("cpu", None), ("accuracy10", None), ("focus12", None), ("", None), ("rocm5.6", None),
+])
+def test_cuda_of_tag(tag, cuda):
+    assert cuda_of_tag(tag) == cuda
+
+
+@pytest.mark.parametrize("url, found", [
+    ("https://download.pytorch.org/whl/cu113", ("11.3", True)),
+    ("https://download.pytorch.org/whl/cu118/torch_stable.html", ("11.8", True)),
+    ("https://download.pytorch.org/whl/nightly/cu121", ("12.1", True)),
+    ("https://download.pytorch.org/whl/cpu", (None, False)),
+    ("https://download.pytorch.org/whl/torch_stable.html", None),
+    ("https://download.pytorch.org/whl/rocm5.6", None),
+    ("https://pypi.org/simple", None),
+])
+def test_cuda_of_index(url, found):
+    assert cuda_of_index(url) == found
+
+
+def facts(text):
+    return list(requirement_facts(text))
+
+
+@pytest.mark.parametrize("text, want", [
+    ("torch==1.7.1", [Fact(FRAMEWORK, framework="torch", spec="==1.7.1")]),
+    ("torch==1.10.0+cu113", [Fact(CUDA, version="11.3"), Fact(FRAMEWORK, framework="torch", spec="==1.10.0", gpu=True)]),
+    ("torch==1.13.1+cpu", [Fact(FRAMEWORK, framework="torch", spec="==1.13.1", gpu=False)]),
+    ("pytorch==0.4.1", [Fact(FRAMEWORK, framework="torch", spec="==0.4.1")]),
+    ("torch>=1.7,<2", [Fact(FRAMEWORK, framework="torch", spec=">=1.7,<2")]),
+    ("torch", [Fact(FRAMEWORK, framework="torch", spec="")]),
+    ('torch>=1.7.0,!=1.12.0; python_version >= "3.8"', [Fact(FRAMEWORK, framework="torch", spec="!=1.12.0,>=1.7.0")]),
+    ("tensorflow-gpu==1.15.4", [Fact(FRAMEWORK, framework="tensorflow", spec="==1.15.4", gpu=True)]),
+    ("tensorflow-cpu==2.11.0", [Fact(FRAMEWORK, framework="tensorflow", spec="==2.11.0", gpu=False)]),
+    ("tensorflow==2.12.1", [Fact(FRAMEWORK, framework="tensorflow", spec="==2.12.1")]),
+    ("jax[cuda12]>=0.4.20", [Fact(CUDA, version="12"), Fact(FRAMEWORK, framework="jax", spec=">=0.4.20", gpu=True)]),
+    ("jax[cuda12_pip]==0.4.23", [Fact(CUDA, version="12"), Fact(FRAMEWORK, framework="jax", spec="==0.4.23", gpu=True)]),
+    ("jax[cuda]", [Fact(FRAMEWORK, framework="jax", spec="", gpu=True)]),
+    ("jax[tpu]==0.4.1", [Fact(FRAMEWORK, framework="jax", spec="==0.4.1", gpu=False)]),
+    ("jaxlib==0.1.69+cuda111", [Fact(CUDA, version="11.1"), Fact(FRAMEWORK, framework="jax", gpu=True, companion="jaxlib==0.1.69")]),
+    ("jaxlib==0.4.26+cuda12.cudnn89", [Fact(CUDA, version="12"), Fact(FRAMEWORK, framework="jax", gpu=True, companion="jaxlib==0.4.26")]),
+    ("torchvision==0.2.1", [Fact(FRAMEWORK, framework="torch", companion="torchvision==0.2.1")]),
+    ("torchvision==0.8.2+cu110", [Fact(CUDA, version="11.0"), Fact(FRAMEWORK, framework="torch", companion="torchvision==0.8.2")]),
+    ("torchvision>=0.8", []),
+    ("onnxruntime-gpu==1.16.0", [Fact(FRAMEWORK, framework="onnxruntime", spec="==1.16.0", gpu=True)]),
+    ("onnxruntime", [Fact(FRAMEWORK, framework="onnxruntime", spec="", gpu=False)]),
+    ("cupy-cuda11x", [Fact(CUDA, version="11")]),
+    ("cupy-cuda102==9.0", [Fact(CUDA, version="10.2")]),
+    ("nvidia-cudnn-cu11==8.6.0.163", [Fact(CUDA, version="11")]),
+    ("jax-cuda12-plugin==0.4.30", [Fact(FRAMEWORK, framework="jax", spec="", gpu=True), Fact(CUDA, version="12")]),
+    ("mxnet-cu101==1.6.0", [Fact(UNSUPPORTED, framework="mxnet"), Fact(CUDA, version="10.1")]),
+    ("Theano==1.0.4", [Fact(UNSUPPORTED, framework="theano")]),
+    ("Lasagne", [Fact(UNSUPPORTED, framework="theano")]),
+    ("torch @ https://download.pytorch.org/whl/cu111/torch-1.9.0%2Bcu111-cp38-cp38-linux_x86_64.whl",
+     [Fact(CUDA, version="11.1"), Fact(FRAMEWORK, framework="torch", spec="==1.9.0", gpu=True)]),
+    ("numpy==1.19.5", []),
+    ("tensorboard==2.4.0", []),
+    ("not a requirement ===", []),
+    ("", []),
+])
+def test_requirement_facts(text, want):
+    assert facts(text) == want
+
+
+@pytest.mark.parametrize("spec, version", [
+    ("==1.7.1", "1.7.1"), ("===1.7.1", "1.7.1"), ("==1.10.0+cu113", "1.10.0"), ("==1.7.*", None), (">=1.7", None),
+    ("==1.7.1,==1.7.2", None), ("", None), ("==1.7.1,<2", "1.7.1"),
+])
+def test_exact_version(spec, version):
+    assert exact_version(spec) == version
+
+
+def test_public_spec_drops_the_local_label_and_keeps_it_apart():
+    from packaging.specifiers import SpecifierSet
+
+    assert public_spec(SpecifierSet("==1.10.0+cu113")) == ("==1.10.0", "cu113")
+    assert public_spec(SpecifierSet(">=1.7,<2")) == (">=1.7,<2", None)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_WORDS = st.sampled_from(["torch", "tensorflow-gpu", "jax[cuda12]", "jaxlib", "torchvision", "cupy-cuda", "mxnet-cu",
+                          "nvidia-cudnn-cu1", "==", ">=", "+cu", "+cuda", ".", ",", ";", "@", "https://", "[", "]", "9", "1",
+                          "12", "0", " ", "\n", "\x00", "é", "\u202e", "*"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, max_size=20).map("".join) | st.text(max_size=200))
+def test_any_requirement_text_gives_facts_or_nothing_never_an_error(text):
+    for f in requirement_facts(text):
+        assert f.kind in ("framework", "cuda", "unsupported")
+        assert f.version is None or len(f.version) <= 8
+    assert cuda_of_tag(text) is None or len(cuda_of_tag(text)) <= 8

@@ -1,0 +1,76 @@
+"""README sentences and commands: the grammar of 'tested with PyTorch 1.0 and CUDA 10.0'."""
+
+from __future__ import annotations
+
+import pytest
+
+from envman.project.detect.facts import COMMAND, PROSE
+from envman.project.detect.prose import read_prose, sentence_facts
+
+
+@pytest.mark.parametrize("line, want", [
+    ("Tested with PyTorch 1.0 and CUDA 10.0 on Ubuntu 16.04.", ["torch ==1.0.*", "CUDA 10.0"]),
+    ("- Python 3.6+", ["Python >=3.6"]),
+    ("* PyTorch >= 1.4", ["torch >=1.4"]),
+    ("TensorFlow 1.14 or higher", ["tensorflow >=1.14"]),
+    ("tensorflow-gpu 1.15.2", ["tensorflow ==1.15.2 (GPU build)"]),
+    ("requires PyTorch 1.7.1 or later", ["torch >=1.7.1"]),
+    ("64-bit Python 3.8 and PyTorch 1.9.0 (or later).", ["Python ==3.8.*", "torch >=1.9.0"]),
+    ("This code will not work with PyTorch 1.0.", ["torch !=1.0.*"]),
+    ("Pytorch 0.4.0 (now it does not support 0.4.1 or higher)", ["torch ==0.4.0"]),
+    ("at least PyTorch 1.6", ["torch >=1.6"]),
+    ("compatible with Python 3.8-3.11 and recent PyTorch versions", ["Python >=3.8,<3.12"]),
+    ("We used Python 3.9.9 and [PyTorch](https://pytorch.org/) 1.10.1 to train", ["Python ==3.9.9", "torch ==1.10.1"]),
+    ("![TensorFlow 1.10](https://img.shields.io/badge/tensorflow-1.10-green.svg)", ["tensorflow ==1.10.*"]),
+    ("Tested with: Python 3.7.13, Pytorch 1.12.0+cu113", ["Python ==3.7.13", "torch ==1.12.0", "CUDA 11.3"]),
+    ("CUDA toolkit 11.0 or later", ["CUDA >=11.0"]),
+    ("CUDA 10.2 or lower", []),
+    ("Requires Python 3.6+, Cuda 11.3+ and PyTorch 1.10+", ["Python >=3.6", "CUDA >=11.3", "torch >=1.10"]),
+    ("JAX 0.4.x", ["jax ==0.4.*"]),
+    ("PyTorch 2 is twice as fast", []),
+    ("Python 2.7", ["Python 2, which envman does not build"]),
+    ("Python 2.7 is no longer supported", []),
+    ("works with Python 2.7 or higher", []),
+    ("This is a Torch7 implementation; install torch with luarocks", ["Lua Torch (Torch7), which envman does not build",
+                                                                     "Lua Torch (Torch7), which envman does not build"]),
+    ("Built on Caffe.", ["Caffe, which envman does not build"]),
+    ("import torch.nn as nn", []),
+    ("cuDNN 7.6", ["cuDNN 7.6"]),
+    ("", []),
+])
+def test_sentence_facts(line, want):
+    assert [f.means() for _, f in sentence_facts(line)] == want
+
+
+def test_readme_commands_weigh_more_than_its_sentences(repo):
+    r = repo({"README.md": """\
+        # A paper
+        Tested with PyTorch 1.7.1.
+        ```bash
+        conda create -n paper python=3.8
+        conda install pytorch==1.7.1 cudatoolkit=11.0 -c pytorch
+        ```
+        Install with `pip install einops==0.3` and run.
+            docker run --gpus all -it nvcr.io/nvidia/pytorch:99.01-py3
+        """})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(2, "torch ==1.7.1", PROSE), (4, "Python ==3.8.*", COMMAND), (5, "torch ==1.7.1", COMMAND),
+                   (5, "CUDA 11.0", COMMAND)]
+    assert all(not s.hard for s in read_prose(r, "README.md"))  # a README is advice, never a pin
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["PyTorch", "torch", "TensorFlow", "CUDA", "cuDNN", "Python", "jax", " ", "1.7", "3.8", "11.0",
+                           "2.7", "+", "or later", "not", ">=", "-", "3.11", "[", "](", ")", "`", "*", "\n", "\u202e", "9" * 30])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=25).map("".join) | st.text(max_size=300))
+def test_any_sentence_gives_facts_or_nothing_never_an_error(line):
+    for phrase, fact in sentence_facts(line):
+        assert fact.kind in ("framework", "cuda", "cudnn", "python", "unsupported")
+        if fact.spec and fact.kind in ("framework", "python"):
+            from packaging.specifiers import SpecifierSet
+
+            SpecifierSet(fact.spec)  # every spec it writes is one packaging reads

@@ -1,0 +1,213 @@
+"""Each manifest reader, with the forms real repositories write."""
+
+from __future__ import annotations
+
+import pytest
+
+from envman.project.detect.facts import PIN, RANGE
+from envman.project.detect.sources import (
+    conda_facts, conda_spec, read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
+    read_setup_cfg, read_setup_py, relative_path, split_option,
+)
+from tests.unit.project.detect.conftest import means
+
+
+def test_requirements_follow_includes_inside_the_repository_once(repo):
+    r = repo({
+        "requirements.txt": "-r requirements/base.txt\n--requirement=requirements/gpu.txt\n-r ../outside.txt\n-r /etc/passwd\n",
+        "requirements/base.txt": "numpy\n-r base.txt\ntorchvision==0.8.2  # the vision models\n",
+        "requirements/gpu.txt": "torch==1.7.1+cu110 \\\n  --hash=sha256:abc\n-f https://download.pytorch.org/whl/torch_stable.html\n",
+    })
+    got = means(read_requirements(r, "requirements.txt"))
+    assert got == [
+        ("requirements/base.txt", 3, "torch as torchvision==0.8.2 needs it"),
+        ("requirements/gpu.txt", 1, "CUDA 11.0"),
+        ("requirements/gpu.txt", 1, "torch ==1.7.1 (GPU build)"),
+    ]
+
+
+def test_requirements_index_options_state_the_cuda_of_the_framework_index(repo):
+    r = repo({"requirements.txt": "--extra-index-url https://download.pytorch.org/whl/cu118\ntorch==2.1.0\n"
+                                  "-i https://download.pytorch.org/whl/cpu\n"})
+    got = read_requirements(r, "requirements.txt")
+    assert [(s.line, s.fact.means(), s.strength) for s in got] == [
+        (1, "CUDA 11.8", PIN), (2, "torch ==2.1.0", PIN), (3, "no CUDA (a CPU build)", PIN)]
+
+
+@pytest.mark.parametrize("line, option", [
+    ("-r base.txt", ("-r", "base.txt")), ("-rbase.txt", ("-r", "base.txt")), ("--requirement=x.txt", ("--requirement", "x.txt")),
+    ("-c constraints.txt", ("-c", "constraints.txt")), ("-f https://x/y", ("-f", "https://x/y")),
+    ("--find-links=https://x", ("--find-links", "https://x")), ("-e .", None), ("torch", None), ("-r", None),
+])
+def test_split_option(line, option):
+    assert split_option(line) == option
+
+
+@pytest.mark.parametrize("base, target, rel", [
+    ("requirements.txt", "base.txt", "base.txt"), ("req/a.txt", "b.txt", "req/b.txt"), ("req/a.txt", "../c.txt", "c.txt"),
+    ("a.txt", "../x.txt", None), ("a.txt", "/etc/passwd", None), ("a.txt", "~/x", None), ("a.txt", "https://x/y.txt", None),
+    ("a.txt", "", None), ("a.txt", ".", None),
+])
+def test_includes_stay_inside_the_repository(base, target, rel):
+    assert relative_path(base, target) == rel
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("pytorch=1.7.1", ("pytorch", "==1.7.1", "")),
+    ("pytorch=1.7", ("pytorch", "==1.7.*", "")),
+    ("pytorch==1.7", ("pytorch", "==1.7", "")),
+    ("pytorch=1.7.1=py3.8_cuda11.0.221_cudnn8.0.5_0", ("pytorch", "==1.7.1", "py3.8_cuda11.0.221_cudnn8.0.5_0")),
+    ("pytorch::pytorch=1.9", ("pytorch", "==1.9.*", "")),
+    ("conda-forge::cudatoolkit=11.1", ("cudatoolkit", "==11.1.*", "")),
+    ("cudatoolkit=10.1.243", ("cudatoolkit", "==10.1.243", "")),
+    ("python>=3.8", ("python", ">=3.8", "")),
+    ("python >=3.8,<3.11", ("python", ">=3.8,<3.11", "")),
+    ("pytorch 1.7.1 py3.8_cuda11.0", ("pytorch", "==1.7.1", "py3.8_cuda11.0")),
+    ("pytorch[version='>=1.6']", ("pytorch", ">=1.6", "")),
+    ("pytorch=1.7.*", ("pytorch", "==1.7.*", "")),
+    ("cpuonly", ("cpuonly", "", "")),
+    ("tensorflow-gpu=1.15", ("tensorflow-gpu", "==1.15.*", "")),
+    ("::", None),
+])
+def test_conda_spec(text, parsed):
+    assert conda_spec(text) == parsed
+
+
+@pytest.mark.parametrize("text, want", [
+    ("cudatoolkit=10.1", ["CUDA 10.1"]), ("cudatoolkit=11.3.1", ["CUDA 11.3"]), ("pytorch-cuda=12.1", ["CUDA 12.1"]),
+    ("cuda-version=12.4", ["CUDA 12.4"]), ("cudnn=7.6.5", ["cuDNN 7.6.5"]), ("cpuonly", ["no CUDA (a CPU build)"]),
+    ("python=3.7", ["Python ==3.7.*"]), ("python=3.8.5", ["Python ==3.8.5"]),
+    ("pytorch=1.7.1=py3.8_cuda11.0.221_cudnn8.0.5_0", ["torch ==1.7.1", "CUDA 11.0"]),
+    ("pytorch=1.13.1=py3.9_cpu_0", ["torch ==1.13.1", "no CUDA (a CPU build)"]),
+    ("tensorflow-gpu=1.15", ["tensorflow ==1.15.* (GPU build)"]),
+    ("torchvision=0.8.2", ["torch as torchvision==0.8.2 needs it"]),
+    ("numpy=1.19", []), ("mkl", []),
+])
+def test_conda_facts(text, want):
+    assert [f.means() for f in conda_facts(text)] == want
+
+
+def test_conda_file_with_pip_list_and_aliases(repo):
+    r = repo({"environment.yml": """\
+        name: paper
+        channels: [pytorch, nvidia, defaults]
+        base: &base
+          - python=3.8
+        dependencies:
+          - python=3.8.5
+          - pytorch::pytorch=1.11.0
+          - cudatoolkit=11.3
+          - pip
+          - pip:
+            - --extra-index-url https://download.pytorch.org/whl/cu113
+            - einops==0.3.0
+            - jax[cuda11_pip]==0.3.25
+        """})
+    assert means(read_conda(r, "environment.yml")) == [
+        ("environment.yml", 6, "Python ==3.8.5"), ("environment.yml", 7, "torch ==1.11.0"), ("environment.yml", 8, "CUDA 11.3"),
+        ("environment.yml", 11, "CUDA 11.3"), ("environment.yml", 13, "CUDA 11"),
+        ("environment.yml", 13, "jax ==0.3.25 (GPU build)")]
+
+
+@pytest.mark.parametrize("text", [
+    "a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "dependencies: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n",
+    "dependencies:\n" + "  - " * 1 + "[" * 5000 + "]" * 5000 + "\n",
+    "!!python/object/apply:os.system ['touch /tmp/envman-pwned']\n",
+    "dependencies: !!python/object/apply:os.system ['touch /tmp/envman-pwned']\n",
+    "- just\n- a list\n", "::: not yaml {{{", "",
+])
+def test_hostile_conda_files_give_nothing_and_run_nothing(repo, text):
+    import os
+
+    r = repo({"environment.yml": text})
+    assert read_conda(r, "environment.yml") == [] or all(s.fact for s in read_conda(r, "environment.yml"))
+    assert not os.path.exists("/tmp/envman-pwned")
+
+
+def test_setup_py_is_read_never_run(repo):
+    r = repo({"setup.py": """\
+        import os
+        open("RAN", "w").write("setup.py was executed")
+        REQS = ["torch>=1.4", "numpy"]
+        extras = {"tf": ["tensorflow==2.4.0"]}
+        setuptools.setup(
+            name="paper",
+            install_requires=REQS + ["torchvision==0.5.0"],
+            extras_require=extras,
+            python_requires=">=3.6",
+        )
+        """})
+    got = read_setup_py(r, "setup.py")
+    assert means(got) == [
+        ("setup.py", 3, "torch >=1.4"), ("setup.py", 7, "torch as torchvision==0.5.0 needs it"),
+        ("setup.py", 4, "tensorflow ==2.4.0"), ("setup.py", 9, "Python >=3.6")]
+    assert next(s for s in got if s.fact.framework == "tensorflow").strength == RANGE  # an extra is never a pin
+    assert not (r.root / "RAN").exists()
+
+
+@pytest.mark.parametrize("text", ["print 'python 2'\n", "x = (" * 10000 + ")" * 10000, "setup(install_requires=open('r').read())"])
+def test_setup_py_that_cannot_be_read_gives_nothing(repo, text):
+    assert read_setup_py(repo({"setup.py": text}), "setup.py") == []
+
+
+def test_setup_cfg(repo):
+    r = repo({"setup.cfg": "[options]\npython_requires = >=3.7\ninstall_requires =\n    torch==1.9.0\n    numpy\n"
+                           "[options.extras_require]\nexport = onnxruntime==1.8.0\n"})
+    assert means(read_setup_cfg(r, "setup.cfg")) == [
+        ("setup.cfg", 4, "torch ==1.9.0"), ("setup.cfg", 2, "Python >=3.7"), ("setup.cfg", 7, "onnxruntime ==1.8.0 (CPU build)")]
+
+
+def test_pyproject_pep621_poetry_and_uv_indexes(repo):
+    r = repo({"pyproject.toml": """\
+        [project]
+        requires-python = ">=3.9,<3.12"
+        dependencies = ["torch==2.0.1", "numpy"]
+        [project.optional-dependencies]
+        export = ["onnxruntime>=1.15"]
+        [tool.poetry.dependencies]
+        python = "^3.10"
+        jax = {version = "^0.4.20", extras = ["cuda12"]}
+        tensorflow = "~2.12"
+        [[tool.uv.index]]
+        url = "https://download.pytorch.org/whl/cu118"
+        """})
+    assert [m for _, _, m in means(read_pyproject(r, "pyproject.toml"))] == [
+        "torch ==2.0.1", "onnxruntime >=1.15 (CPU build)", "Python <3.12,>=3.9", "Python >=3.10,<4.0", "CUDA 12",
+        "jax >=0.4.20,<0.5 (GPU build)", "tensorflow >=2.12,<2.13", "CUDA 11.8"]
+
+
+def test_pipfile(repo):
+    r = repo({"Pipfile": '[packages]\ntorch = "==1.4.0"\nnumpy = "*"\n[dev-packages]\ntensorflow = {version = "==2.1"}\n'
+                         '[requires]\npython_version = "3.7"\n'})
+    got = read_pipfile(r, "Pipfile")
+    assert [(s.fact.means(), s.strength) for s in got] == [
+        ("torch ==1.4.0", PIN), ("tensorflow ==2.1", RANGE), ("Python ==3.7.*", PIN)]
+
+
+@pytest.mark.parametrize("name, text, want", [
+    (".python-version", "3.8.10\n", ["Python ==3.8.*"]), (".python-version", "# pyenv\n3.10\n", ["Python ==3.10.*"]),
+    ("runtime.txt", "python-3.7.3\n", ["Python ==3.7.*"]), (".python-version", "2.7.18\n", ["Python 2, which envman does not build"]),
+    (".python-version", "pypy3.9\n", []), ("runtime.txt", "", []),
+])
+def test_python_version_files(repo, name, text, want):
+    assert [f for _, _, f in means(read_python_version(repo({name: text}), name))] == want
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=120))
+def test_any_conda_spec_parses_or_not_never_an_error(text):
+    parsed = conda_spec(text)
+    if parsed is not None:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        name, spec, _ = parsed
+        assert name == name.lower()
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            pass  # an operator conda knows and PEP 440 does not: the readers drop it
+    conda_facts(text)
