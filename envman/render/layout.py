@@ -238,7 +238,8 @@ _SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETT
 #: Ends it: every file and folder the step wrote or changed gets the same time, so that the layer's
 #: bytes depend only on what was installed (a layer's tar carries each entry's modification time;
 #: the entries themselves are in path order, their other times left out).
-_SETTLE_END = (f'find {" ".join(SETTLED_DIRS)} -xdev -newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +')
+_SETTLE_END = (f'for d in {" ".join(SETTLED_DIRS)}; do if [ -d "$d" ]; then '
+               f'find "$d" -xdev -newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +; fi; done')
 
 
 def _settled(commands: tuple[Command, ...]) -> tuple[Command, ...]:
@@ -277,8 +278,8 @@ def _python(py: Python, b: BuilderOptions) -> list[Step]:
         commands.append(f"{_pip_install(py.venv_python, b.pip_cache)} {py.pip_upgrade}")
     else:
         commands.append(f"{py.venv_python} -m pip --version")
-    lines += ["The files this step writes all get one time, and its .pyc files are hash-checked from Python",
-              "3.7 (PEP 552: they carry no time): the same Python and pip give the same layer, on any engine."]
+    lines += ["The files this step writes all get one time, and from Python 3.7 on its .pyc files are",
+              "hash-checked (PEP 552: they carry no time): the same Python and pip give the same layer."]
     return [Comment(tuple(lines)), RunStep(_settled(_with_ca(b, commands)), py.mounts),
             EnvStep((f"VIRTUAL_ENV={py.venv}", f"PATH={py.venv}/bin:$PATH"))]
 

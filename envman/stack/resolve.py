@@ -381,11 +381,11 @@ def make_stack(
         status=status,
         notes=tuple(notes),
         platform=platform,
-        cuda_libs=_cuda_libs(build, str(python), platform),
+        cuda_libs=stack_cuda_libs(build, str(python), platform),
     )
 
 
-def _cuda_libs(build: FrameworkBuild, python: str, platform: str) -> tuple[str, ...]:
+def stack_cuda_libs(build: FrameworkBuild, python: str, platform: str) -> tuple[str, ...]:
     """The row's CUDA libraries for ``python``, each with the sha256 of its wheels where the row has
     them (``name==version --hash=sha256:...``, a line of a pip requirements file). Read from the
     Linux x86_64 wheel's metadata, they say nothing of another platform's wheels, whose pins may

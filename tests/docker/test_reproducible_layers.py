@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import uuid
 from pathlib import Path
@@ -96,9 +97,14 @@ def test_a_wheel_whose_hash_is_not_the_pinned_one_fails_the_step(stack, tmp_path
     ctx = _context(tmp_path, "classic", stack, wrong)
     ref = f"envman-test/repro-badhash-{uuid.uuid4().hex[:8]}:latest"
     try:
-        p = subprocess.run(["docker", "build", "-t", ref, str(ctx)], capture_output=True, text=True,
+        p = subprocess.run(["docker", "build", "--force-rm", "-t", ref, str(ctx)], capture_output=True, text=True,
                            env={**os.environ, "DOCKER_BUILDKIT": "0"}, timeout=1200)
         out = p.stdout + p.stderr
         assert p.returncode != 0 and "THESE PACKAGES DO NOT MATCH THE HASHES" in out, out[-3000:]
     finally:
         subprocess.run(["docker", "image", "rm", "-f", ref], capture_output=True)
+        # A failed classic build leaves the images of its finished steps untagged: remove this
+        # build's (the first id is the base's, which stays).
+        made = re.findall(r"^ ---> ([0-9a-f]{12})$", p.stdout if "p" in locals() else "", re.M)[1:]
+        for image in reversed(made):
+            subprocess.run(["docker", "image", "rm", image], capture_output=True)
