@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from typing import Protocol
+
+    class Stack(Protocol):  # envman.stack.names.Stack, as far as a tag needs it (no import of that layer)
+        @property
+        def name(self) -> str: ...
+        @property
+        def tag_key(self) -> str: ...
+
 REPO_PREFIX = "envman/"
 STABLE_TAG = "latest"
 #: The repository of the bases envman rebuilds from NVIDIA's recipes (``envman.render.base``).
@@ -34,9 +42,13 @@ def candidate_ref(stack_name: str, render_hash: str) -> str:
     return f"{repository(stack_name)}:{render_hash[:16]}"
 
 
-def stable_ref(stack_name: str) -> str:
-    """The tag that moves only when a smoke test allows it."""
-    return f"{repository(stack_name)}:{STABLE_TAG}"
+def stable_ref(stack: Stack | str) -> str:
+    """The tag that moves only when a smoke test allows it: ``latest`` for a stack as envman's
+    shipped matrix gives it, ``latest-<content key>`` for one a user's matrix changed or added
+    (:attr:`envman.stack.names.Stack.tag_key`). A bare name is a shipped stack's."""
+    if isinstance(stack, str):
+        return f"{repository(stack)}:{STABLE_TAG}"
+    return f"{repository(stack.name)}:{STABLE_TAG}" + (f"-{stack.tag_key}" if stack.tag_key else "")
 
 
 # --- state files (atomic writes) ---------------------------------------------------------------

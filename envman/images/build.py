@@ -105,20 +105,26 @@ def build_stack(
             fix="wait for it to finish, or remove the lock file if no envman process is running",
         )
     try:
+        from envman.images.provenance import built_here, record_built
+
+        base_result = None
+        if base is not None:  # first: the base's image ID is part of the stack's cache key
+            from envman.images.base import ensure_base
+
+            base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
+            pull = False  # the stack starts FROM the local envman/base image: nothing to pull
+        base_id = base_result.image_id if base_result is not None else ""
         existing = engine.inspect_image(ref)
-        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash:
-            return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0)
+        # reused only when this user built it on this base: anyone on the engine can tag an image
+        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash \
+                and built_here(existing.id, base=base_id):
+            return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0,
+                               base=base_result)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
         from envman.images.store import current_user
 
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
-        base_result = None
-        if base is not None:
-            from envman.images.base import ensure_base
-
-            base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
-            pull = False  # the stack starts FROM the local envman/base image: nothing to pull
         image_id = None
         step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
@@ -145,10 +151,24 @@ def build_stack(
         if image_id is None:
             info = engine.inspect_image(ref)
             image_id = info.id if info else ref
+        if base_result is not None:
+            _check_built_on(engine, image_id, base_result.image_id, base_result.ref)
+        record_built(image_id, ref, base=base_id)
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path),
                            base=base_result)
     finally:
         lock.release()
+
+
+def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_ref: str) -> None:
+    """The stack image's layers begin with the layers of the base envman ensured: the stack's
+    ``FROM`` names the base by tag, which another engine user could move during the build."""
+    image, base = engine.inspect_image(image_id), engine.inspect_image(base_id)
+    if image is None or base is None or image.layers[:len(base.layers)] != base.layers:
+        raise BuildError(f"the image built was not built on the base envman checked ({base_id[:19]}): "
+                         f"{base_ref} was moved during the build", where=base_ref,
+                         fix="build again; if it happens again, another user of the engine is re-tagging "
+                             f"{base_ref} (docker image inspect {base_ref} names its builder)")
 
 
 def _platform_kw(stack: Stack) -> dict[str, str]:
@@ -237,7 +257,7 @@ def smoke_image(
     )
     from envman.images.store import record_verdict
 
-    stable = engine.inspect_image(stable_ref(stack.name))
+    stable = engine.inspect_image(stable_ref(stack))
     if stable is None or stable.id != image_id:
         verdict_id = record_verdict(engine, stack.name, report.to_json())
         report.verdict_image_id = verdict_id if verdict_id != image_id else None
@@ -324,25 +344,28 @@ def report_from_json(data: object) -> SmokeReport | None:
 # --- promote -----------------------------------------------------------------------------------
 
 
-def promote(engine: ContainerEngine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
-    """Move the stable tag to the smoke-tested image when its result allows it."""
+def promote(engine: ContainerEngine, report: SmokeReport, *, accept_cpu_only: bool = False,
+            stable_tag: str | None = None) -> bool:
+    """Move the stable tag (``stable_tag``: the stack's :func:`~envman.state.stable_ref`; by default
+    that of a shipped stack of the report's name) to the smoke-tested image when its result allows it."""
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
         return False
-    stable = engine.inspect_image(stable_ref(report.stack))
+    ref = stable_tag or stable_ref(report.stack)
+    stable = engine.inspect_image(ref)
     if stable is not None and stable.id == report.promotable_id:
         if not report.promoted:
             report.promoted = True
             save_report(report)
         return True  # already there: a no-op build writes nothing
-    engine.tag(report.promotable_id, stable_ref(report.stack))
+    engine.tag(report.promotable_id, ref)
     report.promoted = True
     save_report(report)
     return True
 
 
-def stable_image(engine: EngineFacts, stack_name: str) -> ImageInfo | None:
-    return engine.inspect_image(stable_ref(stack_name))
+def stable_image(engine: EngineFacts, stack: Stack | str) -> ImageInfo | None:
+    return engine.inspect_image(stable_ref(stack))
 
 
 @dataclass
@@ -381,7 +404,7 @@ def build_smoke_promote(
     if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
         phase("smoke")
         rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
-    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
+    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
     return PipelineResult(b, rep, promoted)
 
 

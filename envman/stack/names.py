@@ -189,6 +189,11 @@ class Stack:
     notes: tuple[str, ...] = field(default=())
     platform: str = DEFAULT_PLATFORM  # OCI platform the image is built for
     freethreaded: bool = False  # the free-threaded build of ``python`` (PEP 703; the name says py3.14t)
+    #: ``""`` for a stack exactly as envman's shipped matrix gives it; else a digest of its content
+    #: (``envman.stack.resolve.tag_key``): its stable tag is then ``latest-<key>``, so a row of a
+    #: user's own matrix never takes the tag of a shipped stack or of another user's row. Not part
+    #: of the stack's JSON (its labels, its render hash): it is derived from that content.
+    tag_key: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
@@ -202,6 +207,7 @@ class Stack:
             del d["platform"]
         if not d["freethreaded"]:  # likewise: stacks of a GIL build keep their JSON
             del d["freethreaded"]
+        del d["tag_key"]
         return d
 
     @classmethod

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from envman.engine.context import deterministic_tar
+from envman.state import stable_ref
 from tests.support.rows import cpu_torch_matrix
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
@@ -67,7 +68,7 @@ def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str
         "envman.render-hash": min(expected_render_hashes(stack, RenderOptions())), "envman.role": "candidate",
         **test_labels, **(labels or {}),
     }
-    ref = tag or f"envman/{stack.name}:latest"
+    ref = tag or stable_ref(stack)
     for _ in engine.build(deterministic_tar({"Dockerfile": f"FROM {base}\n".encode()}), ref, labels=all_labels):
         pass
     return engine.inspect_image(ref).id
@@ -142,15 +143,15 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         # Host b: nothing of the stack on the engine. Without a digest nothing vouches for the
         # registry's :latest (host b pushed nothing): refused, one line, nothing pulled.
         drop_repo_images(docker_engine, repo, local)
-        assert docker_engine.inspect_image(f"{local}:latest") is None
+        assert docker_engine.inspect_image(stable_ref(stack)) is None
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nothing vouches" in r.stderr, r.stderr
-        assert docker_engine.inspect_image(f"{local}:latest") is None
+        assert docker_engine.inspect_image(stable_ref(stack)) is None
         # With the digest host a's push printed, host b pulls exactly that.
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", digest)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == ref
-        here = docker_engine.inspect_image(f"{local}:latest")
+        here = docker_engine.inspect_image(stable_ref(stack))
         assert here is not None and ref in here.repo_digests
         # The verdict came with the image (its labels, bound to its layers): host b has no report.
         assert not list((hosts["b"] / "state").rglob("reports/*.json"))
@@ -176,7 +177,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         r = envman(matrix, hosts["b"], *hello)
         assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
         assert f"pulled {ref}" in r.stderr and "labels only" in r.stderr
-        assert ref in docker_engine.inspect_image(f"{local}:latest").repo_digests
+        assert ref in docker_engine.inspect_image(stable_ref(stack)).repo_digests
     finally:
         drop_repo_images(docker_engine, repo, local)
 
@@ -212,7 +213,7 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
                 "failed-smoke": "smoke verdict is 'fail'",
                 "verdict-of-other-layers": "not taken on these layers", "blank-rootfs": "not taken on these layers",
                 "other-render-hash": "not what this host renders"}[case] in r.stderr
-        assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
+        assert docker_engine.inspect_image(stable_ref(stack)) is None  # not promoted
         assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind
     finally:
         drop_repo_images(docker_engine, repo, local)
