@@ -125,6 +125,8 @@ def build_stack(
         from envman.images.store import current_user
 
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
+        if getattr(ctx, "content_hash", ""):
+            labels[L.CONTENT_HASH] = ctx.content_hash  # the identity a pull checks (network options aside)
         image_id = None
         step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
@@ -417,6 +419,12 @@ def expected_render_hashes(stack: Stack, options: RenderOptions | None = None) -
     in each builder dialect: what a pulled image's ``envman.render-hash`` must be one of to be
     the image this host would build (the same recipe, envman version and network options)."""
     return frozenset(_render(stack, options, kind).render_hash for kind in ("classic", "buildkit"))
+
+
+def expected_content_hash(stack: Stack) -> str:
+    """The identity this host gives ``stack``'s image (:func:`envman.render.dockerfile.content_hash`):
+    what a pulled image's ``envman.content-hash`` must be, whatever network options built it."""
+    return _render(stack, None, "classic").content_hash
 
 
 def kept_report(engine: EngineFacts, b: BuildResult) -> SmokeReport | None:

@@ -432,7 +432,14 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
         problems.append(f"the engine's digests of the pulled image are {list(info.repo_digests)}, not {want}")
     labels = info.labels
     problems += label_problems(labels, stack, rootfs_digest(info))
-    if not problems:
+    identity = labels.get(L.CONTENT_HASH)
+    if not problems and identity:  # what the image is, however its packages were fetched
+        from envman.images.build import expected_content_hash
+
+        if identity != expected_content_hash(stack):
+            problems.append(f"its {L.CONTENT_HASH} label {clip(identity, 64)} is not this host's for {stack.name} "
+                            "(another recipe or envman version)")
+    elif not problems:  # an image built before envman labelled its content: the whole render must match
         if render_hashes is None:
             from envman.images.build import expected_render_hashes
 

@@ -755,7 +755,7 @@ def test_a_verdict_label_not_bound_to_these_layers_is_no_verdict(home, case):
     assert image_verdict(ImageInfo("sha256:img", labels=_verdict_labels(tested), layers=layers)).status == "pass"
 
 
-def _pullable(engine, stack, render_hash):
+def pullable(engine, stack, render_hash):
     from envman import labels as L
     from envman.engine.api import ImageInfo
     from envman.images.store import rootfs_digest
@@ -785,7 +785,7 @@ def test_pull_promotes_only_a_render_hash_this_host_renders(other):
     stack = resolve(load_matrix(), "torch-2.4-cpu")
     mine = "a" * 64
     engine = FakeEngine()
-    _pullable(engine, stack, other)
+    pullable(engine, stack, other)
     if other != mine:
         with pytest.raises(RegistryError, match="not what this host renders"):
             pull_stack(engine, stack, Registry("reg.example:5000"), allow_http=True, render_hashes=frozenset({mine}),
@@ -1192,7 +1192,7 @@ def test_pull_takes_the_digest_it_is_given(home):
 
     stack = resolve(load_matrix(), "torch-2.4-cpu")
     engine = FakeEngine()
-    image_id = _pullable(engine, stack, "c" * 64)
+    image_id = pullable(engine, stack, "c" * 64)
     wanted = engine.registry_digest(f"reg.example:5000/envman/{stack.name}:latest")
     engine.registry[f"reg.example:5000/envman/{stack.name}:latest"] = engine.add_image()  # :latest moved since
     pulled = pull_stack(engine, stack, Registry("reg.example:5000"), digest=wanted, allow_http=True,
