@@ -1907,3 +1907,32 @@ def test_a_file_pip_reads_as_utf8_is_accepted(data, tmp_path):
     (tmp_path / "req.txt").write_bytes(data)
     (tmp_path / "envman.toml").write_text('name = "p"\nrequirements = "req.txt"\n')
     assert "rich" in load_project(tmp_path).requirements
+
+
+# --------------------------------------------------------------------------- dry-run lines in any locale
+
+
+#: Words a dry-run line may have to carry: controls, bidi overrides, zero-width and other format
+#: characters, emoji, quotes and backslashes, and bytes that were not UTF-8 (kept by surrogateescape).
+_ARGV_WORDS = st.lists(st.text(st.one_of(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+    st.sampled_from(["\u202e", "\u200b", "\x1b", "\n", "\r", "\x85", "\u2028", "'", "\\", "$", "`", "\udcff", "\udc80",
+                     "\ufeff", "\U000e0063", "a", "é"])), max_size=12), min_size=1, max_size=8)
+
+
+@pytest.mark.parametrize("locale_name", ["C", "C.UTF-8"])
+@given(argv=_ARGV_WORDS)
+@settings(max_examples=60, deadline=None)
+def test_a_pasted_dry_run_line_runs_the_same_argv_in_bash_under_any_locale(locale_name, argv):
+    """The rule, checked with bash itself: the line envman prints, pasted into bash under
+    LC_ALL=C or a UTF-8 locale, passes exactly the argv's bytes, and shows only printable text."""
+    import subprocess
+
+    from envman.errors import shell_join
+
+    line = shell_join(argv)
+    assert printable(line) == line
+    got = subprocess.run(["bash", "-c", "printf '%s\\0' " + line], capture_output=True,
+                         env={"LC_ALL": locale_name, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}, timeout=20)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == b"".join(os.fsencode(w) + b"\0" for w in argv), line
