@@ -1936,3 +1936,19 @@ def test_a_pasted_dry_run_line_runs_the_same_argv_in_bash_under_any_locale(local
                          env={"LC_ALL": locale_name, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}, timeout=20)
     assert got.returncode == 0, got.stderr
     assert got.stdout == b"".join(os.fsencode(w) + b"\0" for w in argv), line
+
+
+def _pip_short_options() -> list[str]:
+    from pip._internal.req.req_file import build_parser
+
+    return sorted({o for opt in build_parser().option_list for o in opt._short_opts})
+
+
+@given(st.sampled_from(_pip_short_options()), st.sampled_from(["", " ", "\t", "  "]),
+       st.sampled_from([".", "./pkg", "..", "/abs", "git+https://x/y#egg=y", "file.txt", "x", ".[extra]", "~/p"]),
+       st.sampled_from(["", "rich==13.7.1 ", "rich \\\n"]))
+@settings(max_examples=300, deadline=None)
+def test_every_short_pip_option_with_its_value_attached_or_apart_is_refused(short, gap, value, before):
+    """``-e.``, ``-e./pkg``, ``-rfile.txt``: every short option pip's requirements parser knows
+    (read from pip itself), its value attached or apart, alone on a line or after a requirement."""
+    assert _refused(f"{before}{short}{gap}{value}"), f"{before}{short}{gap}{value}"
