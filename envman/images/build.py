@@ -14,6 +14,7 @@ Everything here talks to Docker through ``envman.engine.docker`` only.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -213,6 +214,21 @@ def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
+def remove_smoke_leftovers(engine: ContainerEngine, owner: str) -> list[str]:
+    """Remove the smoke-test containers a build of this user (uid ``owner``) killed mid-probe left
+    behind (``kill -9``: the probe's container is removed after it ends, by the process that was
+    killed). Only stopped ones: a running one may be another build's of this user, still going."""
+    gone = []
+    for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE, L.BUILT_BY_UID: owner}, all=True):
+        if c.state != "running" and c.labels.get(L.BUILT_BY_UID) == owner:
+            try:
+                engine.remove_container(c.id, force=True)
+                gone.append(c.id)
+            except EnvmanError:
+                continue  # removed meanwhile
+    return gone
+
+
 def smoke_image(
     engine: ContainerEngine,
     stack: Stack,
@@ -228,6 +244,8 @@ def smoke_image(
     to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
     the id its projects were built and locked on."""
     gpus = gpu_mode(engine, require_gpu)
+    owner = str(os.getuid())
+    remove_smoke_leftovers(engine, owner)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")
@@ -237,7 +255,7 @@ def smoke_image(
         image,
         cmd,
         gpus="all" if gpus else None,
-        labels=L.smoke_labels(stack.name),
+        labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
         timeout=timeout,
         network="none",
     )

@@ -632,3 +632,26 @@ def test_a_cached_report_whose_outcome_is_not_the_labels_is_not_kept(stack):
     engine._images[image].labels.update(v.to_labels())
     rep = B.kept_report(engine, b)
     assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("fail", "r", None, "", 1)
+
+
+def test_a_smoke_test_first_removes_the_stopped_smoke_containers_this_user_s_killed_builds_left(stack):
+    """kill -9 during a smoke test leaves its container (the killed process removes it after the
+    probe): the next smoke test of this user removes the stopped ones of this user only."""
+    import os
+
+    me, other = str(os.getuid()), str(os.getuid() + 4242)
+    engine = FakeEngine(on_run=_probe())
+    engine.add_image("envman/x:cand")
+
+    def leftover(cid, state, uid, role=L.ROLE_SMOKE):
+        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, {L.MANAGED: L.TRUE, L.ROLE: role,
+                                                                              L.NAME: stack.name, L.BUILT_BY_UID: uid}))
+    leftover("mine-exited", "exited", me)
+    leftover("mine-created", "created", me)
+    leftover("mine-running", "running", me)  # another build of mine, still probing
+    leftover("theirs-exited", "exited", other)
+    leftover("mine-run", "exited", me, role="run")  # not a smoke container
+    B.smoke_image(engine, stack, "envman/x:cand")
+    left = {c.id for c in engine.list_containers({}, all=True)}
+    assert left == {"mine-running", "theirs-exited", "mine-run"}
+    assert engine.runs[0][2]["labels"][L.BUILT_BY_UID] == me  # its own container says whose it is
