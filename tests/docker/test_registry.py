@@ -285,3 +285,44 @@ def test_registry_mirror_builds_from_bases_pushed_to_a_real_registry(docker_engi
                 docker_engine.remove_image(ref, force=True)
         if docker_engine.inspect_image(mirrored) is not None:
             docker_engine.remove_image(mirrored, force=True)
+
+
+#: Network options of the pushing host (each changes its render hash, none what the image is).
+PUSHER_OPTIONS = {
+    "pip_index": {"pip_index": "https://pypi.corp.example/simple"},
+    "pip_extra_index": {"pip_extra_index": "https://extra.corp.example/simple"},
+    "framework_index": {"framework_index": "https://mirror.corp.example/whl/cpu"},
+    "registry_mirror": {"registry_mirror": "mirror.corp.example:5000"},
+    "apt_mirror": {"apt_mirror": "https://apt.corp.example/debian"},
+    "python_install_mirror": {"python_install_mirror": "https://py.corp.example/releases"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PUSHER_OPTIONS))
+def test_a_push_pull_round_trip_holds_whatever_network_option_the_pushing_host_built_with(
+        docker_engine, standin, registry_server, matrix, hosts, test_labels, test_session_id, kind):
+    """Host a built with ``kind`` (its render hash says so) and pushes; host b, with no network
+    option, pulls by the digest a printed and promotes it: the content hash is the identity."""
+    from envman.render.dockerfile import content_hash, render_stack
+    from envman.render.options import RenderOptions
+
+    stack = stack_obj(matrix)
+    reg = f"{registry_server.host}/envman-test-{test_session_id}-{kind.replace('_', '-')}"
+    repo = f"{reg}/envman/{stack.name}"
+    local = f"envman/{stack.name}"
+    built_with = render_stack(stack, RenderOptions(**PUSHER_OPTIONS[kind]))
+    try:
+        image = build_fixture_image(docker_engine, standin, stack, test_labels, labels={
+            "envman.render-hash": built_with.render_hash, "envman.content-hash": content_hash(stack)})
+        write_report(hosts["a"], stack.name, image)
+        r = envman(matrix, hosts["a"], "push", STACK, "--registry", reg)
+        assert r.returncode == 0, r.stderr
+        digest = r.stdout.strip().split("@")[1]
+        drop_repo_images(docker_engine, repo, local)
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", digest)
+        assert r.returncode == 0, r.stderr
+        here = docker_engine.inspect_image(stable_ref(stack))
+        assert here is not None and f"{repo}@{digest}" in here.repo_digests
+        assert here.labels["envman.render-hash"] == built_with.render_hash  # not what host b renders
+    finally:
+        drop_repo_images(docker_engine, repo, local)
