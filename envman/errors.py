@@ -63,9 +63,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 def shell_quote(word: str) -> str:
     """``word`` quoted for bash so that the line both shows and means it: :func:`shlex.quote` for
     visible text, else bash's ``$'...'`` with every character :func:`printable` would escape
-    written as ``\\xHH`` / ``\\uHHHH`` / ``\\UHHHHHHHH`` (a byte that was not UTF-8, kept by
-    surrogateescape, as that byte). A copied dry-run line runs the same argv; a terminal shows
-    every character of it."""
+    written as its UTF-8 bytes, ``\\xHH`` each (a byte that was not UTF-8, kept by
+    surrogateescape, as that byte): bash writes ``\\uHHHH`` in the locale's encoding, so under
+    ``LC_ALL=C`` a pasted ``$'\\u202e'`` would be another argument. A copied dry-run line runs
+    the same argv in any locale; a terminal shows every character of it."""
     import shlex
 
     if printable(word) == word:
@@ -78,7 +79,7 @@ def shell_quote(word: str) -> str:
         elif 0xDC80 <= n <= 0xDCFF:
             out.append(f"\\x{n - 0xDC00:02x}")
         elif printable(c) != c:
-            out.append(f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+            out.append("".join(f"\\x{b:02x}" for b in c.encode("utf-8", "surrogatepass")))
         else:
             out.append(c)
     return "$'" + "".join(out) + "'"

@@ -26,6 +26,7 @@ NAME = "envman.name"  # the stack name
 STACK = "envman.stack"  # the resolved stack, as JSON (stack images)
 VERSION = "envman.version"  # the envman version that rendered the image
 RENDER_HASH = "envman.render-hash"  # sha256 of the build context (the candidate tag)
+CONTENT_HASH = "envman.content-hash"  # the image's identity: its render without network options (pull checks it)
 ROLE = "envman.role"  # what the object is for, one of ROLES
 PROJECT = "envman.project"  # the project a project image or run container belongs to
 PROJECT_HASH = "envman.project-hash"  # the project image's recipe hash (its tag)

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from typing import Protocol
+
+    class Stack(Protocol):  # envman.stack.names.Stack, as far as a tag needs it (no import of that layer)
+        @property
+        def name(self) -> str: ...
+        @property
+        def tag_key(self) -> str: ...
+
 REPO_PREFIX = "envman/"
 STABLE_TAG = "latest"
 #: The repository of the bases envman rebuilds from NVIDIA's recipes (``envman.render.base``).
@@ -34,9 +42,13 @@ def candidate_ref(stack_name: str, render_hash: str) -> str:
     return f"{repository(stack_name)}:{render_hash[:16]}"
 
 
-def stable_ref(stack_name: str) -> str:
-    """The tag that moves only when a smoke test allows it."""
-    return f"{repository(stack_name)}:{STABLE_TAG}"
+def stable_ref(stack: Stack | str) -> str:
+    """The tag that moves only when a smoke test allows it: ``latest`` for a stack as envman's
+    shipped matrix gives it, ``latest-<content key>`` for one a user's matrix changed or added
+    (:attr:`envman.stack.names.Stack.tag_key`). A bare name is a shipped stack's."""
+    if isinstance(stack, str):
+        return f"{repository(stack)}:{STABLE_TAG}"
+    return f"{repository(stack.name)}:{STABLE_TAG}" + (f"-{stack.tag_key}" if stack.tag_key else "")
 
 
 # --- state files (atomic writes) ---------------------------------------------------------------
@@ -48,6 +60,7 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o600) -> None:
     import tempfile
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temps(path)
     how = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -63,6 +76,38 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o600) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+#: How long a temporary file of :func:`atomic_write` must have been left untouched to be taken
+#: for the leftover of a killed write (a write in progress is far younger).
+STALE_TEMP_SECONDS = 600
+
+
+def sweep_stale_temps(path: Path, *, older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove what writes of ``path`` killed between creating and renaming their temporary file
+    (``kill -9``, a power cut) left beside it: ``.<name>.*.tmp`` files that are regular files of
+    this user, untouched for ``older_than`` seconds; another user's file, a symlink or a fresh one
+    is left alone. Returns what was removed."""
+    import stat
+    import time
+
+    prefix, now = f".{path.name}.", time.time()
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not (entry.name.startswith(prefix) and entry.name.endswith(".tmp")):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and now - st.st_mtime > older_than:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    return removed
 
 
 def safe_name(name: str) -> str:

@@ -549,6 +549,7 @@ def run_row(
 ) -> RowResult:
     """Validate, render, lint, build and smoke one row; never raises for a row's own failure."""
     from envman.images.build import CPU_ONLY as SMOKE_CPU, FAIL as SMOKE_FAIL, build_stack, promote, smoke_image
+    from envman.state import stable_ref
 
     res = _build_row(build)
     res.shard, res.runner, res.started = opts.shard, dict(runner or {}), _now()
@@ -639,7 +640,7 @@ def run_row(
     record("smoke", StepResult(status, time.perf_counter() - t0, rep.reason or rep.overall, rep.stderr_tail,
                                {"exit_code": rep.exit_code, "gpus_requested": rep.gpus_requested}))
     try:
-        res.promoted = promote(engine, rep, accept_cpu_only=opts.accept_cpu_only)
+        res.promoted = promote(engine, rep, accept_cpu_only=opts.accept_cpu_only, stable_tag=stable_ref(stack))
     except EnvmanError:
         res.promoted = False
     return _finish(res, opts)

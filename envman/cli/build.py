@@ -150,7 +150,7 @@ def build(
         rows.append({
             "name": stack.name, "image": res.build.ref, "image_id": res.build.image_id, "cached": res.build.cached,
             "build_seconds": round(res.build.seconds, 2), "smoke": smoke.overall, "reason": smoke.reason,
-            "promoted": res.promoted, "stable": stable_ref(stack.name) if res.promoted else None,
+            "promoted": res.promoted, "stable": stable_ref(stack) if res.promoted else None,
             "log": res.build.log_path,
             **({"base": res.build.base.ref, "base_cached": res.build.base.cached,
                 "base_seconds": round(res.build.base.seconds, 2)} if res.build.base is not None else {}),
@@ -254,7 +254,7 @@ def smoke(
 
     stack = resolve(get_matrix(), name)
     with Engine.connect() as engine:
-        ref = stable_ref(stack.name)
+        ref = stable_ref(stack)
         if not engine.image_exists(ref):
             raise UserError(f"no promoted image for {stack.name}", where=ref, fix=f"build it first: envman build {name}")
         rep = smoke_image(engine, stack, ref, require_gpu=require_gpu, bench=bench)

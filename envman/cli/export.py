@@ -55,14 +55,14 @@ def _local_run_image(project, stack) -> str:
     from envman.state import stable_ref
 
     if not project.needs_image:
-        return stable_ref(stack.name)
+        return stable_ref(stack)
     from envman.engine.docker import Engine
     from envman.project.image import build_project_image
 
     with Engine.connect() as engine:
-        base = engine.inspect_image(stable_ref(stack.name))
+        base = engine.inspect_image(stable_ref(stack))
         if base is None:
-            raise UserError(f"no promoted image {stable_ref(stack.name)} for the project image of {project.name}",
+            raise UserError(f"no promoted image {stable_ref(stack)} for the project image of {project.name}",
                             where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
         return build_project_image(engine, project, stack.name, base.id)
 
@@ -147,13 +147,13 @@ def k8s(
                             where="envman export k8s",
                             fix="add --push (with --registry HOST[/PREFIX]) to push it, or pass --image REPO@sha256:...")
         reg = parse_registry(registry, where="--registry") if registry else load_registry_settings().default
-        ref = digest_ref(x.stack.name, registry=reg)
+        ref = digest_ref(x.stack, registry=reg)
         if ref is None:
             try:
                 from envman.engine.docker import Engine
 
                 with Engine.connect() as engine:
-                    ref = digest_ref(x.stack.name, registry=reg, engine=engine)
+                    ref = digest_ref(x.stack, registry=reg, engine=engine)
             except UserError:
                 raise
             except Exception:  # no engine here: only the push record could have told

@@ -258,7 +258,7 @@ def show(
         c.print(f"  image       own image (apt: {', '.join(project.apt) or '-'}; requirements: "
                 f"{counted(len(p['requirements']), 'line')})", markup=False, highlight=False)
     else:
-        c.print(f"  image       {stable_ref(stack.name)} (no own image)", markup=False, highlight=False)
+        c.print(f"  image       {stable_ref(stack)} (no own image)", markup=False, highlight=False)
     c.print(f"  HOME        {doc['home']} → {CONTAINER_HOME}", markup=False, highlight=False)
     if doc["asks"]:
         state = "trusted" if doc["trusted"] else f"NOT trusted (envman project trust {project.file})"
@@ -566,9 +566,9 @@ def lock(
     settings = merge_settings(p, load_user_config(), CliOverrides(), stack_is_cpu=lambda s: matrix.resolve(s).is_cpu)
     stack = matrix.resolve(settings.stack)
     with Engine.connect() as engine:
-        base = engine.inspect_image(stable_ref(stack.name))
+        base = engine.inspect_image(stable_ref(stack))
         if base is None:
-            raise UserError(f"no promoted image {stable_ref(stack.name)} to lock {p.name} on", where=str(p.file),
+            raise UserError(f"no promoted image {stable_ref(stack)} to lock {p.name} on", where=str(p.file),
                             fix=f"envman build {stack.name} (or envman pull {stack.name})")
         before = _lock_or_none(p.root)
         ref = build_project_image(engine, p, stack.name, base.id, on_event=print_step, relock=upgrade)

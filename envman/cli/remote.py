@@ -111,6 +111,6 @@ def pull(
     if pulled.note:
         typer.echo(f"envman: warning: {printable(pulled.note)}", err=True)
     typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}; digest: {pulled.vouched_by}); promoted as "
-               f"{stable_ref(stack.name)}", err=True)
+               f"{stable_ref(stack)}", err=True)
     typer.echo(pulled.ref)
 

@@ -864,7 +864,7 @@ def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) 
                         "a job", where="envman submit", fix="submit with --runtime docker or podman (envman run on "
                         'the node gives none), or drop network = "none"')
     if image is None:
-        ref = stable_ref(stack.name)
+        ref = stable_ref(stack)
         if project.needs_image:
             if runtime not in ("docker", "podman"):
                 raise UserError(f"project {project.name} has its own image (requirements/apt), which only the docker "

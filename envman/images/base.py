@@ -1,10 +1,12 @@
 """Build a rebuilt ``nvidia/cuda`` base once, and share it.
 
 A :class:`~envman.render.base.BaseBuild` is built as ``envman/base:<nvidia tag>`` with the recipe's
-hash in its labels. :func:`ensure_base` reuses the image when it exists with that hash (whoever
-built it: every user of the engine shares it, like the build cache), and builds it otherwise,
-under a per-tag lock so that concurrent builds of stacks on the same base build it once. A changed
-recipe gives a new hash and so a new build; an unchanged one is never rebuilt.
+hash in its labels. :func:`ensure_base` reuses the image there only when it has that hash and this
+user's own build produced it (:mod:`envman.images.provenance`: labels and tags are anyone's on a
+shared engine), and builds it otherwise (the engine's build cache makes that cheap when the image
+there is what the recipe gives), under a machine-wide per-tag lock so that concurrent builds of
+stacks on the same base, by any user, build it once at a time. A changed recipe gives a new hash
+and so a new build.
 
 The image carries the same owner labels as a stack image (``envman.built-by.*``) and the role
 ``base``; ``envman prune`` removes a base only when no envman image built on it is left.
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
-from envman.state import locks_dir, logs_dir, safe_name
+from envman.state import logs_dir, safe_name
 
 if TYPE_CHECKING:
     from envman.engine.api import BuildEvent, ContainerEngine
@@ -50,23 +52,15 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
                 lock_timeout: float = 3600) -> BaseResult:
     """``base`` (a :class:`~envman.render.base.BaseBuild`) as an image on ``engine``: the one there
     when its recipe hash matches, else built now with ``builder``."""
-    from filelock import FileLock, Timeout
-
     from envman.engine.context import deterministic_tar
+    from envman.images.provenance import built_here, machine_lock, record_built
     from envman.images.store import current_user
 
     t0 = time.perf_counter()
-    locks_dir().mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(locks_dir() / f"base-{safe_name(base.tag)}.lock"))
-    try:
-        lock.acquire(timeout=lock_timeout)
-    except Timeout:
-        raise EnvmanError(f"another envman build of {base.ref} has held its lock for {lock_timeout:.0f} s",
-                          where=str(lock.lock_file), fix="wait for it to finish, or remove the lock file if no envman "
-                          "process is running") from None
-    try:
+    with machine_lock(f"base-{base.tag}", timeout=lock_timeout, what=base.ref):
         existing = engine.inspect_image(base.ref)
-        if existing and not nocache and existing.labels.get(L.BASE_RECIPE) == base.recipe_hash:
+        # reused only when this user built it: anyone on the engine can tag an image with these labels
+        if existing and not nocache and existing.labels.get(L.BASE_RECIPE) == base.recipe_hash and built_here(existing.id):
             return BaseResult(base.ref, existing.id, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"base-{safe_name(base.tag)}-{base.recipe_hash[:16]}.log"
@@ -92,9 +86,8 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
         if image_id is None:
             info = engine.inspect_image(base.ref)
             image_id = info.id if info else base.ref
+        record_built(image_id, base.ref)
         return BaseResult(base.ref, image_id, False, time.perf_counter() - t0, str(log_path))
-    finally:
-        lock.release()
 
 
 def failure_cause(exc: BuildError) -> str:

@@ -14,6 +14,7 @@ Everything here talks to Docker through ``envman.engine.docker`` only.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,20 +106,28 @@ def build_stack(
             fix="wait for it to finish, or remove the lock file if no envman process is running",
         )
     try:
+        from envman.images.provenance import built_here, record_built
+
+        base_result = None
+        if base is not None:  # first: the base's image ID is part of the stack's cache key
+            from envman.images.base import ensure_base
+
+            base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
+            pull = False  # the stack starts FROM the local envman/base image: nothing to pull
+        base_id = base_result.image_id if base_result is not None else ""
         existing = engine.inspect_image(ref)
-        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash:
-            return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0)
+        # reused only when this user built it on this base: anyone on the engine can tag an image
+        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash \
+                and built_here(existing.id, base=base_id):
+            return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0,
+                               base=base_result)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"{safe_name(stack.name)}-{ctx.render_hash[:16]}.log"
         from envman.images.store import current_user
 
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
-        base_result = None
-        if base is not None:
-            from envman.images.base import ensure_base
-
-            base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
-            pull = False  # the stack starts FROM the local envman/base image: nothing to pull
+        if getattr(ctx, "content_hash", ""):
+            labels[L.CONTENT_HASH] = ctx.content_hash  # the identity a pull checks (network options aside)
         image_id = None
         step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
@@ -145,10 +154,24 @@ def build_stack(
         if image_id is None:
             info = engine.inspect_image(ref)
             image_id = info.id if info else ref
+        if base_result is not None:
+            _check_built_on(engine, image_id, base_result.image_id, base_result.ref)
+        record_built(image_id, ref, base=base_id)
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path),
                            base=base_result)
     finally:
         lock.release()
+
+
+def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_ref: str) -> None:
+    """The stack image's layers begin with the layers of the base envman ensured: the stack's
+    ``FROM`` names the base by tag, which another engine user could move during the build."""
+    image, base = engine.inspect_image(image_id), engine.inspect_image(base_id)
+    if image is None or base is None or image.layers[:len(base.layers)] != base.layers:
+        raise BuildError(f"the image built was not built on the base envman checked ({base_id[:19]}): "
+                         f"{base_ref} was moved during the build", where=base_ref,
+                         fix="build again; if it happens again, another user of the engine is re-tagging "
+                             f"{base_ref} (docker image inspect {base_ref} names its builder)")
 
 
 def _platform_kw(stack: Stack) -> dict[str, str]:
@@ -191,6 +214,21 @@ def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
+def remove_smoke_leftovers(engine: ContainerEngine, owner: str) -> list[str]:
+    """Remove the smoke-test containers a build of this user (uid ``owner``) killed mid-probe left
+    behind (``kill -9``: the probe's container is removed after it ends, by the process that was
+    killed). Only stopped ones: a running one may be another build's of this user, still going."""
+    gone = []
+    for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE, L.BUILT_BY_UID: owner}, all=True):
+        if c.state != "running" and c.labels.get(L.BUILT_BY_UID) == owner:
+            try:
+                engine.remove_container(c.id, force=True)
+                gone.append(c.id)
+            except EnvmanError:
+                continue  # removed meanwhile
+    return gone
+
+
 def smoke_image(
     engine: ContainerEngine,
     stack: Stack,
@@ -206,6 +244,8 @@ def smoke_image(
     to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
     the id its projects were built and locked on."""
     gpus = gpu_mode(engine, require_gpu)
+    owner = str(os.getuid())
+    remove_smoke_leftovers(engine, owner)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")
@@ -215,7 +255,7 @@ def smoke_image(
         image,
         cmd,
         gpus="all" if gpus else None,
-        labels=L.smoke_labels(stack.name),
+        labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
         timeout=timeout,
         network="none",
     )
@@ -237,7 +277,7 @@ def smoke_image(
     )
     from envman.images.store import record_verdict
 
-    stable = engine.inspect_image(stable_ref(stack.name))
+    stable = engine.inspect_image(stable_ref(stack))
     if stable is None or stable.id != image_id:
         verdict_id = record_verdict(engine, stack.name, report.to_json())
         report.verdict_image_id = verdict_id if verdict_id != image_id else None
@@ -324,25 +364,28 @@ def report_from_json(data: object) -> SmokeReport | None:
 # --- promote -----------------------------------------------------------------------------------
 
 
-def promote(engine: ContainerEngine, report: SmokeReport, *, accept_cpu_only: bool = False) -> bool:
-    """Move the stable tag to the smoke-tested image when its result allows it."""
+def promote(engine: ContainerEngine, report: SmokeReport, *, accept_cpu_only: bool = False,
+            stable_tag: str | None = None) -> bool:
+    """Move the stable tag (``stable_tag``: the stack's :func:`~envman.state.stable_ref`; by default
+    that of a shipped stack of the report's name) to the smoke-tested image when its result allows it."""
     ok = report.overall == PASS or (report.overall == CPU_ONLY and accept_cpu_only)
     if not ok:
         return False
-    stable = engine.inspect_image(stable_ref(report.stack))
+    ref = stable_tag or stable_ref(report.stack)
+    stable = engine.inspect_image(ref)
     if stable is not None and stable.id == report.promotable_id:
         if not report.promoted:
             report.promoted = True
             save_report(report)
         return True  # already there: a no-op build writes nothing
-    engine.tag(report.promotable_id, stable_ref(report.stack))
+    engine.tag(report.promotable_id, ref)
     report.promoted = True
     save_report(report)
     return True
 
 
-def stable_image(engine: EngineFacts, stack_name: str) -> ImageInfo | None:
-    return engine.inspect_image(stable_ref(stack_name))
+def stable_image(engine: EngineFacts, stack: Stack | str) -> ImageInfo | None:
+    return engine.inspect_image(stable_ref(stack))
 
 
 @dataclass
@@ -381,7 +424,7 @@ def build_smoke_promote(
     if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
         phase("smoke")
         rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
-    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only)
+    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
     return PipelineResult(b, rep, promoted)
 
 
@@ -394,6 +437,12 @@ def expected_render_hashes(stack: Stack, options: RenderOptions | None = None) -
     in each builder dialect: what a pulled image's ``envman.render-hash`` must be one of to be
     the image this host would build (the same recipe, envman version and network options)."""
     return frozenset(_render(stack, options, kind).render_hash for kind in ("classic", "buildkit"))
+
+
+def expected_content_hash(stack: Stack) -> str:
+    """The identity this host gives ``stack``'s image (:func:`envman.render.dockerfile.content_hash`):
+    what a pulled image's ``envman.content-hash`` must be, whatever network options built it."""
+    return _render(stack, None, "classic").content_hash
 
 
 def kept_report(engine: EngineFacts, b: BuildResult) -> SmokeReport | None:

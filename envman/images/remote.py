@@ -291,7 +291,7 @@ def promoted_image(engine: ContainerEngine, stack: Stack) -> ImageInfo:
     from envman.images.store import image_verdict, record_verdict, rootfs_digest
     from envman.state import load_report, stable_ref
 
-    ref = stable_ref(stack.name)
+    ref = stable_ref(stack)
     info = engine.inspect_image(ref)
     if info is None:
         raise UserError(f"no promoted image {ref}", where=f"stack {stack.name}",
@@ -432,7 +432,14 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
         problems.append(f"the engine's digests of the pulled image are {list(info.repo_digests)}, not {want}")
     labels = info.labels
     problems += label_problems(labels, stack, rootfs_digest(info))
-    if not problems:
+    identity = labels.get(L.CONTENT_HASH)
+    if not problems and identity:  # what the image is, however its packages were fetched
+        from envman.images.build import expected_content_hash
+
+        if identity != expected_content_hash(stack):
+            problems.append(f"its {L.CONTENT_HASH} label {clip(identity, 64)} is not this host's for {stack.name} "
+                            "(another recipe or envman version)")
+    elif not problems:  # an image built before envman labelled its content: the whole render must match
         if render_hashes is None:
             from envman.images.build import expected_render_hashes
 
@@ -447,9 +454,9 @@ def pull_stack(engine: ContainerEngine, stack: Stack, registry: Registry, *, dig
         raise RegistryError(f"refused {ref}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
                             where=f"envman pull {stack.name}",
                             fix="push it again from a host whose matrix resolves the same stack: envman push " + stack.name)
-    stable = engine.inspect_image(stable_ref(stack.name))
+    stable = engine.inspect_image(stable_ref(stack))
     already = bool(stable and stable.id == info.id)
-    engine.tag(info.id, stable_ref(stack.name))  # the verdict travels on the image's labels
+    engine.tag(info.id, stable_ref(stack))  # the verdict travels on the image's labels
     smoke = L.parse_smoke(labels)
     assert smoke is not None  # label_problems refused an image without a verdict
     return Pulled(stack.name, ref, want, info.id, smoke.status, already, vouched_by, note)
@@ -470,25 +477,27 @@ def ensure_image(engine: ContainerEngine, stack: Stack, *, registry: Registry | 
     from envman.images.store import image_verdict
     from envman.state import stable_ref
 
-    verdict = image_verdict(engine.inspect_image(stable_ref(stack.name)))
+    verdict = image_verdict(engine.inspect_image(stable_ref(stack)))
     if verdict is not None and verdict.status in RUNNABLE_SMOKE:
-        return stable_ref(stack.name)
+        return stable_ref(stack)
     settings = load_registry_settings()
     reg = registry or settings.default
     if reg is None:
-        raise UserError(f"no promoted image {stable_ref(stack.name)} here and no registry configured to pull it from",
+        raise UserError(f"no promoted image {stable_ref(stack)} here and no registry configured to pull it from",
                         where=f"stack {stack.name}",
                         fix=f'envman build {stack.name}, or set [registry] default = "HOST[:PORT][/PREFIX]" and envman push it')
     pull_stack(engine, stack, reg, allow_http=settings.allow_http if allow_http is None else allow_http,
                trust_registry=settings.trust_registry)
-    return stable_ref(stack.name)
+    return stable_ref(stack)
 
 
-def digest_ref(stack_name: str, *, registry: Registry | None = None,
+def digest_ref(stack: Stack | str, *, registry: Registry | None = None,
                engine: EngineFacts | None = None) -> str | None:
-    """``REPO@sha256:...`` of ``stack_name`` as pushed from here (newest push, or the push to
+    """``REPO@sha256:...`` of ``stack`` as pushed from here (newest push, or the push to
     ``registry``), else as pulled here (the promoted image's repo digests); ``None`` if neither."""
     from envman.state import repository, stable_ref
+
+    stack_name = stack if isinstance(stack, str) else stack.name
 
     pushes = []
     for reg, stacks in read_pushed().items():
@@ -501,7 +510,7 @@ def digest_ref(stack_name: str, *, registry: Registry | None = None,
         return max(pushes)[1]
     if engine is None:
         return None
-    info = engine.inspect_image(stable_ref(stack_name))
+    info = engine.inspect_image(stable_ref(stack))
     wanted = registry.repository(stack_name) if registry is not None else None
     for ref in sorted(info.repo_digests if info is not None else ()):
         repo = ref.partition("@")[0]

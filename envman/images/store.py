@@ -182,6 +182,11 @@ def record_verdict(engine: ContainerEngine, stack_name: str, report: Mapping[str
         now = engine.inspect_image(tag)
         if now is not None and now.id == info.id:  # not moved by someone meanwhile
             engine.tag(new_id, tag)
+    from envman.images.provenance import built_record, record_built
+
+    tested_record = built_record(info.id)
+    if tested_record is not None and new_id != info.id:  # a label on this user's image is this user's too
+        record_built(new_id, target, base=str(tested_record.get("base", "")))
     save_report_json(tested, report)
     save_report_json(new_id, report)
     return new_id

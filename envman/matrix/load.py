@@ -47,6 +47,23 @@ _T = TypeVar("_T")
 _D = TypeVar("_D")
 
 
+
+def _shown_value(got: Any) -> str:
+    """A refused value as an error may show it: every URL in it through
+    :func:`envman.config.shown_url` (a token in a matrix URL is never echoed)."""
+    from envman.config import shown_url
+
+    def show(v: Any) -> Any:
+        if isinstance(v, str) and "://" in v:
+            return shown_url(v)
+        if isinstance(v, list):
+            return [show(x) for x in v]
+        if isinstance(v, dict):
+            return {k: show(x) for k, x in v.items()}
+        return v
+    return repr(show(got))
+
+
 class _Row:
     """Typed access to one TOML table, with errors that name file, key and expectation."""
 
@@ -59,7 +76,7 @@ class _Row:
         self.used: set[str] = set()
 
     def _fail(self, key: str, expected: str, got: Any = None) -> MatrixError:
-        shown = "" if got is None else f", got {got!r}"
+        shown = "" if got is None else f", got {_shown_value(got)}"
         return MatrixError(
             f"key {self.where}.{key}: expected {expected}{shown}",
             where=self.file,
@@ -512,8 +529,23 @@ def _shaped(kind: str) -> Callable[[Any], str]:
         text = _string(v)
         if not _RECIPE_RES[kind].fullmatch(text):
             raise ValueError(text)
+        if kind == "url":
+            _check_recipe_url(text)
         return text
     return conv
+
+
+def _check_recipe_url(url: str) -> None:
+    """A recipe's URL follows the index URLs' rules (:func:`envman.config.check_url`): it is written
+    into the base image's Dockerfile, so nothing in it may look like a token (``ghp_...`` as a path
+    segment). Plain ``http://`` is accepted: apt checks signatures, and downloads and keys their
+    sha256 and fingerprint."""
+    from envman.config import Invalid, check_url
+
+    try:
+        check_url(url, what="recipe URL", plain_http=True)
+    except Invalid as exc:
+        raise ValueError(exc.what) from None
 
 
 def _env_value(v: Any) -> str:

@@ -122,7 +122,7 @@ def resolve_cached(name: str, key: str | None, load: Callable[[], Any]) -> Stack
     if key is not None:
         if data.get("key") != key or not isinstance(data.get("stacks"), dict):
             data = {"key": key, "stacks": {}}
-        data["stacks"][name] = stack.to_json()
+        data["stacks"][name] = {**stack.to_json(), "tag_key": stack.tag_key}  # the key is not in the stack's JSON
         try:
             from envman.state import atomic_write
 

@@ -329,9 +329,10 @@ def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:
             req_source = v
         elif isinstance(v, list) and all(isinstance(x, str) for x in v):
             for x in v:
-                if "\n" in x or not x.strip():
+                if "\n" in x or len(x.splitlines()) > 1 or not x.strip():
                     raise type_error("requirements", "one requirement per list item", x, where)
-            requirements = "".join(x.strip() + "\n" for x in v)
+            # written as plain UTF-8 with no comment item, so never with a coding line for pip to obey
+            requirements = "".join(x.strip() + "\n" for x in v if not x.strip().startswith("#"))
         else:
             raise type_error("requirements", PROJECT_KEYS["requirements"], v, where)
         check_requirements(requirements, where=f"{where}: requirements" + (f" ({req_source})" if req_source else ""))
@@ -597,11 +598,61 @@ def requirement_problem(line: str) -> str | None:
     return None
 
 
-def check_requirements(text: str, *, where: str) -> None:
-    """Requirements go into the image build as one file: no line may point pip anywhere but the
-    configured index (:data:`REQUIREMENT_OPTIONS`, :func:`requirement_problem`)."""
+#: pip's encoding declaration (pip's ``auto_decode``): searched on a line that starts with ``#``,
+#: among the first two lines of the file's bytes split at ``\n``; the first one found wins.
+_PIP_CODING_RE = rb"coding[:=]\s*([-\w.]+)"
+#: The encodings pip may read envman's requirements file in: the file is written as UTF-8.
+_UTF8_CODECS = ("utf-8", "ascii")
+
+
+def decoding_problem(text: str) -> str | None:
+    """Why pip, reading ``text`` as envman writes it (UTF-8 bytes, no byte-order mark), would not
+    read exactly ``text``, or ``None``.
+
+    pip decodes a requirements file by its byte-order mark, else by a ``coding:`` declaration on
+    a ``#`` line among its first two lines (``# -*- coding: utf-7 -*-`` turns ``+AC0-i`` into
+    ``-i``), else by the locale (UTF-8: every stack image sets ``LANG=C.UTF-8``). So a text that
+    starts with a byte-order mark (pip drops it: ``\ufeff-rfile`` is ``-rfile`` to pip) or
+    declares any encoding but UTF-8 or ASCII is refused, whatever the rest of it says."""
+    import codecs
+
     from envman.errors import clip
 
+    if text.startswith("\ufeff"):
+        return "it starts with a byte-order mark, which pip drops before reading the first line"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it holds a lone surrogate, which UTF-8 cannot carry"
+    for line in data.split(b"\n")[:2]:
+        found = re.search(_PIP_CODING_RE, line) if line[:1] == b"#" else None
+        if found is None:
+            continue
+        name = found.group(1).decode("ascii")
+        try:
+            codec = codecs.lookup(name).name
+        except LookupError:
+            codec = ""
+        if codec not in _UTF8_CODECS:
+            return (f"a coding line among the first two declares {clip(name, 40)!r}: pip would decode the file "
+                    "with it, not as the UTF-8 envman checked")
+        if codec == "ascii" and not text.isascii():
+            return "a coding line declares ASCII, but the text is not ASCII"
+        return None
+    return None
+
+
+def check_requirements(text: str, *, where: str) -> None:
+    """Requirements go into the image build as one file: pip must read it as the text checked
+    (:func:`decoding_problem`), and no line may point pip anywhere but the configured index
+    (:data:`REQUIREMENT_OPTIONS`, :func:`requirement_problem`)."""
+    from envman.errors import clip
+
+    why = decoding_problem(text)
+    if why:
+        raise UserError(f"the requirements are refused: {why}", where=where,
+                        fix="save them as plain UTF-8 with no byte-order mark and no coding line (or one "
+                            "declaring utf-8)")
     for s in requirement_lines(text):
         why = requirement_problem(s)
         if why:

@@ -155,7 +155,7 @@ def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserC
     pin = load_pin(project_key(project.name, str(project.root.resolve())), pins)
     base_ids = {pin.image_id} if pin is not None and pin.stack == stack.name else set()
     if stack.name not in stable_ids:
-        base = engine.inspect_image(stable_ref(stack.name))
+        base = engine.inspect_image(stable_ref(stack))
         stable_ids[stack.name] = base.id if base is not None else None
     stable_id = stable_ids[stack.name]
     if stable_id is not None:

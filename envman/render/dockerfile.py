@@ -191,6 +191,9 @@ class BuildContext:
     builder: str = "classic"
     #: Build secrets by id (BuildKit only): never part of ``files``, the tar or the render hash.
     secrets: dict[str, bytes] = field(default_factory=dict, repr=False)
+    #: What the image is, whoever built it and however its packages were fetched
+    #: (:func:`content_hash`): the identity a pull checks. ``""``: not computed.
+    content_hash: str = ""
 
     def tar(self) -> bytes:
         """Uncompressed tar, byte-identical for identical contexts (so cache keys and hashes are stable)."""
@@ -438,8 +441,22 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
 # --- the entry point ---------------------------------------------------------------------------
 
 
+def content_hash(stack: Stack, *, probe: bytes | None = None, base: RebuiltBase | None = None) -> str:
+    """The identity of ``stack``'s image: the render hash of its context rendered with no network
+    option, in the classic dialect, with its rebuilt base (if any) named by its image and recipe
+    sources instead of its Dockerfile. A wheelhouse, a mirror, a CA bundle, another index or the
+    builder's dialect change how packages are fetched, not which are installed (they are pinned),
+    so they never change it; the stack, its recipe and envman's version do."""
+    plain = render_stack(stack, probe=probe, base=base, _identity=False)
+    files = {name: data for name, data in plain.files.items() if not name.startswith(f"{BASE_CONTEXT_DIR}/")}
+    if base is not None:
+        sources = getattr(base, "sources", ())
+        files[f"{BASE_CONTEXT_DIR}/identity"] = "\n".join([base.ref, *sources]).encode()
+    return render_hash(files)
+
+
 def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: bytes | None = None,
-                 builder: str = "classic", base: RebuiltBase | None = None) -> BuildContext:
+                 builder: str = "classic", base: RebuiltBase | None = None, _identity: bool = True) -> BuildContext:
     """Render ``stack`` with ``options`` into a ``BuildContext`` (no Docker needed).
 
     ``probe`` replaces the probe archive's content (the golden files use a fixed one so they change
@@ -480,13 +497,15 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     files["Dockerfile"] = dockerfile.encode()
     files = dict(sorted(files.items()))
     modes = {name: (0o755 if name == "envman/entrypoint.sh" else 0o644) for name in files}
+    identity = content_hash(stack, probe=probe, base=base) if _identity else ""
     return BuildContext(stack=stack, dockerfile=dockerfile, render_hash=digest, files=files, modes=modes,
-                        builder=builder, secrets=secrets)
+                        builder=builder, secrets=secrets, content_hash=identity)
 
 
 __all__ = [
     "BuildContext",
     "CA_DEST",
+    "content_hash",
     "NETRC_SECRET",
     "UV_VERSION",
     "render_stack",

@@ -324,12 +324,12 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
     base_id = prepared.base_image_id
     if base_id is None:
         return
-    stable = engine.inspect_image(stable_ref(prepared.stack.name))
+    stable = engine.inspect_image(stable_ref(prepared.stack))
     if stable is None:
         return
     # The stable tag as it is now (a move is a miss: the full path says a newer one exists), the
     # pinned base and the project image by id (gone is a miss).
-    images = [(stable_ref(prepared.stack.name), stable.id), (base_id, base_id)]
+    images = [(stable_ref(prepared.stack), stable.id), (base_id, base_id)]
     if prepared.plan.image != base_id:
         images.append((prepared.plan.image, prepared.plan.image))
     plan = replace(prepared.plan, tty=False, interactive=False)

@@ -92,7 +92,7 @@ def project_rows(
             continue
         row.stack = stack.name
         row.gpus = str(settings.gpus) if settings.gpus else "none"
-        img = ImageState(stable_ref(stack.name), None)
+        img = ImageState(stable_ref(stack), None)
         if engine is not None:
             try:
                 img = choose_base(engine, proj, stack)[0]  # what a run would stand on (its pin)

@@ -59,7 +59,7 @@ def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *, up
     from envman.images.store import current_user, image_verdict, rootfs_digest
     from envman.state import stable_ref
 
-    ref = stable_ref(stack.name)
+    ref = stable_ref(stack)
     stable = engine.inspect_image(ref)
     pin = load_pin(project_key(project.name, str(project.root.resolve())))
     # The pinned image is looked up only when the pin applies (it is the stable image when their ids agree).

@@ -194,6 +194,11 @@ class Stack:
     #: `` --hash=sha256:HEX`` per wheel file where the row has hashes. Empty: none, and left out of
     #: the JSON, so that stacks without them keep their render hash.
     cuda_libs: tuple[str, ...] = ()
+    #: ``""`` for a stack exactly as envman's shipped matrix gives it; else a digest of its content
+    #: (``envman.stack.resolve.tag_key``): its stable tag is then ``latest-<key>``, so a row of a
+    #: user's own matrix never takes the tag of a shipped stack or of another user's row. Not part
+    #: of the stack's JSON (its labels, its render hash): it is derived from that content.
+    tag_key: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form. The default platform is left out, so that an amd64 stack's JSON (in the
@@ -209,6 +214,7 @@ class Stack:
             del d["freethreaded"]
         if not d["cuda_libs"]:  # likewise: stacks without a CUDA-library layer
             del d["cuda_libs"]
+        del d["tag_key"]
         return d
 
     @classmethod

@@ -17,12 +17,15 @@ the base images published for it; the newest such release wins.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from packaging.version import Version
 
 from envman.errors import EnvmanError, ResolveError
 from envman.matrix.model import FLAVOURS_HOLDING, BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
-from envman.stack.names import DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, parse_name, spelling_fixes
+from envman.stack.names import (
+    DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, nvidia_tag, parse_name, spelling_fixes,
+)
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
 def version_matches(partial: str, version: Version) -> bool:
@@ -260,14 +263,69 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch: 
 
     ``platform`` (``linux/arm64``...) is the ``--platform`` option; a platform part in ``name``
     must agree with it. ``cuda_patch`` (``--cuda 12.4.1``) takes a base image of that update of the
-    stack's CUDA release, whose toolkit driver the stack then states."""
+    stack's CUDA release, whose toolkit driver the stack then states. A stack that is not exactly
+    what the shipped matrix gives carries its :func:`tag_key`."""
+    from dataclasses import replace
+
+    stack = _resolve(matrix, name, platform, cuda_patch)
+    key = tag_key(matrix, stack)
+    return replace(stack, tag_key=key) if key else stack
+
+
+#: The shipped matrix, loaded once per process when a user's matrix is loaded too.
+_SHIPPED: dict[tuple[str, ...], Matrix] = {}
+
+
+def _shipped_matrix() -> Matrix:
+    from envman.matrix.load import load_files
+    from envman.paths import matrices_dir
+
+    files = tuple(str(f) for f in sorted(matrices_dir().glob("*.toml")))
+    if files not in _SHIPPED:
+        _SHIPPED[files] = load_files(files)
+    return _SHIPPED[files]
+
+
+def _content(matrix: Matrix, stack: Stack) -> str:
+    """What decides a stack's image in ``matrix``: the stack, and the recipes of its base."""
+    import json
+
+    tag = nvidia_tag(stack)
+    chain = matrix.recipe_chain(tag, stack.platform) if tag else None
+    return json.dumps(stack.to_json(), sort_keys=True) + "\0" + repr(chain)
+
+
+def tag_key(matrix: Matrix, stack: Stack) -> str:
+    """``""`` when ``stack`` (and its base's recipes) is exactly what envman's shipped matrix gives
+    for its name; else the first 12 hex digits of the sha256 of that content. A row of a user's
+    matrix that adds a stack or changes one (a shadowed row, another base, OS or recipe) is named
+    by its content: two users' rows of one name but different content never share a stable tag."""
+    import hashlib
+
+    from envman.paths import matrices_dir
+
+    shipped_dir = os.path.realpath(matrices_dir())
+    shipped = [os.path.dirname(os.path.realpath(f)) == shipped_dir for f in matrix.files]
+    if not any(shipped) or all(shipped):
+        return ""  # the shipped matrix alone, or one that stands in for it (a test's, an old CI matrix)
+    content = _content(matrix, stack)
+    try:
+        plain = _shipped_matrix()
+        if _content(plain, _resolve(plain, stack.name, stack.platform)) == content:
+            return ""
+    except EnvmanError:
+        pass  # the shipped matrix has no such stack: the user's own
+    return hashlib.sha256(content.encode()).hexdigest()[:12]
+
+
+def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch: Version | None = None) -> Stack:
     try:
         q = parse_name(name)
     except ResolveError as exc:
         fixes, seen = [], set()
         for cand in spelling_fixes(name):
             try:
-                canonical = resolve(matrix, cand, platform).name
+                canonical = _resolve(matrix, cand, platform).name
             except EnvmanError:
                 continue
             if canonical not in seen:  # torch- and pytorch- are one suggestion
@@ -408,8 +466,12 @@ def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_P
             f"{build.name} has no {platform} build (it has {', '.join(build.platforms)})",
             fix="choose a row with wheels for that platform (envman matrix ls --platform ...)",
         )
+    from dataclasses import replace
+
     img, python, strategy = _pick_image(matrix, build, None, None, platform)
-    return make_stack(matrix, build, img, python, strategy, platform)
+    stack = make_stack(matrix, build, img, python, strategy, platform)
+    key = tag_key(matrix, stack)
+    return replace(stack, tag_key=key) if key else stack
 
 
 # --- errors that help ------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from envman.matrix.load import load_matrix
-from envman.stack.resolve import resolve_row
+from envman.stack.resolve import resolve, resolve_row
+from envman.state import stable_ref
 
 from .conftest import STANDIN_MATRIX
 
@@ -61,7 +62,8 @@ def run(bases, docker_engine, wheelhouse, ca_bundle, tmp_path_factory):
         yield p, report, results
     finally:
         for r in results or []:  # envman's own images of this run (stand-ins are cached fixtures)
-            for ref in filter(None, (r.get("image"), r.get("name") and f"envman/{r['name']}:latest")):
+            stable = r.get("name") and stable_ref(resolve(load_matrix([STANDIN_MATRIX]), r["name"]))
+            for ref in filter(None, (r.get("image"), stable)):
                 docker_engine.remove_image(ref, force=True)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker.test_projects import envman, matrix_files, stacks, workdir  # noqa: F401 (fixtures)
+from tests.docker.test_projects import envman, matrix_files, stable_tag, stacks, workdir  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -180,7 +180,7 @@ def test_notebook_serves_jupyterlab_on_localhost_with_a_token(docker_engine, mat
                                             check=True).stdout)[0]
         assert inspect["HostConfig"]["PortBindings"] == {"8888/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(port)}]}
         assert token not in " ".join([inspect["Path"], *inspect["Args"]])  # the token is on no command line
-        stack_image = f"envman/{STACK}:latest"
+        stack_image = stable_tag(matrix_files, STACK)
         probe = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/opt/venv/bin/python", stack_image, "-c",
                                 "import jupyterlab"], capture_output=True, text=True)
         assert probe.returncode != 0  # JupyterLab is in the notebook layer, never in the stack image
@@ -212,7 +212,7 @@ def test_clean_removes_this_users_state_and_images_only(docker_engine, stacks, m
     (state / "notes-of-mine.txt").write_text("not envman's")
     config.mkdir()
     tag = f"envman-test-clean-{os.getpid()}"
-    base = "envman/torch-0.0.2-cuda12.8-py3.13:latest"  # the fixture stack image
+    base = stable_tag(matrix_files, "torch-0.0.2-cuda12.8-py3.13")  # the fixture stack image
     refs = {}
     for who, uid in (("mine", me), ("theirs", me + 4242), ("used", me)):
         labels = {L.MANAGED: L.TRUE, L.ROLE: L.ROLE_PROJECT, L.PROJECT: tag, L.NAME: STACK,

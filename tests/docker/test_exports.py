@@ -20,6 +20,8 @@ import yaml
 
 from tests.conftest import in_ci
 
+from envman.state import stable_ref
+
 from .test_registry import MATRIX, STACK, build_fixture_image, stack_obj
 
 pytestmark = [pytest.mark.docker]
@@ -94,7 +96,7 @@ def test_compose_file_is_read_by_docker_compose(matrix, home, tmp_path):
     # compose re-escapes $ in its own output: "$$" there is one literal "$" in the container.
     assert sa["environment"]["PRICE"] == "5$$ off" and sa["command"] == ["sh", "-c", "echo $$HOME"]
     assert sa["environment"]["DB_PASSWORD"] == "never-written"  # read when compose runs, not stored
-    assert sa["image"] == sb["image"] == f"envman/{STACK}:latest"
+    assert sa["image"] == sb["image"] == stable_ref(stack_obj(matrix))
     assert {"source": str(a.resolve()), "target": "/workspace", "type": "bind"} in sa["volumes"]
     assert sb["ports"][0].startswith("127.0.0.1:8080:8080")
     assert sa["security_opt"] == ["no-new-privileges"] and sa["init"] is True
@@ -124,7 +126,7 @@ def test_devcontainer_is_read_and_brought_up_by_the_dev_containers_cli(docker_en
                                                                        test_labels):
     cli = _need("devcontainer", "npm install -g @devcontainers/cli")
     stack = stack_obj(matrix)
-    local = f"envman/{stack.name}:latest"
+    local = stable_ref(stack)
     root = make_project(tmp_path / "dc", "envman-test-dc", '[environment]\nGREETING = "hello $USER"\nAPI_TOKEN = "x"\n')
     container = None
     try:

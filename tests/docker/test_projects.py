@@ -10,7 +10,7 @@ What is a fixture (no framework is downloaded and no real ``nvidia/cuda`` image 
   custom base images, two ``torch 0.0.x`` rows that install nothing) so that the two stack names
   resolve to stacks with different CUDA and Python versions;
 * the bases: stand-ins from ``tests/support/standin.py`` (``CUDA_VERSION`` set, no CUDA inside);
-* the promoted stack images ``envman/<stack>:latest``: built here FROM those stand-ins with a
+* the promoted stack images (``envman/<stack>:latest-<key>``: user rows are named by content): built here FROM those stand-ins with a
   venv at /opt/venv, HOME=/home/envman (1777) and an entrypoint — what ``envman build`` would
   make, minus the framework — and cached between sessions (``envman.test-fixture=true``);
 * their smoke reports: written here with ``envman.images.build.save_report`` (no probe was run).
@@ -172,9 +172,18 @@ def _entrypoint() -> bytes:
     return real.read_bytes() if real.is_file() else FIXTURE_ENTRYPOINT.encode()
 
 
-def fixture_stack_image(engine, stack_name: str, base: str) -> str:
-    """``envman/<stack>:latest`` FROM a stand-in: a test fixture, cached by recipe digest."""
-    ref = f"envman/{stack_name}:latest"
+def stable_tag(matrix_files: list[str], stack_name: str) -> str:
+    """The stable tag envman gives the stack with these matrix files (a user row's is named by
+    its content: ``latest-<key>``)."""
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+
+    return stable_ref(resolve(load_matrix(matrix_files), stack_name))
+
+
+def fixture_stack_image(engine, stack_name: str, base: str, ref: str) -> str:
+    """The stack's stable tag ``ref`` FROM a stand-in: a test fixture, cached by recipe digest."""
     files = {"Dockerfile": STACK_DOCKERFILE.format(base=base).encode(), "entrypoint.sh": (_entrypoint(), 0o755)}
     base_id = engine.inspect_image(base).id
     digest = hashlib.sha256(deterministic_tar(files) + base_id.encode() + FIXTURE_RECIPE.encode()).hexdigest()[:16]
@@ -197,19 +206,19 @@ def fixture_stack_image(engine, stack_name: str, base: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def stacks(docker_engine, standin, workdir):
+def stacks(docker_engine, standin, workdir, matrix_files):
     """The two promoted stack images and the state dirs (root's and uid 1234's) that know them."""
     states = {"root": workdir / "state-root", "other": workdir / "state-other"}
     ids = {}
     for query, (name, base, suite, cuda, _py) in STACKS.items():
         standin(base, suite=suite, cuda_version=cuda)
-        ids[name] = fixture_stack_image(docker_engine, name, base)
+        ids[name] = fixture_stack_image(docker_engine, name, base, stable_tag(matrix_files, name))
         for state in states.values():
             old = os.environ.get("ENVMAN_STATE_DIR")
             os.environ["ENVMAN_STATE_DIR"] = str(state)
             try:
                 save_report(SmokeReport(
-                    stack=name, image=f"envman/{name}:latest", image_id=ids[name], overall="pass",
+                    stack=name, image=stable_tag(matrix_files, name), image_id=ids[name], overall="pass",
                     reason="test fixture: stand-in stack image, no probe was run", gpus_requested=False,
                     probe=None, exit_code=0, stderr_tail="",
                 ))

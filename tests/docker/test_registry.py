@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from envman.engine.context import deterministic_tar
+from envman.state import stable_ref
 from tests.support.rows import cpu_torch_matrix
 
 pytestmark = [pytest.mark.docker, pytest.mark.registry]
@@ -67,7 +68,7 @@ def build_fixture_image(engine, standin, stack, test_labels, *, labels: dict[str
         "envman.render-hash": min(expected_render_hashes(stack, RenderOptions())), "envman.role": "candidate",
         **test_labels, **(labels or {}),
     }
-    ref = tag or f"envman/{stack.name}:latest"
+    ref = tag or stable_ref(stack)
     for _ in engine.build(deterministic_tar({"Dockerfile": f"FROM {base}\n".encode()}), ref, labels=all_labels):
         pass
     return engine.inspect_image(ref).id
@@ -142,15 +143,15 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         # Host b: nothing of the stack on the engine. Without a digest nothing vouches for the
         # registry's :latest (host b pushed nothing): refused, one line, nothing pulled.
         drop_repo_images(docker_engine, repo, local)
-        assert docker_engine.inspect_image(f"{local}:latest") is None
+        assert docker_engine.inspect_image(stable_ref(stack)) is None
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nothing vouches" in r.stderr, r.stderr
-        assert docker_engine.inspect_image(f"{local}:latest") is None
+        assert docker_engine.inspect_image(stable_ref(stack)) is None
         # With the digest host a's push printed, host b pulls exactly that.
         r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", digest)
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == ref
-        here = docker_engine.inspect_image(f"{local}:latest")
+        here = docker_engine.inspect_image(stable_ref(stack))
         assert here is not None and ref in here.repo_digests
         # The verdict came with the image (its labels, bound to its layers): host b has no report.
         assert not list((hosts["b"] / "state").rglob("reports/*.json"))
@@ -176,7 +177,7 @@ def test_push_then_pull_on_another_host_then_run_pulls(docker_engine, standin, r
         r = envman(matrix, hosts["b"], *hello)
         assert r.returncode == 0 and "hello-from-the-pulled-image" in r.stdout, r.stderr
         assert f"pulled {ref}" in r.stderr and "labels only" in r.stderr
-        assert ref in docker_engine.inspect_image(f"{local}:latest").repo_digests
+        assert ref in docker_engine.inspect_image(stable_ref(stack)).repo_digests
     finally:
         drop_repo_images(docker_engine, repo, local)
 
@@ -212,7 +213,7 @@ def test_pull_refuses_images_that_are_not_a_promoted_envman_image_of_the_stack(
                 "failed-smoke": "smoke verdict is 'fail'",
                 "verdict-of-other-layers": "not taken on these layers", "blank-rootfs": "not taken on these layers",
                 "other-render-hash": "not what this host renders"}[case] in r.stderr
-        assert docker_engine.inspect_image(f"{local}:latest") is None  # not promoted
+        assert docker_engine.inspect_image(stable_ref(stack)) is None  # not promoted
         assert docker_engine.inspect_image(f"{repo}@{digest}") is None  # and not left behind
     finally:
         drop_repo_images(docker_engine, repo, local)
@@ -284,3 +285,44 @@ def test_registry_mirror_builds_from_bases_pushed_to_a_real_registry(docker_engi
                 docker_engine.remove_image(ref, force=True)
         if docker_engine.inspect_image(mirrored) is not None:
             docker_engine.remove_image(mirrored, force=True)
+
+
+#: Network options of the pushing host (each changes its render hash, none what the image is).
+PUSHER_OPTIONS = {
+    "pip_index": {"pip_index": "https://pypi.corp.example/simple"},
+    "pip_extra_index": {"pip_extra_index": "https://extra.corp.example/simple"},
+    "framework_index": {"framework_index": "https://mirror.corp.example/whl/cpu"},
+    "registry_mirror": {"registry_mirror": "mirror.corp.example:5000"},
+    "apt_mirror": {"apt_mirror": "https://apt.corp.example/debian"},
+    "python_install_mirror": {"python_install_mirror": "https://py.corp.example/releases"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PUSHER_OPTIONS))
+def test_a_push_pull_round_trip_holds_whatever_network_option_the_pushing_host_built_with(
+        docker_engine, standin, registry_server, matrix, hosts, test_labels, test_session_id, kind):
+    """Host a built with ``kind`` (its render hash says so) and pushes; host b, with no network
+    option, pulls by the digest a printed and promotes it: the content hash is the identity."""
+    from envman.render.dockerfile import content_hash, render_stack
+    from envman.render.options import RenderOptions
+
+    stack = stack_obj(matrix)
+    reg = f"{registry_server.host}/envman-test-{test_session_id}-{kind.replace('_', '-')}"
+    repo = f"{reg}/envman/{stack.name}"
+    local = f"envman/{stack.name}"
+    built_with = render_stack(stack, RenderOptions(**PUSHER_OPTIONS[kind]))
+    try:
+        image = build_fixture_image(docker_engine, standin, stack, test_labels, labels={
+            "envman.render-hash": built_with.render_hash, "envman.content-hash": content_hash(stack)})
+        write_report(hosts["a"], stack.name, image)
+        r = envman(matrix, hosts["a"], "push", STACK, "--registry", reg)
+        assert r.returncode == 0, r.stderr
+        digest = r.stdout.strip().split("@")[1]
+        drop_repo_images(docker_engine, repo, local)
+        r = envman(matrix, hosts["b"], "pull", STACK, "--registry", reg, "--digest", digest)
+        assert r.returncode == 0, r.stderr
+        here = docker_engine.inspect_image(stable_ref(stack))
+        assert here is not None and f"{repo}@{digest}" in here.repo_digests
+        assert here.labels["envman.render-hash"] == built_with.render_hash  # not what host b renders
+    finally:
+        drop_repo_images(docker_engine, repo, local)

@@ -110,9 +110,10 @@ def test_two_users_build_run_promote_and_prune_on_one_engine(world, stack_repo, 
     assert plan_image(world, a, "se-proj-a")[0] == s1  # pinned by id
     run_ok(world, a, "se-proj-a")
 
-    # B builds the same stack: A's verdict is on the image, so no second probe; B runs on it.
+    # B builds the same stack: A's candidate is not taken for B's (anyone can tag an image with its
+    # labels), so B builds and smoke-tests its own; B runs on it.
     same = build(world, b, "v1")
-    assert same["cached"] and not same["smoked"] and same["promoted"] and same["stable_id"] == s1
+    assert not same["cached"] and same["smoked"] and same["promoted"] and same["stable_id"] != s1
     add_project(world, b, "se-proj-b")
     run_ok(world, b, "se-proj-b")
 
@@ -154,3 +155,58 @@ def test_two_users_build_run_promote_and_prune_on_one_engine(world, stack_repo, 
     run_ok(world, b, "se-proj-b")
     run_ok(world, a, "se-proj-a")
     assert docker_engine.inspect_image(s3) is not None  # A's prune never touched B's image
+
+
+#: ensure_base as the invoking user, for a tiny base whose recipe starts FROM the stand-in OS image.
+BASE_DRIVER = r'''
+import hashlib, json, sys
+from envman.engine.builder import ClassicBuilder
+from envman.engine.docker import Engine
+from envman.images.base import ensure_base
+from envman.render.base import BaseBuild
+
+tag, base = sys.argv[1:3]
+dockerfile = "FROM %s\nRUN echo recipe > /recipe.txt\n" % base
+build = BaseBuild(tag=tag, ref="envman/base:" + tag, dockerfile=dockerfile,
+                  recipe_hash=hashlib.sha256(dockerfile.encode()).hexdigest(), sources=("test @ 0",))
+with Engine.connect() as engine:
+    res = ensure_base(engine, ClassicBuilder(engine), build)
+print(json.dumps({"cached": res.cached, "image_id": res.image_id, "recipe": build.recipe_hash}))
+'''
+
+
+def test_a_base_planted_under_envman_s_tag_with_its_labels_is_not_reused(world, docker_engine):
+    """A neighbour builds an image with the base's recipe label (anyone can compute it) and tags it
+    envman/base:<tag>: a user's build does not reuse it, and the base it gets has none of its files."""
+    a, b = world["a"], world["b"]
+    tag = "12.4.1-base-envmantest" + str(a.uid)
+    ref = f"envman/base:{tag}"
+    (world["top"] / "base_driver.py").write_text(BASE_DRIVER)
+    (world["top"] / "base_driver.py").chmod(0o644)
+
+    def ensure(user):
+        r = user.run([world["python"], str(world["top"] / "base_driver.py"), tag, world["base"]])
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    plant = world["top"] / "plant"
+    plant.mkdir()
+    try:
+        recipe = ensure(a)["recipe"]  # A builds it once (and owns that image)
+        (plant / "Dockerfile").write_text(f"FROM {world['base']}\nRUN echo planted > /planted.txt\n")
+        subprocess.run(["docker", "build", "-q", "-t", ref, "--label", f"envman.base.recipe={recipe}", "--label",
+                        "envman.role=base", "--label", "envman.managed=true", str(plant)],
+                       check=True, capture_output=True, timeout=600)
+        planted = docker_engine.inspect_image(ref).id
+        for user in (a, b):  # the user who built the base before, and one who never did
+            got = ensure(user)
+            assert not got["cached"] and got["image_id"] != planted, user.name
+            seen = subprocess.run(["docker", "run", "--rm", got["image_id"], "sh", "-c",
+                                   "cat /recipe.txt; test ! -e /planted.txt"], capture_output=True, text=True)
+            assert seen.returncode == 0 and seen.stdout == "recipe\n", (user.name, seen.stdout, seen.stderr)
+            again = ensure(user)
+            assert again["cached"] and again["image_id"] == got["image_id"]
+    finally:
+        for img in docker_engine.list_images({"envman.name": f"nvidia/cuda:{tag}"}):
+            docker_engine.remove_image(img.id, force=True)
+        subprocess.run(["docker", "rmi", "-f", ref], capture_output=True)

@@ -174,6 +174,7 @@ from envman.images import build as B
 from envman.engine.context import deterministic_tar
 from envman.engine.docker import Engine
 from envman.matrix.source import MatrixSource
+from envman.state import stable_ref
 
 matrix, query, variant, base = sys.argv[1:5]
 stack = MatrixSource.of([matrix]).resolve(query)
@@ -197,7 +198,7 @@ B._render = lambda *args, **kw: Ctx()
 phases = []
 with Engine.connect() as engine:
     res = B.build_smoke_promote(engine, stack, on_phase=phases.append)
-    stable = engine.inspect_image(f"envman/{stack.name}:latest")
+    stable = engine.inspect_image(stable_ref(stack))
 print(json.dumps({"stack": stack.name, "candidate": res.build.ref, "cached": res.build.cached,
                   "smoked": "smoke" in phases, "overall": res.smoke.overall, "promoted": res.promoted,
                   "stable_id": stable.id if stable is not None else None}))

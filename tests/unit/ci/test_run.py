@@ -248,7 +248,7 @@ def fake_render(monkeypatch, tmp_path):
 
     def render(stack, options=None, builder="classic", base=None):
         h = hashlib.sha256(stack.name.encode()).hexdigest()
-        return FakeContext(h, f"FROM {stack.base_image}\nRUN echo {stack.name}\n")
+        return FakeContext(h, f"FROM {base.ref if base is not None else stack.base_image}\nRUN echo {stack.name}\n")
 
     monkeypatch.setattr(ci, "_render", render)
     monkeypatch.setattr(B, "_render", render)

@@ -58,12 +58,17 @@ def test_a_build_asks_for_the_candidate_tag_with_cleared_smoke_labels(stack, mon
     assert b.log_path == str(log) and log.read_text() == "Step 1/2 : FROM base\nbuilt " + b.image_id + "\n"
 
 
-@pytest.mark.parametrize("nocache,label,rebuilds", [(False, HASH, False), (True, HASH, True), (False, "cd" * 32, True),
-                                                    (False, None, True)])
-def test_a_candidate_is_reused_only_when_its_render_hash_label_matches_and_no_cache_was_not_asked(
-        stack, nocache, label, rebuilds):
+@pytest.mark.parametrize("nocache,label,recorded,rebuilds", [
+    (False, HASH, "", False), (True, HASH, "", True), (False, "cd" * 32, "", True), (False, None, "", True),
+    (False, HASH, None, True), (False, HASH, "sha256:" + "e" * 64, True)])
+def test_a_candidate_is_reused_only_when_its_render_hash_label_matches_this_user_built_it_and_no_cache_was_not_asked(
+        stack, nocache, label, recorded, rebuilds):
+    from envman.images.provenance import record_built
+
     engine = FakeEngine()
-    engine.add_image(f"envman/{stack.name}:{HASH[:16]}", labels={L.RENDER_HASH: label} if label else {})
+    image = engine.add_image(f"envman/{stack.name}:{HASH[:16]}", labels={L.RENDER_HASH: label} if label else {})
+    if recorded is not None:  # this user built it (on that base: "" for none)
+        record_built(image, f"envman/{stack.name}:{HASH[:16]}", base=recorded)
     b = B.build_stack(engine, stack, nocache=nocache, pull=True)
     assert (len(engine.builds), b.cached) == ((1, False) if rebuilds else (0, True))
     if rebuilds:
@@ -121,10 +126,12 @@ def test_a_rebuilt_base_comes_first_and_the_stack_then_pulls_nothing(stack, monk
     from envman.images import base as basemod
 
     calls = []
-    monkeypatch.setattr(basemod, "ensure_base", lambda engine, builder, base, **kw: calls.append((base, kw)) or "BASE")
     engine = FakeEngine()
+    ensured = basemod.BaseResult("envman/base:t", engine.add_image("envman/base:t"), True, 0.0)
+    monkeypatch.setattr(basemod, "ensure_base", lambda engine, builder, base, **kw: calls.append((base, kw)) or ensured)
+    monkeypatch.setattr(B, "_render", lambda *a, **kw: FakeContext(HASH, dockerfile="FROM envman/base:t\nRUN x\n"))
     b = B.build_stack(engine, stack, pull=True, nocache=True, base="RECIPE")
-    assert calls == [("RECIPE", {"nocache": True, "pull": True, "on_event": None})] and b.base == "BASE"
+    assert calls == [("RECIPE", {"nocache": True, "pull": True, "on_event": None})] and b.base == ensured
     assert engine.build_calls[0]["pull"] is False
 
 
@@ -625,3 +632,26 @@ def test_a_cached_report_whose_outcome_is_not_the_labels_is_not_kept(stack):
     engine._images[image].labels.update(v.to_labels())
     rep = B.kept_report(engine, b)
     assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("fail", "r", None, "", 1)
+
+
+def test_a_smoke_test_first_removes_the_stopped_smoke_containers_this_user_s_killed_builds_left(stack):
+    """kill -9 during a smoke test leaves its container (the killed process removes it after the
+    probe): the next smoke test of this user removes the stopped ones of this user only."""
+    import os
+
+    me, other = str(os.getuid()), str(os.getuid() + 4242)
+    engine = FakeEngine(on_run=_probe())
+    engine.add_image("envman/x:cand")
+
+    def leftover(cid, state, uid, role=L.ROLE_SMOKE):
+        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, {L.MANAGED: L.TRUE, L.ROLE: role,
+                                                                              L.NAME: stack.name, L.BUILT_BY_UID: uid}))
+    leftover("mine-exited", "exited", me)
+    leftover("mine-created", "created", me)
+    leftover("mine-running", "running", me)  # another build of mine, still probing
+    leftover("theirs-exited", "exited", other)
+    leftover("mine-run", "exited", me, role="run")  # not a smoke container
+    B.smoke_image(engine, stack, "envman/x:cand")
+    left = {c.id for c in engine.list_containers({}, all=True)}
+    assert left == {"mine-running", "theirs-exited", "mine-run"}
+    assert engine.runs[0][2]["labels"][L.BUILT_BY_UID] == me  # its own container says whose it is

@@ -36,11 +36,12 @@ def test_a_verdict_taken_by_one_user_is_read_by_another(stack, tmp_path, monkeyp
     assert eng.inspect_image(first.build.ref).id == stable.id != first.build.image_id
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-b"))  # another user: no cached report
-    again = B.build_smoke_promote(eng, stack)
-    assert again.build.cached and again.promoted and again.smoke.overall == "pass"
-    assert len(eng.runs) == 1  # no second probe: the image said it was tested
     listed = {r.image_id: r for r in B.list_envman_images(eng)}
     assert listed[stable.id].smoke == "pass" and listed[stable.id].stable
+    # ... but a build of theirs does not take the first user's candidate for its own (anyone can tag one)
+    again = B.build_smoke_promote(eng, stack)
+    assert not again.build.cached and again.build.image_id not in (first.build.image_id, stable.id)
+    assert again.promoted and again.smoke.overall == "pass" and len(eng.runs) == 2
 
 
 def test_a_verdict_is_believed_only_for_the_layers_it_was_taken_on():

@@ -204,7 +204,7 @@ def test_prune_keeps_the_images_of_a_project_with_a_malformed_lock(tmp_path):
     from tests.support.fake_engine import FakeEngine
 
     class Stack:
-        name, is_cpu = "torch-2.3-cuda12.1", False
+        name, is_cpu, tag_key = "torch-2.3-cuda12.1", False, ""
 
     p = project(tmp_path)
     _write(p.root, "packages = [\n")

@@ -22,6 +22,7 @@ import envman.run.command as runner
 from envman.main import main
 from envman.matrix.load import load_matrix
 from envman.stack.resolve import resolve
+from envman.state import stable_ref
 
 from tests.unit.test_host import FakeNvml, recorded
 
@@ -102,7 +103,7 @@ def world(tmp_path, monkeypatch, engine):
     monkeypatch.setattr(runner, "exec_docker", lambda argv, env=(): (_ for _ in ()).throw(Exec(argv, "full")))
 
     stack = resolve(load_matrix([f for f in MATRIX if f != "--matrix"]), "torch-2.4-cpu")
-    engine.images[f"envman/{stack.name}:latest"] = "sha256:stable"
+    engine.images[stable_ref(stack)] = "sha256:stable"
     save_report(SmokeReport(stack=stack.name, image="i", image_id="sha256:stable", overall="pass", reason="",
                             gpus_requested=False, probe=None, exit_code=0, stderr_tail=""))
     root = tmp_path / "proj"
@@ -133,7 +134,7 @@ def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world,
     # the cached run still asks the engine whether the promoted image and the project's network
     # are the ones recorded
     net = next(iter(engine.networks))
-    assert engine.requests == [f"/images/envman/{world['stack'].name}:latest/json", "/images/sha256:stable/json",
+    assert engine.requests == [f"/images/{stable_ref(world['stack'])}/json", "/images/sha256:stable/json",
                                f"/networks/{net}"]
     assert oct(os.stat(runcache.cache_file()).st_mode & 0o777) == "0o600"
 
@@ -165,7 +166,7 @@ def test_any_change_takes_the_full_path(world, engine, monkeypatch, change):
         (world["tmp"] / "config").mkdir(exist_ok=True)
         (world["tmp"] / "config" / "config.toml").write_text('[run]\nshm_size = "2g"\n')
     elif change == "image re-promoted":
-        engine.images[f"envman/{world['stack'].name}:latest"] = "sha256:other"
+        engine.images[stable_ref(world['stack'])] = "sha256:other"
     elif change == "smoke report rewritten":
         save_report(SmokeReport(stack=world["stack"].name, image="i", image_id="sha256:stable", overall="fail",
                                 reason="broken", gpus_requested=False, probe=None, exit_code=1, stderr_tail=""))
@@ -207,7 +208,7 @@ def test_dry_runs_and_gpu_runs_are_never_cached(world, engine, monkeypatch, caps
     assert not Path(runcache.cache_file()).exists()
     # a GPU run on a host with a GPU and an engine with the NVIDIA runtime: executed, not recorded
     stack = resolve(load_matrix([f for f in MATRIX if f != "--matrix"]), "torch-2.4-cuda12.4")
-    engine.images[f"envman/{stack.name}:latest"] = "sha256:stable"
+    engine.images[stable_ref(stack)] = "sha256:stable"
     engine.info["Runtimes"] = {"runc": {}, "nvidia": {}}
     (world["root"] / "envman.toml").write_text('name = "p"\nstack = "torch-2.4-cuda12.4"\n')
     monkeypatch.setattr(runner, "detect_host", lambda matrix_files=(): from_nvml(FakeNvml(recorded("h100-570")["nvml"])))
@@ -219,7 +220,7 @@ def test_dry_runs_and_gpu_runs_are_never_cached(world, engine, monkeypatch, caps
 
 def test_a_corrupt_cache_is_a_miss_and_is_replaced(world):
     path = Path(runcache.cache_file())
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
     assert envman_run("--no-gpu", "--", "true")[0] == "full"
     assert envman_run("--no-gpu", "--", "true")[0] == "cached"

@@ -1,0 +1,205 @@
+"""On an engine other users share, envman reuses only the images this user built, builds a stack
+only on the base it checked, and builds a base under a lock every user of the machine takes
+(envman.images.provenance; docs/security.md, "Sharing an engine")."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import stat
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from envman import labels as L
+from envman.errors import BuildError, EnvmanError
+from envman.images import base as basemod
+from envman.images import build as B
+from envman.images import provenance as P
+from tests.support.fake_engine import FakeContext, FakeEngine
+
+HASH = "ab" * 32
+RECIPE = "cd" * 32
+
+
+@dataclass(frozen=True)
+class Base:
+    """What ensure_base reads of a rebuilt base."""
+
+    tag: str = "12.4.1-base-ubuntu22.04"
+    recipe_hash: str = RECIPE
+    sources: tuple[str, ...] = ("recipe @ 0000",)
+
+    @property
+    def ref(self) -> str:
+        return f"envman/base:{self.tag}"
+
+    @property
+    def nvidia_ref(self) -> str:
+        return f"nvidia/cuda:{self.tag}"
+
+    def context(self) -> dict[str, bytes]:
+        return {"Dockerfile": b"FROM ubuntu:22.04\nRUN true\n"}
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    locks = tmp_path / "machine-locks"
+    locks.mkdir()
+    monkeypatch.setattr(P, "machine_lock_dir", lambda: locks)
+    monkeypatch.setattr(B, "_render", lambda *a, **kw: FakeContext(HASH, dockerfile=f"FROM {Base().ref}\nRUN x\n"))
+
+
+@pytest.fixture
+def stack(mini):
+    from envman.stack.resolve import resolve
+
+    return resolve(mini, "torch-2.4-cuda12")
+
+
+def _plant(engine: FakeEngine, ref: str, labels: dict[str, str]) -> str:
+    """Another user's image under ``ref``, with exactly the labels envman would give it."""
+    return engine.add_image(ref, labels=labels)
+
+
+# --------------------------------------------------------------------------- bases
+
+
+@pytest.mark.parametrize("labels_match", [True, False])
+def test_a_base_another_user_tagged_is_never_reused_whatever_its_labels(labels_match):
+    engine = FakeEngine()
+    planted = _plant(engine, Base().ref, {L.BASE_RECIPE: RECIPE if labels_match else "ef" * 32, L.ROLE: L.ROLE_BASE})
+    got = basemod.ensure_base(engine, engine, Base())
+    assert not got.cached and got.image_id != planted and engine.builds == [Base().ref]
+    assert P.built_here(got.image_id) and not P.built_here(planted)
+
+
+def test_a_base_this_user_built_is_reused_until_its_tag_moves():
+    engine = FakeEngine()
+    first = basemod.ensure_base(engine, engine, Base())
+    again = basemod.ensure_base(engine, engine, Base())
+    assert (first.cached, again.cached, again.image_id, len(engine.builds)) == (False, True, first.image_id, 1)
+    _plant(engine, Base().ref, dict(engine.inspect_image(first.image_id).labels))  # same labels, other image
+    third = basemod.ensure_base(engine, engine, Base())
+    assert not third.cached and len(engine.builds) == 2
+
+
+def test_the_record_of_another_user_or_one_others_can_write_vouches_for_nothing():
+    engine = FakeEngine()
+    first = basemod.ensure_base(engine, engine, Base())
+    os.chmod(P.built_path(), 0o666)
+    assert not P.built_here(first.image_id)
+    assert not basemod.ensure_base(engine, engine, Base()).cached
+
+
+# --------------------------------------------------------------------------- stacks on a base
+
+
+def test_a_stack_is_reused_only_on_the_base_image_it_was_built_on(stack):
+    engine = FakeEngine()
+    first = B.build_stack(engine, stack, base=Base())
+    assert P.built_record(first.image_id)["base"] == first.base.image_id
+    again = B.build_stack(engine, stack, base=Base())
+    assert again.cached and again.image_id == first.image_id and again.base.image_id == first.base.image_id
+    # the base's tag moves to an image of another user's: the base is rebuilt, and so is the stack on it
+    _plant(engine, Base().ref, {L.BASE_RECIPE: RECIPE})
+    third = B.build_stack(engine, stack, base=Base())
+    assert not third.cached and third.base.image_id not in (first.base.image_id,)
+    assert third.image_id != first.image_id and P.built_record(third.image_id)["base"] == third.base.image_id
+
+
+def test_a_stack_candidate_another_user_planted_is_rebuilt(stack):
+    engine = FakeEngine()
+    _plant(engine, f"envman/{stack.name}:{HASH[:16]}", {L.RENDER_HASH: HASH})
+    got = B.build_stack(engine, stack)
+    assert not got.cached and P.built_here(got.image_id)
+
+
+def test_a_base_moved_during_the_stack_build_fails_it_and_records_nothing(stack, monkeypatch):
+    engine = FakeEngine()
+    real_ensure = basemod.ensure_base
+
+    def ensure_then_move(*a, **kw):
+        got = real_ensure(*a, **kw)
+        _plant(engine, Base().ref, {L.BASE_RECIPE: RECIPE})  # someone re-tags it before the stack's FROM
+        return got
+    monkeypatch.setattr(basemod, "ensure_base", ensure_then_move)
+    with pytest.raises(BuildError) as e:
+        B.build_stack(engine, stack, base=Base())
+    assert "was moved during the build" in e.value.what and e.value.where == Base().ref
+    built = engine.inspect_image(f"envman/{stack.name}:{HASH[:16]}")
+    assert built is not None and not P.built_here(built.id, base=built.id) and P.built_record(built.id) is None
+
+
+# --------------------------------------------------------------------------- the machine-wide lock
+
+
+def _hold(lock_dir: str, ready, release) -> None:
+    P.machine_lock_dir = lambda: __import__("pathlib").Path(lock_dir)  # type: ignore[assignment]
+    with P.machine_lock("base-x", timeout=5, what="x"):
+        ready.set()
+        release.wait(10)
+
+
+def test_a_second_process_waits_for_the_base_lock_and_says_so_in_one_line(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold, args=(str(P.machine_lock_dir()), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(10)
+        t0 = time.monotonic()
+        with pytest.raises(EnvmanError) as e:
+            with P.machine_lock("base-x", timeout=0.3, what="envman/base:x"):
+                pass
+        assert 0.3 <= time.monotonic() - t0 < 3
+        assert e.value.what == "another envman build of envman/base:x (any user's) has held its lock for 0 s"
+        assert e.value.where == str(P.machine_lock_dir() / "envman-base-x.lock")
+    finally:
+        release.set()
+        holder.join(10)
+    with P.machine_lock("base-x", timeout=1, what="x"):  # released when its holder ended
+        pass
+
+
+def test_the_lock_file_is_one_every_user_can_open_whatever_the_umask():
+    old = os.umask(0o077)
+    try:
+        with P.machine_lock("base-y", timeout=1, what="y") as path:
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "dir"])
+def test_a_planted_lock_file_is_refused_in_one_line_never_followed_or_waited_on(tmp_path, kind):
+    path = P.machine_lock_dir() / "envman-base-z.lock"
+    if kind == "symlink":
+        path.symlink_to(tmp_path / "victim")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    with pytest.raises(EnvmanError) as e:
+        with P.machine_lock("base-z", timeout=1, what="z"):
+            pass
+    assert e.value.where == str(path) and "machine-wide lock" in e.value.what
+    assert not (tmp_path / "victim").exists()
+
+
+def test_the_shared_lock_directory_is_root_owned_world_writable_and_sticky(tmp_path, monkeypatch):
+    monkeypatch.undo()  # the real rule, not the fixture's folder
+    plain, sticky = tmp_path / "plain", tmp_path / "sticky"
+    plain.mkdir(mode=0o777)
+    sticky.mkdir()
+    os.chmod(plain, 0o777)
+    os.chmod(sticky, 0o1777)
+    monkeypatch.setattr(P, "MACHINE_LOCK_DIRS", (str(tmp_path / "missing"), str(plain), str(sticky)))
+    if os.getuid() == 0:
+        assert P.machine_lock_dir() == sticky
+        os.chown(sticky, 12345, -1)
+    with pytest.raises(EnvmanError) as e:
+        P.machine_lock_dir()
+    assert e.value.what == "no shared lock directory on this machine"
