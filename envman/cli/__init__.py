@@ -254,7 +254,7 @@ class _LazyGroup(typer.core.TyperGroup):
                 return None
             if self._listing:
                 return _listed(entry)
-            self.commands[cmd_name] = _build(entry)
+            self.commands[cmd_name] = build_command(entry)
         return self.commands[cmd_name]
 
 
@@ -268,7 +268,7 @@ def _listed(entry: Command | Group):
     return typer.core.TyperCommand(name=entry.name, help=inspect.getdoc(_find(entry.target)), hidden=entry.hidden)
 
 
-def _build(entry: Command | Group):
+def build_command(entry: Command | Group):
     """The click command of one entry, as typer builds it inside the whole tree."""
     from typer.models import TyperInfo
 

@@ -279,10 +279,10 @@ def test_a_group_summary_that_lists_its_commands_lists_every_one():
 
 def _every_command():
     """(words, click command) of every command envman has, sub-commands included."""
-    from envman.cli import COMMANDS, Group, _build
+    from envman.cli import COMMANDS, Group, build_command
 
     for entry in COMMANDS:
-        cmd = _build(entry)
+        cmd = build_command(entry)
         if isinstance(entry, Group):
             for name, sub in cmd.commands.items():
                 yield f"{entry.name} {name}", sub
