@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from envman.errors import UserError
+from envman.errors import UserError, counted
 
 REPOSITORY = "envman/local-base"
 PACKAGES = ("ca-certificates",)
@@ -190,7 +190,7 @@ def _ranges(by_fw: Mapping[str, list[str]]) -> str:
     parts = []
     for fw in sorted(by_fw):
         vs = sorted(set(by_fw[fw]), key=_version)
-        parts.append(f"{fw} {vs[0]}" + (f"–{vs[-1]}" if len(vs) > 1 else "") + f" ({len(by_fw[fw])} rows)")
+        parts.append(f"{fw} {vs[0]}" + (f"–{vs[-1]}" if len(vs) > 1 else "") + f" ({counted(len(by_fw[fw]), 'row')})")
     return ", ".join(parts)
 
 
@@ -369,7 +369,7 @@ def report(made: Made) -> list[str]:
     for fw, row in plan.rows:
         by_fw.setdefault(fw, []).append(str(row.get("version", "")))
     lines = [f"made {made.ref} ({made.image_id.removeprefix('sha256:')[:12]})",
-             f"wrote {', '.join(str(p) for p in made.files)}"]
+             f"wrote {', '.join(_shown(p) for p in made.files)}"]
     if made.hand_register:
         lines.append("add to [matrix] files of config.toml (its list was left as you wrote it): "
                      + ", ".join(made.hand_register))
@@ -382,7 +382,24 @@ def report(made: Made) -> list[str]:
                      + _ranges(plan.own_index))
     names = newest(plan)
     if names:
-        first = names.get("onnxruntime") or next(iter(names.values()))
+        first = suggested(plan) or next(iter(names.values()))
         lines.append(f"next: envman build {first}   (newest of each: {', '.join(names.values())})")
-        lines.append(f"then: envman run --stack {first} -- python -c 'import sys; print(sys.version)'")
+        lines.append(f"then, in a project folder: envman project init --env {first} && envman run -- python -V")
     return lines
+
+
+def _shown(path: Path) -> str:
+    """``path`` with the home folder written ``~``."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except (ValueError, RuntimeError):
+        return str(path)
+
+
+def suggested(plan: RowPlan) -> str | None:
+    """The smallest build to try first: the newest CPU row (no CUDA wheels to fetch), if any."""
+    cpu = [(_version(str(r.get("version", ""))), fw, r) for fw, r in plan.rows if not r.get("cuda")]
+    if not cpu:
+        return None
+    _, fw, r = max(cpu, key=lambda t: (t[0], t[1]))
+    return row_name(fw, r)

@@ -214,3 +214,24 @@ def test_debootstrap_failure_is_one_line_and_nothing_left(tmp_path, monkeypatch)
     assert "E: Failed getting release file" in str(exc.value) and "\n" not in str(exc.value)
     assert not tar.exists()
     assert calls[0][-3:] == ["bookworm", calls[0][-2], "http://arch.example/debian"]
+
+
+def test_report_suggests_the_newest_cpu_row_and_names_refusals():
+    plan = lb.plan_rows([("torch", row()), ("tensorflow", row(version="2.20.0", variant="cpu", cuda=None)),
+                         ("tensorflow", row(version="2.9.0", variant="cpu", cuda=None)),
+                         ("tensorflow", row(version="2.4.0", variant="gpu", system_cuda=True))], BOOKWORM, REF)
+    made = lb.Made(REF, "sha256:" + "ab" * 32, "http://arch.example/debian", (Path("/c/x.toml"),), plan, ())
+    lines = lb.report(made)
+    assert lines[0] == f"made {REF} (abababababab)"
+    assert "next: envman build tensorflow-2.20.0-cpu   (newest of each: tensorflow-2.20.0-cpu, torch-2.7.1-cuda12.8)" in lines
+    assert any(line.startswith("not on this base") and "tensorflow 2.4.0 (1 row)" in line for line in lines)
+    assert all("\n" not in line for line in lines)
+    assert not any("arch.example" in line for line in lines)
+
+
+def test_report_writes_the_home_folder_as_tilde(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    plan = lb.plan_rows([], BOOKWORM, REF)
+    made = lb.Made(REF, "sha256:" + "0" * 64, "", (tmp_path / ".config/envman/a.toml", Path("/etc/b.toml")), plan, ())
+    assert lb.report(made)[1] == "wrote ~/.config/envman/a.toml, /etc/b.toml"
+    assert lb.report(made)[2] == "builds on it: no row"
