@@ -173,8 +173,13 @@ def plan_rows(raw_rows: Iterable[tuple[str, Mapping[str, Any]]], rel: Release, r
             continue
         row = {k: v for k, v in raw.items() if k not in _PLATFORM_KEYS and k != "framework"}
         row["python"] = [rel.python]
-        if rel.python not in [str(p) for p in row.get("python_freethreaded", [])]:
+        if rel.python in [str(p) for p in row.get("python_freethreaded", [])]:
+            row["python_freethreaded"] = [rel.python]
+        else:
             row.pop("python_freethreaded", None)
+        if isinstance(row.get("wheel_python"), Mapping):  # only the packages the amd64 row installs
+            installed = {_package(p) for p in row.get("packages", [])}
+            row["wheel_python"] = {k: v for k, v in row["wheel_python"].items() if _package(k) in installed}
         row["os"] = [rel.os_name]
         row["base_image"] = ref
         note = str(row.get("note", "")).strip()
@@ -184,6 +189,13 @@ def plan_rows(raw_rows: Iterable[tuple[str, Mapping[str, Any]]], rel: Release, r
             row["derived"] = derived
         plan.rows.append((fw, row))
     return plan
+
+
+def _package(requirement: str) -> str:
+    """``jax[cuda12]==0.4.30`` → ``jax`` (PEP 503-normalised)."""
+    from packaging.utils import canonicalize_name
+
+    return canonicalize_name(re.split(r"[\[=<>~!; ]", str(requirement), maxsplit=1)[0])
 
 
 def _ranges(by_fw: Mapping[str, list[str]]) -> str:
