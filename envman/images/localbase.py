@@ -350,12 +350,28 @@ def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: 
         on_step(f"debootstrap {rel.codename} (minbase) from the archive of the apt sources")
         debootstrap_tarball(rel, mirror, tarball)
         on_step(f"import as {ref}")
+        previous = engine.inspect_image(ref)
         image_id = engine.import_image(tarball, ref, changes=import_changes(rel))
+    _drop_replaced(engine, previous, image_id)
     files = {config.parent / name: text for name, text in texts.items()}
     if new_config is not None:
         files[config] = new_config
     atomic_write_all(files)
     return Made(ref, image_id, mirror, tuple(config.parent / n for n in texts), plan, tuple(by_hand))
+
+
+def _drop_replaced(engine: Any, previous: Any, image_id: str) -> None:
+    """Best effort: remove the base a new import untagged (kept while a stack image is built on it)."""
+    from envman.errors import EngineError
+
+    if previous is None or previous.id == image_id:
+        return
+    still = engine.inspect_image(previous.id)
+    if still is not None and not still.tags:
+        try:
+            engine.remove_image(previous.id)
+        except EngineError:
+            pass
 
 
 def row_name(fw: str, row: Mapping[str, Any]) -> str:

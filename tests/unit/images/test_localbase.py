@@ -263,3 +263,60 @@ def test_wheel_python_of_an_arm64_only_package_is_dropped_with_it():
                         BOOKWORM, REF)
     (_, copied), = plan.rows
     assert copied["wheel_python"] == {"tensorflow-cpu": ["3.11"]}
+
+
+class _Info:
+    def __init__(self, id_, tags):
+        self.id, self.tags = id_, tags
+
+
+class FakeEngine:
+    """The engine calls base make uses: inspect, import, remove."""
+
+    def __init__(self, fail: bool = False):
+        self.images = {REF: _Info("sha256:old", [REF])}
+        self.removed: list[str] = []
+        self.fail = fail
+
+    def inspect_image(self, ref):
+        return self.images.get(ref)
+
+    def import_image(self, tar, ref, *, changes=()):
+        from envman.errors import EngineError
+
+        if self.fail:
+            raise EngineError("import failed")
+        assert Path(tar).exists() and 'LABEL envman.role="local-base"' in changes
+        self.images["sha256:old"] = _Info("sha256:old", [])
+        self.images[REF] = _Info("sha256:new", [REF])
+        return "sha256:new"
+
+    def remove_image(self, ref, force=False):
+        self.removed.append(ref)
+        return True
+
+
+def _fake_debootstrap(rel, mirror, tarball, **kw):
+    tarball.write_bytes(b"rootfs")
+
+
+def test_make_writes_and_registers_after_the_import_and_drops_the_replaced_base(tmp_path, monkeypatch):
+    monkeypatch.setattr(lb, "debootstrap_tarball", _fake_debootstrap)
+    cfg = tmp_path / "config.toml"
+    engine = FakeEngine()
+    made = lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=engine, config=cfg, matrix_files=SHIPPED,
+                   shipped_oses=[])
+    assert made.image_id == "sha256:new" and engine.removed == ["sha256:old"]
+    from envman.config import load_matrix_config
+
+    assert set(load_matrix_config(cfg)["files"]) == set(made.files) and all(f.exists() for f in made.files)
+
+
+def test_make_writes_nothing_when_the_import_fails(tmp_path, monkeypatch):
+    from envman.errors import EngineError
+
+    monkeypatch.setattr(lb, "debootstrap_tarball", _fake_debootstrap)
+    with pytest.raises(EngineError):
+        lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=FakeEngine(fail=True),
+                config=tmp_path / "config.toml", matrix_files=SHIPPED, shipped_oses=[])
+    assert list(tmp_path.iterdir()) == []
