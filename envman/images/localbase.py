@@ -22,6 +22,7 @@ The pure parts (release, row selection, file texts, config edit) need no engine.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -55,10 +56,10 @@ class Release:
 RELEASES: dict[str, Release] = {r.codename: r for r in (
     Release("debian", "bullseye", "debian11", "3.9", "https://packages.debian.org/bullseye/python3 (python3 3.9.2-3)"),
     Release("debian", "bookworm", "debian12", "3.11", "https://packages.debian.org/bookworm/python3 (python3 3.11.2-1+b1)"),
-    Release("debian", "trixie", "debian13", "3.13", "https://packages.debian.org/trixie/python3 (python3 3.13.5-1)"),
+    Release("debian", "trixie", "debian13", "3.13", "https://packages.debian.org/trixie/python3 (python3 3.13)"),
     Release("ubuntu", "focal", "ubuntu20.04", "3.8", "https://packages.ubuntu.com/focal/python3 (python3 3.8.2-0ubuntu2)"),
     Release("ubuntu", "jammy", "ubuntu22.04", "3.10", "https://packages.ubuntu.com/jammy/python3 (python3 3.10.6-1~22.04)"),
-    Release("ubuntu", "noble", "ubuntu24.04", "3.12", "https://packages.ubuntu.com/noble/python3 (python3 3.12.3-0ubuntu2)"),
+    Release("ubuntu", "noble", "ubuntu24.04", "3.12", "https://packages.ubuntu.com/noble/python3 (python3 3.12.3)"),
 )}
 
 _CODENAME = re.compile(r"[a-z]{2,20}")
@@ -290,6 +291,9 @@ def debootstrap_tarball(rel: Release, mirror: str, tarball: Path, *, run: Callab
     tool = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)
     if tool is None:
         raise UserError("base make: debootstrap is not installed", fix="install it: apt-get install debootstrap")
+    if os.geteuid() != 0:
+        raise UserError("base make: debootstrap needs root (it makes device nodes and changes owners)",
+                        fix="run it as root: sudo envman base make")
     work = Path(tempfile.mkdtemp(prefix=f"envman-base-{rel.codename}-"))
     root = work / "root"
     try:

@@ -199,8 +199,17 @@ def test_register_leaves_a_users_files_list_alone_and_says_so(tmp_path):
     assert lb.register_files(cfg, ["a.toml"]) == (None, ["a.toml"])
 
 
+def test_debootstrap_as_another_user_says_root_first(tmp_path, monkeypatch):
+    monkeypatch.setattr(lb.shutil, "which", lambda _: "/usr/sbin/debootstrap")
+    monkeypatch.setattr(lb.os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError) as exc:
+        lb.debootstrap_tarball(BOOKWORM, "http://arch.example/debian", tmp_path / "r.tar", run=pytest.fail)
+    assert "root" in str(exc.value) and "sudo envman base make" in str(exc.value)
+
+
 def test_debootstrap_failure_is_one_line_and_nothing_left(tmp_path, monkeypatch):
     monkeypatch.setattr(lb.shutil, "which", lambda _: "/usr/sbin/debootstrap")
+    monkeypatch.setattr(lb.os, "geteuid", lambda: 0)
     calls = []
 
     def fake_run(cmd, **kw):
