@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 from envman.engine.context import deterministic_tar
-from envman.images.aptsources import APT_SOURCE_DIRS, AptSource, archive_mirror, host_apt_sources  # noqa: F401
+from envman.images.aptsources import archive_mirror, host_apt_sources
 from envman.engine.api import ImageInfo
 from envman.engine.docker import Engine
 from envman.errors import EngineError
