@@ -23,28 +23,14 @@ def make(
 ) -> None:
     """Make a base image from the distribution's own mirror (debootstrap, then import; needs root and no registry)
     and register it in matrix files of yours for every row whose wheels bring their own CUDA libraries."""
+    from envman.cli import matrix_source
     from envman.cli._out import console, plain
-    from envman.config import config_path, user_matrix_paths
     from envman.engine.docker import Engine
     from envman.images import localbase
-    from envman.images.aptsources import host_apt_sources
-    from envman.paths import matrices_dir
-    from envman.matrix.load import load_files
-    from envman.errors import UserError
 
-    try:
-        host = localbase.host_release()
-    except UserError:
-        host = None
-    rel = localbase.release(release) if release else (host or localbase.host_release())
-    url = localbase.check_mirror(mirror) if mirror else localbase.mirror_for(rel, host, host_apt_sources())
-    shipped = sorted(matrices_dir().glob("*.toml"))
-    theirs = [p for p in user_matrix_paths() if not p.name.startswith(localbase.FILE_PREFIX + "-")]
     err = console(stderr=True)
-    with Engine.connect() as engine:
-        made = localbase.make(rel, mirror=url, engine=engine, config=config_path(), matrix_files=[*shipped, *theirs],
-                              shipped_oses=[o.name for o in load_files(shipped).oses],
-                              on_step=lambda s: err.print(plain(f"base make: {s}"), highlight=False, soft_wrap=True))
+    made = localbase.make_here(release, mirror, connect=Engine.connect, extra=matrix_source().extra,
+                               on_step=lambda s: err.print(plain(f"base make: {s}"), highlight=False, soft_wrap=True))
     out = console()
     for line in localbase.report(made):
         out.print(plain(line), highlight=False, soft_wrap=True)

@@ -364,6 +364,30 @@ def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: 
     return Made(ref, image_id, mirror, tuple(config.parent / n for n in texts), plan, tuple(by_hand))
 
 
+def make_here(release_name: str | None, mirror: str | None, *, connect: Callable[[], Any], extra: Iterable[Any] = (),
+              on_step: Callable[[str], None] = lambda s: None) -> Made:
+    """``envman base make``: the release asked for (else this machine's), the archive given (else
+    the one of the apt sources), the shipped framework rows and the user's own (not those a
+    previous ``base make`` wrote), into the user's config folder. Options are checked before
+    anything is run; ``connect`` opens the engine after that."""
+    from envman.config import config_path, user_matrix_paths
+    from envman.images.aptsources import host_apt_sources
+    from envman.matrix.load import load_files
+    from envman.paths import matrices_dir
+
+    try:
+        host: Release | None = host_release()
+    except UserError:
+        host = None
+    rel = release(release_name) if release_name else (host or host_release())
+    url = check_mirror(mirror) if mirror else mirror_for(rel, host, host_apt_sources())
+    shipped = sorted(matrices_dir().glob("*.toml"))
+    theirs = [p for p in user_matrix_paths(extra) if not p.name.startswith(FILE_PREFIX + "-")]
+    with connect() as engine:
+        return make(rel, mirror=url, engine=engine, config=config_path(), matrix_files=[*shipped, *theirs],
+                    shipped_oses=[o.name for o in load_files(shipped).oses], on_step=on_step)
+
+
 def _drop_replaced(engine: Any, previous: Any, image_id: str) -> None:
     """Best effort: remove the base a new import untagged (kept while a stack image is built on it)."""
     from envman.errors import EngineError
