@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from envman.errors import UserError
+from envman.safefile import read_file
+
 APT_SOURCE_DIRS = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 
 
@@ -33,9 +36,9 @@ def host_apt_sources(paths: tuple[Path, ...] = APT_SOURCE_DIRS) -> list[AptSourc
     sources: list[AptSource] = []
     for f in files:
         try:
-            text = f.read_text(errors="replace")
-        except OSError:
-            continue
+            text = read_file(f, what="apt source list").decode(errors="replace")
+        except (OSError, UserError):
+            continue  # unreadable: apt would say so itself
         sources += parse_deb822(text) if f.suffix == ".sources" else parse_one_line(text)
     return sources
 

@@ -82,9 +82,11 @@ def release(name: str) -> Release:
 def host_release(path: Path = OS_RELEASE) -> Release:
     """This machine's own release, from ``/etc/os-release``."""
     fields: dict[str, str] = {}
+    from envman.safefile import read_file
+
     try:
-        text = path.read_text(errors="replace")
-    except OSError:
+        text = read_file(path, what="os-release").decode(errors="replace")
+    except (OSError, UserError):
         text = ""
     for line in text.splitlines():
         key, sep, value = line.partition("=")
@@ -270,7 +272,13 @@ def register_files(config: Path, names: Iterable[str]) -> tuple[str | None, list
     missing = [n for n in names if (config.parent / n).resolve() not in have]
     if not missing:
         return None, []
-    text = config.read_text(encoding="utf-8") if config.exists() else ""
+    from envman.safefile import decode_text, read_file
+
+    try:  # as the config loader reads it: the user's own file, a symlink to one followed
+        text = decode_text(read_file(config, what="config file", private=True, follow=True), what="config file",
+                           where=str(config))
+    except FileNotFoundError:
+        text = ""
     header = re.search(r"(?m)^[ \t]*\[matrix\][ \t]*(#.*)?$", text)
     if header is None:
         sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
@@ -359,7 +367,7 @@ def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: 
     _drop_replaced(engine, previous, image_id)
     files = {config.parent / name: text for name, text in texts.items()}
     if new_config is not None:
-        files[config] = new_config
+        files[config.resolve()] = new_config  # a config.toml that is a symlink stays one
     atomic_write_all(files)
     return Made(ref, image_id, mirror, tuple(config.parent / n for n in texts), plan, tuple(by_hand))
 

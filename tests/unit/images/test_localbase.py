@@ -329,3 +329,17 @@ def test_make_writes_nothing_when_the_import_fails(tmp_path, monkeypatch):
         lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=FakeEngine(fail=True),
                 config=tmp_path / "config.toml", matrix_files=SHIPPED, shipped_oses=[])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_make_keeps_a_symlinked_config_a_symlink(tmp_path, monkeypatch):
+    monkeypatch.setattr(lb, "debootstrap_tarball", _fake_debootstrap)
+    real = tmp_path / "dotfiles" / "envman.toml"
+    real.parent.mkdir()
+    real.write_text('[network]\noffline = false\n')
+    real.chmod(0o600)
+    (tmp_path / "cfg").mkdir()
+    cfg = tmp_path / "cfg" / "config.toml"
+    cfg.symlink_to(real)
+    lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=FakeEngine(), config=cfg, matrix_files=SHIPPED,
+            shipped_oses=[])
+    assert cfg.is_symlink() and "[matrix]" in real.read_text() and "offline = false" in real.read_text()
