@@ -329,6 +329,7 @@ def import_changes(rel: Release) -> list[str]:
     return [
         f'LABEL {labels.MANAGED}="{labels.TRUE}"',
         f'LABEL {labels.ROLE}="{labels.ROLE_LOCAL_BASE}"',
+        f'LABEL {labels.NAME}="{base_ref(rel)}"',
         f'LABEL envman.local-base.release="{rel.codename}"',
         f"ENV PATH={BASE_PATH}",
         "ENV LANG=C.UTF-8",
