@@ -66,8 +66,10 @@ ROLE_RUN = "run"  # an `envman run` container
 ROLE_PROJECT = "project"  # a project image (stack image + the project's packages)
 ROLE_RELEASE = "release"  # a promoted image with its smoke verdict, as pushed to a registry
 ROLE_BASE = "base"  # an nvidia/cuda base rebuilt from NVIDIA's recipe (envman/base:<tag>)
+ROLE_LOCAL_BASE = "local-base"  # a base made from the distribution's mirror (envman/local-base:<os>)
 ROLE_NETWORK = "network"  # the network of one user's runs of one project (envman.run.network)
-ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE, ROLE_BASE, ROLE_NETWORK})
+ROLES = frozenset({ROLE_CANDIDATE, ROLE_SMOKE, ROLE_RUN, ROLE_PROJECT, ROLE_RELEASE, ROLE_BASE, ROLE_LOCAL_BASE,
+                   ROLE_NETWORK})
 SMOKE_STATUSES = frozenset({"pass", "cpu-only", "fail"})
 
 #: The filter / label set that marks an object as envman's.

@@ -147,6 +147,9 @@ COMMANDS: tuple[Command | Group, ...] = (
         Command("show", "project:show"),
         Command("rm", "project:rm"),
     )),
+    Group("base", "Base images of your own: make one from the distribution's mirror, for machines with no registry.", (
+        Command("make", "base:make"),
+    )),
     Group("ci", "CI validation: plan shards of matrix rows, run them, write JUnit/JSON/Markdown.", (
         Command("plan", "ci:plan"),
         Command("run", "ci:run"),

@@ -497,7 +497,8 @@ def list_envman_images(engine: EngineFacts) -> list[ImageRow]:
     rows = []
     for img in engine.list_images(L.MANAGED_LABELS):
         labels = L.parse(img.labels)
-        verdict = labels_verdict(img.labels, img.id) if labels.role not in (L.ROLE_PROJECT, L.ROLE_BASE) else None
+        base = labels.role in (L.ROLE_BASE, L.ROLE_LOCAL_BASE)
+        verdict = labels_verdict(img.labels, img.id) if labels.role != L.ROLE_PROJECT and not base else None
         rows.append(
             ImageRow(
                 stack=labels.name or "?",
@@ -506,7 +507,7 @@ def list_envman_images(engine: EngineFacts) -> list[ImageRow]:
                 size=img.size,
                 created=img.created,
                 stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
-                smoke=verdict.status if verdict else "base" if labels.role == L.ROLE_BASE else "untested",
+                smoke=verdict.status if verdict else "base" if base else "untested",
                 project=labels.project,
                 built_by_uid=labels.built_by_uid,
                 built_by_user=labels.built_by_user,
@@ -534,10 +535,13 @@ def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRo
     """The images ``prune`` removes: built by the invoking user (any user's with ``all_users``),
     not stable, not used by any container, not what a registered project of the user runs on or
     is pinned to. An image that records no builder is never the invoking user's. A rebuilt base
-    (role ``base``) goes only with the last envman image built on it."""
+    (role ``base``) goes only with the last envman image built on it; a base ``envman base make``
+    made (role ``local-base``) never: the user's matrix files name it."""
     rows = list(rows)
     out = []
     for row in rows:
+        if row.role == L.ROLE_LOCAL_BASE:
+            continue
         if row.stable or row.image_id in scope.in_use or any(t in scope.in_use for t in row.tags):
             continue
         if not scope.all_users and row.built_by_uid != scope.uid:

@@ -36,10 +36,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from envman.engine.context import deterministic_tar
+from envman.images.aptsources import archive_mirror, host_apt_sources
 from envman.engine.api import ImageInfo
 from envman.engine.docker import Engine
 from envman.errors import EngineError
@@ -55,7 +55,6 @@ ROOTFS_PACKAGES = ("ca-certificates", "curl", "gnupg")
 ROOTFS_RECIPE = "1"
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-APT_SOURCE_DIRS = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 # apt settings worth carrying into the fixture: how to reach the mirror, and whether it may
 # serve Release files past their Valid-Until (snapshot-style mirrors do).
@@ -84,63 +83,6 @@ def cache_dir() -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class AptSource:
-    uri: str
-    suites: tuple[str, ...]
-    components: tuple[str, ...]
-
-
-def host_apt_sources(paths: tuple[Path, ...] = APT_SOURCE_DIRS) -> list[AptSource]:
-    """The ``deb`` sources this machine's apt uses: one-line ``*.list`` and deb822 ``*.sources``."""
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            files += sorted(f for f in p.iterdir() if f.suffix in (".list", ".sources"))
-        elif p.is_file():
-            files.append(p)
-    sources: list[AptSource] = []
-    for f in files:
-        text = f.read_text(errors="replace")
-        sources += _parse_deb822(text) if f.suffix == ".sources" else _parse_one_line(text)
-    return sources
-
-
-def _parse_one_line(text: str) -> list[AptSource]:
-    out = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        line = re.sub(r"\[[^\]]*\]", " ", line)  # [signed-by=... arch=...]
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] == "deb":
-            out.append(AptSource(parts[1], (parts[2],), tuple(parts[3:])))
-    return out
-
-
-def _parse_deb822(text: str) -> list[AptSource]:
-    out = []
-    for para in re.split(r"\n\s*\n", text):
-        fields: dict[str, str] = {}
-        key = None
-        for line in para.splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            if line[0] in " \t" and key:
-                fields[key] += " " + line.strip()
-                continue
-            key, _, value = line.partition(":")
-            key = key.strip().lower()
-            fields[key] = value.strip()
-        if "deb" not in fields.get("types", "").split():
-            continue
-        if fields.get("enabled", "yes").lower() == "no":
-            continue
-        for uri in fields.get("uris", "").split():
-            out.append(AptSource(uri, tuple(fields.get("suites", "").split()),
-                                 tuple(fields.get("components", "").split())))
-    return out
-
-
 def debian_mirror() -> str:
     """The Debian archive this machine installs from (``ENVMAN_TEST_DEBIAN_MIRROR`` overrides).
 
@@ -150,9 +92,9 @@ def debian_mirror() -> str:
     env = os.environ.get("ENVMAN_TEST_DEBIAN_MIRROR")
     if env:
         return env.rstrip("/")
-    for src in host_apt_sources():
-        if "main" in src.components and any("-" not in s and "/" not in s for s in src.suites):
-            return src.uri.rstrip("/")
+    found = archive_mirror(host_apt_sources())
+    if found:
+        return found
     raise StandinError(
         "no Debian archive found in this machine's apt sources (/etc/apt/sources.list*); "
         "set ENVMAN_TEST_DEBIAN_MIRROR to one"

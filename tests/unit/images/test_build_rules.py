@@ -345,6 +345,14 @@ def test_each_listed_row_field_by_field():
     assert [r.image_id for r in B.list_envman_images(engine)] == [base, proj, stack_img, plain]  # by stack, newest first
 
 
+def test_a_base_made_by_base_make_is_listed_as_a_base_by_its_name():
+    engine = FakeEngine()
+    img = engine.add_image("envman/local-base:debian12", labels={**L.MANAGED_LABELS, L.ROLE: L.ROLE_LOCAL_BASE,
+                                                                 L.NAME: "envman/local-base:debian12"})
+    (row,) = B.list_envman_images(engine)
+    assert (row.image_id, row.smoke, row.stack, row.role) == (img, "base", "envman/local-base:debian12", "local-base")
+
+
 def _row(image_id, **kw):
     base = dict(stack="s", tags=(f"envman/s:{image_id}",), image_id=image_id, size=1, created=0, stable=False,
                 smoke="pass", built_by_uid=1)
@@ -364,6 +372,8 @@ def _row(image_id, **kw):
     (_row("a"), B.PruneScope(uid=1, keep=frozenset({"envman/s:a"})), False),
     (_row("a", project="p"), B.PruneScope(uid=1, keep_projects=frozenset({"p"})), False),
     (_row("a", project="q"), B.PruneScope(uid=1, keep_projects=frozenset({"p"})), True),
+    (_row("a", role=L.ROLE_LOCAL_BASE), B.PruneScope(uid=1), False),  # base make's: the user's matrix names it
+    (_row("a", role=L.ROLE_LOCAL_BASE, built_by_uid=2), B.PruneScope(uid=1, all_users=True), False),
 ])
 def test_prune_takes_a_row_only_when_no_rule_keeps_it(row, scope, taken):
     assert B.prune_selection([row], scope) == ([row] if taken else [])
