@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from envman.render.plan import CA_CONTEXT_FILE, SETTLED_DIRS, SETTLED_TIME
 from envman.render.steps import (
-    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, OrElse, RunStep, Step,
+    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, Mount, OrElse, RunStep, Step,
     UserStep, paragraphs,
 )
 
@@ -235,19 +235,26 @@ def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
 #: may lag the one ``date`` reads by a tick), and SOURCE_DATE_EPOCH, which makes Python's bytecode
 #: compiler write hash-checked .pyc files (PEP 552) that carry no file times.
 _SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
-#: Ends it: every file and folder the step wrote or changed gets the same time, so that the layer's
-#: bytes depend only on what was installed (a layer's tar carries each entry's modification time;
-#: the entries themselves are in path order, their other times left out).
-_SETTLE_END = (f'for d in {" ".join(SETTLED_DIRS)}; do if [ -d "$d" ]; then '
-               f'find "$d" -xdev -newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +; fi; done')
+def _settle_end(mounts: tuple[Mount, ...]) -> str:
+    """Ends it: every file and folder the step wrote or changed gets the same time, so that the
+    layer's bytes depend only on what was installed (a layer's tar carries each entry's modification
+    time; the entries themselves are in path order, their other times left out). The step's own
+    mounts under those folders (the wheelhouse, a netrc secret: read-only, and not in the layer)
+    are passed over: ``-xdev`` keeps find out of them, not off their mount points."""
+    from envman.render.quote import sh_word
+
+    skip = sorted(m.target for m in mounts if any(m.target == d or m.target.startswith(d + "/") for d in SETTLED_DIRS))
+    prune = "".join(f"-path {sh_word(t)} -prune -o " for t in skip)
+    return (f'for d in {" ".join(SETTLED_DIRS)}; do if [ -d "$d" ]; then '
+            f'find "$d" -xdev {prune}-newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +; fi; done')
 
 
-def _settled(commands: tuple[Command, ...]) -> tuple[Command, ...]:
+def _settled(commands: tuple[Command, ...], mounts: tuple[Mount, ...]) -> tuple[Command, ...]:
     """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
     Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
     leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
     time it made them, which no command of the step can change."""
-    return (commands[0], _SETTLE_START, *commands[1:], _SETTLE_END)
+    return (commands[0], _SETTLE_START, *commands[1:], _settle_end(mounts))
 
 
 def _python(py: Python, b: BuilderOptions) -> list[Step]:
@@ -280,7 +287,7 @@ def _python(py: Python, b: BuilderOptions) -> list[Step]:
         commands.append(f"{py.venv_python} -m pip --version")
     lines += ["The files this step writes all get one time, and from Python 3.7 on its .pyc files are",
               "hash-checked (PEP 552: they carry no time): the same Python and pip give the same layer."]
-    return [Comment(tuple(lines)), RunStep(_settled(_with_ca(b, commands)), py.mounts),
+    return [Comment(tuple(lines)), RunStep(_settled(_with_ca(b, commands), py.mounts), py.mounts),
             EnvStep((f"VIRTUAL_ENV={py.venv}", f"PATH={py.venv}/bin:$PATH"))]
 
 
@@ -293,12 +300,12 @@ def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]
                              "file: the same pins give the same layer digest wherever they are built.")
     install = f"{_pip_install(py.venv_python, b.pip_cache)} {cl.pip_args}"
     if cl.requirements_file is None:
-        return [Comment(lines), RunStep(_settled(_with_ca(b, [install])), cl.mounts)]
+        return [Comment(lines), RunStep(_settled(_with_ca(b, [install]), cl.mounts), cl.mounts)]
     lines += ("pip runs in hash-checking mode: every wheel, downloaded, mirrored or from a cache, must have",
               "one of the sha256 hashes the matrix row records for it.")
     commands: list[Command] = [f"printf '%s\\n' {' '.join(cl.hashed_lines)} > {cl.requirements_file}", install,
                                f"rm -f {cl.requirements_file}"]
-    return [Comment(lines), RunStep(_settled(_with_ca(b, commands)), cl.mounts)]
+    return [Comment(lines), RunStep(_settled(_with_ca(b, commands), cl.mounts), cl.mounts)]
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:

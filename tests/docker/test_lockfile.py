@@ -159,7 +159,7 @@ def test_envman_lock_command_writes_keeps_and_upgrades(docker_engine, stacks, ma
         assert len(first["packages"]) == 1 and first["packages"][0].startswith("six==1.16.0 --hash=sha256:")
         assert read_lock(root).packages[0].line() == first["packages"][0]
         r = lock()
-        assert r.returncode == 0 and ": up to date, 1 packages on " in r.stdout, (r.stdout, r.stderr)
+        assert r.returncode == 0 and ": up to date, 1 package on " in r.stdout, (r.stdout, r.stderr)
         r = lock("--upgrade", "--json")
         assert r.returncode == 0 and json.loads(r.stdout)["packages"] == first["packages"], r.stderr
         bare = workdir / "lockbare"
