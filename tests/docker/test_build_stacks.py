@@ -22,6 +22,14 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 CPU, BROKEN = "torch-2.13.0-cpu", "torch-2.13.0-cuda12.8"
 
 
+def stable(name: str) -> str:
+    """The stable tag envman gives a stack of the stand-in matrix: its rows are a user's, named by
+    their content (``latest-<key>``), never a shipped stack's ``latest``."""
+    from envman.state import stable_ref
+
+    return stable_ref(resolve(load_matrix([MATRIX]), name))
+
+
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
     return tmp_path_factory.mktemp("state")
@@ -75,10 +83,11 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     fw = next(c for c in probe["checks"] if c["name"] == "framework")
     assert fw["status"] == "pass", fw
     # the stable tag points at the image that carries the verdict of the smoke-tested candidate
-    stable = "envman/torch-2.13.0-cpu-py3.11:latest"
-    labels = docker_engine.inspect_image(stable).labels
+    stable_cpu = stable(CPU)
+    assert ":latest-" in stable_cpu
+    labels = docker_engine.inspect_image(stable_cpu).labels
     assert labels["envman.smoke.image"] == first["image_id"] and labels["envman.smoke.status"] == "pass"
-    promoted_id = docker_engine.inspect_image(stable).id
+    promoted_id = docker_engine.inspect_image(stable_cpu).id
 
     second = json.loads(envman(state, *args, check=0).stdout)[0]
     # the candidate tag now names the image that carries the verdict: a no-op build finds that one
@@ -88,10 +97,10 @@ def test_cpu_torch_from_wheelhouse_builds_smokes_and_promotes(bases, docker_engi
     assert {k: v for k, v in third.items() if k != "build_seconds"} == {
         k: v for k, v in second.items() if k != "build_seconds"}
     # ... until something it stood on changes: without the stable tag, the full path promotes again.
-    docker_engine.remove_image(stable)
+    docker_engine.remove_image(stable_cpu)
     fourth = json.loads(envman(state, *args, check=0).stdout)[0]
     assert fourth["cached"] and fourth["promoted"]
-    assert docker_engine.inspect_image(stable).labels["envman.smoke.image"] == first["image_id"]
+    assert docker_engine.inspect_image(stable_cpu).labels["envman.smoke.image"] == first["image_id"]
     assert promoted_id
 
 
@@ -101,7 +110,7 @@ def test_broken_stack_fails_smoke_and_is_not_promoted(bases, docker_engine, whee
     assert p.returncode == 1, p.stderr
     row = json.loads(p.stdout)[0]
     assert row.get("smoke") == "fail" and not row["promoted"], row
-    assert docker_engine.inspect_image("envman/torch-2.13.0-cuda12.8-py3.11:latest") is None
+    assert docker_engine.inspect_image(stable(BROKEN)) is None
     report = json.loads((state / "reports" / (row["image_id"].split(":")[-1] + ".json")).read_text())
     failing = [c for c in report["probe"]["checks"] if c["status"] == "fail"]
     assert failing, report["probe"]
@@ -114,6 +123,6 @@ def test_images_and_prune(bases, docker_engine, state):
     assert any(r["stack"] == "torch-2.13.0-cuda12.8-py3.11" and r["smoke"] == "fail" for r in rows)
     gone = json.loads(envman(state, "prune", "--json", check=0).stdout)
     assert "torch-2.13.0-cuda12.8-py3.11" in {g["stack"] for g in gone}
-    assert "torch-2.13.0-cpu-py3.11" not in {g["stack"] for g in gone if any(t.endswith(":latest") for t in g["tags"])}
-    assert docker_engine.inspect_image("envman/torch-2.13.0-cpu-py3.11:latest") is not None
+    assert "torch-2.13.0-cpu-py3.11" not in {g["stack"] for g in gone if stable(CPU) in g["tags"]}
+    assert docker_engine.inspect_image(stable(CPU)) is not None
     assert docker_engine.image_exists("ubuntu:22.04")  # a stand-in, not envman's: untouched

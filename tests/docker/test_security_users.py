@@ -25,7 +25,7 @@ import pytest
 from envman.images.build import SmokeReport, save_report
 from tests.support.multiuser import engine_users
 
-from .test_projects import STACKS, child_pythonpath, fixture_stack_image, matrix_files, python_for, workdir  # noqa: F401
+from .test_projects import STACKS, child_pythonpath, fixture_stack_image, matrix_files, python_for, stable_tag, workdir  # noqa: F401
 
 pytestmark = [pytest.mark.docker]
 
@@ -50,9 +50,9 @@ def users(docker_engine):
 
 
 @pytest.fixture(scope="module")
-def stack_image(docker_engine, standin):
+def stack_image(docker_engine, standin, matrix_files):
     standin(BASE, suite=SUITE, cuda_version=CUDA)
-    return fixture_stack_image(docker_engine, STACK, BASE)
+    return fixture_stack_image(docker_engine, STACK, BASE, stable_tag(matrix_files, STACK))
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from envman.images.build import SmokeReport, save_report
-from tests.docker.test_projects import MATRIX_FRAMEWORK, MATRIX_IMAGES, MATRIX_OS, STACKS, fixture_stack_image
+from tests.docker.test_projects import MATRIX_FRAMEWORK, MATRIX_IMAGES, MATRIX_OS, STACKS, fixture_stack_image, stable_tag
 
 pytestmark = [pytest.mark.slurm, pytest.mark.docker, pytest.mark.slow]
 
@@ -46,7 +46,7 @@ def site(docker_engine, standin, slurm_cluster):
             (d / "matrix" / name).write_text(text)
             matrix.append(str(d / "matrix" / name))
         standin(BASE, suite=SUITE, cuda_version=CUDA)
-        image_id = fixture_stack_image(docker_engine, STACK, BASE)
+        image_id = fixture_stack_image(docker_engine, STACK, BASE, stable_tag(matrix, STACK))
         state, config = d / "state", d / "config"
         env = {**slurm_cluster.env, "ENVMAN_STATE_DIR": str(state), "ENVMAN_CONFIG_DIR": str(config),
                "USER": os.environ.get("USER") or "root", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -54,7 +54,7 @@ def site(docker_engine, standin, slurm_cluster):
         old = os.environ.get("ENVMAN_STATE_DIR")
         os.environ["ENVMAN_STATE_DIR"] = str(state)
         try:
-            save_report(SmokeReport(stack=STACK, image=f"envman/{STACK}:latest", image_id=image_id, overall="pass",
+            save_report(SmokeReport(stack=STACK, image=stable_tag(matrix, STACK), image_id=image_id, overall="pass",
                                     reason="test fixture: stand-in stack image, no probe was run",
                                     gpus_requested=False, probe=None, exit_code=0, stderr_tail=""))
         finally:
@@ -255,7 +255,7 @@ def podman_site(site, tmp_path_factory):
     limits = [f"nofile={min(nofile, 1 << 20)}:{min(nofile, 1 << 20)}", f"nproc={min(nproc, 32768)}:{min(nproc, 32768)}"]
     conf.write_text("[containers]\ndefault_ulimits = [" + ", ".join(f'"{x}"' for x in limits) + "]\n")
     env = {**site["env"], "CONTAINERS_CONF": str(conf)}
-    ref = f"envman/{STACK}:latest"
+    ref = stable_tag(site["matrix"], STACK)
     had = subprocess.run(["podman", "image", "exists", ref], env=env, timeout=60).returncode == 0
     save = subprocess.Popen(["docker", "save", ref], stdout=subprocess.PIPE)
     subprocess.run(["podman", "load", "-q"], stdin=save.stdout, env=env, check=True, capture_output=True, timeout=300)
