@@ -42,6 +42,16 @@ def candidate_ref(stack_name: str, render_hash: str) -> str:
     return f"{repository(stack_name)}:{render_hash[:16]}"
 
 
+def is_stable_tag(ref: str) -> bool:
+    """Whether an image reference carries a stable tag: ``latest`` (a shipped stack's) or
+    ``latest-<12 hex digits>`` (a stack of a user's matrix, named by its content)."""
+    import re
+
+    name = ref.rsplit("/", 1)[-1]
+    tag = name.rsplit(":", 1)[1] if ":" in name else ""
+    return tag == STABLE_TAG or re.fullmatch(STABLE_TAG + r"-[0-9a-f]{12}", tag) is not None
+
+
 def stable_ref(stack: Stack | str) -> str:
     """The tag that moves only when a smoke test allows it: ``latest`` for a stack as envman's
     shipped matrix gives it, ``latest-<content key>`` for one a user's matrix changed or added

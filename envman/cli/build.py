@@ -297,10 +297,10 @@ def own_tags(row):
     image is not envman's to list, nor what makes it stable."""
     from dataclasses import replace
 
-    from envman.state import REPO_PREFIX, STABLE_TAG
+    from envman.state import REPO_PREFIX, is_stable_tag
 
     tags = tuple(t for t in row.tags if t.startswith(REPO_PREFIX))
-    return replace(row, tags=tags, stable=any(t.endswith(":" + STABLE_TAG) for t in tags) and not row.project)
+    return replace(row, tags=tags, stable=any(is_stable_tag(t) for t in tags) and not row.project)
 
 
 def prune(

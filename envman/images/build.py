@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
 from envman.state import (
-    STABLE_TAG, candidate_ref, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
+    candidate_ref, is_stable_tag, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
 from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
@@ -506,7 +506,7 @@ def list_envman_images(engine: EngineFacts) -> list[ImageRow]:
                 image_id=img.id,
                 size=img.size,
                 created=img.created,
-                stable=any(t.endswith(":" + STABLE_TAG) for t in img.tags),
+                stable=any(is_stable_tag(t) for t in img.tags),
                 smoke=verdict.status if verdict else "base" if base else "untested",
                 project=labels.project,
                 built_by_uid=labels.built_by_uid,

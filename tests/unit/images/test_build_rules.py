@@ -665,3 +665,15 @@ def test_a_smoke_test_first_removes_the_stopped_smoke_containers_this_user_s_kil
     left = {c.id for c in engine.list_containers({}, all=True)}
     assert left == {"mine-running", "theirs-exited", "mine-run"}
     assert engine.runs[0][2]["labels"][L.BUILT_BY_UID] == me  # its own container says whose it is
+
+
+@pytest.mark.parametrize("ref, stable", [
+    ("envman/torch-2.4.1-cuda12.4-py3.10:latest", True), ("envman/x:latest-0123456789ab", True),
+    ("localhost:5000/envman/x:latest", True), ("envman/x:latest-0123456789", False), ("envman/x:latest-XYZ", False),
+    ("envman/x:0123456789abcdef", False), ("localhost:5000/envman/x", False), ("envman/x:latest-0123456789abc", False),
+])
+def test_a_stable_tag_is_latest_or_latest_and_a_content_key(ref, stable):
+    """A user row's promoted image (latest-<key>) is as stable as a shipped stack's: prune keeps it."""
+    from envman.state import is_stable_tag
+
+    assert is_stable_tag(ref) is stable
