@@ -375,6 +375,9 @@ class _Decider:
             if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue
+            if s.fact.framework is not None and s.fact.framework != framework:
+                self.mark(s, False, f"the CUDA of {s.fact.framework}, a tool here: the framework is {framework}")
+                continue
             clash = next((t for t in taken if not _cuda_agree(s, t)), None)
             if clash is not None:
                 self.mark(s, False, f"contradicts {clash.where} ({clash.fact.means()}), which weighs more")

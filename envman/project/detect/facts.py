@@ -63,7 +63,8 @@ class Fact:
             build = {True: " (GPU build)", False: " (CPU build)"}.get(self.gpu, "") if self.gpu is not None else ""
             return f"{self.framework} {self.spec}".rstrip() + build
         if self.kind == CUDA:
-            return f"CUDA {self.spec}{self.version}" if self.version else "no CUDA (a CPU build)"
+            whose = f" (of {self.framework})" if self.framework else ""
+            return f"CUDA {self.spec}{self.version}{whose}" if self.version else "no CUDA (a CPU build)"
         if self.kind == CUDNN:
             return f"cuDNN {self.version}"
         if self.kind == PYTHON:

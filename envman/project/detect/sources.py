@@ -211,7 +211,8 @@ def conda_facts(text: str) -> list[Fact]:
     if name in CONDA_CUDA:
         version = exact_version(spec) or _prefix(spec)
         if version:
-            facts.append(Fact(CUDA, version=".".join(version.split(".")[:2])))
+            # pytorch-cuda is PyTorch's own: the CUDA of torch, not of a JAX repository that has torch beside it
+            facts.append(Fact(CUDA, version=".".join(version.split(".")[:2]), framework="torch" if name == "pytorch-cuda" else None))
         return facts
     if name == "cudnn":
         version = exact_version(spec) or _prefix(spec)

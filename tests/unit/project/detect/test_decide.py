@@ -246,3 +246,12 @@ def test_a_requirements_file_in_utf16_is_read_by_its_bom(found):
 def test_a_tools_cuda_goes_with_it(found):
     d = found({"requirements.txt": "torch==1.13.1\njaxlib==0.4.7+cuda12.cudnn88\n", "a.py": "import torch\n"})
     assert d.decision.stack.framework_version == "1.13.1" and d.decision.stack.cuda.startswith("11.")
+
+
+def test_pytorch_cuda_in_a_jax_repository_is_torchs_cuda_not_jaxs(found):
+    d = found({"environment.yml": "dependencies:\n  - python=3.10\n  - pytorch=2.3.0\n  - pytorch-cuda=12.1\n"
+                                  "  - pip:\n    - jax[cuda12]==0.4.28\n",
+               "a.py": "import jax\n", "b.py": "import jax.numpy as jnp\n", "convert.py": "import torch\n"})
+    st = d.decision.stack
+    assert (st.framework, st.framework_version, st.cuda.split(".")[0]) == ("jax", "0.4.28", "12")
+    assert "a tool here" in aside(d)["environment.yml:4"]

@@ -74,7 +74,7 @@ def test_conda_spec(text, parsed):
 
 
 @pytest.mark.parametrize("text, want", [
-    ("cudatoolkit=10.1", ["CUDA 10.1"]), ("cudatoolkit=11.3.1", ["CUDA 11.3"]), ("pytorch-cuda=12.1", ["CUDA 12.1"]),
+    ("cudatoolkit=10.1", ["CUDA 10.1"]), ("cudatoolkit=11.3.1", ["CUDA 11.3"]), ("pytorch-cuda=12.1", ["CUDA 12.1 (of torch)"]),
     ("cuda-version=12.4", ["CUDA 12.4"]), ("cudnn=7.6.5", ["cuDNN 7.6.5"]), ("cpuonly", ["no CUDA (a CPU build)"]),
     ("python=3.7", ["Python ==3.7.*"]), ("python=3.8.5", ["Python ==3.8.5"]),
     ("pytorch=1.7.1=py3.8_cuda11.0.221_cudnn8.0.5_0", ["torch ==1.7.1", "CUDA 11.0"]),
