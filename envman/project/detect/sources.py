@@ -241,51 +241,36 @@ def _prefix(spec: str) -> str | None:
 
 def read_conda(repo: Repository, rel: str) -> list[Statement]:
     """The statements of a conda environment file: its ``dependencies``, the pip list inside it
-    included. The YAML is composed into nodes (safe: no tags are constructed) and only the
-    ``dependencies`` sequence is walked, so aliases and deep nesting cost nothing."""
-    import yaml
+    included (read by :func:`conda_document`)."""
+    doc = conda_document(repo, rel)
+    if doc is None:
+        return []
+    lines = (repo.read(rel) or "").splitlines()
 
-    text = repo.read(rel)
-    if text is None:
-        return []
-    try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        root = yaml.compose(text, Loader=loader)
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return []
-    if not isinstance(root, yaml.MappingNode):
-        return []
+    def shown(no: int, value: str) -> str:
+        return lines[no - 1] if 0 < no <= len(lines) else value
+
     out: list[Statement] = []
-    lines = text.splitlines()
-
-    def line_text(node: Any) -> tuple[int, str]:
-        n = node.start_mark.line
-        return n + 1, lines[n] if n < len(lines) else str(node.value)
-
-    for key, value in root.value:
-        if not (isinstance(key, yaml.ScalarNode) and key.value == "dependencies" and isinstance(value, yaml.SequenceNode)):
+    for item in doc["dependencies"]:
+        if not isinstance(item, dict):
+            no, value = item
+            out += statements(rel, no, shown(no, value), "conda", conda_facts(value))
             continue
-        for item in value.value[:2000]:
-            if isinstance(item, yaml.ScalarNode):
-                no, shown = line_text(item)
-                out += statements(rel, no, shown, "conda", conda_facts(str(item.value)))
-            elif isinstance(item, yaml.MappingNode):
-                for k, v in item.value:
-                    if isinstance(k, yaml.ScalarNode) and k.value == "pip" and isinstance(v, yaml.SequenceNode):
-                        for req in v.value[:2000]:
-                            if isinstance(req, yaml.ScalarNode):
-                                no, shown = line_text(req)
-                                word = str(req.value).strip()
-                                found = split_option(word)
-                                if found and found[0] in _INDEX and (cu := cuda_of_index(found[1])) is not None:
-                                    out += statements(rel, no, shown, "conda", [Fact(CUDA, version=cu[0] if cu[1] else None)], PIN)
-                                elif not word.startswith("-"):
-                                    out += statements(rel, no, shown, "conda", requirement_facts(requirement_text(word)))
+        for no, value in item["pip"]:
+            word = value.strip()
+            found = split_option(word)
+            if found and found[0] in _INDEX and (cu := cuda_of_index(found[1])) is not None:
+                out += statements(rel, no, shown(no, value), "conda", [Fact(CUDA, version=cu[0] if cu[1] else None)], PIN)
+            elif not word.startswith("-"):
+                out += statements(rel, no, shown(no, value), "conda", requirement_facts(requirement_text(word)))
     return out
 
 
 def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
-    """The conda file as plain data (``dependencies`` and ``channels`` only), for the project layer."""
+    """A conda file's ``dependencies`` as (line number, text) pairs, its ``pip`` list as
+    ``{"pip": [(line number, text), ...]}``. The YAML is composed into nodes (safe: no tag is
+    constructed) and only the ``dependencies`` sequence is walked, so aliases and deep nesting
+    cost nothing."""
     import yaml
 
     text = repo.read(rel)
