@@ -30,13 +30,13 @@ __all__ = ["Detection", "NoStack", "detect", "gather"]
 _REQUIREMENTS = r"(?:[^/]+/)?(?:[^/]*requirements[^/]*|reqs?)\.(?:txt|in)|requirements/[^/]+\.txt"
 _CONDA = r"(?:[^/]+/)?[^/]*(?:environment|env|conda)[^/]*\.ya?ml|(?:envs?|conda|environments?)/[^/]+\.ya?ml"
 _DOCKER = r"(?:[^/]+/)?(?:dockerfile[^/]*|[^/]+\.dockerfile)|\.devcontainer/dockerfile[^/]*"
-_PROSE = (r"(?:readme|install|installation|getting_started|get_started)[^/]*\.(?:md|rst|txt|markdown)|readme|install"
+_PROSE = (r"(?:[^/]+/)?(?:(?:readme|install|installation|getting_started|get_started)[^/]*\.(?:md|rst|txt|markdown)|readme|install)"
           r"|docs?/[^/]*(?:install|requirement|get_?started|getting_?started|setup|environment)[^/]*\.(?:md|rst|txt)")
 
 
 def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     """Every statement the repository's files make about its stack."""
-    from envman.project.detect.code import read_code
+    from envman.project.detect.code import scan_code
     from envman.project.detect.images import read_dockerfile
     from envman.project.detect.prose import read_prose
     from envman.project.detect.sources import (
@@ -61,8 +61,19 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         out += read_dockerfile(repo, rel, matrix)
     for rel in repo.matching(_PROSE, max_depth=1):
         out += read_prose(repo, rel, matrix)
-    out += read_code(repo)
+    code, folders = scan_code(repo)
+    out = [_scoped(s, folders) for s in out] + code
     return out
+
+
+def _scoped(s: Statement, folders: dict[str, str]) -> Statement:
+    """A statement of a file in a top-level folder whose code imports one framework only speaks
+    for that framework's implementation (``tf/README.md`` in a repository whose ``pytorch/``
+    holds the other one)."""
+    from dataclasses import replace
+
+    head, sep, _ = s.file.partition("/")
+    return replace(s, scope=(head, folders[head])) if sep and head in folders else s
 
 
 def _demoted(s: Statement) -> Statement:

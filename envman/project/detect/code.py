@@ -68,7 +68,29 @@ _LUA_RE = re.compile(r"require\s*\(?\s*['\"](torch|nn|cutorch|cunn|cudnn|optim|n
 def read_code(repo: Repository) -> list[Statement]:
     """One statement per framework the code imports (how many files), and one for Lua Torch,
     Caffe model files, or Python 2 code when the repository is mostly that."""
+    return scan_code(repo)[0]
+
+
+def _folder(rel: str) -> str | None:
+    """The top-level folder a file sits in (``None`` at the root)."""
+    head, sep, _ = rel.partition("/")
+    return head if sep else None
+
+
+def folder_frameworks(per_folder: dict[str, Counter[str]]) -> dict[str, str]:
+    """Top-level folders whose code imports one framework only (``tf/`` → ``tensorflow``): a
+    repository holding one implementation per framework keeps each one's pins and prose beside it."""
+    out: dict[str, str] = {}
+    for folder, counts in per_folder.items():
+        if len(counts) == 1:
+            out[folder] = next(iter(counts))
+    return out
+
+
+def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
+    """:func:`read_code`'s statements, and :func:`folder_frameworks` of the same files."""
     counts: Counter[str] = Counter()
+    per_folder: dict[str, Counter[str]] = {}
     examples: dict[str, str] = {}
     py_files = [f for f in repo.files if f.endswith(".py")][:MAX_CODE_FILES]
     py2 = 0
@@ -78,9 +100,12 @@ def read_code(repo: Repository) -> list[Statement]:
         if text is None:
             continue
         found = imported(text)
+        folder = _folder(rel)
         for fw in found:
             counts[fw] += 1
             examples.setdefault(fw, rel)
+            if folder is not None:
+                per_folder.setdefault(folder, Counter())[fw] += 1
         if found:
             framework_files += 1
         if python2_only(text):
@@ -91,6 +116,9 @@ def read_code(repo: Repository) -> list[Statement]:
         if text and _LUA_RE.search(text):
             lua += 1
             examples.setdefault("lua torch", rel)
+            folder = _folder(rel)
+            if folder is not None:
+                per_folder.setdefault(folder, Counter())["lua torch"] += 1
     if lua:
         counts["lua torch"] += lua
     prototxt = [f for f in repo.files if f.endswith(".prototxt")]
@@ -106,4 +134,4 @@ def read_code(repo: Repository) -> list[Statement]:
     if py2 and py2 * 2 >= checked and py2 >= min(3, len(py_files)):
         out.append(Statement("*.py", 0, f"{py2} of {len(py_files)} Python files use Python 2 syntax (print statements, "
                              "'except E, e')", "imports", RANGE, Fact(UNSUPPORTED, framework="python 2")))
-    return out
+    return out, folder_frameworks(per_folder)

@@ -154,6 +154,8 @@ class _Decider:
         self.conflicts: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.chosen: str | None = None  # the framework, once decided
+        #: top-level folders that hold an implementation in another framework
+        self.elsewhere: dict[str, str] = {}
 
     # bookkeeping
     def mark(self, s: Statement, used: bool, why: str) -> None:
@@ -237,6 +239,11 @@ class _Decider:
         for s in imports.values():
             if s.fact.framework != chosen:
                 self.mark(s, False, f"the code imports {chosen} in more files")
+        for i, s in enumerate(self.pending):
+            if s.scope is not None and s.scope[1] != chosen and i not in self.done:
+                folder, other = s.scope
+                self.mark(s, False, f"speaks for {folder}/, whose code imports {other}: the framework is {chosen}")
+                self.elsewhere.setdefault(folder, other)
         for fw, stmts in pins.items():
             if fw != chosen:
                 for s in stmts:
@@ -460,6 +467,9 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
     :class:`NoStack` with the one line when none does."""
     d = _Decider(matrix, statements, host, platform)
     framework = d.framework()
+    for folder, other in sorted(d.elsewhere.items()):
+        if other in BUILT:
+            d.notes.append(f"{folder}/ holds a {other} implementation: envman project detect {folder} reads it alone")
     while True:
         versions, version_stmts = d.releases(framework)
         cuda_stmts, gpu = d.cuda(framework)

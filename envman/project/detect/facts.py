@@ -97,6 +97,9 @@ class Statement:
     used: bool | None = None  # decided later: used, or set aside
     why: str = ""  # why it was used or set aside
     notes: tuple[str, ...] = field(default=())
+    #: (folder, framework) when the file sits in a top-level folder whose code imports that
+    #: framework only: the statement speaks for that implementation, not for the repository
+    scope: tuple[str, str] | None = None
 
     @property
     def weight(self) -> int:

@@ -187,8 +187,9 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
                 facts, what = image_facts(ref, matrix)  # type: ignore[arg-type]
                 out += [Statement(rel, no, clip_text(line), "readme", COMMAND, f, notes=(what,)) for f in facts]
                 found_command = found_command or bool(facts)
-        if found_command or code:
+        if code:
             continue
-        for phrase, fact in sentence_facts(line):
+        # around an install command, the words outside it still speak ("PyTorch 0.4: `conda install pytorch`")
+        for phrase, fact in sentence_facts(re.sub(r"`[^`]*`", " ", line) if found_command else line):
             out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(phrase,)))
     return out

@@ -255,3 +255,40 @@ def test_pytorch_cuda_in_a_jax_repository_is_torchs_cuda_not_jaxs(found):
     st = d.decision.stack
     assert (st.framework, st.framework_version, st.cuda.split(".")[0]) == ("jax", "0.4.28", "12")
     assert "a tool here" in aside(d)["environment.yml:4"]
+
+
+def _two_implementations(torch_files: int, tf_files: int) -> dict[str, str]:
+    files = {
+        "README.md": "Code in both PyTorch (pytorch/) and TensorFlow (tf/).\n",
+        "pytorch/README.md": "## Prerequisite\n\n- Pytorch 0.4: `conda install pytorch torchvision -c pytorch`\n",
+        "tf/README.md": "## Prerequisite\n\n- Python 2.7\n- Tensorflow 1.12.0\n",
+        "tf/requirements.txt": "tensorflow-gpu==1.12.0\n",
+    }
+    files.update({f"pytorch/m{i}.py": "import torch\n" for i in range(torch_files)})
+    files.update({f"tf/m{i}.py": "import tensorflow as tf\n" for i in range(tf_files)})
+    return files
+
+
+def test_each_implementation_folder_speaks_for_its_own_framework(found):
+    d = found(_two_implementations(torch_files=3, tf_files=2))
+    assert (d.decision.stack.framework, d.decision.stack.framework_version) == ("torch", "0.4.1")
+    assert ("pytorch/README.md:3", "torch ==0.4.*") in used(d)
+    why = aside(d)
+    for where in ("tf/README.md:3", "tf/README.md:4", "tf/requirements.txt:1"):
+        assert why[where] == "speaks for tf/, whose code imports tensorflow: the framework is torch"
+    assert d.decision.notes == ("tf/ holds a tensorflow implementation: envman project detect tf reads it alone",)
+
+
+def test_the_folder_with_more_code_decides_and_the_other_folder_is_set_aside(found):
+    d = found(_two_implementations(torch_files=2, tf_files=3))
+    assert (d.decision.stack.framework, d.decision.stack.framework_version) == ("tensorflow", "1.12.0")
+    assert aside(d)["pytorch/README.md:3"].startswith("speaks for pytorch/, whose code imports torch")
+    assert d.decision.notes == ("pytorch/ holds a torch implementation: envman project detect pytorch reads it alone",)
+
+
+def test_a_folder_whose_code_imports_two_frameworks_speaks_for_the_repository(found):
+    files = _two_implementations(torch_files=3, tf_files=0)
+    files["tf/m0.py"] = "import tensorflow as tf\nimport torch\n"
+    d = found(files)
+    assert aside(d)["tf/requirements.txt:1"].startswith("tensorflow serves a tool here: the framework is torch")
+    assert d.decision.notes == ()

@@ -86,3 +86,10 @@ def test_any_sentence_gives_facts_or_nothing_never_an_error(line):
 ])
 def test_more_forms_real_readmes_use(line, want):
     assert [f.means() for _, f in sentence_facts(line)] == want
+
+
+def test_words_around_an_install_command_still_speak(repo):
+    r = repo({"README.md": "## Prerequisite\n\n- Pytorch 0.4: `conda install pytorch torchvision -c pytorch`\n"
+                           "- `pip install tensorboardX` (any version)\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(3, "torch", COMMAND), (3, "torch ==0.4.*", PROSE)]
