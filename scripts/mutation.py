@@ -47,11 +47,11 @@ GROUPS: dict[str, dict[str, list[str]]] = {
             "envman/project/file.py",
         ],
         "tests": [
-            "tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/project/test_file.py", "tests/unit/project/test_image_recipe.py", "tests/unit/project/test_registry.py", "tests/unit/project/test_settings.py",
+            "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/rules/test_security_adversarial.py", "tests/unit/project/test_file.py", "tests/unit/project/test_image_recipe.py", "tests/unit/project/test_registry.py", "tests/unit/project/test_settings.py",
             "tests/unit/test_config.py", "tests/unit/run/test_fastpath.py", "tests/unit/project/test_lock.py",
-            "tests/unit/run/test_envs.py", "tests/unit/cli/test_build.py", "tests/unit/cli/test_matrix_explain.py", "tests/unit/cli/test_out_user_data.py", "tests/unit/run/test_clean.py", "tests/unit/run/test_command_build_steps.py", "tests/unit/run/test_complete_protocols.py", "tests/unit/run/test_grammar_words.py", "tests/unit/run/test_notebook.py", "tests/unit/run/test_plan_workdir.py", "tests/unit/stack/test_origins.py", "tests/unit/test_hostile_cli.py", "tests/unit/project/test_file_requirements.py",
+            "tests/unit/run/test_envs.py", "tests/unit/cli/test_build.py", "tests/unit/cli/test_matrix_explain.py", "tests/unit/cli/test_out_user_data.py", "tests/unit/run/test_clean.py", "tests/unit/run/test_command_build_steps.py", "tests/unit/run/test_complete_protocols.py", "tests/unit/run/test_grammar_words.py", "tests/unit/run/test_notebook.py", "tests/unit/run/test_plan_workdir.py", "tests/unit/stack/test_origins.py", "tests/unit/rules/test_hostile_cli.py", "tests/unit/project/test_file_requirements.py",
             "tests/unit/project/test_file_values.py", "tests/unit/project/test_trust_record.py",
-            "tests/unit/test_safefile_rules.py", "tests/unit/test_policy_scan.py", "tests/unit/project/test_file_paths.py", "tests/unit/project/test_file_owners.py", "tests/unit/test_safefile_state.py", "tests/unit/project/test_file_mount_grammar.py", "tests/unit/project/test_trust_hostile.py",
+            "tests/unit/test_safefile_rules.py", "tests/unit/project/test_policy_scan.py", "tests/unit/project/test_file_paths.py", "tests/unit/project/test_file_owners.py", "tests/unit/test_safefile_state.py", "tests/unit/project/test_file_mount_grammar.py", "tests/unit/project/test_trust_hostile.py",
         ],
         # Tests that start a new interpreter on envman: mutated code needs mutmut's own process.
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or edited_module_on_the_run_path or loads_only_the_fast_path)"],
@@ -61,8 +61,8 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # back to pytest in a form pytest does not find.)
     "policy": {
         "modules": ["envman/project/policy.py"],
-        "tests": ["tests/unit/test_security_rules.py", "tests/unit/test_security.py", "tests/unit/test_policy_scan.py",
-                  "tests/unit/test_policy_homes.py"],
+        "tests": ["tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/rules/test_security_adversarial.py", "tests/unit/project/test_policy_scan.py",
+                  "tests/unit/project/test_policy_homes.py"],
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or bind_mount_of_another_home)"],
     },
     # The network a run joins: made, labelled, checked before it is joined; a full address pool.
@@ -74,7 +74,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # prepares a run (image, pins, project image).
     "run": {
         "modules": ["envman/run/plan.py", "envman/run/prepare.py"],
-        "tests": ["tests/unit/run/test_plan_rules.py", "tests/unit/run/test_plan.py", "tests/unit/cli/test_project.py", "tests/unit/engine/test_facts.py", "tests/unit/engine/test_handoff.py", "tests/unit/matrix/test_source_resolve.py", "tests/unit/run/test_command.py", "tests/unit/run/test_doctor.py", "tests/unit/run/test_preflight.py", "tests/unit/run/test_prepare.py", "tests/unit/test_security.py"],
+        "tests": ["tests/unit/run/test_plan_rules.py", "tests/unit/run/test_plan.py", "tests/unit/cli/test_project.py", "tests/unit/engine/test_facts.py", "tests/unit/engine/test_handoff.py", "tests/unit/matrix/test_source_resolve.py", "tests/unit/run/test_command.py", "tests/unit/run/test_doctor.py", "tests/unit/run/test_preflight.py", "tests/unit/run/test_prepare.py", "tests/unit/rules/test_security_adversarial.py"],
     },
     # envman.lock: the package-line grammar, the file, when a build uses it, pip's report.
     "lock": {
@@ -86,26 +86,26 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     "remote": {
         "modules": ["envman/images/remote.py"],
         "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py",
-                  "tests/unit/test_hostile_round8.py"],
+                  "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Smoke verdicts on the image: digests, the verdict image, which tags move.
     "store": {
         "modules": ["envman/images/store.py"],
         "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
-                  "tests/unit/test_hostile_round8.py"],
+                  "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Build, smoke, promote, list and prune.
     "build": {
         "modules": ["envman/images/build.py"],
         "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
-                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/test_hostile_round8.py"],
+                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
         "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
         "tests": [
             "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
-            "tests/unit/cluster/test_slurm.py", "tests/unit/test_security_rules.py", "tests/unit/cluster/test_export_hostile.py",
+            "tests/unit/cluster/test_slurm.py", "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/cluster/test_export_hostile.py",
             "tests/unit/cluster/test_slurm_hostile.py",
         ],
         "pytest_args": ["-k", "not (cli_ or dry_run)"],
@@ -120,7 +120,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "modules": ["envman/matrix/update.py"],
         "tests": [
             "tests/unit/matrix/test_update_rules.py", "tests/unit/matrix/test_update.py", "tests/unit/matrix/test_update_cuda_discovery.py",
-            "tests/unit/test_security_rules.py",
+            "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py",
         ],
     },
 }

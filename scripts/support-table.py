@@ -1,6 +1,6 @@
 """Print the support table of docs/matrix.md from the shipped matrix: for each framework and CUDA
 major (and CPU), the oldest and newest release and how many rows. `--check` compares it with the
-table between the support-table markers of docs/matrix.md (tests/unit/test_docs.py does too)."""
+table between the support-table markers of docs/matrix.md (tests/unit/rules/test_docs.py does too)."""
 from __future__ import annotations
 
 import sys

@@ -1,5 +1,5 @@
 """Reading imports from a module's syntax tree, for the tests that check the import graph
-(tests/unit/test_import_cycles.py) and private names (tests/unit/test_private_names.py)."""
+(tests/unit/rules/test_import_cycles.py) and private names (tests/unit/rules/test_private_names.py)."""
 
 from __future__ import annotations
 

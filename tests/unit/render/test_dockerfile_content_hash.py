@@ -77,7 +77,7 @@ def test_a_push_pull_round_trip_holds_whatever_network_options_the_pushing_host_
     from envman.stack.resolve import resolve
     from envman.state import stable_ref
     from tests.support.fake_engine import FakeEngine
-    from tests.unit.test_security_rules import pullable
+    from tests.support.security_rules import pullable
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "config"))

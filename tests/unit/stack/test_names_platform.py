@@ -272,7 +272,7 @@ def test_build_passes_the_platform_to_the_engine_only_for_arm64(tmp_path, monkey
 
 
 def _cli(args, files):
-    from tests.unit.test_cli import envman
+    from tests.unit.rules.test_cli_contract import envman
 
     p = envman(*args, env={"ENVMAN_MATRIX": ":".join(str(f) for f in files), "COLUMNS": "200"})
     return _Result(p.returncode, p.stdout + p.stderr, p.stdout)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.imports import imported_from
 
-PACKAGE = Path(__file__).resolve().parents[2] / "envman"
+PACKAGE = Path(__file__).resolve().parents[3] / "envman"
 
 
 def module_files(package: Path) -> dict[str, Path]:

@@ -10,7 +10,7 @@ import pytest
 
 from envman.errors import counted
 
-ROOT = Path(__file__).resolve().parents[2] / "envman"
+ROOT = Path(__file__).resolve().parents[3] / "envman"
 #: ``{len(x)} packages``, ``{n} lines``, ``{total} rows``: a computed count before a plural noun.
 _GLUED = re.compile(r"\{(?:len\([^{}]*\)|n|count|total|[a-z_]+_count|num_[a-z_]+)\} (?:[A-Z]+ )?[a-z]{2,}s\b")
 

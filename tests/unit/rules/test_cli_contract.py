@@ -12,9 +12,9 @@ import pytest
 
 from tests.support.cli import run_envman
 
-from .conftest import MINI
+from tests.unit.conftest import MINI
 
-SHIPPED = (Path(__file__).resolve().parents[2] / "matrices" / "torch.toml").exists()
+SHIPPED = (Path(__file__).resolve().parents[3] / "matrices" / "torch.toml").exists()
 needs_shipped = pytest.mark.skipif(not SHIPPED, reason="shipped matrix files are not present")
 
 

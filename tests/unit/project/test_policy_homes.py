@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings, strategies 
 from envman.project import policy
 from envman.project.policy import Protected
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 #: A mount table with nothing shared: one file system of a type that reports its own identities.
 PLAIN = [("/", "/", "8:1", "ext4")]
 
@@ -430,7 +430,7 @@ def test_a_bind_mount_of_another_home_s_folder_is_refused_by_its_identity(world)
     (world / "mnt" / "cfg").mkdir(parents=True)
     (world / "mnt" / "keys").mkdir()
     code = (
-        "import json, sys\nfrom envman.project import policy\nfrom tests.unit.test_policy_homes import _both\n"
+        "import json, sys\nfrom envman.project import policy\nfrom tests.unit.project.test_policy_homes import _both\n"
         f"policy._homes = lambda: sorted({[os.environ['HOME'], str(h)]!r})\n"
         "pol = policy.Policy.of(policy.protected_paths())\n"
         "print(json.dumps([[g.base.real for g in pol.groups], _both(sys.argv[1:])]))\n"

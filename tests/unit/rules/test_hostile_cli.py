@@ -19,7 +19,7 @@ from envman.main import main
 
 from .hostile_cases import CASES
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 MINI = [a for f in sorted(DATA.glob("mini*.toml")) for a in ("--matrix", str(f))]
 
 

@@ -31,9 +31,12 @@ import pytest
 
 from tests.support.imports import imported_from
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "envman"
 TREES = ("envman", "tests", "scripts", "benchmarks")
+#: ``tests/unit/rules/``: rules that hold over the whole package (imports, docs, security, the CLI
+#: contract); its tests test no one module, so they may import no module's private names
+RULES = "rules"
 
 
 def _private(name: str) -> bool:
@@ -54,7 +57,7 @@ def envman_modules() -> set[str]:
 def module_under_test(test_file: Path, modules: set[str]) -> str | None:
     """The envman module a test file tests (see the module docstring), else ``None``."""
     rel = test_file.relative_to(ROOT)
-    if rel.parts[:2] != ("tests", "unit") or not rel.stem.startswith("test_"):
+    if rel.parts[:2] != ("tests", "unit") or not rel.stem.startswith("test_") or rel.parts[2] == RULES:
         return None
     package = ".".join(("envman", *rel.parts[2:-1]))
     words = rel.stem[len("test_"):].split("_")
@@ -140,7 +143,8 @@ def test_no_module_imports_another_modules_private_names() -> None:
 
 def test_every_test_file_under_a_package_folder_names_its_module() -> None:
     modules = envman_modules()
-    nested = [f for f in (ROOT / "tests" / "unit").rglob("test_*.py") if len(f.relative_to(ROOT).parts) > 3]
+    nested = [f for f in (ROOT / "tests" / "unit").rglob("test_*.py")
+              if len(f.relative_to(ROOT).parts) > 3 and f.relative_to(ROOT).parts[2] != RULES]
     stale = [str(f.relative_to(ROOT)) for f in sorted(nested) if module_under_test(f, modules) is None]
     assert not stale, "test files that name no module of their package (rename them after it): " + ", ".join(stale)
 
@@ -185,3 +189,4 @@ def test_the_tested_module_is_read_from_the_test_files_name() -> None:
     assert module_under_test(unit / "run" / "test_labels.py", modules) is None  # not in that package
     assert module_under_test(unit / "cli" / "test_out.py", modules | {"envman.cli._out"}) == "envman.cli._out"
     assert module_under_test(ROOT / "tests" / "docker" / "test_labels.py", modules) is None
+    assert module_under_test(unit / "rules" / "test_labels.py", modules) is None  # a rule tests no one module

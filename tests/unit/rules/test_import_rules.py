@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "envman"
+PACKAGE = Path(__file__).resolve().parents[3] / "envman"
 ENGINE = PACKAGE / "engine"
 BANNED_MODULES = ("docker", "requests", "urllib3", "http", "podman")
 RAW_SOCKET_NAMES = {"api_get", "image_path"}

@@ -405,7 +405,7 @@ def test_changed_since_is_never_an_option(tmp_path):
 def test_project_init_writes_0644_and_trusts(home, tmp_path, monkeypatch):
     from envman.main import main
 
-    data = Path(__file__).resolve().parents[1] / "data"
+    data = Path(__file__).resolve().parents[2] / "data"
     mini = [a for f in sorted(data.glob("mini*.toml")) for a in ("--matrix", str(f))]
     (tmp_path / "newp").mkdir()
     monkeypatch.chdir(tmp_path / "newp")

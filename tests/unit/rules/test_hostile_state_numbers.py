@@ -18,7 +18,7 @@ from envman.cli._out import local_time
 from envman.cluster import slurm as S
 from envman.main import main
 
-PACKAGE = Path(__file__).resolve().parents[2] / "envman"
+PACKAGE = Path(__file__).resolve().parents[3] / "envman"
 #: Unix times no local clock shows (year 1 is what the engine reports for an image whose config
 #: has no creation time), and values of the wrong kind.
 BAD_TIMES = (float("nan"), float("inf"), float("-inf"), 1e300, -1e300, 1e18, 10**400, "x", None, True)
