@@ -24,7 +24,7 @@ The rules, in order:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -143,6 +143,14 @@ def _key(s: Statement) -> tuple[int, int, str, int]:
 # --------------------------------------------------------------------------- the decision
 
 
+class _GiveWay(Exception):
+    """A CUDA or Python statement that must give way to the pinned release (see ``_Decider.gives_way``)."""
+
+    def __init__(self, statement: Statement, about: str, why: str) -> None:
+        super().__init__(why)
+        self.statement, self.about, self.why = statement, about, why
+
+
 class _Decider:
     def __init__(self, matrix: "Matrix", statements: Sequence[Statement], host: "HostFacts | None",
                  platform: str | None) -> None:
@@ -178,6 +186,38 @@ class _Decider:
             if s.fact.kind in kinds and (s.used or s.why.startswith(again)) and not s.why.startswith("names a release whose"):
                 del self.done[i]
         self.conflicts = [c for c in self.conflicts if c["about"] not in ("CUDA", "Python") and not c["about"].endswith("release")]
+
+    def substitute(self, s: Statement, stand_in: Statement, used: bool, why: str) -> Statement:
+        """Decide ``s`` and let ``stand_in`` (what is kept of it) stand at its place from now on."""
+        i = self.position(s)
+        self.done[i] = s.decided(used, why)
+        self._positions[id(stand_in)] = i
+        return stand_in
+
+    def gives_way(self, s: Statement, version_stmts: Sequence[Statement]) -> bool:
+        """Whether a CUDA or Python pin that no build of the pinned release meets gives way to that
+        release: the release's statement weighs more (a requirements pin over a base image's
+        Python), or ``s`` comes from a Dockerfile that installs no framework while another
+        Dockerfile names the release (an image that builds a native tool beside the training one)."""
+        if not version_stmts:
+            return False
+        if s.weight < max(v.weight for v in version_stmts):
+            return True
+        return (s.source == "dockerfile" and any(v.source == "dockerfile" and v.file != s.file for v in version_stmts)
+                and not any(x.fact.kind == FRAMEWORK and x.file == s.file for x in self.pending))
+
+    def set_aside_for_release(self, s: Statement, version_stmts: Sequence[Statement], about: str, why: str) -> None:
+        """``s`` contradicts the release the stronger statements pin: set aside, listed as a conflict."""
+        pin = max(version_stmts, key=lambda v: v.weight)
+        self.done[self.position(s)] = s.decided(False, why)
+        self.conflicts.append({"about": about, "taken": pin.where + " " + pin.fact.means(),
+                               "set_aside": s.where + " " + s.fact.means(), "set_aside_text": s.text})
+
+    def anchored(self, s: Statement) -> bool:
+        """Whether ``s``'s line also names the release taken (``FROM tensorflow/tensorflow:1.15.4-gpu``):
+        its CUDA and Python are that release's, not a second opinion."""
+        return any(d.used and d.fact.kind == FRAMEWORK and d.fact.framework == self.chosen and (d.fact.spec or d.fact.version)
+                   and d.file == s.file and d.line == s.line for d in self.done.values())
 
     def of(self, kind: str, framework: str | None = None) -> list[Statement]:
         return sorted((s for i, s in enumerate(self.pending) if i not in self.done and s.fact.kind == kind
@@ -378,7 +418,8 @@ class _Decider:
         """The CUDA statements taken (strongest first) and whether a CPU or GPU build was asked for."""
         taken: list[Statement] = []
         # at equal weight a GPU build's CUDA before a CPU build (a Dockerfile.cpu beside a Dockerfile.gpu)
-        for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, s.file.count("/"), s.file, s.line)):
+        for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, not self.anchored(s),
+                                                      s.file.count("/"), s.file, s.line)):
             if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue
@@ -406,7 +447,7 @@ class _Decider:
     # 5. Python
     def pythons(self) -> list[Statement]:
         taken: list[Statement] = []
-        for s in self.of(PYTHON):
+        for s in sorted(self.of(PYTHON), key=lambda s: (-s.weight, not self.anchored(s), *_key(s)[1:])):
             spec = _spec(python_minor(s.fact.spec))
             if spec is None:
                 self.mark(s, False, "not a Python version envman reads")
@@ -467,6 +508,7 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
     :class:`NoStack` with the one line when none does."""
     d = _Decider(matrix, statements, host, platform)
     framework = d.framework()
+    given_way: list[_GiveWay] = []
     for folder, other in sorted(d.elsewhere.items()):
         if other in BUILT:
             d.notes.append(f"{folder}/ holds a {other} implementation: envman project detect {folder} reads it alone")
@@ -477,6 +519,13 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
         try:
             candidates = _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, python_stmts)
             break
+        except _GiveWay as way:
+            # decide CUDA and Python again without it: what it outweighed comes back
+            given = [*given_way, way]
+            d.retake(FRAMEWORK, CUDA, PYTHON)
+            for w in given:
+                d.set_aside_for_release(w.statement, version_stmts, w.about, w.why)
+            given_way = given
         except NoStack:
             # a release a README named, that the pins' CUDA or Python cannot have, gives way to the pins
             advice = [s for s in version_stmts if not s.hard and (s.fact.companion or _is_exact(s.fact.spec))]
@@ -570,6 +619,16 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         if not hard:
             break
         s = hard[0]
+        major = _same_major(s, [b for v in versions for b in rows_of(v)])
+        if major is not None:
+            # CUDA 11 on: a build of the same major runs what the pin's minor would (minor-version compatibility)
+            sub = d.substitute(s, replace(s, fact=replace(s.fact, version=major)), True,
+                               f"{framework} has no {s.fact.means()} build the pins allow: a CUDA {major}.x build runs "
+                               f"the same code (CUDA's minor-version compatibility)")
+            cuda_stmts = [sub if c is s else c for c in cuda_stmts]
+            continue
+        if d.gives_way(s, version_stmts):
+            raise _GiveWay(s, "CUDA", f"gives way to the release pin: no {framework} build it allows has {s.fact.means()}")
         if s.hard:
             v0 = versions[0] if versions else None
             rows = rows_of(v0) if v0 is not None else []
@@ -598,18 +657,37 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
             else:
                 py = None
             out.append(_Candidate(b, py, (vi, not b.default)))
+    steer = [c for c in cuda_stmts if c.weight >= STRENGTH[COMMAND]]
+    if steer and not exact_release:
+        # no release named: the CUDA an install command or a pin states chooses among releases too
+        # (the newest release that has it), where a sentence only chooses among one release's builds
+        out.sort(key=lambda c: not _fits_all(steer, c.build))
     if not out and specs:
         soft = [s for s, _ in specs if not s.hard]
         if soft:
             for s in soft:
                 d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has wheels for {s.fact.means()}")
             return _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, [s for s, _ in specs if s.hard])
+        weaker = [s for s, _ in specs if d.gives_way(s, version_stmts)]
+        if weaker:  # a base image's Python gives way to the release a requirements file pins
+            raise _GiveWay(weaker[-1], "Python", f"gives way to the release pin: no {framework} build it allows has "
+                                                 f"wheels for {weaker[-1].fact.means()}")
         s = specs[0][0]
         first = next((b for v in versions for b in cuda_fit(rows_of(v), cuda_stmts)), None)
         have_text = f"{first.name} has wheels for Python {', '.join(str(p) for p in first.python)} only" if first else "no build fits"
         raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {have_text}",
                       "relax the Python pin, or give another stack with --stack")
     return out
+
+
+def _same_major(s: Statement, rows: Sequence["FrameworkBuild"]) -> str | None:
+    """The major of an exact CUDA 11-or-later minor (``11.1``) that some of ``rows`` build for at
+    another minor, else ``None``."""
+    v = s.fact.version
+    if not v or s.fact.spec == ">=" or "." not in v or not v.split(".")[0].isdigit():
+        return None
+    major = int(v.split(".")[0])
+    return str(major) if major >= 11 and any(b.cuda is not None and b.cuda.major == major for b in rows) else None
 
 
 def _fits_all(stmts: Sequence[Statement], b: "FrameworkBuild") -> bool:

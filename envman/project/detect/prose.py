@@ -163,6 +163,10 @@ _IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?
                        r"tensorflow/tensorflow)):[A-Za-z0-9][A-Za-z0-9._-]{0,80})")
 
 
+#: A Markdown or reStructuredText list item's marker: ``- ``, ``* ``, ``+ ``, ``1. ``, ``2) ``.
+_LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
+
+
 def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statement]:
     """The statements of a README-like file (Markdown or reStructuredText or plain text)."""
     text = repo.read(rel, limit=PROSE_LIMIT)
@@ -175,7 +179,10 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
         if stripped.startswith(("```", "~~~")):
             in_code = not in_code
             continue
-        code = in_code or line.startswith(("    ", "\t")) or stripped.startswith(("$ ", "> pip", ">>> "))
+        item = _LIST_ITEM_RE.match(stripped)
+        if item and line.startswith(("    ", "\t")):
+            stripped = stripped[item.end():]  # an item of a nested Markdown list is text, not an indented code block
+        code = in_code or (not item and line.startswith(("    ", "\t"))) or stripped.startswith(("$ ", "> pip", ">>> "))
         inline = re.findall(r"`([^`]{3,300})`", line)
         commands = [stripped.lstrip("$> ")] if code else [c for c in inline if re.search(r"\b(pip|conda|mamba)\b", c)]
         found_command = False

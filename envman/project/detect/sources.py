@@ -109,15 +109,23 @@ def relative_path(base: str, target: str) -> str | None:
     return None if joined.startswith("..") or joined == "." else joined
 
 
-def line_numbers(text: str) -> Callable[[str], int]:
+#: ``name =`` or ``"name" =`` at a line's start: a TOML key (Poetry, Pipfile, pyproject tables).
+_KEY_RE = re.compile(r"""["']?([A-Za-z0-9_.-]+)["']?\s*=(?!=)""")
+
+
+def line_numbers(text: str) -> Callable[..., int]:
     """A function from a logical line (or an entry of a manifest) to the 1-based number of the
     first physical line that starts with its first 40 (30, 20, 10) characters, else the first line
     whose first word is its first word (0 when none): built once, each answer a lookup, so a file
     of many lines costs time linear in its size."""
     starts: dict[str, int] = {}
     heads: dict[str, int] = {}
+    keys: dict[str, int] = {}
     for i, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
+        key = _KEY_RE.match(stripped)
+        if key:
+            keys.setdefault(key.group(1).lower(), i)
         for n in (40, 30, 20, 10):
             if len(stripped) >= n:
                 starts.setdefault(stripped[:n], i)
@@ -131,8 +139,11 @@ def line_numbers(text: str) -> Callable[[str], int]:
     lines = text.splitlines()
     searches = [200]  # entries found only inside a line (``export = pkg==1``) are looked for this many times
 
-    def number(part: str) -> int:
+    def number(part: str, *, key: bool = False) -> int:
+        """``key=True``: ``part`` is a TOML key (``tensorflow``, not ``tensorflow-io``)."""
         probe = part.strip()
+        if key and probe.lower() in keys:
+            return keys[probe.lower()]
         for n in (40, 30, 20, 10):
             if len(probe) >= n and probe[:n] in starts:
                 return starts[probe[:n]]
@@ -140,11 +151,15 @@ def line_numbers(text: str) -> Callable[[str], int]:
             return starts[probe]
         words = probe.split(maxsplit=1)
         head = words[0] if words else ""
-        found = heads.get(head) or heads.get(head.split("=")[0].strip("'\"[]-,"))
-        if found or not probe or searches[0] <= 0:
+        found = heads.get(head)
+        if found or not probe:
             return found or 0
-        searches[0] -= 1
-        return next((i for i, line in enumerate(lines, 1) if probe[:40] in line), 0)
+        if searches[0] > 0:  # the line that holds the entry itself, before one that only starts alike
+            searches[0] -= 1
+            inside = next((i for i, line in enumerate(lines, 1) if probe[:40] in line), 0)
+            if inside:
+                return inside
+        return heads.get(head.split("=")[0].strip("'\"[]-,")) or 0
 
     return number
 
@@ -404,7 +419,7 @@ def read_setup_cfg(repo: Repository, rel: str) -> list[Statement]:
                 out += statements(rel, number(line), line, "setup.cfg", requirement_facts(line.split("#")[0]))
         py = cfg.get("options", "python_requires", fallback="").strip()
         if py:
-            out += statements(rel, number("python_requires"), f"python_requires = {py}", "setup.cfg", [Fact(PYTHON, spec=_python_spec(py))])
+            out += statements(rel, number("python_requires", key=True), f"python_requires = {py}", "setup.cfg", [Fact(PYTHON, spec=_python_spec(py))])
     if cfg.has_section("options.extras_require"):
         for _, value in cfg.items("options.extras_require"):
             for line in value.splitlines():
@@ -471,7 +486,7 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
                 out += statements(rel, number(req), req, "pyproject", requirement_facts(req), RANGE)
     py = project.get("requires-python")
     if isinstance(py, str):
-        out += statements(rel, number("requires-python"), f"requires-python = {py!r}", "pyproject", [Fact(PYTHON, spec=_python_spec(py))])
+        out += statements(rel, number("requires-python", key=True), f"requires-python = {py!r}", "pyproject", [Fact(PYTHON, spec=_python_spec(py))])
     tool: dict[str, Any] = doc["tool"] if isinstance(doc.get("tool"), dict) else {}
     poetry: dict[str, Any] = tool["poetry"] if isinstance(tool.get("poetry"), dict) else {}
     tables = [poetry.get("dependencies")]
@@ -490,10 +505,10 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
                 shown = f"{name} = {entry!r}"
                 if name.lower() == "python":
                     if spec:
-                        out += statements(rel, number(f"python"), shown, "pyproject", [Fact(PYTHON, spec=spec)])
+                        out += statements(rel, number("python", key=True), shown, "pyproject", [Fact(PYTHON, spec=spec)])
                     continue
                 extras_ = set(entry.get("extras", [])) if isinstance(entry, dict) and isinstance(entry.get("extras"), list) else set()
-                out += statements(rel, number(name), shown, "pyproject", named_facts(name, spec, {str(e) for e in extras_}))
+                out += statements(rel, number(name, key=True), shown, "pyproject", named_facts(name, spec, {str(e) for e in extras_}))
     for src in _sources(tool):
         found = cuda_of_index(src)
         if found is not None:
@@ -534,13 +549,13 @@ def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
         for name, value in table.items():
             spec = value if isinstance(value, str) else value.get("version", "") if isinstance(value, dict) else ""
             spec = "" if not isinstance(spec, str) or spec == "*" else spec
-            out += statements(rel, number(name), f"{name} = {value!r}", "Pipfile",
+            out += statements(rel, number(name, key=True), f"{name} = {value!r}", "Pipfile",
                               named_facts(name, spec), None if section == "packages" else RANGE)
     requires = doc.get("requires")
     if isinstance(requires, dict):
         for key in ("python_version", "python_full_version"):
             if isinstance(requires.get(key), str):
-                out += statements(rel, number(key), f"{key} = {requires[key]!r}", "Pipfile",
+                out += statements(rel, number(key, key=True), f"{key} = {requires[key]!r}", "Pipfile",
                                   [Fact(PYTHON, spec=_python_spec(requires[key]))])
     for src in doc.get("source", []) if isinstance(doc.get("source"), list) else []:
         if isinstance(src, dict) and isinstance(src.get("url"), str) and (found := cuda_of_index(src["url"])) is not None:

@@ -292,3 +292,41 @@ def test_a_folder_whose_code_imports_two_frameworks_speaks_for_the_repository(fo
     d = found(files)
     assert aside(d)["tf/requirements.txt:1"].startswith("tensorflow serves a tool here: the framework is torch")
     assert d.decision.notes == ()
+
+
+def test_a_cuda_11_minor_no_build_has_takes_a_build_of_its_major(found):
+    d = found({"environment.yml": "dependencies:\n  - python=3.8\n  - pytorch=1.11.0\n  - cudatoolkit=11.1\n"})
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda.split(".")[0]) == ("1.11.0", "11") and st.cuda != "11.1"
+    assert "minor-version compatibility" in next(s.why for s in d.decision.evidence if s.where == "environment.yml:4")
+    # before CUDA 11 a minor is not interchangeable: the pin stays unmet
+    d = found({"environment.yml": "dependencies:\n  - pytorch=1.0.0\n  - cudatoolkit=10.1\n"})
+    assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
+
+
+def test_a_base_images_python_gives_way_to_the_release_a_requirements_file_pins(found):
+    d = found({"requirements.txt": "tensorflow==2.12.1\n", "Dockerfile": "FROM python:3.7\nRUN pip install -r requirements.txt\n"})
+    assert d.decision.stack.framework_version == "2.12.1" and d.decision.stack.python != "3.7"
+    assert aside(d)["Dockerfile:1"].startswith("gives way to the release pin")
+    assert [c["about"] for c in d.decision.conflicts] == ["Python"]
+    # at equal weight (one conda file pins both) the contradiction is the repository's: no stack
+    d = found({"environment.yml": "dependencies:\n  - python=3.7\n  - pip:\n    - tensorflow==2.12.1\n"})
+    assert d.decision is None
+
+
+def test_a_dockerfile_that_installs_no_framework_gives_way_to_the_one_that_names_it(found):
+    d = found({"Dockerfile.train": "FROM tensorflow/tensorflow:1.15.4-gpu-py3\n",
+               "Dockerfile.build": "FROM nvidia/cuda:10.1-cudnn7-devel-ubuntu18.04\nRUN apt-get update\n",
+               "train.py": "import tensorflow as tf\n"})
+    assert d.decision.stack.name.startswith("tensorflow-1.15.4-cuda10.0")
+    assert aside(d)["Dockerfile.build:1"].startswith("gives way to the release pin")
+
+
+def test_an_install_commands_cuda_chooses_the_release_when_none_is_named_a_sentence_does_not(found, matrix):
+    d = found({"README.md": "- `conda install -y pytorch torchvision cudatoolkit=10.0 -c pytorch`\n", "a.py": "import torch\n"})
+    st = d.decision.stack
+    newest_cu100 = max((b.version for b in matrix.builds if b.framework == "torch" and b.cuda is not None
+                        and (b.cuda.major, b.cuda.minor) == (10, 0)))
+    assert (st.cuda, Version(st.framework_version)) == ("10.0", newest_cu100)
+    d = found({"README.md": "| CUDA 10.0 | supported |\n", "a.py": "import torch\n"})
+    assert Version(d.decision.stack.framework_version) > newest_cu100

@@ -93,3 +93,12 @@ def test_words_around_an_install_command_still_speak(repo):
                            "- `pip install tensorboardX` (any version)\n"})
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(3, "torch", COMMAND), (3, "torch ==0.4.*", PROSE)]
+
+
+def test_items_of_a_nested_list_are_text_and_an_indented_block_is_code(repo):
+    r = repo({"README.md": "## Requirements\n- versions:\n    - Python 3.5.2\n    - tensorflow 1.6.0\n"
+                           "    - `conda install -y pytorch cudatoolkit=10.0 -c pytorch`\n\n"
+                           "    pip install torch==1.7.1\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(3, "Python ==3.5.2", PROSE), (4, "tensorflow ==1.6.0", PROSE), (5, "torch", COMMAND),
+                   (5, "CUDA 10.0", COMMAND), (7, "torch ==1.7.1", COMMAND)]

@@ -211,3 +211,25 @@ def test_any_conda_spec_parses_or_not_never_an_error(text):
         except InvalidSpecifier:
             pass  # an operator conda knows and PEP 440 does not: the readers drop it
     conda_facts(text)
+
+
+def test_each_entry_is_cited_at_its_own_line_not_at_one_that_starts_alike(repo):
+    r = repo({"pyproject.toml": """\
+        [project]
+        name = "x"
+        requires-python = ">=3.10"
+        dependencies = ["torch>=2.6.0", "numpy"]
+
+        [project.optional-dependencies]
+        old = [
+            "torch>=2.1",
+        ]
+
+        [tool.poetry.dependencies]
+        python-dateutil = "2.8"
+        python = ">=3.8,<3.12"
+        tensorflow-io-gcs-filesystem = "0.32.0"
+        tensorflow = "2.12.1"
+        """})
+    got = {(s.fact.means(), s.line) for s in read_pyproject(r, "pyproject.toml")}
+    assert {("torch >=2.6.0", 4), ("Python >=3.10", 3), ("Python >=3.8,<3.12", 13), ("tensorflow ==2.12.1", 15)} <= got
