@@ -8,7 +8,8 @@ import re
 from collections import Counter
 from itertools import islice
 
-from envman.project.detect.facts import IMPORTS, RANGE, UNSUPPORTED, Fact, Statement
+from envman.errors import counted
+from envman.project.detect.facts import FRAMEWORK, IMPORTS, RANGE, UNSUPPORTED, Fact, Statement
 from envman.project.detect.repo import CODE_LIMIT, MAX_CODE_FILES, Repository
 
 #: Top-level modules → the framework (or unsupported framework) they belong to.
@@ -62,6 +63,23 @@ def python2_only(text: str) -> bool:
     return False
 
 
+#: Names TensorFlow 2 no longer has at ``tf.``: ``tf.contrib`` is gone even under ``tf.compat.v1``;
+#: the others live on only there, so they count in a file that imports TensorFlow itself as ``tf``.
+_TF1_CONTRIB_RE = re.compile(r"\btf\.contrib\.")
+_TF1_RE = re.compile(r"(?<![\w.])tf\.(?:Session|placeholder|get_variable|variable_scope|global_variables_initializer|"
+                     r"train\.Saver|app\.flags|layers\.conv2d|to_float|log\b|Print)\b")
+_TF_COMPAT_RE = re.compile(r"import\s+tensorflow\.compat\.v1\s+as\s+tf\b|from\s+tensorflow\.compat\s+import\s+v1\s+as\s+tf\b")
+
+
+def tensorflow_1_only(text: str) -> bool:
+    """Whether a source file calls what only TensorFlow 1 has."""
+    if "tf." not in text:
+        return False
+    if _TF1_CONTRIB_RE.search(text):
+        return True
+    return not _TF_COMPAT_RE.search(text) and _TF1_RE.search(text) is not None
+
+
 _LUA_RE = re.compile(r"require\s*\(?\s*['\"](torch|nn|cutorch|cunn|cudnn|optim|nngraph)['\"]")
 
 
@@ -94,6 +112,7 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
     examples: dict[str, str] = {}
     py_files = [f for f in repo.files if f.endswith(".py")][:MAX_CODE_FILES]
     py2 = 0
+    tf1 = 0
     framework_files = 0
     for rel in py_files:
         text = repo.head(rel, CODE_LIMIT)
@@ -110,6 +129,9 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
             framework_files += 1
         if python2_only(text):
             py2 += 1
+        if "tensorflow" in found and tensorflow_1_only(text):
+            tf1 += 1
+            examples.setdefault("tf1", rel)
     lua = 0
     for rel in [f for f in repo.files if f.endswith(".lua")][:MAX_CODE_FILES]:
         text = repo.head(rel, CODE_LIMIT)
@@ -130,6 +152,10 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
     if prototxt and not counts:
         out.append(Statement(prototxt[0], 0, f"{len(prototxt)} Caffe model files (*.prototxt)", "imports", RANGE,
                              Fact(IMPORTS, framework="caffe", count=len(prototxt))))
+    if tf1 and tf1 * 3 >= counts["tensorflow"]:
+        out.append(Statement(examples["tf1"], 0, f"{counted(tf1, 'file')} call TensorFlow 1 APIs (tf.contrib, tf.Session, "
+                             f"tf.placeholder; e.g. {examples['tf1']})", "imports", RANGE,
+                             Fact(FRAMEWORK, framework="tensorflow", spec="<2")))
     checked = max(framework_files, 1) if framework_files else len(py_files)
     if py2 and py2 * 2 >= checked and py2 >= min(3, len(py_files)):
         out.append(Statement("*.py", 0, f"{py2} of {len(py_files)} Python files use Python 2 syntax (print statements, "

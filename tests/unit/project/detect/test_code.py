@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from envman.project.detect.code import read_code
+import pytest
+
+from envman.project.detect.code import read_code, tensorflow_1_only
 
 
 def test_imports_are_counted_per_file(repo):
@@ -44,3 +46,26 @@ def test_a_long_file_is_read_in_part_never_skipped_and_a_link_out_is_not_read(re
     (r.root / "link.py").symlink_to(outside)
     r = type(r).scan(r.root)
     assert {s.fact.framework: s.fact.count for s in read_code(r)} == {"torch": 2}
+
+
+@pytest.mark.parametrize("text, tf1", [
+    ("import tensorflow as tf\nx = tf.placeholder(tf.float32)\n", True),
+    ("import tensorflow as tf\nwith tf.Session() as s:\n    pass\n", True),
+    ("import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(3)\n", True),
+    ("import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()\nx = tf.placeholder(tf.float32)\n", False),
+    ("import tensorflow.compat.v1 as tf\ncell = tf.contrib.rnn.LSTMCell(3)\n", True),  # gone even there
+    ("import tensorflow as tf\nwith tf.compat.v1.Session() as s:\n    pass\n", False),
+    ("import tensorflow as tf\nmodel = tf.keras.Sequential()\n", False),
+    ("import tensorflow as tf\nmy_tf.Session = 1\n", False),
+])
+def test_tensorflow_1_apis(text, tf1):
+    assert tensorflow_1_only(text) is tf1
+
+
+def test_code_that_mostly_calls_tensorflow_1_apis_caps_the_release_below_2(repo):
+    tf1 = "import tensorflow as tf\nx = tf.placeholder(tf.float32)\n"
+    tf2 = "import tensorflow as tf\nm = tf.keras.Sequential()\n"
+    r = repo({"a.py": tf1, "b.py": tf2, "c.py": tf2})  # one in three: the cap
+    assert [s.fact.means() for s in read_code(r) if s.fact.kind == "framework"] == ["tensorflow <2"]
+    r = repo({"a.py": tf1, "b.py": tf2, "c.py": tf2, "d.py": tf2})  # one in four: a leftover, no cap
+    assert [s for s in read_code(r) if s.fact.kind == "framework"] == []

@@ -330,3 +330,13 @@ def test_an_install_commands_cuda_chooses_the_release_when_none_is_named_a_sente
     assert (st.cuda, Version(st.framework_version)) == ("10.0", newest_cu100)
     d = found({"README.md": "| CUDA 10.0 | supported |\n", "a.py": "import torch\n"})
     assert Version(d.decision.stack.framework_version) > newest_cu100
+
+
+def test_tensorflow_1_code_with_an_open_floor_gets_the_last_tensorflow_1(found, matrix):
+    d = found({"requirements.txt": "tensorflow-gpu>=1.6.0\n",
+               "model.py": "import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(3)\n"})
+    last_1 = max(b.version for b in matrix.builds if b.framework == "tensorflow" and b.version.major == 1)
+    assert Version(d.decision.stack.framework_version) == last_1
+    # a pin of TensorFlow 2 beats what the code suggests: the pin is kept, the cap listed as a conflict
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "model.py": "import tensorflow as tf\ntf.Session()\n"})
+    assert d.decision.stack.framework_version == "2.4.1" and "model.py" in aside(d)
