@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["Detection", "NoStack", "detect", "gather"]
 
 #: File names each reader takes (lower-cased paths, at most two folders down unless said).
-_REQUIREMENTS = r"(?:[^/]+/)?(?:[^/]*requirements[^/]*|reqs?)\.(?:txt|in)|requirements/[^/]+\.txt"
+_REQUIREMENTS = r"(?:[^/]+/){0,2}(?:[^/]*requirements[^/]*|reqs?)\.(?:txt|in)|(?:[^/]+/)?requirements/[^/]+\.txt"
 _CONDA = r"(?:[^/]+/)?[^/]*(?:environment|env|conda)[^/]*\.ya?ml|(?:envs?|conda|environments?)/[^/]+\.ya?ml"
-_DOCKER = r"(?:[^/]+/)?(?:dockerfile[^/]*|[^/]+\.dockerfile)|\.devcontainer/dockerfile[^/]*"
+_DOCKER = r"(?:[^/]+/){0,2}(?:dockerfile[^/]*|[^/]+\.dockerfile)|\.devcontainer/dockerfile[^/]*"
 _PROSE = (r"(?:[^/]+/)?(?:(?:readme|install|installation|getting_started|get_started)[^/]*\.(?:md|rst|txt|markdown)|readme|install)"
           r"|docs?/[^/]*(?:install|requirement|get_?started|getting_?started|setup|environment)[^/]*\.(?:md|rst|txt)")
 

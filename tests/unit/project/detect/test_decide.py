@@ -340,3 +340,10 @@ def test_tensorflow_1_code_with_an_open_floor_gets_the_last_tensorflow_1(found, 
     # a pin of TensorFlow 2 beats what the code suggests: the pin is kept, the cap listed as a conflict
     d = found({"requirements.txt": "tensorflow==2.4.1\n", "model.py": "import tensorflow as tf\ntf.Session()\n"})
     assert d.decision.stack.framework_version == "2.4.1" and "model.py" in aside(d)
+
+
+def test_pins_two_folders_down_are_read_vendored_code_is_not(found):
+    d = found({"src/python/requirements.txt": "torch>=1.11.0,<2\n", "src/python/train.py": "import torch\n",
+               "third_party/lib/requirements.txt": "torch==2.4.0\n"})
+    assert d.decision.stack.framework_version.startswith("1.")
+    assert "third_party/lib/requirements.txt:1" not in {s.where for s in d.decision.evidence}
