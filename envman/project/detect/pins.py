@@ -10,6 +10,7 @@ part of a conda file, ``pip install`` in a Dockerfile or a README).
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote, urlsplit
 from typing import Iterator
 
 from packaging.markers import Marker
@@ -18,7 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envman.project.detect.facts import CUDA, FRAMEWORK, UNSUPPORTED, Fact
+from envman.project.detect.facts import CUDA, FRAMEWORK, PYTHON, UNSUPPORTED, Fact
 
 #: Distribution names of the frameworks → (framework, which build: True GPU, False CPU, None either).
 FRAMEWORK_DISTS: dict[str, tuple[str, bool | None]] = {
@@ -144,16 +145,46 @@ def _wheel_version(url: str, name: str) -> tuple[str | None, str | None]:
     return version, local or None
 
 
+def wheel_facts(text: str) -> Iterator[Fact]:
+    """The facts of a wheel named by its file or address (``.../whl/cu90/torch-1.0.0-cp35-cp35m-
+    linux_x86_64.whl``): the release and the local version's CUDA as a pin of it, the folder's CUDA
+    (``cu90``), and the Python of a ``cpXY`` tag."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    path = unquote(urlsplit(text.strip()).path) if "://" in text else unquote(text.strip())
+    try:
+        name, version, _build, tags = parse_wheel_filename(path.rsplit("/", 1)[-1])
+    except (InvalidWheelFilename, ValueError):
+        return
+    facts = list(_facts(str(name), SpecifierSet(f"=={version}"), None, set()))
+    if not facts:
+        return
+    yield from facts
+    if version.local is None and (found := cuda_of_index(path.rsplit("/", 1)[0])) is not None:
+        yield Fact(CUDA, version=found[0] if found[1] else None)
+    pythons = {t.interpreter for t in tags if re.fullmatch(r"cp3[0-9]{1,2}", t.interpreter)}
+    if len(pythons) == 1:
+        minor = pythons.pop()[3:]
+        yield Fact(PYTHON, spec=f"==3.{minor}.*")
+
+
 def requirement_facts(text: str) -> Iterator[Fact]:
     """The facts one PEP 508 requirement states (nothing for one that names no framework)."""
     if len(text) > 4096 or re.search(r"[0-9]{13}", text):
         return  # no version of any package has a part of 13 digits: such a line says nothing
+    bare = text.split("#", 1)[0].split(";", 1)[0].strip()
+    if bare.lower().endswith(".whl") and "@" not in bare.split("://", 1)[0]:
+        yield from wheel_facts(bare)
+        return
     try:
         req = Requirement(text.strip())
     except InvalidRequirement:
         return
     if req.marker is not None and not applies_on_linux(req.marker):
         return  # a line for another platform (``; sys_platform == 'darwin'``) says nothing of a Linux stack
+    if req.url and urlsplit(req.url).path.lower().endswith(".whl"):
+        yield from wheel_facts(req.url)  # ``torch @ https://…/torch-1.9.0+cu111-cp38-…whl``
+        return
     yield from _facts(req.name, req.specifier, req.url, set(req.extras))
 
 

@@ -31,14 +31,20 @@ _VERSION = r"v?([0-9]{1,4}\.x|[0-9]{1,4}(?:\.[0-9]{1,6}){0,2})(?![0-9A-Za-z])"
 _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
     r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
-    r"(?: ?\(? ?(?:version|ver\.?|v) ?)?[ :,|]{0,6}" + _OP + r" ?" + _VERSION
+    r"(?: ?\(? ?(?:version|ver\.?|v) ?)?[ :,|(]{0,6}" + _OP + r" ?" + _VERSION
     + r"( ?\(? ?(?:\+(?![A-Za-z0-9])|or (?:higher|later|newer|above|greater)|and (?:above|higher|later|newer)|or (?:lower|earlier|below|older)"
-      r"|and (?:below|lower|earlier|older)))?",
+      r"|and (?:below|lower|earlier|older)|及?以上|及?以下))?",
     re.IGNORECASE,
 )
 _FLOOR_BEFORE = re.compile(r"(at\s+least|minimum|newer\s+than|later\s+than|higher\s+than|above)\s*$", re.IGNORECASE)
 _CEIL_BEFORE = re.compile(r"(at\s+most|up\s+to|older\s+than|lower\s+than|below|before)\s*$", re.IGNORECASE)
-_NOT_BEFORE = re.compile(r"(not|n't|never|no\s+longer|incompatible|fails?|breaks?)\b[^.;]{0,60}$", re.IGNORECASE)
+_NOT_BEFORE = re.compile(r"(not|n't|never|no\s+longer|incompatible|fails?|breaks?|deprecat\w*|dropp\w*|removing)\b[^.;]{0,60}$",
+                         re.IGNORECASE)
+#: A release spoken of as elsewhere or to come, not as this code's: "we hope to support TensorFlow
+#: 2.0", "for TensorFlow 2.0 support, please use the tf2 branch".
+_ELSEWHERE_BEFORE = re.compile(r"\b(?:hope|plan|plans|planning|intend|going|aim)\s+to\s+(?:support|add|port|move)\b[^.;]{0,40}$"
+                               r"|\b(?:will|soon)\s+(?:support|add)\b[^.;]{0,40}$", re.IGNORECASE)
+_ELSEWHERE_AFTER = re.compile(r"[^.;]{0,40}\b(?:branch|fork)\b", re.IGNORECASE)
 _NOT_AFTER = re.compile(r"[^.;]{0,30}\b(no\s+longer|not|n't|deprecated|dropped|unsupported|removed)\b", re.IGNORECASE)
 #: Names of frameworks no stack serves, in prose.
 _UNSUPPORTED_RE = re.compile(
@@ -56,15 +62,15 @@ def _spec(op: str | None, version: str, suffix: str | None, before: str) -> str:
     else:
         wild = version.count(".") < 2
     suffix = (suffix or "").lower()
-    floor_words = any(w in suffix for w in ("+", "higher", "later", "newer", "above", "greater"))
+    floor_words = any(w in suffix for w in ("+", "higher", "later", "newer", "above", "greater", "以上"))
     if _NOT_BEFORE.search(before):
         if floor_words:  # "does not work with PyTorch 1.5 or later": below it
             return f"<{version}"
         return f"!={version}.*" if wild else f"!={version}"
-    if op in (">=", "=>", "≥", ">", "^") or "+" in suffix or any(w in suffix for w in ("higher", "later", "newer", "above", "greater")) \
+    if op in (">=", "=>", "≥", ">", "^") or floor_words \
             or _FLOOR_BEFORE.search(before):
         return f">={version}"
-    if op in ("<=", "=<", "≤") or any(w in suffix for w in ("lower", "earlier", "below", "older")):
+    if op in ("<=", "=<", "≤") or any(w in suffix for w in ("lower", "earlier", "below", "older", "以下")):
         return f"<={version}" if not wild else f"<{_next(version)}"
     if op == "<" or _CEIL_BEFORE.search(before):
         return f"<{version}"
@@ -111,6 +117,8 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
                     or (kind == "torch" and word.lower() == "torch"))
         before = line[max(0, m.start() - 80): m.start()]
         phrase = m.group(0).strip()
+        if _ELSEWHERE_BEFORE.search(before) or (_ELSEWHERE_AFTER.match(line, m.end()) and re.search(r"\bfor\s*$", before, re.I)):
+            continue
         upto = _RANGE_RE.match(line[m.end():]) if not op and not suffix else None
         if upto and what in ("python", "torch", "tensorflow", "jax", "onnxruntime"):
             high = upto.group(1)
@@ -140,7 +148,12 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
                 continue  # "PyTorch 2" alone is too loose to be a version ("pytorch 2 times faster")
             gpu = True if word.lower().endswith("-gpu") else None
             local = re.match(r"\+(cu[0-9]{2,3}|cpu)\b", line[m.end():])
-            out.append((phrase, Fact(FRAMEWORK, framework=what, spec=_spec(op, version, suffix, before), gpu=gpu)))
+            spec = _spec(op, version, suffix, before)
+            denied = _NOT_AFTER.match(line, m.end(), m.end() + 60)
+            if not op and not suffix and spec.startswith("==") and denied \
+                    and not re.search(r"[0-9]", denied.group(0) + re.split(r"[.;]", line[denied.end():], maxsplit=1)[0]):
+                spec = "!" + spec[1:]  # "support for PyTorch 1.4 was dropped", not "1.4 (does not support 1.5)"
+            out.append((phrase, Fact(FRAMEWORK, framework=what, spec=spec, gpu=gpu)))
             if local and what == "torch":
                 out.append((phrase + local.group(0), Fact(CUDA, version=cuda_of_tag(local.group(1)))))
     tested = _TESTED_RE.search(line)

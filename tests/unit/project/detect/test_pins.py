@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envman.project.detect.facts import CUDA, FRAMEWORK, UNSUPPORTED, Fact
+from envman.project.detect.facts import CUDA, FRAMEWORK, PYTHON, UNSUPPORTED, Fact
 from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, public_spec, requirement_facts
 
 
@@ -68,7 +68,7 @@ def facts(text):
     ("Theano==1.0.4", [Fact(UNSUPPORTED, framework="theano")]),
     ("Lasagne", [Fact(UNSUPPORTED, framework="theano")]),
     ("torch @ https://download.pytorch.org/whl/cu111/torch-1.9.0%2Bcu111-cp38-cp38-linux_x86_64.whl",
-     [Fact(CUDA, version="11.1"), Fact(FRAMEWORK, framework="torch", spec="==1.9.0", gpu=True)]),
+     [Fact(CUDA, version="11.1"), Fact(FRAMEWORK, framework="torch", spec="==1.9.0", gpu=True), Fact(PYTHON, spec="==3.8.*")]),
     ("numpy==1.19.5", []),
     ("tensorboard==2.4.0", []),
     ("not a requirement ===", []),
@@ -133,3 +133,18 @@ def test_a_prerelease_pin_stands_for_its_release(text, spec):
 ])
 def test_markers_are_evaluated_for_a_linux_stack(text, facts_):
     assert len([f for f in requirement_facts(text) if f.kind == FRAMEWORK]) == facts_
+
+
+@pytest.mark.parametrize("word, want", [
+    ("https://download.pytorch.org/whl/cu90/torch-1.0.0-cp35-cp35m-linux_x86_64.whl",
+     ["torch ==1.0.0", "CUDA 9.0", "Python ==3.5.*"]),
+    ("https://download.pytorch.org/whl/cu101/torch-1.4.0%2Bcu101-cp37-cp37m-linux_x86_64.whl",
+     ["CUDA 10.1", "torch ==1.4.0 (GPU build)", "Python ==3.7.*"]),
+    ("torch-1.7.1+cu110-cp38-cp38-linux_x86_64.whl", ["CUDA 11.0", "torch ==1.7.1 (GPU build)", "Python ==3.8.*"]),
+    ("https://download.pytorch.org/whl/cpu/torch-1.4.0-cp36-cp36m-linux_x86_64.whl", ["torch ==1.4.0", "no CUDA (a CPU build)", "Python ==3.6.*"]),
+    ("https://example.com/einops-0.3.0-py3-none-any.whl", []),
+    ("./torch-1.0-bad.whl", []),
+    ("torch.whl", []),
+])
+def test_a_wheel_named_by_file_or_address_states_its_release_cuda_and_python(word, want):
+    assert [f.means() for f in requirement_facts(word)] == want

@@ -102,3 +102,20 @@ def test_items_of_a_nested_list_are_text_and_an_indented_block_is_code(repo):
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(3, "Python ==3.5.2", PROSE), (4, "tensorflow ==1.6.0", PROSE), (5, "torch", COMMAND),
                    (5, "CUDA 10.0", COMMAND), (7, "torch ==1.7.1", COMMAND)]
+
+
+@pytest.mark.parametrize("line, want", [
+    ("- PyTorch ( == 0.4.1, for <= 0.4.0 see branch [python36-PyTorch0.4](url))", ["torch ==0.4.1"]),
+    ("Python 3.7 以上", ["Python >=3.7"]),
+    ("PyTorch 1.8 及以上", ["torch >=1.8"]),
+    ("TensorFlow 1.15 以下", ["tensorflow <1.16"]),
+    ("We hope to support TensorFlow 2.0 soon.", []),
+    ("we will support JAX 0.4.x", []),
+    ("For Tensorflow 2.0 support, please use the tf2 branch", []),
+    ("Python 3.8 (for TensorFlow 1.15 use the tf1 branch)", ["Python ==3.8.*"]),
+    ("Deprecating Python 3.10 support", ["Python !=3.10.*"]),
+    ("Support for PyTorch 1.4 was dropped", ["torch !=1.4.*"]),
+    ("PyTorch 1.4 is not supported", ["torch !=1.4.*"]),
+])
+def test_releases_spoken_of_as_elsewhere_or_to_come_and_other_spellings(line, want):
+    assert [f.means() for _, f in sentence_facts(line)] == want
