@@ -33,6 +33,7 @@ import difflib
 import os
 import re
 import shlex
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +331,46 @@ def shown_paths(real: str, box: Sandbox, options: dict[str, str]) -> str:
     if options.get("home") == "~":
         real = real.replace(str(box.home), "~")
     return real.replace(str(box.root), options.get("as", "/tmp/doc"))
+
+
+# --- running a block ----------------------------------------------------------------------------
+
+NOGPU_NOTE = "NVML: NVML Shared Library Not Found; nvidia-smi: not installed"
+
+
+def run_block(block: Block, monkeypatch, *, engine: bool, timeout: float = 120,
+              prepare: Callable[[Sandbox], None] | None = None) -> list[str]:
+    """Each step of the block run in a fresh sandbox; the problems found, one line each (a diff).
+
+    The host is one without a GPU, as the docs show it (``monkeypatch`` replaces the host check in
+    this process; the child forked for each command inherits it). ``engine=False``: DOCKER_HOST
+    names a socket nobody serves, so a command that needs an engine fails rather than use one.
+    ``prepare(sandbox)`` runs once before the first command (a CA bundle behind a TLS proxy).
+    The sandbox is a short path under /tmp: tables wrap by the width of the real paths in them,
+    and the docs' paths (``/tmp/st-demo``) are as short."""
+    from tests.support.cli import run_envman
+    from envman import host
+
+    monkeypatch.setattr(host, "detect", lambda **kw: host.HostFacts(host.NONE, note=NOGPU_NOTE))
+    with tempfile.TemporaryDirectory(prefix="ed", dir="/tmp") as short:
+        box = make_sandbox(Path(short), dict(os.environ))
+        if not engine:
+            box.env["DOCKER_HOST"] = f"unix://{short}/no-engine.sock"
+        if prepare is not None:
+            prepare(box)
+        problems = []
+        for n, step in enumerate(block.steps):
+            if "setup" in block.options:
+                SETUPS[block.options["setup"]](box, n)
+            cmd = parse_line(step.line, str(box.home))
+            cwd = box.cwd if cmd.cd is None else box.cwd / cmd.cd
+            result = run_envman(cmd.args, env={**box.env, **cmd.env}, cwd=cwd, merge_stderr=True, timeout=timeout)
+            real = shown_paths(apply_filters(result.stdout, cmd.filters), box, block.options)
+            if not matches(step.shown, real):
+                problems.append(f"{block.where}: $ {step.line}: the output differs\n{diff(step.shown, real)}")
+            if not expected_exit(step)(result.returncode):
+                problems.append(f"{block.where}: $ {step.line}: exit {result.returncode}")
+        return problems
 
 
 # --- setups: the files a block's commands read, written before command N ------------------------

@@ -3,8 +3,6 @@ the docs show (the grammar, markers and normalisations: ``tests/support/doc_cons
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,43 +12,15 @@ from tests.support.cli import run_envman
 
 BLOCKS = dc.all_blocks()
 UNIT = [b for b in BLOCKS if b.check == "unit"]
-NOGPU_NOTE = "NVML: NVML Shared Library Not Found; nvidia-smi: not installed"
 
 
-def run_block(block: dc.Block, tmp: Path, monkeypatch) -> list[str]:
-    """Each step of the block run in a fresh sandbox; the problems found, one line each (a diff).
-
-    The sandbox is a short path under /tmp (``tmp`` is only its parent's witness): tables wrap by
-    the width of the real paths in them, and the docs' paths (``/tmp/st-demo``) are as short."""
-    with tempfile.TemporaryDirectory(prefix="ed", dir="/tmp") as short:
-        return _run_block(block, Path(short), monkeypatch)
-
-
-def _run_block(block: dc.Block, tmp: Path, monkeypatch) -> list[str]:
-    from envman import host
-
-    # the docs show a host without a GPU; the child forked for each command inherits this
-    monkeypatch.setattr(host, "detect", lambda **kw: host.HostFacts(host.NONE, note=NOGPU_NOTE))
-    box = dc.make_sandbox(tmp, dict(os.environ))
-    box.env["DOCKER_HOST"] = f"unix://{tmp}/no-engine.sock"  # never the machine's engine
-    problems = []
-    for n, step in enumerate(block.steps):
-        if "setup" in block.options:
-            dc.SETUPS[block.options["setup"]](box, n)
-        cmd = dc.parse_line(step.line, str(box.home))
-        cwd = box.cwd if cmd.cd is None else box.cwd / cmd.cd
-        result = run_envman(cmd.args, env={**box.env, **cmd.env}, cwd=cwd, merge_stderr=True, timeout=120)
-        real = dc.shown_paths(dc.apply_filters(result.stdout, cmd.filters), box, block.options)
-        if not dc.matches(step.shown, real):
-            problems.append(f"{block.where}: $ {step.line}: the output differs\n{dc.diff(step.shown, real)}")
-        if not dc.expected_exit(step)(result.returncode):
-            problems.append(f"{block.where}: $ {step.line}: exit {result.returncode}")
-    return problems
+def run_block(block: dc.Block, monkeypatch) -> list[str]:
+    return dc.run_block(block, monkeypatch, engine=False)
 
 
 @pytest.mark.parametrize("block", UNIT, ids=[b.where for b in UNIT])
-def test_a_console_block_is_what_the_command_prints_now(block, tmp_path, monkeypatch):
-    problems = run_block(block, tmp_path, monkeypatch)
+def test_a_console_block_is_what_the_command_prints_now(block, monkeypatch):
+    problems = run_block(block, monkeypatch)
     assert not problems, "\n".join(problems)
 
 
@@ -73,10 +43,10 @@ def test_a_stale_block_fails(tmp_path, monkeypatch):
     out = run_envman(["matrix", "ls", "--framework", "torch", "--cuda", "12.8"], merge_stderr=True).stdout
     last = out.splitlines()[-1]
     good = dc.Block(fresh.path, 1, "unit", steps=(dc.Step("", fresh.steps[0].line, (last,), None),))
-    assert run_block(good, tmp_path / "a", monkeypatch) == []
+    assert run_block(good, monkeypatch) == []
     stale = last.replace(last.split()[0], str(int(last.split()[0]) + 1), 1)  # one row more than there is
     bad = dc.Block(fresh.path, 1, "unit", steps=(dc.Step("", fresh.steps[0].line, (stale,), None),))
-    (problem,) = run_block(bad, tmp_path / "b", monkeypatch)
+    (problem,) = run_block(bad, monkeypatch)
     assert "the output differs" in problem and f"-{stale}" in problem and f"+{last}" in problem
 
 
@@ -85,7 +55,7 @@ def test_a_wrong_exit_status_fails(tmp_path, monkeypatch):
     shown = run_envman(line.split()[1:], merge_stderr=True).stdout.splitlines()
     for code, ok in ((2, True), (1, False)):
         block = dc.Block("page.md", 1, "unit", steps=(dc.Step("", line, tuple(shown), code),))
-        assert (run_block(block, tmp_path / str(code), monkeypatch) == []) is ok
+        assert (run_block(block, monkeypatch) == []) is ok
 
 
 def test_markers_are_read(tmp_path):
