@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("unit", "docker", "unchecked")
 PROMPT = re.compile(r"^([a-z]*)\$ (.*)$")
 MARKER = re.compile(r"^<!--\s*console:\s*(.*?)\s*-->$")
-FENCE = re.compile(r"^(```+|~~~+)")
+FENCE = re.compile(r"^( *)(```+|~~~+)")
 EXIT = re.compile(r"^\(exit (\d+)\)$")
 
 
@@ -92,10 +92,11 @@ def read_blocks(path: Path, root: Path = ROOT) -> list[Block]:
                 raise BlockError(f"{rel}:{i + 1}: a console marker must stand just before a fenced block")
             i += 1
             continue
+        indent, fence = m.groups()  # a block inside a list item is indented as the item
         end = i + 1
-        while end < len(lines) and not lines[end].startswith(m.group(1)):
+        while end < len(lines) and not lines[end].lstrip(" ").startswith(fence):
             end += 1
-        body = lines[i + 1:end]
+        body = [line[len(indent):] if line.startswith(indent) else line for line in lines[i + 1:end]]
         marker = _marker_before(lines, i)
         steps = _steps(body)
         if steps is None:
