@@ -1,4 +1,5 @@
-"""The console blocks of README.md and docs/: commands whose output the docs show, run again.
+"""The console blocks of README.md, docs/, matrices/ and examples/: commands whose output the docs
+show, run again.
 
 A *console block* is a fenced block with at least one prompt line (``$ CMD``, ``alice$ CMD``) and
 at least one line of output. The line just before its fence (blank lines between are allowed) may
@@ -75,7 +76,10 @@ class Block:
 
 
 def doc_files(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """The Markdown a user reads: the README, the docs site, and the READMEs of the matrix files
+    and the examples."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "matrices").glob("*.md")),
+            *sorted((root / "examples").rglob("*.md"))]
 
 
 def read_blocks(path: Path, root: Path = ROOT) -> list[Block]:
