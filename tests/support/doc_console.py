@@ -360,6 +360,8 @@ def run_block(block: Block, monkeypatch, *, engine: bool, timeout: float = 120,
     with tempfile.TemporaryDirectory(prefix="ed", dir="/tmp") as short:
         box = make_sandbox(Path(short), dict(os.environ))
         if not engine:
+            for name in [k for k in box.env if k.startswith("DOCKER_") or k == "CONTAINER_HOST"]:
+                del box.env[name]
             box.env["DOCKER_HOST"] = f"unix://{short}/no-engine.sock"
         if prepare is not None:
             prepare(box)
