@@ -149,6 +149,8 @@ def _parse_marker(text: str | None, where: str) -> tuple[str, str, dict[str, str
         if not eq or key not in ("setup", "as", "home") or not value:
             raise BlockError(f"{where}: console marker option {word!r}: give setup=NAME, as=PATH or home=~")
         options[key] = value
+    if options.get("home", "~") != "~":
+        raise BlockError(f"{where}: home={options['home']}: the only home the docs show is ~")
     if "setup" in options and options["setup"] not in SETUPS:
         raise BlockError(f"{where}: setup={options['setup']} is not one of tests/support/doc_console.py's SETUPS")
     return kind, "", options
@@ -157,17 +159,16 @@ def _parse_marker(text: str | None, where: str) -> tuple[str, str, dict[str, str
 def _steps(body: list[str]) -> tuple[Step, ...] | None:
     """The prompt lines and their output; ``None`` when the block shows no output of a command."""
     steps: list[Step] = []
-    prompt, line, shown = None, "", []  # type: ignore[var-annotated]
-    preamble = False
-    for text in body:
+    prompt: str | None = None
+    line = ""
+    shown: list[str] = []
+    for text in body:  # lines before the first prompt (a comment, a root prompt) are no output
         m = PROMPT.match(text)
         if m:
             if prompt is not None:
                 steps.append(_step(prompt, line, shown))
             prompt, line, shown = m.group(1), m.group(2), []
-        elif prompt is None:
-            preamble = preamble or bool(text.strip())
-        else:
+        elif prompt is not None:
             shown.append(text)
     if prompt is not None:
         steps.append(_step(prompt, line, shown))

@@ -77,6 +77,8 @@ def test_markers_are_read(tmp_path):
     ("<!-- console: skip -->", "the check is one of"),
     ("<!-- console: unit setup=nosuch -->", "is not one of"),
     ("<!-- console: unit fast -->", "option 'fast'"),
+    ("<!-- console: unit home=/home/you -->", "the only home"),
+    ("<!-- console: docker as= -->", "option 'as='"),
 ])
 def test_a_bad_marker_is_refused(tmp_path, marker, problem):
     with pytest.raises(dc.BlockError, match=problem):
