@@ -265,6 +265,7 @@ NORMALISE: tuple[tuple[str, str, str], ...] = (
     (r"[ \t]+$", "", "trailing blanks (tables pad their last column)"),
     (r"\b\d+(?:\.\d+)? s\b", "<N> s", "timings"),
     (r"\(\d+ days? old\)", "(<N> days old)", "the matrix's age on the day of the run"),
+    (r"\b(Docker|Podman) \d+\.\d+(?:\.\d+)?[^\s,;]*", r"\1 <version>", "the engine's release on the machine that runs the check"),
     (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?Z?", "<date>", "dates and times"),
     (r"\b\d\d-\d\d \d\d:\d\d:\d\d\b", "<date>", "dates and times (short form)"),
     (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{12,64}\b", "<hex>",

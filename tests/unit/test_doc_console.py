@@ -128,7 +128,9 @@ def test_a_line_outside_the_grammar_is_refused(line):
     (["at 2026-11-23T14:46:48Z"], "at 2027-01-02T03:04:05Z\n", True),
     (["3    gan  11-23 14:39:49"], "3    gan  12-01 09:00:00   \n", True),
     (["newest 2026-10-28 (29 days old)"], "newest 2026-10-28 (1 day old)\n", True),
-    (["tensorflow 2.21.0"], "tensorflow 2.22.0\n", False),  # versions are never normalised
+    (["engine  Docker 20.10.24+dfsg1, rootful"], "engine  Docker 27.3.1, rootful\n", True),
+    (["engine  Docker 20.10.24+dfsg1, rootful"], "engine  Podman 4.3.1, rootful\n", False),
+    (["tensorflow 2.21.0"], "tensorflow 2.22.0\n", False),  # a framework's version is never normalised
     (["name a.b"], "name aXb\n", False),  # the shown text is literal, not a pattern
     ([], "", True),
     ([], "x\n", False),
