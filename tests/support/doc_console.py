@@ -486,7 +486,17 @@ def _setup_newcomer(box: Sandbox, n: int) -> None:
         box.cwd = box.home / "proj"
 
 
+def _setup_standin_tour(box: Sandbox, n: int) -> None:
+    """A project ``alpha`` on the integration tests' stand-in stack, with ``sub/deep`` (the docker
+    test adds the stand-in stacks' matrix files and state)."""
+    if n == 0:
+        (box.root / "alpha" / "sub" / "deep").mkdir(parents=True)
+        (box.root / "alpha" / "envman.toml").write_text('stack = "torch-0.0.2-cuda12.8"\ngpus = "none"\n')
+        box.cwd = box.root
+
+
 SETUPS: dict[str, Callable[[Sandbox, int], None]] = {
+    "standin-tour": _setup_standin_tour,
     "mine": _setup_mine,
     "newcomer": _setup_newcomer,
     "config-errors": _setup_config_errors,
