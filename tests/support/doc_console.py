@@ -18,7 +18,8 @@ commands run in), ``home=~`` (the sandbox's HOME is shown as ``~``).
 
 Each ``$`` line is run as the docs write it, within a small grammar (no shell): ``[cd DIR &&]
 [VAR=value ...] envman ARGS [| head -N | tail -N | grep -E PATTERN ...] [# comment]``. stdout and
-stderr are read together, as a terminal shows them. A line ``(exit N)`` after the output is the
+stderr are read together, as a terminal shows them; a piped command shows its stdout through the
+filters only. A line ``(exit N)`` after the output is the
 exit status the command must have; without it, an output with a line ``envman: error: ...`` must
 exit non-zero and any other must exit 0.
 
@@ -373,7 +374,9 @@ def run_block(block: Block, monkeypatch, *, engine: bool, timeout: float = 120,
                 SETUPS[block.options["setup"]](box, n)
             cmd = parse_line(step.line, str(box.home))
             cwd = box.cwd if cmd.cd is None else box.cwd / cmd.cd
-            result = run_envman(cmd.args, env={**box.env, **cmd.env}, cwd=cwd, merge_stderr=True, timeout=timeout)
+            # a pipe takes stdout only: what it shows is stdout through the filters
+            result = run_envman(cmd.args, env={**box.env, **cmd.env}, cwd=cwd, merge_stderr=not cmd.filters,
+                                timeout=timeout)
             real = shown_paths(apply_filters(result.stdout, cmd.filters), box, block.options)
             if not matches(step.shown, real):
                 problems.append(f"{block.where}: $ {step.line}: the output differs\n{diff(step.shown, real)}")
@@ -495,7 +498,22 @@ def _setup_standin_tour(box: Sandbox, n: int) -> None:
         box.cwd = box.root
 
 
+def _setup_vision(box: Sandbox, n: int) -> None:
+    """A project asking for two GPUs, a command and a secret-looking variable, trusted by its user."""
+    from tests.support.cli import run_envman
+
+    if n == 0:
+        (box.cwd / "vision").mkdir()
+        (box.cwd / "vision" / "envman.toml").write_text(
+            'name = "vision"\nstack = "torch-2.4-cuda12.4"\ngpus = 2\ncommand = ["python", "train.py"]\n\n'
+            '[environment]\nWANDB_API_KEY = "from-the-file"\n')
+        trusted = run_envman(["project", "trust", "vision/envman.toml"], env=box.env, cwd=box.cwd)
+        if trusted.returncode != 0:
+            raise BlockError(f"setup vision: envman project trust failed: {trusted.stderr.strip()}")
+
+
 SETUPS: dict[str, Callable[[Sandbox, int], None]] = {
+    "vision": _setup_vision,
     "standin-tour": _setup_standin_tour,
     "mine": _setup_mine,
     "newcomer": _setup_newcomer,

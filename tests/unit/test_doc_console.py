@@ -149,3 +149,14 @@ def test_sandbox_paths_are_shown_as_the_docs_write_them(tmp_path):
     real = f"wrote {tmp_path}/home/proj/envman.toml; {tmp_path}/cloned\n"
     assert dc.shown_paths(real, box, {"as": "/tmp/t"}) == "wrote /tmp/t/home/proj/envman.toml; /tmp/t/cloned\n"
     assert dc.shown_paths(real, box, {"home": "~", "as": "/tmp/t"}) == "wrote ~/proj/envman.toml; /tmp/t/cloned\n"
+
+
+def test_a_pipe_shows_stdout_only(monkeypatch):
+    """``envman X | head`` on a terminal: the pipe gets stdout; stderr is not what the pipe shows."""
+    line = "envman render torch-2.6-cuda12-arm64 -o - | head -3"
+    quiet = dc.Block("page.md", 1, "unit", steps=(dc.Step("", line, (), 2),))
+    assert run_block(quiet, monkeypatch) == []
+    err = run_envman(["render", "torch-2.6-cuda12-arm64", "-o", "-"]).stderr.splitlines()
+    noisy = dc.Block("page.md", 1, "unit", steps=(dc.Step("", line, tuple(err), 2),))
+    (problem,) = run_block(noisy, monkeypatch)
+    assert "the output differs" in problem
