@@ -73,6 +73,13 @@ CLASSES = (
         "you: build on a base made from your distribution's own mirror (the rows whose wheels carry their "
         f"CUDA libraries can), or pull the image through a registry that has it; see {DOCS_NO_REGISTRY}",
         "NVIDIA's apt repository could not be reached"),
+    ErrorClass("registry", re.compile(
+        rf"(?:/v2/|registry-1\.docker\.io|resolve source metadata).*(?:{_UNREACHED}|dial tcp|no such host|i/o timeout)",
+        re.IGNORECASE),
+        "a container registry could not be reached for the base image: --registry-mirror HOST pulls it through "
+        "a registry that has it; with no registry at all, envman base make makes a base from your "
+        f"distribution's own mirror for the rows whose wheels carry their CUDA libraries; see {DOCS_NO_REGISTRY}",
+        "a container registry could not be reached"),
     ErrorClass("network", re.compile(
         r"temporary failure in name resolution|could not resolve host|name or service not known|"
         r"connection refused|network is unreachable|timed out|dial tcp|no route to host|"

@@ -147,7 +147,7 @@ def test_screenshot(chromium, page, tmp_path):
     assert _png_size(data) == (1400, 900)
     assert len(data) > 20_000  # a rendered page, not a blank one
     keep = os.environ.get("ENVMAN_KEEP_SCREENSHOT")
-    if keep:  # how docs/img/support-matrix.png was made
+    if keep:  # a copy to look at (docs/img/support-matrix.png is made by scripts/support-matrix-image.py)
         Path(keep).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, keep)
 

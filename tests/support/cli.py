@@ -33,15 +33,20 @@ ENTRY = [sys.executable, "-m", "envman"]
 
 
 def run_envman(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
-               input: str | None = None, timeout: float | None = 120) -> subprocess.CompletedProcess[str]:
+               input: str | None = None, timeout: float | None = 120,
+               merge_stderr: bool = False) -> subprocess.CompletedProcess[str]:
     """Run ``envman *args`` in a forked child; ``CompletedProcess(ENTRY + args, code, out, err)``.
 
     ``env`` replaces the environment (``None``: the test's own), ``cwd`` the working directory,
     ``input`` is the command's stdin (``None``: an empty file). ``subprocess.TimeoutExpired``
-    after ``timeout`` seconds, the child killed."""
+    after ``timeout`` seconds, the child killed. ``merge_stderr``: stderr goes where stdout goes,
+    both line-buffered, as a terminal shows them (``2>&1``); the result's stderr is then empty."""
     argv = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
     if _read_at_start(env) != _read_at_start(os.environ):  # only a new interpreter reads them
+        if merge_stderr:
+            return subprocess.run(ENTRY + argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env={**env, "PYTHONUNBUFFERED": "1"}, cwd=cwd, input=input or "", timeout=timeout)
         return subprocess.run(ENTRY + argv, capture_output=True, text=True, env=env, cwd=cwd, input=input or "",
                               timeout=timeout)
     _warm()
@@ -50,7 +55,7 @@ def run_envman(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd
         stdin.seek(0)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the test
-            _child(argv, env, cwd, (stdin, stdout, stderr))
+            _child(argv, env, cwd, (stdin, stdout, stdout if merge_stderr else stderr), line_buffered=merge_stderr)
         code = _wait(pid, timeout, argv)
         return subprocess.CompletedProcess(ENTRY + argv, code, _text(stdout), _text(stderr))
 
@@ -104,13 +109,13 @@ def _warm() -> None:
 
 
 def _child(argv: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None,
-           streams: tuple[IO[bytes], IO[bytes], IO[bytes]]) -> None:
+           streams: tuple[IO[bytes], IO[bytes], IO[bytes]], line_buffered: bool = False) -> None:
     code = 1
     try:
         for fd, stream in enumerate(streams):
             os.dup2(stream.fileno(), fd)
         sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)
-        sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False, buffering=1 if line_buffered else -1)
         sys.stderr = sys.__stderr__ = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

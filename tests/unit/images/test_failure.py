@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from envman.images.failure import CLASSES, summarize
+from envman.images.failure import CLASSES, reason_of, summarize
 
 SCRIPT = "set -eu; /opt/venv/bin/uv pip install --index-url https://pypi.corp.example/simple torch==2.4.1"
 
@@ -144,6 +144,39 @@ def test_nvidia_apt_repository_unreachable_gets_the_hint_that_helps(line):
     # the repository named without a failure is no failure of it
     ok = summarize("x", CLASSIC.format(cause="Get:1 https://developer.download.nvidia.com/x InRelease; error 139"))
     assert ok.error_class != "nvidia-apt"
+
+
+REGISTRY_LINES = [  # what BuildKit and the classic builder print when Docker Hub cannot be reached
+    'ERROR: failed to do request: Head "https://registry-1.docker.io/v2/nvidia/cuda/manifests/12.8.2-base-ubuntu24.04": '
+    "dial tcp: lookup registry-1.docker.io on 10.0.0.53:53: no such host",
+    "failed to solve with frontend dockerfile.v0: failed to create LLB definition: failed to resolve source metadata "
+    "for docker.io/nvidia/cuda:12.8.2-base-ubuntu24.04: dial tcp 1.2.3.4:443: i/o timeout",
+    'Get "https://registry-1.docker.io/v2/": net/http: request canceled while waiting for connection (Client.Timeout '
+    "exceeded while awaiting headers) timed out",
+    'Error response from daemon: Get "https://mirror.corp.example:5000/v2/": dial tcp: lookup mirror.corp.example: '
+    "no such host",
+]
+
+
+@pytest.mark.parametrize("line", REGISTRY_LINES)
+def test_a_registry_out_of_reach_points_to_the_base_made_without_one(line):
+    """The generic network hint named pip and apt options, none of which reaches a registry; a
+    machine with no registry at all has one way out (envman base make)."""
+    from envman.images.failure import DOCS_NO_REGISTRY
+
+    f = summarize("the build failed", CLASSIC.format(cause=line))
+    assert f.error_class == "registry" and DOCS_NO_REGISTRY in f.hint and "envman base make" in f.hint
+    assert reason_of("registry") == "a container registry could not be reached"
+
+
+@pytest.mark.parametrize("line", [
+    # a tag the registry does not have is no network failure
+    "failed to resolve source metadata for docker.io/nvidia/cuda:99.0-base-ubuntu24.04: docker.io/nvidia/cuda:99.0-"
+    "base-ubuntu24.04: not found",
+    "Could not resolve host: pypi.corp.example",  # an index, not a registry
+])
+def test_a_registry_answer_or_an_index_failure_is_not_a_registry_out_of_reach(line):
+    assert summarize("x", CLASSIC.format(cause=line)).error_class != "registry"
 
 
 def _slug(title: str) -> str:

@@ -123,3 +123,22 @@ def test_ci_builds_the_docs_strictly_with_a_maintained_tool():
     assert "zensical build --strict" in ci and "scripts/check-doc-links.py" in ci and "mkdocs build" not in ci
     extra = re.search(r"^docs = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S).group(1)
     assert "zensical" in extra and "mkdocs-material" not in extra
+
+
+COUNT_OF_TESTS = re.compile(r"\b\d[\d,]*\s+(?:unit |integration |docker |GPU )?tests?\b(?!/)|\btests passed\b", re.I)
+
+
+@pytest.mark.parametrize("text, stale", [
+    ("the suite has 2,141 tests", True), ("8400 unit tests", True), ("| tree | tests passed |", True),
+    ("1 test", True), ("runs the tests in 40 s", False), ("8 tests/unit/engine/test_api.py", False),
+    ("tests 3 frameworks", False),
+])
+def test_a_count_of_tests_is_found(text, stale):
+    assert bool(COUNT_OF_TESTS.search(text)) is stale
+
+
+def test_no_page_states_how_many_tests_there_are():
+    # a count written by hand is stale at the next commit; pytest --collect-only says it
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            assert not COUNT_OF_TESTS.search(line), f"{page.relative_to(ROOT)}:{n}: {line.strip()}"
