@@ -379,11 +379,26 @@ class _Decider:
             from packaging.utils import canonicalize_name
 
             name, _, version = s.fact.companion.partition("==")
-            versions = sorted({b.version for b in rows if any(
-                canonicalize_name(p.split("==")[0].split("[")[0]) == canonicalize_name(name)
-                and p.split("==", 1)[1].split("+")[0] == version.split("+")[0] for p in b.packages if "==" in p)})
-            if not versions:
+            pairs: dict[Version, set[Version]] = {}  # the companion's releases in the rows → the framework's
+            for b in rows:
+                for p in b.packages:
+                    if "==" in p and canonicalize_name(p.split("==")[0].split("[")[0]) == canonicalize_name(name):
+                        try:
+                            pairs.setdefault(Version(p.split("==", 1)[1].split("+")[0]), set()).add(b.version)
+                        except InvalidVersion:
+                            continue
+            try:
+                want = Version(version.split("+")[0])
+            except InvalidVersion:
                 return None
+            if want not in pairs:
+                # a patch release of the companion the rows do not install (torchvision 0.8.1) goes with
+                # the framework release of the nearest earlier patch of the same minor (0.8.0 → torch 1.7.0)
+                lower = [c for c in pairs if c.release[:2] == want.release[:2] and c < want]
+                if not lower:
+                    return None
+                want = max(lower)
+            versions = sorted(pairs[want])
             return (lambda v, vs=frozenset(versions): v in vs), versions
         if not s.fact.spec:
             return None

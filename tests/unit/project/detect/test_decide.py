@@ -347,3 +347,14 @@ def test_pins_two_folders_down_are_read_vendored_code_is_not(found):
                "third_party/lib/requirements.txt": "torch==2.4.0\n"})
     assert d.decision.stack.framework_version.startswith("1.")
     assert "third_party/lib/requirements.txt:1" not in {s.where for s in d.decision.evidence}
+
+
+@pytest.mark.parametrize("pin, release", [("0.8.0", "1.7.0"), ("0.8.1", "1.7.0"), ("0.8.2", "1.7.1")])
+def test_a_companion_patch_the_rows_do_not_install_goes_with_its_nearest_earlier_patch(found, pin, release):
+    d = found({"requirements.txt": f"torchvision=={pin}\n", "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == release
+
+
+def test_a_companion_minor_no_row_installs_is_set_aside_with_the_reason(found):
+    d = found({"requirements.txt": "torchvision==0.1.9\n", "a.py": "import torch\n"})
+    assert aside(d)["requirements.txt:1"] == "the matrix has no torch release that torchvision==0.1.9 fits"
