@@ -5,8 +5,9 @@ they were read from (``wheel_python_source``, ``platform_source`` or ``source``)
 A row is judged only when it installs from the configured index alone (no ``index_url``,
 ``extra_index_url`` or ``find_links``): another index's files are not read here. Only CPython
 wheels say which Pythons a package serves (a pure ``py3-none-any`` wheel says nothing beyond its
-Requires-Python, and the packages it pulls in are not read), and the row's own framework package
-must have them. A platform is added to a CPU row only: a wheel's tags do not say that an aarch64
+Requires-Python), and the row's own framework package must have them, or, for a pure-Python one
+(jax), a package its wheel pins exactly (jaxlib, its CUDA plugin: read from the wheel's
+Requires-Dist). A platform is added to a CPU row only: a wheel's tags do not say that an aarch64
 build carries CUDA (the aarch64 torch and TensorFlow wheels of many releases are CPU builds),
 so such a GPU row is reported, not changed. Edits keep the rest of the file as it is: the key
 lines of the row are replaced, or added at the end of its main table, and running it again finds
@@ -96,21 +97,70 @@ def served(files_of: Callable[[str], list[Any]], req: str, platform: str) -> set
     return {p for t in tags if platform in t.platforms or t.any_platform for p in t.pythons if Version(p) >= OLDEST_PYTHON}
 
 
-def _on(files_of: Callable[[str], list[Any]], reqs: Iterable[str], platform: str) -> tuple[set[str] | None, dict[str, set[str]]]:
+def admitted(files_of: Callable[[str], list[Any]], req: str) -> set[str]:
+    """Pythons (3.5 and newer) a pure-Python wheel of ``req``'s pinned version installs on (its
+    Requires-Python applied)."""
+    pin = _pin(req)
+    if pin is None:
+        return set()
+    try:
+        files = files_of(pin[0])
+    except NotFound:
+        return set()
+    return {p for f in files if (t := wheel_tags(f.filename, f.requires_python)) is not None and t.version == pin[1]
+            and not t.local and t.any_platform for p in t.pythons if Version(p) >= OLDEST_PYTHON}
+
+
+def pinned_by(requires_dist: Iterable[str], req: str) -> list[str]:
+    """The exact pins (``name==version``, no local version) that installing ``req`` with its extras
+    pulls in on Linux, from the Requires-Dist of its wheel. A line whose marker depends on the
+    Python version is left out (it holds for some Pythons only)."""
+    try:
+        extras = sorted(Requirement(req).extras)
+    except InvalidRequirement:
+        return []
+    out: list[str] = []
+    for line in requires_dist:
+        try:
+            dep = Requirement(line)
+        except InvalidRequirement:
+            continue
+        v = exact_version(dep.specifier)
+        if v is None or v.local:
+            continue
+        if dep.marker is not None:
+            if "python_" in str(dep.marker):
+                continue
+            envs = [{"extra": e, "platform_system": "Linux", "sys_platform": "linux", "os_name": "posix"} for e in (*extras, "")]
+            try:
+                if not any(dep.marker.evaluate(env) for env in envs):
+                    continue
+            except Exception:
+                continue
+        out.append(f"{normalize(dep.name)}=={v}")
+    return list(dict.fromkeys(out))
+
+
+def _on(files_of: Callable[[str], list[Any]], reqs: Iterable[str], platform: str,
+        pins_of: Callable[[str], list[str]] | None = None) -> tuple[set[str] | None, dict[str, set[str]]]:
     """(Pythons every package with CPython wheels serves on ``platform``, per package); None when
-    the first package (the framework's own) has no CPython wheels."""
+    neither the first package (the framework's own) nor, for a pure-Python one, a package its wheel
+    pins exactly (``pins_of``: jax pins jaxlib and its CUDA plugin) has CPython wheels."""
+    reqs = list(reqs)
+    own = [*reqs[:1], *(pins_of(reqs[0]) if pins_of is not None and reqs and served(files_of, reqs[0], platform) is None else ())]
+    own_names = {p[0] for r in own if (p := _pin(r)) is not None}
     per: dict[str, set[str]] = {}
     common: set[str] | None = None
-    for i, req in enumerate(reqs):
+    for req in [*own, *reqs[1:]]:
         pys = served(files_of, req, platform)
         if pys is None:
-            if i == 0:
-                return None, per
-            continue  # a pure-Python companion does not narrow the Pythons
+            continue  # a pure-Python package does not narrow the Pythons
         pin = _pin(req)
         assert pin is not None  # served() gave Pythons: the requirement pins a version
         per[pin[0]] = pys
         common = pys if common is None else common & pys
+    if not own_names & set(per):
+        return None, per
     return common, per
 
 
@@ -125,7 +175,8 @@ def _with(existing: Iterable[str], urls: Iterable[str], how: str) -> list[str] |
     return [*out, *(f"{u} ({how})" for u in new)] if new else None
 
 
-def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url: Callable[[str], str]) -> tuple[Gap | None, list[str]]:
+def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url: Callable[[str], str],
+            pins_of: Callable[[str], list[str]] | None = None) -> tuple[Gap | None, list[str]]:
     """The gap of one row (None when the index serves nothing it lacks) and the platforms the index
     serves for it that cannot be written (a GPU row's)."""
     listed = {str(p) for p in b.python}
@@ -136,7 +187,7 @@ def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url:
 
     def read(plat: str) -> tuple[set[str] | None, dict[str, set[str]]]:
         reqs = b.packages_for(plat)
-        common, per = _on(files_of, reqs, plat)
+        common, per = _on(files_of, reqs, plat, pins_of)
         for name in per:
             if page_url(name) not in urls:
                 urls.append(page_url(name))
@@ -161,9 +212,11 @@ def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url:
             if not pys:  # a pure-Python package: every Python
                 continue
             sets = [per[name] for per in pers if name in per]  # the platforms that install it
-            if not sets:
-                continue
-            extra = set.intersection(*sets) - set(pys)
+            if sets:
+                extra = set.intersection(*sets) - set(pys)
+            else:  # a pure-Python wheel listed by Python: the added ones its Requires-Python admits
+                req = next((r for r in b.packages if (q := _pin(r)) is not None and q[0] == name), None)
+                extra = (more & admitted(files_of, req)) - set(pys) if req is not None else set()
             if extra:
                 table[name] = _sorted([*pys, *extra])
                 added.append(f"wheel_python {name} " + ", ".join(_sorted(extra)))
@@ -175,7 +228,7 @@ def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url:
     for plat in PLATFORMS:
         if plat in b.platforms:
             continue
-        c, _ = _on(files_of, b.packages_for(plat), plat)
+        c, _ = _on(files_of, b.packages_for(plat), plat, pins_of)
         if c is None or not wanted <= c:
             continue
         if b.cuda is not None:
@@ -205,16 +258,42 @@ def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url:
     return Gap(b.framework, str(b.version), b.variant, changes, tuple(added), tuple(urls)), unfilled
 
 
+def pins_from(files_of: Callable[[str], list[Any]], requires_of: Callable[[Any], Iterable[str]]) -> Callable[[str], list[str]]:
+    """``pins_of`` for :func:`find_gaps`: the exact pins of a requirement's pure-Python wheel
+    (``requires_of`` reads a file's Requires-Dist; each wheel once)."""
+    seen: dict[str, list[str]] = {}
+
+    def pins_of(req: str) -> list[str]:
+        if req in seen:
+            return seen[req]
+        pin = _pin(req)
+        out: list[str] = []
+        if pin is not None:
+            try:
+                files = files_of(pin[0])
+            except NotFound:
+                files = []
+            pure = [f for f in files if (t := wheel_tags(f.filename)) is not None and t.version == pin[1]
+                    and not t.local and t.any_platform]
+            if pure:
+                out = pinned_by(requires_of(pure[0]), req)
+        seen[req] = out
+        return out
+
+    return pins_of
+
+
 def find_gaps(matrix: "Matrix", frameworks: Iterable[str], files_of: Callable[[str], list[Any]],
-              page_url: Callable[[str], str]) -> Found:
-    """The gaps of every row of ``frameworks`` that installs from the configured index alone."""
+              page_url: Callable[[str], str], pins_of: Callable[[str], list[str]] | None = None) -> Found:
+    """The gaps of every row of ``frameworks`` that installs from the configured index alone
+    (``pins_of``: what a pure-Python framework wheel pins, see :func:`pins_from`)."""
     fws = set(frameworks)
     found = Found()
     gpu_rows: dict[tuple[str, str], list[str]] = {}  # (framework, platform) -> "version variant"
     for b in matrix.builds:
         if b.framework not in fws or b.index_url or b.extra_index_url or b.find_links:
             continue
-        gap, platforms = row_gap(b, files_of, page_url)
+        gap, platforms = row_gap(b, files_of, page_url, pins_of)
         for plat in platforms:
             gpu_rows.setdefault((b.framework, plat), []).append(f"{b.version} {b.variant}")
         if gap is not None:

@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import EnvmanError, UserError
-from envman.matrix.backfill import Gap, find_gaps
+from envman.matrix.backfill import Gap, find_gaps, pins_from
 from envman.matrix.index import (
     Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, normalize, project_url,
     read_wheel_metadata,
@@ -800,7 +800,8 @@ def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGR
         for fw in settings.frameworks:
             DERIVERS[fw](ctx, result)
         if settings.backfill:
-            found = find_gaps(matrix, settings.frameworks, ctx.files, ctx.page_url)
+            pins_of = pins_from(ctx.files, lambda f: ctx.metadata([f])[f.url].requires_dist)
+            found = find_gaps(matrix, settings.frameworks, ctx.files, ctx.page_url, pins_of)
             result.gaps, result.unfilled = found.gaps, result.unfilled + found.unfilled
     except IndexFileError as exc:
         raise EnvmanError(exc.what, where=exc.where, fix="; ".join([*filter(None, [exc.fix]), "nothing was written"])) from None

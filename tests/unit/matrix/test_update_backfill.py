@@ -354,3 +354,55 @@ def test_update_backfills_the_rows_of_its_overlay_once(tmp_path, monkeypatch):
     assert not [line for line in second["backfilled"] if line.startswith("tensorflow 2.16.1 cpu: ")]
     assert out.read_text() == written
     assert any(u.startswith("tensorflow ") and "2.16.1 gpu" in u and "linux/arm64 wheels" in u for u in first["unfilled"])
+
+
+# --- a pure-Python framework (jax): the packages its wheel pins say the Pythons ---------------------
+
+
+def requires_of(f):
+    """Requires-Dist of a recorded wheel (jax 0.4.26's METADATA as PyPI serves it)."""
+    path = RECORDED / (f.filename.split("-py3-")[0] + ".METADATA")
+    return [line.split(": ", 1)[1] for line in path.read_text().splitlines() if line.startswith("Requires-Dist: ")]
+
+
+JAX = ["3.9", "3.10", "3.11", "3.12"]
+
+
+def test_pins_a_requirement_pulls_in_with_its_extras_on_linux():
+    lines = requires_of(SimpleNamespace(filename="jax-0.4.26-py3-none-any.whl"))
+    assert B.pinned_by(lines, "jax[cuda12]==0.4.26") == ["jaxlib==0.4.26", "jax-cuda12-plugin==0.4.26"]
+    assert B.pinned_by(lines, "jax==0.4.26") == []  # no extra: nothing pinned exactly
+    assert B.pinned_by(lines, "jax[cpu]==0.4.26") == ["jaxlib==0.4.26"]
+    assert B.pinned_by(lines, "jax[cuda12_pip]==0.4.26") == []  # a local version (+cuda12.cudnn89) is no PyPI pin
+    assert B.pinned_by(["a==1; python_version >= '3.10'", "b>=2", "c==3; sys_platform == 'win32'",
+                        "d==4; sys_platform == 'linux'", "not a requirement"], "x==1") == ["d==4"]
+    assert B.pinned_by(["a==1"], "not a requirement[") == []
+
+
+def test_a_pure_framework_is_judged_by_the_packages_its_wheel_pins():
+    pins_of = B.pins_from(files_of, requires_of)
+    narrowed = row(["jax[cuda12]==0.4.26"], JAX[:3], framework="jax", version="0.4.26", variant="cuda12", cuda="12.3",
+                   wheel_python={"jax": JAX[:3]})
+    gap, unfilled = B.row_gap(narrowed, files_of, page_url, pins_of)
+    assert gap is not None and gap.changes["python"] == JAX
+    assert gap.changes["wheel_python"] == {"jax": JAX}  # the pure wheel admits 3.12 (Requires-Python >=3.9)
+    assert gap.sources == (f"{SIMPLE}/jaxlib/", f"{SIMPLE}/jax-cuda12-plugin/")
+    # jaxlib has aarch64 wheels, the CUDA 12 plugin none: no platform to add or report
+    assert "platforms" not in gap.changes and unfilled == []
+    # without reading what jax pins, a pure wheel says nothing
+    assert B.row_gap(narrowed, files_of, page_url) == (None, [])
+    # the shipped figures (3.9-3.12) are what the index serves: nothing to add
+    full = row(["jax[cuda12]==0.4.26"], JAX, framework="jax", version="0.4.26", variant="cuda12", cuda="12.3",
+               wheel_python={"jax": JAX})
+    assert B.row_gap(full, files_of, page_url, pins_of) == (None, [])
+    # a CPU build pins jaxlib only, which serves aarch64 for every Python: the platform is added
+    cpu, _ = B.row_gap(row(["jax[cpu]==0.4.26"], JAX, framework="jax", version="0.4.26"), files_of, page_url, pins_of)
+    assert cpu is not None and cpu.changes["platforms"] == ["linux/amd64", "linux/arm64"]
+
+
+def test_pins_are_read_once_per_requirement_and_a_missing_wheel_pins_nothing():
+    reads = []
+    pins_of = B.pins_from(files_of, lambda f: reads.append(f.filename) or requires_of(f))
+    assert pins_of("jax[cuda12]==0.4.26") == pins_of("jax[cuda12]==0.4.26") == ["jaxlib==0.4.26", "jax-cuda12-plugin==0.4.26"]
+    assert reads == ["jax-0.4.26-py3-none-any.whl"]
+    assert pins_of("jax[cuda12]==0.4.99") == [] and pins_of("nothing-here==1.0") == [] and pins_of("jax>=0.4") == []
