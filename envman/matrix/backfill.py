@@ -373,7 +373,8 @@ def find_row(text: str, key: Key) -> tuple[int, int, int] | None:
     lines = text.splitlines(keepends=True)
     top = _file_framework(lines)
     for h, main, end in _blocks(lines):
-        vals = {k: _value(lines, a, b) for k, a, b in _statements(lines, h + 1, main) if k in ("framework", "version", "variant")}
+        vals = {m.group(1): _value(lines, i, i + 1) for i in range(h + 1, main)
+                if (m := _KEY_LINE.match(lines[i])) and m.group(1) in ("framework", "version", "variant")}
         if (vals.get("framework", top), vals.get("version"), vals.get("variant")) == key:
             return h, main, end
     return None
