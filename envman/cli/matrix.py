@@ -518,4 +518,4 @@ def update(
     for w in result.warnings:
         err.print(f"warning: {w}", markup=False, soft_wrap=True)
     where = ", ".join(str(p) for p in planned) if (write or output is not None) else "nothing written (dry run: give -o FILE or --write)"
-    c.print(f"{len(rows)} new rows, {len(result.gaps)} rows backfilled, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)
+    c.print(f"{len(rows)} new rows, {counted(len(result.gaps), 'row')} backfilled, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)
