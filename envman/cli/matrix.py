@@ -392,7 +392,9 @@ def update(
     from envman.errors import UserError
     from envman.matrix.index import PYPI_SIMPLE, Http
     from envman.matrix.load import load_files
-    from envman.matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
+    from envman.matrix.update import (
+        PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle, settle_gaps,
+    )
     from envman.matrix.write import atomic_write_all
     from envman.paths import matrices_dir
     from envman.render.options import RenderOptions
@@ -489,6 +491,10 @@ def update(
     rows, skipped, planned = settle(result.rows, files, plan, render_stack)
     result.rows = rows
     result.skipped += skipped
+    result.gaps, skipped, planned = settle_gaps(
+        result.gaps, files, planned, render_stack,
+        overlay=(lambda extra: plan_overlay([*rows, *extra], output)) if output is not None else None)
+    result.skipped += skipped
     if planned and (write or output is not None):
         atomic_write_all(planned)
     summary = {**result.summary(http), "written": [str(p) for p in planned] if (write or output is not None) else [],
@@ -503,6 +509,8 @@ def update(
         unc = f"  (unconfirmed: {', '.join(r.unconfirmed)})" if r.unconfirmed else ""
         c.print(f"  + {r.name} {r.data['variant']} cudnn {r.data.get('cudnn', '-')} python "
                 f"{r.data['python'][0]}–{r.data['python'][-1]}{unc}", markup=False, soft_wrap=True)
+    for g in result.gaps:
+        c.print(f"  ~ {g.line()}", markup=False, soft_wrap=True)
     for u in result.unfilled:
         err.print(f"not filled: {u}", markup=False, soft_wrap=True)
     for s in result.skipped:
@@ -510,4 +518,4 @@ def update(
     for w in result.warnings:
         err.print(f"warning: {w}", markup=False, soft_wrap=True)
     where = ", ".join(str(p) for p in planned) if (write or output is not None) else "nothing written (dry run: give -o FILE or --write)"
-    c.print(f"{len(rows)} new rows, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)
+    c.print(f"{len(rows)} new rows, {counted(len(result.gaps), 'row')} backfilled, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)

@@ -6,12 +6,15 @@ are the same tokens), then
 
 1. the tokens of the query equal those of a GPU's name, id or alias;
 2. else they do once the board details ``nvidia-smi`` appends are set aside (memory size
-   ``80GB``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``/``Laptop``/``with Max-Q
+   ``80GB`` or ``144G``, memory type ``HBM3``, form factor ``SXM4``/``PCIe``/``NVL``/``Laptop``/``with Max-Q
    Design``, and the board letter glued to a model number: ``Tesla K40m``/``K40c`` are boards of
    the ``K40``): among
    several GPUs that differ only there (A100 40GB and 80GB), the one sharing most of those details
    wins, and a GPU of another form factor loses to one without (a laptop GPU the list lacks is
-   its desktop chip: same compute capability);
+   its desktop chip: same compute capability); among those still equal, the plain board wins:
+   the one with the fewest form factors, then details, the query does not name (``RTX A1000``
+   is neither ``RTX A1000 Laptop GPU`` nor ``RTX A1000 6GB Laptop GPU`` when both are listed and
+   the desktop board is not, but the first of them);
 3. else the query is a short form (``4090``, ``L40S``, ``rtx 3060``): the GPUs whose tokens
    include all of the query's, and the one whose name has the fewest other words (board details
    aside) wins.
@@ -50,6 +53,8 @@ SUFFIXES = ("super", "ti", "gb")
 SYNONYMS = {"mobile": "laptop", "fhhl": "pcie"}
 
 _WORD = re.compile(r"[a-z0-9]+")
+#: A memory size written with G alone, as nvidia-smi prints some boards (``GH200 144G HBM3e``).
+_SIZE_G = re.compile(r"^(\d+)g$")
 _SPLIT_SERIES = re.compile(r"^(%s)(\d\w*)$" % "|".join(SERIES))
 _SPLIT_SUFFIX = re.compile(r"^(\w*\d)(%s)$" % "|".join(SUFFIXES))
 
@@ -66,6 +71,9 @@ def tokens(name: str) -> tuple[str, ...]:
         m = _SPLIT_SUFFIX.match(parts[-1])
         if m and not m.group(1).isalpha():
             parts[-1:] = [m.group(1), m.group(2)]
+        m = _SIZE_G.match(parts[-1])
+        if m:
+            parts[-1:] = [m.group(1), "gb"]
         out.extend(SYNONYMS.get(p, p) for p in parts if p not in NOISE)
     return tuple(out)
 
@@ -134,10 +142,13 @@ class GpuIndex(Generic[G]):
             return self._unique(exact)
         qcore, qdet = split_details(q)
         if qcore:
-            best: dict[int, list[G]] = {}
+            best: dict[tuple[int, int, int], list[G]] = {}
             qff = qdet & FORM_FACTORS
             for e in self.entries:
-                score = max((len(qdet & d) - bool(qff and (d & FORM_FACTORS) - qff)
+                # details shared, less a form factor other than the query's; among equals the plain
+                # board (fewest form factors, then details, the query does not name) wins
+                score = max(((len(qdet & d) - bool(qff and (d & FORM_FACTORS) - qff),
+                              -len((d & FORM_FACTORS) - qff), -len(d - qdet))
                              for c, d in map(split_details, e.names) if c == qcore), default=None)
                 if score is not None:
                     best.setdefault(score, []).append(e.key)
@@ -173,9 +184,17 @@ class GpuIndex(Generic[G]):
 
 
 def unknown_gpu(index: GpuIndex[G], query: str) -> tuple[str, str]:
-    """(what, fix) of the one-line error for a ``--gpu`` that names no one GPU of the matrix."""
+    """(what, fix) of the one-line error for a ``--gpu`` that names no one GPU of the matrix. A
+    name several GPUs answer to (boards of one name made with chips of different compute
+    capabilities: ``GeForce GT 1030``) lists them with their compute capabilities."""
+    tied = index.ambiguous(query)
+    ccs = [str(cc) for g in tied if (cc := getattr(g, "cc", None)) is not None]
+    if tied and len(ccs) == len(tied):
+        what = f"GPU {query!r} names several GPUs: " + ", ".join(f"{g.name} is {cc}" for g, cc in zip(tied, ccs))
+        return what, "give the one you have by that name, or its compute capability: " + " or ".join(
+            f"--sm {cc}" for cc in dict.fromkeys(ccs)) + " (nvidia-smi --query-gpu=compute_cap prints it)"
     close = index.suggestions(query)
-    what = f"GPU {query!r} names several GPUs" if index.ambiguous(query) else f"unknown GPU {query!r}"
+    what = f"GPU {query!r} names several GPUs" if tied else f"unknown GPU {query!r}"
     return what, ("did you mean " + ", ".join(close) + "? " if close else "") + "or give --sm X.Y"
 
 

@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import EnvmanError, UserError
+from envman.matrix.backfill import Gap, find_gaps, pins_from
 from envman.matrix.index import (
     Http, IndexFile, IndexFileError, IndexUnreachable, NotFound, WheelMetadata, fetch_project, normalize, project_url,
     read_wheel_metadata,
@@ -78,12 +79,14 @@ class Result:
     skipped: list[str] = field(default_factory=list)  # "name: why"
     warnings: list[str] = field(default_factory=list)
     unfilled: list[str] = field(default_factory=list)  # CUDA facts the index cannot give (driver, images)
+    gaps: list[Gap] = field(default_factory=list)  # Pythons and platforms existing rows lack (envman.matrix.backfill)
 
     def summary(self, http: Http) -> dict[str, Any]:
         return {
             "new_releases": self.new_releases,
             "unfilled": self.unfilled,
             "new_rows": [r.name + f" ({r.data['variant']})" for r in self.rows],
+            "backfilled": [g.line() for g in self.gaps],
             "unconfirmed": {r.name + f" ({r.data['variant']})": list(r.unconfirmed) for r in self.rows if r.unconfirmed},
             "skipped": self.skipped,
             "warnings": self.warnings,
@@ -711,44 +714,6 @@ def tf_rows(ctx: _Ctx, result: Result) -> None:
         result.rows.append(b.build(note="tensorflow[and-cuda] pulls NVIDIA's CUDA wheels; cuda/cudnn are the lowest versions it accepts"))
 
 
-def _requirement_project(req: str) -> str:
-    return req.partition("==")[0].split("[")[0]
-
-
-def python_gaps(ctx: _Ctx) -> list[str]:
-    """Rows of the run's frameworks that install only from the configured index and whose packages
-    all have wheels there for a Python (3.5 and newer) on every platform of the row that the row
-    does not list: ``not filled`` lines, to add to the row by hand (a row may leave a Python out on
-    purpose; the note says why)."""
-    out: list[str] = []
-    for b in ctx.matrix.builds:
-        if b.framework not in ctx.settings.frameworks or b.index_url or b.extra_index_url or b.find_links:
-            continue
-        served: set[str] | None = None
-        for req in b.packages_for("linux/amd64"):
-            name, _, version = req.partition("==")
-            name = name.split("[")[0]
-            try:
-                ws = [w for w in wheels(ctx.files(name)) if str(w.tags.version) == version]
-            except NotFound:
-                ws = []
-            # CPython wheels only: a pure-Python one (py3-none) says nothing of the Pythons it
-            # runs on beyond its Requires-Python, and the packages it pulls in are not read here
-            ws = [w for w in ws if w.file.filename.rsplit("-", 3)[-3].startswith("cp")]
-            if not ws and name != _requirement_project(b.packages_for("linux/amd64")[0]):
-                continue  # a companion package without CPython wheels does not narrow the Pythons
-            pys = pythons(ws, b.platforms) if ws else set()
-            served = pys if served is None else served & pys
-            if not served:
-                break
-        listed = {str(p) for p in b.python}
-        more = sorted((p for p in served or () if Version(p) >= Version("3.5") and p not in listed), key=Version)
-        if more:
-            out.append(f"{b.name} ({b.variant}): the index serves wheels of every package for Python {', '.join(more)}, "
-                       f"which the row does not list ({', '.join(sorted(listed, key=Version))})")
-    return out
-
-
 DERIVERS: dict[str, Callable[[_Ctx, Result], None]] = {
     "torch": torch_rows, "jax": jax_rows, "onnxruntime": ort_rows, "tensorflow": tf_rows,
 }
@@ -835,7 +800,9 @@ def find_updates(http: Http, settings: Settings, matrix: Matrix, progress: PROGR
         for fw in settings.frameworks:
             DERIVERS[fw](ctx, result)
         if settings.backfill:
-            result.unfilled += python_gaps(ctx)
+            pins_of = pins_from(ctx.files, lambda f: ctx.metadata([f])[f.url].requires_dist)
+            found = find_gaps(matrix, settings.frameworks, ctx.files, ctx.page_url, pins_of)
+            result.gaps, result.unfilled = found.gaps, result.unfilled + found.unfilled
     except IndexFileError as exc:
         raise EnvmanError(exc.what, where=exc.where, fix="; ".join([*filter(None, [exc.fix]), "nothing was written"])) from None
     finally:
@@ -969,3 +936,29 @@ def settle(rows: list[NewRow], files: list[Path], plan: Callable[[list[NewRow]],
         rows = ok
     raise EnvmanError("the derived rows do not settle into a valid matrix", where="envman matrix update",
                       fix="run `envman matrix validate`; nothing was written")
+
+
+def settle_gaps(gaps: list[Gap], files: list[Path], planned: Mapping[Path, str], render: Callable[[Any], object], *,
+                overlay: Callable[[list[NewRow]], dict[Path, str]] | None = None) -> tuple[list[Gap], list[str], dict[Path, str]]:
+    """The backfill gaps (envman.matrix.backfill) whose edited rows load, validate and render with
+    the rest (the others, with why), and the files to write: ``planned`` (the new rows' files) with
+    the rows edited in place where they are, or, with ``overlay`` (``-o FILE``: it plans the
+    overlay from extra rows), the whole edited rows added to the overlay."""
+    from envman.matrix.backfill import edited_files, patched_rows, row_sources
+
+    sources = row_sources(files)
+    skipped = [f"{g.name}: its row is in no matrix file read" for g in gaps if g.key not in sources]
+    gaps = [g for g in gaps if g.key in sources]
+    for _ in range(4):
+        if not gaps:
+            break
+        cands = (overlay([NewRow(fw, row, ()) for fw, row in patched_rows(gaps, sources)]) if overlay is not None
+                 else edited_files(gaps, sources, planned))
+        stand_ins = [NewRow(g.framework, {"version": g.version, "variant": g.variant}, ()) for g in gaps]
+        ok, bad = check_rows(stand_ins, files, cands, render)
+        skipped += [f"backfill of {line}" for line in bad]
+        if len(ok) == len(gaps):
+            return gaps, skipped, cands
+        keep = {r.key for r in ok}
+        gaps = [g for g in gaps if g.key in keep]
+    return [], skipped, dict(planned)

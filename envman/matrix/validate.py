@@ -405,7 +405,8 @@ def validate(matrix: Matrix) -> list[Problem]:
 
 def _check_ngc(matrix: Matrix, add: Add) -> None:
     """NGC releases: each tag names one release (no two rows claim it), a CUDA the matrix knows,
-    and a row marked confirmed gives every figure detection reads (framework version, CUDA, Python)."""
+    and a row marked confirmed gives every figure of NVIDIA's contents list: framework version,
+    CUDA, cuDNN, Python and Ubuntu (a row a source gives only some of is partially confirmed)."""
     seen: dict[tuple[str, str], str] = {}
     for r in matrix.ngc:
         where = f"ngc {r.repository}:{r.release}"
@@ -415,7 +416,8 @@ def _check_ngc(matrix: Matrix, add: Add) -> None:
             seen[(r.repository, t)] = r.release
         if r.cuda is not None and matrix.cuda_release(r.cuda) is None:
             add(where, f"CUDA {r.cuda} is not a release of the matrix's CUDA table")
-        missing = [k for k, v in (("framework_version", r.framework_version), ("cuda", r.cuda), ("python", r.python)) if v is None]
+        missing = [k for k, v in (("framework_version", r.framework_version), ("cuda", r.cuda), ("cudnn", r.cudnn),
+                                  ("python", r.python), ("os", r.os)) if v is None]
         if r.status == "confirmed" and missing:
             add(where, f"confirmed, but gives no {', '.join(missing)}: mark it partially confirmed or add the figures")
 

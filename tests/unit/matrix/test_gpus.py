@@ -306,7 +306,7 @@ def test_names_nvidia_smi_prints_and_short_forms(m, smi, gid):
 
 
 @pytest.mark.parametrize("query, among", [
-    ("Orin", {"Jetson AGX Orin", "Jetson Orin NX", "Jetson Orin Nano"}),  # a tie answers nothing
+    ("Orin NX Nano", {"Jetson Orin NX", "Jetson Orin Nano"}),  # no GPU has all these words
     ("RTX 4080 Ultra", {"GeForce RTX 4080"}),
     ("geforce rtx 4085", {"GeForce RTX 4080"}),
     ("Quadro P6200", {"Quadro P6000"}),
@@ -382,10 +382,27 @@ def test_an_index_of_no_gpus_finds_nothing():
 def test_a_name_that_ties_says_it_names_several_gpus():
     from tests.support.cli import run_envman
 
-    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "Orin"])
+    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", "Jetson Orin"])
     line = p.stderr.strip()
-    assert p.returncode == 2 and "\n" not in line
-    assert "GPU 'Orin' names several GPUs" in line and "Jetson AGX Orin" in line and "Jetson Orin Nano" in line
+    assert p.returncode == 2 and "\n" not in line, line
+    assert "GPU 'Jetson Orin' names several GPUs" in line and "Jetson Orin Nano" in line
+
+
+@pytest.mark.parametrize("printed", ["NVIDIA GeForce GT 1030", "GeForce GT 1030", "GeForce GTX 860M"])
+def test_a_name_boards_of_two_compute_capabilities_carry_lists_both_in_one_line(printed):
+    """GT 1030 boards carry a GP108 (6.1) or a GK107 (3.0), GTX 860M ones a GM107 (5.0) or a GK104
+    (3.0): the name alone gives no compute capability, so the answer names both and asks for --sm."""
+    from tests.support.cli import run_envman
+
+    p = run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", printed])
+    line = p.stderr.strip()
+    assert p.returncode == 2 and "\n" not in line and "Traceback" not in line, line
+    want = ("6.1", "3.0") if "1030" in printed else ("5.0", "3.0")
+    assert f"GPU {printed!r} names several GPUs: " in line
+    assert all(f" is {cc}" in line and f"--sm {cc}" in line for cc in want), line
+    # the row's own name answers
+    name = line.split("names several GPUs: ")[1].split(" is ")[0]
+    assert run_envman(["matrix", "explain", "torch-2.4-cuda12", "--driver", "560.35.03", "--gpu", name]).returncode == 0
 
 
 def test_explain_names_the_gpu_it_found_and_marks_an_unconfirmed_compute_capability(m):
@@ -460,3 +477,76 @@ def test_rows_named_from_the_pci_id_database_stay_unconfirmed(m):
     rows = [g for g in m.gpus if g.id.startswith("pci-")]
     assert rows and all(g.status == "unconfirmed" for g in rows)
     assert all(any("pci-ids" in s for s in g.source) for g in rows)
+
+
+# --- names in the forms nvidia-smi and deviceQuery print them (nvidia-smi's name column, `nvidia-smi
+# -L`, deviceQuery's "Device 0:" line: the NVIDIA prefix of newer drivers, memory and form-factor
+# suffixes, "Laptop GPU", "with Max-Q Design", the Jetson chip names), with the compute capability
+# NVIDIA's pages or the same output give ------------------------------------------------------
+
+PRINTED = [
+    ("Tesla K40m", "3.5"), ("Tesla K40c", "3.5"), ("Tesla K80", "3.7"), ("Tesla M60", "5.2"), ("Tesla M40 24GB", "5.2"),
+    ("Tesla P100-PCIE-16GB", "6.0"), ("Tesla P100-SXM2-16GB", "6.0"), ("Tesla P40", "6.1"), ("Tesla P4", "6.1"),
+    ("Tesla V100-SXM2-16GB", "7.0"), ("Tesla V100-SXM2-32GB", "7.0"), ("Tesla V100-PCIE-16GB", "7.0"),
+    ("Tesla V100-PCIE-32GB", "7.0"), ("Tesla V100S-PCIE-32GB", "7.0"), ("Tesla T4", "7.5"),
+    ("A100-SXM4-40GB", "8.0"), ("A100-SXM4-80GB", "8.0"), ("NVIDIA A100-SXM4-80GB", "8.0"), ("NVIDIA A100-PCIE-40GB", "8.0"),
+    ("NVIDIA A100 80GB PCIe", "8.0"), ("NVIDIA A10G", "8.6"), ("NVIDIA A10", "8.6"), ("NVIDIA A30", "8.0"),
+    ("NVIDIA A40", "8.6"), ("NVIDIA L4", "8.9"), ("NVIDIA L40S", "8.9"), ("NVIDIA H100 80GB HBM3", "9.0"),
+    ("NVIDIA H100 PCIe", "9.0"), ("NVIDIA H100 NVL", "9.0"), ("NVIDIA H200", "9.0"), ("NVIDIA H200 NVL", "9.0"),
+    ("NVIDIA GH200 480GB", "9.0"), ("NVIDIA GH200 144G HBM3e", "9.0"), ("NVIDIA B200", "10.0"),
+    ("NVIDIA GeForce RTX 3090 Ti", "8.6"), ("NVIDIA GeForce RTX 3090", "8.6"), ("NVIDIA GeForce RTX 4090", "8.9"),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", "8.9"), ("NVIDIA GeForce RTX 4060 Laptop GPU", "8.9"),
+    ("NVIDIA GeForce RTX 3050 Ti Laptop GPU", "8.6"), ("NVIDIA GeForce RTX 5090", "12.0"),
+    ("NVIDIA GeForce RTX 2080 Super with Max-Q Design", "7.5"), ("GeForce GTX 1050 Ti with Max-Q Design", "6.1"),
+    ("GeForce GTX 1080 Ti", "6.1"), ("GeForce GTX 1060 6GB", "6.1"), ("GeForce GTX 1060 3GB", "6.1"),
+    ("GeForce GTX 980M", "5.2"), ("GeForce GTX 750 Ti", "5.0"), ("GeForce GT 730", "3.5"), ("GeForce 940MX", "5.0"),
+    ("GeForce MX150", "6.1"), ("NVIDIA GeForce MX250", "6.1"), ("GeForce GTX TITAN X", "5.2"), ("TITAN V", "7.0"),
+    ("NVIDIA TITAN RTX", "7.5"), ("NVIDIA TITAN Xp", "6.1"), ("Quadro RTX 6000", "7.5"), ("Quadro RTX 8000", "7.5"),
+    ("Quadro P1000", "6.1"), ("Quadro K620", "5.0"), ("Quadro T1000", "7.5"), ("NVIDIA T1000 8GB", "7.5"),
+    ("NVIDIA RTX A6000", "8.6"), ("NVIDIA RTX A2000 12GB", "8.6"), ("NVIDIA RTX A1000", "8.6"),
+    ("NVIDIA RTX A1000 Laptop GPU", "8.6"), ("NVIDIA RTX A1000 6GB Laptop GPU", "8.6"), ("NVIDIA RTX A5000 Laptop GPU", "8.6"),
+    ("NVIDIA RTX 6000 Ada Generation", "8.9"), ("NVIDIA RTX 2000 Ada Generation Laptop GPU", "8.9"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0"), ("NVIDIA A800 80GB PCIe", "8.0"), ("NVIDIA H800", "9.0"),
+    ("NVIDIA L20", "8.9"), ("GRID K520", "3.0"),
+    ("Orin", "8.7"), ("Xavier", "7.2"), ("NVIDIA Tegra X1", "5.3"), ("NVIDIA Tegra X2", "6.2"),
+    ("NVIDIA Jetson AGX Orin", "8.7"), ("Jetson AGX Xavier", "7.2"),
+]
+
+
+@pytest.mark.parametrize("printed, cc", PRINTED)
+def test_printed_names_answer_with_their_compute_capability(m, printed, cc):
+    g = m.gpu(printed)
+    assert g is not None, (printed, m.gpu_index.ambiguous(printed))
+    assert str(g.cc) == cc, (printed, g.name, str(g.cc))
+
+
+def test_a_memory_size_written_with_g_alone_is_a_board_detail():
+    assert tokens("NVIDIA GH200 144G HBM3e") == ("gh", "200", "144", "gb", "hbm3e")
+    assert split_details(tokens("NVIDIA GH200 144G HBM3e")) == ({"gh", "200"}, {"144", "gb", "hbm3e"})
+    assert tokens("GeForce 8800 GT") == ("8800", "gt")  # a word G... that is not a size stays
+
+
+def test_among_boards_that_differ_only_in_details_the_plain_one_wins():
+    from envman.matrix.model import Arch, Gpu
+
+    def gpu(i, n, cc="8.6"):
+        return Gpu(id=i, name=n, aliases=(), cc=Arch(*map(int, cc.split("."))), memory_gb=None, bandwidth_gb_s=None,
+                   fp32_tflops=None, fp16_tflops=None, source=("test",), status="confirmed")
+    laptops = [gpu("a", "RTX A1000 6GB Laptop GPU"), gpu("b", "RTX A1000 Laptop GPU")]
+    assert GpuIndex(laptops).lookup("NVIDIA RTX A1000").id == "b"  # fewer details the query does not name
+    assert GpuIndex([*laptops, gpu("c", "NVIDIA RTX A1000")]).lookup("NVIDIA RTX A1000").id == "c"
+    assert GpuIndex([*laptops, gpu("c", "NVIDIA RTX A1000")]).lookup("RTX A1000 6GB Laptop GPU").id == "a"
+    # equal in everything: still a tie, never a pick
+    twins = [gpu("x", "NVIDIA Z9 (Pascal)", "6.1"), gpu("y", "NVIDIA Z9 (Kepler)", "3.0")]
+    assert GpuIndex(twins).lookup("NVIDIA Z9") is None and len(GpuIndex(twins).ambiguous("NVIDIA Z9")) == 2
+
+
+def test_a_tie_of_gpus_without_a_compute_capability_keeps_the_old_line():
+    from envman.matrix.gpus import unknown_gpu
+
+    class G:
+        def __init__(self, i, n):
+            self.id, self.name, self.aliases = i, n, ()
+    idx = GpuIndex([G("a", "Z9 Alpha"), G("b", "Z9 Beta")])
+    what, fix = unknown_gpu(idx, "Z9")
+    assert what == "GPU 'Z9' names several GPUs" and fix.endswith("or give --sm X.Y")

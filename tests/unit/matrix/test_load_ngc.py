@@ -18,7 +18,9 @@ tags = ["20.12-py3"]
 framework = "torch"
 framework_version = "1.8.0a0+1606899"
 cuda = "11.1.1"
+cudnn = "8.0.5"
 python = "3.8"
+os = "ubuntu20.04"
 source = ["https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel_20-12.html"]
 status = "confirmed"
 """
@@ -63,6 +65,20 @@ def test_figures_are_optional_but_a_confirmed_row_gives_them(tmp_path):
     shipped = load_matrix()
     problems = validate(replace(shipped, ngc=load(tmp_path, bare).ngc))
     assert any("confirmed, but gives no framework_version, cuda" in str(p) for p in problems)
+
+
+@pytest.mark.parametrize("drop", ['cudnn = "8.0.5"\n', 'os = "ubuntu20.04"\n', 'python = "3.8"\n'])
+def test_a_confirmed_row_gives_cudnn_python_and_ubuntu_too(tmp_path, drop):
+    """NVIDIA's contents list states all five; a row a source gives fewer of is not confirmed."""
+    shipped = load_matrix()
+    key = drop.split(" =")[0]
+    problems = [str(p) for p in validate(replace(shipped, ngc=load(tmp_path, ROW.replace(drop, "")).ngc))]
+    assert [p for p in problems if "ngc " in p] == [
+        f"ngc nvcr.io/nvidia/pytorch:20.12: confirmed, but gives no {key}: mark it partially confirmed or add the figures"]
+    ok = [str(p) for p in validate(replace(shipped, ngc=load(tmp_path, ROW).ngc)) if "ngc " in str(p)]
+    assert ok == []
+    partial = ROW.replace(drop, "").replace('status = "confirmed"', 'status = "partially confirmed"')
+    assert [str(p) for p in validate(replace(shipped, ngc=load(tmp_path, partial).ngc)) if "ngc " in str(p)] == []
 
 
 def test_two_rows_claiming_a_tag_and_an_unknown_cuda_are_problems(tmp_path):

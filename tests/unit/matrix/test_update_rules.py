@@ -94,7 +94,8 @@ def _build(framework, version, variant, cuda=None, cudnn=None, sass=(), ptx=(), 
                            cuda=Version(cuda) if cuda else None, cudnn=cudnn, sass=arch(sass), ptx=arch(ptx),
                            sass_arm64=arch(sass_arm64), ptx_arm64=arch(ptx_arm64), packages=packages,
                            packages_for=lambda platform: packages, python=(Version("3.12"),), platforms=("linux/amd64",),
-                           index_url=None, extra_index_url=None, find_links=None,
+                           index_url=None, extra_index_url=None, find_links=None, wheel_python=(),
+                           wheel_python_source=(), platform_source=(), source=(),
                            name=f"{framework}-{version}-" + (f"cuda{cuda}" if cuda else "cpu"))
 
 
@@ -681,12 +682,16 @@ def test_settle_drops_failing_rows_until_the_rest_pass_together(monkeypatch):
 
 
 def test_the_summary_of_a_run():
+    from envman.matrix.backfill import Gap
+
+    gap = Gap("torch", "2.8.0", "cpu", {"python": ["3.12", "3.13"]}, ("Python 3.13",), ("https://pypi.example/simple/torch/",))
     r = U.Result(new_releases={"jax": ["9.9.9"]}, rows=[_new_row("9.9.9"), U.NewRow("jax", _new_row("9.9.8").data, ("cuda",))],
-                 skipped=["s"], warnings=["w"], unfilled=["u"])
+                 skipped=["s"], warnings=["w"], unfilled=["u"], gaps=[gap])
     http = SimpleNamespace(requests=7, bytes_read=1234)
     assert r.summary(http) == {"new_releases": {"jax": ["9.9.9"]}, "unfilled": ["u"],
                                "new_rows": ["jax-9.9.9-cuda13.0 (cuda13)", "jax-9.9.8-cuda13.0 (cuda13)"],
                                "unconfirmed": {"jax-9.9.8-cuda13.0 (cuda13)": ["cuda"]}, "skipped": ["s"], "warnings": ["w"],
+                               "backfilled": ["torch 2.8.0 cpu: Python 3.13 (from https://pypi.example/simple/torch/)"],
                                "requests": 7, "bytes": 1234}
 
 
@@ -1084,25 +1089,3 @@ def test_backfill_derives_a_row_for_a_missing_patch_release(monkeypatch):
     assert [r.key for r in result.rows] == [("tensorflow", "2.20.1", "gpu")]
     none = U.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",), backfill=False), m)
     assert none.rows == [] and none.new_releases == {}
-
-
-def test_pythons_the_index_serves_that_a_row_lacks_are_reported(monkeypatch):
-    ix = Index()
-    for py in ("cp311", "cp312", "cp313"):
-        ix.add("torch", f"torch-2.8.0-{py}-{py}-{X86}.whl")
-    ix.add("torch", "torch-2.8.0-cp34-cp34m-manylinux1_x86_64.whl")  # older than envman provisions
-    ix.install(monkeypatch)
-    row = _build("torch", "2.8.0", "cpu")
-    ctx = U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)), SimpleNamespace(builds=[row]), lambda s: None)
-    assert U.python_gaps(ctx) == ["torch-2.8.0-cpu (cpu): the index serves wheels of every package for Python 3.11, 3.13, "
-                                  "which the row does not list (3.12)"]
-    # a second package without those wheels: no Python the row could add
-    both = ("torch==2.8.0", "torchvision==0.23.0")
-    ix.add("torchvision", f"torchvision-0.23.0-cp312-cp312-{X86}.whl")
-    two = SimpleNamespace(**{**vars(row), "packages": both, "packages_for": lambda p: both})
-    assert U.python_gaps(U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)),
-                                SimpleNamespace(builds=[two]), lambda s: None)) == []
-    # a row on another index (PyTorch's) is not judged by this one
-    other = SimpleNamespace(**{**vars(row), "index_url": TORCH + "/cu128"})
-    assert U.python_gaps(U._Ctx(Http(timeout=1, retries=0), _settings(frameworks=("torch",)),
-                                SimpleNamespace(builds=[other]), lambda s: None)) == []
