@@ -49,7 +49,8 @@ from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.model import Arch, DriverVersion
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, shm_bytes
+from envman.engine.values import GpuRequest, Mount
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, shm_bytes
 from envman.stack.names import Stack
 
 # NVIDIA GPU Feature Discovery node labels (string values; the numeric ones hold decimal integers).

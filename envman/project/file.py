@@ -12,20 +12,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from envman.engine.values import GpuRequest, Mount
 from envman.errors import UserError, counted
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.stack.names import APT_PACKAGE_PATTERN, PROJECT_NAME_PATTERN
-
-if sys.version_info >= (3, 11):
-    pass
-else:  # pragma: no cover
-    pass
-
 
 PROJECT_FILE = "envman.toml"
 REGISTRY_FILE = "projects.json"
@@ -66,32 +60,9 @@ NETWORK_MODES = (NETWORK_PROJECT, NETWORK_NONE)
 
 
 @dataclass(frozen=True)
-class Mount:
-    source: str  # absolute host path
-    target: str  # absolute container path
-    read_only: bool = False
-
-
-@dataclass(frozen=True)
 class Port:
     host: int
     container: int
-
-
-@dataclass(frozen=True)
-class GpuRequest:
-    """What a run asks for: every GPU, a count, or explicit device indexes / UUIDs."""
-
-    kind: str  # all | count | devices
-    count: int | None = None
-    devices: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        if self.kind == "all":
-            return "all"
-        if self.kind == "count":
-            return str(self.count)
-        return "device=" + ",".join(self.devices)
 
 
 def cluster_gpu_count(request: GpuRequest | None) -> int:

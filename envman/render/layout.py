@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from envman.render.plan import CA_CONTEXT_FILE, SETTLED_DIRS, SETTLED_TIME
 from envman.render.steps import (
-    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, Mount, OrElse, RunStep, Step,
+    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
     UserStep, paragraphs,
 )
 
@@ -235,7 +235,7 @@ def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
 #: may lag the one ``date`` reads by a tick), and SOURCE_DATE_EPOCH, which makes Python's bytecode
 #: compiler write hash-checked .pyc files (PEP 552) that carry no file times.
 _SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
-def _settle_end(mounts: tuple[Mount, ...]) -> str:
+def _settle_end(mounts: tuple[BuildMount, ...]) -> str:
     """Ends it: every file and folder the step wrote or changed gets the same time, so that the
     layer's bytes depend only on what was installed (a layer's tar carries each entry's modification
     time; the entries themselves are in path order, their other times left out). The step's own
@@ -249,7 +249,7 @@ def _settle_end(mounts: tuple[Mount, ...]) -> str:
             f'find "$d" -xdev {prune}-newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +; fi; done')
 
 
-def _settled(commands: tuple[Command, ...], mounts: tuple[Mount, ...]) -> tuple[Command, ...]:
+def _settled(commands: tuple[Command, ...], mounts: tuple[BuildMount, ...]) -> tuple[Command, ...]:
     """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
     Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
     leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the

@@ -31,7 +31,7 @@ from envman import labels as L
 from envman.errors import RenderError
 from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_label_json
-from envman.render.steps import BindMount, CacheMount, Mount, SecretMount
+from envman.render.steps import BindMount, CacheMount, BuildMount, SecretMount
 from envman.paths import CONTAINER_HOME
 from envman.state import stable_ref
 from envman.stack.names import APT_PACKAGE_PATTERN, DEFAULT_PLATFORM, PROJECT_NAME_PATTERN, STACK_NAME_PATTERN, Stack
@@ -231,7 +231,7 @@ class OsPackages:
     update_ca_certificates: bool = False  # add the copied CA bundle to the system store
     clean_lists: bool = True  # remove apt's lists (they are a cache mount on BuildKit)
     home: str | None = None  # a HOME made usable by any uid, with /etc/passwd and /etc/group
-    mounts: tuple[Mount, ...] = ()  # BuildKit: apt's caches, the CA bundle
+    mounts: tuple[BuildMount, ...] = ()  # BuildKit: apt's caches, the CA bundle
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ class Python:
     version: str  # X.Y, or X.Yt for a free-threaded build (strategy "standalone")
     strategy: Literal["apt", "standalone"]
     os: str
-    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
+    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
     pip_upgrade: str | None  # the venv pip's upgrade arguments; None: keep the bundled pip
     pip_note: str  # why the bundled pip stays ("" when it does not)
     venv: str = VENV
@@ -288,7 +288,7 @@ class Framework:
     """The matrix row's pinned packages (and the wheelhouse's wheels, installed first)."""
 
     title: str
-    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
+    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
     pip_args: str  # ``pip install`` arguments: index options, then the pins (quoted)
     wheel_paths: str  # the wheelhouse's wheels, quoted, space-separated ("" when none)
     installer: Literal["pip", "uv"] = "pip"
@@ -302,7 +302,7 @@ class CudaLibs:
 
     title: str  # what pins them (``torch 2.5.1 (cu124)``)
     requirements: tuple[str, ...]  # ``name==version`` and its hashes, sorted (Stack.cuda_libs)
-    mounts: tuple[Mount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
+    mounts: tuple[BuildMount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
     #: ``pip install`` arguments: options, index options, then the pins (quoted), or ``-r FILE``
     #: when the pins have hashes (pip takes ``--hash`` in a requirements file only).
     pip_args: str
@@ -449,9 +449,9 @@ def _words(words: list[str]) -> str:
     return "".join(sh_word(w) + " " for w in words)
 
 
-def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[Mount, ...]:
+def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[BuildMount, ...]:
     """The ``RUN --mount`` flags of one BuildKit pip/uv step: the caches, then what it reads."""
-    mounts: list[Mount] = [CacheMount("envman-pip", PIP_CACHE), CacheMount("envman-uv", UV_CACHE),
+    mounts: list[BuildMount] = [CacheMount("envman-pip", PIP_CACHE), CacheMount("envman-uv", UV_CACHE),
                            CacheMount("envman-tools", TOOLS_CACHE)]
     if wheels:
         mounts.append(BindMount("wheels", WHEELS_DIR))
@@ -529,7 +529,7 @@ def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> O
         packages.add(quirks.distutils)
 
     ca = options.ca_bundle is not None
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = (CacheMount(f"envman-apt-lists-{stack.os}", "/var/lib/apt/lists", "locked"),
                   CacheMount(f"envman-apt-archives-{stack.os}", APT_ARCHIVES, "locked"),
@@ -607,7 +607,7 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
             assigns.append(f"UV_PYTHON_INSTALL_MIRROR={sh_word(options.python_install_mirror)}")
         uv_env = " ".join(assigns)
 
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = _mounts(options, wheels=bool(wheels) and options.offline, secret=secret and not options.offline)
     return Python(stack.interpreter, "standalone" if standalone else "apt", stack.os, mounts, pip_upgrade, pip_note,
@@ -652,7 +652,7 @@ def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     if any(hashed) and not all(hashed):
         raise RenderError("some CUDA library pins have hashes and some do not", where=stack.name,
                           fix="give cuda_libs_sha256 for every pin of the row, or for none")
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = tuple(m for m in _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
                        if not isinstance(m, CacheMount) or m.target == PIP_CACHE)

@@ -35,7 +35,7 @@ from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, pa
                                 prepare_run)
 
 if TYPE_CHECKING:
-    from envman.project.file import GpuRequest
+    from envman.engine.values import GpuRequest
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
     from envman.render.options import RenderOptions
