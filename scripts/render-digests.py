@@ -2,7 +2,7 @@
 """The sha256 of every Dockerfile envman renders over the shipped matrix: each row, under a few
 network option sets, with each builder (classic, BuildKit, and the base rebuilt from NVIDIA's
 recipe where a row has one), and project and notebook images under the same options.
-tests/unit/render/test_render_digests.py compares them with examples/golden/render-digests.json,
+tests/unit/render/test_dockerfile_digests.py compares them with examples/golden/render-digests.json,
 so a refactor of the render keeps every byte of every row's Dockerfile.
 
     python scripts/render-digests.py           # rewrite the file (after a deliberate change)

@@ -70,7 +70,7 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
     image's tag is the hash of the context without them (:func:`project_image_ref`): they say how
     the packages are fetched, not which, so every command that finds a project's image by its tag
     (run, clean, doctor) finds it whatever the network settings of the build were."""
-    from envman.project.lock import CLOSURE_CHECK
+    from envman.project.lock import closure_check
     from envman.render.plan import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
@@ -82,7 +82,7 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
         files["requirements.txt"] = project.requirements.encode()
     if lock is not None:
         files[LOCK_CONTEXT_FILE] = lock.requirements_text().encode()
-        files["lockcheck.py"] = CLOSURE_CHECK.encode()
+        files["lockcheck.py"] = closure_check()
     return files
 
 
