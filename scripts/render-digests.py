@@ -69,7 +69,7 @@ def render_digests() -> dict[str, str]:
     from envman.render.base import choose_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
-    from envman.render.plan import notebook_plan, project_plan
+    from envman.render.layerplan import notebook_plan, project_plan
     from envman.render.template import render_dockerfile
     from envman.stack.resolve import resolve_row
 

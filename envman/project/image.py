@@ -35,14 +35,14 @@ def project_repository(project: ProjectConfig) -> str:
 
 def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None,
                        network: RenderOptions | None = None) -> str:
-    """The project image's Dockerfile (see :func:`envman.render.plan.project_plan`): apt layer,
+    """The project image's Dockerfile (see :func:`envman.render.layerplan.project_plan`): apt layer,
     then requirements layer, on the stack's promoted image pinned by id. With ``lock`` (an
     ``envman.lock`` that matches), the requirements layer installs exactly its pins with
     ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
     it resolves and leaves pip's install report for the next lock. ``network``: the CA bundle,
     indexes and apt mirror its steps go through."""
     from envman.project.lock import REPORT_PATH
-    from envman.render.plan import project_plan
+    from envman.render.layerplan import project_plan
     from envman.render.template import render_dockerfile
 
     plan = project_plan(project.name, stack_name, base_image_id, apt=project.apt,

@@ -19,7 +19,8 @@ from envman.project.lock import REPORT_PATH
 from envman.render import plan as P
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
-from envman.render.plan import DockerfilePlan, notebook_plan, project_plan, stack_plan
+from envman.render.layerplan import layer_network, notebook_plan, project_plan
+from envman.render.plan import DockerfilePlan, stack_plan
 from envman.render.quote import dockerfile_quote
 from envman.render.layout import dockerfile_steps
 from envman.render.steps import BindMount, CacheMount, FromStep, LabelStep, RunStep, SecretMount, Step
@@ -343,11 +344,11 @@ def test_the_notebook_requirement_is_double_quoted_and_what_sh_reads_inside_is_r
 
 def test_a_layer_exports_its_indexes_and_merges_its_ca_bundle_per_step():
     ca = Path(__file__).resolve().parents[3] / "examples" / "golden" / "_inputs" / "ca-bundle.pem"
-    net = P.layer_network(RenderOptions(ca_bundle=ca, pip_index="https://pypi.example/simple",
+    net = layer_network(RenderOptions(ca_bundle=ca, pip_index="https://pypi.example/simple",
                                         pip_extra_index="https://u:p@x.example/simple"))
     assert net.builder.ca_source == P.CA_MOUNT and net.builder.pip_cache == ("--no-cache-dir",)
     assert net.builder.step_env == (*P.CA_STEP_ENV, ("PIP_INDEX_URL", "https://pypi.example/simple"))  # no credentials
     assert net.apt_get == ("apt-get", "-o", f"Acquire::https::CAInfo={P.CA_MERGED}")
-    plain = P.layer_network(RenderOptions(pip_index="https://pypi.example/simple"))
+    plain = layer_network(RenderOptions(pip_index="https://pypi.example/simple"))
     assert plain.builder.ca_source is None and plain.builder.step_setup and plain.network is None
-    assert not P.layer_network(None).builder.step_setup
+    assert not layer_network(None).builder.step_setup

@@ -16,13 +16,8 @@ import pytest
 from envman.paths import templates_dir
 from envman.render import rendercache
 from envman.render import template as template_mod
-from envman.render.plan import (
-    DockerfilePlan,
-    NetworkOptions,
-    notebook_plan,
-    project_plan,
-    stack_plan,
-)
+from envman.render.layerplan import notebook_plan, project_plan
+from envman.render.plan import DockerfilePlan, NetworkOptions, stack_plan
 from envman.render.options import RenderOptions
 from envman.render.layout import dockerfile_steps
 from envman.render.template import jinja_env, render_dockerfile
