@@ -338,6 +338,8 @@ _NOT_STATE = {
     "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/rendercache.py", "envman/images/build.py",
     "envman/project/lock.py", "envman/cluster/slurm.py", "envman/safefile.py", "envman/state.py",
     "envman/matrix/write.py", "envman/images/base.py", "envman/render/base.py",
+    # the lock's closure check runs inside a project image and reads the requirements and lock there
+    "envman/project/lockcheck.py",
     # the driver's /proc files, a CDI spec the user names (read non-blocking, regular files only),
     # mount targets in a root file system; stdlib only, since scripts load it by path
     "envman/engine/cdi.py",
@@ -927,7 +929,7 @@ PIP_SHORT = ("-i", "-r", "-c", "-e", "-f")
 
 
 def _refused(text: str) -> bool:
-    from envman.project.file import check_requirements
+    from envman.project.requirements import check_requirements
 
     try:
         check_requirements(text, where="f")
@@ -971,7 +973,7 @@ def test_ordinary_requirements_pass(name, version, tail):
 @given(st.from_regex(r"--?[A-Za-z][A-Za-z-]{0,20}", fullmatch=True))
 @settings(max_examples=300, deadline=None)
 def test_any_option_but_the_listed_ones_is_refused(option):
-    from envman.project.file import REQUIREMENT_OPTIONS
+    from envman.project.requirements import REQUIREMENT_OPTIONS
 
     assert _refused(f"rich {option}=x") == (option not in REQUIREMENT_OPTIONS)
 
