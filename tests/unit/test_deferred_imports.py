@@ -62,3 +62,8 @@ def test_the_scan_sees_a_deferred_import_and_skips_the_cli(tmp_path, monkeypatch
     monkeypatch.setattr(me, "ROOT", tmp_path)
     monkeypatch.setattr(me, "PACKAGE", pkg)
     assert me.deferred_imports() == {"envman/dom.py: json", "envman/dom.py: envman"}
+
+
+if __name__ == "__main__":  # python -m tests.unit.test_deferred_imports: rewrite the list as the code is
+    head = [ln for ln in LISTED.read_text(encoding="utf-8").splitlines() if ln.startswith("#")]
+    LISTED.write_text("\n".join([*head, *sorted(deferred_imports())]) + "\n", encoding="utf-8")
