@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -510,7 +510,16 @@ def load_build_network(path: Path | None = None) -> str | None:
     return None if value == "default" else value
 
 
-def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MatrixConfig:
+    """The ``[matrix]`` table, checked: the user's matrix files (absolute or relative to the
+    config file's folder) and the PyTorch variant index ``envman matrix update`` reads."""
+
+    files: tuple[Path, ...] = ()
+    torch_index: str | None = None
+
+
+def load_matrix_config(path: Path | None = None) -> MatrixConfig:
     """The validated ``[matrix]`` table: ``files`` (matrix files the user relies on, loaded after
     the shipped ones; relative paths are taken relative to the config file) and ``torch_index``
     (base URL of PyTorch's variant index or its mirror, for ``envman matrix update``)::
@@ -522,7 +531,7 @@ def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
     cfg = read_config(path)
     path = cfg.path
     where = lambda k: cfg.where("matrix", k)  # noqa: E731
-    out: dict[str, Any] = {"files": (), "torch_index": None}
+    out = MatrixConfig()
     for key, value in cfg.table("matrix").items():
         if key == "files":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
@@ -531,10 +540,10 @@ def load_matrix_config(path: Path | None = None) -> dict[str, Any]:
             for v in value:
                 p = Path(v).expanduser()
                 files.append(p if p.is_absolute() else path.parent / p)
-            out["files"] = tuple(files)
+            out = replace(out, files=tuple(files))
         else:
             try:
-                out["torch_index"] = check_url(value, what="torch index")
+                out = replace(out, torch_index=check_url(value, what="torch index"))
             except Invalid as exc:
                 raise UserError(exc.what, where=where(key), fix=exc.fix) from None
     return out
@@ -547,7 +556,7 @@ MATRIX_ENV = "ENVMAN_MATRIX"
 def user_matrix_paths(extra: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
     """User files: ``[matrix] files`` of the user config first, then ENVMAN_MATRIX
     (os.pathsep-separated), then --matrix options (a file named twice is loaded once, last)."""
-    paths = list(load_matrix_config()["files"])
+    paths = list(load_matrix_config().files)
     paths += [Path(p) for p in os.environ.get(MATRIX_ENV, "").split(os.pathsep) if p.strip()]
     paths += [Path(p) for p in extra]
     seen: dict[Path, Path] = {}
@@ -570,6 +579,7 @@ __all__ = [
     "BUILDERS",
     "CREDENTIAL_KEYS",
     "MATRIX_KEYS",
+    "MatrixConfig",
     "load_matrix_config",
     "MATRIX_ENV",
     "user_matrix_paths",

@@ -94,7 +94,8 @@ def render_all(out: Path, only: str | None = None) -> int:
     from envman.render.base import choose_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
-    from envman.render.plan import BUILDER_KINDS, notebook_plan, project_plan
+    from envman.render.layerplan import notebook_plan, project_plan
+    from envman.render.plan import BUILDER_KINDS
     from envman.render.template import render_dockerfile
     from envman.stack.resolve import resolve, resolve_row
 

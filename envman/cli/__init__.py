@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from envman import __version__
+from envman.cli._out import emit_line
 
 if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource
@@ -42,7 +43,7 @@ STATE = State()
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"envman {__version__}")
+        emit_line(f"envman {__version__}")
         raise typer.Exit()
 
 

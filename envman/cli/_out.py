@@ -1,4 +1,12 @@
-"""Output helpers shared by the command modules."""
+"""The command modules' one way to print: every line the CLI shows goes through here.
+
+* :func:`console`: rich output for people (tables, styled verdicts), user data escaped.
+* :func:`emit_line` / :func:`emit_text`: a plain line, or text as it is (a Dockerfile, a batch
+  script, YAML, Markdown) on stdout, or a line on stderr; flushed, as each is written.
+* :func:`emit_json`: a document for programs (``--json``).
+
+Domain modules return their results (or report through a callback) and never print.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,20 @@ from typing import Any, Iterable, Sequence
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    emit_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def emit_text(text: str, *, err: bool = False) -> None:
+    """``text`` as it is (no newline added) on stdout, or on stderr with ``err``."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text)
+    stream.flush()
+
+
+def emit_line(line: str, *, err: bool = False) -> None:
+    """One line (a newline added) on stdout, or on stderr with ``err``. The caller has escaped
+    user data in it (:func:`envman.errors.printable`) where a terminal must not obey it."""
+    emit_text(line + "\n", err=err)
 
 
 def local_time(seconds: object, fmt: str) -> str:

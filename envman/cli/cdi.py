@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.cli._out import emit_line, emit_text
 from envman.engine.cdi import DEFAULT_SPEC_PATH as DEFAULT_SPEC
 
 
@@ -28,7 +29,7 @@ def generate(
         raise EnvmanError(f"cdi generate: {e}") from None
     text = cdi.spec_json(spec)
     if output is None or output == "-":
-        typer.echo(text, nl=False)
+        emit_text(text)
         return
     from envman.state import atomic_write
 
@@ -43,4 +44,4 @@ def generate(
     except OSError as e:
         raise UserError(f"cdi generate: cannot write {output}: {e.strerror or e} (writing under /etc/cdi needs root)") from None
     devices = ", ".join(f"nvidia.com/gpu={d['name']}" for d in spec["devices"])
-    typer.echo(f"wrote {output}: {devices}", err=True)
+    emit_line(f"wrote {output}: {devices}", err=True)

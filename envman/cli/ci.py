@@ -14,7 +14,7 @@ from envman.cli._options import (
     AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
     BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
 )
-from envman.cli._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, emit_line, emit_text, plain, tagged
 from envman.stack.names import DEFAULT_PLATFORM
 
 FrameworkOpt = Annotated[Optional[str], typer.Option("--framework", "-f", help="Only this framework: torch, tensorflow (tf), jax, onnxruntime.")]
@@ -66,9 +66,8 @@ def plan(
     shard_list = plan_shards(plan_rows(m, builds, plat or DEFAULT_PLATFORM), shards)
     if fmt == "github":
         import json
-        import sys
 
-        sys.stdout.write(json.dumps(github_matrix(shard_list), separators=(",", ":")) + "\n")
+        emit_line(json.dumps(github_matrix(shard_list), separators=(",", ":")))
         return
     emit_json({
         "shards": shards,
@@ -199,7 +198,7 @@ def report(
     if as_json:
         emit_json(loaded.results)
     elif str(markdown) == "-" or not (html or markdown or merged):
-        typer.echo(md, nl=False)
+        emit_text(md)
     else:
         written = [str(p) for p in (html, markdown, merged) if p]
         console(stderr=True).print(f"{counted(len(loaded.results), 'row')} from {counted(len(loaded.sources), 'result')}: wrote {', '.join(written)}",
@@ -223,7 +222,7 @@ def check_tags(
     if as_json:
         emit_json(rep.to_json())
         if not rep.reachable:
-            typer.echo(f"envman: error: {rep.message}", err=True)
+            emit_line(f"envman: error: {rep.message}", err=True)
         raise typer.Exit(rep.exit_code)
     if not rep.reachable:
         raise RegistryUnreachable(rep.message, fix="check the network or proxy (HTTPS_PROXY), or pass --registry "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Mapping, Optional
 
 import typer
 
+from envman.cli._out import emit_line, emit_text
 from envman.cli.complete import complete_project
 
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Where to write ('-': stdout).", show_default=False)]
@@ -64,7 +65,7 @@ def _local_run_image(project, stack) -> str:
         if base is None:
             raise UserError(f"no promoted image {stable_ref(stack)} for the project image of {project.name}",
                             where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
-        return build_project_image(engine, project, stack.name, base.id)
+        return build_project_image(engine, project, stack.name, base.id, on_warning=_say)
 
 
 def _env_file(project, environment, *, shell: bool = False) -> str | None:
@@ -100,10 +101,22 @@ def _inside(path: Path, root: Path) -> bool:
     return is_within(os.path.realpath(path), os.path.realpath(root))
 
 
+def write_output(files: Mapping[Path, str], dest: str, *, force: bool) -> list[Path]:
+    """``files`` written (:func:`envman.cluster.export.write_files`), or with ``dest`` ``-``
+    printed to stdout instead; the paths written."""
+    from envman.cluster.export import write_files
+
+    if dest == "-":
+        for text in files.values():
+            emit_text(text)
+        return []
+    return write_files(files, force=force)
+
+
 def _say(line: str) -> None:
     from envman.errors import printable
 
-    typer.echo(printable(line), err=True)  # paths and names as they are, control characters escaped
+    emit_line(printable(line), err=True)  # paths and names as they are, control characters escaped
 
 
 def k8s(
@@ -124,7 +137,7 @@ def k8s(
     """A batch/v1 Job: the pushed image by digest, GPU limits, node affinity from the matrix."""
     from envman.errors import UserError
     from envman.project.file import cluster_gpu_count
-    from envman.cluster.export import check_git, k8s_job, k8s_name, to_yaml, write_output
+    from envman.cluster.export import check_git, k8s_job, k8s_name, to_yaml
     from envman.images.remote import digest_ref, load_registry_settings, parse_registry
 
     proj, x = _inputs(project, image=image, need_local_image=False)
@@ -246,7 +259,7 @@ def devcontainer_cmd(
     """.devcontainer/devcontainer.json (+ Dockerfile) on the project's run image."""
     import json
 
-    from envman.cluster.export import devcontainer, write_output
+    from envman.cluster.export import devcontainer
 
     import os
 
@@ -277,7 +290,7 @@ def compose_cmd(
     import os
 
     from envman.errors import UserError
-    from envman.cluster.export import compose, compose_service, k8s_name, to_yaml, write_output
+    from envman.cluster.export import compose, compose_service, k8s_name, to_yaml
     from envman.project.image import prepare_home
 
     services = {}

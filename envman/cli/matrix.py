@@ -416,12 +416,12 @@ def update(
     tindex = None
     if not no_torch_index:
         try:
-            tindex = check_url(torch_index, what="torch index") if torch_index else (mcfg["torch_index"] or TORCH_INDEX)
+            tindex = check_url(torch_index, what="torch index") if torch_index else (mcfg.torch_index or TORCH_INDEX)
         except Invalid as exc:
             raise UserError(exc.what, where="--torch-index", fix=exc.fix) from None
     settings = Settings(
         index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
-        torch_index_required=bool(torch_index or mcfg["torch_index"]),
+        torch_index_required=bool(torch_index or mcfg.torch_index),
         frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
         cuda=not fws,  # --framework narrows the run to frameworks
         backfill=not new_only,

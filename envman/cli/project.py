@@ -12,7 +12,7 @@ from envman.errors import counted
 from envman.cli.complete import complete_stack, complete_gpu, complete_project
 from envman.cli._help import Command, help_columns
 
-from envman.cli._out import console, emit_json, plain, tagged
+from envman.cli._out import console, emit_json, emit_line, plain, tagged
 from envman.run import grammar as _grammar
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
@@ -552,6 +552,7 @@ def lock(
     from envman.project.lock import lock_path, lock_text, read_lock
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.image import build_project_image
+    from envman.errors import printable
     from envman.project.registry import locate
     from envman.run.command import print_step
     from envman.state import stable_ref
@@ -571,7 +572,8 @@ def lock(
             raise UserError(f"no promoted image {stable_ref(stack)} to lock {p.name} on", where=str(p.file),
                             fix=f"envman build {stack.name} (or envman pull {stack.name})")
         before = _lock_or_none(p.root)
-        ref = build_project_image(engine, p, stack.name, base.id, on_event=print_step, relock=upgrade)
+        ref = build_project_image(engine, p, stack.name, base.id, on_event=print_step, relock=upgrade,
+                                  on_warning=lambda line: emit_line(printable(line), err=True))
     current = read_lock(p.root)
     if current is None:  # never say "written" when nothing was: a read-only checkout warned above
         raise UserError(f"{lock_path(p.root)} was not written", where=str(p.file),
@@ -583,10 +585,8 @@ def lock(
                    "changed": not kept, "packages": packages})
         return
     state = "up to date" if kept else "written"
-    from envman.errors import printable
-
     what = counted(len(packages), "package") if packages else "0 packages (the stack image already satisfies every requirement)"
-    typer.echo(printable(f"{lock_path(p.root)}: {state}, {what} on {stack.name} ({ref})"))
+    emit_line(printable(f"{lock_path(p.root)}: {state}, {what} on {stack.name} ({ref})"))
 
 
 def _lock_or_none(root: Path):

@@ -8,7 +8,7 @@ import typer
 
 from envman.cli.complete import complete_stack_or_project
 
-from envman.cli._out import emit_json
+from envman.cli._out import emit_json, emit_line
 from envman.errors import printable
 
 Target = Annotated[str, typer.Argument(help="A stack name, or a project (registered name or path): its stack.",
@@ -73,16 +73,16 @@ def push(
         def progress(line: str) -> None:  # a heading once the upload starts (checks may refuse first)
             if not started:
                 started.append(True)
-                typer.echo(f"pushing {stack.name} to {reg}", err=True)
-            typer.echo(f"  {line}", err=True)
+                emit_line(f"pushing {stack.name} to {reg}", err=True)
+            emit_line(f"  {line}", err=True)
 
         pushed = push_stack(engine, stack, reg, allow_http=allow_http or settings.allow_http,
                             on_progress=None if as_json else progress)
     if as_json:
         emit_json(pushed.__dict__)
         return
-    typer.echo(f"pushed {stack.name} (smoke: {pushed.smoke}) to {reg}", err=True)
-    typer.echo(pushed.ref)
+    emit_line(f"pushed {stack.name} (smoke: {pushed.smoke}) to {reg}", err=True)
+    emit_line(pushed.ref)
 
 
 def pull(
@@ -109,8 +109,8 @@ def pull(
         emit_json(pulled.__dict__)
         return
     if pulled.note:
-        typer.echo(f"envman: warning: {printable(pulled.note)}", err=True)
-    typer.echo(f"pulled {pulled.ref} (smoke: {pulled.smoke}; digest: {pulled.vouched_by}); promoted as "
+        emit_line(f"envman: warning: {printable(pulled.note)}", err=True)
+    emit_line(f"pulled {pulled.ref} (smoke: {pulled.smoke}; digest: {pulled.vouched_by}); promoted as "
                f"{stable_ref(stack)}", err=True)
-    typer.echo(pulled.ref)
+    emit_line(pulled.ref)
 

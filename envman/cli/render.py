@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from envman.cli._out import emit_line, emit_text
 from envman.errors import counted
 
 from envman.cli.complete import complete_stack, complete_flavour
@@ -90,7 +91,7 @@ def render(
                 )
             seen[stack.name] = stack
             render_stack(stack, options, builder=kind, base=rebuilt(stack)).write(root / stack.name, shared)
-        typer.echo(f"{counted(len(seen), 'context')} in {root}")
+        emit_line(f"{counted(len(seen), 'context')} in {root}")
         return
 
     assert name is not None
@@ -107,12 +108,12 @@ def render(
     stack = resolve(m, name, plat)
     ctx = render_stack(stack, options, builder=kind, base=rebuilt(stack))
     if output == "-":
-        typer.echo(ctx.dockerfile, nl=False)
+        emit_text(ctx.dockerfile)
         return
     dest = ctx.write(Path(output) if output else DEFAULT_OUT / stack.name)
     # Plain lines (no wrapping): scripts read them.
-    typer.echo(str(dest))
-    typer.echo(f"render-hash {ctx.render_hash}")
+    emit_line(str(dest))
+    emit_line(f"render-hash {ctx.render_hash}")
     if "base/Dockerfile" in ctx.files:
-        typer.echo(f"base {stack.base_image} is no longer served by NVIDIA: {dest / 'base' / 'Dockerfile'} rebuilds it "
+        emit_line(f"base {stack.base_image} is no longer served by NVIDIA: {dest / 'base' / 'Dockerfile'} rebuilds it "
                    "from NVIDIA's recipe")

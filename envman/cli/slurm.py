@@ -9,7 +9,7 @@ import typer
 from envman.cli.complete import complete_project
 from envman.cli._help import Command
 
-from envman.cli._out import console, emit_json, local_time, plain
+from envman.cli._out import console, emit_json, emit_line, emit_text, local_time, plain
 
 _META_CMD = "envman.submit.command"
 
@@ -67,7 +67,7 @@ def submit(
                         command=tuple(ctx.meta.get(_META_CMD, [])), matrix_files=matrix_source().extra)
     spec = build_spec(req)
     if dry_run:
-        typer.echo(render_script(spec), nl=False)
+        emit_text(render_script(spec))
         return
     rec = do_submit(spec)
     gpu_text = f"{rec.gpus} GPU{'s' if rec.gpus != 1 else ''}" if rec.gpus else "no GPU"
@@ -112,25 +112,19 @@ def logs(
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing as the log grows, until the job ends.")] = False,
 ) -> None:
     """Print the log of one of your envman jobs."""
-    import sys
-
     from envman.cluster.slurm import follow_log, read_log
 
     if follow:
-        def write(text: str) -> None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-
-        state = follow_log(job, write)
+        state = follow_log(job, emit_text)
         code = "" if state.exit_code is None else f", exit code {state.exit_code}"
-        sys.stderr.write(f"envman: job {state.id} {state.state}{code}\n")
+        emit_line(f"envman: job {state.id} {state.state}{code}", err=True)
         return
     rec, text = read_log(job)
     if not text:
         from envman.errors import printable
 
-        sys.stderr.write(printable(f"envman: job {rec.id} has written nothing yet ({rec.log})") + "\n")
-    sys.stdout.write(text)
+        emit_line(printable(f"envman: job {rec.id} has written nothing yet ({rec.log})"), err=True)
+    emit_text(text)
 
 
 def node_check(
@@ -139,8 +133,6 @@ def node_check(
     no_gpu: Annotated[bool, typer.Option("--no-gpu", help="A CPU job: nothing to check.")] = False,
 ) -> None:
     """On a Slurm node: the driver and architecture checks envman run makes (used by non-docker job scripts)."""
-    import sys
-
     from envman.errors import UserError, printable
     from envman.cluster.slurm import node_check as check
     from envman.cli import matrix_source
@@ -148,5 +140,5 @@ def node_check(
     if no_gpu == (gpus is not None) or (gpus is not None and gpus != "slurm"):
         raise UserError("give --gpus slurm or --no-gpu", where="envman node-check")
     for w in check(project, gpus is not None, matrix_source()):
-        sys.stderr.write(f"envman: warning: {printable(w)}\n")
+        emit_line(f"envman: warning: {printable(w)}", err=True)
 

@@ -1,6 +1,6 @@
 """Files other tools read: a Kubernetes Job, a Dev Container, a compose file (``envman export``).
 
-Everything here is pure (data in, a dict out) except :func:`write_output`. The formats:
+Everything here is pure (data in, a dict out) except :func:`write_files`. The formats:
 
 * **Kubernetes** (:func:`k8s_job`): a ``batch/v1`` Job on the pushed image *by digest*, the
   project's command as ``args`` (the image's entrypoint stays: it makes any uid a user), GPUs as
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,8 @@ from envman import labels as L
 from envman.errors import UserError
 from envman.matrix.model import Arch, DriverVersion
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, shm_bytes
+from envman.engine.values import GpuRequest, Mount
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, shm_bytes
 from envman.stack.names import Stack
 
 # NVIDIA GPU Feature Discovery node labels (string values; the numeric ones hold decimal integers).
@@ -613,15 +613,11 @@ def _yaml(v: Any, indent: int) -> str:
     return f" {_scalar(v)}"
 
 
-def write_output(files: Mapping[Path, str], dest: str, *, force: bool) -> list[Path]:
-    """Write ``files`` (all or none): ``dest`` ``-`` prints them to stdout instead. An existing
-    file is kept unless ``force``; each write is atomic (temp file, fsync, rename)."""
+def write_files(files: Mapping[Path, str], *, force: bool) -> list[Path]:
+    """Write ``files`` (all or none; ``-o -``, printing them, is the command's). An existing file
+    is kept unless ``force``; each write is atomic (temp file, fsync, rename)."""
     from envman.state import atomic_write
 
-    if dest == "-":
-        for text in files.values():
-            sys.stdout.write(text)
-        return []
     existing = [p for p in files if p.exists()]
     if existing and not force:
         raise UserError(f"{existing[0]} exists", where="envman export", fix="pass --force to overwrite it, or -o another path")

@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from envman.errors import EnvmanError, UserError, shell_quote
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import Mount, cluster_gpu_count
+from envman.engine.values import Mount
+from envman.project.file import cluster_gpu_count
 
 if TYPE_CHECKING:
     from envman.matrix.source import MatrixSource

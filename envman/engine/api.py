@@ -29,11 +29,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, Union
 
 from envman.engine.select import PODMAN, PODMAN_CDI_DIRS, EngineKind, cdi_gpu_devices
-
-# A bind mount: (host path, container path, mode such as "ro" or "rw").
-Mount = tuple[str, str, str]
-# What `run(gpus=...)` accepts: "all", a count, or explicit device ids / UUIDs.
-GpuRequest = Union[Literal["all"], int, Sequence[Union[int, str]]]
+from envman.engine.values import GpuRequest, Mount
 # A label filter: {"k": "v"} or ["k", "k=v"] (every one must match).
 LabelFilter = Union[Mapping[str, str], Iterable[str]]
 

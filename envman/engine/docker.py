@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 from envman import labels as labels_mod
 from envman.engine.api import (
-    BuildEvent, ContainerInfo, EngineInfo, GpuRequest, ImageInfo, LabelFilter, Mount, RunResult, label_filters,
+    BuildEvent, ContainerInfo, EngineInfo, ImageInfo, LabelFilter, RunResult, label_filters,
 )
 from envman.engine.cdi import GENERATE_FIX
 from envman.engine.select import EngineKind, says_podman
+from envman.engine.values import GpuRequest, Mount
 from envman.errors import BuildError, EngineError, UserError, clip, printable, without_ansi
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
@@ -160,39 +161,24 @@ def parse_build_stream(chunks: Iterable[Mapping[str, Any]], *, tag: str | None =
 def gpu_device_requests(gpus: GpuRequest | None) -> list[dict[str, Any]]:
     """What ``docker run --gpus`` sends, as keyword dicts for ``docker.types.DeviceRequest``.
 
-    ``"all"`` → every GPU (count -1); ``n`` → n GPUs; a list → those device indexes or UUIDs.
+    Every GPU → count -1; a count → that many GPUs; devices → those device indexes or UUIDs.
     The driver stays empty, like the CLI's, so the engine picks the NVIDIA runtime hook or CDI.
     """
     if gpus is None:
         return []
     base: dict[str, Any] = {"driver": "", "capabilities": [["gpu"]]}
-    if isinstance(gpus, str):
-        if gpus != "all":
-            raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
+    if gpus.kind == "all":
         return [{**base, "count": -1}]
-    if isinstance(gpus, bool) or not isinstance(gpus, (int, Sequence)):
-        raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
-    if isinstance(gpus, int):
-        if gpus < 1:
-            raise UserError(f"gpus={gpus}: a GPU count must be at least 1 (ask for CPU-only explicitly instead)")
-        return [{**base, "count": gpus}]
-    ids = [str(g) for g in gpus]
+    if gpus.kind == "count":
+        if isinstance(gpus.count, bool) or not isinstance(gpus.count, int) or gpus.count < 1:
+            raise UserError(f"gpus={gpus.count!r}: a GPU count must be at least 1 (ask for CPU-only explicitly instead)")
+        return [{**base, "count": gpus.count}]
+    if gpus.kind != "devices":
+        raise UserError(f"gpus={gpus.kind!r}: expected every GPU, a positive count or a list of device ids")
+    ids = [str(g) for g in gpus.devices]
     if not ids or any(not re.fullmatch(r"[A-Za-z0-9:._-]+", i) for i in ids):
-        raise UserError(f"gpus={list(gpus)!r}: expected a non-empty list of device indexes or UUIDs")
+        raise UserError(f"gpus={list(gpus.devices)!r}: expected a non-empty list of device indexes or UUIDs")
     return [{**base, "device_ids": ids}]
-
-
-def podman_cdi_names(gpus: GpuRequest | None) -> list[str]:
-    """CDI device names for a GPU request (a count takes indexes 0..N-1, as on the run path)."""
-    if gpus is None:
-        return []
-    if gpus == "all":
-        return ["all"]
-    if isinstance(gpus, bool):  # gpu_device_requests refuses it before this is asked
-        raise UserError(f"gpus={gpus!r}: expected 'all', a positive count or a list of device ids")
-    if isinstance(gpus, int):
-        return [str(i) for i in range(gpus)]
-    return [str(g) for g in gpus]
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -542,7 +528,7 @@ class Engine:
             return self._start_wait(cid, image, gpus, device_requests, remove=remove, tty=tty, timeout=timeout)
         with self._errors(f"create container from {image}"):
             host_config = self._api.create_host_config(
-                binds=[f"{host}:{ctr}:{mode}" for host, ctr, mode in (mounts or [])] or None,
+                binds=[f"{m.source}:{m.target}:{m.mode}" for m in (mounts or [])] or None,
                 device_requests=device_requests or None,  # type: ignore[arg-type]  # the SDK makes DeviceRequests of dicts
                 shm_size=shm_size,
                 port_bindings={c: ("127.0.0.1", h) for c, h in port_map.items()} or None,
@@ -576,13 +562,13 @@ class Engine:
                 if device_requests and "could not select device driver" in str(exc):
                     runtimes = ", ".join(self.info().runtimes) or "none"
                     raise EngineError(
-                        f"GPU requested (gpus={gpus!r}) but the engine has no NVIDIA runtime or CDI "
+                        f"GPU requested (gpus={str(gpus)!r}) but the engine has no NVIDIA runtime or CDI "
                         f"device (runtimes: {runtimes})",
                         fix=NVIDIA_TOOLKIT_FIX,
                     ) from exc
                 if device_requests and "cdi device" in str(exc).lower():
                     raise EngineError(
-                        f"GPU requested (gpus={gpus!r}) but Podman cannot attach it: "
+                        f"GPU requested (gpus={str(gpus)!r}) but Podman cannot attach it: "
                         f"{_one_line(exc.explanation or str(exc))}",
                         fix=GENERATE_FIX,
                     ) from exc
@@ -617,13 +603,13 @@ class Engine:
 
         from docker.utils import parse_bytes
 
-        names = podman_cdi_names(gpus)
+        names = list(gpus.cdi_devices) if gpus is not None else []
         spec: dict[str, Any] = {
             "image": image, "command": list(command), "labels": dict(labels),
             "devices": [{"path": f"nvidia.com/gpu={n}"} for n in names],
             "env": dict(env or {}),
-            "mounts": [{"destination": ctr, "source": host, "type": "bind", "options": ["rbind", mode]}
-                       for host, ctr, mode in (mounts or [])],
+            "mounts": [{"destination": m.target, "source": m.source, "type": "bind", "options": ["rbind", m.mode]}
+                       for m in (mounts or [])],
             "portmappings": [{"host_ip": "127.0.0.1", "host_port": h, "container_port": c} for c, h in ports.items()],
             "no_new_privileges": "no-new-privileges" in (security_opt or ()),
         }
@@ -644,7 +630,7 @@ class Engine:
             msg = _one_line(str(body.get("message") or body.get("cause") or res.text))
             if "cdi" in msg.lower() or "unresolvable" in msg.lower():
                 raise EngineError(
-                    f"GPU requested (gpus={gpus!r}) but Podman cannot attach nvidia.com/gpu={','.join(names)}: {msg}",
+                    f"GPU requested (gpus={str(gpus)!r}) but Podman cannot attach nvidia.com/gpu={','.join(names)}: {msg}",
                     fix=GENERATE_FIX)
             raise EngineError(f"create container from {image}: {msg}")
         return str(body["Id"])

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
+from envman.engine.values import GpuRequest
 from envman.state import (
     candidate_ref, is_stable_tag, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
 )
@@ -254,7 +255,7 @@ def smoke_image(
     res = engine.run(
         image,
         cmd,
-        gpus="all" if gpus else None,
+        gpus=GpuRequest("all") if gpus else None,
         labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
         timeout=timeout,
         network="none",

@@ -268,7 +268,7 @@ def register_files(config: Path, names: Iterable[str]) -> tuple[str | None, list
     from envman.matrix.write import toml_value
 
     names = list(names)
-    have = {p.resolve() for p in load_matrix_config(config)["files"]}
+    have = {p.resolve() for p in load_matrix_config(config).files}
     missing = [n for n in names if (config.parent / n).resolve() not in have]
     if not missing:
         return None, []

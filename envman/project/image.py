@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -36,14 +35,14 @@ def project_repository(project: ProjectConfig) -> str:
 
 def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: str, lock: Lock | None = None,
                        network: RenderOptions | None = None) -> str:
-    """The project image's Dockerfile (see :func:`envman.render.plan.project_plan`): apt layer,
+    """The project image's Dockerfile (see :func:`envman.render.layerplan.project_plan`): apt layer,
     then requirements layer, on the stack's promoted image pinned by id. With ``lock`` (an
     ``envman.lock`` that matches), the requirements layer installs exactly its pins with
     ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
     it resolves and leaves pip's install report for the next lock. ``network``: the CA bundle,
     indexes and apt mirror its steps go through."""
     from envman.project.lock import REPORT_PATH
-    from envman.render.plan import project_plan
+    from envman.render.layerplan import project_plan
     from envman.render.template import render_dockerfile
 
     plan = project_plan(project.name, stack_name, base_image_id, apt=project.apt,
@@ -70,7 +69,7 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
     image's tag is the hash of the context without them (:func:`project_image_ref`): they say how
     the packages are fetched, not which, so every command that finds a project's image by its tag
     (run, clean, doctor) finds it whatever the network settings of the build were."""
-    from envman.project.lock import CLOSURE_CHECK
+    from envman.project.lock import closure_check
     from envman.render.plan import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
@@ -82,7 +81,7 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
         files["requirements.txt"] = project.requirements.encode()
     if lock is not None:
         files[LOCK_CONTEXT_FILE] = lock.requirements_text().encode()
-        files["lockcheck.py"] = CLOSURE_CHECK.encode()
+        files["lockcheck.py"] = closure_check()
     return files
 
 
@@ -172,14 +171,16 @@ def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserC
 def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
                         on_event: Callable[[BuildEvent], None] | None = None, nocache: bool = False,
                         builder: Builder | None = None,
-                        relock: bool = False, network: RenderOptions | None = None) -> str:
+                        relock: bool = False, network: RenderOptions | None = None,
+                        on_warning: Callable[[str], None] | None = None) -> str:
     """Build (or reuse) the project image on ``engine``; its ref.
 
     A build that resolved the requirements (no matching lock, or ``relock``) writes
     ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
     next run reuses it. ``builder`` runs the build; by default the classic one. ``network``:
     the CA bundle, indexes and apt mirror the build goes through (``[network]`` of config.toml
-    and the command's options)."""
+    and the command's options). ``on_warning`` is told what went wrong without failing the build
+    (a lock that cannot be written), one line each."""
     from envman.engine.builder import ClassicBuilder, from_image_id
 
     from filelock import FileLock
@@ -197,7 +198,7 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
         if not nocache and not relock and engine.inspect_image(ref) is not None:
             # an image that resolved its requirements holds pip's report: a project whose lock
             # went missing (or no longer matched) gets it back without a build
-            return record_lock(engine, project, stack_name, base_image_id, ref) if resolved else ref
+            return record_lock(engine, project, stack_name, base_image_id, ref, on_warning) if resolved else ref
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
             with from_image_id(engine, run, files, base_image_id) as buildable:
@@ -214,7 +215,7 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
                 "check the apt packages, requirements and envman.lock (the failing step and its error lines follow)",
             ) from None
         if resolved:
-            ref = record_lock(engine, project, stack_name, base_image_id, ref)
+            ref = record_lock(engine, project, stack_name, base_image_id, ref, on_warning)
     return ref
 
 
@@ -230,9 +231,11 @@ def build_reason(log_tail: str) -> str | None:
     return None
 
 
-def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str) -> str:
+def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str,
+                on_warning: Callable[[str], None] | None = None) -> str:
     """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
-    image under the ref the lock gives; that ref."""
+    image under the ref the lock gives; that ref. A lock that cannot be written is told to
+    ``on_warning`` and leaves ``ref`` as it is."""
     from envman.errors import BuildError
     from envman.project.lock import REPORT_PATH, make_lock, pins_from_report, write_lock
 
@@ -248,10 +251,9 @@ def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str
     try:
         write_lock(project.root, lock)
     except OSError as exc:  # a read-only checkout still builds and runs, without a lock
-        from envman.errors import printable
-
-        print(printable(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
-                        " (the next build resolves the requirements again)"), file=sys.stderr)
+        if on_warning is not None:
+            on_warning(f"envman: warning: cannot write {project.root / 'envman.lock'}: {exc.strerror or exc}"
+                       " (the next build resolves the requirements again)")
         return ref
     locked = project_image_ref(project, stack_name, base_image_id)
     engine.tag(ref, locked)

@@ -91,7 +91,7 @@ def _readable_as_is(cwd: Path, rel: str) -> bool:
     """Whether the project file may name the requirements file as it is: the image build reads
     it with the project file's own rules (UTF-8, no coding line pip would obey, every line one it
     takes)."""
-    from envman.project.file import check_requirements, read_requirements
+    from envman.project.requirements import check_requirements, read_requirements
 
     try:
         check_requirements(read_requirements(cwd, rel, where=rel), where=rel)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from envman.errors import UserError, clip_list
-from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
+from envman.engine.values import GpuRequest, Mount
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, ProjectConfig, type_error, check_shm, check_stack_name, default_shm_size, mount_text, parse_environment, parse_gpus, parse_mount
 
 if sys.version_info >= (3, 11):
     pass

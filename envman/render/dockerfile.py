@@ -42,7 +42,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -404,7 +404,6 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
     are a :class:`RenderError` saying why. Two indexes on one host with different credentials
     cannot share a netrc file and are refused too.
     """
-    from dataclasses import replace
     from urllib.parse import urlsplit
 
     carrying = options.credentials()

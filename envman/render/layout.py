@@ -12,16 +12,20 @@ taken here, in Python. A stack image's steps, in cache-friendly layer order:
          -> envman's files, labels
 
 A project image or the notebook layer: FROM, USER root, its apt packages, then its pip packages
-or its requirements. Standard library only: the run path lays project images out.
+or its requirements. The plan holds argument lists and values as they are; they are quoted here,
+as each line is written (:func:`envman.render.quote.sh_word` for /bin/sh,
+:func:`envman.render.quote.dockerfile_quote` for ENV and LABEL). Standard library only: the run
+path lays project images out.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envman.render.plan import CA_CONTEXT_FILE, SETTLED_DIRS, SETTLED_TIME
+from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
+from envman.render.quote import dockerfile_quote, sh_double_quoted, sh_word, sh_words
 from envman.render.steps import (
-    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, Mount, OrElse, RunStep, Step,
+    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
     UserStep, paragraphs,
 )
 
@@ -46,12 +50,23 @@ def dockerfile_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
 # --- shared pieces -----------------------------------------------------------------------------
 
 
-def _pip_install(python: str, options: str) -> str:
-    return f"{python} -m pip install {options}"
+def _pip_install(python: str, options: tuple[str, ...]) -> str:
+    return f"{python} -m pip install {sh_words(options)}"
+
+
+def _assignments(env: tuple[tuple[str, str], ...]) -> str:
+    """``NAME=value`` words for /bin/sh, space-separated."""
+    return " ".join(f"{k}={sh_word(v)}" for k, v in env)
+
+
+def _env(env: tuple[tuple[str, str], ...]) -> EnvStep:
+    """An ENV instruction, its values quoted for the Dockerfile lexer."""
+    return EnvStep(tuple(f"{k}={dockerfile_quote(v)}" for k, v in env))
 
 
 def _apt_install(os: OsPackages) -> str:
-    return f"{os.install_env}{os.apt_get} install -y --no-install-recommends {' '.join(os.packages)}"
+    prefix = "".join(f"{a} " for a in [_assignments(os.install_env)] if a)
+    return f"{prefix}{sh_words(os.apt_get)} install -y --no-install-recommends {' '.join(os.packages)}"
 
 
 def _from(base: BaseImage) -> FromStep:
@@ -64,7 +79,7 @@ def _from(base: BaseImage) -> FromStep:
 def _layer_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
     steps: list[Step] = [Comment(plan.title), _from(plan.base), UserStep("root")]
     b, net, os = plan.builder, plan.network, plan.os_packages
-    networked = b.ca_prelude is not None or (os is not None and os.mirror is not None)
+    networked = b.step_setup or (os is not None and os.mirror is not None)
     if net is not None and net.ca_copy_dest:
         steps += [Comment(("--ca-bundle: your PEM bundle, merged with the system store for each step below",
                            "(apt, pip) and removed at its end; the system store itself is left as it is.")),
@@ -77,16 +92,16 @@ def _layer_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
         return RunStep(tuple(commands), chain="and-leading")
 
     if os is not None:
-        steps.append(run([*_apt_mirror(os.mirror), f"{os.apt_get} update", _apt_install(os),
+        steps.append(run([*_apt_mirror(os.mirror), f"{sh_words(os.apt_get)} update", _apt_install(os),
                           "rm -rf /var/lib/apt/lists/*"]))
     pip = plan.pip_packages
     if pip is not None:
-        install = f"{_pip_install(pip.python, pip.pip_options)} {' '.join(pip.requirements)}"
+        install = f"{_pip_install(pip.python, pip.pip_options)} {' '.join(sh_double_quoted(r) for r in pip.requirements)}"
         steps.append(RunStep(_with_ca(b, [install])) if networked else RunStep((install,)))
     req = plan.project.requirements if plan.project is not None else None
     if req is not None:
-        install = f"{_pip_install(req.python, req.pip_options)} {req.install}"
-        steps += [CopyStep(req.copy, req.dest), run([install, *([req.check] if req.check else [])])]
+        install = f"{_pip_install(req.python, req.pip_options)} {sh_words(req.install)}"
+        steps += [CopyStep(req.copy, req.dest), run([install, *([sh_words(req.check)] if req.check else [])])]
     return tuple(steps)
 
 
@@ -126,13 +141,13 @@ def _stack_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
         [Comment(("4. What the NVIDIA container runtime reads (overriding the base image's values consistently;",
                   "constraint syntax: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html).",
                   nvidia.note)),
-         EnvStep(nvidia.env)] if nvidia is not None else [],
+         _env(nvidia.env)] if nvidia is not None else [],
         [Comment(("envman's own files: the entrypoint, the smoke-test probe and the stack this image was built for.",)),
          CopyStep(files.files, f"{files.dir}/"),
          EnvStep((f"HOME={files.home}",)),
          ExecStep("ENTRYPOINT", (files.entrypoint,)),
          ExecStep("CMD", (files.cmd,)),
-         LabelStep(tuple(label.text for label in plan.labels))],
+         LabelStep(tuple(f"{label.name}={dockerfile_quote(label.value)}" for label in plan.labels))],
     )
 
 
@@ -183,7 +198,7 @@ def _os_packages(os: OsPackages, b: BuilderOptions) -> list[Step]:
     if b.buildkit:
         lines += ["apt's package lists and downloads stay in cache mounts per OS release (locked: one build at a",
                   "time writes them); /etc/apt is left as the base image has it."]
-    commands += [f"{os.apt_get} update", _apt_install(os)]
+    commands += [f"{sh_words(os.apt_get)} update", _apt_install(os)]
     if os.update_ca_certificates:
         commands.append("update-ca-certificates")
     if os.hide_nvidia_sources:
@@ -199,7 +214,7 @@ def _trust_store(net: NetworkOptions) -> list[Step]:
     if not net.ca_env:
         return []
     return [Comment(("Everything below trusts the system store, which now holds your CA bundle too.",)),
-            EnvStep(net.ca_env)]
+            _env(net.ca_env)]
 
 
 def _indexes(net: NetworkOptions, b: BuilderOptions) -> list[Step]:
@@ -211,7 +226,7 @@ def _indexes(net: NetworkOptions, b: BuilderOptions) -> list[Step]:
     else:
         lines = ("--pip-index / --pip-extra-index (no credentials: rejected before rendering). They stay in the",
                  "image, so pip inside the container uses your index too.")
-    return [Comment(lines), EnvStep(net.pip_env)]
+    return [Comment(lines), _env(net.pip_env)]
 
 
 def _wheelhouse_copy(wh: Wheelhouse | None, when: str) -> list[Step]:
@@ -227,29 +242,34 @@ def _wheelhouse_copy(wh: Wheelhouse | None, when: str) -> list[Step]:
 
 
 def _with_ca(b: BuilderOptions, commands: list[Command]) -> tuple[Command, ...]:
-    """``set -eu``, the CA bundle's merge (BuildKit with --ca-bundle), ``commands``, its removal."""
-    return ("set -eu", *([b.ca_prelude] if b.ca_prelude else []), *commands, *([b.ca_cleanup] if b.ca_cleanup else []))
+    """``set -eu``, the CA bundle's merge and the step's variables (BuildKit with --ca-bundle, a
+    layer's network options), ``commands``, the merged bundle's removal."""
+    setup = []
+    if b.ca_source is not None:
+        setup.append(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {b.ca_source}; }} > {CA_MERGED}")
+    if b.step_env:
+        setup.append(f"export {_assignments(b.step_env)}")
+    return ("set -eu", *(["; ".join(setup)] if setup else []), *commands,
+            *([f"rm -f {CA_MERGED}"] if b.ca_source is not None else []))
 
 
 #: Starts a reproducible step: a second before it starts (the kernel stamps files with a clock that
 #: may lag the one ``date`` reads by a tick), and SOURCE_DATE_EPOCH, which makes Python's bytecode
 #: compiler write hash-checked .pyc files (PEP 552) that carry no file times.
 _SETTLE_START = f'settled="$(($(date +%s) - 1))"; export SOURCE_DATE_EPOCH={SETTLED_TIME} PYTHONDONTWRITEBYTECODE=1'
-def _settle_end(mounts: tuple[Mount, ...]) -> str:
+def _settle_end(mounts: tuple[BuildMount, ...]) -> str:
     """Ends it: every file and folder the step wrote or changed gets the same time, so that the
     layer's bytes depend only on what was installed (a layer's tar carries each entry's modification
     time; the entries themselves are in path order, their other times left out). The step's own
     mounts under those folders (the wheelhouse, a netrc secret: read-only, and not in the layer)
     are passed over: ``-xdev`` keeps find out of them, not off their mount points."""
-    from envman.render.quote import sh_word
-
     skip = sorted(m.target for m in mounts if any(m.target == d or m.target.startswith(d + "/") for d in SETTLED_DIRS))
     prune = "".join(f"-path {sh_word(t)} -prune -o " for t in skip)
     return (f'for d in {" ".join(SETTLED_DIRS)}; do if [ -d "$d" ]; then '
             f'find "$d" -xdev {prune}-newermt "@$settled" -exec touch -h -d @{SETTLED_TIME} {{}} +; fi; done')
 
 
-def _settled(commands: tuple[Command, ...], mounts: tuple[Mount, ...]) -> tuple[Command, ...]:
+def _settled(commands: tuple[Command, ...], mounts: tuple[BuildMount, ...]) -> tuple[Command, ...]:
     """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
     Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
     leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
@@ -275,14 +295,16 @@ def _python(py: Python, b: BuilderOptions) -> list[Step]:
                   "--system-site-packages so that `pip install --user` works in it."]
         bootstrap_pip = _pip_install(py.bootstrap_python, b.pip_cache)
         uv = f"{py.bootstrap}/bin/uv"
+        flags = "".join(f"{sh_word(w)} " for w in py.bootstrap_flags)
+        uv_env = _assignments(py.uv_env)
         commands = [f"python3 -m venv {py.bootstrap}",
-                    *([f"{bootstrap_pip} {py.bootstrap_flags}--upgrade {py.bootstrap_pip}"] if py.bootstrap_pip else []),
-                    f"{bootstrap_pip} --no-compile --ignore-requires-python {py.bootstrap_flags}{py.uv_requirement}",
-                    f"{py.uv_env} {uv} python install --no-bin {py.version}",
-                    f'"$({py.uv_env} {uv} python find --managed-python {py.version})" -m venv --system-site-packages {py.venv}',
+                    *([f"{bootstrap_pip} {flags}--upgrade {sh_word(py.bootstrap_pip)}"] if py.bootstrap_pip else []),
+                    f"{bootstrap_pip} --no-compile --ignore-requires-python {flags}{sh_word(py.uv_requirement)}",
+                    f"{uv_env} {uv} python install --no-bin {py.version}",
+                    f'"$({uv_env} {uv} python find --managed-python {py.version})" -m venv --system-site-packages {py.venv}',
                     f"rm -rf {py.bootstrap} /tmp/envman-uv-cache"]
     if py.pip_upgrade:
-        commands.append(f"{_pip_install(py.venv_python, b.pip_cache)} {py.pip_upgrade}")
+        commands.append(f"{_pip_install(py.venv_python, b.pip_cache)} {sh_words(py.pip_upgrade)}")
     else:
         commands.append(f"{py.venv_python} -m pip --version")
     lines += ["The files this step writes all get one time, and from Python 3.7 on its .pyc files are",
@@ -298,22 +320,23 @@ def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]
                              "every stack with the same pins (on the same OS and Python) shares this layer. Exactly these",
                              "wheels, no dependencies (the framework step adds the rest), no bytecode, one time on every",
                              "file: the same pins give the same layer digest wherever they are built.")
-    install = f"{_pip_install(py.venv_python, b.pip_cache)} {cl.pip_args}"
+    install = f"{_pip_install(py.venv_python, b.pip_cache)} {sh_words(cl.pip_args)}"
     if cl.requirements_file is None:
         return [Comment(lines), RunStep(_settled(_with_ca(b, [install]), cl.mounts), cl.mounts)]
     lines += ("pip runs in hash-checking mode: every wheel, downloaded, mirrored or from a cache, must have",
               "one of the sha256 hashes the matrix row records for it.")
-    commands: list[Command] = [f"printf '%s\\n' {' '.join(cl.hashed_lines)} > {cl.requirements_file}", install,
+    commands: list[Command] = [f"printf '%s\\n' {sh_words(cl.requirements)} > {cl.requirements_file}", install,
                                f"rm -f {cl.requirements_file}"]
     return [Comment(lines), RunStep(_settled(_with_ca(b, commands), cl.mounts), cl.mounts)]
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:
     """uv into its cache mount, once (pip fetches it; a failed fetch leaves ``$uv`` missing)."""
+    fetch = "".join(f"{sh_word(w)} " for w in uv.fetch_flags)
     return [f"uv={uv.tool}/bin/uv",
             If('[ ! -x "$uv" ]', (
                 f't="$(mktemp -d {uv.tool}.XXXXXX)"',
-                If(f'{pip} --quiet --no-deps --only-binary=:all: --target "$t" {uv.fetch_flags}{uv.requirement}',
+                If(f'{pip} --quiet --no-deps --only-binary=:all: --target "$t" {fetch}{sh_word(uv.requirement)}',
                    (f'mv -T "$t" {uv.tool} 2>/dev/null || rm -rf "$t"',),
                    ('rm -rf "$t"',)),
             ))]
@@ -321,14 +344,14 @@ def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:
 
 def _framework(fw: Framework, py: Python, b: BuilderOptions) -> list[Step]:
     pip = _pip_install(py.venv_python, b.pip_cache)
-    wheels = f"--no-index --no-deps {fw.wheel_paths}"
+    wheels = f"--no-index --no-deps {sh_words(fw.wheel_paths)}"
     if not b.buildkit:
         lines = [f"3. {fw.title}: the matrix's pinned packages."]
         if fw.wheel_paths:
             lines = [f"3. {fw.title}: the matrix's pinned packages, the wheelhouse first (each wheel as it is, no",
                      "dependencies; the pins below then find them already satisfied)."]
         return [Comment(tuple(lines)),
-                RunStep(("set -eu", *([f"{pip} {wheels}"] if fw.wheel_paths else []), f"{pip} {fw.pip_args}"))]
+                RunStep(("set -eu", *([f"{pip} {wheels}"] if fw.wheel_paths else []), f"{pip} {sh_words(fw.pip_args)}"))]
     uv = fw.uv if fw.installer == "uv" else None
     if uv is not None:
         lines = [f"3. {fw.title}, installed by uv {uv.version}, which is kept in a cache mount of its",
@@ -356,14 +379,14 @@ def _framework(fw: Framework, py: Python, b: BuilderOptions) -> list[Step]:
                   "(--offline: a rebuild after a pin change needs no network), then through the indexes."]
         install: list[Command] = [*_uv_fetch(uv, pip), If('[ -x "$uv" ]', (
             f"export UV_CACHE_DIR={uv.cache} UV_LINK_MODE=copy UV_COMPILE_BYTECODE=1 UV_PYTHON={py.venv_python}",
-            OrElse(f'"$uv" pip install --offline {uv.args}',
+            OrElse(f'"$uv" pip install --offline {sh_words(uv.args)}',
                    ('''echo "envman: not everything is in uv's cache; resolving through the indexes" >&2''',
-                    f'"$uv" pip install {uv.args}')),
+                    f'"$uv" pip install {sh_words(uv.args)}')),
         ), (f'echo "envman: uv {uv.version} could not be fetched from the configured index; installing with pip" >&2',
-            f"{pip} {fw.pip_args}"))]
+            f"{pip} {sh_words(fw.pip_args)}"))]
     else:
         lines.append(pins)
-        install = [f"{pip} {fw.pip_args}"]
+        install = [f"{pip} {sh_words(fw.pip_args)}"]
     return [*steps, Comment(tuple(lines)), RunStep(_with_ca(b, install), fw.mounts)]
 
 

@@ -1,7 +1,7 @@
 """The Dockerfile plan: what an image's Dockerfile says, as typed, frozen sections.
 
 A :class:`DockerfilePlan` is built by a pure function (:func:`stack_plan` for a stack image,
-:func:`project_plan` for a project image, :func:`notebook_plan` for the notebook layer). Python
+:func:`envman.render.layerplan.project_plan` for a project image and the notebook layer). Python
 computes every pin, flag, path, BuildKit mount and quoted value here, in layer order:
 
     base -> os_packages -> python -> framework -> nvidia -> pip_packages / project
@@ -13,8 +13,10 @@ writes each instruction), and the templates (``templates/dockerfiles``, see
 
 A section a kind of image does not have is ``None`` (a project image has no ``python`` or
 ``framework``; a stack image has no ``project``; a CPU stack has no ``nvidia``). Values that land
-in LABEL/ENV are quoted for the Dockerfile lexer (:func:`envman.render.quote.dockerfile_quote`),
-words in RUN lines for /bin/sh (:func:`envman.render.quote.sh_word`), before they enter a plan.
+hold what a command is given as argument lists (tuples of words) and LABEL/ENV values as they are
+(checked here, :func:`envman.render.quote.check_dockerfile_value`): the layout quotes them where the
+Dockerfile is written, for the Dockerfile lexer (:func:`envman.render.quote.dockerfile_quote`) or
+for /bin/sh (:func:`envman.render.quote.sh_word`).
 """
 
 from __future__ import annotations
@@ -30,11 +32,10 @@ from envman import __version__
 from envman import labels as L
 from envman.errors import RenderError
 from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
-from envman.render.quote import dockerfile_quote, mirror_image, sh_word, stack_label_json
-from envman.render.steps import BindMount, CacheMount, Mount, SecretMount
+from envman.render.quote import check_dockerfile_value, mirror_image, stack_label_json
+from envman.render.steps import BindMount, CacheMount, BuildMount, SecretMount
 from envman.paths import CONTAINER_HOME
-from envman.state import stable_ref
-from envman.stack.names import APT_PACKAGE_PATTERN, DEFAULT_PLATFORM, PROJECT_NAME_PATTERN, STACK_NAME_PATTERN, Stack
+from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
     from envman.render.options import RenderOptions
@@ -185,16 +186,24 @@ class BuilderOptions:
     """What differs between the two builders' Dockerfiles, for the steps that run pip."""
 
     kind: BuilderKind
-    #: pip's cache option: ``--no-cache-dir`` (classic), or a cache mount's directory (BuildKit).
-    pip_cache: str
-    #: BuildKit with --ca-bundle: the commands that merge the mounted bundle into one file for pip
-    #: and uv at the start of a step, and remove it at the end (classic: none, the system store has it).
-    ca_prelude: str | None = None
-    ca_cleanup: str | None = None
+    #: pip's cache options: ``--no-cache-dir`` (classic), or a cache mount's directory (BuildKit).
+    pip_cache: tuple[str, ...]
+    #: BuildKit with --ca-bundle, or a layer with one: the bundle merged with the system store into
+    #: :data:`CA_MERGED` at the start of each pip/uv step and removed at its end (classic stack
+    #: images: none, the system store has it).
+    ca_source: str | None = None
+    #: Variables exported for each such step (name, value as it is): the merged bundle for pip
+    #: and uv, a layer's indexes.
+    step_env: tuple[tuple[str, str], ...] = ()
 
     @property
     def buildkit(self) -> bool:
         return self.kind == "buildkit"
+
+    @property
+    def step_setup(self) -> bool:
+        """Whether each pip/uv step starts by merging the CA bundle or exporting variables."""
+        return self.ca_source is not None or bool(self.step_env)
 
 
 @dataclass(frozen=True)
@@ -213,25 +222,25 @@ class NetworkOptions:
 
     #: classic builder with --ca-bundle: where the bundle is copied before the OS packages step.
     ca_copy_dest: str | None = None
-    ca_env: tuple[str, ...] = ()  # ``NAME="value"`` for ENV, quoted
-    pip_env: tuple[str, ...] = ()
+    ca_env: tuple[tuple[str, str], ...] = ()  # (name, value) for ENV
+    pip_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class OsPackages:
     """One apt step: update, install ``packages``, clean up."""
 
-    apt_get: str  # ``apt-get`` with its options
+    apt_get: tuple[str, ...]  # ``apt-get`` and its options
     packages: tuple[str, ...]  # sorted, validated package names (``name`` or ``name=version``)
-    #: Prefix of the install command (a project image sets DEBIAN_FRONTEND there; a stack image
+    #: Variables of the install command (a project image sets DEBIAN_FRONTEND there; a stack image
     #: has it as a build ARG).
-    install_env: str = ""
+    install_env: tuple[tuple[str, str], ...] = ()
     mirror: str | None = None  # --apt-mirror: rewrite the sources' URIs first
     hide_nvidia_sources: bool = False  # set NVIDIA's apt sources aside while apt-get runs
     update_ca_certificates: bool = False  # add the copied CA bundle to the system store
     clean_lists: bool = True  # remove apt's lists (they are a cache mount on BuildKit)
     home: str | None = None  # a HOME made usable by any uid, with /etc/passwd and /etc/group
-    mounts: tuple[Mount, ...] = ()  # BuildKit: apt's caches, the CA bundle
+    mounts: tuple[BuildMount, ...] = ()  # BuildKit: apt's caches, the CA bundle
 
 
 @dataclass(frozen=True)
@@ -252,18 +261,18 @@ class Python:
     version: str  # X.Y, or X.Yt for a free-threaded build (strategy "standalone")
     strategy: Literal["apt", "standalone"]
     os: str
-    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
-    pip_upgrade: str | None  # the venv pip's upgrade arguments; None: keep the bundled pip
+    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
+    pip_upgrade: tuple[str, ...] | None  # the venv pip's upgrade arguments; None: keep the bundled pip
     pip_note: str  # why the bundled pip stays ("" when it does not)
     venv: str = VENV
     venv_python: str = VENV_PYTHON
     # strategy "standalone": a bootstrap venv with uv installs python-build-standalone.
     bootstrap: str = BOOTSTRAP
     bootstrap_python: str = f"{BOOTSTRAP}/bin/python"
-    bootstrap_pip: str | None = None
-    bootstrap_flags: str = ""
-    uv_requirement: str = sh_word(f"uv=={UV_VERSION}")
-    uv_env: str = ""
+    bootstrap_pip: str | None = None  # the bootstrap venv's pip requirement, when it needs a newer one
+    bootstrap_flags: tuple[str, ...] = ()  # pip's options in the bootstrap venv (the wheelhouse, offline)
+    uv_requirement: str = f"uv=={UV_VERSION}"
+    uv_env: tuple[tuple[str, str], ...] = ()  # the variables ``uv python`` runs with
 
     @property
     def exe(self) -> str:
@@ -276,11 +285,11 @@ class UvInstaller:
     """BuildKit, Python 3.8+: uv installs the framework, fetched once into a cache mount."""
 
     version: str
-    requirement: str  # for pip, quoted
+    requirement: str  # for pip
     tool: str  # where the fetched uv lives (a cache mount)
     cache: str
-    fetch_flags: str  # pip options for fetching uv (the wheelhouse, offline)
-    args: str  # ``uv pip install`` arguments: options, then the pins
+    fetch_flags: tuple[str, ...]  # pip options for fetching uv (the wheelhouse, offline)
+    args: tuple[str, ...]  # ``uv pip install`` arguments: options, then the pins
 
 
 @dataclass(frozen=True)
@@ -288,9 +297,9 @@ class Framework:
     """The matrix row's pinned packages (and the wheelhouse's wheels, installed first)."""
 
     title: str
-    mounts: tuple[Mount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
-    pip_args: str  # ``pip install`` arguments: index options, then the pins (quoted)
-    wheel_paths: str  # the wheelhouse's wheels, quoted, space-separated ("" when none)
+    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
+    pip_args: tuple[str, ...]  # ``pip install`` arguments: index options, then the pins
+    wheel_paths: tuple[str, ...]  # the wheelhouse's wheels (none: empty)
     installer: Literal["pip", "uv"] = "pip"
     uv: UvInstaller | None = None
 
@@ -302,12 +311,11 @@ class CudaLibs:
 
     title: str  # what pins them (``torch 2.5.1 (cu124)``)
     requirements: tuple[str, ...]  # ``name==version`` and its hashes, sorted (Stack.cuda_libs)
-    mounts: tuple[Mount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
-    #: ``pip install`` arguments: options, index options, then the pins (quoted), or ``-r FILE``
-    #: when the pins have hashes (pip takes ``--hash`` in a requirements file only).
-    pip_args: str
-    #: With hashes: the requirements file's lines (quoted for printf) and where the step writes it.
-    hashed_lines: tuple[str, ...] = ()
+    mounts: tuple[BuildMount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
+    #: ``pip install`` arguments: options, index options, then the pins, or ``-r FILE`` when the
+    #: pins have hashes (pip takes ``--hash`` in a requirements file only).
+    pip_args: tuple[str, ...]
+    #: With hashes: where the step writes ``requirements``, one per line.
     requirements_file: str | None = None
 
 
@@ -315,7 +323,7 @@ class CudaLibs:
 class Nvidia:
     """What the NVIDIA container runtime reads (GPU stacks only)."""
 
-    env: tuple[str, ...]  # ``NAME="value"`` for ENV, quoted
+    env: tuple[tuple[str, str], ...]  # (name, value) for ENV
     note: str  # why NVIDIA_REQUIRE_CUDA says what it says
 
 
@@ -326,9 +334,9 @@ class Requirements:
     copy: tuple[str, ...]  # context files
     dest: str  # where COPY puts them
     python: str
-    pip_options: str
-    install: str  # what follows ``pip install <pip_options>``
-    check: str | None = None  # a command run after the install (the lock's closure check)
+    pip_options: tuple[str, ...]
+    install: tuple[str, ...]  # what follows ``pip install <pip_options>``
+    check: tuple[str, ...] | None = None  # a command run after the install (the lock's closure check)
 
 
 @dataclass(frozen=True)
@@ -336,8 +344,8 @@ class PipPackages:
     """Packages pip installs on top of an image, with no files copied (the notebook layer)."""
 
     python: str
-    pip_options: str
-    requirements: tuple[str, ...]  # quoted for /bin/sh
+    pip_options: tuple[str, ...]
+    requirements: tuple[str, ...]  # validated requirement specifiers
 
 
 @dataclass(frozen=True)
@@ -363,11 +371,7 @@ class EnvmanFiles:
 @dataclass(frozen=True)
 class Label:
     name: str
-    value: str  # quoted for the Dockerfile lexer
-
-    @property
-    def text(self) -> str:
-        return f"{self.name}={self.value}"
+    value: str  # as it is (checked: a Dockerfile LABEL can carry it)
 
 
 @dataclass(frozen=True)
@@ -444,14 +448,9 @@ def pip_flags(stack: Stack, options: RenderOptions, wheels: list[Wheel]) -> list
     return flags
 
 
-def _words(words: list[str]) -> str:
-    """Shell words, each followed by a space."""
-    return "".join(sh_word(w) + " " for w in words)
-
-
-def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[Mount, ...]:
+def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[BuildMount, ...]:
     """The ``RUN --mount`` flags of one BuildKit pip/uv step: the caches, then what it reads."""
-    mounts: list[Mount] = [CacheMount("envman-pip", PIP_CACHE), CacheMount("envman-uv", UV_CACHE),
+    mounts: list[BuildMount] = [CacheMount("envman-pip", PIP_CACHE), CacheMount("envman-uv", UV_CACHE),
                            CacheMount("envman-tools", TOOLS_CACHE)]
     if wheels:
         mounts.append(BindMount("wheels", WHEELS_DIR))
@@ -462,17 +461,18 @@ def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[Moun
     return tuple(mounts)
 
 
+#: pip's option for no cache (the classic builder, a layer on an envman image).
+NO_PIP_CACHE = ("--no-cache-dir",)
+#: What pip, requests and uv trust in a step that merged the CA bundle.
+CA_STEP_ENV = tuple((k, CA_MERGED) for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"))
+
+
 def builder_options(options: RenderOptions, builder: BuilderKind) -> BuilderOptions:
     if builder != "buildkit":
-        return BuilderOptions("classic", "--no-cache-dir")
+        return BuilderOptions("classic", NO_PIP_CACHE)
     if options.ca_bundle is None:
-        return BuilderOptions("buildkit", f"--cache-dir {PIP_CACHE}")
-    return BuilderOptions(
-        "buildkit", f"--cache-dir {PIP_CACHE}",
-        ca_prelude=(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}; "
-                    f"export PIP_CERT={CA_MERGED} REQUESTS_CA_BUNDLE={CA_MERGED} SSL_CERT_FILE={CA_MERGED}"),
-        ca_cleanup=f"rm -f {CA_MERGED}",
-    )
+        return BuilderOptions("buildkit", ("--cache-dir", PIP_CACHE))
+    return BuilderOptions("buildkit", ("--cache-dir", PIP_CACHE), ca_source=CA_MOUNT, step_env=CA_STEP_ENV)
 
 
 def base_image(stack: Stack, options: RenderOptions, rebuilt_ref: str | None = None) -> BaseImage:
@@ -487,16 +487,14 @@ def base_image(stack: Stack, options: RenderOptions, rebuilt_ref: str | None = N
 
 
 def network_options(options: RenderOptions, builder: BuilderKind) -> NetworkOptions:
-    ca_env: tuple[str, ...] = ()
+    ca_env: tuple[tuple[str, str], ...] = ()
     if options.ca_bundle and builder != "buildkit":
-        quoted = dockerfile_quote(SYSTEM_CA)
-        ca_env = (*(f"{k}={quoted}" for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")),
-                  f"UV_NATIVE_TLS={dockerfile_quote('1')}")
+        ca_env = (*((k, SYSTEM_CA) for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")), ("UV_NATIVE_TLS", "1"))
     pip_env = []
     if options.pip_index:
-        pip_env.append(f"PIP_INDEX_URL={dockerfile_quote(options.pip_index, what='--pip-index')}")
+        pip_env.append(("PIP_INDEX_URL", check_dockerfile_value(options.pip_index, what="--pip-index")))
     if options.pip_extra_index:
-        pip_env.append(f"PIP_EXTRA_INDEX_URL={dockerfile_quote(options.pip_extra_index, what='--pip-extra-index')}")
+        pip_env.append(("PIP_EXTRA_INDEX_URL", check_dockerfile_value(options.pip_extra_index, what="--pip-extra-index")))
     return NetworkOptions(
         ca_copy_dest=CA_DEST if options.ca_bundle is not None and builder != "buildkit" else None,
         ca_env=ca_env,
@@ -529,16 +527,16 @@ def os_packages(stack: Stack, options: RenderOptions, builder: BuilderKind) -> O
         packages.add(quirks.distutils)
 
     ca = options.ca_bundle is not None
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = (CacheMount(f"envman-apt-lists-{stack.os}", "/var/lib/apt/lists", "locked"),
                   CacheMount(f"envman-apt-archives-{stack.os}", APT_ARCHIVES, "locked"),
                   *([BindMount(CA_CONTEXT_FILE, CA_MOUNT)] if ca else []))
-        apt_get = f"apt-get -o Dir::Cache::Archives={APT_ARCHIVES}/ -o APT::Keep-Downloaded-Packages=true"
+        apt_get: tuple[str, ...] = ("apt-get", "-o", f"Dir::Cache::Archives={APT_ARCHIVES}/", "-o", "APT::Keep-Downloaded-Packages=true")
         if ca:
-            apt_get += f" -o Acquire::https::CAInfo={CA_MOUNT}"
+            apt_get += ("-o", f"Acquire::https::CAInfo={CA_MOUNT}")
     else:
-        apt_get = f"apt-get -o Acquire::https::CAInfo={CA_DEST}" if options.ca_bundle else "apt-get"
+        apt_get = ("apt-get", "-o", f"Acquire::https::CAInfo={CA_DEST}") if options.ca_bundle else ("apt-get",)
     return OsPackages(
         apt_get=apt_get,
         packages=tuple(sorted(packages)),
@@ -560,16 +558,20 @@ def wheelhouse(options: RenderOptions, wheels: list[Wheel], builder: BuilderKind
     return Wheelhouse(tuple(w.filename for w in wheels), WHEELS_DIR, copy)
 
 
+#: pip's options when it installs from the wheelhouse alone (--offline).
+OFFLINE_FLAGS = ("--no-index", "--find-links", WHEELS_DIR)
+
+
 def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
                 secret: bool) -> Python:
     """The venv at :data:`VENV`: from the distribution's Python, or python-build-standalone via uv."""
     quirks = OS_QUIRKS.get(stack.os, OsQuirks())
     python = stack.python
     standalone = stack.python_strategy == "standalone"
-    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
+    offline_flags = OFFLINE_FLAGS if options.offline else ()
     pip_req = pip_requirement(python)
-    upgrade = f"--upgrade {sh_word(pip_req)}"
-    pip_upgrade: str | None = upgrade
+    upgrade = ("--upgrade", pip_req)
+    pip_upgrade: tuple[str, ...] | None = upgrade
     pip_note = ""
     if options.offline:
         spec = pip_req[3:] or ">=0"
@@ -580,9 +582,9 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
             pip_note = f"offline and no {pip_req} wheel in the wheelhouse: the interpreter's bundled pip stays"
 
     bootstrap_pip = None
-    uv_env = ""
+    uv_env: tuple[tuple[str, str], ...] = ()
     if standalone:
-        bootstrap_pip = sh_word(quirks.bootstrap_pip) if quirks.bootstrap_pip else None
+        bootstrap_pip = quirks.bootstrap_pip
         if options.offline:
             missing = []
             if not _has_wheel(wheels, "uv", f"=={UV_VERSION}"):
@@ -602,12 +604,11 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
                     fix="mirror the python-build-standalone release assets on your network and pass --python-mirror URL",
                 )
         uv_cache = UV_CACHE if builder == "buildkit" else "/tmp/envman-uv-cache"
-        assigns = [f"UV_PYTHON_INSTALL_DIR={PYTHON_DIR}", f"UV_CACHE_DIR={uv_cache}"]
+        uv_env = (("UV_PYTHON_INSTALL_DIR", PYTHON_DIR), ("UV_CACHE_DIR", uv_cache))
         if options.python_install_mirror:
-            assigns.append(f"UV_PYTHON_INSTALL_MIRROR={sh_word(options.python_install_mirror)}")
-        uv_env = " ".join(assigns)
+            uv_env += (("UV_PYTHON_INSTALL_MIRROR", options.python_install_mirror),)
 
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = _mounts(options, wheels=bool(wheels) and options.offline, secret=secret and not options.offline)
     return Python(stack.interpreter, "standalone" if standalone else "apt", stack.os, mounts, pip_upgrade, pip_note,
@@ -617,24 +618,23 @@ def python_step(stack: Stack, options: RenderOptions, wheels: list[Wheel], build
 def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
               secret: bool) -> Framework:
     """The matrix row's pins, after the wheelhouse's wheels; uv installs them on BuildKit from 3.8."""
-    flags = pip_flags(stack, options, wheels)
-    packages = " ".join(sh_word(p) for p in stack.packages)
-    wheel_paths = " ".join(sh_word(f"{WHEELS_DIR}/{w.filename}") for w in wheels if w.project not in TOOL_WHEELS)
+    pip_args = (*pip_flags(stack, options, wheels), *stack.packages)
+    wheel_paths = tuple(f"{WHEELS_DIR}/{w.filename}" for w in wheels if w.project not in TOOL_WHEELS)
     if builder != "buildkit":
-        return Framework(_title(stack), (), _words(flags) + packages, wheel_paths)
+        return Framework(_title(stack), (), pip_args, wheel_paths)
     mounts = _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
     if Version(stack.python) < MIN_UV_PYTHON:
-        return Framework(_title(stack), mounts, _words(flags) + packages, wheel_paths)
-    offline_flags = f"--no-index --find-links {WHEELS_DIR} " if options.offline else ""
+        return Framework(_title(stack), mounts, pip_args, wheel_paths)
     uv = UvInstaller(
         version=UV_VERSION,
-        requirement=sh_word(f"uv=={UV_VERSION}"),
+        requirement=f"uv=={UV_VERSION}",
         tool=UV_TOOL,
         cache=UV_CACHE,
-        fetch_flags=offline_flags or (f"--find-links {WHEELS_DIR} " if any(w.project == "uv" for w in wheels) else ""),
-        args="--index-strategy unsafe-best-match " + _words(flags) + packages,
+        fetch_flags=OFFLINE_FLAGS if options.offline else
+        (("--find-links", WHEELS_DIR) if any(w.project == "uv" for w in wheels) else ()),
+        args=("--index-strategy", "unsafe-best-match", *pip_args),
     )
-    return Framework(_title(stack), mounts, _words(flags) + packages, wheel_paths, installer="uv", uv=uv)
+    return Framework(_title(stack), mounts, pip_args, wheel_paths, installer="uv", uv=uv)
 
 
 def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder: BuilderKind,
@@ -652,15 +652,15 @@ def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     if any(hashed) and not all(hashed):
         raise RenderError("some CUDA library pins have hashes and some do not", where=stack.name,
                           fix="give cuda_libs_sha256 for every pin of the row, or for none")
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     if builder == "buildkit":
         mounts = tuple(m for m in _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
                        if not isinstance(m, CacheMount) or m.target == PIP_CACHE)
-    head = "--no-deps --only-binary=:all: --no-compile " + _words(pip_flags(stack, options, wheels))
+    head = ("--no-deps", "--only-binary=:all:", "--no-compile", *pip_flags(stack, options, wheels))
     if not any(hashed):
-        return CudaLibs(_title(stack), stack.cuda_libs, mounts, head + " ".join(sh_word(r) for r in stack.cuda_libs))
-    return CudaLibs(_title(stack), stack.cuda_libs, mounts, f"--require-hashes {head}-r {CUDA_LIBS_FILE}",
-                    hashed_lines=tuple(sh_word(r) for r in stack.cuda_libs), requirements_file=CUDA_LIBS_FILE)
+        return CudaLibs(_title(stack), stack.cuda_libs, mounts, (*head, *stack.cuda_libs))
+    return CudaLibs(_title(stack), stack.cuda_libs, mounts, ("--require-hashes", *head, "-r", CUDA_LIBS_FILE),
+                    requirements_file=CUDA_LIBS_FILE)
 
 
 def nvidia(stack: Stack) -> Nvidia | None:
@@ -668,20 +668,19 @@ def nvidia(stack: Stack) -> Nvidia | None:
         return None
     require, note = nvidia_require_cuda(stack)
     return Nvidia(
-        env=(f"NVIDIA_VISIBLE_DEVICES={dockerfile_quote('all')}",
-             f"NVIDIA_DRIVER_CAPABILITIES={dockerfile_quote('compute,utility')}",
-             f"NVIDIA_REQUIRE_CUDA={dockerfile_quote(require)}"),
+        env=(("NVIDIA_VISIBLE_DEVICES", "all"), ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+             ("NVIDIA_REQUIRE_CUDA", check_dockerfile_value(require, what="NVIDIA_REQUIRE_CUDA"))),
         note=note,
     )
 
 
 def stack_labels(stack: Stack) -> tuple[Label, ...]:
-    """The :data:`STACK_LABELS` of a stack image, with their quoted values."""
+    """The :data:`STACK_LABELS` of a stack image, with their values (checked)."""
     values = {
-        L.MANAGED: dockerfile_quote(L.TRUE),
-        L.NAME: dockerfile_quote(stack.name, what="stack name"),
-        L.STACK: dockerfile_quote(stack_label_json(stack), what="stack JSON"),
-        L.VERSION: dockerfile_quote(__version__, what="envman version"),
+        L.MANAGED: L.TRUE,
+        L.NAME: check_dockerfile_value(stack.name, what="stack name"),
+        L.STACK: check_dockerfile_value(stack_label_json(stack), what="stack JSON"),
+        L.VERSION: check_dockerfile_value(__version__, what="envman version"),
     }
     return tuple(Label(name, values[name]) for name in STACK_LABELS)
 
@@ -719,141 +718,6 @@ def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builde
     )
 
 
-# --- a project image ---------------------------------------------------------------------------
-
-# What may reach a project image's Dockerfile. The project file's parser checks the same; these
-# are checked again here, whole (a ``$`` in ``re.match`` also accepts a trailing newline).
-_PROJECT_NAME_RE = re.compile(PROJECT_NAME_PATTERN)
-_STACK_NAME_RE = re.compile(STACK_NAME_PATTERN)
-_APT_RE = re.compile(APT_PACKAGE_PATTERN)
-_IMAGE_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,127}")
-
-
-def _checked(value: str, pattern: re.Pattern[str], what: str, where: str) -> str:
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise RenderError(f"{what} {value!r} cannot go into a Dockerfile", where=where,
-                          fix="fix the project file (envman project validate names what it accepts)")
-    return value
-
-
-def project_requirements(locked: bool, report_path: str) -> Requirements:
-    """The requirements layer: with a lock, exactly its pins with their hashes, then the check that
-    the lock names nothing the requirements do not need; without, a resolve that leaves pip's
-    install report at ``report_path`` for the next lock."""
-    options = "--no-cache-dir --disable-pip-version-check"
-    if locked:
-        return Requirements(
-            copy=("requirements.txt", LOCK_CONTEXT_FILE, "lockcheck.py"),
-            dest=f"{PROJECT_DIR}/",
-            python=VENV_PYTHON,
-            pip_options=options,
-            install=f"--require-hashes -r {PROJECT_DIR}/{LOCK_CONTEXT_FILE}",
-            check=f"{VENV_PYTHON} {PROJECT_DIR}/lockcheck.py {PROJECT_DIR}/requirements.txt {PROJECT_DIR}/{LOCK_CONTEXT_FILE}",
-        )
-    return Requirements(
-        copy=("requirements.txt",),
-        dest=f"{PROJECT_DIR}/requirements.txt",
-        python=VENV_PYTHON,
-        pip_options=options,
-        install=f"--report {report_path} -r {PROJECT_DIR}/requirements.txt",
-    )
-
-
-#: The network options a layer on an envman image (a project image, the notebook layer) has no use
-#: for: it is built FROM a local image id (no registry is asked), installs no framework and no
-#: Python, and resolves its requirements through an index (no wheelhouse).
-LAYER_UNUSED_OPTIONS = frozenset({"registry_mirror", "framework_index", "python_install_mirror", "wheelhouse", "offline"})
-
-
-@dataclass(frozen=True)
-class LayerNetwork:
-    """How a layer's RUN steps reach the network (--ca-bundle, --pip-index, --pip-extra-index,
-    --apt-mirror), for the classic builder: the bundle is copied in and merged with the system
-    store at the start of each step; the indexes are exported for that step only."""
-
-    builder: BuilderOptions
-    network: NetworkOptions | None
-    apt_get: str
-    apt_mirror: str | None
-
-
-def layer_network(options: RenderOptions | None) -> LayerNetwork:
-    """A layer's network settings from ``options`` (``None``: none). An index URL that carries
-    credentials is left out: the classic builder would keep it in the image's history, and a
-    secret never goes into a layer; pip then uses the stack image's own index settings."""
-    plain = LayerNetwork(BuilderOptions("classic", "--no-cache-dir"), None, "apt-get", None)
-    if options is None:
-        return plain
-    secret = options.credentials()
-    prelude: list[str] = []
-    exports: list[str] = []
-    if options.ca_bundle is not None:
-        prelude.append(f"{{ cat {SYSTEM_CA} 2>/dev/null || true; cat {CA_MOUNT}; }} > {CA_MERGED}")
-        exports += [f"{k}={CA_MERGED}" for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")]
-    for key, var in (("pip_index", "PIP_INDEX_URL"), ("pip_extra_index", "PIP_EXTRA_INDEX_URL")):
-        value = getattr(options, key)
-        if value and key not in secret:
-            exports.append(f"{var}={sh_word(value)}")
-    if exports:
-        prelude.append("export " + " ".join(exports))
-    ca = options.ca_bundle is not None
-    if not prelude and not options.apt_mirror:
-        return plain
-    return LayerNetwork(
-        builder=BuilderOptions("classic", "--no-cache-dir", ca_prelude="; ".join(prelude) if prelude else None,
-                               ca_cleanup=f"rm -f {CA_MERGED}" if ca else None),
-        network=NetworkOptions(ca_copy_dest=CA_MOUNT) if ca else None,
-        apt_get=f"apt-get -o Acquire::https::CAInfo={CA_MERGED}" if ca else "apt-get",
-        apt_mirror=options.apt_mirror,
-    )
-
-
-def project_plan(name: str, stack_name: str, base_image_id: str, *, apt: tuple[str, ...] = (),
-                 requirements: bool = False, locked: bool = False, report_path: str, where: str,
-                 network: RenderOptions | None = None) -> DockerfilePlan:
-    """The plan of a project's image on its stack's promoted image, pinned by id (a tag moving
-    during a build cannot mix two bases): its ``apt`` packages, then its requirements when it has
-    any (``locked``: installed from a matching ``envman.lock``). ``where`` names the project file
-    in errors. The project layer (``envman.project.image``) passes its config's values in;
-    ``network``: the mirrors, CA bundle and indexes its steps reach the network through."""
-    name = _checked(name, _PROJECT_NAME_RE, "project name", where)
-    stack_name = _checked(stack_name, _STACK_NAME_RE, "stack name", where)
-    base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", where)
-    packages = tuple(_checked(p, _APT_RE, "apt package", f"{where}: apt") for p in apt)
-    net = layer_network(network)
-    return DockerfilePlan(
-        template="project.Dockerfile.j2",
-        title=(f"envman project image for {name}: stack {stack_name} ({stable_ref(stack_name)}). Generated.",),
-        builder=net.builder,
-        base=BaseImage(image=base_image_id, from_image=base_image_id),
-        os_packages=OsPackages(apt_get=net.apt_get, packages=packages, mirror=net.apt_mirror,
-                               install_env="DEBIAN_FRONTEND=noninteractive ") if packages else None,
-        network=net.network,
-        project=Project(name, stack_name, project_requirements(locked, report_path) if requirements else None),
-    )
-
-
-_PIP_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\[\],<>=!~ -]{0,199}")
-
-
-def notebook_plan(base_image_id: str, requirement: str, network: RenderOptions | None = None) -> DockerfilePlan:
-    """The notebook layer (``envman notebook``): ``requirement`` (JupyterLab) pip-installed into
-    the venv of the image a project runs on, pinned by id, through ``network``'s CA bundle and
-    indexes."""
-    base_image_id = _checked(base_image_id, _IMAGE_ID_RE, "base image id", "envman notebook")
-    requirement = _checked(requirement, _PIP_REQUIREMENT_RE, "requirement", "envman notebook")
-    net = layer_network(network)
-    return DockerfilePlan(
-        template="project.Dockerfile.j2",
-        title=("envman notebook layer: JupyterLab on top of the project's image. Generated.",),
-        builder=net.builder,
-        base=BaseImage(image=base_image_id, from_image=base_image_id),
-        os_packages=None,
-        network=net.network,
-        pip_packages=PipPackages(VENV_PYTHON, "--no-cache-dir --disable-pip-version-check", (f'"{requirement}"',)),
-    )
-
-
 __all__ = [
     "BUILDER_KINDS",
     "BaseImage",
@@ -862,9 +726,7 @@ __all__ = [
     "DockerfilePlan",
     "EnvmanFiles",
     "Framework",
-    "LAYER_UNUSED_OPTIONS",
     "Label",
-    "LayerNetwork",
     "NetworkOptions",
     "Nvidia",
     "OsPackages",
@@ -874,10 +736,7 @@ __all__ = [
     "Requirements",
     "UvInstaller",
     "Wheelhouse",
-    "layer_network",
-    "notebook_plan",
     "nvidia_require_cuda",
     "pip_requirement",
-    "project_plan",
     "stack_plan",
 ]

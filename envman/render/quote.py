@@ -12,6 +12,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Iterable
 
 from envman.errors import RenderError
 from envman.stack.names import Stack
@@ -26,6 +27,21 @@ DOCKER_HUB = ("docker.io", "index.docker.io", "registry-1.docker.io")
 # --- quoting ---------------------------------------------------------------------------------
 
 
+def check_dockerfile_value(value: str, *, what: str = "value") -> str:
+    """``value`` when :func:`dockerfile_quote` can carry it (printable ASCII), else a
+    ``RenderError`` naming it as ``what``: the plan checks its LABEL/ENV values with this where
+    it knows what they are, the layout quotes them where the Dockerfile is written."""
+    if not isinstance(value, str):
+        raise RenderError(f"{what} must be a string, got {type(value).__name__}")
+    for ch in value:
+        if not (" " <= ch <= "~"):
+            raise RenderError(
+                f"{what} contains {ch!r}, which a Dockerfile LABEL/ENV value cannot carry",
+                fix="use printable ASCII only (no newlines or control characters)",
+            )
+    return value
+
+
 def dockerfile_quote(value: str, *, what: str = "value") -> str:
     """``value`` as a double-quoted word for a Dockerfile LABEL or ENV instruction.
 
@@ -38,14 +54,7 @@ def dockerfile_quote(value: str, *, what: str = "value") -> str:
     character: those are a ``RenderError``. ``shlex.quote`` is the wrong tool here: the
     Dockerfile lexer does not know single quotes inside LABEL/ENV values the way sh does.
     """
-    if not isinstance(value, str):
-        raise RenderError(f"{what} must be a string, got {type(value).__name__}")
-    for ch in value:
-        if not (" " <= ch <= "~"):
-            raise RenderError(
-                f"{what} contains {ch!r}, which a Dockerfile LABEL/ENV value cannot carry",
-                fix="use printable ASCII only (no newlines or control characters)",
-            )
+    check_dockerfile_value(value, what=what)
     out = []
     n = len(value)
     for i, ch in enumerate(value):
@@ -62,6 +71,19 @@ def dockerfile_quote(value: str, *, what: str = "value") -> str:
 def sh_word(word: str) -> str:
     """A word for /bin/sh in a RUN line (values are validated first; this is belt and braces)."""
     return shlex.quote(word)
+
+
+def sh_words(words: Iterable[str]) -> str:
+    """Words for /bin/sh, each quoted by :func:`sh_word`, joined by spaces."""
+    return " ".join(sh_word(w) for w in words)
+
+
+def sh_double_quoted(word: str) -> str:
+    """``word`` in double quotes for /bin/sh: for a word validated to hold none of the characters
+    sh reads inside them (``"``, ``$``, a backquote, a backslash, a newline); others are an error."""
+    if any(ch in word for ch in '"$`\\\n'):
+        raise RenderError(f"{word!r} cannot be written in double quotes")
+    return f'"{word}"'
 
 
 _JSON_ESCAPE_RE = re.compile(r"\\(.)")

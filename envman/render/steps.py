@@ -92,7 +92,9 @@ class SecretMount:
                 f"mode={_mount_option(self.mode)}")
 
 
-Mount = Union[CacheMount, BindMount, SecretMount]
+#: A BuildKit ``RUN --mount`` of one step (a cache, a bind of the context, a secret); a run's bind
+#: mount of a host path is :class:`envman.engine.values.Mount`, another thing.
+BuildMount = Union[CacheMount, BindMount, SecretMount]
 
 
 # --- commands of a RUN -------------------------------------------------------------------------
@@ -156,7 +158,7 @@ class RunStep:
     """``RUN``: ``mounts`` (BuildKit), then ``commands`` chained as ``chain`` says."""
 
     commands: tuple[Command, ...]
-    mounts: tuple[Mount, ...] = ()
+    mounts: tuple[BuildMount, ...] = ()
     chain: Chain = "sequence"
 
     @property
@@ -311,7 +313,7 @@ def paragraphs(*blocks: list[Step] | tuple[Step, ...]) -> tuple[Step, ...]:
 
 
 __all__ = [
-    "ArgStep", "BindMount", "Blank", "CacheMount", "Chain", "Command", "Comment", "CopyStep",
-    "EnvStep", "ExecStep", "FromStep", "If", "LabelStep", "Mount", "OrElse", "RunStep", "SecretMount",
+    "ArgStep", "BindMount", "Blank", "BuildMount", "CacheMount", "Chain", "Command", "Comment", "CopyStep",
+    "EnvStep", "ExecStep", "FromStep", "If", "LabelStep", "OrElse", "RunStep", "SecretMount",
     "Step", "UserStep", "paragraphs",
 ]

@@ -24,6 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import time
+from pathlib import Path
 from typing import Any, Callable
 
 FACTS_FILE = "wheels.json"
@@ -48,8 +51,6 @@ def _signature(st: os.stat_result) -> list[int]:
 
 def _settled(sig: list[int]) -> bool:
     """Whether a file with this signature last changed long enough ago to be kept."""
-    import time
-
     return time.time_ns() - max(sig[3], sig[4]) >= SETTLED_NS
 
 
@@ -89,8 +90,6 @@ class WheelFacts:
 
     def read(self, path: str | os.PathLike[str]) -> tuple[bytes, str]:
         """(the bytes of the wheel at ``path``, their sha256 in hex)."""
-        import stat
-
         real = os.path.realpath(path)
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
@@ -137,8 +136,6 @@ class WheelFacts:
         """Write the facts back if any changed (the newest :data:`MAX_ENTRIES` wheels)."""
         if not self._changed or not self.enabled():
             return
-        from pathlib import Path
-
         from envman.errors import EnvmanError
         from envman.safefile import private_dir
         from envman.state import atomic_write

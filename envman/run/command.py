@@ -35,7 +35,7 @@ from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, pa
                                 prepare_run)
 
 if TYPE_CHECKING:
-    from envman.project.file import GpuRequest
+    from envman.engine.values import GpuRequest
     from envman.host import HostFacts, HostGpu
     from envman.matrix.source import MatrixSource
     from envman.render.options import RenderOptions
@@ -229,7 +229,7 @@ def project_image_builder(rebuild: bool = False, *, ca_bundle: Path | None = Non
         stderr_line(f"envman: building the project image of {p.name} on {s.name} (apt packages, then requirements)")
         with Engine.connect() as engine:
             return build_project_image(engine, p, s.name, base_id, on_event=print_step, nocache=rebuild,
-                                       network=network)
+                                       network=network, on_warning=stderr_line)
 
     return build_image
 

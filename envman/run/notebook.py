@@ -39,8 +39,8 @@ NOTEBOOK_RECIPE = "1"
 
 def notebook_dockerfile(base_image_id: str, network: RenderOptions | None = None) -> str:
     """The notebook layer: JupyterLab into the image's venv, on top of ``base_image_id``
-    (:func:`envman.render.plan.notebook_plan`), through ``network``'s CA bundle and indexes."""
-    from envman.render.plan import notebook_plan
+    (:func:`envman.render.layerplan.notebook_plan`), through ``network``'s CA bundle and indexes."""
+    from envman.render.layerplan import notebook_plan
     from envman.render.template import render_dockerfile
 
     return render_dockerfile(notebook_plan(base_image_id, JUPYTERLAB, network))

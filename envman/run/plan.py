@@ -15,7 +15,8 @@ from typing import Any, Iterable
 
 from envman.labels import run_labels
 from envman.paths import CONTAINER_HOME, WORKSPACE
-from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, GpuRequest, Mount, Port, project_identity
+from envman.engine.values import GpuRequest, Mount
+from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, project_identity
 from envman.engine.handoff import with_terminal
 
 
@@ -205,14 +206,5 @@ def _gpus_flag(g: GpuRequest) -> str:
         return str(g.count)
     # The CLI parses --gpus as CSV: a device list needs the quotes ('"device=0,2"').
     return '"device=' + ",".join(g.devices) + '"'
-
-
-def cdi_devices(g: GpuRequest) -> tuple[str, ...]:
-    """CDI device names for a request (CDI has no "N GPUs": a count takes indexes 0..N-1)."""
-    if g.kind == "all":
-        return ("all",)
-    if g.kind == "count":
-        return tuple(str(i) for i in range(g.count or 0))
-    return g.devices
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
-from envman.project.file import GpuRequest
+from envman.engine.values import GpuRequest
 from envman.stack.names import Stack
-from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING, cdi_devices
+from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING
 
 if TYPE_CHECKING:
     from envman.engine.api import EngineInfo
@@ -132,7 +132,7 @@ def preflight(
                                     f"spec (runtimes: {runtimes}): {NVIDIA_TOOLKIT_FIX}; {cpu_fix}"))
     elif gpus is not None and engine_info is not None and engine_info.cdi_gpu_devices is not None and mech == "cdi":
         known = set(engine_info.cdi_gpu_devices)
-        missing = [d for d in cdi_devices(gpus) if d not in known]
+        missing = [d for d in gpus.cdi_devices if d not in known]
         if missing:
             from envman.engine.cdi import DEFAULT_SPEC_PATH
 

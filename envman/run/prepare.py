@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from envman.errors import EnvmanError, UserError
 from envman.paths import WORKSPACE
-from envman.project.file import GpuRequest, Mount, Port, ProjectConfig
+from envman.engine.values import GpuRequest, Mount
+from envman.project.file import Port, ProjectConfig
 from envman.project.settings import RunSettings
 from envman.stack.names import Stack
-from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, cdi_devices, container_workdir, sanitize_environment
+from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, container_workdir, sanitize_environment
 from envman.run.preflight import ImageState, Problem, preflight
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def prepare_run(
         ports=settings.ports,
         gpus=gpus,
         gpu_mechanism=mech or "runtime",
-        cdi_devices=cdi_devices(gpus) if gpus is not None and mech == "cdi" else (),
+        cdi_devices=gpus.cdi_devices if gpus is not None and mech == "cdi" else (),
         engine=engine_kind.kind,  # the engine's own word, as info() would give it
         engine_url=engine_url,
         rootless=bool(engine_kind.rootless),

@@ -9,6 +9,7 @@ import pytest
 
 from envman.engine.context import deterministic_tar
 from envman.engine.docker import BuildEvent, Engine
+from envman.engine.values import GpuRequest, Mount
 from envman.errors import BuildError, EngineError
 
 pytestmark = pytest.mark.docker
@@ -105,7 +106,7 @@ def test_run_env_user_workdir_and_mount(docker_engine: Engine, base: str, test_l
         base,
         ["sh", "-c", "id -u; id -g; pwd; cat in.txt; echo $CUDA_VERSION $NVIDIA_VISIBLE_DEVICES; touch out.txt"],
         user="1234:1234",
-        mounts=[(str(tmp_path), "/work", "rw")],
+        mounts=[Mount(str(tmp_path), "/work")],
         workdir="/work",
         labels=test_labels,
     )
@@ -130,7 +131,7 @@ def test_gpus_without_nvidia_runtime_fail_with_the_fix(docker_engine: Engine, ba
     if docker_engine.info().nvidia_runtime:
         pytest.skip("this engine has the NVIDIA runtime; the missing-runtime path cannot be shown")
     with pytest.raises(EngineError) as info:
-        docker_engine.run(base, ["true"], gpus="all", labels=test_labels)
+        docker_engine.run(base, ["true"], gpus=GpuRequest("all"), labels=test_labels)
     text = str(info.value)
     assert "GPU requested" in text and "NVIDIA Container Toolkit" in text and "nvidia-ctk runtime configure" in text
     assert "\n" not in text

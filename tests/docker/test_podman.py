@@ -31,10 +31,11 @@ CDI_FILE = Path("/etc/cdi/envman-test-fake-nvidia.yaml")
 GPU_CHECK = r'''
 import json, sys
 from envman.engine.docker import Engine
+from envman.engine.values import GpuRequest
 from envman.errors import EnvmanError
 with Engine.connect() as e:
     try:
-        r = e.run(sys.argv[1], ["sh", "-c", "echo gpu=${FAKE_GPU:-none}"], gpus=[0], network="none")
+        r = e.run(sys.argv[1], ["sh", "-c", "echo gpu=${FAKE_GPU:-none}"], gpus=GpuRequest("devices", devices=("0",)), network="none")
         print(json.dumps({"ok": True, "stdout": r.stdout, "exit": r.exit_code}))
     except EnvmanError as exc:
         print(json.dumps({"ok": False, "error": exc.line()}))

@@ -73,11 +73,16 @@ def _read_at_start(env: Mapping[str, str]) -> dict[str, str]:
 _WARM: list[bool] = []
 
 
+#: A program of the package that runs in a project image when it is run, never imported.
+CLOSURE_CHECK = "envman.project.lockcheck"
+
+
 def _warm() -> None:
     """Import envman's modules (and what they import) and parse the shipped matrix once, in the
     test process, so each child starts with both: with no bytecode written (PYTHONDONTWRITEBYTECODE)
     an import compiles the module again in every child. The parse is reused only for the same
-    bytes; the in-image probe's own package and ``envman.__main__`` (it runs the CLI) are left out."""
+    bytes; the in-image probe's own package, the lock's closure check (a program run in the image)
+    and ``envman.__main__`` (it runs the CLI) are left out."""
     if _WARM:
         return
     import importlib
@@ -88,7 +93,7 @@ def _warm() -> None:
     from envman.matrix.load import load_matrix
 
     for mod in pkgutil.walk_packages(envman.__path__, "envman."):
-        if mod.name != "envman.__main__" and not mod.name.startswith("envman.probe.app"):
+        if mod.name not in ("envman.__main__", CLOSURE_CHECK) and not mod.name.startswith("envman.probe.app"):
             importlib.import_module(mod.name)
     # what commands import when they run: typer's parameter conversion (pydantic), rich's tables
     # and emoji, NVML, the Docker SDK, the templates' jinja2

@@ -213,12 +213,12 @@ class FakeEngine:
         if found is None:
             raise EngineError(f"create container from {image}: No such image: {image}")
         if kw.get("gpus") is not None and self.engine_info.gpu_mechanism() is None:
-            raise EngineError(f"GPU requested (gpus={kw['gpus']!r}) but the engine has no NVIDIA runtime or CDI device")
+            raise EngineError(f"GPU requested (gpus={str(kw['gpus'])!r}) but the engine has no NVIDIA runtime or CDI device")
         self.runs.append((image, list(command), kw))
         cid = _digest("container", next(self._serial))[7:]
         labels = L.with_managed(kw.get("labels"))
         self._containers[cid] = ContainerInfo(cid, f"fake-{cid[:12]}", image, "exited", labels, found,
-                                              int(time.time()), tuple((h, c) for h, c, _ in kw.get("mounts") or ()))
+                                              int(time.time()), tuple((m.source, m.target) for m in kw.get("mounts") or ()))
         try:
             return self.on_run(image, command, {**kw, "labels": labels})
         finally:

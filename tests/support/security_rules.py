@@ -161,7 +161,7 @@ def pullable(engine, stack, render_hash):
 
 
 def is_refused(text: str) -> bool:
-    from envman.project.file import check_requirements
+    from envman.project.requirements import check_requirements
 
     try:
         check_requirements(text, where="f")

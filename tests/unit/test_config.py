@@ -185,3 +185,13 @@ def test_the_file_is_parsed_once_per_content(tmp_path, monkeypatch):
     cfg.write_text(f'# {tmp_path}\n[network]\npip_index = "https://b.example/simple"\n')  # new content: read again
     assert load_network_config(cfg)["pip_index"] == "https://b.example/simple"
     assert len(parses) == 2
+
+
+def test_the_matrix_table_comes_back_typed(tmp_path):
+    from envman.config import MatrixConfig, load_matrix_config
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[matrix]\nfiles = ["ours.toml", "/abs/theirs.toml"]\ntorch_index = "https://torch.corp.example/whl"\n')
+    assert load_matrix_config(cfg) == MatrixConfig((tmp_path / "ours.toml", Path("/abs/theirs.toml")),
+                                                   "https://torch.corp.example/whl")
+    assert load_matrix_config(tmp_path / "absent.toml") == MatrixConfig((), None)

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from envman.config import VALIDATORS, Invalid, shown_url
 
-from tests.unit.project.test_file_requirement_urls import TOKENS
+from tests.unit.project.test_requirements_urls import TOKENS
 
 #: Each network setting that takes a host and port, with {port} where the port goes.
 WITH_PORT = {

@@ -101,7 +101,7 @@ def _stack_packages(stack: "Stack") -> dict[str, str]:
 
 def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
     """(outcome, why) of one requirement (a PEP 508 string) on ``stack``."""
-    from envman.project.file import requirement_problem
+    from envman.project.requirements import requirement_problem
 
     from envman.project.detect.pins import applies_on_linux
 
@@ -177,7 +177,7 @@ def _main_requirements(repo: Repository) -> str | None:
 
 def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[str], depth: int) -> list[LayerLine]:
     from envman.project.detect.sources import line_numbers, relative_path, requirement_text, split_option
-    from envman.project.file import requirement_lines
+    from envman.project.requirements import requirement_lines
 
     if rel in seen or depth > 8:
         return []
@@ -213,7 +213,7 @@ def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[st
         if logical.startswith("-"):
             out.append(LayerLine(rel, no, logical, LEFT_OUT, why="a pip option the project layer does not take"))
             continue
-        from envman.project.file import requirement_problem
+        from envman.project.requirements import requirement_problem
 
         req = requirement_text(logical)
         outcome, why = judge(req, stack)
@@ -336,7 +336,7 @@ def replacing_requirement(text: str, stack: "Stack") -> str | None:
     """The first line of a project's requirements that would replace ``stack``'s framework or its
     CUDA libraries (:func:`judge` refuses it), as one line; ``None`` when none would. Checked
     before a project image is built, whatever wrote the requirements."""
-    from envman.project.file import requirement_lines
+    from envman.project.requirements import requirement_lines
     from envman.project.detect.sources import requirement_text, split_option
 
     for line in requirement_lines(text):

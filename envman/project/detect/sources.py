@@ -67,7 +67,7 @@ def requirement_text(line: str) -> str:
 def read_requirements(repo: Repository, rel: str, *, source: str = "requirements", depth: int = 0,
                       seen: set[str] | None = None) -> list[Statement]:
     """The statements of a requirements file and of the files it includes (inside the repository)."""
-    from envman.project.file import requirement_lines
+    from envman.project.requirements import requirement_lines
 
     seen = set() if seen is None else seen
     if rel in seen or depth > MAX_INCLUDE_DEPTH:

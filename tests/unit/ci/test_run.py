@@ -18,6 +18,7 @@ from tests.support.probe_doc import probe_doc
 from envman.images import build as B
 from envman.ci import run as ci
 from envman.engine.api import EngineInfo, RunResult
+from envman.engine.values import GpuRequest
 from envman.errors import BuildError, UserError
 from envman.matrix.load import load_matrix
 
@@ -313,7 +314,7 @@ def test_require_gpu_without_gpu_is_not_buildable_for_cuda_rows_only(mini, fake_
     eng = ci_engine(gpu=True)
     ci.run_rows(eng, mini, builds[1:], _opts(require_gpu=True))
     (_, cmd, kw), = eng.runs
-    assert "--require-gpu" in cmd and kw["gpus"] == "all"
+    assert "--require-gpu" in cmd and kw["gpus"] == GpuRequest("all")
 
 
 def test_build_failure_is_a_failed_row_with_the_log_tail(mini, fake_render, monkeypatch):

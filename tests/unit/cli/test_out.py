@@ -41,3 +41,51 @@ def test_a_fitting_table_is_laid_out_without_the_rich_table(monkeypatch):
     monkeypatch.setattr(PlainTable, "rich_table", lambda self: (_ for _ in ()).throw(AssertionError("laid out by rich")))
     assert _printed(t, 80, True) == expected
     assert _printed(t, 80, False).splitlines()[2] == "jax        [bold]x[/bold]"  # shown as written
+
+
+# --------------------------------------------------------------------------- one way to print
+
+import ast as _ast
+from pathlib import Path as _Path
+
+_PACKAGE = _Path(__file__).resolve().parents[3] / "envman"
+
+
+def _prints(path: _Path) -> list[str]:
+    """Each call in ``path`` that writes to the terminal itself: print, typer.echo, sys.stdout /
+    sys.stderr .write, any ``.print`` (a rich console's), envman.errors.stderr_line."""
+    found = []
+    for node in _ast.walk(_ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, _ast.Call):
+            continue
+        f = node.func
+        name = (f.id if isinstance(f, _ast.Name) else
+                f"{_ast.unparse(f.value)}.{f.attr}" if isinstance(f, _ast.Attribute) else "")
+        if name in ("print", "stderr_line", "typer.echo", "sys.stdout.write", "sys.stderr.write") or name.endswith(".print"):
+            found.append(f"{path.relative_to(_PACKAGE.parent)}:{node.lineno}: {name}")
+    return found
+
+
+#: Modules outside the CLI that still write to the terminal, and why. The run path (``envman run``,
+#: ``exec``, ``shell``, ``notebook``, the run-plan cache) skips the CLI framework for its start-up
+#: time, so its commands print from run/; the error boundary prints the one error line; a state file
+#: that cannot be trusted is reported where it is read; the Slurm module is being split.
+PRINTING_OUTSIDE_THE_CLI = {
+    "envman/main.py", "envman/boundary.py", "envman/errors.py", "envman/safefile.py",
+    "envman/run/command.py", "envman/run/notebook.py", "envman/run/fastpath.py", "envman/run/envs.py",
+    "envman/cluster/slurm.py",
+}
+
+
+def test_domain_modules_return_and_the_cli_prints():
+    printing = {p.split(":")[0] for f in _PACKAGE.rglob("*.py")
+                if "cli" not in f.relative_to(_PACKAGE).parts[:1] and "app" not in f.relative_to(_PACKAGE).parts[:2]
+                for p in _prints(f)}
+    assert printing <= PRINTING_OUTSIDE_THE_CLI, sorted(printing - PRINTING_OUTSIDE_THE_CLI)
+    assert "envman/project/image.py" not in printing and "envman/cluster/export.py" not in printing
+
+
+def test_the_cli_prints_through_its_output_helpers_only():
+    raw = [p for f in sorted((_PACKAGE / "cli").glob("*.py")) if f.name != "_out.py" for p in _prints(f)
+           if not p.endswith(".print")]  # a console of envman.cli._out.console
+    assert not raw, raw

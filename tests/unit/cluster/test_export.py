@@ -17,7 +17,7 @@ import yaml
 from envman.errors import UserError
 from envman.cluster.export import (
     GFD_COMPUTE_MAJOR, GFD_COMPUTE_MINOR, GFD_DRIVER_MAJOR, GFD_DRIVER_MINOR, GFD_DRIVER_REV, ExportInput, compose,
-    compose_service, devcontainer, gfd_node_terms, k8s_job, quantity, to_yaml, write_output,
+    compose_service, devcontainer, gfd_node_terms, k8s_job, quantity, to_yaml, write_files,
 )
 from envman.matrix.load import load_matrix
 from envman.project.file import GpuRequest, Mount, Port
@@ -274,12 +274,14 @@ def test_compose_services_escape_dollars_and_reserve_gpus():
 
 def test_write_refuses_to_overwrite_without_force(tmp_path, capsys):
     f = tmp_path / "job.yaml"
-    write_output({f: "one\n"}, str(f), force=False)
+    write_files({f: "one\n"}, force=False)
     with pytest.raises(UserError, match="exists.*--force"):
-        write_output({f: "two\n"}, str(f), force=False)
+        write_files({f: "two\n"}, force=False)
     assert f.read_text() == "one\n"
-    write_output({f: "two\n"}, str(f), force=True)
+    write_files({f: "two\n"}, force=True)
     assert f.read_text() == "two\n"
+    from envman.cli.export import write_output
+
     assert write_output({f: "three\n"}, "-", force=False) == [] and capsys.readouterr().out == "three\n"
     assert f.read_text() == "two\n" and [p.name for p in tmp_path.iterdir()] == ["job.yaml"]  # no temp file left
 
@@ -289,7 +291,7 @@ def test_write_is_all_or_nothing_when_one_file_exists(tmp_path):
     d.mkdir()
     (d / "Dockerfile").write_text("mine\n")
     with pytest.raises(UserError, match="Dockerfile exists"):
-        write_output({d / "devcontainer.json": "{}", d / "Dockerfile": "x"}, str(d), force=False)
+        write_files({d / "devcontainer.json": "{}", d / "Dockerfile": "x"}, force=False)
     assert sorted(p.name for p in d.iterdir()) == ["Dockerfile"]
 
 

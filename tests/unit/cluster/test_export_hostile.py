@@ -175,7 +175,7 @@ def test_an_export_never_writes_over_what_is_not_a_regular_file_even_with_force(
     make(target)
     before = os.lstat(target)
     with pytest.raises(X.UserError) as e:
-        X.write_output({target: "x: 1\n"}, str(target), force=True)
+        X.write_files({target: "x: 1\n"}, force=True)
     assert (e.value.what, e.value.where, e.value.fix) == (
         f"cannot write {target}: it is not a regular file", "envman export", "choose another -o (or - to print it)")
     after = os.lstat(target)
@@ -193,5 +193,5 @@ def test_force_replaces_a_regular_file_or_a_link_itself_never_what_a_link_points
         target.symlink_to(elsewhere)
     else:
         target.symlink_to(tmp_path / "nowhere")
-    X.write_output({target: "x: 1\n"}, str(target), force=True)
+    X.write_files({target: "x: 1\n"}, force=True)
     assert target.read_text() == "x: 1\n" and not target.is_symlink() and elsewhere.read_text() == "keep\n"

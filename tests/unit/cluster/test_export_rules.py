@@ -271,16 +271,16 @@ def test_write_output_refuses_what_is_in_the_way_and_writes_nothing(tmp_path):
     a, b = tmp_path / "d" / "a.yaml", tmp_path / "d" / "b.yaml"
     a.parent.mkdir()
     b.write_text("mine\n")
-    assert _refusal(X.write_output, {a: "1", b: "2"}, str(a.parent), force=False) == (
+    assert _refusal(X.write_files, {a: "1", b: "2"}, force=False) == (
         "UserError", f"{b} exists", "envman export", "pass --force to overwrite it, or -o another path")
     assert not a.exists() and b.read_text() == "mine\n"
-    assert X.write_output({a: "1\n", b: "2\n"}, str(a.parent), force=True) == [a, b]
+    assert X.write_files({a: "1\n", b: "2\n"}, force=True) == [a, b]
     assert (a.read_text(), b.read_text()) == ("1\n", "2\n")
     (tmp_path / "dir.yaml").mkdir()
-    assert _refusal(X.write_output, {a: "x", tmp_path / "dir.yaml": "y"}, "o", force=True) == (
+    assert _refusal(X.write_files, {a: "x", tmp_path / "dir.yaml": "y"}, force=True) == (
         "UserError", f"cannot write {tmp_path / 'dir.yaml'}: a directory is in the way", "envman export", "choose another -o")
     (tmp_path / "file").write_text("")
-    assert _refusal(X.write_output, {tmp_path / "file" / "x.yaml": "y"}, "o", force=False)[1] == (
+    assert _refusal(X.write_files, {tmp_path / "file" / "x.yaml": "y"}, force=False)[1] == (
         f"cannot write {tmp_path / 'file' / 'x.yaml'}: a directory is in the way")
     assert a.read_text() == "1\n"
 

@@ -20,6 +20,7 @@ from envman.engine.docker import (
     parse_build_stream,
 )
 from envman.errors import BuildError, EngineError, UserError
+from envman.engine.values import GpuRequest
 
 # --------------------------------------------------------------------------- deterministic_tar
 
@@ -185,15 +186,15 @@ def test_stream_pull_status_becomes_log() -> None:
 
 
 def test_gpus_all() -> None:
-    assert gpu_device_requests("all") == [{"driver": "", "count": -1, "capabilities": [["gpu"]]}]
+    assert gpu_device_requests(GpuRequest("all")) == [{"driver": "", "count": -1, "capabilities": [["gpu"]]}]
 
 
 def test_gpus_count() -> None:
-    assert gpu_device_requests(2) == [{"driver": "", "count": 2, "capabilities": [["gpu"]]}]
+    assert gpu_device_requests(GpuRequest("count", count=2)) == [{"driver": "", "count": 2, "capabilities": [["gpu"]]}]
 
 
 def test_gpus_ids() -> None:
-    assert gpu_device_requests([0, "GPU-1a2b"]) == [
+    assert gpu_device_requests(GpuRequest("devices", devices=("0", "GPU-1a2b"))) == [
         {"driver": "", "device_ids": ["0", "GPU-1a2b"], "capabilities": [["gpu"]]}
     ]
 
@@ -202,16 +203,19 @@ def test_gpus_none() -> None:
     assert gpu_device_requests(None) == []
 
 
-@pytest.mark.parametrize("bad", [0, -1, True, "some", [], ["0;rm"]])
-def test_gpus_invalid(bad: object) -> None:
+@pytest.mark.parametrize("bad", [GpuRequest("count", count=0), GpuRequest("count", count=-1),
+                                 GpuRequest("count", count=True), GpuRequest("some"),  # type: ignore[arg-type]
+                                 GpuRequest("devices"), GpuRequest("devices", devices=("0;rm",)),
+                                 GpuRequest("devices", devices=("0", ""))])
+def test_gpus_invalid(bad: GpuRequest) -> None:
     with pytest.raises(UserError):
-        gpu_device_requests(bad)  # type: ignore[arg-type]
+        gpu_device_requests(bad)
 
 
 def test_gpu_requests_are_valid_sdk_device_requests() -> None:
     from docker.types import DeviceRequest
 
-    req = DeviceRequest(**gpu_device_requests("all")[0])
+    req = DeviceRequest(**gpu_device_requests(GpuRequest("all"))[0])
     assert req == {"Driver": "", "Count": -1, "DeviceIDs": [], "Capabilities": [["gpu"]], "Options": {}}
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from envman.engine import select as ES
 from envman.errors import UserError
-from envman.engine.docker import podman_cdi_names
 from envman.project.file import GpuRequest
 from envman.stack.resolve import resolve
 from dataclasses import replace
@@ -122,8 +121,9 @@ def test_cdi_device_names_from_yaml_and_json_specs(tmp_path):
 
 
 def test_podman_cdi_names_match_the_run_path():
-    assert podman_cdi_names("all") == ["all"] and podman_cdi_names(2) == ["0", "1"]
-    assert podman_cdi_names(["GPU-1", 3]) == ["GPU-1", "3"] and podman_cdi_names(None) == []
+    assert GpuRequest("all").cdi_devices == ("all",) and GpuRequest("count", count=2).cdi_devices == ("0", "1")
+    assert GpuRequest("devices", devices=("GPU-1", "3")).cdi_devices == ("GPU-1", "3")
+    assert GpuRequest("count", count=0).cdi_devices == ()
 
 
 # --------------------------------------------------------------------------- the podman argv

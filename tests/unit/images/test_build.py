@@ -10,6 +10,7 @@ from pathlib import Path
 from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 
+from envman.engine.values import GpuRequest
 from envman.images import build as B
 from envman.engine.api import EngineInfo, RunResult
 from envman.errors import BuildError
@@ -109,7 +110,7 @@ def test_require_gpu_is_passed_to_probe_and_engine(stack):
     eng = pipeline_engine("pass", gpu=True)
     B.build_smoke_promote(eng, stack, require_gpu=True)
     image, cmd, kw = eng.runs[0]
-    assert "--require-gpu" in cmd and kw["gpus"] == "all"
+    assert "--require-gpu" in cmd and kw["gpus"] == GpuRequest("all")
 
 
 def test_build_failure_names_log(stack):

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from envman.engine.values import GpuRequest
 from envman import labels as L
 from envman.engine.api import BuildEvent, ContainerInfo, EngineInfo, RunResult
 from envman.errors import BuildError
@@ -152,7 +153,7 @@ def test_the_probe_runs_without_network_with_gpus_only_when_there_are_any(stack,
     assert cmd == ["python", B.IN_IMAGE_PROBE, "--expect", B.IN_IMAGE_STACK, *(["--require-gpu"] if require_gpu else []),
                    *(["--bench"] if bench else [])]
     gpus = gpu_engine or require_gpu
-    assert (kw["gpus"], kw["network"], kw["timeout"]) == ("all" if gpus else None, "none", 33)
+    assert (kw["gpus"], kw["network"], kw["timeout"]) == (GpuRequest("all") if gpus else None, "none", 33)
     assert kw["labels"]["envman.role"] == "smoke" and kw["labels"]["envman.name"] == stack.name
     assert (rep.image_id, rep.gpus_requested, rep.overall, rep.exit_code, rep.stderr_tail) == (image, gpus, "pass", 0, "e1\ne2")
 

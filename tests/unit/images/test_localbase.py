@@ -177,7 +177,7 @@ def test_register_into_a_missing_config(tmp_path):
     cfg.write_text(text)
     from envman.config import load_matrix_config
 
-    assert load_matrix_config(cfg)["files"] == (tmp_path / "a.toml", tmp_path / "b.toml") and by_hand == []
+    assert load_matrix_config(cfg).files == (tmp_path / "a.toml", tmp_path / "b.toml") and by_hand == []
     assert lb.register_files(cfg, ["a.toml"]) == (None, [])  # already there: no change
 
 
@@ -318,7 +318,7 @@ def test_make_writes_and_registers_after_the_import_and_drops_the_replaced_base(
     assert made.image_id == "sha256:new" and engine.removed == ["sha256:old"]
     from envman.config import load_matrix_config
 
-    assert set(load_matrix_config(cfg)["files"]) == set(made.files) and all(f.exists() for f in made.files)
+    assert set(load_matrix_config(cfg).files) == set(made.files) and all(f.exists() for f in made.files)
 
 
 def test_make_writes_nothing_when_the_import_fails(tmp_path, monkeypatch):

@@ -119,9 +119,9 @@ def test_a_stack_name_that_does_not_parse_is_refused_with_the_name_grammar(tmp_p
     ("pkg@x.example/p", None), ("x@y", None), ("numpy", None), ("@https://x.example", ("@", "https://x.example")),
 ])
 def test_the_url_of_a_requirement_word_and_what_stands_before_it(word, found):
-    from envman.project.file import _requirement_url
+    from envman.project.requirements import requirement_url
 
-    assert _requirement_url(word) == found
+    assert requirement_url(word) == found
 
 
 @pytest.mark.parametrize(("text", "lines"), [
@@ -132,7 +132,7 @@ def test_the_url_of_a_requirement_word_and_what_stands_before_it(word, found):
     ("a\\", ["a"]),
 ])
 def test_continued_lines_join_with_nothing_between_them(text, lines):
-    from envman.project.file import requirement_lines
+    from envman.project.requirements import requirement_lines
 
     assert requirement_lines(text) == lines
 
@@ -143,6 +143,6 @@ def test_continued_lines_join_with_nothing_between_them(text, lines):
     ("a \\\n# c\n", ["a"]),
 ])
 def test_a_comment_after_a_continued_line_stays_a_comment(text, lines):
-    from envman.project.file import requirement_lines
+    from envman.project.requirements import requirement_lines
 
     assert requirement_lines(text) == lines

@@ -169,3 +169,32 @@ def test_notebook_layer_bytes_and_tag_are_pinned(base):
         'RUN /opt/venv/bin/python -m pip install --no-cache-dir --disable-pip-version-check "jupyterlab>=4.2,<5"\n'
     )
     assert notebook_image_ref("demo", base) == NOTEBOOK[base]
+
+
+def test_a_lock_that_cannot_be_written_is_told_to_the_caller_not_printed(tmp_path, monkeypatch, capfd):
+    import json
+
+    from envman.engine.api import RunResult
+    from envman.project import image as I
+    from tests.support.fake_engine import FakeEngine
+
+    project = make_project(tmp_path, "", "rich\n", lock=False)
+    report = {"install": [{"metadata": {"name": "rich", "version": "13.7.1"},
+                           "download_info": {"archive_info": {"hash": f"sha256={H2}"}}}]}
+    engine = FakeEngine(on_run=lambda image, cmd, kw: RunResult(0, json.dumps(report), ""))
+    engine.add_image("envman/project-x:built")
+
+    def read_only(root, lock):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(I, "write_lock", read_only, raising=False)
+    monkeypatch.setattr("envman.project.lock.write_lock", read_only)
+    told: list[str] = []
+    ref = I.record_lock(engine, project, STACK, BASE, "envman/project-x:built", told.append)
+    assert ref == "envman/project-x:built"
+    assert engine.inspect_image(I.project_image_ref(project, STACK, BASE)) is None  # not tagged under a lock's ref
+    assert told == [f"envman: warning: cannot write {project.root / 'envman.lock'}: Permission denied "
+                    "(the next build resolves the requirements again)"]
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    assert I.record_lock(engine, project, STACK, BASE, "envman/project-x:built") == "envman/project-x:built"

@@ -14,7 +14,7 @@ import pytest
 
 from envman.errors import UserError
 from envman.project.lock import (
-    CLOSURE_CHECK, LOCK_NAME, Pin, lock_text, make_lock, parse_pin, pins_from_report, read_lock, usable, write_lock,
+    LOCK_NAME, closure_check, Pin, lock_text, make_lock, parse_pin, pins_from_report, read_lock, usable, write_lock,
 )
 from envman.project.file import load_project
 from envman.project.image import project_context, project_image_ref
@@ -167,7 +167,7 @@ def test_pins_from_pip_report():
 
 
 def _closure(tmp_path: Path, req: str, locked: list[str]) -> subprocess.CompletedProcess:
-    (tmp_path / "check.py").write_text(CLOSURE_CHECK)
+    (tmp_path / "check.py").write_bytes(closure_check())
     (tmp_path / "req.txt").write_text(req)
     (tmp_path / "lock.txt").write_text("".join(f"{n}==1 --hash=sha256:{H1}\n" for n in locked))
     return subprocess.run([sys.executable, str(tmp_path / "check.py"), str(tmp_path / "req.txt"),

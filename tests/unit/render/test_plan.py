@@ -19,7 +19,9 @@ from envman.project.lock import REPORT_PATH
 from envman.render import plan as P
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
-from envman.render.plan import DockerfilePlan, notebook_plan, project_plan, stack_plan
+from envman.render.layerplan import layer_network, notebook_plan, project_plan
+from envman.render.plan import DockerfilePlan, stack_plan
+from envman.render.quote import dockerfile_quote
 from envman.render.layout import dockerfile_steps
 from envman.render.steps import BindMount, CacheMount, FromStep, LabelStep, RunStep, SecretMount, Step
 from envman.render.template import jinja_env, render_dockerfile
@@ -55,17 +57,18 @@ def test_torch_from_the_pytorch_index_has_every_stack_section():
     assert plan.os_packages.packages == ("ca-certificates", "python3.10", "python3.10-venv")
     assert plan.python is not None and (plan.python.strategy, plan.python.exe) == ("apt", "python3.10")
     assert plan.framework is not None and plan.framework.installer == "pip" and plan.framework.uv is None
-    assert plan.framework.pip_args == "--index-url https://download.pytorch.org/whl/cu124 torch==2.4.1 torchvision==0.19.1"
-    assert plan.nvidia is not None and 'NVIDIA_REQUIRE_CUDA="driver>=525.60.13"' in plan.nvidia.env
+    assert plan.framework.pip_args == ("--index-url", "https://download.pytorch.org/whl/cu124", "torch==2.4.1",
+                                       "torchvision==0.19.1")
+    assert plan.nvidia is not None and ("NVIDIA_REQUIRE_CUDA", "driver>=525.60.13") in plan.nvidia.env
     assert plan.wheelhouse is None and plan.envman_files is not None
 
 
 def test_tensorflow_on_system_cuda_needs_the_driver_to_support_its_cuda():
     plan = stack_plan(tf_stack(), RenderOptions(), [])
-    assert plan.nvidia is not None and 'NVIDIA_REQUIRE_CUDA="cuda>=10.0"' in plan.nvidia.env
-    assert plan.framework is not None and plan.framework.pip_args == "tensorflow-gpu==1.15.0"  # PyPI, no index options
+    assert plan.nvidia is not None and ("NVIDIA_REQUIRE_CUDA", "cuda>=10.0") in plan.nvidia.env
+    assert plan.framework is not None and plan.framework.pip_args == ("tensorflow-gpu==1.15.0",)  # PyPI, no index options
     assert plan.os_packages is not None and "python3-distutils" in plan.os_packages.packages  # Ubuntu 18.04
-    assert plan.python is not None and plan.python.pip_upgrade == "--upgrade 'pip<22'"
+    assert plan.python is not None and plan.python.pip_upgrade == ("--upgrade", "pip<22")
 
 
 def test_a_cpu_stack_has_no_nvidia_section_and_leaves_apt_sources_alone():
@@ -79,12 +82,12 @@ def test_buildkit_moves_caches_into_mounts_and_installs_with_uv_from_python_3_8(
     classic = stack_plan(make_stack(), RenderOptions(), [], "classic")
     bk = stack_plan(make_stack(), RenderOptions(), [], "buildkit")
     assert (classic.builder.kind, classic.builder.buildkit, bk.builder.buildkit) == ("classic", False, True)
-    assert classic.builder.pip_cache == "--no-cache-dir" and bk.builder.pip_cache == f"--cache-dir {P.PIP_CACHE}"
+    assert classic.builder.pip_cache == ("--no-cache-dir",) and bk.builder.pip_cache == ("--cache-dir", P.PIP_CACHE)
     assert bk.os_packages is not None and not bk.os_packages.clean_lists
     assert [type(m) for m in bk.os_packages.mounts] == [CacheMount, CacheMount]
     assert classic.os_packages is not None and classic.os_packages.mounts == ()
     assert bk.framework is not None and bk.framework.installer == "uv" and bk.framework.uv is not None
-    assert bk.framework.uv.args.endswith(classic.framework.pip_args)  # type: ignore[union-attr]
+    assert bk.framework.uv.args == ("--index-strategy", "unsafe-best-match", *classic.framework.pip_args)  # type: ignore[union-attr]
     old = stack_plan(tf_stack(), RenderOptions(), [], "buildkit")
     assert old.framework is not None and (old.framework.installer, old.framework.uv) == ("pip", None)
 
@@ -97,12 +100,13 @@ def test_network_options_land_in_their_sections(tmp_path):
     plan = stack_plan(make_stack(), opts, [])
     assert plan.base.from_image == "mirror.example:5000/nvidia/cuda:12.4.1-base-ubuntu22.04"
     assert plan.network is not None and plan.network.ca_copy_dest == P.CA_DEST and len(plan.network.ca_env) == 4
-    assert plan.network.pip_env == ('PIP_INDEX_URL="https://pypi.example/simple"',)
+    assert plan.network.pip_env == (("PIP_INDEX_URL", "https://pypi.example/simple"),)
     assert plan.os_packages is not None and plan.os_packages.mirror == "http://apt.example/ubuntu"
     assert plan.os_packages.update_ca_certificates
     bk = stack_plan(make_stack(), opts, [], "buildkit")
     assert bk.network is not None and bk.network.ca_copy_dest is None and bk.network.ca_env == ()  # bind-mounted per step instead
-    assert bk.builder.ca_prelude and bk.builder.ca_cleanup
+    assert bk.builder.ca_source == P.CA_MOUNT and bk.builder.step_env == P.CA_STEP_ENV and bk.builder.step_setup
+    assert dict(P.CA_STEP_ENV) == {k: P.CA_MERGED for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")}
 
 
 def test_the_labels_section_holds_exactly_the_stack_labels_of_envman_labels():
@@ -111,7 +115,7 @@ def test_the_labels_section_holds_exactly_the_stack_labels_of_envman_labels():
     assert names == P.STACK_LABELS == (L.MANAGED, L.NAME, L.STACK, L.VERSION)
     module_names = {v for k, v in vars(L).items() if k.isupper() and isinstance(v, str) and v.startswith(L.PREFIX)}
     assert set(names) <= module_names
-    assert dict((label.name, label.value) for label in plan.labels)[L.MANAGED] == f'"{L.TRUE}"'
+    assert dict((label.name, label.value) for label in plan.labels)[L.MANAGED] == L.TRUE
     body = render_stack(make_stack(), RenderOptions(), probe=PROBE).dockerfile
     assert body.rsplit("\n", 2)[-2].startswith(f"LABEL {L.RENDER_HASH}=")  # the render hash comes last, alone
 
@@ -141,14 +145,16 @@ def test_project_requirements_without_a_lock_resolve_and_leave_a_report():
     assert plan.os_packages is None
     req = plan.project.requirements  # type: ignore[union-attr]
     assert req is not None and req.copy == ("requirements.txt",) and req.check is None
-    assert req.install == f"--report {REPORT_PATH} -r {P.PROJECT_DIR}/requirements.txt"
+    assert req.install == ("--report", REPORT_PATH, "-r", f"{P.PROJECT_DIR}/requirements.txt")
 
 
 def test_project_requirements_with_a_lock_install_hashes_and_check_the_closure():
     plan = project(apt=("git",), requirements=True, locked=True)
     req = plan.project.requirements  # type: ignore[union-attr]
     assert req is not None and req.copy == ("requirements.txt", "envman.lock.txt", "lockcheck.py")
-    assert req.install.startswith("--require-hashes -r ") and req.check is not None and "lockcheck.py" in req.check
+    assert req.install == ("--require-hashes", "-r", f"{P.PROJECT_DIR}/envman.lock.txt")
+    assert req.check == (P.VENV_PYTHON, f"{P.PROJECT_DIR}/lockcheck.py", f"{P.PROJECT_DIR}/requirements.txt",
+                         f"{P.PROJECT_DIR}/envman.lock.txt")
     assert plan.os_packages is not None and plan.os_packages.packages == ("git",)
 
 
@@ -170,8 +176,8 @@ def test_a_locked_plan_without_requirements_has_no_requirements_layer():
 def test_the_notebook_layer_is_one_pip_install_on_the_image_a_project_runs_on():
     plan = notebook_plan(BASE_ID, "jupyterlab>=4.2,<5")
     assert plan.template == "project.Dockerfile.j2" and plan.base == P.BaseImage(BASE_ID, BASE_ID, None)
-    assert plan.pip_packages == P.PipPackages(P.VENV_PYTHON, "--no-cache-dir --disable-pip-version-check",
-                                              ('"jupyterlab>=4.2,<5"',))
+    assert plan.pip_packages == P.PipPackages(P.VENV_PYTHON, ("--no-cache-dir", "--disable-pip-version-check"),
+                                              ("jupyterlab>=4.2,<5",))
     assert (plan.os_packages, plan.project, plan.python, plan.framework, plan.labels) == (None, None, None, None, ())
     for base, requirement in (("sha256:x y", "jupyterlab"), (BASE_ID, 'jupyterlab"; rm -rf /; "'), (BASE_ID, "a$(id)"),
                               (BASE_ID, "jupyterlab\n")):
@@ -256,7 +262,8 @@ def test_every_plan_is_laid_out_as_steps_from_its_from_line(plan):
     runs = [s for s in steps if isinstance(s, RunStep)]
     assert runs and all(s.text.startswith("RUN ") for s in runs)
     if plan.template == "Dockerfile.j2":
-        assert isinstance(steps[-1], LabelStep) and steps[-1].pairs == tuple(label.text for label in plan.labels)
+        assert isinstance(steps[-1], LabelStep) and steps[-1].pairs == tuple(
+            f"{label.name}={dockerfile_quote(label.value)}" for label in plan.labels)
 
 
 @pytest.mark.parametrize("plan", _plans(), ids=lambda p: f"{p.template}-{p.builder.kind}")
@@ -298,3 +305,50 @@ def test_a_missing_template_is_one_error_line(tmp_path, monkeypatch):
         assert "project.Dockerfile.j2 is missing" in err.value.what and "\n" not in str(err.value)
     finally:
         T.jinja_env.cache_clear()
+
+
+def _words_of(value: Any) -> list[str]:
+    """Every string a plan holds outside its comments (title, notes) and labels."""
+    if dataclasses.is_dataclass(value):
+        return [w for f in dataclasses.fields(value) if f.name not in ("title", "note", "pip_note", "labels")
+                for w in _words_of(getattr(value, f.name))]
+    if isinstance(value, (tuple, list)):
+        return [w for v in value for w in _words_of(v)]
+    return [value] if isinstance(value, str) else []
+
+
+@pytest.mark.parametrize("plan", _plans(), ids=lambda p: f"{p.template}-{p.builder.kind}")
+def test_a_plan_holds_words_as_they_are_and_the_layout_quotes_them(plan):
+    words = _words_of(plan)
+    assert words and not [w for w in words if w[:1] in "'\"" or w.endswith(" ")]  # nothing quoted or pre-joined
+
+
+def test_a_word_that_needs_quotes_gets_them_where_the_dockerfile_is_written():
+    plan = stack_plan(make_stack(), RenderOptions(), [])
+    fw = dataclasses.replace(plan.framework, pip_args=("--index-url", "https://x.example/a b", "torch==2.4.1"))
+    text = render_dockerfile(dataclasses.replace(plan, framework=fw))
+    assert "-m pip install --no-cache-dir --index-url 'https://x.example/a b' torch==2.4.1\n" in text
+    env = dataclasses.replace(plan.nvidia, env=(("NVIDIA_REQUIRE_CUDA", 'cuda>=12.4 "$HOME"'),))
+    assert 'NVIDIA_REQUIRE_CUDA="cuda>=12.4 \\"\\$HOME\\""' in render_dockerfile(dataclasses.replace(plan, nvidia=env))
+
+
+def test_the_notebook_requirement_is_double_quoted_and_what_sh_reads_inside_is_refused():
+    plan = notebook_plan(BASE_ID, "jupyterlab>=4,<5")
+    assert plan.pip_packages is not None and plan.pip_packages.requirements == ("jupyterlab>=4,<5",)
+    assert '--disable-pip-version-check "jupyterlab>=4,<5"' in render_dockerfile(plan)
+    for bad in ('a"b', "a$b", "a`b", "a\\b", "a\nb"):
+        pp = dataclasses.replace(plan.pip_packages, requirements=(bad,))
+        with pytest.raises(RenderError):
+            render_dockerfile(dataclasses.replace(plan, pip_packages=pp))
+
+
+def test_a_layer_exports_its_indexes_and_merges_its_ca_bundle_per_step():
+    ca = Path(__file__).resolve().parents[3] / "examples" / "golden" / "_inputs" / "ca-bundle.pem"
+    net = layer_network(RenderOptions(ca_bundle=ca, pip_index="https://pypi.example/simple",
+                                        pip_extra_index="https://u:p@x.example/simple"))
+    assert net.builder.ca_source == P.CA_MOUNT and net.builder.pip_cache == ("--no-cache-dir",)
+    assert net.builder.step_env == (*P.CA_STEP_ENV, ("PIP_INDEX_URL", "https://pypi.example/simple"))  # no credentials
+    assert net.apt_get == ("apt-get", "-o", f"Acquire::https::CAInfo={P.CA_MERGED}")
+    plain = layer_network(RenderOptions(pip_index="https://pypi.example/simple"))
+    assert plain.builder.ca_source is None and plain.builder.step_setup and plain.network is None
+    assert not layer_network(None).builder.step_setup

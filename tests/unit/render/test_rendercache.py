@@ -16,13 +16,8 @@ import pytest
 from envman.paths import templates_dir
 from envman.render import rendercache
 from envman.render import template as template_mod
-from envman.render.plan import (
-    DockerfilePlan,
-    NetworkOptions,
-    notebook_plan,
-    project_plan,
-    stack_plan,
-)
+from envman.render.layerplan import notebook_plan, project_plan
+from envman.render.plan import DockerfilePlan, NetworkOptions, stack_plan
 from envman.render.options import RenderOptions
 from envman.render.layout import dockerfile_steps
 from envman.render.template import jinja_env, render_dockerfile
@@ -133,7 +128,7 @@ def test_a_section_of_another_type_with_the_same_fields_is_another_key():
 
 
 def test_plans_that_may_hold_index_settings_are_never_cached(counted):
-    p = dataclasses.replace(plan(), network=NetworkOptions(pip_env=('PIP_INDEX_URL="https://u:p@h/simple"',)))
+    p = dataclasses.replace(plan(), network=NetworkOptions(pip_env=(("PIP_INDEX_URL", "https://u:p@h/simple"),)))
     assert rendercache.render_key(p, str(templates_dir())) is None
     render_dockerfile(p)
     stack = stack_plan(make_stack(), RenderOptions(pip_index="https://user:secret@pypi.example/simple"), [])

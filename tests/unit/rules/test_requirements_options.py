@@ -57,6 +57,6 @@ def test_ordinary_requirements_pass(name, version, tail):
 @given(st.from_regex(r"--?[A-Za-z][A-Za-z-]{0,20}", fullmatch=True))
 @settings(max_examples=300, deadline=None)
 def test_any_option_but_the_listed_ones_is_refused(option):
-    from envman.project.file import REQUIREMENT_OPTIONS
+    from envman.project.requirements import REQUIREMENT_OPTIONS
 
     assert is_refused(f"rich {option}=x") == (option not in REQUIREMENT_OPTIONS)

@@ -83,6 +83,8 @@ _NOT_STATE = {
     "envman/engine/builder.py", "envman/render/dockerfile.py", "envman/render/rendercache.py", "envman/images/build.py",
     "envman/project/lock.py", "envman/cluster/slurm.py", "envman/safefile.py", "envman/state.py",
     "envman/matrix/write.py", "envman/images/base.py", "envman/render/base.py",
+    # the lock's closure check runs inside a project image and reads the requirements and lock there
+    "envman/project/lockcheck.py",
     # the driver's /proc files, a CDI spec the user names (read non-blocking, regular files only),
     # mount targets in a root file system; stdlib only, since scripts load it by path
     "envman/engine/cdi.py",

@@ -9,7 +9,7 @@ from envman.host import HostFacts, from_nvml
 from envman.project.file import GpuRequest, Mount, Port
 from envman.engine.api import EngineInfo
 from envman.run.preflight import ImageState
-from envman.run.plan import RunPlan, cdi_devices, docker_argv
+from envman.run.plan import RunPlan, docker_argv
 
 from tests.unit.test_host import FakeNvml, recorded
 
@@ -102,10 +102,10 @@ def test_no_gpu_flag_for_a_cpu_run():
 
 def test_cdi_devices():
     g = GpuRequest("count", count=2)
-    argv = docker_argv(plan(gpus=g, gpu_mechanism="cdi", cdi_devices=cdi_devices(g)))
+    argv = docker_argv(plan(gpus=g, gpu_mechanism="cdi", cdi_devices=g.cdi_devices))
     assert "--gpus" not in argv
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--device"] == ["nvidia.com/gpu=0", "nvidia.com/gpu=1"]
-    assert cdi_devices(GpuRequest("all")) == ("all",)
+    assert GpuRequest("all").cdi_devices == ("all",)
 
 
 def test_tty_only_when_asked():

@@ -168,7 +168,7 @@ def test_gpu_selection_is_envman_s(name, gpus):
                                           (GpuRequest("count", count=0), ()), (GpuRequest("count"), ()),
                                           (GpuRequest("devices", devices=("3", "GPU-x")), ("3", "GPU-x"))])
 def test_cdi_device_names(gpus, devices):
-    assert P.cdi_devices(gpus) == devices
+    assert gpus.cdi_devices == devices
 
 
 # --------------------------------------------------------------------------- command-line values (prepare)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from envman.errors import UserError
-from envman.project import file as F
-from envman.project.file import (
+from envman.project import requirements as F
+from envman.project.requirements import (
     LOCAL_NAMES, LOCAL_PREFIXES, REQUIREMENT_OPTIONS, _OPTIONS_WITH_VALUE, check_requirements, requirement_lines,
     requirement_problem,
 )
@@ -210,7 +210,7 @@ URL_VERDICTS = [
 
 @pytest.mark.parametrize("url, verdict", URL_VERDICTS, ids=[f"u{i}" for i in range(len(URL_VERDICTS))])
 def test_each_requirement_url_gets_exactly_its_verdict(url, verdict):
-    from envman.project.file import _url_problem
+    from envman.project.requirements import _url_problem
 
     assert _url_problem(url) == verdict
 
@@ -233,6 +233,6 @@ SHOWN = [
 
 @pytest.mark.parametrize("line, shown", SHOWN, ids=[f"s{i}" for i in range(len(SHOWN))])
 def test_a_requirement_is_shown_with_every_url_secret_hidden_and_nothing_else_changed(line, shown):
-    from envman.project.file import shown_requirement
+    from envman.project.requirements import shown_requirement
 
     assert shown_requirement(line) == shown

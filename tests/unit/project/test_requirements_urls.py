@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envman.errors import UserError
-from envman.project.file import check_requirements, requirement_problem
+from envman.project.requirements import check_requirements, requirement_problem
 
 TOKENS = ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", "glpat-xxxxxxxxxxxxxxxxxxxx", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
           "sk-proj-9fQ2xL7mN4pR8tV1wZ3yB6cD"]
