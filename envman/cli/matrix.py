@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -13,6 +14,8 @@ from envman.cli.complete import complete_stack, complete_gpu
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
     from packaging.version import Version
+
+    from envman.matrix.refresh import CheckReport, UpdateReport
 
     from envman.matrix.model import CudaRelease, Matrix
     from envman.stack.names import Stack
@@ -383,123 +386,60 @@ def update(
     matrix: MatrixOpt = None,
 ) -> None:
     """Find framework releases newer than the matrix on the index and derive rows from their wheels' metadata; report CUDA releases (cuda-toolkit) and what the matrix cannot fill for them."""
-    import sys
-    import time
-
-    from rich.markup import escape
-
-    from envman.config import check_url, load_matrix_config, Invalid
-    from envman.errors import UserError
-    from envman.matrix.index import PYPI_SIMPLE, Http
-    from envman.matrix.load import load_files
-    from envman.matrix.update import PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle
-    from envman.matrix.write import atomic_write_all
-    from envman.paths import matrices_dir
+    from envman.matrix.refresh import CheckReport, UpdateRequest, run_update
+    from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
-    from envman.stack.names import ALIASES
-
-    _extra_matrix(matrix)
-    if output is not None and write:
-        raise UserError("give -o FILE or --write, not both", where="envman matrix update", fix="-o writes an overlay; --write changes the shipped matrix")
-    if check and (output is not None or write):
-        raise UserError("--check only reports; it writes nothing", where="envman matrix update", fix="drop -o/--write, or drop --check")
-    fws: list[str] = []
-    for f in framework or []:
-        fw = {"ort": "onnxruntime"}.get(f.lower()) or ALIASES.get(f.lower())
-        if fw not in PROJECTS:
-            raise UserError(f"unknown framework {f!r}", where="--framework", fix="use torch, tensorflow, jax or onnxruntime")
-        fws.append(fw)
-    net = RenderOptions.from_config({"pip_index": pip_index, "ca_bundle": ca_bundle})
-    mcfg = load_matrix_config()
-    tindex = None
-    if not no_torch_index:
-        try:
-            tindex = check_url(torch_index, what="torch index") if torch_index else (mcfg["torch_index"] or TORCH_INDEX)
-        except Invalid as exc:
-            raise UserError(exc.what, where="--torch-index", fix=exc.fix) from None
-    settings = Settings(
-        index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
-        torch_index_required=bool(torch_index or mcfg["torch_index"]),
-        frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
-        cuda=not fws,  # --framework narrows the run to frameworks
-        backfill=not new_only,
-    )
-    http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
-    # What the new rows are compared with and checked against: the shipped matrix for --check
-    # and --write; everything the user loads (and the overlay itself) for -o and a dry run.
     from envman.cli import matrix_source
 
-    if check or write:
-        files = list(matrix_source().shipped_files)
-    else:
-        # The overlay being written may be one of the user's files (config, --matrix) that does
-        # not exist yet: it is read when it exists, never required.
-        target = output.expanduser().absolute() if output is not None else None
-        files = [f for f in matrix_source().files if f.expanduser().absolute() != target]
-        if output is not None and output.exists():
-            files.append(output)
-    base = load_files(files)
-    err = console(stderr=True)
-    started = time.monotonic()
-    live = sys.stderr.isatty() and not as_json
-    status_ctx = err.status("reading the index…") if live else None
+    _extra_matrix(matrix)
+    request = UpdateRequest(tuple(framework or ()), output, write, check, pip_index, torch_index, no_torch_index,
+                            new_only, ca_bundle, timeout)
+    with _IndexStatus(live=sys.stderr.isatty() and not as_json) as status:
+        report = run_update(request, matrix_source(), render=render_stack, network=RenderOptions.from_config,
+                            progress=status)
+    if isinstance(report, CheckReport):
+        emit_json(report.summary()) if as_json else _print_check(report)
+        raise typer.Exit(1 if report.behind else 0)
+    emit_json(report.summary) if as_json else _print_update(report)
 
-    def progress(msg: str) -> None:
-        if status_ctx is not None:
-            status_ctx.update(escape(msg))
 
-    if status_ctx is not None:
-        status_ctx.start()
-    try:
-        if check:
-            behind = check_only(http, settings, base, progress)
-        else:
-            result = find_updates(http, settings, base, progress)
-    finally:
-        if status_ctx is not None:
-            status_ctx.stop()
-    seconds = round(time.monotonic() - started, 1)
-    if check:
-        summary = {"behind": bool(behind), "new_releases": behind, "requests": http.requests, "seconds": seconds}
-        if as_json:
-            emit_json(summary)
-        else:
-            c = console()
-            for fw, vs in behind.items():
-                if fw == "gpus":
-                    for why in vs:
-                        c.print(f"gpus: stale: {why}", markup=False, soft_wrap=True)
-                    continue
-                c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
-            c.print(("the shipped matrix is behind" if behind else "the shipped matrix is up to date")
-                    + f" ({http.requests} requests, {seconds} s)", markup=False, soft_wrap=True)
-        raise typer.Exit(1 if behind else 0)
+class _IndexStatus:
+    """A live status line on stderr (a terminal only) that says what the index run reads."""
 
-    if write:
-        plan = lambda rows: plan_shipped(rows, matrices_dir())  # noqa: E731
-    elif output is not None:
-        plan = lambda rows: plan_overlay(rows, output)  # noqa: E731
-    else:
-        from envman.matrix.write import overlay_text
+    def __init__(self, *, live: bool) -> None:
+        self.status = console(stderr=True).status("reading the index…") if live else None
 
-        dry = Path("(dry run).toml")
-        plan = lambda rows: {dry: overlay_text((r.framework, r.data) for r in rows)}  # noqa: E731
-    from envman.render.dockerfile import render_stack
+    def __enter__(self) -> _IndexStatus:
+        if self.status is not None:
+            self.status.start()
+        return self
 
-    rows, skipped, planned = settle(result.rows, files, plan, render_stack)
-    result.rows = rows
-    result.skipped += skipped
-    if planned and (write or output is not None):
-        atomic_write_all(planned)
-    summary = {**result.summary(http), "written": [str(p) for p in planned] if (write or output is not None) else [],
-               "seconds": seconds}
-    if as_json:
-        emit_json(summary)
-        return
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def __call__(self, msg: str) -> None:
+        if self.status is not None:
+            self.status.update(escape(msg))
+
+
+def _print_check(report: CheckReport) -> None:
     c = console()
+    for fw, vs in report.behind.items():
+        if fw == "gpus":
+            for why in vs:
+                c.print(f"gpus: stale: {why}", markup=False, soft_wrap=True)
+            continue
+        c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
+    c.print(("the shipped matrix is behind" if report.behind else "the shipped matrix is up to date")
+            + f" ({report.requests} requests, {report.seconds} s)", markup=False, soft_wrap=True)
+
+
+def _print_update(report: UpdateReport) -> None:
+    c, err, result = console(), console(stderr=True), report.result
     for fw, vs in result.new_releases.items():
         c.print(f"{fw}: new releases {', '.join(vs)}", markup=False, soft_wrap=True)
-    for r in rows:
+    for r in report.rows:
         unc = f"  (unconfirmed: {', '.join(r.unconfirmed)})" if r.unconfirmed else ""
         c.print(f"  + {r.name} {r.data['variant']} cudnn {r.data.get('cudnn', '-')} python "
                 f"{r.data['python'][0]}–{r.data['python'][-1]}{unc}", markup=False, soft_wrap=True)
@@ -509,5 +449,6 @@ def update(
         err.print(f"skipped: {s}", markup=False, soft_wrap=True)
     for w in result.warnings:
         err.print(f"warning: {w}", markup=False, soft_wrap=True)
-    where = ", ".join(str(p) for p in planned) if (write or output is not None) else "nothing written (dry run: give -o FILE or --write)"
-    c.print(f"{len(rows)} new rows, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)
+    where = ", ".join(str(p) for p in report.planned) if report.writes else "nothing written (dry run: give -o FILE or --write)"
+    c.print(f"{len(report.rows)} new rows, {report.requests} requests, {report.seconds} s: {where}", markup=False,
+            soft_wrap=True)

@@ -447,7 +447,8 @@ def _matrix_freshness(check_updates: bool) -> dict:
     updates, error = None, None
     if check_updates:
         from envman.matrix.index import PYPI_SIMPLE, Http
-        from envman.matrix.update import Settings, check_only
+        from envman.matrix.refresh import check_only
+        from envman.matrix.update import Settings
         from envman.render.options import RenderOptions
 
         try:
