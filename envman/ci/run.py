@@ -38,6 +38,7 @@ from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 if TYPE_CHECKING:
+    from envman.config import BaseMode
     from envman.engine.api import ContainerEngine, EngineFacts
     from envman.engine.builder import Builder
     from envman.render.base import BaseBuild
@@ -408,7 +409,7 @@ class RunOptions:
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
     builder: Builder | None = None  # None: the engine's classic builder
     platform: str = DEFAULT_PLATFORM  # the platform every row is resolved and built for
-    base: str = "auto"  # --base: auto | pull | rebuild (envman.render.base)
+    base: BaseMode = "auto"  # --base: auto | pull | rebuild (envman.render.base)
 
 
 def _now() -> str:
@@ -423,12 +424,6 @@ def _render(stack: Stack, options: RenderOptions | None, builder: str = "classic
     return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 
 
-def _rebuilt_base(matrix: Matrix, stack: Stack, opts: RunOptions):
-    from envman.render.base import choose_base
-
-    ro = opts.render_options
-    return choose_base(matrix, stack, opts.base, registry_mirror=opts.registry_mirror,
-                       apt_mirror=getattr(ro, "apt_mirror", None), ca_bundle=getattr(ro, "ca_bundle", None))
 
 
 def find_hadolint() -> str | None:
@@ -549,6 +544,7 @@ def run_row(
 ) -> RowResult:
     """Validate, render, lint, build and smoke one row; never raises for a row's own failure."""
     from envman.images.build import CPU_ONLY as SMOKE_CPU, FAIL as SMOKE_FAIL, build_stack, promote, smoke_image
+    from envman.images.stacks import stack_base
     from envman.state import stable_ref
 
     res = _build_row(build)
@@ -579,7 +575,7 @@ def run_row(
     # render
     t0 = time.perf_counter()
     try:
-        rebuilt = _rebuilt_base(matrix, stack, opts)
+        rebuilt = stack_base(matrix, stack, opts.base, opts.render_options)
         ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic", rebuilt)
     except EnvmanError as exc:
         record("render", StepResult(FAIL, time.perf_counter() - t0, exc.line()))

@@ -10,10 +10,7 @@ import typer
 
 from envman.errors import counted
 
-from envman.cli._options import (
-    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
-)
+from envman.cli._options import BuildFlags, CaBundle, option_group, platform_option
 from envman.cli._out import console, emit_json, plain, tagged
 from envman.stack.names import DEFAULT_PLATFORM
 
@@ -85,6 +82,7 @@ def plan(
     })
 
 
+@option_group("flags", BuildFlags)
 def run(
     shard: Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N of the plan (same selection options as `ci plan`).")] = None,
     framework: FrameworkOpt = None,
@@ -96,17 +94,7 @@ def run(
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="A cpu-only smoke result (no GPU here) does not fail the run; such images are promoted.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
-    registry_mirror: RegistryMirror = None,
-    ca_bundle: CaBundle = None,
-    pip_index: PipIndex = None,
-    pip_extra_index: PipExtraIndex = None,
-    framework_index: FrameworkIndex = None,
-    wheelhouse: Wheelhouse = None,
-    offline: Offline = None,
-    apt_mirror: AptMirror = None,
-    python_mirror: PythonMirror = None,
-    builder: BuilderOpt = None,
-    base: BaseOpt = None,
+    flags: BuildFlags = BuildFlags(),
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
@@ -129,15 +117,11 @@ def run(
         write_report([], report, m)
         console().print("no rows to validate", highlight=False)
         return
-    render_options = network_options(
-        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
-        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
-        python_mirror=python_mirror,
-    )
-    builder_pref = builder_preference(builder)
+    render_options = flags.render_options()
+    builder_pref = flags.builder_preference()
     opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
-                      smoke_timeout=smoke_timeout, platform=plat, base=base_preference(base))
+                      smoke_timeout=smoke_timeout, platform=plat, base=flags.base_mode())
     err = console(stderr=True)
     err.print(f"envman ci run: {counted(len(builds), 'row')}" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)

@@ -86,7 +86,7 @@ def build_stack(
 
     ``builder`` (``envman.engine.builder.select_builder``) picks the Dockerfile dialect and runs the
     build; by default the engine's classic builder. Its secrets (index credentials) go to the
-    builder only, never to the log or the context. ``base`` (``envman.render.base.choose_base``):
+    builder only, never to the log or the context. ``base`` (``envman.render.base.rebuilt_base``):
     the stack's base rebuilt from NVIDIA's recipe, built first unless the engine has it
     (``envman.images.base``); ``pull`` then applies to the base's own plain OS image."""
     from filelock import FileLock, Timeout
