@@ -99,18 +99,12 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
     """Validate, render, lint, build and smoke-test each selected row; write JUnit, JSON and Markdown. Exit 1 if a row failed."""
-    from envman.ci.run import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
+    from envman.ci.run import RunOptions, failed, run_rows
     from envman.engine.docker import Engine
 
     plat = platform_option(platform) or DEFAULT_PLATFORM
     m, builds, _ = _selection(framework, rows, changed_since, plat)
-    label = None
-    if shard is not None:
-        i, n = parse_shard(shard)
-        label = f"{i}/{n}"
-        mine = plan_shards(plan_rows(m, builds, plat), n)[i - 1]
-        order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
-        builds = sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
+    label, builds = _shard(m, builds, shard, plat)
     if not builds:  # an empty shard, or nothing changed: nothing needs an engine
         from envman.ci.run import write_report
 
@@ -125,10 +119,9 @@ def run(
     err = console(stderr=True)
     err.print(f"envman ci run: {counted(len(builds), 'row')}" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)
-    colours = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
 
     def on_step(row: str, step: str, sr) -> None:
-        c = colours.get(sr.status, "red")
+        c = COLOURS.get(sr.status, "red")
         err.print(plain(f"{row} {step}: ") + tagged(sr.status, c, f" {sr.message[:160]}"), highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
@@ -137,18 +130,35 @@ def run(
         opts.builder = select_builder(engine, builder_pref)
         results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
     bad = failed(results)
-    if as_json:
-        emit_json([r.to_json() for r in results])
-    else:
-        c = console()
-        for r in results:
-            col = colours.get(r.result, "red")
-            c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
-                    highlight=False, soft_wrap=True)
-        c.print(f"{counted(len(results), 'row')}, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
-                f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
+    emit_json([r.to_json() for r in results]) if as_json else _print_results(results, bad, report)
     if bad:
         raise typer.Exit(1)
+
+
+#: A step's or row's status -> its colour (red for the rest).
+COLOURS = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
+
+
+def _shard(m, builds: list, shard: str | None, plat: str) -> tuple[str | None, list]:
+    """(``I/N``, the rows of shard I of N, base-image groups adjacent), or every row without ``--shard``."""
+    from envman.ci.run import parse_shard, plan_rows, plan_shards
+
+    if shard is None:
+        return None, builds
+    i, n = parse_shard(shard)
+    mine = plan_shards(plan_rows(m, builds, plat), n)[i - 1]
+    order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
+    return f"{i}/{n}", sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
+
+
+def _print_results(results: list, bad: list, report: Path) -> None:
+    c = console()
+    for r in results:
+        col = COLOURS.get(r.result, "red")
+        c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
+                highlight=False, soft_wrap=True)
+    c.print(f"{counted(len(results), 'row')}, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
+            f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
 
 
 def report(

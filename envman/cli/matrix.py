@@ -43,49 +43,12 @@ def ls(
     matrix: MatrixOpt = None,
 ) -> None:
     """List the matrix rows (one per framework build)."""
-    from envman.cli._options import platform_option
     _extra_matrix(matrix)
-    from envman.errors import UserError
-    from envman.stack.resolve import version_matches
-    from envman.stack.names import ALIASES
+    from envman.matrix.listing import row_json, select_rows
     from envman.cli import get_matrix
 
     m = get_matrix()
-    rows = list(m.builds)
-    if framework is not None:
-        fw = ALIASES.get(framework.lower())
-        if fw is None:
-            raise UserError(f"unknown framework {framework!r}", where="--framework", fix="use one of " + ", ".join(sorted(set(ALIASES))))
-        rows = [b for b in rows if b.framework == fw]
-    if cuda is not None:
-        if cuda.lower() == "cpu":
-            rows = [b for b in rows if b.cuda is None]
-        else:
-            import re
-
-            if not re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", cuda):
-                raise UserError(f"not a CUDA version: {cuda!r}", where="--cuda", fix="e.g. --cuda 12.4, --cuda 11, --cuda cpu")
-            rows = [b for b in rows if b.cuda is not None and version_matches(cuda, b.cuda)]
-    plat = platform_option(platform)
-    if plat:
-        rows = [b for b in rows if plat in b.platforms]
-    data = [
-        {
-            "name": b.name,
-            "framework": b.framework,
-            "framework_version": str(b.version),
-            "variant": b.variant,
-            "cuda": f"{b.cuda.major}.{b.cuda.minor}" if b.cuda else None,
-            "cudnn": b.cudnn,
-            "python": [str(p) for p in b.python],
-            "python_freethreaded": [f"{p}t" for p in b.python_freethreaded],
-            "platforms": list(b.platforms),
-            "platform_status": b.platform_status,
-            "default": b.default,
-            "status": b.status,
-        }
-        for b in rows
-    ]
+    data = [row_json(b) for b in select_rows(m.builds, framework, cuda, platform)]
     if as_json:
         emit_json(data)
         return
@@ -252,13 +215,30 @@ def explain(
 ) -> None:
     """Will NAME run on a host with this driver and GPU?  Exit 0: ok/jit_only, 1: no, 2: bad input."""
     _extra_matrix(matrix)
-    from envman.errors import UserError
-    from envman.matrix.model import Arch, DriverVersion
     from envman.stack.resolve import resolve
     from envman.stack.verdict import verdict
     from envman.cli import get_matrix
 
     m = get_matrix()
+    drv, arch, g = _host_asked(m, driver, sm, gpu)
+    stack = resolve(m, name, cuda_patch=_cuda_update(m, cuda)[1] if cuda is not None else None)
+    v = verdict(stack, drv, arch)
+    alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
+    gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
+    if as_json:
+        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative,
+                   **gpu_fields})
+    else:
+        _print_verdict(m, stack, v, drv, arch, g, alternative)
+    raise typer.Exit(0 if v.runs else 1)
+
+
+def _host_asked(m: Matrix, driver: str | None, sm: str | None, gpu: str | None) -> tuple[Any, Any, Any]:
+    """(driver, compute capability, the matrix's GPU or None) of ``explain``'s what-if host:
+    exactly one of ``--sm`` and ``--gpu``; the driver given, or this host's."""
+    from envman.errors import UserError
+    from envman.matrix.model import Arch, DriverVersion
+
     if (sm is None) == (gpu is None):
         raise UserError("give exactly one of --sm and --gpu", where="matrix explain", fix="e.g. --sm 8.6 or --gpu a100")
     if driver is None:
@@ -282,30 +262,26 @@ def explain(
             what, fix = unknown_gpu(m.gpu_index, gpu)
             raise UserError(what, where="--gpu", fix=fix)
         arch = g.cc
-    stack = resolve(m, name, cuda_patch=_cuda_update(m, cuda)[1] if cuda is not None else None)
-    v = verdict(stack, drv, arch)
-    alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
-    gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
-    if as_json:
-        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative,
-                   **gpu_fields})
-    else:
-        c = console()
-        colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
-        c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
-        if g is not None:  # which GPU the name found, and how well its compute capability is sourced
-            c.print(f"  - GPU {g.name}: compute capability {g.cc}" + ("" if g.status == "confirmed" else f" ({g.status})"),
-                    markup=False)
-        for r in v.reasons:
-            c.print(f"  - {r}", markup=False)
-        rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
-        if rebuilt:
-            c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt}",
-                    markup=False)
-        if not v.runs:
-            c.print(f"  compatible: {alternative}" if alternative else
-                    f"  no {stack.framework} build in the matrix runs there", markup=False)
-    raise typer.Exit(0 if v.runs else 1)
+    return drv, arch, g
+
+
+def _print_verdict(m: Matrix, stack: Stack, v: Any, drv: Any, arch: Any, g: Any, alternative: str | None) -> None:
+    """``explain``'s verdict, the GPU it found, the reasons, a rebuilt base and a build that runs."""
+    c = console()
+    colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
+    c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
+    if g is not None:  # which GPU the name found, and how well its compute capability is sourced
+        c.print(f"  - GPU {g.name}: compute capability {g.cc}" + ("" if g.status == "confirmed" else f" ({g.status})"),
+                markup=False)
+    for r in v.reasons:
+        c.print(f"  - {r}", markup=False)
+    rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
+    if rebuilt:
+        c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt}",
+                markup=False)
+    if not v.runs:
+        c.print(f"  compatible: {alternative}" if alternative else
+                f"  no {stack.framework} build in the matrix runs there", markup=False)
 
 
 def _host_driver() -> str:

@@ -1,0 +1,60 @@
+"""The command line only speaks: every function in ``envman/cli/`` (each command, and each helper
+beside it) parses flags, calls the domain and prints what it returns, in at most
+:data:`MAX_BODY` lines of body (its docstring not counted). A longer one is making a decision
+the domain should make, or printing what a helper should print. No exceptions are listed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CLI = Path(__file__).resolve().parents[3] / "envman" / "cli"
+MAX_BODY = 40
+
+
+def body_lines(func: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from the first statement after the docstring to the end of the last one."""
+    body = func.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return (body[-1].end_lineno or body[-1].lineno) - body[0].lineno + 1
+
+
+def long_functions(source: str, limit: int = MAX_BODY) -> list[tuple[str, int]]:
+    """(name, body lines) of each function of ``source``, nested or in a class, over ``limit``."""
+    return [(node.name, body_lines(node)) for node in ast.walk(ast.parse(source))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and body_lines(node) > limit]
+
+
+def _function(lines: int, docstring: bool = True) -> str:
+    doc = '    """Say what it does."""\n' if docstring else ""
+    return "def f(x):\n" + doc + "".join(f"    x += {i}\n" for i in range(lines))
+
+
+@pytest.mark.parametrize("lines, docstring, over", [
+    (MAX_BODY, True, []), (MAX_BODY + 1, True, [("f", MAX_BODY + 1)]),
+    (MAX_BODY, False, []), (MAX_BODY + 1, False, [("f", MAX_BODY + 1)]),
+])
+def test_the_count_is_the_body_without_the_docstring(lines: int, docstring: bool, over: list) -> None:
+    assert long_functions(_function(lines, docstring)) == over
+
+
+def test_a_nested_function_and_a_method_count_too() -> None:
+    inner = "\n".join("    " + line for line in _function(MAX_BODY + 1).splitlines())
+    assert long_functions("def outer():\n" + inner + "\n    return f\n") == [("outer", MAX_BODY + 4), ("f", MAX_BODY + 1)]
+    method = "\n".join("    " + line for line in _function(MAX_BODY + 1).splitlines())
+    assert long_functions("class C:\n" + method + "\n") == [("f", MAX_BODY + 1)]
+
+
+def test_a_multi_line_statement_counts_every_line() -> None:
+    src = "def f():\n    x = [\n" + "".join(f"        {i},\n" for i in range(MAX_BODY)) + "    ]\n"
+    assert long_functions(src) == [("f", MAX_BODY + 2)]
+
+
+def test_every_function_of_the_cli_is_short() -> None:
+    found = [f"{p.name}: {name} has {n} lines of body (at most {MAX_BODY})"
+             for p in sorted(CLI.rglob("*.py")) for name, n in long_functions(p.read_text(encoding="utf-8"))]
+    assert not found
