@@ -239,7 +239,7 @@ class _LazyGroup(typer.core.TyperGroup):
         try:
             return super().resolve_command(ctx, args)
         except typer.TyperException as e:
-            if not _usage_error(e):
+            if not usage_error(e):
                 raise
             suggest = getattr(self, "suggest_commands", True)
             matches = get_close_matches(args[0], self.list_commands(ctx)) if args and suggest else []
@@ -327,7 +327,7 @@ def _command() -> typer.core.TyperGroup:
         _app.info.cls = None
 
 
-def _usage_error(exc: typer.TyperException) -> bool:
+def usage_error(exc: typer.TyperException) -> bool:
     """A usage error (unknown option or command, bad value, missing argument): typer's public
     ``TyperException`` with the usage exit code, 2 (its other errors exit 1). envman uses typer's
     public API only (docs/design.md, Start-up and the CLI)."""
@@ -342,7 +342,7 @@ def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -
     try:
         code = _command()(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
     except typer.TyperException as exc:
-        if not _usage_error(exc):  # e.g. a file option that could not be opened
+        if not usage_error(exc):  # e.g. a file option that could not be opened
             raise UserError(exc.format_message(), fix="see envman --help") from None
         ctx = getattr(exc, "ctx", None)
         path = ctx.command_path if ctx is not None else "envman"
