@@ -37,7 +37,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from envman.errors import UserError
 
@@ -482,17 +482,23 @@ def load_builder_config(path: Path | None = None) -> str:
 
 
 #: ``[build] base`` and ``--base``: how a stack gets an ``nvidia/cuda`` base NVIDIA no longer serves.
-BASE_MODES = ("auto", "pull", "rebuild")
+BaseMode = Literal["auto", "pull", "rebuild"]
+BASE_MODES: tuple[BaseMode, ...] = ("auto", "pull", "rebuild")
 
 
-def load_base_config(path: Path | None = None) -> str:
+def base_mode(value: object, *, where: str) -> BaseMode:
+    """``value`` as a base mode: the one check of ``--base`` and ``[build] base`` (``where``: which
+    of them gave it), with one wording."""
+    if value not in BASE_MODES:
+        raise UserError(f"base mode {value!r} is not one of {', '.join(BASE_MODES)}", where=where,
+                        fix="use auto, pull or rebuild (--base, or base in [build] of config.toml)")
+    return value
+
+
+def load_base_config(path: Path | None = None) -> BaseMode:
     """``[build] base`` of the user config: ``auto`` (the default), ``pull`` or ``rebuild``."""
     cfg = read_config(path)
-    value = cfg.table("build").get("base", "auto")
-    if value not in BASE_MODES:
-        raise UserError(f"base {value!r} is not one of {', '.join(BASE_MODES)}", where=cfg.where("build", "base"),
-                        fix='write base = "auto", "pull" or "rebuild"')
-    return value
+    return base_mode(cfg.table("build").get("base", "auto"), where=cfg.where("build", "base"))
 
 
 #: ``[build] network``: the network of a build's RUN steps. ``host`` reaches a proxy, cache or
@@ -589,6 +595,8 @@ __all__ = [
     "load_base_config",
     "load_build_network",
     "BASE_MODES",
+    "BaseMode",
+    "base_mode",
     "redact",
     "split_credentials",
     "Invalid",

@@ -65,7 +65,7 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
     rebuilt from NVIDIA's recipe."""
     from envman.config import validate_network
     from envman.matrix.load import load_matrix
-    from envman.render.base import choose_base
+    from envman.render.base import rebuilt_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
     from envman.stack.resolve import resolve
@@ -83,7 +83,7 @@ def render_goldens(specs: list[Golden] | None = None) -> dict[str, str]:
         name = stack.name if spec.builder == "classic" else f"{stack.name}.{spec.builder}"
         if f"{name}/Dockerfile" in out:
             raise SystemExit(f"two goldens render {name}: give each its own stack or builder")
-        base = choose_base(matrix, stack, registry_mirror=options.registry_mirror, apt_mirror=options.apt_mirror,
+        base = rebuilt_base(matrix, stack, registry_mirror=options.registry_mirror, apt_mirror=options.apt_mirror,
                            ca_bundle=options.ca_bundle)
         ctx = render_stack(stack, options, probe=PROBE_PLACEHOLDER, builder=spec.builder, base=base)
         out[f"{name}/Dockerfile"] = ctx.dockerfile

@@ -66,7 +66,7 @@ def render_digests() -> dict[str, str]:
     from envman.config import validate_network
     from envman.errors import EnvmanError
     from envman.matrix.load import load_matrix
-    from envman.render.base import choose_base
+    from envman.render.base import rebuilt_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
     from envman.render.layerplan import notebook_plan, project_plan
@@ -91,7 +91,7 @@ def render_digests() -> dict[str, str]:
             for builder in ("buildkit",) if opt_name in BUILDKIT_ONLY else ("classic", "buildkit"):
                 key = f"{build.name} {opt_name} {builder}"
                 try:
-                    base = choose_base(matrix, stack, registry_mirror=opts.registry_mirror,
+                    base = rebuilt_base(matrix, stack, registry_mirror=opts.registry_mirror,
                                        apt_mirror=opts.apt_mirror, ca_bundle=opts.ca_bundle)
                     out[key] = _digest(render_stack(stack, opts, probe=PROBE_PLACEHOLDER, builder=builder).dockerfile)
                     if base is not None:

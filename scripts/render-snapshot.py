@@ -91,7 +91,7 @@ def render_all(out: Path, only: str | None = None) -> int:
     from envman.config import validate_network
     from envman.errors import EnvmanError
     from envman.matrix.load import load_matrix
-    from envman.render.base import choose_base
+    from envman.render.base import rebuilt_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
     from envman.render.layerplan import notebook_plan, project_plan
@@ -135,7 +135,7 @@ def render_all(out: Path, only: str | None = None) -> int:
                     name = f"{stack.name}.{set_name}.{builder}.{mode}"
                     try:
                         options = RenderOptions(**validate_network(dict(network), where=lambda k: k))
-                        base = choose_base(matrix, stack, mode, registry_mirror=options.registry_mirror,
+                        base = rebuilt_base(matrix, stack, mode, registry_mirror=options.registry_mirror,
                                            apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
                         ctx = render_stack(stack, options, probe=PROBE, builder=builder, base=base)
                     except EnvmanError as exc:

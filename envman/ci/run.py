@@ -1,15 +1,12 @@
-"""CI validation of matrix rows: plan (select + shard), run (validate → render → lint → build →
-smoke per row) and the machine-readable results (``results.json``, JUnit XML).
+"""``envman ci run``: each row validated, rendered, linted, built and smoke-tested, one
+:class:`envman.ci.results.RowResult` per row (the rows and shards: :mod:`envman.ci.plan`), and
+``--changed-since REF``: only the rows whose render changed since a git ref (the matrix files are
+read at REF with ``git show``).
 
-* **Plan** — the rows to validate, split into shards by balanced greedy bin packing over *base
-  image groups*: rows that start ``FROM`` the same image always land in the same shard, so a
-  shard pulls each base once and its builds share layers. ``--changed-since REF`` keeps only the
-  rows whose render changed since a git ref (the matrix files are read at REF with ``git show``).
-* **Run** — one :class:`RowResult` per row, one :class:`StepResult` per step. A base NVIDIA no
-  longer serves is rebuilt from NVIDIA's recipe (``--base``, :mod:`envman.render.base`); its
-  Dockerfile is linted with the stack's. A row this runner cannot build (``--base pull`` on a
-  deleted base with no ``--registry-mirror``; no GPU here while ``--require-gpu`` asks for one) is
-  ``not-buildable`` with the reason — never a pass.
+A base NVIDIA no longer serves is rebuilt from NVIDIA's recipe (``--base``,
+:mod:`envman.render.base`); its Dockerfile is linted with the stack's. A row this runner cannot
+build (``--base pull`` on a deleted base with no ``--registry-mirror``; no GPU here while
+``--require-gpu`` asks for one) is ``not-buildable`` with the reason — never a pass.
 
 Everything that touches Docker goes through the ``engine`` argument (an ``envman.engine.docker.Engine``
 or a fake with the same methods), so the pipeline is unit-tested without a daemon.
@@ -18,7 +15,6 @@ or a fake with the same methods), so the pipeline is unit-tested without a daemo
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import os
 import platform
@@ -27,160 +23,30 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from envman.ci.plan import (
+    PlanRow, Shard, github_matrix, parse_shard, plan_rows, plan_shards, select_builds, split_names,
+)
+from envman.ci.results import (
+    CPU_ONLY, FAIL, JUNIT_FILE, NOT_BUILDABLE, PASS, RESULTS, RESULTS_FILE, SKIP, STEPS, SUMMARY_FILE, RowResult,
+    StepResult, failed, junit_xml, now_utc, write_report,
+)
 from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
 
 if TYPE_CHECKING:
+    from envman.config import BaseMode
     from envman.engine.api import ContainerEngine, EngineFacts
     from envman.engine.builder import Builder
     from envman.render.base import BaseBuild
     from envman.render.dockerfile import BuildContext
     from envman.render.options import RenderOptions
 
-#: Row results, best first. ``not-buildable`` means "could not be validated on this runner".
-PASS, CPU_ONLY, FAIL, NOT_BUILDABLE = "pass", "cpu-only", "fail", "not-buildable"
-RESULTS = (PASS, CPU_ONLY, FAIL, NOT_BUILDABLE)
-#: Step statuses: the row results plus ``skip`` (did not run because an earlier step failed,
-#: or its tool is missing). A skip is never counted as a pass.
-SKIP = "skip"
-STEPS = ("validate", "render", "lint", "build", "smoke")
-
-RESULTS_FILE = "results.json"
-JUNIT_FILE = "junit.xml"
-SUMMARY_FILE = "summary.md"
-UNRESOLVED_GROUP = "(unresolved)"
-
-
-# --- selection ---------------------------------------------------------------------------------
-
-
-def split_names(values: Iterable[str] | None) -> list[str]:
-    """``["a b", "c,d"]`` → ``["a", "b", "c", "d"]``: a GitHub matrix passes rows as one string."""
-    out: list[str] = []
-    for v in values or ():
-        out += [p for p in v.replace(",", " ").split() if p]
-    return list(dict.fromkeys(out))
-
-
-def select_builds(
-    matrix: Matrix, *, framework: str | None = None, rows: Sequence[str] | None = None
-) -> list[FrameworkBuild]:
-    """Matrix rows filtered by framework (alias allowed) and by row names (exact row names, or
-    any stack name that resolves to a row). Unknown names raise ``UserError`` (exit 2)."""
-    from envman.stack.resolve import resolve
-    from envman.stack.names import ALIASES
-
-    builds = list(matrix.builds)
-    if framework:
-        fw = ALIASES.get(framework.lower())
-        if fw is None:
-            raise UserError(f"unknown framework {framework!r}", where="--framework",
-                            fix="use one of " + ", ".join(sorted(set(ALIASES))))
-        builds = [b for b in builds if b.framework == fw]
-    if rows:
-        by_name = {b.name.lower(): b for b in matrix.builds}
-        wanted: list[FrameworkBuild] = []
-        for name in rows:
-            b = by_name.get(name.lower())
-            if b is None:  # a stack name: torch-2.4-cuda12 → its row
-                row = resolve(matrix, name).row
-                b = by_name[row.lower()]
-            if b not in wanted:
-                wanted.append(b)
-        builds = [b for b in builds if b in wanted]
-    return builds
-
-
-# --- sharding ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PlanRow:
-    row: str
-    group: str  # base image ref
-    weight: float = 1.0
-
-
-@dataclass
-class Shard:
-    index: int  # 1-based
-    total: int
-    rows: list[str] = field(default_factory=list)
-    groups: list[str] = field(default_factory=list)
-    weight: float = 0.0
-
-    @property
-    def label(self) -> str:
-        return f"{self.index}/{self.total}"
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"2/4"`` → ``(2, 4)``; anything else is a ``UserError``."""
-    import re
-
-    m = re.fullmatch(r"([0-9]{1,4})/([0-9]{1,4})", text)
-    i, n = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-    if not (n >= 1 and 1 <= i <= n):
-        raise UserError(f"--shard {text!r}: expected I/N with 1 <= I <= N", where="--shard", fix="e.g. --shard 2/4")
-    return i, n
-
-
-def plan_shards(rows: Sequence[PlanRow], n: int) -> list[Shard]:
-    """Split rows into ``n`` shards: whole base-image groups, heaviest first, each to the
-    currently lightest shard (LPT greedy: at most 4/3 of the best possible maximum load).
-
-    Deterministic: the result depends only on the set of rows, not on their order. Shards may
-    be empty when there are fewer groups than shards.
-    """
-    if n < 1:
-        raise UserError(f"--shards {n}: expected at least 1", where="--shards")
-    groups: dict[str, list[PlanRow]] = {}
-    for r in sorted(rows, key=lambda r: (r.group, r.row)):
-        groups.setdefault(r.group, []).append(r)
-    order = sorted(groups.items(), key=lambda kv: (-sum(r.weight for r in kv[1]), kv[0]))
-    shards = [Shard(i + 1, n) for i in range(n)]
-    for group, members in order:
-        target = min(shards, key=lambda s: (s.weight, s.index))
-        target.groups.append(group)
-        target.rows += [r.row for r in members]
-        target.weight += sum(r.weight for r in members)
-    return shards
-
-
-#: Expected cost of a row that cannot be built: render and lint only (weights must not depend on
-#: runner options: ``ci plan`` and every ``ci run --shard`` must compute the same shards).
-DELETED_BASE_WEIGHT = 0.25
-
-
-def plan_rows(matrix: Matrix, builds: Sequence[FrameworkBuild], platform: str = DEFAULT_PLATFORM) -> list[PlanRow]:
-    """Rows weighted by expected cost: 1 for a build (its framework install dominates, the shared
-    base image, pulled or rebuilt from NVIDIA's recipe, is paid once per group),
-    :data:`DELETED_BASE_WEIGHT` for a row that does not resolve."""
-    out = []
-    for b in builds:
-        try:
-            stack = resolve_row(matrix, b, platform)
-        except EnvmanError:
-            out.append(PlanRow(b.name, UNRESOLVED_GROUP, DELETED_BASE_WEIGHT))
-            continue
-        out.append(PlanRow(b.name, stack.base_image, 1.0))
-    return out
-
-
-def github_matrix(shards: Sequence[Shard]) -> dict[str, Any]:
-    """A GitHub Actions ``strategy.matrix`` value: non-empty shards only."""
-    return {
-        "include": [
-            {"shard": s.label, "rows": " ".join(s.rows), "count": len(s.rows)} for s in shards if s.rows
-        ]
-    }
 
 
 # --- changed since a git ref -------------------------------------------------------------------
@@ -355,43 +221,6 @@ def changed_rows(
 
 
 @dataclass
-class StepResult:
-    status: str  # pass | fail | skip | not-buildable | cpu-only
-    seconds: float = 0.0
-    message: str = ""
-    detail: str = ""  # a log tail or findings, several lines
-    data: dict[str, Any] = field(default_factory=dict)  # step-specific facts (image, hash, findings)
-
-
-@dataclass
-class RowResult:
-    row: str
-    framework: str
-    framework_version: str
-    variant: str
-    cuda: str | None
-    name: str | None = None  # the stack name, None when the row does not resolve
-    result: str = FAIL
-    reason: str = ""
-    steps: dict[str, StepResult] = field(default_factory=dict)
-    stack: dict[str, Any] | None = None
-    probe: dict[str, Any] | None = None
-    image: str | None = None
-    image_id: str | None = None
-    render_hash: str | None = None
-    promoted: bool = False
-    accepted: bool = False  # counts as success for the run's exit code and JUnit
-    shard: str | None = None
-    runner: dict[str, Any] = field(default_factory=dict)
-    started: str = ""
-    finished: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
 class RunOptions:
     """What ``envman ci run`` does per row. ``render_options`` is an ``envman.render.options.RenderOptions``."""
 
@@ -408,11 +237,7 @@ class RunOptions:
     artifacts: Path | None = None  # where Dockerfiles and build logs are copied
     builder: Builder | None = None  # None: the engine's classic builder
     platform: str = DEFAULT_PLATFORM  # the platform every row is resolved and built for
-    base: str = "auto"  # --base: auto | pull | rebuild (envman.render.base)
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+    base: BaseMode = "auto"  # --base: auto | pull | rebuild (envman.render.base)
 
 
 def _render(stack: Stack, options: RenderOptions | None, builder: str = "classic",
@@ -423,12 +248,6 @@ def _render(stack: Stack, options: RenderOptions | None, builder: str = "classic
     return render_stack(stack, options or RenderOptions(), builder=builder, base=base)
 
 
-def _rebuilt_base(matrix: Matrix, stack: Stack, opts: RunOptions):
-    from envman.render.base import choose_base
-
-    ro = opts.render_options
-    return choose_base(matrix, stack, opts.base, registry_mirror=opts.registry_mirror,
-                       apt_mirror=getattr(ro, "apt_mirror", None), ca_bundle=getattr(ro, "ca_bundle", None))
 
 
 def find_hadolint() -> str | None:
@@ -527,7 +346,7 @@ def _finish(res: RowResult, opts: RunOptions) -> RowResult:
     res.accepted = res.result in (PASS, NOT_BUILDABLE) or (res.result == CPU_ONLY and opts.accept_cpu_only)
     res.timings = {k: round(s.seconds, 3) for k, s in res.steps.items()}
     res.timings["total"] = round(sum(s.seconds for s in res.steps.values()), 3)
-    res.finished = _now()
+    res.finished = now_utc()
     return res
 
 
@@ -549,10 +368,11 @@ def run_row(
 ) -> RowResult:
     """Validate, render, lint, build and smoke one row; never raises for a row's own failure."""
     from envman.images.build import CPU_ONLY as SMOKE_CPU, FAIL as SMOKE_FAIL, build_stack, promote, smoke_image
+    from envman.images.stacks import stack_base
     from envman.state import stable_ref
 
     res = _build_row(build)
-    res.shard, res.runner, res.started = opts.shard, dict(runner or {}), _now()
+    res.shard, res.runner, res.started = opts.shard, dict(runner or {}), now_utc()
 
     def record(step: str, sr: StepResult) -> None:
         res.steps[step] = sr
@@ -579,7 +399,7 @@ def run_row(
     # render
     t0 = time.perf_counter()
     try:
-        rebuilt = _rebuilt_base(matrix, stack, opts)
+        rebuilt = stack_base(matrix, stack, opts.base, opts.render_options)
         ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic", rebuilt)
     except EnvmanError as exc:
         record("render", StepResult(FAIL, time.perf_counter() - t0, exc.line()))
@@ -721,137 +541,8 @@ def run_rows(
     return results
 
 
-def failed(results: Iterable[RowResult | dict]) -> list[str]:
-    """Rows that make ``envman ci run`` exit 1: failures, and cpu-only ones not accepted."""
-    out = []
-    for r in results:
-        d = r if isinstance(r, dict) else r.to_json()
-        if not d.get("accepted"):
-            out.append(d["row"])
-    return out
-
-
-# --- reports written by ci run -----------------------------------------------------------------
-
-
-def write_report(results: Sequence[RowResult], directory: Path, matrix: Matrix | None = None) -> dict[str, Path]:
-    """``results.json`` (a list of row results), ``junit.xml`` and ``summary.md`` in ``directory``."""
-    from envman.state import atomic_write
-    from envman.ci.report import markdown_summary
-
-    directory.mkdir(parents=True, exist_ok=True)
-    data = [r.to_json() for r in results]
-    paths = {"results": directory / RESULTS_FILE, "junit": directory / JUNIT_FILE, "summary": directory / SUMMARY_FILE}
-    atomic_write(paths["results"], json.dumps(data, indent=2, sort_keys=False) + "\n")
-    atomic_write(paths["junit"], junit_xml(data))
-    atomic_write(paths["summary"], markdown_summary(data, matrix=matrix))
-    for p in paths.values():
-        os.chmod(p, 0o644)  # CI artifacts to share; atomic_write's temporary file was private
-    return paths
-
-
-def _classname(row: str) -> str:
-    # JUnit consumers (Jenkins, GitLab) split classname at dots into package and class:
-    # keep a row's version dots out of it so "torch-2.4.1-cpu" stays one class.
-    return "envman." + row.replace(".", "_")
-
-
-def _xml_char(ch: str) -> bool:
-    """Whether XML 1.0 can carry ``ch`` (its Char production)."""
-    n = ord(ch)
-    return ch in "\t\n\r" or 0x20 <= n <= 0xD7FF or 0xE000 <= n <= 0xFFFD or 0x10000 <= n <= 0x10FFFF
-
-
-def _xml_text(text: str) -> str:
-    """``text`` with every character XML 1.0 cannot carry (most controls, U+FFFE/U+FFFF, lone
-    surrogates) as ``?``: a build log or an image's probe output may contain them."""
-    return text if all(map(_xml_char, text)) else "".join(ch if _xml_char(ch) else "?" for ch in text)
-
-
-def _xml_clean(root: ET.Element) -> None:
-    """Every text, tail and attribute value of the tree through :func:`_xml_text` (names of rows
-    and probe checks, host names and reasons come from images and runners)."""
-    for el in root.iter():
-        if el.text:
-            el.text = _xml_text(el.text)
-        if el.tail:
-            el.tail = _xml_text(el.tail)
-        for k, v in el.attrib.items():
-            el.set(k, _xml_text(v))
-
-
-def _case(suite: ET.Element, row: str, name: str, seconds: float, status: str, message: str, detail: str,
-          accepted_cpu_only: bool) -> str:
-    """One testcase; returns the JUnit outcome it recorded (passed/failure/skipped)."""
-    case = ET.SubElement(suite, "testcase", name=name, classname=_classname(row), time=f"{max(seconds, 0):.3f}")
-    message = _xml_text(message)
-    if status == FAIL or (status == CPU_ONLY and not accepted_cpu_only):
-        msg = message if status == FAIL else f"cpu-only (not accepted: add --accept-cpu-only): {message}"
-        el = ET.SubElement(case, "failure", message=msg[:1000], type=status)
-        el.text = _xml_text(detail) or msg
-        return "failure"
-    if status in (SKIP, NOT_BUILDABLE):
-        ET.SubElement(case, "skipped", message=(f"{status}: {message}")[:1000])
-        return "skipped"
-    if message or detail:
-        out = ET.SubElement(case, "system-out")
-        out.text = _xml_text(f"{status}: {message}" + (f"\n{detail}" if detail else ""))
-    return "passed"
-
-
-def junit_xml(results: Sequence[dict]) -> str:
-    """JUnit XML (the Jenkins/Ant/Surefire dialect, see tests/data/junit.xsd): one testsuite per
-    row, one testcase per step and one per probe check (``probe.<check>``)."""
-    root = ET.Element("testsuites", name="envman ci")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    total_time = 0.0
-    for r in results:
-        row = r["row"]
-        suite = ET.SubElement(root, "testsuite", name=row, tests="0", failures="0", errors="0", skipped="0",
-                              time="0", timestamp=(r.get("started") or _now())[:19],
-                              hostname=str((r.get("runner") or {}).get("hostname") or platform.node()))
-        props = ET.SubElement(suite, "properties")
-        for k in ("name", "result", "reason", "shard", "image", "render_hash"):
-            if r.get(k) is not None:
-                ET.SubElement(props, "property", name=k, value=_xml_text(str(r[k]))[:1000])
-        if r.get("stack"):
-            ET.SubElement(props, "property", name="base_image", value=str(r["stack"].get("base_image")))
-        counts = {"tests": 0, "failure": 0, "skipped": 0}
-        seconds = 0.0
-        accepted_cpu = bool(r.get("accepted")) and r.get("result") == CPU_ONLY
-        for step in STEPS:
-            s = (r.get("steps") or {}).get(step)
-            if s is None:
-                continue
-            outcome = _case(suite, row, step, s.get("seconds", 0.0), s["status"], s.get("message", ""),
-                            s.get("detail", ""), accepted_cpu)
-            counts["tests"] += 1
-            counts[outcome] = counts.get(outcome, 0) + 1
-            seconds += s.get("seconds", 0.0)
-        for chk in ((r.get("probe") or {}).get("checks") or []):
-            st = {"pass": PASS, "fail": FAIL}.get(chk.get("status"), SKIP)
-            outcome = _case(suite, row, f"probe.{chk.get('name', '?')}", float(chk.get("seconds") or 0.0), st,
-                            str(chk.get("reason") or ""), "", True)
-            counts["tests"] += 1
-            counts[outcome] = counts.get(outcome, 0) + 1
-        suite.set("tests", str(counts["tests"]))
-        suite.set("failures", str(counts["failure"]))
-        suite.set("skipped", str(counts["skipped"]))
-        suite.set("time", f"{seconds:.3f}")
-        totals["tests"] += counts["tests"]
-        totals["failures"] += counts["failure"]
-        totals["skipped"] += counts["skipped"]
-        total_time += seconds
-    for k, v in totals.items():
-        root.set(k, str(v))
-    root.set("time", f"{total_time:.3f}")
-    _xml_clean(root)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
 __all__ = [
-    "PASS", "CPU_ONLY", "FAIL", "NOT_BUILDABLE", "SKIP", "STEPS", "RESULTS",
+    "PASS", "CPU_ONLY", "FAIL", "NOT_BUILDABLE", "SKIP", "STEPS", "RESULTS", "RESULTS_FILE", "JUNIT_FILE", "SUMMARY_FILE",
     "PlanRow", "Shard", "plan_shards", "plan_rows", "parse_shard", "github_matrix", "select_builds", "split_names",
     "changed_rows", "ChangeSet", "matrix_files_at",
     "RunOptions", "RowResult", "StepResult", "run_row", "run_rows", "failed", "write_report", "junit_xml",

@@ -237,14 +237,11 @@ class _LazyGroup(typer.core.TyperGroup):
         """typer's, with its "Did you mean" drawn from every command, built or not."""
         from difflib import get_close_matches
 
-        try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
-            from typer._click.exceptions import UsageError
-        except ImportError:  # pragma: no cover - depends on the installed typer
-            from click.exceptions import UsageError  # type: ignore[assignment]  # the same class, before typer vendored click
-
         try:
             return super().resolve_command(ctx, args)
-        except UsageError as e:
+        except typer.TyperException as e:
+            if not usage_error(e):
+                raise
             suggest = getattr(self, "suggest_commands", True)
             matches = get_close_matches(args[0], self.list_commands(ctx)) if args and suggest else []
             if matches and "Did you mean" not in e.message:
@@ -331,26 +328,28 @@ def _command() -> typer.core.TyperGroup:
         _app.info.cls = None
 
 
+def usage_error(exc: typer.TyperException) -> bool:
+    """A usage error (unknown option or command, bad value, missing argument): typer's public
+    ``TyperException`` with the usage exit code, 2 (its other errors exit 1). envman uses typer's
+    public API only (docs/design.md, Start-up and the CLI)."""
+    return exc.exit_code == 2
+
+
 def _invoke(argv: list[str] | None, invocation: tuple[str, ...] | None = None) -> int:
     """Run the typer app; a usage error (unknown option, bad value, missing argument) becomes the
     same one-line ``UserError`` as every other bad input, not click's framed block."""
     from envman.errors import UserError
 
-    try:  # typer >= 0.17 vendors click as typer._click; older typer uses click itself
-        from typer._click.exceptions import ClickException, UsageError
-    except ImportError:  # pragma: no cover - depends on the installed typer
-        from click.exceptions import ClickException, UsageError  # type: ignore[assignment]  # as above
-
     try:
         code = _command()(args=argv, prog_name="envman", standalone_mode=False, obj=invocation)
-    except UsageError as exc:
-        ctx = exc.ctx
+    except typer.TyperException as exc:
+        if not usage_error(exc):  # e.g. a file option that could not be opened
+            raise UserError(exc.format_message(), fix="see envman --help") from None
+        ctx = getattr(exc, "ctx", None)
         path = ctx.command_path if ctx is not None else "envman"
         # the line already starts "envman: error:": a where of "envman" alone would say it twice
         raise UserError(exc.format_message(), where=path if path != "envman" else None,
                         fix=f"see {path} --help") from None
-    except ClickException as exc:  # e.g. a file option click could not open
-        raise UserError(exc.format_message(), fix="see envman --help") from None
     except typer.Abort:
         raise KeyboardInterrupt from None
     except typer.Exit as exc:

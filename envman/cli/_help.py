@@ -106,29 +106,19 @@ def print_root_help(group: Any, ctx: Any, commands: list[Any]) -> bool:
     help holds anything beyond names, metavars, help texts and commands; typer's formatter prints
     it then."""
     import inspect
-    import os
 
     params = [p for p in group.get_params(ctx) if not getattr(p, "hidden", False)]
     if getattr(group, "rich_markup_mode", None) != "rich" or group.epilog or group.deprecated \
             or ctx.auto_envvar_prefix is not None or ctx.show_default \
             or not all(_plain_help(p) for p in params) or any(c.deprecated for c in commands):
         return False
-    from rich.columns import Columns
-    from rich.console import Console, group as render_group
-    from rich.padding import Padding
     from rich.align import Align
-    from rich.panel import Panel
-    from rich.table import Table
+    from rich.console import group as render_group
+    from rich.padding import Padding
     from rich.text import Text
-    from rich.theme import Theme
 
     highlight, negative, types = _highlighters()
-    width = os.environ.get("TERMINAL_WIDTH")
-    force = True if os.environ.get("GITHUB_ACTIONS") or os.environ.get("FORCE_COLOR") or os.environ.get("PY_COLORS") else None
-    if os.environ.get("_TYPER_FORCE_DISABLE_TERMINAL"):
-        force = False
-    console = Console(theme=Theme(_STYLES), highlighter=highlight, color_system="auto", force_terminal=force,
-                      width=int(width) if width else None)
+    console = _help_console(highlight)
 
     def text(markup: str) -> Any:
         return highlight(Text.from_markup(markup, style=""))
@@ -144,6 +134,39 @@ def print_root_help(group: Any, ctx: Any, commands: list[Any]) -> bool:
             yield text(first[0].replace("\n", " ").strip())
 
         console.print(Padding(Align(body(), pad=False), (0, 1, 1, 1)))
+    _print_options(console, params, text, highlight, negative, types)
+    _print_commands(console, [c for c in commands if not c.hidden], text)
+    return True
+
+
+def _help_console(highlight: Any) -> Any:
+    """The console typer's help formatter would print on (its width and colour settings)."""
+    import os
+
+    from rich.console import Console
+    from rich.theme import Theme
+
+    width = os.environ.get("TERMINAL_WIDTH")
+    force = True if os.environ.get("GITHUB_ACTIONS") or os.environ.get("FORCE_COLOR") or os.environ.get("PY_COLORS") else None
+    if os.environ.get("_TYPER_FORCE_DISABLE_TERMINAL"):
+        force = False
+    return Console(theme=Theme(_STYLES), highlighter=highlight, color_system="auto", force_terminal=force,
+                   width=int(width) if width else None)
+
+
+def _table() -> Any:
+    from rich.table import Table
+
+    return Table(highlight=True, show_header=False, expand=True, box=None, show_lines=False, leading=0,
+                 border_style=None, row_styles=None, pad_edge=False, padding=(0, 1))
+
+
+def _print_options(console: Any, params: list[Any], text: Any, highlight: Any, negative: Any, types: Any) -> None:
+    """The Options panel: long and short names, their negatives, the metavar and the help."""
+    from rich.columns import Columns
+    from rich.panel import Panel
+    from rich.text import Text
+
     rows = []
     for p in params:
         longs = [o for o in p.opts if "--" in o]
@@ -157,19 +180,26 @@ def print_root_help(group: Any, ctx: Any, commands: list[Any]) -> bool:
                      negative(",".join(o for o in p.secondary_opts if "--" not in o)),
                      types(kind), Columns([text(help_text)] if help_text else [])])
     if rows:
-        table = Table(highlight=True, show_header=False, expand=True, box=None, show_lines=False, leading=0,
-                      border_style=None, row_styles=None, pad_edge=False, padding=(0, 1))
+        table = _table()
         for row in rows:
             table.add_row(*row)
         console.print(Panel(table, border_style="dim", title="Options", title_align="left"))
-    shown = [c for c in commands if not c.hidden]
-    if shown:
-        table = Table(highlight=False, show_header=False, expand=True, box=None, show_lines=False, leading=0,
-                      border_style=None, row_styles=None, pad_edge=False, padding=(0, 1))
-        table.add_column(style="bold cyan", no_wrap=True, width=max(len(c.name or "") for c in shown))
-        table.add_column("Description", justify="left", no_wrap=False, ratio=10)
-        for c in shown:
-            first_paragraph = inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
-            table.add_row(Text(c.name or ""), text(first_paragraph.replace("\b\n", "").strip()))
-        console.print(Panel(table, border_style="dim", title="Commands", title_align="left"))
-    return True
+
+
+def _print_commands(console: Any, shown: list[Any], text: Any) -> None:
+    """The Commands panel: each shown command's name and the first paragraph of its help."""
+    import inspect
+
+    from rich.panel import Panel
+    from rich.text import Text
+
+    if not shown:
+        return
+    table = _table()
+    table.highlight = False
+    table.add_column(style="bold cyan", no_wrap=True, width=max(len(c.name or "") for c in shown))
+    table.add_column("Description", justify="left", no_wrap=False, ratio=10)
+    for c in shown:
+        first_paragraph = inspect.cleandoc(c.short_help or c.help or "").split("\n\n")[0]
+        table.add_row(Text(c.name or ""), text(first_paragraph.replace("\b\n", "").strip()))
+    console.print(Panel(table, border_style="dim", title="Commands", title_align="left"))

@@ -1,16 +1,26 @@
-"""Network options shared by ``envman render``, ``envman build`` and ``envman ci run``: the same
-names, the same help, and one conversion to :class:`envman.render.options.RenderOptions`.
+"""Options shared by ``envman render``, ``envman build`` and ``envman ci run``, declared once:
+:class:`BuildFlags` is the group of the network, builder and base options, with the same names,
+the same help, and one conversion to :class:`envman.render.options.RenderOptions`; a command
+takes the group as one parameter (:func:`option_group`) and typer sees its options one by one.
 
-Each option is ``None`` when not given, so the user config (``[network]`` in ``config.toml``)
-fills it; ``--offline/--online`` is three-valued for the same reason.
+Each option is ``None`` when not given, so the user config (``[network]`` and ``[build]`` in
+``config.toml``) fills it; ``--offline/--online`` is three-valued for the same reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import typing
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from envman.config import BaseMode
+    from envman.render.options import RenderOptions
 
 RegistryMirror = Annotated[Optional[str], typer.Option("--registry-mirror", help="Pull Docker Hub base images through this registry: HOST, HOST:PORT or HOST:PORT/PATH (also makes rows on deleted bases buildable).", show_default=False)]
 CaBundle = Annotated[Optional[Path], typer.Option("--ca-bundle", help="PEM bundle that apt, pip and uv trust inside the build.", show_default=False)]
@@ -37,7 +47,7 @@ def network_options(
     offline: bool | None,
     apt_mirror: str | None,
     python_mirror: str | None,
-):
+) -> RenderOptions:
     """RenderOptions from the command line (``None``: not given) over the user config."""
     from envman.render.options import RenderOptions
 
@@ -54,6 +64,74 @@ def network_options(
     })
 
 
+@dataclasses.dataclass(frozen=True)
+class BuildFlags:
+    """The network, builder and base options of ``render``, ``build`` and ``ci run``, as given
+    (``None``: not given), in the order their ``--help`` lists them."""
+
+    registry_mirror: RegistryMirror = None
+    ca_bundle: CaBundle = None
+    pip_index: PipIndex = None
+    pip_extra_index: PipExtraIndex = None
+    framework_index: FrameworkIndex = None
+    wheelhouse: Wheelhouse = None
+    offline: Offline = None
+    apt_mirror: AptMirror = None
+    python_mirror: PythonMirror = None
+    builder: BuilderOpt = None
+    base: BaseOpt = None
+
+    def render_options(self) -> RenderOptions:
+        """The network options over the user config's ``[network]``."""
+        return network_options(
+            registry_mirror=self.registry_mirror, ca_bundle=self.ca_bundle, pip_index=self.pip_index,
+            pip_extra_index=self.pip_extra_index, framework_index=self.framework_index, wheelhouse=self.wheelhouse,
+            offline=self.offline, apt_mirror=self.apt_mirror, python_mirror=self.python_mirror,
+        )
+
+    def builder_preference(self) -> str:
+        return builder_preference(self.builder)
+
+    def base_mode(self) -> BaseMode:
+        return base_preference(self.base)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def option_group(name: str, group: type) -> Callable[[F], F]:
+    """Declare a dataclass of options once and take it as one parameter: the command's parameter
+    ``name`` (annotated with ``group``) is shown to typer as the group's fields, each with its
+    ``Annotated`` option and default, in their order and at that parameter's place (so ``--help``
+    lists them as if written out); the command is called with ``name=group(...)``. Called
+    directly, the command takes the fields as keywords too."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    members = [f for f in dataclasses.fields(group)]
+
+    def wrap(func: F) -> F:
+        sig = inspect.signature(func, eval_str=True)
+        if name not in sig.parameters:
+            raise TypeError(f"{func.__qualname__} has no parameter {name!r} for {group.__name__}")
+        params: list[inspect.Parameter] = []
+        for p in sig.parameters.values():
+            if p.name != name:
+                params.append(p)
+                continue
+            params += [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=hints[f.name],
+                                         default=f.default) for f in members]
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            kwargs[name] = group(**{f.name: kwargs.pop(f.name, f.default) for f in members})
+            return func(*args, **kwargs)
+
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params if p.annotation is not p.empty}
+        return typing.cast(F, command)
+
+    return wrap
+
+
 def platform_option(value: str | None) -> str | None:
     """``--platform`` as an OCI platform (``linux/arm64``), ``None`` when not given."""
     from envman.stack.names import parse_platform
@@ -61,17 +139,11 @@ def platform_option(value: str | None) -> str | None:
     return parse_platform(value) if value is not None else None
 
 
-def base_preference(value: str | None) -> str:
+def base_preference(value: str | None) -> BaseMode:
     """``--base`` when given, else ``[build] base`` of the user config, else ``auto``."""
-    from envman.config import BASE_MODES, load_base_config
-    from envman.errors import UserError
+    from envman.config import base_mode, load_base_config
 
-    if value is None:
-        return load_base_config()
-    if value not in BASE_MODES:
-        raise UserError(f"--base {value!r} is not one of {', '.join(BASE_MODES)}", where="--base",
-                        fix="use --base auto, pull or rebuild")
-    return value
+    return load_base_config() if value is None else base_mode(value, where="--base")
 
 
 def builder_preference(value: str | None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional, Sequence
 
 import typer
@@ -12,47 +11,18 @@ from envman.errors import counted
 
 from envman.cli.complete import complete_stack
 
-from envman.cli._options import (
-    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, Platform, PythonMirror, RegistryMirror,
-    Wheelhouse, BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
-)
+from envman.cli._options import BuildFlags, Platform, option_group, platform_option
 from envman.cli._out import console, emit_json, local_time, plain, tagged
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
     from envman.engine.docker import Engine
-    from envman.render.base import BaseBuild
+    from envman.images.stacks import StackPlan
     from envman.render.options import RenderOptions
-    from envman.stack.names import Stack
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
-def require_names(names: list[str], all_: bool) -> None:
-    """Stack names or ``--all``: exactly one of them."""
-    from envman.errors import UserError
-
-    if bool(names) == bool(all_):
-        raise UserError("give stack names or --all, not both and not neither", where="envman build", fix="e.g. envman build torch-2.4-cuda12")
-
-
-def _stacks(names: list[str], all_: bool, platform: str | None = None):
-    from envman.stack.resolve import resolve, resolve_row
-    from envman.stack.names import DEFAULT_PLATFORM
-    from envman.cli import get_matrix
-
-    require_names(names, all_)
-    plat = platform_option(platform)
-    if all_:
-        m = get_matrix()
-        on = plat or DEFAULT_PLATFORM
-        return [resolve_row(m, b, on) for b in m.builds if on in b.platforms]
-    if plat is None:  # through the stack cache, as a run resolves: no matrix load when it answers
-        from envman.cli import matrix_source
-
-        return [matrix_source().resolve(n) for n in names]
-    return [resolve(get_matrix(), n, plat) for n in names]
-
-
+@option_group("flags", BuildFlags)
 def build(
     ctx: typer.Context,
     names: Annotated[Optional[list[str]], typer.Argument(help="Stack names (e.g. torch-2.4-cuda12)", autocompletion=complete_stack)] = None,
@@ -63,120 +33,43 @@ def build(
     require_gpu: Annotated[bool, typer.Option("--require-gpu", help="Smoke test must run on a GPU.")] = False,
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="Promote when the smoke test could only run on the CPU (no GPU here).")] = False,
     platform: Platform = None,
-    registry_mirror: RegistryMirror = None,
-    ca_bundle: CaBundle = None,
-    pip_index: PipIndex = None,
-    pip_extra_index: PipExtraIndex = None,
-    framework_index: FrameworkIndex = None,
-    wheelhouse: Wheelhouse = None,
-    offline: Offline = None,
-    apt_mirror: AptMirror = None,
-    python_mirror: PythonMirror = None,
-    builder: BuilderOpt = None,
-    base: BaseOpt = None,
+    flags: BuildFlags = BuildFlags(),
     as_json: JsonOpt = False,
 ) -> None:
     """Build stacks, smoke-test them inside the new image, promote the ones that pass."""
-    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
 
-    from envman.images.build import FAIL, build_smoke_promote
-    from envman.engine.docker import Engine
-    from envman.errors import EnvmanError
-    from envman.state import stable_ref
-
-    stacks = _stacks(list(names or []), all_, platform)
-    options = network_options(
-        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
-        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
-        python_mirror=python_mirror,
-    )
-    preference = builder_preference(builder)
-    bases = stack_bases(stacks, options, base_preference(base))
-    from envman.engine.builder import ClassicBuilder, select_builder
-
-    from envman.config import load_build_network
-
-    network = load_build_network()
-    with Engine.connect() as first:  # fail fast, one line, before any work
-        chosen = select_builder(first, preference, network=network)
+    from envman.images.stacks import BuildRequest, build_stacks, plan_stacks, select_stacks
+    from envman.cli import get_matrix, matrix_source
     from envman.cli.progress import BuildProgress
 
+    stacks = select_stacks(matrix_source(), list(names or []), all_, platform_option(platform))
+    options = flags.render_options()
+    request = BuildRequest(options, flags.builder_preference(), nocache=no_cache, pull=pull, require_gpu=require_gpu,
+                           accept_cpu_only=accept_cpu_only, jobs=jobs)
+    plans = plan_stacks(stacks, get_matrix, flags.base_mode(), options)
     err = console(stderr=True)
-    for stack in stacks:  # on stderr, so also beside --json
-        if bases[stack.name][1]:
-            err.print(plain(f"{stack.name}: {bases[stack.name][1]}"), highlight=False, soft_wrap=True)
     progress = BuildProgress([s.name for s in stacks], err, live=err.is_terminal, quiet=as_json)
+    with ExitStack() as live:
 
-    def one(stack):
-        with Engine.connect() as engine:
-            try:
-                res = build_smoke_promote(
-                    engine, stack, options, nocache=no_cache, pull=pull, require_gpu=require_gpu,
-                    accept_cpu_only=accept_cpu_only, on_event=lambda ev: progress.event(stack.name, ev),
-                    on_phase=lambda ph: progress.phase(stack.name, ph),
-                    # classic: a builder on this thread's engine
-                    builder=chosen if chosen.kind == "buildkit" else ClassicBuilder(engine, network=network),
-                    base=bases[stack.name][0],
-                )
-                progress.phase(stack.name, "failed" if not res.ok else "done")  # smoke is always set here
-                return stack, res, None
-            except EnvmanError as exc:
-                progress.phase(stack.name, "failed")
-                return stack, None, exc
+        def started() -> None:  # the engine answered: say how bases come, then show the builds
+            _say_bases(plans, err)
+            live.enter_context(progress)
 
-    with progress, ThreadPoolExecutor(max_workers=jobs) as pool:
-        outcomes = list(pool.map(one, stacks))
-    failed = 0
-    rows = []
-    for stack, res, exc in outcomes:
-        if exc is not None:
-            failed += 1
-            tail = getattr(exc, "log_tail", "")
-            from envman.images.failure import summarize
-
-            why = summarize(getattr(exc, "what", ""), tail, getattr(exc, "step", None)).after(exc.fix) if tail else None
-            from envman.images.failure import reason_of, without_script
-
-            error = without_script(exc.line())
-            if why is not None and why.error_class:
-                error = f"{reason_of(why.error_class)}: {error}"
-            rows.append({"name": stack.name, "result": "build-failed", "error": error, "log_tail": tail,
-                         "failing_step": why.step if why else None, "error_lines": list(why.errors) if why else [],
-                         "error_class": why.error_class if why else None, "hint": why.hint if why else None})
-            continue
-        smoke = res.smoke
-        if smoke.overall == FAIL or not res.promoted:  # a build that is not promoted is not a success
-            failed += 1
-        rows.append({
-            "name": stack.name, "image": res.build.ref, "image_id": res.build.image_id, "cached": res.build.cached,
-            "build_seconds": round(res.build.seconds, 2), "smoke": smoke.overall, "reason": smoke.reason,
-            "promoted": res.promoted, "stable": stable_ref(stack) if res.promoted else None,
-            "log": res.build.log_path,
-            **({"base": res.build.base.ref, "base_cached": res.build.base.cached,
-                "base_seconds": round(res.build.base.seconds, 2)} if res.build.base is not None else {}),
-        })
-    if as_json:
-        emit_json(rows)
-    else:
-        print_rows(rows, console(), console(stderr=True))
-    if failed:
+        outcomes = build_stacks(plans, request, listener=progress, started=started)
+    rows = [o.row() for o in outcomes]
+    emit_json(rows) if as_json else print_rows(rows, console(), err)
+    if any(o.failed for o in outcomes):
         raise typer.Exit(1)
     if not no_cache and not pull and all(r["cached"] and r["promoted"] for r in rows):
         _remember_noop(rows, options, as_json=as_json, argv=ctx.obj)
 
 
-def stack_bases(stacks: Sequence[Stack], options: RenderOptions,
-                mode: str) -> dict[str, tuple[BaseBuild | None, str | None]]:
-    """{stack name: (its rebuilt base or None, the line that says how it gets its base or None)}."""
-    from envman.cli import get_matrix
-    from envman.render.base import base_line, choose_base
-
-    out = {}
-    for stack in stacks:
-        rebuilt = choose_base(get_matrix, stack, mode, registry_mirror=options.registry_mirror,
-                              apt_mirror=options.apt_mirror, ca_bundle=options.ca_bundle)
-        out[stack.name] = (rebuilt, base_line(stack, rebuilt, mode, registry_mirror=options.registry_mirror))
-    return out
+def _say_bases(plans: Sequence[StackPlan], err: Any) -> None:
+    """How each stack gets its base, when that is news: on stderr, so also beside --json."""
+    for plan in plans:
+        if plan.note:
+            err.print(plain(f"{plan.stack.name}: {plan.note}"), highlight=False, soft_wrap=True)
 
 
 def print_rows(rows: list[dict[str, Any]], out: Any, err: Any) -> None:

@@ -10,10 +10,7 @@ import typer
 
 from envman.errors import counted
 
-from envman.cli._options import (
-    AptMirror, CaBundle, FrameworkIndex, Offline, PipExtraIndex, PipIndex, PythonMirror, RegistryMirror, Wheelhouse,
-    BuilderOpt, BaseOpt, base_preference, builder_preference, network_options, platform_option,
-)
+from envman.cli._options import BuildFlags, CaBundle, option_group, platform_option
 from envman.cli._out import console, emit_json, emit_line, emit_text, plain, tagged
 from envman.stack.names import DEFAULT_PLATFORM
 
@@ -84,6 +81,7 @@ def plan(
     })
 
 
+@option_group("flags", BuildFlags)
 def run(
     shard: Annotated[Optional[str], typer.Option("--shard", help="Run shard I of N of the plan (same selection options as `ci plan`).")] = None,
     framework: FrameworkOpt = None,
@@ -95,55 +93,34 @@ def run(
     accept_cpu_only: Annotated[bool, typer.Option("--accept-cpu-only", help="A cpu-only smoke result (no GPU here) does not fail the run; such images are promoted.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
     pull: Annotated[bool, typer.Option("--pull/--no-pull", help="Pull a newer base image first.")] = False,
-    registry_mirror: RegistryMirror = None,
-    ca_bundle: CaBundle = None,
-    pip_index: PipIndex = None,
-    pip_extra_index: PipExtraIndex = None,
-    framework_index: FrameworkIndex = None,
-    wheelhouse: Wheelhouse = None,
-    offline: Offline = None,
-    apt_mirror: AptMirror = None,
-    python_mirror: PythonMirror = None,
-    builder: BuilderOpt = None,
-    base: BaseOpt = None,
+    flags: BuildFlags = BuildFlags(),
     smoke_timeout: Annotated[float, typer.Option("--smoke-timeout", min=1, help="Seconds before a smoke test is killed.")] = 900,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON on stdout.")] = False,
 ) -> None:
     """Validate, render, lint, build and smoke-test each selected row; write JUnit, JSON and Markdown. Exit 1 if a row failed."""
-    from envman.ci.run import RunOptions, failed, parse_shard, plan_rows, plan_shards, run_rows
+    from envman.ci.run import RunOptions, failed, run_rows
     from envman.engine.docker import Engine
 
     plat = platform_option(platform) or DEFAULT_PLATFORM
     m, builds, _ = _selection(framework, rows, changed_since, plat)
-    label = None
-    if shard is not None:
-        i, n = parse_shard(shard)
-        label = f"{i}/{n}"
-        mine = plan_shards(plan_rows(m, builds, plat), n)[i - 1]
-        order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
-        builds = sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
+    label, builds = _shard(m, builds, shard, plat)
     if not builds:  # an empty shard, or nothing changed: nothing needs an engine
         from envman.ci.run import write_report
 
         write_report([], report, m)
         console().print("no rows to validate", highlight=False)
         return
-    render_options = network_options(
-        registry_mirror=registry_mirror, ca_bundle=ca_bundle, pip_index=pip_index, pip_extra_index=pip_extra_index,
-        framework_index=framework_index, wheelhouse=wheelhouse, offline=offline, apt_mirror=apt_mirror,
-        python_mirror=python_mirror,
-    )
-    builder_pref = builder_preference(builder)
+    render_options = flags.render_options()
+    builder_pref = flags.builder_preference()
     opts = RunOptions(render_options=render_options, registry_mirror=render_options.registry_mirror, require_gpu=require_gpu,
                       accept_cpu_only=accept_cpu_only, nocache=no_cache, pull=pull, shard=label,
-                      smoke_timeout=smoke_timeout, platform=plat, base=base_preference(base))
+                      smoke_timeout=smoke_timeout, platform=plat, base=flags.base_mode())
     err = console(stderr=True)
     err.print(f"envman ci run: {counted(len(builds), 'row')}" + (f" (shard {label})" if label else "") + f", report in {report}",
               highlight=False, soft_wrap=True)
-    colours = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
 
     def on_step(row: str, step: str, sr) -> None:
-        c = colours.get(sr.status, "red")
+        c = COLOURS.get(sr.status, "red")
         err.print(plain(f"{row} {step}: ") + tagged(sr.status, c, f" {sr.message[:160]}"), highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
@@ -152,18 +129,35 @@ def run(
         opts.builder = select_builder(engine, builder_pref)
         results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
     bad = failed(results)
-    if as_json:
-        emit_json([r.to_json() for r in results])
-    else:
-        c = console()
-        for r in results:
-            col = colours.get(r.result, "red")
-            c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
-                    highlight=False, soft_wrap=True)
-        c.print(f"{counted(len(results), 'row')}, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
-                f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
+    emit_json([r.to_json() for r in results]) if as_json else _print_results(results, bad, report)
     if bad:
         raise typer.Exit(1)
+
+
+#: A step's or row's status -> its colour (red for the rest).
+COLOURS = {"pass": "green", "cpu-only": "yellow", "not-buildable": "blue", "skip": "dim"}
+
+
+def _shard(m, builds: list, shard: str | None, plat: str) -> tuple[str | None, list]:
+    """(``I/N``, the rows of shard I of N, base-image groups adjacent), or every row without ``--shard``."""
+    from envman.ci.run import parse_shard, plan_rows, plan_shards
+
+    if shard is None:
+        return None, builds
+    i, n = parse_shard(shard)
+    mine = plan_shards(plan_rows(m, builds, plat), n)[i - 1]
+    order = {name: k for k, name in enumerate(mine.rows)}  # base-image groups adjacent
+    return f"{i}/{n}", sorted((b for b in builds if b.name in order), key=lambda b: order[b.name])
+
+
+def _print_results(results: list, bad: list, report: Path) -> None:
+    c = console()
+    for r in results:
+        col = COLOURS.get(r.result, "red")
+        c.print(tagged(r.result, col, f" {r.row}" + (f" ({r.name})" if r.name else "") + f": {r.reason}"),
+                highlight=False, soft_wrap=True)
+    c.print(f"{counted(len(results), 'row')}, {len(bad)} failed; report: {report / 'results.json'}, {report / 'junit.xml'}, "
+            f"{report / 'summary.md'}", highlight=False, soft_wrap=True)
 
 
 def report(

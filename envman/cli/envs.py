@@ -99,6 +99,29 @@ def _build_cache_line(engine: Engine | None) -> str:
             "not envman's to remove: docker builder prune reclaims it (as someone the engine trusts)")
 
 
+def _print_plan(p: Any, engine: Any, *, dry_run: bool) -> None:
+    """What ``clean`` removes (or would), what it keeps, and the engine's build cache."""
+    c = console()
+    for path, size in zip(p.paths, p.sizes):
+        c.print(f"{'would remove' if dry_run else 'remove'} {path} ({size / 1e6:.1f} MB)", markup=False, highlight=False)
+    for _id, what, size in p.images:
+        c.print(f"{'would remove' if dry_run else 'remove'} image {what} ({size / 1e6:.0f} MB)", markup=False, highlight=False)
+    for what in p.kept_in_use:
+        c.print(f"keep image {what}: a container uses it", markup=False, highlight=False)
+    if p.empty:
+        c.print("nothing to remove", markup=False)
+    c.print(_build_cache_line(engine), markup=False, highlight=False)
+
+
+def _print_removed(p: Any, failed: list[str], based_on: list[str], size: int) -> None:
+    for f in failed:
+        console(stderr=True).print(f"could not remove image {f}", markup=False, highlight=False)
+    for k in based_on:
+        console().print(f"keep image {k}", markup=False, highlight=False)
+    console().print(f"removed {counted(len(p.paths), 'path')}, {counted(len(p.images) - len(failed) - len(based_on), 'image')} "
+                    f"({size / 1e6:.0f} MB)", markup=False, highlight=False)
+
+
 def clean(
     images: Annotated[bool, typer.Option("--images", help="Also remove the images you built (stacks, project images, notebook layers) that no container uses.")] = False,
     config: Annotated[bool, typer.Option("--config", help="Also remove the project registry and config.toml (project files stay).")] = False,
@@ -127,16 +150,7 @@ def clean(
                             "would be removed and there is no terminal to ask", where="envman clean",
                             fix="pass --yes to remove without asking (or --dry-run to list)")
         if not as_json:
-            c = console()
-            for path, size in zip(p.paths, p.sizes):
-                c.print(f"{'would remove' if dry_run else 'remove'} {path} ({size / 1e6:.1f} MB)", markup=False, highlight=False)
-            for _id, what, size in p.images:
-                c.print(f"{'would remove' if dry_run else 'remove'} image {what} ({size / 1e6:.0f} MB)", markup=False, highlight=False)
-            for what in p.kept_in_use:
-                c.print(f"keep image {what}: a container uses it", markup=False, highlight=False)
-            if p.empty:
-                c.print("nothing to remove", markup=False)
-            c.print(_build_cache_line(engine), markup=False, highlight=False)
+            _print_plan(p, engine, dry_run=dry_run)
         if dry_run or p.empty:
             if as_json:
                 emit_json(doc)
@@ -147,15 +161,7 @@ def clean(
         based_on: list[str] = []
         failed = apply(p, engine, kept=based_on)
         doc["removed"], doc["failed"], doc["kept_as_base"] = True, failed, based_on
-        if as_json:
-            emit_json(doc)
-        else:
-            for f in failed:
-                console(stderr=True).print(f"could not remove image {f}", markup=False, highlight=False)
-            for k in based_on:
-                console().print(f"keep image {k}", markup=False, highlight=False)
-            console().print(f"removed {counted(len(p.paths), 'path')}, {counted(len(p.images) - len(failed) - len(based_on), 'image')} "
-                            f"({doc['bytes'] / 1e6:.0f} MB)", markup=False, highlight=False)
+        emit_json(doc) if as_json else _print_removed(p, failed, based_on, doc["bytes"])
         if failed:
             raise typer.Exit(1)
     finally:

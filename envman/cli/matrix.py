@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -13,6 +14,8 @@ from envman.cli.complete import complete_stack, complete_gpu
 
 if TYPE_CHECKING:  # helpers' annotations only (typer reads the commands' at run time)
     from packaging.version import Version
+
+    from envman.matrix.refresh import CheckReport, UpdateReport
 
     from envman.matrix.model import CudaRelease, Matrix
     from envman.stack.names import Stack
@@ -40,49 +43,12 @@ def ls(
     matrix: MatrixOpt = None,
 ) -> None:
     """List the matrix rows (one per framework build)."""
-    from envman.cli._options import platform_option
     _extra_matrix(matrix)
-    from envman.errors import UserError
-    from envman.stack.resolve import version_matches
-    from envman.stack.names import ALIASES
+    from envman.matrix.listing import row_json, select_rows
     from envman.cli import get_matrix
 
     m = get_matrix()
-    rows = list(m.builds)
-    if framework is not None:
-        fw = ALIASES.get(framework.lower())
-        if fw is None:
-            raise UserError(f"unknown framework {framework!r}", where="--framework", fix="use one of " + ", ".join(sorted(set(ALIASES))))
-        rows = [b for b in rows if b.framework == fw]
-    if cuda is not None:
-        if cuda.lower() == "cpu":
-            rows = [b for b in rows if b.cuda is None]
-        else:
-            import re
-
-            if not re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){0,2}", cuda):
-                raise UserError(f"not a CUDA version: {cuda!r}", where="--cuda", fix="e.g. --cuda 12.4, --cuda 11, --cuda cpu")
-            rows = [b for b in rows if b.cuda is not None and version_matches(cuda, b.cuda)]
-    plat = platform_option(platform)
-    if plat:
-        rows = [b for b in rows if plat in b.platforms]
-    data = [
-        {
-            "name": b.name,
-            "framework": b.framework,
-            "framework_version": str(b.version),
-            "variant": b.variant,
-            "cuda": f"{b.cuda.major}.{b.cuda.minor}" if b.cuda else None,
-            "cudnn": b.cudnn,
-            "python": [str(p) for p in b.python],
-            "python_freethreaded": [f"{p}t" for p in b.python_freethreaded],
-            "platforms": list(b.platforms),
-            "platform_status": b.platform_status,
-            "default": b.default,
-            "status": b.status,
-        }
-        for b in rows
-    ]
+    data = [row_json(b) for b in select_rows(m.builds, framework, cuda, platform)]
     if as_json:
         emit_json(data)
         return
@@ -249,13 +215,30 @@ def explain(
 ) -> None:
     """Will NAME run on a host with this driver and GPU?  Exit 0: ok/jit_only, 1: no, 2: bad input."""
     _extra_matrix(matrix)
-    from envman.errors import UserError
-    from envman.matrix.model import Arch, DriverVersion
     from envman.stack.resolve import resolve
     from envman.stack.verdict import verdict
     from envman.cli import get_matrix
 
     m = get_matrix()
+    drv, arch, g = _host_asked(m, driver, sm, gpu)
+    stack = resolve(m, name, cuda_patch=_cuda_update(m, cuda)[1] if cuda is not None else None)
+    v = verdict(stack, drv, arch)
+    alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
+    gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
+    if as_json:
+        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative,
+                   **gpu_fields})
+    else:
+        _print_verdict(m, stack, v, drv, arch, g, alternative)
+    raise typer.Exit(0 if v.runs else 1)
+
+
+def _host_asked(m: Matrix, driver: str | None, sm: str | None, gpu: str | None) -> tuple[Any, Any, Any]:
+    """(driver, compute capability, the matrix's GPU or None) of ``explain``'s what-if host:
+    exactly one of ``--sm`` and ``--gpu``; the driver given, or this host's."""
+    from envman.errors import UserError
+    from envman.matrix.model import Arch, DriverVersion
+
     if (sm is None) == (gpu is None):
         raise UserError("give exactly one of --sm and --gpu", where="matrix explain", fix="e.g. --sm 8.6 or --gpu a100")
     if driver is None:
@@ -279,30 +262,26 @@ def explain(
             what, fix = unknown_gpu(m.gpu_index, gpu)
             raise UserError(what, where="--gpu", fix=fix)
         arch = g.cc
-    stack = resolve(m, name, cuda_patch=_cuda_update(m, cuda)[1] if cuda is not None else None)
-    v = verdict(stack, drv, arch)
-    alternative = None if v.runs else _compatible_build(m, stack, str(drv), str(arch))
-    gpu_fields = {"gpu": g.name, "gpu_status": g.status} if g is not None else {}
-    if as_json:
-        emit_json({**v.to_json(), "name": stack.name, "driver": str(drv), "sm": str(arch), "alternative": alternative,
-                   **gpu_fields})
-    else:
-        c = console()
-        colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
-        c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
-        if g is not None:  # which GPU the name found, and how well its compute capability is sourced
-            c.print(f"  - GPU {g.name}: compute capability {g.cc}" + ("" if g.status == "confirmed" else f" ({g.status})"),
-                    markup=False)
-        for r in v.reasons:
-            c.print(f"  - {r}", markup=False)
-        rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
-        if rebuilt:
-            c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt}",
-                    markup=False)
-        if not v.runs:
-            c.print(f"  compatible: {alternative}" if alternative else
-                    f"  no {stack.framework} build in the matrix runs there", markup=False)
-    raise typer.Exit(0 if v.runs else 1)
+    return drv, arch, g
+
+
+def _print_verdict(m: Matrix, stack: Stack, v: Any, drv: Any, arch: Any, g: Any, alternative: str | None) -> None:
+    """``explain``'s verdict, the GPU it found, the reasons, a rebuilt base and a build that runs."""
+    c = console()
+    colour = {"ok": "green", "jit_only": "yellow"}.get(v.verdict, "red")
+    c.print(tagged(v.verdict, colour, f"  {stack.name} on driver {drv}, {arch.sm}"))
+    if g is not None:  # which GPU the name found, and how well its compute capability is sourced
+        c.print(f"  - GPU {g.name}: compute capability {g.cc}" + ("" if g.status == "confirmed" else f" ({g.status})"),
+                markup=False)
+    for r in v.reasons:
+        c.print(f"  - {r}", markup=False)
+    rebuilt = _rebuild_fields(m, stack).get("base_image_rebuilt")
+    if rebuilt:
+        c.print(f"  - base {stack.base_image} is no longer served by NVIDIA: envman build rebuilds it {rebuilt}",
+                markup=False)
+    if not v.runs:
+        c.print(f"  compatible: {alternative}" if alternative else
+                f"  no {stack.framework} build in the matrix runs there", markup=False)
 
 
 def _host_driver() -> str:
@@ -383,129 +362,60 @@ def update(
     matrix: MatrixOpt = None,
 ) -> None:
     """Find framework releases newer than the matrix on the index and derive rows from their wheels' metadata; report CUDA releases (cuda-toolkit) and what the matrix cannot fill for them."""
-    import sys
-    import time
-
-    from rich.markup import escape
-
-    from envman.config import check_url, load_matrix_config, Invalid
-    from envman.errors import UserError
-    from envman.matrix.index import PYPI_SIMPLE, Http
-    from envman.matrix.load import load_files
-    from envman.matrix.update import (
-        PROJECTS, TORCH_INDEX, Settings, check_only, find_updates, plan_overlay, plan_shipped, settle, settle_gaps,
-    )
-    from envman.matrix.write import atomic_write_all
-    from envman.paths import matrices_dir
+    from envman.matrix.refresh import CheckReport, UpdateRequest, run_update
+    from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
-    from envman.stack.names import ALIASES
-
-    _extra_matrix(matrix)
-    if output is not None and write:
-        raise UserError("give -o FILE or --write, not both", where="envman matrix update", fix="-o writes an overlay; --write changes the shipped matrix")
-    if check and (output is not None or write):
-        raise UserError("--check only reports; it writes nothing", where="envman matrix update", fix="drop -o/--write, or drop --check")
-    fws: list[str] = []
-    for f in framework or []:
-        fw = {"ort": "onnxruntime"}.get(f.lower()) or ALIASES.get(f.lower())
-        if fw not in PROJECTS:
-            raise UserError(f"unknown framework {f!r}", where="--framework", fix="use torch, tensorflow, jax or onnxruntime")
-        fws.append(fw)
-    net = RenderOptions.from_config({"pip_index": pip_index, "ca_bundle": ca_bundle})
-    mcfg = load_matrix_config()
-    tindex = None
-    if not no_torch_index:
-        try:
-            tindex = check_url(torch_index, what="torch index") if torch_index else (mcfg.torch_index or TORCH_INDEX)
-        except Invalid as exc:
-            raise UserError(exc.what, where="--torch-index", fix=exc.fix) from None
-    settings = Settings(
-        index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
-        torch_index_required=bool(torch_index or mcfg.torch_index),
-        frameworks=tuple(dict.fromkeys(fws)) or tuple(PROJECTS),
-        cuda=not fws,  # --framework narrows the run to frameworks
-        backfill=not new_only,
-    )
-    http = Http(ca_bundle=net.ca_bundle, timeout=timeout)
-    # What the new rows are compared with and checked against: the shipped matrix for --check
-    # and --write; everything the user loads (and the overlay itself) for -o and a dry run.
     from envman.cli import matrix_source
 
-    if check or write:
-        files = list(matrix_source().shipped_files)
-    else:
-        # The overlay being written may be one of the user's files (config, --matrix) that does
-        # not exist yet: it is read when it exists, never required.
-        target = output.expanduser().absolute() if output is not None else None
-        files = [f for f in matrix_source().files if f.expanduser().absolute() != target]
-        if output is not None and output.exists():
-            files.append(output)
-    base = load_files(files)
-    err = console(stderr=True)
-    started = time.monotonic()
-    live = sys.stderr.isatty() and not as_json
-    status_ctx = err.status("reading the index…") if live else None
+    _extra_matrix(matrix)
+    request = UpdateRequest(tuple(framework or ()), output, write, check, pip_index, torch_index, no_torch_index,
+                            new_only, ca_bundle, timeout)
+    with _IndexStatus(live=sys.stderr.isatty() and not as_json) as status:
+        report = run_update(request, matrix_source(), render=render_stack, network=RenderOptions.from_config,
+                            progress=status)
+    if isinstance(report, CheckReport):
+        emit_json(report.summary()) if as_json else _print_check(report)
+        raise typer.Exit(1 if report.behind else 0)
+    emit_json(report.summary) if as_json else _print_update(report)
 
-    def progress(msg: str) -> None:
-        if status_ctx is not None:
-            status_ctx.update(escape(msg))
 
-    if status_ctx is not None:
-        status_ctx.start()
-    try:
-        if check:
-            behind = check_only(http, settings, base, progress)
-        else:
-            result = find_updates(http, settings, base, progress)
-    finally:
-        if status_ctx is not None:
-            status_ctx.stop()
-    seconds = round(time.monotonic() - started, 1)
-    if check:
-        summary = {"behind": bool(behind), "new_releases": behind, "requests": http.requests, "seconds": seconds}
-        if as_json:
-            emit_json(summary)
-        else:
-            c = console()
-            for fw, vs in behind.items():
-                if fw == "gpus":
-                    for why in vs:
-                        c.print(f"gpus: stale: {why}", markup=False, soft_wrap=True)
-                    continue
-                c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
-            c.print(("the shipped matrix is behind" if behind else "the shipped matrix is up to date")
-                    + f" ({http.requests} requests, {seconds} s)", markup=False, soft_wrap=True)
-        raise typer.Exit(1 if behind else 0)
+class _IndexStatus:
+    """A live status line on stderr (a terminal only) that says what the index run reads."""
 
-    if write:
-        plan = lambda rows: plan_shipped(rows, matrices_dir())  # noqa: E731
-    elif output is not None:
-        plan = lambda rows: plan_overlay(rows, output)  # noqa: E731
-    else:
-        from envman.matrix.write import overlay_text
+    def __init__(self, *, live: bool) -> None:
+        self.status = console(stderr=True).status("reading the index…") if live else None
 
-        dry = Path("(dry run).toml")
-        plan = lambda rows: {dry: overlay_text((r.framework, r.data) for r in rows)}  # noqa: E731
-    from envman.render.dockerfile import render_stack
+    def __enter__(self) -> _IndexStatus:
+        if self.status is not None:
+            self.status.start()
+        return self
 
-    rows, skipped, planned = settle(result.rows, files, plan, render_stack)
-    result.rows = rows
-    result.skipped += skipped
-    result.gaps, skipped, planned = settle_gaps(
-        result.gaps, files, planned, render_stack,
-        overlay=(lambda extra: plan_overlay([*rows, *extra], output)) if output is not None else None)
-    result.skipped += skipped
-    if planned and (write or output is not None):
-        atomic_write_all(planned)
-    summary = {**result.summary(http), "written": [str(p) for p in planned] if (write or output is not None) else [],
-               "seconds": seconds}
-    if as_json:
-        emit_json(summary)
-        return
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+    def __call__(self, msg: str) -> None:
+        if self.status is not None:
+            self.status.update(escape(msg))
+
+
+def _print_check(report: CheckReport) -> None:
     c = console()
+    for fw, vs in report.behind.items():
+        if fw == "gpus":
+            for why in vs:
+                c.print(f"gpus: stale: {why}", markup=False, soft_wrap=True)
+            continue
+        c.print(f"{fw}: {', '.join(vs)} newer than the shipped matrix", markup=False, soft_wrap=True)
+    c.print(("the shipped matrix is behind" if report.behind else "the shipped matrix is up to date")
+            + f" ({report.requests} requests, {report.seconds} s)", markup=False, soft_wrap=True)
+
+
+def _print_update(report: UpdateReport) -> None:
+    c, err, result = console(), console(stderr=True), report.result
     for fw, vs in result.new_releases.items():
         c.print(f"{fw}: new releases {', '.join(vs)}", markup=False, soft_wrap=True)
-    for r in rows:
+    for r in report.rows:
         unc = f"  (unconfirmed: {', '.join(r.unconfirmed)})" if r.unconfirmed else ""
         c.print(f"  + {r.name} {r.data['variant']} cudnn {r.data.get('cudnn', '-')} python "
                 f"{r.data['python'][0]}–{r.data['python'][-1]}{unc}", markup=False, soft_wrap=True)
@@ -517,5 +427,7 @@ def update(
         err.print(f"skipped: {s}", markup=False, soft_wrap=True)
     for w in result.warnings:
         err.print(f"warning: {w}", markup=False, soft_wrap=True)
-    where = ", ".join(str(p) for p in planned) if (write or output is not None) else "nothing written (dry run: give -o FILE or --write)"
-    c.print(f"{len(rows)} new rows, {counted(len(result.gaps), 'row')} backfilled, {http.requests} requests, {seconds} s: {where}", markup=False, soft_wrap=True)
+    where = ", ".join(str(p) for p in report.planned) if report.writes else "nothing written (dry run: give -o FILE or --write)"
+    c.print(f"{len(report.rows)} new rows, {counted(len(result.gaps), 'row')} backfilled, {report.requests} requests, "
+            f"{report.seconds} s: {where}", markup=False,
+            soft_wrap=True)

@@ -218,8 +218,6 @@ def show(
     from envman.project.registry import locate
     from envman.project.image import home_dir
     from envman.project.trust import project_trusted, trust_asks
-    from envman.paths import CONTAINER_HOME
-    from envman.state import stable_ref
 
     project = locate(name)
     matrix = _matrix()
@@ -238,6 +236,14 @@ def show(
     if as_json:
         emit_json(doc)
         return
+    _print_show(doc, project, settings, stack)
+
+
+def _print_show(doc: dict, project: Any, settings: Any, stack: Any) -> None:
+    """``project show``'s lines: the file, each effective setting and its origin, image, HOME, trust."""
+    from envman.paths import CONTAINER_HOME
+    from envman.state import stable_ref
+
     c = console()
     p = doc["project"]
     c.print(f"{p['name']}  {p['root']}", markup=False, highlight=False)
@@ -447,7 +453,8 @@ def _matrix_freshness(check_updates: bool) -> dict:
     updates, error = None, None
     if check_updates:
         from envman.matrix.index import PYPI_SIMPLE, Http
-        from envman.matrix.update import Settings, check_only
+        from envman.matrix.refresh import check_only
+        from envman.matrix.update import Settings
         from envman.render.options import RenderOptions
 
         try:

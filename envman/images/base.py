@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from envman.images.events import BuildStream
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
 from envman.state import logs_dir, safe_name
@@ -65,16 +66,11 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"base-{safe_name(base.tag)}-{base.recipe_hash[:16]}.log"
         context = deterministic_tar({name: (data, 0o644) for name, data in base.context().items()})
-        image_id = None
         with open(log_path, "w") as log:
+            stream = BuildStream(log=log, on_event=on_event)
             try:
-                for ev in builder.build(context, base.ref, labels=base_labels(base, *current_user()), nocache=nocache,
-                                        pull=pull):
-                    log.write(ev.text.rstrip("\n") + "\n")
-                    if on_event:
-                        on_event(ev)
-                    if ev.kind == "done":
-                        image_id = ev.image_id
+                stream.read(builder.build(context, base.ref, labels=base_labels(base, *current_user()), nocache=nocache,
+                                          pull=pull))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 raise BuildError(
@@ -83,6 +79,7 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
                     where=str(log_path),
                     fix=failure_fix(exc),
                 ) from None
+        image_id = stream.image_id
         if image_id is None:
             info = engine.inspect_image(base.ref)
             image_id = info.id if info else base.ref

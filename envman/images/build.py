@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from envman.images.events import BuildStream
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
 from envman.engine.values import GpuRequest
@@ -87,7 +88,7 @@ def build_stack(
 
     ``builder`` (``envman.engine.builder.select_builder``) picks the Dockerfile dialect and runs the
     build; by default the engine's classic builder. Its secrets (index credentials) go to the
-    builder only, never to the log or the context. ``base`` (``envman.render.base.choose_base``):
+    builder only, never to the log or the context. ``base`` (``envman.render.base.rebuilt_base``):
     the stack's base rebuilt from NVIDIA's recipe, built first unless the engine has it
     (``envman.images.base``); ``pull`` then applies to the base's own plain OS image."""
     from filelock import FileLock, Timeout
@@ -129,18 +130,11 @@ def build_stack(
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
         if getattr(ctx, "content_hash", ""):
             labels[L.CONTENT_HASH] = ctx.content_hash  # the identity a pull checks (network options aside)
-        image_id = None
-        step = None  # the step running when a build fails (see envman.images.failure)
         with open(log_path, "w") as log:
+            stream = BuildStream(log=log, on_event=on_event)  # its step: the one running when a build fails
             try:
-                for ev in run.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
-                                         **_platform_kw(stack)):
-                    log.write(ev.text.rstrip("\n") + "\n")
-                    step = ev.text if ev.kind == "step" else step
-                    if on_event:
-                        on_event(ev)
-                    if ev.kind == "done":
-                        image_id = ev.image_id
+                stream.read(run.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
+                                      **_platform_kw(stack)))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 failed = BuildError(
@@ -150,8 +144,9 @@ def build_stack(
                     fix="the failing step and its error lines follow (the full log is this file); fix the matrix "
                         "row or network options and rerun",
                 )
-                failed.step = step
+                failed.step = stream.step
                 raise failed from None
+        image_id = stream.image_id
         if image_id is None:
             info = engine.inspect_image(ref)
             image_id = info.id if info else ref

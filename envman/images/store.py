@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envman.images.events import BuildStream
 from envman import labels as L
 from envman.state import load_report, repository, save_report_json
 
@@ -171,10 +172,7 @@ def record_verdict(engine: ContainerEngine, stack_name: str, report: Mapping[str
     moving = [t for t in info.tags if same_repository(t, repo)] if move_tags else []
     files = {"Dockerfile": _VERDICT_DOCKERFILE.format(image_id=info.id).encode()}
     target = moving[0] if moving else f"{repo}:verdict-{report_digest(report)[7:23]}"
-    new_id = None
-    for ev in engine.build(deterministic_tar(files), target, labels=labels):
-        if ev.kind == "done":
-            new_id = ev.image_id
+    new_id = BuildStream().read(engine.build(deterministic_tar(files), target, labels=labels)).image_id
     if new_id is None:
         built = engine.inspect_image(target)
         new_id = built.id if built is not None and built.id else tested

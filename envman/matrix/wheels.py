@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from envman.matrix.index import IndexFile
 
 #: Python minors envman knows of: the candidates for ``py3`` and ``abi3`` wheels, filtered by the
 #: wheel's Requires-Python.
@@ -312,3 +315,78 @@ def requirement_extras(requirements: Iterable[str]) -> tuple[str, ...]:
         except InvalidRequirement:
             continue
     return tuple(sorted(out))
+
+
+# --- wheels on an index page (envman matrix update) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Wheel:
+    file: IndexFile
+    tags: WheelTags
+
+
+def wheels(files: Iterable[IndexFile]) -> list[Wheel]:
+    out = []
+    for f in files:
+        t = wheel_tags(f.filename, f.requires_python)
+        if t is not None:
+            out.append(Wheel(f, t))
+    return out
+
+
+def with_requires_python(ws: Iterable[Wheel], requires_python: str | None) -> list[Wheel]:
+    """``ws`` with the Requires-Python of their METADATA applied where the index page gave none
+    (a ``py3`` wheel's tags alone admit every Python 3)."""
+    out = []
+    for w in ws:
+        t = wheel_tags(w.file.filename, w.file.requires_python or requires_python)
+        assert t is not None  # the same file name parsed before: only the Requires-Python differs
+        out.append(Wheel(w.file, t))
+    return out
+
+
+def releases(ws: Iterable[Wheel]) -> dict[Version, list[Wheel]]:
+    out: dict[Version, list[Wheel]] = {}
+    for w in ws:
+        if w.tags.version.is_prerelease or w.tags.version.is_devrelease:
+            continue
+        out.setdefault(w.tags.version, []).append(w)
+    return out
+
+
+def representative(ws: Iterable[Wheel], platform: str) -> Wheel | None:
+    """The wheel for ``platform`` of the newest regular CPython (or a pure-Python wheel)."""
+    cands = [w for w in ws if platform in w.tags.platforms or w.tags.any_platform]
+    cands = [w for w in cands if w.tags.pythons] or cands
+    if not cands:
+        return None
+    return max(cands, key=lambda w: (platform in w.tags.platforms, max((Version(p) for p in w.tags.pythons), default=Version("0")), w.file.filename))
+
+
+def _on_every(ws: Iterable[Wheel], platform: str | Iterable[str], of: Callable[[Wheel], Iterable[str]]) -> set[str]:
+    """The union of ``of(wheel)`` over the wheels for ``platform`` (for several platforms: the
+    Pythons every one of them has)."""
+    ws = list(ws)
+    if not isinstance(platform, str):
+        sets = [_on_every(ws, p, of) for p in platform]
+        return set.intersection(*sets) if sets else set()
+    return {py for w in ws if platform in w.tags.platforms or w.tags.any_platform for py in of(w)}
+
+
+def pythons(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
+    """Python versions with a wheel for ``platform`` (for every one of several platforms)."""
+    return _on_every(ws, platform, lambda w: w.tags.pythons)
+
+
+def free_threaded(ws: Iterable[Wheel], platform: str | Iterable[str]) -> set[str]:
+    """Pythons whose free-threaded build (``cp314t``) has a wheel for ``platform`` (for every one
+    of several platforms); a wheel of no ABI (``py3-none``) serves every Python."""
+    def no_abi(w: Wheel) -> tuple[str, ...]:
+        return w.tags.pythons if w.file.filename.split("-")[-2] == "none" else ()
+
+    return _on_every(ws, platform, lambda w: (*w.tags.free_threaded, *no_abi(w)))
+
+
+def platforms(ws: Iterable[Wheel]) -> tuple[str, ...]:
+    return tuple(sorted({p for w in ws for p in w.tags.platforms}))

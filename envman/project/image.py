@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from envman.images.events import BuildStream
 from envman.paths import state_dir
 from envman.project.file import PROJECT_RECIPE, ProjectConfig, load_project
 from envman.project.registry import read_registry
@@ -202,10 +203,9 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
             with from_image_id(engine, run, files, base_image_id) as buildable:
-                for ev in run.build(deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
-                                    nocache=nocache or relock):
-                    if on_event:
-                        on_event(ev)
+                BuildStream(on_event=on_event).read(run.build(
+                    deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
+                    nocache=nocache or relock))
         except BuildError as exc:
             said = build_reason(exc.log_tail)
             raise BuildError(

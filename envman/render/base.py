@@ -2,7 +2,7 @@
 
 NVIDIA deleted its end-of-life tags (every CUDA 9.0-11.3 image) but still publishes the recipe of
 each (``matrices/recipes.toml``, read from its Dockerfiles). For a stack on such a base,
-:func:`choose_base` gives a :class:`BaseBuild`: a Dockerfile with one stage per recipe of the chain
+:func:`rebuilt_base` gives a :class:`BaseBuild`: a Dockerfile with one stage per recipe of the chain
 (plain Ubuntu -> base -> runtime -> cuDNN ...), the same packages at the same versions, NVIDIA's
 ENV and LABEL blocks, every direct download checked against its sha256, and NVIDIA's current
 repository key checked by fingerprint and installed as a ``signed-by`` keyring (no ``apt-key``).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Callable, cast
 
-from envman.config import BASE_MODES
+from envman.config import BaseMode, base_mode
 from envman.errors import RenderError, UserError
 from envman.render.quote import dockerfile_quote, mirror_image, sh_word
 from envman.stack.names import nvidia_tag
@@ -66,20 +66,18 @@ class BaseBuild:
 
 
 #: The network options a rebuilt base has no use for: NVIDIA's recipe runs apt and curl only (no
-#: pip, no Python, no framework). The others are :func:`choose_base`'s keyword arguments.
+#: pip, no Python, no framework). The others are :func:`rebuilt_base`'s keyword arguments.
 BASE_UNUSED_OPTIONS = frozenset({"pip_index", "pip_extra_index", "framework_index", "wheelhouse", "offline",
                                  "python_install_mirror"})
 
 
-def choose_base(matrix: Matrix | Callable[[], Matrix], stack: Stack, mode: str = "auto", *,
-                registry_mirror: str | None = None, apt_mirror: str | None = None,
-                ca_bundle: Path | None = None) -> BaseBuild | None:
+def rebuilt_base(matrix: Matrix | Callable[[], Matrix], stack: Stack, mode: BaseMode = "auto", *,
+                 registry_mirror: str | None = None, apt_mirror: str | None = None,
+                 ca_bundle: Path | None = None) -> BaseBuild | None:
     """The rebuilt base ``stack`` builds on under ``mode``, or ``None`` to pull ``stack.base_image``.
     ``matrix`` may be a function that loads it: it is called only when a recipe is looked up (a
     published base under ``auto`` needs none, so a build of it need not load the matrix)."""
-    if mode not in BASE_MODES:
-        raise UserError(f"base mode {mode!r} is not one of {', '.join(BASE_MODES)}", where="--base",
-                        fix="use auto, pull or rebuild")
+    mode = base_mode(mode, where="--base")
     tag = nvidia_tag(stack)
     if mode == "pull" or tag is None:
         return None
@@ -98,7 +96,7 @@ def choose_base(matrix: Matrix | Callable[[], Matrix], stack: Stack, mode: str =
     return render_base(chain, registry_mirror=registry_mirror, apt_mirror=apt_mirror, ca_bundle=ca_bundle)
 
 
-def base_line(stack: Stack, base: BaseBuild | None, mode: str = "auto", *, registry_mirror: str | None = None) -> str | None:
+def base_line(stack: Stack, base: BaseBuild | None, mode: BaseMode = "auto", *, registry_mirror: str | None = None) -> str | None:
     """One line on how ``stack`` gets its base, when that is news: rebuilt from NVIDIA's recipe, or
     a tag NVIDIA no longer serves that ``--base pull`` will try to pull anyway."""
     if base is not None:
@@ -256,4 +254,4 @@ def _repository_setup(recipe: BaseRecipe, apt: str, apt_mirror: str | None, ca: 
     return lines
 
 
-__all__ = ["BASE_MODES", "BASE_UNUSED_OPTIONS", "BASE_REPOSITORY", "BaseBuild", "base_line", "choose_base", "nvidia_tag", "render_base"]
+__all__ = ["BASE_UNUSED_OPTIONS", "BASE_REPOSITORY", "BaseBuild", "base_line", "rebuilt_base", "nvidia_tag", "render_base"]

@@ -462,7 +462,7 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     only when rendering changes); by default it is read from the envman package. ``builder``
     (``classic`` or ``buildkit``) picks the Dockerfile dialect; index credentials are possible on
     BuildKit only and travel in ``BuildContext.secrets``, outside the context and its hash.
-    ``base`` (:func:`envman.render.base.choose_base`): the stack starts ``FROM`` its base rebuilt
+    ``base`` (:func:`envman.render.base.rebuilt_base`): the stack starts ``FROM`` its base rebuilt
     from NVIDIA's recipe, whose Dockerfile the context carries as ``base/Dockerfile`` (so the
     render hash covers it).
     """

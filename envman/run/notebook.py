@@ -22,6 +22,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from envman.images.events import BuildStream
 from envman.errors import UserError, shell_join, stderr_line
 from envman.paths import WORKSPACE
 
@@ -228,8 +229,7 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
         files = notebook_context(base_image_id, network)
         labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
         try:
-            for ev in engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild):
-                print_step(ev)
+            BuildStream(on_event=print_step).read(engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild))
         except BuildError as exc:
             raise BuildError(f"the notebook layer of {project_name} failed to build: {exc.what}", log_tail=exc.log_tail,
                              fix="check that pip reaches its index from containers (the failing step and its error lines follow)") from None

@@ -89,22 +89,24 @@ def fresh_source(tmp_path, monkeypatch):
 
 def test_named_stacks_resolve_through_the_stack_cache_and_a_published_base_needs_no_matrix(fresh_source, monkeypatch):
     import envman.matrix.load as L
-    from envman.cli.build import _stacks, stack_bases
+    from envman.cli import get_matrix, matrix_source
+    from envman.images.stacks import StackPlan, plan_stacks, select_stacks
     from envman.render.options import RenderOptions
 
-    first = _stacks(["torch-2.4-cuda12.4"], False)
+    first = select_stacks(matrix_source(), ["torch-2.4-cuda12.4"], False)
     fresh_source()  # the next invocation
     monkeypatch.setattr(L, "load_matrix", lambda *a, **k: pytest.fail("the matrix was loaded"))
-    again = _stacks(["torch-2.4-cuda12.4"], False)
+    again = select_stacks(matrix_source(), ["torch-2.4-cuda12.4"], False)
     assert again == first and again[0].base_image_status == "published"
-    assert stack_bases(again, RenderOptions(), "auto") == {again[0].name: (None, None)}
+    assert plan_stacks(again, get_matrix, "auto", RenderOptions()) == [StackPlan(again[0], None, None)]
 
 
 def test_a_deleted_base_still_loads_the_matrix_for_its_recipe(fresh_source):
-    from envman.cli.build import _stacks, stack_bases
+    from envman.cli import get_matrix, matrix_source
+    from envman.images.stacks import plan_stacks, select_stacks
     from envman.render.options import RenderOptions
 
-    stacks = _stacks(["torch-1.0-cuda10"], False)
+    stacks = select_stacks(matrix_source(), ["torch-1.0-cuda10"], False)
     assert stacks[0].base_image_status == "deleted"
-    rebuilt, line = stack_bases(stacks, RenderOptions(), "auto")[stacks[0].name]
-    assert rebuilt is not None and "rebuilding it from NVIDIA's recipe" in (line or "")
+    [plan] = plan_stacks(stacks, get_matrix, "auto", RenderOptions())
+    assert plan.base is not None and "rebuilding it from NVIDIA's recipe" in (plan.note or "")

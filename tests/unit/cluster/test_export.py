@@ -437,7 +437,7 @@ def test_git_url_and_ref_are_validated(url, ref, where):
 def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeypatch, capsys):
     """`export k8s --push` of a project with its own packages: the project image goes to the
     registry and the Job names it by digest (it used to need a push by hand)."""
-    from envman.cli import export as X
+    from envman.cluster import k8s as X
     from envman.images.remote import parse_registry
     from tests.support.fake_engine import FakeEngine
 
@@ -448,13 +448,20 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     from tests.support.fake_engine import patch_connect
 
     patch_connect(monkeypatch, eng)
-    monkeypatch.setattr(X, "_local_run_image", lambda proj, stack: "envman/project-demo:abcd")
+    monkeypatch.setattr(X, "local_run_image", lambda proj, stack, on_warning=None: "envman/project-demo:abcd")
     proj = type("P", (), {"needs_image": True, "name": "demo"})()
-    ref = X._push_run_image(proj, None, "127.0.0.1:5000/lab")
+    ref = X.push_run_image(proj, None, "127.0.0.1:5000/lab")
     assert ref.startswith("127.0.0.1:5000/lab/envman/project-demo@sha256:")
     assert eng.pushed == ["127.0.0.1:5000/lab/envman/project-demo:abcd"]
     assert parse_registry("127.0.0.1:5000/lab", where="x")  # the registry the ref names
-    assert "pushed " + ref in capsys.readouterr().err
+    heard: list[str] = []
+    x = type("X", (), {"image": "", "stack": None})()
+    monkeypatch.setattr(X, "push_run_image", lambda proj, stack, registry, on_warning=None: ref)
+    monkeypatch.setattr(X, "clone_source", lambda proj, request: None)
+    monkeypatch.setattr(X, "replace", lambda x, image: type("X", (), {"image": image, "stack": None})())
+    with pytest.raises(Exception):  # stopped past the push: the fake input has no GPUs to count
+        X.export_k8s(proj, x, X.K8sRequest(push=True, registry="127.0.0.1:5000/lab"), say=heard.append)
+    assert heard == ["pushed " + ref]  # said as the push is done, before the Job is written
 
 
 # --------------------------------------------------------------------------- the clone image

@@ -16,7 +16,8 @@ from envman.run.plan import RunPlan, docker_argv
 from envman.run.command import check_container_name
 from envman.run.prepare import allocated_gpus
 from envman.project.file import cluster_gpu_count
-from envman.cluster.slurm import (RUNTIMES, SCRIPT_RUNTIMES, _environment,
+from envman.cluster.batch import job_environment
+from envman.cluster.slurm import (RUNTIMES, SCRIPT_RUNTIMES,
     env_file_text,
     JobSpec, Resources, check_job_id, check_mem, check_partition, check_runtime, check_time,
     job_states, load_records, load_slurm_config, parse_sacct, parse_squeue, read_log,
@@ -528,8 +529,8 @@ def test_envman_run_runtimes_keep_the_job_environment(runtime):
 @pytest.mark.parametrize("runtime", SCRIPT_RUNTIMES)
 def test_cpu_jobs_set_nvidia_visible_devices_void_and_gpu_jobs_do_not(runtime):
     assert "NVIDIA_VISIBLE_DEVICES" in env_file_text(spec(runtime, gpus=0))
-    assert ("NVIDIA_VISIBLE_DEVICES", "void") in _environment(spec(runtime, gpus=0))
-    assert all(k != "NVIDIA_VISIBLE_DEVICES" for k, _ in _environment(spec(runtime, gpus=1)))
+    assert ("NVIDIA_VISIBLE_DEVICES", "void") in job_environment(spec(runtime, gpus=0))
+    assert all(k != "NVIDIA_VISIBLE_DEVICES" for k, _ in job_environment(spec(runtime, gpus=1)))
 
 
 def _fake_tools(tmp_path: Path, body: str) -> Path:
@@ -648,7 +649,7 @@ def test_jobs_drop_gpu_variables_of_a_cpu_project(runtime, tmp_path, monkeypatch
     spec_ = build_spec(SubmitRequest(target=str(proj), resources=Resources(gpus=0), runtime=runtime,
                                      image="reg.example/x:1", command=("true",)))
     assert spec_.environment == (("A", "1"),)
-    assert ("NVIDIA_VISIBLE_DEVICES", "void") in _environment(spec_)
+    assert ("NVIDIA_VISIBLE_DEVICES", "void") in job_environment(spec_)
 
 
 # --------------------------------------------------------------------------- Charliecloud copies by image id

@@ -913,7 +913,9 @@ def test_a_partition_keeps_every_character_but_sinfo_s_default_star(name):
 @pytest.mark.parametrize("path", ["/data/X", "/w/XX-set", "/w/a b", "/w/Ü"])
 @pytest.mark.parametrize("runtime", ["apptainer", "charliecloud"])
 def test_a_bind_path_without_a_comma_colon_or_line_break_passes_as_it_is(path, runtime):
-    assert S._check_bind_path(path, runtime) == path
+    from envman.cluster import batch
+
+    assert batch._check_bind_path(path, runtime) == path
 
 
 @pytest.mark.parametrize("given,expected", [

@@ -87,7 +87,9 @@ def test_the_cli_puts_a_failure_on_stderr_cause_first(tmp_path, monkeypatch, min
     patch_connect(monkeypatch, eng)
     monkeypatch.setattr(EB, "select_builder", lambda engine, pref, **k: type("B", (), {"kind": "classic"})())
     monkeypatch.setattr(B, "_render", lambda stack, *a, **k: FakeContext("ab" * 32))
-    monkeypatch.setattr(CB, "_stacks", lambda names, all_, platform: [__import__("envman.stack.resolve", fromlist=["x"]).resolve(mini, "torch-2.4-cpu")])
+    import envman.images.stacks as IS
+
+    monkeypatch.setattr(IS, "select_stacks", lambda source, names, all_, platform: [__import__("envman.stack.resolve", fromlist=["x"]).resolve(mini, "torch-2.4-cpu")])
     with pytest.raises(typer.Exit):
         CB.build(type("Ctx", (), {"obj": None})(), names=["torch-2.4-cpu"], all_=False, jobs=1, no_cache=False,
                  pull=False, require_gpu=False, accept_cpu_only=False, platform=None, registry_mirror=None,

@@ -162,12 +162,12 @@ def test_packages_arm64_rules(shipped, change, problem):
     ("tf-2.16.2-cpu-arm64", "tensorflow==2.16.2", None),
 ])
 def test_a_row_of_each_new_family_renders(shipped, query, pip, base_from):
-    from envman.render.base import choose_base
+    from envman.render.base import rebuilt_base
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
 
     stack = resolve(shipped, query)
-    base = choose_base(shipped, stack, registry_mirror=None, apt_mirror=None, ca_bundle=None)
+    base = rebuilt_base(shipped, stack, registry_mirror=None, apt_mirror=None, ca_bundle=None)
     ctx = render_stack(stack, RenderOptions(), probe=b"probe", builder="classic", base=base)
     assert pip in ctx.dockerfile
     if base_from is None:

@@ -432,7 +432,8 @@ def test_a_server_that_never_answers_is_bounded() -> None:
 
 def test_write_appends_to_the_shipped_file_and_keeps_it(tmp_path: Path) -> None:
     from envman.matrix.load import parse_file
-    from envman.matrix.update import NewRow, plan_shipped
+    from envman.matrix.settle import plan_shipped
+    from envman.matrix.update import NewRow
     from envman.matrix.write import atomic_write_all
     from envman.paths import matrices_dir
 

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from packaging.version import Version
 
-from envman.matrix import backfill as B, update as U
+from envman.matrix import backfill as B, settle as S, update as U
 from envman.matrix.index import NotFound, normalize, parse_json_page
 
 if sys.version_info >= (3, 11):
@@ -267,7 +267,7 @@ def test_the_shipped_rows_get_back_what_pypi_serves_and_a_second_run_adds_nothin
     found = B.find_gaps(m, ["tensorflow"], files_of, page_url)
     mine = [g for g in found.gaps if g.key == ("tensorflow", "2.16.1", "cpu")]
     assert [g.added for g in mine] == [("Python 3.12", "wheel_python tensorflow 3.12", "wheel_python tensorflow-cpu 3.12")]
-    gaps, skipped, planned = U.settle_gaps(mine, files, {}, render_stack)
+    gaps, skipped, planned = S.settle_gaps(mine, files, {}, render_stack)
     assert gaps == mine and skipped == []
     tf = tmp_path / "tensorflow.toml"
     assert list(planned) == [tf]
@@ -287,22 +287,22 @@ def test_a_gap_whose_row_would_not_validate_is_skipped_with_why(tmp_path):
     m = load_files(files)
     gap = B.Gap("tensorflow", "2.16.1", "cpu", {"python": ["3.9", "3.10", "3.11", "3.12", "3.13"]}, ("Python 3.13",),
                 (f"{SIMPLE}/tensorflow-cpu/",))
-    gaps, skipped, planned = U.settle_gaps([gap], files, {}, lambda stack: None)
+    gaps, skipped, planned = S.settle_gaps([gap], files, {}, lambda stack: None)
     assert gaps == [] and planned == {}
     assert len(skipped) == 1 and skipped[0].startswith("backfill of tensorflow-2.16.1-cpu (cpu): ") and "3.13" in skipped[0]
     missing = B.Gap("tensorflow", "9.9.9", "cpu", {"python": ["3.12"]}, ("Python 3.12",), ())
-    assert U.settle_gaps([missing], files, {}, lambda stack: None)[1] == ["tensorflow 9.9.9 cpu: its row is in no matrix file read"]
+    assert S.settle_gaps([missing], files, {}, lambda stack: None)[1] == ["tensorflow 9.9.9 cpu: its row is in no matrix file read"]
     assert m is not None
 
 
 def test_an_overlay_gets_the_whole_edited_row(tmp_path):
-    from envman.matrix.update import plan_overlay
+    from envman.matrix.settle import plan_overlay
 
     files = _narrowed_shipped(tmp_path)
     gap = B.Gap("tensorflow", "2.16.1", "cpu", {"python": ["3.9", "3.10", "3.11", "3.12"], "wheel_python": {
         "tensorflow-cpu": ["3.9", "3.10", "3.11", "3.12"], "tensorflow": ["3.9", "3.10", "3.11", "3.12"]}}, ("Python 3.12",), ())
     out = tmp_path / "overlay.toml"
-    gaps, skipped, planned = U.settle_gaps([gap], files, {}, lambda stack: None,
+    gaps, skipped, planned = S.settle_gaps([gap], files, {}, lambda stack: None,
                                            overlay=lambda extra: plan_overlay(extra, out))
     assert gaps == [gap] and skipped == [] and list(planned) == [out]
     (only,) = tomllib.loads(planned[out])["build"]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from envman.errors import MatrixError
 from envman.matrix.load import load_files, load_matrix
 from envman.matrix.model import Arch, DriverVersion
-from envman.matrix.update import GPU_LIST_MAX_AGE, cuda_report, gpu_list_age
+from envman.matrix.gaps import GPU_LIST_MAX_AGE, cuda_report, gpu_list_age
 from tests.support.index_server import IndexServer
 
 V = Version

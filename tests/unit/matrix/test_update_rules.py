@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from packaging.version import Version
 
-from envman.matrix import update as U
+from envman.matrix import gaps as G, refresh as R, settle as S, update as U
 
 
 def _row(framework="torch", version="2.8.0", variant="cu128", cuda="12.8"):
@@ -208,7 +208,7 @@ def _result_doc(result: "U.Result") -> dict:
 def test_every_framework_s_rows_from_one_index_are_exactly_the_reviewed_ones(monkeypatch):
     _scenario().install(monkeypatch)
     http = Http(timeout=1, retries=0)
-    result = U.find_updates(http, _settings(), MATRIX)
+    result = R.find_updates(http, _settings(), MATRIX)
     _golden("rows.json", _result_doc(result))
 
 
@@ -218,7 +218,7 @@ def test_a_tensorflow_release_whose_and_cuda_extra_states_no_cuda_gets_no_gpu_ro
     ix = Index()
     ix.add("tensorflow", f"tensorflow-2.23.0-cp312-cp312-{X86}.whl", ["numpy", 'ml-dtypes; extra == "and-cuda"'])
     ix.install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("tensorflow",)), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("tensorflow",)), MATRIX)
     assert result.rows == [] and result.skipped == ["tensorflow 2.23.0: the wheel's [and-cuda] extra states no CUDA"]
 
 
@@ -409,7 +409,7 @@ def test_a_torchvision_belongs_to_the_torch_series_its_lower_bound_names(spec, s
 @pytest.mark.parametrize("upload,day", [("2026-10-15T09:00:00Z", "2026-10-15"), ("2026-10-15T23:30:00-05:00", "2026-10-15"),
                                         ("", None), (None, None), ("yesterday", None)])
 def test_release_days(upload, day):
-    assert U._date(upload) == day
+    assert U.upload_day(upload) == day
 
 
 def test_a_release_is_dated_by_its_first_upload():
@@ -428,8 +428,8 @@ def test_cuda_releases_on_the_index_are_x_y_z_finals_dated_by_their_first_upload
         ix.add("cuda-toolkit", f"cuda_toolkit-{name}-py2.py3-none-any.whl", upload=up)
     ix.add("cuda-toolkit", "cuda_toolkit.whl")  # no version in the name
     ix.install(monkeypatch)
-    ctx = U._Ctx(Http(), _settings(), MATRIX, lambda s: None)
-    assert U.cuda_versions(ctx) == {Version("13.0.2"): "2026-02-01", Version("13.1.0"): "2026-04-01"}
+    ctx = U.IndexReader(Http(), _settings(), MATRIX, lambda s: None)
+    assert G.cuda_versions(ctx) == {Version("13.0.2"): "2026-02-01", Version("13.1.0"): "2026-04-01"}
 
 
 def _rel(version, updates=(), toolkit="580.65.06"):
@@ -447,7 +447,7 @@ def test_what_the_cuda_report_asks_for_and_never_guesses():
                 images=[SimpleNamespace(cuda_patch=Version("13.0.2"), custom=False),
                         SimpleNamespace(cuda_patch=Version("13.0.3"), custom=True)])
     V = Version
-    new, unfilled = U.cuda_report(m, {V("13.0.0"): "2025-08-01", V("13.0.1"): None, V("13.0.2"): "2025-10-01",
+    new, unfilled = G.cuda_report(m, {V("13.0.0"): "2025-08-01", V("13.0.1"): None, V("13.0.2"): "2025-10-01",
                                       V("13.0.3"): None, V("14.1.0"): "2027-01-01"})
     assert new == ["14.1.0"]
     assert unfilled == [
@@ -459,9 +459,9 @@ def test_what_the_cuda_report_asks_for_and_never_guesses():
         "CUDA 14.1.0 (released 2027-01-01): no [[release]] 14.1 in cuda.toml: its toolkit driver (NVIDIA's release notes, "
         "Table 3), nvcc's compute capabilities and images are not known"]
     # the first patch on the index is the GA when no update is recorded below it; the newest has its image
-    assert U.cuda_report(m, {V("13.0.1"): None, V("13.0.2"): None}) == ([], [])
+    assert G.cuda_report(m, {V("13.0.1"): None, V("13.0.2"): None}) == ([], [])
     only = _matrix(cuda=[_rel("13.0")], images=[SimpleNamespace(cuda_patch=Version("13.0.0"), custom=False)])
-    assert U.cuda_report(only, {V("13.0.0"): None}) == ([], [])
+    assert G.cuda_report(only, {V("13.0.0"): None}) == ([], [])
 
 
 @pytest.mark.parametrize("days,stale", [(0, False), (180, False), (181, True)])
@@ -470,17 +470,17 @@ def test_the_gpu_list_is_stale_after_180_days(days, stale):
 
     gpus = [SimpleNamespace(cc=Arch(9, 0)), SimpleNamespace(cc=Arch(12, 0))]
     m = _matrix(cuda=[_release("13.0", ["9.0", "12.0"]), _release("12.8", ["12.1"])], gpus=gpus, checked="2026-01-01")
-    age, why = U.gpu_list_age(m, dt.date(2026, 1, 1) + dt.timedelta(days=days))
+    age, why = G.gpu_list_age(m, dt.date(2026, 1, 1) + dt.timedelta(days=days))
     assert age == days
     assert why == ([f"the GPU list was compared with NVIDIA's CUDA GPUs pages {days} days ago (2026-01-01)"] if stale else [])
     newer = _matrix(cuda=[_release("13.0", ["9.0", "12.0", "12.1", "13.0"])], gpus=gpus, checked="2026-01-01")
-    assert U.gpu_list_age(newer, dt.date(2026, 1, 2)) == (1, [
+    assert G.gpu_list_age(newer, dt.date(2026, 1, 2)) == (1, [
         "CUDA 13.0 targets compute capability 12.1, 13.0, above every GPU of the list (the newest: 12.0)"])
     empty = _matrix(cuda=[_release("13.0", ["9.0"])], checked=None)
-    assert U.gpu_list_age(empty, dt.date(2026, 1, 2)) == (None, [
+    assert G.gpu_list_age(empty, dt.date(2026, 1, 2)) == (None, [
         "the GPU list records no date it was compared with NVIDIA's CUDA GPUs pages (checked)",
         "CUDA 13.0 targets compute capability 9.0, above every GPU of the list (the newest: None)"])
-    assert U.gpu_list_age(_matrix(checked="2026-01-01"), dt.date(2026, 1, 2)) == (1, [])
+    assert G.gpu_list_age(_matrix(checked="2026-01-01"), dt.date(2026, 1, 2)) == (1, [])
 
 
 # --------------------------------------------------------------------------- the runs: find_updates and check_only
@@ -492,32 +492,32 @@ def test_check_only_names_new_releases_without_reading_metadata(monkeypatch):
     ix.install(monkeypatch)
     monkeypatch.setattr(U, "read_wheel_metadata", lambda http, f: pytest.fail("metadata read"))
     m = _matrix(builds=MATRIX.builds, cuda=MATRIX.cuda, checked="2026-01-01", gpus=[SimpleNamespace(cc=Arch(12, 0))])
-    out = U.check_only(Http(), _settings(cuda=True), m)
+    out = R.check_only(Http(), _settings(cuda=True), m)
     assert out["cuda"] == ["14.0.0"] and out["gpus"][0].startswith("the GPU list was compared")
     assert {k: v for k, v in out.items() if k not in ("cuda", "gpus")} == {
         "torch": ["2.8.5", "2.9.0", "2.10.0"], "jax": ["0.13.0"], "onnxruntime": ["1.32.0"], "tensorflow": ["2.22.0", "2.23.0"]}
-    assert U.check_only(Http(), _settings(cuda=False, frameworks=("jax",)), m) == {"jax": ["0.13.0"]}
+    assert R.check_only(Http(), _settings(cuda=False, frameworks=("jax",)), m) == {"jax": ["0.13.0"]}
     fresh = _matrix(builds=MATRIX.builds, cuda=[_release("14.0", ["9.0"])], checked="2999-01-01",
                     gpus=[SimpleNamespace(cc=Arch(12, 0))])
-    assert "gpus" not in U.check_only(Http(), _settings(cuda=True, frameworks=()), fresh)
+    assert "gpus" not in R.check_only(Http(), _settings(cuda=True, frameworks=()), fresh)
 
 
 def test_an_index_without_cuda_toolkit_is_a_warning_and_cuda_is_not_checked(monkeypatch):
     Index().install(monkeypatch)
-    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    result = R.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
     assert result.warnings == ["the index has no cuda-toolkit project: CUDA releases were not checked"]
     assert result.new_releases == {} and result.unfilled == []
-    assert U.check_only(Http(), _settings(cuda=True, frameworks=()), _matrix(checked="2999-01-01")) == {}
+    assert R.check_only(Http(), _settings(cuda=True, frameworks=()), _matrix(checked="2999-01-01")) == {}
 
 
 def test_find_updates_reports_the_cuda_releases_and_what_it_could_not_fill(monkeypatch):
     ix = Index()
     ix.add("cuda-toolkit", "cuda_toolkit-14.0.0-py3-none-any.whl", upload="2027-02-03T00:00:00Z").install(monkeypatch)
-    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    result = R.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
     assert result.new_releases == {"cuda": ["14.0.0"]} and result.unfilled[0].startswith("CUDA 14.0.0 (released 2027-02-03)")
     ix.pages.clear()
     ix.add("cuda-toolkit", "cuda_toolkit-13.0.0-py3-none-any.whl")
-    result = U.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
+    result = R.find_updates(Http(), _settings(cuda=True, frameworks=()), MATRIX)
     assert "cuda" not in result.new_releases
 
 
@@ -530,7 +530,7 @@ def test_a_page_that_cannot_be_used_stops_the_run_and_says_nothing_was_written(m
 
     monkeypatch.setattr(U, "fetch_project", broken)
     with pytest.raises(EnvmanError) as e:
-        U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+        R.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert type(e.value) is EnvmanError
     assert (e.value.what, e.value.where, e.value.fix) == ("not a PEP 691 project page (no files list)",
                                                           f"{PYPI}/jax/", "point it; nothing was written")
@@ -552,9 +552,9 @@ def test_an_unreachable_variant_index_is_a_warning_unless_named(monkeypatch, req
     settings = _settings(frameworks=("torch",), torch_index_required=required)
     if required:
         with pytest.raises(IndexUnreachable):
-            U.find_updates(Http(), settings, MATRIX)
+            R.find_updates(Http(), settings, MATRIX)
         return
-    result = U.find_updates(Http(), settings, MATRIX)
+    result = R.find_updates(Http(), settings, MATRIX)
     assert [r.key for r in result.rows] == [("torch", "2.9.0", "cu130")]
     assert result.warnings == ["PyTorch's variant index was not read, only the PyPI build of each release is derived: "
                                f"{TORCH}/torch/: connection refused (--torch-index URL names a mirror)"]
@@ -563,7 +563,7 @@ def test_an_unreachable_variant_index_is_a_warning_unless_named(monkeypatch, req
 
 def test_without_a_variant_index_only_the_pypi_build_is_derived(monkeypatch):
     ix = _scenario().install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX)
     assert [r.key for r in result.rows] == [("torch", "2.9.0", "cu130")]
     assert not any(i.startswith(TORCH) for i, _ in ix.fetched)
 
@@ -571,7 +571,7 @@ def test_without_a_variant_index_only_the_pypi_build_is_derived(monkeypatch):
 def test_progress_names_each_page_and_metadata_read_once(monkeypatch):
     _scenario().install(monkeypatch)
     said: list[str] = []
-    U.find_updates(Http(), _settings(frameworks=("onnxruntime",)), MATRIX, said.append)
+    R.find_updates(Http(), _settings(frameworks=("onnxruntime",)), MATRIX, said.append)
     assert said[0] == f"reading {PYPI}/onnxruntime-gpu/"
     assert said.count(f"metadata of onnxruntime_gpu-1.32.0-cp312-cp312-{X86}.whl") == 1
     assert all(s.startswith(("reading ", "metadata of ")) for s in said)
@@ -606,7 +606,7 @@ def test_check_rows_keeps_what_validates_and_renders_and_says_why_the_others_fai
             raise UserError("cannot render", where="render")
 
     overlay = tmp_path / "o.toml"
-    ok, why = U.check_rows([good, bad, broken], _shipped(), U.plan_overlay([good, bad, broken], overlay), render)
+    ok, why = S.check_rows([good, bad, broken], _shipped(), S.plan_overlay([good, bad, broken], overlay), render)
     assert ok == [good]
     assert why[0].startswith("jax-9.9.8-cuda13.0 (cuda13): SASS sm_95 cannot be built by CUDA 13.0")
     assert why[1] == "jax-9.9.7-cuda13.0 (cuda13): render: cannot render"
@@ -616,7 +616,7 @@ def test_check_rows_keeps_what_validates_and_renders_and_says_why_the_others_fai
 
 def test_a_row_that_does_not_load_as_itself_is_refused(tmp_path):
     row = _new_row("9.9.9")
-    ok, why = U.check_rows([row], _shipped(), {tmp_path / "o.toml": "schema = 1\nkind = \"framework\"\n"}, lambda s: None)
+    ok, why = S.check_rows([row], _shipped(), {tmp_path / "o.toml": "schema = 1\nkind = \"framework\"\n"}, lambda s: None)
     assert ok == [] and why == ["jax-9.9.9-cuda13.0 (cuda13): not loaded"]
 
 
@@ -624,9 +624,9 @@ def test_plan_overlay_replaces_rows_of_the_same_release_and_variant_and_keeps_th
     from envman.matrix.write import read_overlay
 
     out = tmp_path / "ours.toml"
-    first = U.plan_overlay([_new_row("9.9.8"), _new_row("9.9.9", note="old")], out)
+    first = S.plan_overlay([_new_row("9.9.8"), _new_row("9.9.9", note="old")], out)
     out.write_text(first[out])
-    again = U.plan_overlay([_new_row("9.9.9", note="new"), _new_row("9.9.9", variant="cuda12")], out)
+    again = S.plan_overlay([_new_row("9.9.9", note="new"), _new_row("9.9.9", variant="cuda12")], out)
     assert list(again) == [out]
     out.write_text(again[out])
     rows = [(d["version"], d["variant"], d["note"]) for d in read_overlay(out)]
@@ -636,7 +636,7 @@ def test_plan_overlay_replaces_rows_of_the_same_release_and_variant_and_keeps_th
 def test_plan_shipped_appends_to_each_framework_s_file(tmp_path):
     (tmp_path / "jax.toml").write_text("# jax\nschema = 1")
     (tmp_path / "torch.toml").write_text("# torch\n")
-    planned = U.plan_shipped([_new_row("9.9.9"), _new_row("9.9.9", framework="torch", variant="cu130")], tmp_path)
+    planned = S.plan_shipped([_new_row("9.9.9"), _new_row("9.9.9", framework="torch", variant="cu130")], tmp_path)
     assert sorted(planned) == [tmp_path / "jax.toml", tmp_path / "torch.toml"]
     from envman.matrix.write import build_toml
 
@@ -645,7 +645,7 @@ def test_plan_shipped_appends_to_each_framework_s_file(tmp_path):
     from envman.errors import UserError
 
     with pytest.raises(UserError) as e:
-        U.plan_shipped([_new_row(framework="tensorflow")], tmp_path)
+        S.plan_shipped([_new_row(framework="tensorflow")], tmp_path)
     assert (e.value.what, e.value.where, e.value.fix) == (
         "the shipped matrix file is missing", str(tmp_path / "tensorflow.toml"), "run --write from a source checkout; nothing was written")
 
@@ -661,24 +661,24 @@ def test_settle_drops_failing_rows_until_the_rest_pass_together(monkeypatch):
         bad = {"1": "one"} if len(rows) == 3 else ({"2": "two"} if len(rows) == 2 else {})
         return [r for r in rows if r.data["version"] not in bad], [f"{v}: {w}" for v, w in bad.items()]
 
-    monkeypatch.setattr(U, "check_rows", check)
+    monkeypatch.setattr(S, "check_rows", check)
     plan = lambda rows: {Path("p"): ",".join(r.data["version"] for r in rows)}  # noqa: E731
-    rows, skipped, files = U.settle([a, b, c], [], plan, None)
+    rows, skipped, files = S.settle([a, b, c], [], plan, None)
     assert (rows, skipped, files) == ([c], ["1: one", "2: two"], {Path("p"): "3"}) and rounds == [["1", "2", "3"], ["2", "3"], ["3"]]
-    assert U.settle([], [], plan, None) == ([], [], {})
-    monkeypatch.setattr(U, "check_rows", lambda rows, *a: ([], [f"{rows[0].data['version']}: x"]))
-    assert U.settle([a], [], plan, None) == ([], ["1: x"], {})
+    assert S.settle([], [], plan, None) == ([], [], {})
+    monkeypatch.setattr(S, "check_rows", lambda rows, *a: ([], [f"{rows[0].data['version']}: x"]))
+    assert S.settle([a], [], plan, None) == ([], ["1: x"], {})
     many = [_new_row(str(i)) for i in range(10)]
-    monkeypatch.setattr(U, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
+    monkeypatch.setattr(S, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
     with pytest.raises(EnvmanError) as e:
-        U.settle(many, [], plan, None)
+        S.settle(many, [], plan, None)
     assert (e.value.what, e.value.where, e.value.fix) == (
         "the derived rows do not settle into a valid matrix", "envman matrix update",
         "run `envman matrix validate`; nothing was written")
-    monkeypatch.setattr(U, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
-    assert U.settle(many[:3], [], plan, None)[:2] == ([], ["0", "1", "2"])  # the fourth round finds none left
+    monkeypatch.setattr(S, "check_rows", lambda rows, *a: (rows[1:], [rows[0].data["version"]]))
+    assert S.settle(many[:3], [], plan, None)[:2] == ([], ["0", "1", "2"])  # the fourth round finds none left
     with pytest.raises(EnvmanError):
-        U.settle(many[:4], [], plan, None)  # four rounds, still failing
+        S.settle(many[:4], [], plan, None)  # four rounds, still failing
 
 
 def test_the_summary_of_a_run():
@@ -708,7 +708,7 @@ def test_a_tensorflow_row_inherits_only_from_a_gpu_row_of_its_cuda_major(monkeyp
     m = _matrix(builds=[_build("tensorflow", v, var, cuda, "9.1", ["8.0"], []) for v, var, cuda in rows],
                 cuda=MATRIX.cuda)
     Index().add("tensorflow", f"tensorflow-2.22.0-cp312-cp312-{X86}.whl", requires).install(monkeypatch)
-    (row,) = U.find_updates(Http(), _settings(frameworks=("tensorflow",)), m).rows
+    (row,) = R.find_updates(Http(), _settings(frameworks=("tensorflow",)), m).rows
     assert (row.data["cuda"], row.data["cudnn"]) == stated
 
 
@@ -722,7 +722,7 @@ def test_releases_after_a_skipped_one_are_still_derived_and_arm64_wheels_that_ag
     for v, plat in (("1.32.0", "macosx_14_0_arm64"), ("1.32.1", X86), ("1.32.1", ARM)):
         ix.add("onnxruntime-gpu", f"onnxruntime_gpu-{v}-cp312-cp312-{plat}.whl", ort)
     ix.install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("tensorflow", "onnxruntime")), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("tensorflow", "onnxruntime")), MATRIX)
     assert [r.key for r in result.rows] == [("tensorflow", "2.22.2", "gpu"), ("onnxruntime", "1.32.1", "cuda13")]
     assert result.skipped == ["tensorflow 2.22.1: the wheel's [and-cuda] extra states no CUDA",
                               "onnxruntime 1.32.0: no Linux x86_64 onnxruntime-gpu wheel"]
@@ -737,11 +737,11 @@ def test_plan_shipped_appends_every_row_of_a_framework_and_names_an_unreadable_f
 
     (tmp_path / "jax.toml").write_text("schema = 1\n")
     rows = [_new_row("9.9.8"), _new_row("9.9.9")]
-    assert U.plan_shipped(rows, tmp_path)[tmp_path / "jax.toml"] == (
+    assert S.plan_shipped(rows, tmp_path)[tmp_path / "jax.toml"] == (
         "schema = 1\n\n" + build_toml(rows[0].data) + "\n" + build_toml(rows[1].data))
     (tmp_path / "jax.toml").write_bytes(b"\xff\xfes\x00")
     with pytest.raises(UserError) as e:
-        U.plan_shipped(rows, tmp_path)
+        S.plan_shipped(rows, tmp_path)
     assert e.value.what == "the shipped matrix file is UTF-16, expected UTF-8 text"
 
 
@@ -777,7 +777,7 @@ def _jax_index(*, plugin12=True, jaxlib_has_release=True, arm_plugin=False) -> I
 
 def test_jax_skips_a_plugin_without_the_release_and_goes_on(monkeypatch):
     _jax_index(plugin12=False, arm_plugin=True).install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert result.new_releases == {"jax": ["0.12.9", "0.13.0"]}
     assert result.skipped == ["jax 0.13.0 cuda12: no Linux x86_64 jax-cuda12-plugin 0.13.0 wheel"]
     (row,) = result.rows
@@ -787,7 +787,7 @@ def test_jax_skips_a_plugin_without_the_release_and_goes_on(monkeypatch):
 
 def test_jax_skips_a_major_without_a_python_every_package_has_and_goes_on(monkeypatch):
     _jax_index(jaxlib_has_release=False).install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert result.skipped == ["jax 0.13.0 cuda12: no Python version has plugin and jaxlib wheels",
                               "jax 0.13.0 cuda13: no Python version has plugin and jaxlib wheels"]
     assert result.rows == []
@@ -806,7 +806,7 @@ def test_a_jax_row_inherits_from_its_variant_then_its_cuda_major(monkeypatch, ro
     ix = _jax_index()
     ix.pages.pop((PYPI, "jax-cuda12-plugin"))
     ix.install(monkeypatch)
-    (row,) = U.find_updates(Http(), _settings(frameworks=("jax",)), m).rows
+    (row,) = R.find_updates(Http(), _settings(frameworks=("jax",)), m).rows
     assert row.data["cuda"] == cuda
 
 
@@ -816,7 +816,7 @@ def test_a_jax_release_is_read_from_its_linux_x86_64_wheel_when_it_is_not_pure_p
     ix.add("jax", f"jax-0.13.0-cp312-cp312-{X86}.whl", ['jax-cuda13-plugin[with-cuda]; extra == "cuda13"'])
     ix.add("jax", f"jax-0.13.1-cp312-cp312-{ARM}.whl", ['jax-cuda13-plugin[with-cuda]; extra == "cuda13"'])
     ix.install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert [r.key for r in result.rows] == [("jax", "0.13.0", "cuda13")] and result.skipped == []
 
 
@@ -837,7 +837,7 @@ def _scenario_without_torchvision() -> Index:
 
 def test_torch_rows_without_a_torchvision_are_exactly_the_reviewed_ones(monkeypatch):
     _scenario_without_torchvision().install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX)
     _golden("rows-without-torchvision.json", _result_doc(result))
 
 
@@ -863,7 +863,7 @@ def test_the_variant_and_cuda_of_an_onnxruntime_row(monkeypatch, rows, requires,
     ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.32.0-cp312-cp312-{X86}.whl", requires)
     ix.add("onnxruntime-gpu", f"onnxruntime_gpu-1.33.0-cp312-cp312-{X86}.whl", ['nvidia-cuda-runtime~=13.0; extra == "cuda"'])
     ix.install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("onnxruntime",)), m)
+    result = R.find_updates(Http(), _settings(frameworks=("onnxruntime",)), m)
     first = [r for r in result.rows if r.data["version"] == "1.32.0"]
     if isinstance(want, str):
         assert result.skipped == [want] and not first
@@ -888,8 +888,8 @@ def test_more_decisions_at_their_edges(monkeypatch):
     assert b.build().data["note"] == "a; b"
     # the CUDA report: a release the matrix lacks does not stop the others
     m = _matrix(cuda=[_rel("13.0")], images=[SimpleNamespace(cuda_patch=Version("13.0.1"), custom=False)])
-    assert U.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[0] == ["12.9.0"]
-    assert len(U.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[1]) == 2
+    assert G.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[0] == ["12.9.0"]
+    assert len(G.cuda_report(m, {Version("12.9.0"): None, Version("13.0.0"): None, Version("13.0.1"): None})[1]) == 2
 
 
 def test_a_page_error_without_a_fix_still_says_nothing_was_written(monkeypatch):
@@ -901,20 +901,20 @@ def test_a_page_error_without_a_fix_still_says_nothing_was_written(monkeypatch):
 
     monkeypatch.setattr(U, "fetch_project", broken)
     with pytest.raises(EnvmanError) as e:
-        U.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
+        R.find_updates(Http(), _settings(frameworks=("jax",)), MATRIX)
     assert e.value.fix == "nothing was written"
 
 
 def test_check_rows_goes_on_after_a_row_that_does_not_load(tmp_path):
     missing, good = _new_row("9.9.7"), _new_row("9.9.9")
-    text = U.plan_overlay([good], tmp_path / "o.toml")[tmp_path / "o.toml"]
-    ok, why = U.check_rows([missing, good], _shipped(), {tmp_path / "o.toml": text}, lambda s: None)
+    text = S.plan_overlay([good], tmp_path / "o.toml")[tmp_path / "o.toml"]
+    ok, why = S.check_rows([missing, good], _shipped(), {tmp_path / "o.toml": text}, lambda s: None)
     assert ok == [good] and why == ["jax-9.9.7-cuda13.0 (cuda13): not loaded"]
 
 
 def test_a_shipped_matrix_file_may_be_large(tmp_path):
     (tmp_path / "jax.toml").write_text("# x\n" * 300_000)  # 1.2 MB, over the limit of small files
-    assert len(U.plan_shipped([_new_row()], tmp_path)[tmp_path / "jax.toml"]) > 1_200_000
+    assert len(S.plan_shipped([_new_row()], tmp_path)[tmp_path / "jax.toml"]) > 1_200_000
 
 
 @pytest.mark.parametrize("torch_index", [TORCH + "/", TORCH])
@@ -926,7 +926,7 @@ def test_torch_pins_are_read_for_linux_x86_64_and_the_variant_index_may_end_in_a
     ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{X86}.whl", [f"nvidia-cuda-runtime-cu12==12.6.77{marker}"], index=TORCH)
     ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
     ix.install(monkeypatch)
-    result = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=torch_index), MATRIX)
+    result = R.find_updates(Http(), _settings(frameworks=("torch",), torch_index=torch_index), MATRIX)
     assert [(r.data["variant"], r.data["cuda"], r.data.get("index_url")) for r in result.rows] == [
         ("cu128", "12.8", None), ("cu126", "12.6", f"{TORCH}/cu126")]
 
@@ -967,7 +967,7 @@ def test_the_torchvision_of_a_torch_release(monkeypatch, torch, local, rels, cho
             ix.add("torchvision", f"torchvision-{version}{'+' + loc if loc else ''}-cp312-cp312-{X86}.whl",
                    ["numpy", *([f"torch{requires}"] if requires else [])])
     ix.install(monkeypatch)
-    got = U._TorchVision(U._Ctx(Http(), _settings(), MATRIX, lambda s: None)).companion(Version(torch), local)
+    got = U._TorchVision(U.IndexReader(Http(), _settings(), MATRIX, lambda s: None)).companion(Version(torch), local)
     assert (None if got is None else str(got[0])) == chosen
     if got is not None:
         wanted = [loc for v, _, locs in rels if v == chosen for loc in locs if local is None or loc == local]
@@ -980,7 +980,7 @@ def test_a_torch_wheel_that_states_only_its_cuda_major_inherits_the_minor_from_t
     ix.add("torch", f"torch-2.9.0-cp312-cp312-{X86}.whl", ["nvidia-cuda-runtime-cu12", "nvidia-cudnn-cu12"])
     ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{X86}.whl", ["torch==2.9.0"])
     ix.install(monkeypatch)
-    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    (row,) = R.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
     assert (row.data["variant"], row.data["cuda"], row.data["cudnn"]) == ("cuda12", "12.8", "9.7.1.26")
     assert "cuda not stated by the wheel; inherited from torch-2.8.0 cu128" in row.data["note"]
 
@@ -998,7 +998,7 @@ def test_a_variant_row_reads_only_its_own_variant_s_torchvision_wheels(monkeypat
     ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
     ix.add("torchvision", f"torchvision-0.24.0+cpu-cp313-cp313-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
     ix.install(monkeypatch)
-    rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
+    rows = R.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
     assert [(r.data["variant"], r.data["python"]) for r in rows] == [("cpu", ["3.12", "3.13"]), ("cu126", ["3.12"])]
 
 
@@ -1010,8 +1010,8 @@ def test_check_rows_still_refuses_a_row_after_one_that_does_not_load(tmp_path):
 
     from envman.errors import UserError
 
-    text = U.plan_overlay([broken], tmp_path / "o.toml")[tmp_path / "o.toml"]
-    ok, why = U.check_rows([missing, broken], _shipped(), {tmp_path / "o.toml": text}, render)
+    text = S.plan_overlay([broken], tmp_path / "o.toml")[tmp_path / "o.toml"]
+    ok, why = S.check_rows([missing, broken], _shipped(), {tmp_path / "o.toml": text}, render)
     assert ok == [] and why == ["jax-9.9.7-cuda13.0 (cuda13): not loaded", "jax-9.9.8-cuda13.0 (cuda13): render: cannot render"]
 
 
@@ -1022,7 +1022,7 @@ def test_pythons_are_ordered_as_versions_not_as_text(monkeypatch):
             ix.add("torch", f"torch-2.9.0-{py}-{abi}-{X86}.whl", ["filelock"])
             ix.add("torchvision", f"torchvision-0.24.0-{py}-{abi}-{X86}.whl", ["torch==2.9.0"])
     ix.install(monkeypatch)
-    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    (row,) = R.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
     assert (row.data["python"], row.data["python_freethreaded"]) == (["3.9", "3.10"], ["3.9", "3.10"])
 
 
@@ -1039,7 +1039,7 @@ def test_an_arm64_wheel_s_pins_are_read_as_on_aarch64(monkeypatch, arm_marker, a
     for plat in (X86, ARM):
         ix.add("torchvision", f"torchvision-0.24.0-cp312-cp312-{plat}.whl", ["torch==2.9.0"])
     ix.install(monkeypatch)
-    (row,) = U.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
+    (row,) = R.find_updates(Http(), _settings(frameworks=("torch",), torch_index=None), MATRIX).rows
     assert (row.data["cuda"], row.data["platforms"]) == ("12.8", platforms)
 
 
@@ -1052,7 +1052,7 @@ def test_a_plain_wheel_on_pytorch_s_index_is_no_variant(monkeypatch):
     ix.add("torch", f"torch-2.9.0+cu126-cp312-cp312-{X86}.whl", ["nvidia-cuda-runtime-cu12==12.6.77"], index=TORCH)
     ix.add("torchvision", f"torchvision-0.24.0+cu126-cp312-cp312-{X86}.whl", ["torch==2.9.0"], index=f"{TORCH}/cu126")
     ix.install(monkeypatch)
-    rows = U.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
+    rows = R.find_updates(Http(), _settings(frameworks=("torch",)), MATRIX).rows
     assert [(r.data["version"], r.data["variant"]) for r in rows] == [("2.9.0", "cpu"), ("2.9.0", "cu126")]
 
 
@@ -1084,8 +1084,8 @@ def test_backfill_derives_a_row_for_a_missing_patch_release(monkeypatch):
     ix.install(monkeypatch)
     builds = [*MATRIX.builds, _build("tensorflow", "2.20.0", "gpu", "12.5", "9.3", ["6.0", "8.0"], ["9.0"])]
     m = SimpleNamespace(**{**vars(MATRIX), "builds": builds})
-    result = U.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",)), m)
+    result = R.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",)), m)
     assert result.new_releases == {"tensorflow": ["2.20.1"]}
     assert [r.key for r in result.rows] == [("tensorflow", "2.20.1", "gpu")]
-    none = U.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",), backfill=False), m)
+    none = R.find_updates(Http(timeout=1, retries=0), _settings(frameworks=("tensorflow",), backfill=False), m)
     assert none.rows == [] and none.new_releases == {}

@@ -12,7 +12,7 @@ import pytest
 from envman.errors import MatrixError, UserError
 from envman.matrix.load import load_files, load_matrix, parse_file
 from envman.matrix.validate import validate
-from envman.render.base import BASE_REPOSITORY, base_line, choose_base, render_base
+from envman.render.base import BASE_REPOSITORY, base_line, rebuilt_base, render_base
 from envman.render.dockerfile import render_stack, verify_context
 from envman.stack.resolve import resolve, resolve_row
 
@@ -49,7 +49,7 @@ def test_every_row_and_platform_builds_from_an_image_that_is_served(shipped):
     for b in shipped.builds:
         for plat in b.platforms:
             stack = resolve_row(shipped, b, plat)
-            base = choose_base(shipped, stack)
+            base = rebuilt_base(shipped, stack)
             ctx = render_stack(stack, None, probe=b"p", base=base)
             first_from = re.search(r"^FROM (?:--platform=\S+ )?(\S+)", ctx.dockerfile, re.M).group(1)
             if base is None:
@@ -69,7 +69,7 @@ def test_every_row_and_platform_builds_from_an_image_that_is_served(shipped):
 @needs_shipped
 def test_the_missions_own_stack_is_rebuilt_from_nvidias_recipe(shipped):
     stack = resolve(shipped, "torch-1.0-cuda10")
-    base = choose_base(shipped, stack)
+    base = rebuilt_base(shipped, stack)
     assert base is not None and base.ref == "envman/base:10.0-base-ubuntu18.04"
     text = base.dockerfile
     # NVIDIA's own pins, repository (its ubuntu1804 path) and ENV block
@@ -89,12 +89,12 @@ def test_the_missions_own_stack_is_rebuilt_from_nvidias_recipe(shipped):
 @needs_shipped
 def test_a_cudnn_recipe_checks_its_download_against_nvidias_sha256(shipped):
     stack = resolve(shipped, "tf-1.12-cuda9")  # TensorFlow on the 9.0 cuDNN image: base -> runtime -> cudnn7
-    base = choose_base(shipped, stack)
+    base = rebuilt_base(shipped, stack)
     chain = shipped.recipe_chain(stack.base_image.split(":", 1)[1])
     assert [r.tag.split("-", 1)[1] for r in chain] == ["base-ubuntu16.04", "runtime-ubuntu16.04", "cudnn7-runtime-ubuntu16.04"]
     assert base.dockerfile.count("\nFROM ") + base.dockerfile.startswith("FROM ") == 3
     ten = resolve(shipped, "torch-1.0-cuda10-cudnn-runtime")
-    text = choose_base(shipped, ten).dockerfile
+    text = rebuilt_base(shipped, ten).dockerfile
     assert "a7e21448181bf69b2f4b9fb3e8c8bdfd962e327b1716d34608488641b4199bb2" in text  # libcudnn7 7.6.5.32 for 10.0
     assert "sha256sum -c --strict" in text and "refusing it" in text
 
@@ -224,39 +224,39 @@ def test_a_row_whose_deleted_base_loses_its_recipe_is_a_problem(shipped):
 
 def test_auto_rebuilds_a_deleted_base_and_pulls_a_served_one(mini):
     old, new = resolve(mini, "torch-1.0-cuda10"), resolve(mini, "torch-2.4-cuda12")
-    assert choose_base(mini, old).ref == "envman/base:10.0-base-ubuntu18.04"
-    assert choose_base(mini, new) is None
-    assert choose_base(mini, resolve(mini, "torch-2.4-cpu")) is None  # plain ubuntu: nothing to rebuild
+    assert rebuilt_base(mini, old).ref == "envman/base:10.0-base-ubuntu18.04"
+    assert rebuilt_base(mini, new) is None
+    assert rebuilt_base(mini, resolve(mini, "torch-2.4-cpu")) is None  # plain ubuntu: nothing to rebuild
 
 
 def test_a_registry_mirror_wins_in_auto_and_pull_never_rebuilds(mini):
     old = resolve(mini, "torch-1.0-cuda10")
-    assert choose_base(mini, old, registry_mirror="mirror.example:5000") is None
-    assert choose_base(mini, old, "pull") is None
+    assert rebuilt_base(mini, old, registry_mirror="mirror.example:5000") is None
+    assert rebuilt_base(mini, old, "pull") is None
     assert "--base pull will likely fail" in base_line(old, None, "pull")
     assert base_line(old, None, "pull", registry_mirror="mirror.example:5000") is None
-    assert "rebuilding it from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in base_line(old, choose_base(mini, old))
+    assert "rebuilding it from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in base_line(old, rebuilt_base(mini, old))
 
 
 def test_rebuild_rebuilds_a_served_base_with_a_recipe_and_refuses_one_without(mini):
     old = resolve(mini, "torch-1.0-cuda10")
     served = replace(old, base_image_status="published")
-    assert choose_base(mini, served, "rebuild").ref == "envman/base:10.0-base-ubuntu18.04"
-    assert choose_base(mini, served, "auto") is None
+    assert rebuilt_base(mini, served, "rebuild").ref == "envman/base:10.0-base-ubuntu18.04"
+    assert rebuilt_base(mini, served, "auto") is None
     with pytest.raises(UserError, match="no recipe rebuilds nvidia/cuda:12.4.1-base-ubuntu22.04"):
-        choose_base(mini, resolve(mini, "torch-2.4-cuda12"), "rebuild")
+        rebuilt_base(mini, resolve(mini, "torch-2.4-cuda12"), "rebuild")
     with pytest.raises(UserError, match="is not one of auto, pull, rebuild"):
-        choose_base(mini, old, "always")
+        rebuilt_base(mini, old, "always")
 
 
 def test_a_custom_base_is_never_rebuilt(mini):
     old = replace(resolve(mini, "torch-1.0-cuda10"), base_image_custom=True)
-    assert choose_base(mini, old, "rebuild") is None
+    assert rebuilt_base(mini, old, "rebuild") is None
 
 
 def test_the_base_is_part_of_the_stack_context_and_its_hash(mini, tmp_path):
     old = resolve(mini, "torch-1.0-cuda10")
-    base = choose_base(mini, old)
+    base = rebuilt_base(mini, old)
     with_base = render_stack(old, None, probe=b"p", base=base)
     pulled = render_stack(old, None, probe=b"p")
     assert with_base.render_hash != pulled.render_hash

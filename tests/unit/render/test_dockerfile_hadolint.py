@@ -79,7 +79,7 @@ def _rows() -> list[tuple[str, str, str]]:
         golden = sorted((ROOT / "examples" / "golden").glob("*/Dockerfile"))
         return [(p.parent.name, p.read_text(), instructions(p.read_text())[0][1]) for p in golden]
     from envman.matrix.load import load_matrix
-    from envman.render.base import choose_base
+    from envman.render.base import rebuilt_base
     from envman.stack.resolve import resolve, resolve_row
 
     saved = os.environ.pop("ENVMAN_MATRIX", None)
@@ -91,7 +91,7 @@ def _rows() -> list[tuple[str, str, str]]:
     out = []
     for b in m.builds:
         s = resolve_row(m, b)
-        base = choose_base(m, s)
+        base = rebuilt_base(m, s)
         out.append((s.name, render_stack(s, None, probe=PROBE, base=base).dockerfile, base.ref if base else s.base_image))
         if base is not None:
             BASES[base.tag] = base.dockerfile

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.render.base import BASE_UNUSED_OPTIONS, choose_base
+from envman.render.base import BASE_UNUSED_OPTIONS, rebuilt_base
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
 from envman.render.layerplan import LAYER_UNUSED_OPTIONS
@@ -91,7 +91,7 @@ def test_a_rebuilt_base_goes_through_every_option_it_can_use(options):
     matrix = load_matrix()
     stack = resolve(matrix, "torch-1.0-cuda10")
     given = {k: getattr(options, k) for k in fields() - BASE_UNUSED_OPTIONS}
-    base = choose_base(matrix, stack, "rebuild", **given)  # an option it neither takes nor declares unused: TypeError
+    base = rebuilt_base(matrix, stack, "rebuild", **given)  # an option it neither takes nor declares unused: TypeError
     assert base is not None
     assert missing(base.context(), options, BASE_UNUSED_OPTIONS) == []
 
