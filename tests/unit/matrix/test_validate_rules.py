@@ -333,6 +333,14 @@ def test_published_hint_lists_only_the_same_release_flavour_and_os_in_version_or
     assert _published_hint(nopatch, frozenset({"12.4.1-cudnn-runtime-ubuntu22.04"})) == ""
 
 
+def test_published_hint_names_the_x_y_tags_of_a_release_published_before_x_y_z():
+    """CUDA 10.2's tags are ``10.2-...``: a row that writes the full patch version is pointed at them."""
+    img = cudnn_image("10.2.89-cudnn7-runtime-ubuntu18.04", "10.2.89", "7", os_name="ubuntu18.04")
+    published = frozenset({"10.2-cudnn7-runtime-ubuntu18.04", "10.2-cudnn7-devel-ubuntu18.04",
+                           "10.1-cudnn7-runtime-ubuntu18.04", "10.20-cudnn7-runtime-ubuntu18.04"})
+    assert _published_hint(img, published) == " (published for this release, flavour and OS: 10.2-cudnn7-runtime-ubuntu18.04)"
+
+
 def _cudnn_problems(m: Matrix, needed: str, release_cudnn: tuple[str, ...], *images: BaseImage) -> list[str]:
     b = replace(next(b for b in m.builds if b.name == B12), system_cudnn=True, cudnn=needed)
     rel = replace(next(r for r in m.cuda if r.key == "12.4"), cudnn=release_cudnn)

@@ -255,3 +255,80 @@ def test_pytorch_cuda_in_a_jax_repository_is_torchs_cuda_not_jaxs(found):
     st = d.decision.stack
     assert (st.framework, st.framework_version, st.cuda.split(".")[0]) == ("jax", "0.4.28", "12")
     assert "a tool here" in aside(d)["environment.yml:4"]
+
+
+# --- the unmet pin's line, whole, on a hand-written matrix -----------------------------------------
+
+
+@pytest.fixture
+def releases(mini):
+    """The small matrix with torch releases 1.0.0, 1.0.1, 1.2.0, 1.4.0 and 2.4.1 (a CPU build and
+    two GPU builds, CUDA 12.4 the default)."""
+    from dataclasses import replace
+
+    one = next(b for b in mini.builds if b.name == "torch-1.0.1-cuda10.0")
+    more = tuple(replace(one, version=Version(v), packages=(f"torch=={v}",)) for v in ("1.2.0", "1.4.0"))
+    return replace(mini, builds=mini.builds + more)
+
+
+FIX_TAIL = "; give another with --stack, or add the release with a matrix row (envman matrix update, or --matrix FILE)"
+
+
+@pytest.mark.parametrize("pin, nearest", [
+    # at equal distance the newer first, then the next nearest; three at most
+    ("1.3.0", "torch-1.4.0-cuda10.0, torch-1.2.0-cuda10.0, torch-1.0.1-cuda10.0"),
+    ("1.0.2", "torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, torch-1.2.0-cuda10.0"),
+    # a release with GPU builds is named by its default GPU build
+    ("3.0.0", "torch-2.4.1-cuda12.4, torch-1.4.0-cuda10.0, torch-1.2.0-cuda10.0"),
+])
+def test_an_unmet_release_names_the_matrix_span_and_the_three_nearest_releases(repo, releases, pin, nearest):
+    d = detect(repo({"requirements.txt": f"torch=={pin}\n"}).root, releases)
+    assert d.decision is None
+    assert d.problem.what == (f"requirements.txt:1 pins torch =={pin} (torch=={pin}), a release the matrix does not have "
+                              "(its torch releases: 1.0.0 to 2.4.1)")
+    assert d.problem.fix == f"nearest: {nearest}" + FIX_TAIL
+
+
+def test_an_unmet_release_of_a_framework_the_matrix_lacks_says_none(repo, mini):
+    d = detect(repo({"requirements.txt": "jax==0.4.30\n"}).root, mini)
+    assert d.problem.what == ("requirements.txt:1 pins jax ==0.4.30 (jax==0.4.30), a release the matrix does not have "
+                              "(its jax releases: none)")
+    assert d.problem.fix == "nearest: none" + FIX_TAIL
+
+
+# --- which CUDA statements can both hold: a floor (CUDA 11.1+) against a floor, a release, a major, a CPU build
+
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+
+
+@pytest.mark.parametrize("files, weaker, agrees", [
+    ({"README.md": "Requires CUDA 11.3 or higher.\n", "docs/install.md": "CUDA 10.2 or newer works.\n"}, "docs/install.md:1", True),
+    ({"README.md": "Requires CUDA 11.1 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", True),
+    ({"README.md": "Requires CUDA 11.3 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", True),  # at the floor
+    ({"README.md": "Requires CUDA 11.4 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", False),  # just below it
+    ({"README.md": "Requires CUDA 11.1 or higher.\nTested with CUDA 10.2.\n"}, "README.md:2", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11.3 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11.4 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 12 or higher.\n"}, "README.md:1", False),
+    # a major (cupy-cuda11x: CUDA 11) holds a floor inside it, not one of another major
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Requires CUDA 11.4 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Requires CUDA 12.1 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Tested with CUDA 11.3.\n"}, "README.md:1", True),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Tested with CUDA 12.1.\n"}, "README.md:1", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Tested with CUDA 11.\n"}, "README.md:1", True),
+    # a CPU build's index holds no CUDA at all, floor or release
+    ({"requirements.txt": CPU_INDEX, "README.md": "Requires CUDA 11.1 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": CPU_INDEX, "README.md": "Tested with CUDA 11.3.\n"}, "README.md:1", False),
+])
+def test_cuda_statements_agree_by_floor_release_and_major(found, files, weaker, agrees):
+    files = {**files, "a.py": "import torch\n"}
+    files["requirements.txt"] = files.get("requirements.txt", "") + "torch==1.10.0\n" * ("torch==" not in files.get("requirements.txt", ""))
+    d = found(files)
+    cuda = {s.where: s for s in d.decision.evidence if s.fact.kind == "cuda"}
+    conflicts = [c for c in d.decision.conflicts if c["about"] == "CUDA"]
+    if agrees:
+        assert conflicts == [] and not cuda[weaker].why.startswith("contradicts"), cuda[weaker].why
+    else:
+        assert [c["set_aside"].split(" ")[0] for c in conflicts] == [weaker]
+        assert cuda[weaker].used is False and cuda[weaker].why.startswith("contradicts ")
