@@ -332,3 +332,35 @@ def test_cuda_statements_agree_by_floor_release_and_major(found, files, weaker, 
     else:
         assert [c["set_aside"].split(" ")[0] for c in conflicts] == [weaker]
         assert cuda[weaker].used is False and cuda[weaker].why.startswith("contradicts ")
+
+
+def test_a_readme_release_that_gives_way_leaves_each_other_statement_decided_once(found):
+    """The README's 1.8.0 has no CUDA 12 build: it gives way to the pins, and everything decided
+    against it is decided again, so each conflict is listed once and each reason is the last one."""
+    d = found({"requirements.txt": "torch>=1.7\n", "Dockerfile": "FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04\n",
+               "README.md": "Tested with PyTorch 1.8.0.\nIt also works with PyTorch 1.6.0.\nRequires Python 3.6.\n",
+               "docs/setup.md": "Tested with CUDA 10.2.\n", "a.py": "import torch\n"})
+    assert d.decision.stack.cuda.startswith("12.") and Version(d.decision.stack.framework_version) >= Version("2")
+    assert [(c["about"], c["taken"], c["set_aside"]) for c in d.decision.conflicts] == [
+        ("torch release", "requirements.txt:1 torch >=1.7", "README.md:2 torch ==1.6.0"),
+        ("CUDA", "Dockerfile:1 CUDA 12.1", "docs/setup.md:1 CUDA 10.2"),
+    ]
+    assert aside(d) == {
+        "README.md:1": "names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
+        "README.md:2": "contradicts requirements.txt:1 (torch >=1.7), which weighs more",
+        "README.md:3": "no torch build the pins allow has wheels for Python ==3.6.*",
+        "docs/setup.md:1": "contradicts Dockerfile:1 (CUDA 12.1), which weighs more",
+    }
+
+
+def test_the_json_of_a_decision_on_a_gpu_host_carries_the_host_verdict(found, matrix):
+    rtx5090 = what_if("570.86.10", "12.0", "RTX 5090")
+    d = found({"requirements.txt": "torch==2.7.1\n"}, host=rtx5090)
+    st = d.decision.stack
+    v = verdict(st, rtx5090.driver, rtx5090.gpus[0].compute_cap)
+    default = resolve(matrix, "torch-2.7.1")
+    assert d.to_json()["host"] == {
+        "summary": rtx5090.summary(), "verdict": v.verdict, "runs": True, "reasons": list(v.reasons),
+        "first_choice": None if default.name == st.name else default.name,
+    }
+    assert found({"requirements.txt": "torch==2.7.1\n"}).to_json()["host"] is None  # no GPU known: no judgement
