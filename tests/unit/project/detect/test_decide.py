@@ -364,3 +364,46 @@ def test_the_json_of_a_decision_on_a_gpu_host_carries_the_host_verdict(found, ma
         "first_choice": None if default.name == st.name else default.name,
     }
     assert found({"requirements.txt": "torch==2.7.1\n"}).to_json()["host"] is None  # no GPU known: no judgement
+
+
+@pytest.mark.parametrize("spec, grain", [
+    ("==3.8.5", "==3.8.*"), ("===3.8.5", "==3.8.*"), ("~=3.8.1", "==3.8.*"), ("== 3.8.5", "==3.8.*"),
+    (">=3.8.1", ">=3.8"), (">3.8.0", ">=3.8"), (">= 3.10.2", ">=3.10"),
+    ("<3.11.0", "<3.11"), ("<3.11.2", "<3.12"), ("<=3.11.0", "<3.12"), ("<=3.9.9", "<3.10"),
+    ("!=3.9.0", ""), (">=3.8.1,!=3.9.0,<3.11.0", ">=3.8,<3.11"),
+    # already at the grain, or not a release: kept as written
+    ("==3.8", "==3.8"), (">=3.8", ">=3.8"), ("==3.8.*", "==3.8.*"), ("<4", "<4"), ("", ""),
+])
+def test_a_python_pin_is_read_at_the_grain_of_stacks(spec, grain):
+    from envman.project.detect.decide import python_minor
+
+    assert python_minor(spec) == grain
+
+
+RELAX = "no stack within the repository's pins does; relax requirements.txt:1 "
+
+
+@pytest.mark.parametrize("files, driver, fix", [
+    # no build of the pinned release runs on a 418 driver: the newest older release that does is named
+    ({"requirements.txt": "torch==2.4.1\n"}, "418.39", RELAX + "(torch ==2.4.1): torch-1.0.1-cuda10.0 runs here"),
+    ({"requirements.txt": "torch>=2\n"}, "418.39", RELAX + "(torch >=2): torch-1.0.1-cuda10.0 runs here"),
+    # the release has another CUDA build that runs: the CUDA pin is the one to relax
+    ({"requirements.txt": "torch==2.4.1+cu124\n"}, "470.57.02", RELAX + "(CUDA 12.4): torch-2.4.1-cuda11.8 runs here"),
+    # nothing in the matrix runs on the driver
+    ({"a.py": "import torch\n"}, "300.1", "no torch stack in the matrix runs on this GPU and driver; upgrade the driver"),
+])
+def test_when_no_stack_within_the_pins_runs_here_the_pin_to_relax_and_the_nearest_that_runs_are_named(repo, mini, files, driver, fix):
+    host = what_if(driver, "7.5", "Tesla T4")
+    d = detect(repo(files).root, mini, host=host)
+    first = resolve(mini, "torch-2.4.1-cuda12.4-py3.10")
+    assert d.decision is None
+    assert d.problem.what == (f"{first.name} does not run here ({host.summary()}): "
+                              f"{verdict(first, host.driver, '7.5').reasons[0]}")
+    assert d.problem.fix == fix
+
+
+def test_a_release_with_another_cuda_build_that_runs_here_is_taken_with_a_note(repo, mini):
+    host = what_if("470.57.02", "7.5", "Tesla T4")
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n"}).root, mini, host=host)
+    assert d.decision.stack.name.startswith("torch-2.4.1-cuda11.8")
+    assert d.decision.host.first_choice.startswith("torch-2.4.1-cuda12.4")
