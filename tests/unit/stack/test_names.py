@@ -303,3 +303,10 @@ def test_spelling_fixes_read_names_up_to_the_longest_name_read():
     at = "torh-2." + "1" * (MAX_NAME - len("torh-2."))
     assert len(at) == MAX_NAME and spelling_fixes(at) == ["torch" + at[4:], "pytorch" + at[4:]]
     assert spelling_fixes(at + "1") == []  # one past: parse_name refuses it by its length first
+
+
+@pytest.mark.parametrize("name", ["tf-2.7-cpu", "torch-2.7-cuda12.8-cudnn-runtime", "jax-0.4-arm64"])
+def test_spelling_fixes_never_offer_the_name_given(name):
+    from envman.stack.names import spelling_fixes
+
+    assert name not in spelling_fixes(name) and name.upper() not in spelling_fixes(name.upper())
