@@ -407,3 +407,33 @@ def test_a_release_with_another_cuda_build_that_runs_here_is_taken_with_a_note(r
     d = detect(repo({"requirements.txt": "torch==2.4.1\n"}).root, mini, host=host)
     assert d.decision.stack.name.startswith("torch-2.4.1-cuda11.8")
     assert d.decision.host.first_choice.startswith("torch-2.4.1-cuda12.4")
+
+
+def test_a_base_image_s_cuda_binds_its_major_for_wheels_with_their_own_cuda_and_its_release_for_system_cuda(found):
+    """jax[cuda12] wheels bring CUDA 12 libraries: a 12.6 base gives only the driver, so a build for
+    12.3 runs on it; TensorFlow 2.4 takes CUDA from the base image, so a 11.2 base is not its 11.0."""
+    d = found({"requirements.txt": "jax[cuda12]==0.4.30\n", "Dockerfile": "FROM nvidia/cuda:12.6.0-base-ubuntu22.04\n",
+               "a.py": "import jax\n"})
+    assert d.decision.stack.cuda.startswith("12.") and d.decision.conflicts == ()
+    assert "Dockerfile:1" not in aside(d)
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "Dockerfile": "FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04\n",
+               "a.py": "import tensorflow\n"})
+    assert d.decision is None
+    assert d.problem.what == ("Dockerfile:1 asks for CUDA 11.2 (FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04), but "
+                              "tensorflow 2.4.1 has no such build (it has CPU, CUDA 11.0)")
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "Dockerfile": "FROM nvidia/cuda:11.0.3-cudnn8-runtime-ubuntu20.04\n",
+               "a.py": "import tensorflow\n"})
+    assert d.decision.stack.name.startswith("tensorflow-2.4.1-cuda11.0")
+
+
+@pytest.mark.parametrize("requires, python", [
+    (">=3.8", "3.10"),  # the resolver's own choice for the build (3.10) when the range allows it
+    (">=3.11", "3.11"), ("<3.10", "3.9"),  # else the allowed Python nearest to it, not the newest
+    (">=3.8,!=3.10.*", "3.11"),  # at equal distance the newer
+    ("==3.12.*", "3.12"),
+])
+def test_a_python_range_takes_the_resolver_s_python_or_the_nearest_allowed(repo, mini, requires, python):
+    assert resolve(mini, "torch-2.4.1-cuda12.4").python == "3.10"
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n",
+                     "pyproject.toml": f'[project]\nname = "x"\nrequires-python = "{requires}"\n'}).root, mini)
+    assert d.decision.stack.name == f"torch-2.4.1-cuda12.4-py{python}"
