@@ -185,6 +185,12 @@ def test_problem_text():
     assert str(Problem("cuda 12.4", "x")) == "cuda 12.4: x"
 
 
+def test_a_problem_line_clips_where_at_120_characters_and_what_at_300():
+    """A matrix file's row names and values are the user's: a problem line stays one readable line."""
+    assert str(Problem("w" * 120, "x" * 300)) == "w" * 120 + ": " + "x" * 300
+    assert str(Problem("w" * 121, "x" * 301)) == "w" * 120 + "… (1 more characters): " + "x" * 300 + "… (1 more characters)"
+
+
 # --- rules that must stay quiet at their edges ---------------------------------------------------
 
 def test_pinned_base_image_needs_no_flavour_image(clean):

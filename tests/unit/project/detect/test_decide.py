@@ -437,3 +437,16 @@ def test_a_python_range_takes_the_resolver_s_python_or_the_nearest_allowed(repo,
     d = detect(repo({"requirements.txt": "torch==2.4.1\n",
                      "pyproject.toml": f'[project]\nname = "x"\nrequires-python = "{requires}"\n'}).root, mini)
     assert d.decision.stack.name == f"torch-2.4.1-cuda12.4-py{python}"
+
+
+def test_a_line_set_aside_against_a_readme_release_that_gives_way_is_taken_again_whole(found):
+    """README line 2 first lost to line 1 (its CUDA with it, as on a line set aside); line 1's
+    release has no CUDA 12 build and gives way, so line 2, its release and its CUDA, is taken."""
+    d = found({"requirements.txt": "torch>=1.7\n", "Dockerfile": "FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04\n",
+               "README.md": "Tested with PyTorch 1.8.0 and CUDA 10.2.\nAlso tested with PyTorch 2.1.0 and CUDA 12.1.\n",
+               "a.py": "import torch\n"})
+    assert d.decision.stack.name.startswith("torch-2.1.0-cuda12.1") and d.decision.conflicts == ()
+    assert ("README.md:2", "torch ==2.1.0") in used(d) and ("README.md:2", "CUDA 12.1") in used(d)
+    reasons = sorted(s.why for s in d.decision.evidence if not s.used and s.where == "README.md:1")
+    assert reasons == ["names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
+                       "on a line set aside"]

@@ -141,6 +141,8 @@ def test_markers_are_evaluated_for_a_linux_stack(text, facts_):
     # and the file name's case is free
     ("torch @ file:///wheels/Torch-1.9.0%2Bcpu-cp38-cp38-linux_x86_64.whl", "==1.9.0", False),
     ("torch @ https://files.example/whl/torch-1.9.0-cp38-cp38-linux_x86_64.whl", "==1.9.0", None),
+    # a bare file name, no "/" in it
+    ("torch @ torch-1.9.0-cp38-cp38-linux_x86_64.whl", "==1.9.0", None),
 ])
 def test_a_wheel_url_pins_the_release_its_file_names(text, spec, gpu):
     assert [(f.spec, f.gpu) for f in requirement_facts(text) if f.kind == FRAMEWORK] == [(spec, gpu)]
