@@ -141,3 +141,20 @@ def test_a_user_recipe_of_the_stack_s_base_gives_the_stack_a_tag_of_its_own(tmp_
     assert mine.name == shipped.name and len(mine.tag_key) == 12
     assert stable_ref(mine) == stable_ref(again) != stable_ref(other)
     assert stable_ref(shipped) not in (stable_ref(mine), stable_ref(other))
+
+
+def test_a_user_recipe_names_by_content_only_the_stacks_of_its_platform(tmp_path):
+    """A recipe is per platform: one for arm64 of the base that the arm64 stack uses changes that
+    stack's tag, not the amd64 stack on the same tag."""
+    from envman.stack.names import nvidia_tag
+
+    shipped = load_matrix()
+    arm = resolve(shipped, "torch-2.15.0-cuda13.2-arm64")
+    tag = nvidia_tag(arm)
+    assert arm.platform == "linux/arm64" and arm.tag_key == "" and shipped.recipe_chain(tag, "linux/arm64") is None
+    f = _user_recipe(tmp_path, 'tag = "10.0-base-ubuntu18.04"', f'tag = "{tag}"')
+    f.write_text(f.read_text().replace('platform = "linux/amd64"', 'platform = "linux/arm64"'))
+    mine = load_matrix([f])
+    assert len(resolve(mine, "torch-2.15.0-cuda13.2-arm64").tag_key) == 12
+    amd = resolve(mine, "torch-2.15.0-cuda13.2")
+    assert nvidia_tag(amd) == tag and amd.tag_key == ""
