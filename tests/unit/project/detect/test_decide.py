@@ -262,12 +262,15 @@ def test_pytorch_cuda_in_a_jax_repository_is_torchs_cuda_not_jaxs(found):
 
 @pytest.fixture
 def releases(mini):
-    """The small matrix with torch releases 1.0.0, 1.0.1, 1.2.0, 1.4.0 and 2.4.1 (a CPU build and
-    two GPU builds, CUDA 12.4 the default)."""
+    """The small matrix with torch releases 1.0.0, 1.0.1, 1.2.0, 1.4.0 (a CPU and a GPU build) and
+    2.4.1 (a CPU build and two GPU builds, CUDA 12.4 the default)."""
     from dataclasses import replace
 
     one = next(b for b in mini.builds if b.name == "torch-1.0.1-cuda10.0")
-    more = tuple(replace(one, version=Version(v), packages=(f"torch=={v}",)) for v in ("1.2.0", "1.4.0"))
+    cpu = next(b for b in mini.builds if b.name == "torch-2.4.1-cpu")
+    # 1.4.0's CPU build first, and no default among its builds: a release is still named by a GPU build
+    more = (replace(cpu, version=Version("1.4.0"), packages=("torch==1.4.0",)),) + tuple(
+        replace(one, version=Version(v), packages=(f"torch=={v}",)) for v in ("1.2.0", "1.4.0"))
     return replace(mini, builds=mini.builds + more)
 
 
