@@ -453,3 +453,20 @@ def test_a_line_set_aside_against_a_readme_release_that_gives_way_is_taken_again
     reasons = sorted(s.why for s in d.decision.evidence if not s.used and s.where == "README.md:1")
     assert reasons == ["names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
                        "on a line set aside"]
+
+
+@pytest.mark.parametrize("caps, runs", [
+    (("9.0",), True), (("3.5",), False),
+    (("9.0", "3.5"), False), (("3.5", "9.0"), False),  # the stack must run on every GPU, in any order
+    ((None, "3.5"), False), ((None, "9.0"), True), (("9.0", None), True),  # an unknown GPU is passed over, not the end
+])
+def test_a_stack_is_judged_on_every_gpu_of_the_host(repo, mini, caps, runs):
+    from envman.host import WHAT_IF, HostFacts, HostGpu
+
+    host = HostFacts(WHAT_IF, "550.54.15", None, tuple(HostGpu(i, f"gpu{i}", None, c, None) for i, c in enumerate(caps)),
+                     "test host")
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n"}).root, mini, host=host)
+    if runs:
+        assert d.decision.stack.name == "torch-2.4.1-cuda12.4-py3.10" and d.decision.host.verdict == "ok"
+    else:
+        assert d.decision is None and "no kernel image for sm_35" in d.problem.what
