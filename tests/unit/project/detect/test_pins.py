@@ -164,3 +164,16 @@ def test_markers_are_evaluated_for_a_linux_x86_64_stack_on_any_host(monkeypatch)
     for marker in ("sys_platform == 'darwin'", "platform_system == 'Darwin'", "os_name == 'nt'", "platform_machine == 'arm64'",
                    "implementation_name == 'pypy'", "platform_python_implementation == 'PyPy'"):
         assert [f for f in requirement_facts(f"torch==1.4.0; {marker}") if f.kind == FRAMEWORK] == [], marker
+
+
+@pytest.mark.parametrize("spec, read", [
+    (">=1.7" + " " * (4096 - 5), ">=1.7"), (">=1.7" + " " * (4097 - 5), ""),  # at the 4096-character bound, one past
+    ("==1.123456789012", "==1.123456789012"), ("==1.1234567890123", ""),  # twelve digits, thirteen
+    (None, ""), (17, ""), ("not a specifier", ""),
+])
+def test_a_specifier_given_apart_is_read_within_its_bounds(spec, read):
+    """Poetry, Pipfile and conda give the name and the specifier apart; an overlong one, a number no
+    release has, or a value that is not text names the framework with no release."""
+    from envman.project.detect.pins import named_facts
+
+    assert [(f.framework, f.spec) for f in named_facts("torch", spec)] == [("torch", read)]
