@@ -13,6 +13,13 @@ side by side without touching each other.
     python scripts/mutation.py security results     # any mutmut command: results, show NAME, browse
     python scripts/mutation.py security run 'envman.safefile.x_read_file*'   # rerun these mutants
     python scripts/mutation.py security --fresh     # forget earlier results first
+    python scripts/mutation.py security open        # survivors not recorded as equivalent, with diffs
+    python scripts/mutation.py security try NAME [TESTS...]  # does a new test kill mutant NAME?
+
+``open`` lists each surviving mutant (or one no test reaches) that
+``scripts/mutation-equivalents.txt`` does not record, with its diff, and exits 1 when there is
+one: a survivor is either killed by a test or recorded there, one line each, with the reason it
+changes nothing that is allowed, refused, printed or written.
 
 ``run`` gets ``--max-children 1`` unless another value is given (the machine is shared).
 A group is one entry of :data:`GROUPS`: add yours there.
@@ -34,6 +41,10 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".mutation"
+#: ``MUTANT  reason`` per line (``#`` starts a comment line): the survivors that are equivalent.
+EQUIVALENTS = ROOT / "scripts" / "mutation-equivalents.txt"
+#: mutmut's statuses of a mutant no test killed.
+OPEN_STATUSES = ("survived", "no tests", "suspicious", "skipped")
 
 #: group → the modules mutmut mutates, the test files that may kill them, and (optional) more
 #: pytest arguments. mutmut runs, for each mutant, only the selected tests that call the mutated
@@ -114,6 +125,28 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     "cdi": {
         "modules": ["envman/engine/cdi.py"],
         "tests": ["tests/unit/engine/test_cdi.py", "tests/unit/engine/test_cdi_rules.py", "tests/unit/cli/test_cdi.py", "tests/unit/probe/test_app_recorded_containers.py"],
+    },
+    # What `envman project detect` concludes from a repository: its frameworks, their pins, the
+    # CUDA they need, and the verdict on each pin.
+    "detect": {
+        "modules": ["envman/project/detect/decide.py", "envman/project/detect/pins.py"],
+        "tests": [
+            "tests/unit/project/detect/test_decide.py", "tests/unit/project/detect/test_pins.py",
+            "tests/unit/project/detect/test_images.py", "tests/unit/project/detect/test_sources.py",
+            "tests/unit/project/detect/test_code.py", "tests/unit/project/detect/test_layer.py",
+            "tests/unit/project/detect/test_prose.py", "tests/unit/cli/test_project_detect.py",
+        ],
+    },
+    # What may be reused from a shared engine (the images this user built, the machine-wide base
+    # lock) and which tags are stable (``latest``, ``latest-<content key>``).
+    "provenance": {
+        "modules": ["envman/images/provenance.py", "envman/state.py"],
+        "tests": [
+            "tests/unit/images/test_provenance_rules.py", "tests/unit/stack/test_resolve_stable_tags.py",
+            "tests/unit/test_state_stale_temps.py", "tests/unit/images/test_build_rules.py",
+            "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+            "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/test_constants_once.py",
+        ],
     },
     # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.
     "update": {
@@ -197,6 +230,50 @@ def _sync(dest: Path, files: list[str], modules: list[str]) -> None:
                     stale.unlink()
 
 
+def equivalents() -> dict[str, str]:
+    """The recorded equivalent mutants → their reason."""
+    out: dict[str, str] = {}
+    if EQUIVALENTS.exists():
+        for line in EQUIVALENTS.read_text("utf-8").splitlines():
+            name, _, why = line.strip().partition(" ")
+            if name and not name.startswith("#"):
+                out[name] = why.strip()
+    return out
+
+
+def open_mutants(results: str, recorded: dict[str, str]) -> list[str]:
+    """The mutants ``mutmut results`` shows as not killed that ``recorded`` does not name."""
+    out = []
+    for line in results.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and status in OPEN_STATUSES and name not in recorded:
+            out.append(name)
+    return out
+
+
+def _open(dest: Path) -> int:
+    """Print each open mutant's diff; 1 when there is one."""
+    results = subprocess.run([_mutmut(), "results"], cwd=dest, capture_output=True, text=True).stdout
+    names = open_mutants(results, equivalents())
+    for name in names:
+        print(subprocess.run([_mutmut(), "show", name], cwd=dest, capture_output=True, text=True).stdout.rstrip())
+    print(f"{len(names)} open mutant(s) (neither killed nor recorded in {EQUIVALENTS.relative_to(ROOT)})")
+    return 1 if names else 0
+
+
+def _try(dest: Path, group: dict[str, list[str]], name: str, tests: list[str]) -> int:
+    """Run ``tests`` (default: the group's) on mutant ``name`` in mutmut's copy; 0 when a test
+    kills it, 1 when it survives them (a new test is tried without a whole run)."""
+    if not (dest / "mutants").is_dir():
+        print(f"mutation.py: no mutants yet in {dest.relative_to(ROOT)}: run the group first", file=sys.stderr)
+        return 2
+    env = {**os.environ, "MUTANT_UNDER_TEST": name}
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                          *group.get("pytest_args", []), *(tests or group["tests"])], cwd=dest / "mutants", env=env)
+    print(f"{name}: {'killed' if rc == 1 else 'survived' if rc == 0 else f'pytest exit {rc}'}")
+    return 0 if rc == 1 else 1
+
+
 def _mutmut() -> str:
     exe = Path(sys.executable).with_name("mutmut")
     found = str(exe) if exe.exists() else shutil.which("mutmut")
@@ -233,6 +310,10 @@ def main(argv: list[str]) -> int:
     dest.mkdir(parents=True, exist_ok=True)
     _sync(dest, [p for p in files if p != "pyproject.toml"], group["modules"])
     (dest / "pyproject.toml").write_text(_pyproject(_section(group, top)), "utf-8")
+    if rest == ["open"]:
+        return _open(dest)
+    if rest[0] == "try" and len(rest) >= 2:
+        return _try(dest, group, rest[1], rest[2:])
     return subprocess.call([_mutmut(), *rest], cwd=dest)
 
 

@@ -185,6 +185,12 @@ def test_problem_text():
     assert str(Problem("cuda 12.4", "x")) == "cuda 12.4: x"
 
 
+def test_a_problem_line_clips_where_at_120_characters_and_what_at_300():
+    """A matrix file's row names and values are the user's: a problem line stays one readable line."""
+    assert str(Problem("w" * 120, "x" * 300)) == "w" * 120 + ": " + "x" * 300
+    assert str(Problem("w" * 121, "x" * 301)) == "w" * 120 + "… (1 more characters): " + "x" * 300 + "… (1 more characters)"
+
+
 # --- rules that must stay quiet at their edges ---------------------------------------------------
 
 def test_pinned_base_image_needs_no_flavour_image(clean):
@@ -331,6 +337,14 @@ def test_published_hint_lists_only_the_same_release_flavour_and_os_in_version_or
     assert _published_hint(img, frozenset({"12.3.2-cudnn-runtime-ubuntu22.04"})) == ""
     nopatch = replace(img, cuda_patch=None)
     assert _published_hint(nopatch, frozenset({"12.4.1-cudnn-runtime-ubuntu22.04"})) == ""
+
+
+def test_published_hint_names_the_x_y_tags_of_a_release_published_before_x_y_z():
+    """CUDA 10.2's tags are ``10.2-...``: a row that writes the full patch version is pointed at them."""
+    img = cudnn_image("10.2.89-cudnn7-runtime-ubuntu18.04", "10.2.89", "7", os_name="ubuntu18.04")
+    published = frozenset({"10.2-cudnn7-runtime-ubuntu18.04", "10.2-cudnn7-devel-ubuntu18.04",
+                           "10.1-cudnn7-runtime-ubuntu18.04", "10.20-cudnn7-runtime-ubuntu18.04"})
+    assert _published_hint(img, published) == " (published for this release, flavour and OS: 10.2-cudnn7-runtime-ubuntu18.04)"
 
 
 def _cudnn_problems(m: Matrix, needed: str, release_cudnn: tuple[str, ...], *images: BaseImage) -> list[str]:

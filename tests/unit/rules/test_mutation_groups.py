@@ -55,3 +55,22 @@ def test_an_unknown_group_is_refused_with_the_list(capsys):
     assert MUT.main(["no-such-group"]) == 2
     err = capsys.readouterr().err
     assert "no-such-group" in err and "security" in err and "pure" in err
+
+
+def test_open_lists_the_survivors_not_recorded_as_equivalent():
+    results = "\n".join([
+        "    envman.a.x_f__mutmut_1: survived", "    envman.a.x_f__mutmut_2: killed", "    envman.a.x_f__mutmut_3: timeout",
+        "    envman.a.x_f__mutmut_4: no tests", "    envman.a.x_f__mutmut_5: survived", "    envman.a.x_f__mutmut_6: not checked",
+        "    envman.a.xǁCǁm__mutmut_7: suspicious",
+    ])
+    assert MUT.open_mutants(results, {"envman.a.x_f__mutmut_5": "why"}) == [
+        "envman.a.x_f__mutmut_1", "envman.a.x_f__mutmut_4", "envman.a.xǁCǁm__mutmut_7"]
+
+
+def test_every_recorded_equivalent_names_a_module_of_a_group_and_gives_its_reason():
+    modules = {p[:-3].replace("/", ".") for g in GROUPS.values() for p in g["modules"]}
+    recorded = MUT.equivalents()
+    assert recorded
+    for name, why in recorded.items():
+        assert name.rsplit(".", 1)[0] in modules and "__mutmut_" in name, name
+        assert len(why) > 10, name

@@ -281,3 +281,32 @@ def test_the_nvidia_tag_of_a_base_is_read_only_from_nvidia_s_own_repository(base
 
     stack = replace(resolve(load_matrix(), "torch-2.4-cuda12"), base_image=base, base_image_custom=custom)
     assert nvidia_tag(stack) == tag
+
+
+def test_spelling_fixes_offer_the_three_closest_names_at_most():
+    from envman.stack.names import spelling_fixes
+
+    # four names parse one word away; the closest three are offered, the closest first
+    assert spelling_fixes("torch-2.7-cpu-runtim") == ["torch-2.7-cpu-runtime", "torch-2.7-cudnn-runtime", "torch-2.7-runtime"]
+    assert len(spelling_fixes("torch-2.7-cpu-runtim", limit=4)) == 4
+
+
+def test_spelling_fixes_read_a_misspelt_two_word_flavour_as_one_word():
+    from envman.stack.names import spelling_fixes
+
+    assert spelling_fixes("torch-2.7-cuda12.8-cudnn-rt") == ["torch-2.7-cuda12.8-cudnn-runtime", "torch-2.7-cuda12.8-cudnn-devel"]
+
+
+def test_spelling_fixes_read_names_up_to_the_longest_name_read():
+    from envman.stack.names import MAX_NAME, spelling_fixes
+
+    at = "torh-2." + "1" * (MAX_NAME - len("torh-2."))
+    assert len(at) == MAX_NAME and spelling_fixes(at) == ["torch" + at[4:], "pytorch" + at[4:]]
+    assert spelling_fixes(at + "1") == []  # one past: parse_name refuses it by its length first
+
+
+@pytest.mark.parametrize("name", ["tf-2.7-cpu", "torch-2.7-cuda12.8-cudnn-runtime", "jax-0.4-arm64"])
+def test_spelling_fixes_never_offer_the_name_given(name):
+    from envman.stack.names import spelling_fixes
+
+    assert name not in spelling_fixes(name) and name.upper() not in spelling_fixes(name.upper())

@@ -50,6 +50,22 @@ def test_a_free_threaded_stack_names_itself_and_installs_a_standalone_python(shi
     assert Stack.from_json(s.to_json()) == s
 
 
+def test_a_free_threaded_python_is_standalone_even_where_the_distro_installs_that_python(shipped):
+    """On an OS whose distro packages Python 3.14 the GIL stack takes the distro's python3.14; no
+    distribution packages the free-threaded 3.14t, so that stack installs a standalone one, and
+    says so beside the GIL stack's notes."""
+    ubuntu = next(o for o in shipped.oses if o.name == "ubuntu24.04")
+    distro = replace(ubuntu, python_apt=tuple(sorted({*ubuntu.python_apt, V("3.14")})))
+    m = replace(shipped, oses=tuple(distro if o is ubuntu else o for o in shipped.oses))
+    gil, free = resolve(m, "torch-2.15.0-cuda13.2-py3.14"), resolve(m, "torch-2.15.0-cuda13.2-py3.14t")
+    assert gil.base_image.endswith("-ubuntu24.04") and free.base_image == gil.base_image
+    assert (gil.python_strategy, gil.freethreaded, gil.name) == ("apt", False, "torch-2.15.0-cuda13.2-py3.14")
+    assert (free.python_strategy, free.freethreaded, free.name) == ("standalone", True, "torch-2.15.0-cuda13.2-py3.14t")
+    assert free.notes == gil.notes + (
+        "free-threaded CPython 3.14t (PEP 703), python-build-standalone installed by uv; the row lists its wheels "
+        "for it (python_freethreaded)",)
+
+
 def test_a_gil_stack_keeps_its_json(shipped):
     s = resolve(shipped, "torch-2.12-py3.14")
     assert not s.freethreaded and "freethreaded" not in s.to_json() and s.interpreter == "3.14"

@@ -112,3 +112,49 @@ def test_every_way_to_a_stack_names_a_user_row_by_content(tmp_path):
     row = next(b for b in reversed(m.builds) if b.name == "torch-2.15.0-cpu")
     by_row = resolve_row(m, row)
     assert by_row.tag_key and stable_ref(by_row) == stable_ref(resolve(m, by_row.name))
+
+
+def _user_recipe(folder: Path, old: str, new: str) -> Path:
+    """A user's recipes file holding the shipped recipe of nvidia/cuda:10.0-base-ubuntu18.04 with
+    ``old`` replaced by ``new``."""
+    doc = (matrices_dir() / "recipes.toml").read_text()
+    start = doc.index('[[recipe]]\ntag = "10.0-base-ubuntu18.04"')
+    block = doc[start:doc.index("[[recipe]]", start + 1)]
+    assert old in block
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / "recipes-mine.toml"
+    f.write_text('schema = 1\nkind = "recipes"\n\n' + block.replace(old, new))
+    return f
+
+
+def test_a_user_recipe_of_the_stack_s_base_gives_the_stack_a_tag_of_its_own(tmp_path):
+    """The row is the shipped one; only the recipe that rebuilds its base differs."""
+    query = "torch-1.0.1-cuda10.0"
+    shipped = resolve(load_matrix(), query)
+    assert shipped.base_image == "nvidia/cuda:10.0-base-ubuntu18.04" and shipped.tag_key == ""
+    same = resolve(load_matrix([_user_recipe(tmp_path / "same", '"cuda-compat-10-0"', '"cuda-compat-10-0"')]), query)
+    assert same.tag_key == ""
+    pins = '"cuda-compat-10-0", "planted=1"'
+    mine = resolve(load_matrix([_user_recipe(tmp_path / "a", '"cuda-compat-10-0"', pins)]), query)
+    again = resolve(load_matrix([_user_recipe(tmp_path / "b", '"cuda-compat-10-0"', pins)]), query)
+    other = resolve(load_matrix([_user_recipe(tmp_path / "c", '"cuda-compat-10-0"', '"cuda-compat-10-0", "other=1"')]), query)
+    assert mine.name == shipped.name and len(mine.tag_key) == 12
+    assert stable_ref(mine) == stable_ref(again) != stable_ref(other)
+    assert stable_ref(shipped) not in (stable_ref(mine), stable_ref(other))
+
+
+def test_a_user_recipe_names_by_content_only_the_stacks_of_its_platform(tmp_path):
+    """A recipe is per platform: one for arm64 of the base that the arm64 stack uses changes that
+    stack's tag, not the amd64 stack on the same tag."""
+    from envman.stack.names import nvidia_tag
+
+    shipped = load_matrix()
+    arm = resolve(shipped, "torch-2.15.0-cuda13.2-arm64")
+    tag = nvidia_tag(arm)
+    assert arm.platform == "linux/arm64" and arm.tag_key == "" and shipped.recipe_chain(tag, "linux/arm64") is None
+    f = _user_recipe(tmp_path, 'tag = "10.0-base-ubuntu18.04"', f'tag = "{tag}"')
+    f.write_text(f.read_text().replace('platform = "linux/amd64"', 'platform = "linux/arm64"'))
+    mine = load_matrix([f])
+    assert len(resolve(mine, "torch-2.15.0-cuda13.2-arm64").tag_key) == 12
+    amd = resolve(mine, "torch-2.15.0-cuda13.2")
+    assert nvidia_tag(amd) == tag and amd.tag_key == ""

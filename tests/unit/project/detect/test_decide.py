@@ -358,3 +358,224 @@ def test_a_companion_patch_the_rows_do_not_install_goes_with_its_nearest_earlier
 def test_a_companion_minor_no_row_installs_is_set_aside_with_the_reason(found):
     d = found({"requirements.txt": "torchvision==0.1.9\n", "a.py": "import torch\n"})
     assert aside(d)["requirements.txt:1"] == "the matrix has no torch release that torchvision==0.1.9 fits"
+
+
+# --- the unmet pin's line, whole, on a hand-written matrix -----------------------------------------
+
+
+@pytest.fixture
+def releases(mini):
+    """The small matrix with torch releases 1.0.0, 1.0.1, 1.2.0, 1.4.0 (a CPU and a GPU build) and
+    2.4.1 (a CPU build and two GPU builds, CUDA 12.4 the default)."""
+    from dataclasses import replace
+
+    one = next(b for b in mini.builds if b.name == "torch-1.0.1-cuda10.0")
+    cpu = next(b for b in mini.builds if b.name == "torch-2.4.1-cpu")
+    # 1.4.0's CPU build first, and no default among its builds: a release is still named by a GPU build
+    more = (replace(cpu, version=Version("1.4.0"), packages=("torch==1.4.0",)),) + tuple(
+        replace(one, version=Version(v), packages=(f"torch=={v}",)) for v in ("1.2.0", "1.4.0"))
+    return replace(mini, builds=mini.builds + more)
+
+
+FIX_TAIL = "; give another with --stack, or add the release with a matrix row (envman matrix update, or --matrix FILE)"
+
+
+@pytest.mark.parametrize("pin, nearest", [
+    # at equal distance the newer first, then the next nearest; three at most
+    ("1.3.0", "torch-1.4.0-cuda10.0, torch-1.2.0-cuda10.0, torch-1.0.1-cuda10.0"),
+    ("1.0.2", "torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, torch-1.2.0-cuda10.0"),
+    # a release with GPU builds is named by its default GPU build
+    ("3.0.0", "torch-2.4.1-cuda12.4, torch-1.4.0-cuda10.0, torch-1.2.0-cuda10.0"),
+])
+def test_an_unmet_release_names_the_matrix_span_and_the_three_nearest_releases(repo, releases, pin, nearest):
+    d = detect(repo({"requirements.txt": f"torch=={pin}\n"}).root, releases)
+    assert d.decision is None
+    assert d.problem.what == (f"requirements.txt:1 pins torch =={pin} (torch=={pin}), a release the matrix does not have "
+                              "(its torch releases: 1.0.0 to 2.4.1)")
+    assert d.problem.fix == f"nearest: {nearest}" + FIX_TAIL
+
+
+def test_an_unmet_release_of_a_framework_the_matrix_lacks_says_none(repo, mini):
+    d = detect(repo({"requirements.txt": "jax==0.4.30\n"}).root, mini)
+    assert d.problem.what == ("requirements.txt:1 pins jax ==0.4.30 (jax==0.4.30), a release the matrix does not have "
+                              "(its jax releases: none)")
+    assert d.problem.fix == "nearest: none" + FIX_TAIL
+
+
+# --- which CUDA statements can both hold: a floor (CUDA 11.1+) against a floor, a release, a major, a CPU build
+
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+
+
+@pytest.mark.parametrize("files, weaker, agrees", [
+    ({"README.md": "Requires CUDA 11.3 or higher.\n", "docs/install.md": "CUDA 10.2 or newer works.\n"}, "docs/install.md:1", True),
+    ({"README.md": "Requires CUDA 11.1 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", True),
+    ({"README.md": "Requires CUDA 11.3 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", True),  # at the floor
+    ({"README.md": "Requires CUDA 11.4 or higher.\nTested with CUDA 11.3.\n"}, "README.md:2", False),  # just below it
+    ({"README.md": "Requires CUDA 11.1 or higher.\nTested with CUDA 10.2.\n"}, "README.md:2", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11.3 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11.4 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 11 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Requires CUDA 12 or higher.\n"}, "README.md:1", False),
+    # a major (cupy-cuda11x: CUDA 11) holds a floor inside it, not one of another major
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Requires CUDA 11.4 or higher.\n"}, "README.md:1", True),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Requires CUDA 12.1 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Tested with CUDA 11.3.\n"}, "README.md:1", True),
+    ({"requirements.txt": "cupy-cuda11x\n", "README.md": "Tested with CUDA 12.1.\n"}, "README.md:1", False),
+    ({"requirements.txt": "torch==1.10.0+cu113\n", "README.md": "Tested with CUDA 11.\n"}, "README.md:1", True),
+    # a CPU build's index holds no CUDA at all, floor or release
+    ({"requirements.txt": CPU_INDEX, "README.md": "Requires CUDA 11.1 or higher.\n"}, "README.md:1", False),
+    ({"requirements.txt": CPU_INDEX, "README.md": "Tested with CUDA 11.3.\n"}, "README.md:1", False),
+])
+def test_cuda_statements_agree_by_floor_release_and_major(found, files, weaker, agrees):
+    files = {**files, "a.py": "import torch\n"}
+    files["requirements.txt"] = files.get("requirements.txt", "") + "torch==1.10.0\n" * ("torch==" not in files.get("requirements.txt", ""))
+    d = found(files)
+    cuda = {s.where: s for s in d.decision.evidence if s.fact.kind == "cuda"}
+    conflicts = [c for c in d.decision.conflicts if c["about"] == "CUDA"]
+    if agrees:
+        assert conflicts == [] and not cuda[weaker].why.startswith("contradicts"), cuda[weaker].why
+    else:
+        assert [c["set_aside"].split(" ")[0] for c in conflicts] == [weaker]
+        assert cuda[weaker].used is False and cuda[weaker].why.startswith("contradicts ")
+
+
+def test_a_readme_release_that_gives_way_leaves_each_other_statement_decided_once(found):
+    """The README's 1.8.0 has no CUDA 12 build: it gives way to the pins, and everything decided
+    against it is decided again, so each conflict is listed once and each reason is the last one."""
+    d = found({"requirements.txt": "torch>=1.7\n", "Dockerfile": "FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04\n",
+               "README.md": "Tested with PyTorch 1.8.0.\nIt also works with PyTorch 1.6.0.\nRequires Python 3.6.\n",
+               "docs/setup.md": "Tested with CUDA 10.2.\n", "a.py": "import torch\n"})
+    assert d.decision.stack.cuda.startswith("12.") and Version(d.decision.stack.framework_version) >= Version("2")
+    assert [(c["about"], c["taken"], c["set_aside"]) for c in d.decision.conflicts] == [
+        ("torch release", "requirements.txt:1 torch >=1.7", "README.md:2 torch ==1.6.0"),
+        ("CUDA", "Dockerfile:1 CUDA 12.1", "docs/setup.md:1 CUDA 10.2"),
+    ]
+    assert aside(d) == {
+        "README.md:1": "names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
+        "README.md:2": "contradicts requirements.txt:1 (torch >=1.7), which weighs more",
+        "README.md:3": "no torch build the pins allow has wheels for Python ==3.6.*",
+        "docs/setup.md:1": "contradicts Dockerfile:1 (CUDA 12.1), which weighs more",
+    }
+
+
+def test_the_json_of_a_decision_on_a_gpu_host_carries_the_host_verdict(found, matrix):
+    rtx5090 = what_if("570.86.10", "12.0", "RTX 5090")
+    d = found({"requirements.txt": "torch==2.7.1\n"}, host=rtx5090)
+    st = d.decision.stack
+    v = verdict(st, rtx5090.driver, rtx5090.gpus[0].compute_cap)
+    default = resolve(matrix, "torch-2.7.1")
+    assert d.to_json()["host"] == {
+        "summary": rtx5090.summary(), "verdict": v.verdict, "runs": True, "reasons": list(v.reasons),
+        "first_choice": None if default.name == st.name else default.name,
+    }
+    assert found({"requirements.txt": "torch==2.7.1\n"}).to_json()["host"] is None  # no GPU known: no judgement
+
+
+@pytest.mark.parametrize("spec, grain", [
+    ("==3.8.5", "==3.8.*"), ("===3.8.5", "==3.8.*"), ("~=3.8.1", "==3.8.*"), ("== 3.8.5", "==3.8.*"),
+    (">=3.8.1", ">=3.8"), (">3.8.0", ">=3.8"), (">= 3.10.2", ">=3.10"),
+    ("<3.11.0", "<3.11"), ("<3.11.2", "<3.12"), ("<=3.11.0", "<3.12"), ("<=3.9.9", "<3.10"),
+    ("!=3.9.0", ""), (">=3.8.1,!=3.9.0,<3.11.0", ">=3.8,<3.11"),
+    # already at the grain, or not a release: kept as written
+    ("==3.8", "==3.8"), (">=3.8", ">=3.8"), ("==3.8.*", "==3.8.*"), ("<4", "<4"), ("", ""),
+])
+def test_a_python_pin_is_read_at_the_grain_of_stacks(spec, grain):
+    from envman.project.detect.decide import python_minor
+
+    assert python_minor(spec) == grain
+
+
+RELAX = "no stack within the repository's pins does; relax requirements.txt:1 "
+
+
+@pytest.mark.parametrize("files, driver, fix", [
+    # no build of the pinned release runs on a 418 driver: the newest older release that does is named
+    ({"requirements.txt": "torch==2.4.1\n"}, "418.39", RELAX + "(torch ==2.4.1): torch-1.0.1-cuda10.0 runs here"),
+    ({"requirements.txt": "torch>=2\n"}, "418.39", RELAX + "(torch >=2): torch-1.0.1-cuda10.0 runs here"),
+    # the release has another CUDA build that runs: the CUDA pin is the one to relax
+    ({"requirements.txt": "torch==2.4.1+cu124\n"}, "470.57.02", RELAX + "(CUDA 12.4): torch-2.4.1-cuda11.8 runs here"),
+    # nothing in the matrix runs on the driver
+    ({"a.py": "import torch\n"}, "300.1", "no torch stack in the matrix runs on this GPU and driver; upgrade the driver"),
+])
+def test_when_no_stack_within_the_pins_runs_here_the_pin_to_relax_and_the_nearest_that_runs_are_named(repo, mini, files, driver, fix):
+    host = what_if(driver, "7.5", "Tesla T4")
+    d = detect(repo(files).root, mini, host=host)
+    first = resolve(mini, "torch-2.4.1-cuda12.4-py3.10")
+    assert d.decision is None
+    assert d.problem.what == (f"{first.name} does not run here ({host.summary()}): "
+                              f"{verdict(first, host.driver, '7.5').reasons[0]}")
+    assert d.problem.fix == fix
+
+
+def test_a_release_with_another_cuda_build_that_runs_here_is_taken_with_a_note(repo, mini):
+    host = what_if("470.57.02", "7.5", "Tesla T4")
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n"}).root, mini, host=host)
+    assert d.decision.stack.name.startswith("torch-2.4.1-cuda11.8")
+    assert d.decision.host.first_choice.startswith("torch-2.4.1-cuda12.4")
+
+
+def test_a_base_image_s_cuda_binds_its_major_for_wheels_with_their_own_cuda_and_its_release_for_system_cuda(found):
+    """jax[cuda12] wheels bring CUDA 12 libraries: a 12.6 base gives only the driver, so a build for
+    12.3 runs on it; TensorFlow 2.4 takes CUDA from the base image: a 11.2 base is not its 11.0, and
+    is taken as CUDA 11 by minor-version compatibility (said in its reason); a 10.2 base gives way to
+    the requirements pin, which weighs more, as a conflict."""
+    d = found({"requirements.txt": "jax[cuda12]==0.4.30\n", "Dockerfile": "FROM nvidia/cuda:12.6.0-base-ubuntu22.04\n",
+               "a.py": "import jax\n"})
+    assert d.decision.stack.cuda.startswith("12.") and d.decision.conflicts == ()
+    assert "Dockerfile:1" not in aside(d)
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "Dockerfile": "FROM nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04\n",
+               "a.py": "import tensorflow\n"})
+    assert d.decision.stack.name.startswith("tensorflow-2.4.1-cuda11.0")
+    assert "minor-version compatibility" in next(s.why for s in d.decision.evidence if s.where == "Dockerfile:1")
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "Dockerfile": "FROM nvidia/cuda:10.2-cudnn8-runtime-ubuntu18.04\n",
+               "a.py": "import tensorflow\n"})
+    assert d.decision.stack.name.startswith("tensorflow-2.4.1-cuda11.0")  # the requirements pin weighs more
+    assert aside(d)["Dockerfile:1"].startswith("gives way to the release pin")
+    assert [c["about"] for c in d.decision.conflicts] == ["CUDA"]
+    d = found({"requirements.txt": "tensorflow==2.4.1\n", "Dockerfile": "FROM nvidia/cuda:11.0.3-cudnn8-runtime-ubuntu20.04\n",
+               "a.py": "import tensorflow\n"})
+    assert d.decision.stack.name.startswith("tensorflow-2.4.1-cuda11.0")
+
+
+@pytest.mark.parametrize("requires, python", [
+    (">=3.8", "3.10"),  # the resolver's own choice for the build (3.10) when the range allows it
+    (">=3.11", "3.11"), ("<3.10", "3.9"),  # else the allowed Python nearest to it, not the newest
+    (">=3.8,!=3.10.*", "3.11"),  # at equal distance the newer
+    ("==3.12.*", "3.12"),
+])
+def test_a_python_range_takes_the_resolver_s_python_or_the_nearest_allowed(repo, mini, requires, python):
+    assert resolve(mini, "torch-2.4.1-cuda12.4").python == "3.10"
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n",
+                     "pyproject.toml": f'[project]\nname = "x"\nrequires-python = "{requires}"\n'}).root, mini)
+    assert d.decision.stack.name == f"torch-2.4.1-cuda12.4-py{python}"
+
+
+def test_a_line_set_aside_against_a_readme_release_that_gives_way_is_taken_again_whole(found):
+    """README line 2 first lost to line 1 (its CUDA with it, as on a line set aside); line 1's
+    release has no CUDA 12 build and gives way, so line 2, its release and its CUDA, is taken."""
+    d = found({"requirements.txt": "torch>=1.7\n", "Dockerfile": "FROM nvidia/cuda:12.1.1-cudnn8-devel-ubuntu22.04\n",
+               "README.md": "Tested with PyTorch 1.8.0 and CUDA 10.2.\nAlso tested with PyTorch 2.1.0 and CUDA 12.1.\n",
+               "a.py": "import torch\n"})
+    assert d.decision.stack.name.startswith("torch-2.1.0-cuda12.1") and d.decision.conflicts == ()
+    assert ("README.md:2", "torch ==2.1.0") in used(d) and ("README.md:2", "CUDA 12.1") in used(d)
+    reasons = sorted(s.why for s in d.decision.evidence if not s.used and s.where == "README.md:1")
+    assert reasons == ["names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
+                       "on a line set aside"]
+
+
+@pytest.mark.parametrize("caps, runs", [
+    (("9.0",), True), (("3.5",), False),
+    (("9.0", "3.5"), False), (("3.5", "9.0"), False),  # the stack must run on every GPU, in any order
+    ((None, "3.5"), False), ((None, "9.0"), True), (("9.0", None), True),  # an unknown GPU is passed over, not the end
+])
+def test_a_stack_is_judged_on_every_gpu_of_the_host(repo, mini, caps, runs):
+    from envman.host import WHAT_IF, HostFacts, HostGpu
+
+    host = HostFacts(WHAT_IF, "550.54.15", None, tuple(HostGpu(i, f"gpu{i}", None, c, None) for i, c in enumerate(caps)),
+                     "test host")
+    d = detect(repo({"requirements.txt": "torch==2.4.1\n"}).root, mini, host=host)
+    if runs:
+        assert d.decision.stack.name == "torch-2.4.1-cuda12.4-py3.10" and d.decision.host.verdict == "ok"
+    else:
+        assert d.decision is None and "no kernel image for sm_35" in d.problem.what

@@ -111,7 +111,7 @@ def test_any_requirement_text_gives_facts_or_nothing_never_an_error(text):
 
 @pytest.mark.parametrize("text, spec", [
     ("keras==2.2.4", "<2.0"), ("keras==2.3.1", "<2.2"), ("keras==2.4.3", ">=2.2,<2.6"), ("keras==2.6.0", "==2.6.*"),
-    ("keras==2.15.0", "==2.15.*"), ("keras==3.3.3", None), ("keras>=2.2", None), ("keras", None),
+    ("keras==2.15.0", "==2.15.*"), ("keras==2.16.0", None), ("keras==3.3.3", None), ("keras>=2.2", None), ("keras", None),
 ])
 def test_a_pinned_standalone_keras_bounds_tensorflow(text, spec):
     tf = [f.spec for f in requirement_facts(text) if f.framework == "tensorflow"]
@@ -148,3 +148,47 @@ def test_markers_are_evaluated_for_a_linux_stack(text, facts_):
 ])
 def test_a_wheel_named_by_file_or_address_states_its_release_cuda_and_python(word, want):
     assert [f.means() for f in requirement_facts(word)] == want
+
+
+@pytest.mark.parametrize("text, spec, gpu", [
+    # a distribution name with a dash is written with an underscore in its wheel's file name (PEP 427)
+    ("tensorflow-gpu @ https://files.example/wheels/tensorflow_gpu-2.4.0-cp38-cp38-manylinux2010_x86_64.whl", "==2.4.0", True),
+    # and the file name's case is free
+    ("torch @ file:///wheels/Torch-1.9.0%2Bcpu-cp38-cp38-linux_x86_64.whl", "==1.9.0", False),
+    ("torch @ https://files.example/whl/torch-1.9.0-cp38-cp38-linux_x86_64.whl", "==1.9.0", None),
+    # a bare file name, no "/" in it
+    ("torch @ torch-1.9.0-cp38-cp38-linux_x86_64.whl", "==1.9.0", None),
+])
+def test_a_wheel_url_pins_the_release_its_file_names(text, spec, gpu):
+    assert [(f.spec, f.gpu) for f in requirement_facts(text) if f.kind == FRAMEWORK] == [(spec, gpu)]
+
+
+def test_markers_are_evaluated_for_a_linux_x86_64_stack_on_any_host(monkeypatch):
+    """Detection on a Mac (or an arm64 machine) reads a repository's markers as the stack will."""
+    import packaging.markers
+
+    mac = {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "nt", "platform_machine": "arm64",
+           "implementation_name": "pypy", "platform_python_implementation": "PyPy", "platform_release": "23.0",
+           "platform_version": "Darwin", "python_version": "3.12", "python_full_version": "3.12.1",
+           "implementation_version": "3.12.1"}
+    monkeypatch.setattr(packaging.markers, "default_environment", lambda: dict(mac))
+    for marker in ("sys_platform == 'linux'", "platform_system == 'Linux'", "os_name == 'posix'",
+                   "platform_machine == 'x86_64'", "implementation_name == 'cpython'",
+                   "platform_python_implementation == 'CPython'"):
+        assert len([f for f in requirement_facts(f"torch==1.4.0; {marker}") if f.kind == FRAMEWORK]) == 1, marker
+    for marker in ("sys_platform == 'darwin'", "platform_system == 'Darwin'", "os_name == 'nt'", "platform_machine == 'arm64'",
+                   "implementation_name == 'pypy'", "platform_python_implementation == 'PyPy'"):
+        assert [f for f in requirement_facts(f"torch==1.4.0; {marker}") if f.kind == FRAMEWORK] == [], marker
+
+
+@pytest.mark.parametrize("spec, read", [
+    (">=1.7" + " " * (4096 - 5), ">=1.7"), (">=1.7" + " " * (4097 - 5), ""),  # at the 4096-character bound, one past
+    ("==1.123456789012", "==1.123456789012"), ("==1.1234567890123", ""),  # twelve digits, thirteen
+    (None, ""), (17, ""), ("not a specifier", ""),
+])
+def test_a_specifier_given_apart_is_read_within_its_bounds(spec, read):
+    """Poetry, Pipfile and conda give the name and the specifier apart; an overlong one, a number no
+    release has, or a value that is not text names the framework with no release."""
+    from envman.project.detect.pins import named_facts
+
+    assert [(f.framework, f.spec) for f in named_facts("torch", spec)] == [("torch", read)]
