@@ -329,11 +329,13 @@ class Engine:
         dockerfile: str = "Dockerfile",
         platform: str | None = None,
         network: str | None = None,
+        extra_hosts: Mapping[str, str] | None = None,
     ) -> Iterator[BuildEvent]:
         """Build ``context_tar`` (see :func:`deterministic_tar`) as ``tag``, streaming events.
 
         ``platform`` (``linux/arm64``) asks the engine for that platform; ``None``: the engine's own.
         ``network`` (``host``): the network of the RUN steps; ``None``: the engine's default.
+        ``extra_hosts``: ``{name: address}`` added to the RUN steps' /etc/hosts.
 
         Intermediate containers are always removed. Raises :class:`BuildError` with the log
         tail on failure, after yielding an ``error`` event.
@@ -354,6 +356,7 @@ class Engine:
                 dockerfile=dockerfile,
                 platform=platform,
                 network_mode=network,
+                extra_hosts=dict(extra_hosts) if extra_hosts else None,
                 rm=True,
                 forcerm=True,
                 decode=True,

@@ -130,10 +130,15 @@ def build_stack(
             labels[L.CONTENT_HASH] = ctx.content_hash  # the identity a pull checks (network options aside)
         image_id = None
         step = None  # the step running when a build fails (see envman.images.failure)
-        with open(log_path, "w") as log:
+        from envman.images.wheelstore import served
+        from envman.render.options import RenderOptions
+
+        with open(log_path, "w") as log, served(run, stack, options or RenderOptions()) as (run_with_store, store):
+            for line in [*(f"wheel store: fetched {f}" for f in store.fetched), *store.notes]:
+                log.write(f"envman: {line}\n")
             try:
-                for ev in run.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
-                                         **_platform_kw(stack)):
+                for ev in run_with_store.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull,
+                                               secrets=ctx.secrets, **_platform_kw(stack)):
                     log.write(ev.text.rstrip("\n") + "\n")
                     step = ev.text if ev.kind == "step" else step
                     if on_event:
