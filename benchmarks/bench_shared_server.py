@@ -31,8 +31,9 @@ build starts from the same warm OS and Python layers (built once first, not coun
 ``--store`` measures the wheel store (``envman.images.wheelstore``) instead: the first two stacks
 (the same pins) built as ``envman build`` builds them on the classic builder, each without any
 layer cache (so the second cannot reuse the first's layer), with the store and without it
-(``ENVMAN_WHEEL_STORE=0``). Downloads are what came from the index: the store's fetches on the host
-plus what pip downloaded in the build other than from the store.
+(``ENVMAN_WHEEL_STORE=0``). Downloads are the CUDA-library wheels that came from the index: the
+store's fetches on the host plus what pip downloaded in the CUDA-library step other than from the
+store.
 
 The images (``envman-bench/shared-*``) are removed at the end unless ``--keep``.
 """
@@ -174,24 +175,26 @@ def _floor(built, root: Path) -> int:
     return floor
 
 
-def _index_downloads(log: str) -> float:
-    """Bytes pip downloaded in a build, leaving out what the wheel store served (the lines from
-    ``Looking in links: http://envman-wheels`` to the next step)."""
-    from envman.render.plan import WHEEL_STORE_URL
+def _cuda_downloads(log: str) -> float:
+    """Bytes pip downloaded from the index in a build's CUDA-library step (what the wheel store
+    served, from ``Looking in links: http://envman-wheels`` on, left out)."""
+    from envman.render.plan import CUDA_LIBS_FILE, WHEEL_STORE_URL
 
-    kept, served = [], False
+    kept, step, served = [], False, False
     for line in log.splitlines():
-        if line.startswith("Looking in links: " + WHEEL_STORE_URL):
+        if line.startswith("Step "):
+            step, served = CUDA_LIBS_FILE in line, False
+        elif line.startswith("Looking in links: " + WHEEL_STORE_URL):
             served = True
-        elif line.startswith(("Step ", "Looking in indexes", "ERROR:")):
+        elif line.startswith(("Looking in indexes", "ERROR:")):
             served = False
-        if not served:
+        if step and not served:
             kept.append(line)
     return sum(float(n) * _UNITS[u] for n, u in _DOWNLOAD.findall("\n".join(kept)))
 
 
 def _measure_store(engine, stacks, tmp: Path, on: bool, refs: list[str]) -> list[tuple[float, float]]:
-    """(seconds, bytes from the index) of each stack built by envman's classic build path with the
+    """(seconds, CUDA-library bytes from the index) of each stack built by envman's classic build path with the
     wheel store ``on`` (or off), without layer cache, into a store of its own under ``tmp``."""
     import os
 
@@ -213,8 +216,8 @@ def _measure_store(engine, stacks, tmp: Path, on: bool, refs: list[str]) -> list
         with served(ClassicBuilder(engine), s, options, store=store) as (run, info):
             log = "\n".join(ev.text for ev in run.build(ctx.tar(), tag, labels={}, nocache=True))
         fetched = sum(int(f.rpartition("(")[2].split()[0]) for f in info.fetched)
-        out.append((time.perf_counter() - t, fetched + _index_downloads(log)))
-        print(f"  store {'on' if on else 'off'}: {s.name}: {out[-1][0]:.1f} s, from the index {out[-1][1] / 1e6:.2f} MB "
+        out.append((time.perf_counter() - t, fetched + _cuda_downloads(log)))
+        print(f"  store {'on' if on else 'off'}: {s.name}: {out[-1][0]:.1f} s, CUDA libraries from the index {out[-1][1] / 1e6:.2f} MB "
               f"(host {fetched / 1e6:.2f} MB); {'; '.join(info.notes) or 'no notes'}")
     return out
 
@@ -256,11 +259,15 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="envman-bench-shared-"))
     try:
         if args.store:
+            # the store takes hashed pins only: the same two small wheels, with their sha256
+            from tests.docker.test_reproducible_layers import HASHED
+
+            same = [dataclasses.replace(s, cuda_libs=HASHED) for s in stacks[:2]] if not args.torch else stacks[:2]
             with Engine.connect() as engine:
                 for on in (True, False):
-                    (t1, d1), (t2, d2) = _measure_store(engine, stacks[:2], tmp, on, refs)
+                    (t1, d1), (t2, d2) = _measure_store(engine, same, tmp, on, refs)
                     label = "with the wheel store" if on else "without it"
-                    _ratio(report, f"downloads of the second stack (same pins, no layer cache) / the first, {label}", d2, d1, "MB")
+                    _ratio(report, f"CUDA-library downloads of the second stack (same pins, no layer cache) / the first, {label}", d2, d1, "MB")
                     _ratio(report, f"time of the second stack (same pins, no layer cache) / the first, {label}", t2, t1, "s")
             return report.save(args.json)
         # Warm the OS and Python layers once (a stack with no CUDA libraries and nothing after them).
