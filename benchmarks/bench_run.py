@@ -105,6 +105,15 @@ def project_ref(env: dict[str, str], root: Path, image_id: str, python: str = sy
                           capture_output=True, text=True).stdout.strip()
 
 
+def stable_tag(matrix_files: list[str], env: dict[str, str]) -> str:
+    """The stable tag envman gives the throw-away stack of ``matrix_files`` (a user's row)."""
+    code = ("import sys\nfrom envman.matrix.load import load_matrix\nfrom envman.stack.resolve import resolve\n"
+            "from envman.state import stable_ref\n"
+            "print(stable_ref(resolve(load_matrix(sys.argv[2:]), sys.argv[1])))\n")
+    return subprocess.run([sys.executable, "-c", code, STACK, *matrix_files], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def main() -> int:
     argv, out = json_option(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -128,12 +137,6 @@ def main() -> int:
             projects, cwd, extra = {args.project: args.project}, os.getcwd(), []
         else:
             base = pick_base(args.base)
-            if subprocess.run(["docker", "image", "inspect", stable], capture_output=True).returncode == 0:
-                raise SystemExit(f"{stable} exists already; refusing to retag it")
-            subprocess.run(["docker", "tag", base, stable], check=True)
-            tags.append(stable)
-            image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", stable], check=True,
-                                      capture_output=True, text=True).stdout.strip()
             for var in ("ENVMAN_CONFIG_DIR", "ENVMAN_STATE_DIR", "ENVMAN_CACHE_DIR", "ENVMAN_MATRIX", "ENVMAN_RUN_CACHE"):
                 env.pop(var, None)
             env.update(XDG_CONFIG_HOME=str(tmp / "config"), XDG_STATE_HOME=str(tmp / "state"),
@@ -142,6 +145,13 @@ def main() -> int:
             for name, text in MATRIX.items():
                 (tmp / name).write_text(text)
                 extra += ["--matrix", str(tmp / name)]
+            stable = stable_tag([str(tmp / name) for name in MATRIX], env)  # a user's row: latest-<key>
+            if subprocess.run(["docker", "image", "inspect", stable], capture_output=True).returncode == 0:
+                raise SystemExit(f"{stable} exists already; refusing to retag it")
+            subprocess.run(["docker", "tag", base, stable], check=True)
+            tags.append(stable)
+            image_id = subprocess.run(["docker", "image", "inspect", "-f", "{{.Id}}", stable], check=True,
+                                      capture_output=True, text=True).stdout.strip()
             state = Path(subprocess.run([sys.executable, "-c", "from envman.paths import state_dir; print(state_dir())"],
                                         env=env, check=True, capture_output=True, text=True).stdout.strip())
             (state / "reports").mkdir(parents=True)
