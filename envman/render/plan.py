@@ -673,9 +673,11 @@ def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
         return CudaLibs(_title(stack), stack.cuda_libs, mounts, head + " ".join(sh_word(r) for r in stack.cuda_libs))
     store: tuple[str, ...] = ()
     if builder == "classic" and not options.offline:
-        # BuildKit keeps downloads in its pip cache mount; the classic builder has none
+        # BuildKit keeps downloads in its pip cache mount; the classic builder has none. No retries
+        # and a short timeout: a build nobody serves (or a host whose firewall drops the build
+        # network's traffic to it) goes on to the index at once, or after at most 10 s
         store = ("--require-hashes", "--no-deps", "--only-binary=:all:", "--no-compile", "--no-index", "--retries", "0",
-                 "--timeout", "60", "--find-links", WHEEL_STORE_URL, "--trusted-host", WHEEL_STORE_HOST,  # plain HTTP: the hashes are what is trusted
+                 "--timeout", "10", "--find-links", WHEEL_STORE_URL, "--trusted-host", WHEEL_STORE_HOST,  # plain HTTP: the hashes are what is trusted
                  "-r", CUDA_LIBS_FILE)
     return CudaLibs(_title(stack), stack.cuda_libs, mounts, f"--require-hashes {head}-r {CUDA_LIBS_FILE}",
                     hashed_lines=tuple(sh_word(r) for r in stack.cuda_libs), requirements_file=CUDA_LIBS_FILE,

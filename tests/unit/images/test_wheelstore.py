@@ -294,7 +294,7 @@ def test_the_classic_step_tries_the_store_first_and_buildkit_and_offline_never(s
     from envman.render.dockerfile import render_stack
 
     classic = render_stack(stack, RenderOptions(), builder="classic").dockerfile
-    assert ("--no-index --retries 0 --timeout 60 --find-links http://envman-wheels:47263/ --trusted-host envman-wheels"
+    assert ("--no-index --retries 0 --timeout 10 --find-links http://envman-wheels:47263/ --trusted-host envman-wheels"
             " -r /tmp/envman-cuda-libs.txt \\\n    || { /opt/venv/bin/python -m pip install") in classic
     assert "envman-wheels" not in render_stack(stack, RenderOptions(), builder="buildkit").dockerfile
     unhashed = dataclasses.replace(stack, cuda_libs=("nvidia-nvtx-cu12==12.4.127",))
