@@ -136,10 +136,14 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+#: The store's folder in the user's envman cache folder (``envman clean`` removes it).
+STORE_FOLDER = "wheels"
+
+
 def default_root() -> Path:
     from envman.paths import cache_dir
 
-    return Path(cache_dir()) / "wheels"
+    return Path(cache_dir()) / STORE_FOLDER
 
 
 @dataclass
