@@ -34,18 +34,17 @@ import hashlib
 import os
 import re
 import secrets
-import threading
 import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from envman import labels as L
+from envman.engine.wheelserver import ServedFile as StoredWheel
+from envman.engine.wheelserver import _Server, serve
 from envman.errors import EnvmanError
-from envman.render.plan import CUDA_LIBS_FILE, WHEEL_STORE_HOST, WHEEL_STORE_PORT  # noqa: F401  (re-exported names)
+from envman.render.plan import WHEEL_STORE_HOST, WHEEL_STORE_PORT
 
 if TYPE_CHECKING:
     from packaging.tags import Tag
@@ -119,13 +118,6 @@ def supported_tags(python: str, platform: str, os_name: str) -> list[Tag]:
     out.append(f"linux_{arch}")
     abis = [f"cp{major}{minor}t"] if python.endswith("t") else None
     return [*cpython_tags((major, minor), abis=abis, platforms=out), *compatible_tags((major, minor), platforms=out)]
-
-
-@dataclass(frozen=True)
-class StoredWheel:
-    filename: str
-    sha256: str
-    path: Path
 
 
 def _sha256(path: Path) -> str:
@@ -307,68 +299,6 @@ def fill(store: WheelStore, pins: list[Pin], sources: Sources, tags: list[Tag], 
     return out
 
 
-# --- serving --------------------------------------------------------------------------------------
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], wheels: list[StoredWheel]) -> None:
-        self.wheels = {w.filename: w for w in wheels}
-        self.served: list[str] = []
-        super().__init__(address, _Handler)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """``/``: a find-links page of the build's wheels with their sha256; ``/<file>``: one of them."""
-
-    server: _Server
-
-    def do_GET(self) -> None:  # noqa: N802  (http.server's name)
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        if path == "/":
-            links = "".join(f'<a href="{escape(urllib.parse.quote(w.filename))}#sha256={w.sha256}">{escape(w.filename)}</a>\n'
-                            for w in sorted(self.server.wheels.values(), key=lambda w: w.filename))
-            body = f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n".encode()
-            self._answer(200, "text/html; charset=utf-8", len(body))
-            self.wfile.write(body)
-            return
-        wheel = self.server.wheels.get(path[1:])
-        if wheel is None:
-            self._answer(404, "text/plain", 0)
-            return
-        with open(wheel.path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            self._answer(200, "application/octet-stream", size)
-            while chunk := fh.read(1 << 20):
-                self.wfile.write(chunk)
-        self.server.served.append(wheel.filename)
-
-    def _answer(self, status: int, ctype: str, length: int) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(length))
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (http.server's name)
-        """Silent: the build's own log says what pip fetched."""
-
-
-@contextmanager
-def serve(address: str, wheels: list[StoredWheel], port: int | None = None) -> Iterator[_Server]:
-    """``wheels`` served read-only at ``http://address:port/`` (:data:`WHEEL_STORE_PORT` by
-    default) while the block runs."""
-    server = _Server((address, WHEEL_STORE_PORT if port is None else port), wheels)
-    thread = threading.Thread(target=server.serve_forever, name="envman-wheel-store", daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
 # --- a classic build with the store -------------------------------------------------------------
 
 
@@ -471,7 +401,7 @@ def served(run: Builder, stack: Stack, options: RenderOptions, *, store: WheelSt
             gateway = info.gateway if info else ""
             if not gateway:
                 raise OSError("the build network has no gateway address")
-            server_cm = serve(gateway, filled.wheels)
+            server_cm = serve(gateway, filled.wheels, port=WHEEL_STORE_PORT)
             server = server_cm.__enter__()
         except (EnvmanError, OSError) as exc:
             why = exc.line() if isinstance(exc, EnvmanError) else str(exc)

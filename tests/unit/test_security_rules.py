@@ -341,6 +341,8 @@ _NOT_STATE = {
     # the driver's /proc files, a CDI spec the user names (read non-blocking, regular files only),
     # mount targets in a root file system; stdlib only, since scripts load it by path
     "envman/engine/cdi.py",
+    # the wheel store's wheels: never state; each is hashed against its pin before it is served
+    "envman/images/wheelstore.py", "envman/engine/wheelserver.py",
 }
 
 

@@ -301,6 +301,13 @@ def test_the_classic_step_tries_the_store_first_and_buildkit_and_offline_never(s
     assert "envman-wheels" not in render_stack(unhashed, RenderOptions(), builder="classic").dockerfile
 
 
+def test_the_server_listens_on_the_port_the_step_asks():
+    from envman.engine import wheelserver
+    from envman.render.plan import WHEEL_STORE_PORT, WHEEL_STORE_URL
+
+    assert wheelserver.WHEEL_STORE_PORT == WHEEL_STORE_PORT and WHEEL_STORE_URL.endswith(f":{WHEEL_STORE_PORT}/")
+
+
 def test_a_networks_gateway_is_read_from_its_ipam_config():
     doc = {"Id": "x", "Name": "n", "Driver": "bridge", "IPAM": {"Config": [{"Subnet": "172.24.0.0/16", "Gateway": "172.24.0.1"}]}}
     assert NetworkInfo.from_api(doc).gateway == "172.24.0.1"
