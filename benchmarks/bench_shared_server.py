@@ -1,7 +1,7 @@
 """Many stacks on one server: N stacks built on one engine, with the CUDA-library layer and
 without it, against the floor; disk, downloads and time.
 
-    python benchmarks/bench_shared_server.py [--torch] [--keep] [--json PATH]
+    python benchmarks/bench_shared_server.py [--torch] [--store] [--keep] [--json PATH]
 
 The stacks are rendered by envman (``render_stack``, classic builder) on the test suite's
 stand-in base (``tests/support/standin.py``: a debootstrapped Debian with its Python 3.11, tagged
@@ -27,6 +27,13 @@ build starts from the same warm OS and Python layers (built once first, not coun
   layer once);
 * downloads: what pip reports downloading in each build's log (``Downloading NAME (SIZE)``);
 * time: each build's wall time.
+
+``--store`` measures the wheel store (``envman.images.wheelstore``) instead: the first two stacks
+(the same pins) built as ``envman build`` builds them on the classic builder, each without any
+layer cache (so the second cannot reuse the first's layer), with the store and without it
+(``ENVMAN_WHEEL_STORE=0``). Downloads are the CUDA-library wheels that came from the index: the
+store's fetches on the host plus what pip downloaded in the CUDA-library step other than from the
+store.
 
 The images (``envman-bench/shared-*``) are removed at the end unless ``--keep``.
 """
@@ -168,6 +175,53 @@ def _floor(built, root: Path) -> int:
     return floor
 
 
+def _cuda_downloads(log: str) -> float:
+    """Bytes pip downloaded from the index in a build's CUDA-library step (what the wheel store
+    served, from ``Looking in links: http://envman-wheels`` on, left out)."""
+    from envman.render.plan import CUDA_LIBS_FILE, WHEEL_STORE_URL
+
+    kept, step, served = [], False, False
+    for line in log.splitlines():
+        if line.startswith("Step "):
+            step, served = CUDA_LIBS_FILE in line, False
+        elif line.startswith("Looking in links: " + WHEEL_STORE_URL):
+            served = True
+        elif line.startswith(("Looking in indexes", "ERROR:")):
+            served = False
+        if step and not served:
+            kept.append(line)
+    return sum(float(n) * _UNITS[u] for n, u in _DOWNLOAD.findall("\n".join(kept)))
+
+
+def _measure_store(engine, stacks, tmp: Path, on: bool, refs: list[str]) -> list[tuple[float, float]]:
+    """(seconds, CUDA-library bytes from the index) of each stack built by envman's classic build path with the
+    wheel store ``on`` (or off), without layer cache, into a store of its own under ``tmp``."""
+    import os
+
+    from envman.engine.builder import ClassicBuilder
+    from envman.images.wheelstore import WheelStore, served
+    from envman.render.dockerfile import render_stack
+    from envman.render.options import RenderOptions
+    from tests.docker.conftest import host_ca_bundle
+
+    options = RenderOptions(ca_bundle=host_ca_bundle())
+    store = WheelStore(tmp / f"store-{on}")
+    os.environ["ENVMAN_WHEEL_STORE"] = "1" if on else "0"
+    out = []
+    for s in stacks:
+        tag = f"envman-bench/shared-store-{'on' if on else 'off'}-{s.name}:latest"
+        refs.append(tag)
+        ctx = render_stack(s, options, builder="classic")
+        t = time.perf_counter()
+        with served(ClassicBuilder(engine), s, options, store=store) as (run, info):
+            log = "\n".join(ev.text for ev in run.build(ctx.tar(), tag, labels={}, nocache=True))
+        fetched = sum(int(f.rpartition("(")[2].split()[0]) for f in info.fetched)
+        out.append((time.perf_counter() - t, fetched + _cuda_downloads(log)))
+        print(f"  store {'on' if on else 'off'}: {s.name}: {out[-1][0]:.1f} s, CUDA libraries from the index {out[-1][1] / 1e6:.2f} MB "
+              f"(host {fetched / 1e6:.2f} MB); {'; '.join(info.notes) or 'no notes'}")
+    return out
+
+
 def _chains_of_base() -> list[str]:
     from envman.matrix.load import load_matrix
     from envman.stack.resolve import resolve
@@ -188,6 +242,7 @@ def _ratio(report: Report, what: str, mine: float, ref: float, unit: str) -> Non
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--torch", action="store_true", help="real torch 2.0.0, 2.0.1 and 1.13.1 (about 10 GB of downloads)")
+    ap.add_argument("--store", action="store_true", help="the wheel store: two stacks with the same pins, no layer cache")
     ap.add_argument("--keep", action="store_true", help="keep the images")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -203,6 +258,18 @@ def main() -> int:
     refs: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="envman-bench-shared-"))
     try:
+        if args.store:
+            # the store takes hashed pins only: the same two small wheels, with their sha256
+            from tests.docker.test_reproducible_layers import HASHED
+
+            same = [dataclasses.replace(s, cuda_libs=HASHED) for s in stacks[:2]] if not args.torch else stacks[:2]
+            with Engine.connect() as engine:
+                for on in (True, False):
+                    (t1, d1), (t2, d2) = _measure_store(engine, same, tmp, on, refs)
+                    label = "with the wheel store" if on else "without it"
+                    _ratio(report, f"CUDA-library downloads of the second stack (same pins, no layer cache) / the first, {label}", d2, d1, "MB")
+                    _ratio(report, f"time of the second stack (same pins, no layer cache) / the first, {label}", t2, t1, "s")
+            return report.save(args.json)
         # Warm the OS and Python layers once (a stack with no CUDA libraries and nothing after them).
         warm = dataclasses.replace(stacks[0], name="bench-shared-warm", cuda_libs=(), packages=("six==1.17.0",))
         refs.append("envman-bench/shared-warm:latest")

@@ -145,7 +145,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
             "tests/unit/images/test_provenance_rules.py", "tests/unit/stack/test_resolve_stable_tags.py",
             "tests/unit/test_state_stale_temps.py", "tests/unit/images/test_build_rules.py",
             "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
-            "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/test_constants_once.py",
+            "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/rules/test_constants_once.py",
         ],
     },
     # matrix update: which releases, CUDA, Pythons and platforms a derived row states, and what is written.

@@ -226,14 +226,19 @@ class NetworkInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     containers: int = 0  # endpoints attached now (inspect only: a list says 0)
     created: int = 0  # Unix seconds
+    gateway: str = ""  # the first IPAM gateway address ("" when it has none)
 
     @classmethod
     def from_api(cls, doc: Mapping[str, Any]) -> NetworkInfo:
         attached = doc.get("Containers")
+        ipam = doc.get("IPAM")
+        configs = ipam.get("Config") if isinstance(ipam, Mapping) else None
+        gateway = next((str(c["Gateway"]) for c in configs or () if isinstance(c, Mapping) and c.get("Gateway")), "") \
+            if isinstance(configs, list) else ""
         return cls(id=str(doc.get("Id") or doc.get("id") or ""), name=str(doc.get("Name") or doc.get("name") or ""),
                    driver=str(doc.get("Driver") or doc.get("driver") or ""), labels=_labels(doc.get("Labels")),
                    containers=len(attached) if isinstance(attached, Mapping) else 0,
-                   created=unix_seconds(doc.get("Created")))
+                   created=unix_seconds(doc.get("Created")), gateway=gateway)
 
 
 @dataclass(frozen=True)
@@ -316,9 +321,10 @@ class ContainerEngine(EngineFacts, Protocol):
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str],
               buildargs: Mapping[str, str] | None = None, nocache: bool = False, pull: bool = False,
               dockerfile: str = "Dockerfile", platform: str | None = None,
-              network: str | None = None) -> Iterator[BuildEvent]:
+              network: str | None = None, extra_hosts: Mapping[str, str] | None = None) -> Iterator[BuildEvent]:
         """Build a context tar (:func:`envman.engine.context.deterministic_tar`) as ``tag``;
-        ``network``: the RUN steps' network (``None``: the engine's default)."""
+        ``network``: the RUN steps' network (``None``: the engine's default); ``extra_hosts``:
+        host names the RUN steps resolve to these addresses."""
         ...
 
     def run(self, image: str, command: Sequence[str], *, env: Mapping[str, str] | None = None,

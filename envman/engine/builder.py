@@ -74,6 +74,7 @@ class Builder(Protocol):
 class _BuildExtra(TypedDict, total=False):
     platform: str
     network: str
+    extra_hosts: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ class ClassicBuilder:
     engine: ContainerEngine
     kind: BuilderKind = "classic"
     network: str | None = None  # the RUN steps' network (``[build] network``); None: the engine's default
+    #: (name, address) pairs the RUN steps resolve (the wheel store of :mod:`envman.images.wheelstore`)
+    hosts: tuple[tuple[str, str], ...] = ()
 
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str], nocache: bool = False,
               pull: bool = False, secrets: Mapping[str, bytes] | None = None,
@@ -94,6 +97,8 @@ class ClassicBuilder:
         extra: _BuildExtra = {"platform": platform} if platform else {}
         if self.network:
             extra["network"] = self.network
+        if self.hosts:
+            extra["extra_hosts"] = dict(self.hosts)
         return self.engine.build(context_tar, tag, labels=labels, nocache=nocache, pull=pull, **extra)
 
 

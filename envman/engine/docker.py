@@ -216,16 +216,57 @@ def layer_progress(item: Any, seen: dict[str, tuple[str, int]]) -> str | None:
         return f"{shown} {25 * quarter}% of {total / 1e6:.0f} MB"
     return shown
 
+def _sdk_client(base_url: str | None, url: str, timeout: int) -> APIClient:
+    """The Docker SDK's client of ``base_url`` (else as ``docker.from_env``), pinged."""
+    import docker
+    import requests
+
+    try:
+        if base_url:
+            api = docker.APIClient(base_url=base_url, version="auto", timeout=timeout)
+        else:
+            api = docker.DockerClient.from_env(version="auto", timeout=timeout).api
+        api.ping()
+    except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+        raise EngineError(f"Docker engine not reachable at {url}", fix=UNREACHABLE_FIX) from exc
+    return api
+
+
 class Engine:
     """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""
 
-    def __init__(self, api: APIClient, *, url: str = DEFAULT_DOCKER_URL, source: str = "") -> None:
-        import docker.errors  # noqa: F401  - lazily, and so that _errors() can rely on it
-
-        self._api = api
+    def __init__(self, api: APIClient | None, *, url: str = DEFAULT_DOCKER_URL, source: str = "",
+                 socket: str | None = None, base_url: str | None = None, timeout: int = DEFAULT_TIMEOUT_S) -> None:
+        """``api``: the SDK client; ``None`` with ``socket`` (the engine's Unix socket): the reads
+        :meth:`info`, :meth:`kind` and :meth:`inspect_image` go over the socket
+        (:mod:`envman.engine.socket`), and the SDK is imported and connected (to ``base_url``, or
+        as ``docker.from_env``) only when something else is asked."""
+        self._client = api
         self.url = url
         self.source = source  # how it was selected (envman.engine.select)
+        self.socket = socket if api is None else None
+        self._base_url = base_url
+        self._timeout = timeout
         self._kind: EngineKind | None = None
+
+    @property
+    def _api(self) -> APIClient:
+        """The SDK client, connected on first use (about 0.1 s to import and connect)."""
+        if self._client is None:
+            self._client = _sdk_client(self._base_url, self.url, self._timeout)
+        return self._client
+
+    def _socket_get(self, path: str) -> Any:
+        """``GET path`` on the socket: the JSON body of a 200, ``None`` for a 404; :class:`NoAnswer`
+        when there is no socket or no clean answer (then the SDK answers)."""
+        from envman.engine.socket import NoAnswer, api_get
+
+        status, body = api_get(self.socket, path, timeout=self._timeout)
+        if status == 404:
+            return None
+        if status != 200 or body is None:
+            raise NoAnswer()
+        return body
 
     # -- connection -------------------------------------------------------------------------
 
@@ -235,10 +276,8 @@ class Engine:
         context) or to ``base_url``, and ping. Without ``DOCKER_HOST`` or a context, the engine is
         the one :func:`envman.engine.select.select_engine` picks (config, Docker socket, this
         user's rootless Podman socket). ``timeout`` bounds ordinary API calls; builds and
-        container waits have their own."""
-        import docker
-        import requests
-
+        container waits have their own. An engine on a Unix socket is pinged there and the SDK
+        connected only when needed (see :meth:`__init__`)."""
         from envman.engine.select import config_engine_host, select_engine
 
         source = "argument" if base_url else ""
@@ -249,18 +288,21 @@ class Engine:
             source = addr.source
         url = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_URL
         source = source or ("DOCKER_HOST" if os.environ.get("DOCKER_HOST") else "docker context")
-        try:
-            if base_url:
-                api = docker.APIClient(base_url=base_url, version="auto", timeout=timeout)
-            else:
-                api = docker.DockerClient.from_env(version="auto", timeout=timeout).api
-            api.ping()
-        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
-            raise EngineError(f"Docker engine not reachable at {url}", fix=UNREACHABLE_FIX) from exc
-        return cls(api, url=url, source=source)
+        if url.startswith("unix://") and not os.environ.get("DOCKER_TLS_VERIFY"):
+            from envman.engine.socket import NoAnswer, api_get
+
+            try:  # the engine's own socket answers: the SDK waits until something needs it
+                status, version = api_get(url[len("unix://"):], "/version", timeout=timeout)
+                if status == 200 and isinstance(version, dict) and version.get("ApiVersion"):
+                    return cls(None, url=url, source=source, socket=url[len("unix://"):], base_url=base_url,
+                               timeout=timeout)
+            except NoAnswer:
+                pass
+        return cls(_sdk_client(base_url, url, timeout), url=url, source=source)
 
     def close(self) -> None:
-        self._api.close()
+        if self._client is not None:
+            self._client.close()
 
     def __enter__(self) -> Engine:
         return self
@@ -270,22 +312,39 @@ class Engine:
 
     def info(self) -> EngineInfo:
         """The facts envman needs from ``docker info``."""
-        with self._errors("docker info"):
-            raw = self._api.info()
-        return EngineInfo.from_api(raw, self.kind(), api_version=str(self._api.api_version), url=self.url,
+        from envman.engine.socket import NoAnswer
+
+        try:
+            raw, api_version = self._socket_get("/info"), self.kind().api_version
+            if not isinstance(raw, dict):
+                raise NoAnswer()
+        except NoAnswer:
+            with self._errors("docker info"):
+                raw, api_version = self._api.info(), str(self._api.api_version)
+        return EngineInfo.from_api(raw, self.kind(), api_version=api_version, url=self.url,
                                    source=self.source, local=self.url.startswith("unix://"))
 
     def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind`: Docker or Podman, rootless or not."""
         from envman.engine.select import kind_from
 
+        from envman.engine.socket import NoAnswer
+
         if self._kind is None:
-            with self._errors("docker version"):
-                version = self._api.version()
-            podman = says_podman(version)
-            libpod = self._libpod_get("/info") if podman else None
-            with self._errors("docker info"):
-                info = None if podman else self._api.info()
+            try:
+                version = self._socket_get("/version")
+                podman = says_podman(version)
+                libpod = self._socket_get("/v4.0.0/libpod/info") if podman else None
+                info = None if podman else self._socket_get("/info")
+                if not isinstance(version, dict) or not isinstance(libpod if podman else info, dict):
+                    raise NoAnswer()
+            except NoAnswer:
+                with self._errors("docker version"):
+                    version = self._api.version()
+                podman = says_podman(version)
+                libpod = self._libpod_get("/info") if podman else None
+                with self._errors("docker info"):
+                    info = None if podman else self._api.info()
             self._kind = kind_from(version, info, libpod)
         return self._kind
 
@@ -315,11 +374,13 @@ class Engine:
         dockerfile: str = "Dockerfile",
         platform: str | None = None,
         network: str | None = None,
+        extra_hosts: Mapping[str, str] | None = None,
     ) -> Iterator[BuildEvent]:
         """Build ``context_tar`` (see :func:`deterministic_tar`) as ``tag``, streaming events.
 
         ``platform`` (``linux/arm64``) asks the engine for that platform; ``None``: the engine's own.
         ``network`` (``host``): the network of the RUN steps; ``None``: the engine's default.
+        ``extra_hosts``: ``{name: address}`` added to the RUN steps' /etc/hosts.
 
         Intermediate containers are always removed. Raises :class:`BuildError` with the log
         tail on failure, after yielding an ``error`` event.
@@ -340,6 +401,7 @@ class Engine:
                 dockerfile=dockerfile,
                 platform=platform,
                 network_mode=network,
+                extra_hosts=dict(extra_hosts) if extra_hosts else None,
                 rm=True,
                 forcerm=True,
                 decode=True,
@@ -355,6 +417,14 @@ class Engine:
     # -- images -----------------------------------------------------------------------------
 
     def inspect_image(self, ref: str) -> ImageInfo | None:
+        from envman.engine.socket import NoAnswer, image_path
+
+        try:
+            found = self._socket_get(image_path(ref))
+            if found is None or isinstance(found, dict):
+                return ImageInfo.from_api(found) if found is not None else None
+        except NoAnswer:
+            pass
         doc = self._inspect(lambda: self._api.inspect_image(ref), f"inspect image {ref}")
         return ImageInfo.from_api(doc) if doc is not None else None
 

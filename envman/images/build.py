@@ -130,11 +130,16 @@ def build_stack(
         labels = {**L.candidate_labels(stack.name, ctx.render_hash, *current_user()), **L.cleared_smoke_labels()}
         if getattr(ctx, "content_hash", ""):
             labels[L.CONTENT_HASH] = ctx.content_hash  # the identity a pull checks (network options aside)
-        with open(log_path, "w") as log:
+        from envman.images.wheelstore import served
+        from envman.render.options import RenderOptions
+
+        with open(log_path, "w") as log, served(run, stack, options or RenderOptions()) as (run_with_store, store):
+            for line in [*(f"wheel store: fetched {f}" for f in store.fetched), *store.notes]:
+                log.write(f"envman: {line}\n")
             stream = BuildStream(log=log, on_event=on_event)  # its step: the one running when a build fails
             try:
-                stream.read(run.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull, secrets=ctx.secrets,
-                                      **_platform_kw(stack)))
+                stream.read(run_with_store.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull,
+                                                 secrets=ctx.secrets, **_platform_kw(stack)))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 failed = BuildError(

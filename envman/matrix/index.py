@@ -25,7 +25,7 @@ from email.parser import HeaderParser
 from email.message import Message
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import BinaryIO, Callable, Mapping, Protocol
 
 from envman import __version__
 from envman.config import shown_url
@@ -143,6 +143,34 @@ class Http:
             f"cannot reach the index ({last})", where=url,
             fix="check the network, or point --pip-index / --torch-index at a reachable mirror; nothing was written",
         )
+
+    def download(self, url: str, out: BinaryIO, *, limit: int, on_chunk: Callable[[bytes], object] | None = None) -> int:
+        """Stream the file at ``url`` (no credentials: see :meth:`get`) into ``out``, at most
+        ``limit`` bytes, each chunk also to ``on_chunk``; its size. One attempt: a failure raises
+        :class:`IndexUnreachable` and the caller drops what was written."""
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https") or parsed.username is not None:
+            raise IndexFileError("refusing a URL that is not plain http(s)", where=shown_url(url),
+                                 fix="the index must serve http(s) URLs")
+        req = urllib.request.Request(url, headers={"User-Agent": f"envman/{__version__}"})
+        with self._lock:
+            self.requests += 1
+        size = 0
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout, context=self._ctx) as resp:
+                while chunk := resp.read(1 << 20):
+                    size += len(chunk)
+                    if size > limit:
+                        raise IndexFileError(f"the file is larger than {limit} bytes", where=shown_url(url))
+                    out.write(chunk)
+                    if on_chunk is not None:
+                        on_chunk(chunk)
+        except urllib.error.HTTPError as exc:
+            raise IndexUnreachable(f"HTTP {exc.code} {exc.reason}", where=shown_url(url)) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, ssl.SSLError, OSError) as exc:
+            raise IndexUnreachable(f"download failed ({getattr(exc, 'reason', exc)})", where=shown_url(url)) from None
+        self._count(size)
+        return size
 
     def _read(self, resp: _Body, limit: int, url: str) -> bytes:
         """The body, at most ``limit + 1`` bytes, within a whole-request deadline: the socket

@@ -325,7 +325,12 @@ def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]
         return [Comment(lines), RunStep(_settled(_with_ca(b, [install]), cl.mounts), cl.mounts)]
     lines += ("pip runs in hash-checking mode: every wheel, downloaded, mirrored or from a cache, must have",
               "one of the sha256 hashes the matrix row records for it.")
-    commands: list[Command] = [f"printf '%s\\n' {sh_words(cl.requirements)} > {cl.requirements_file}", install,
+    fetch: Command = install
+    if cl.store_args:
+        lines += ("The wheels come from envman's wheel store when its build serves them (checked against the",
+                  "same hashes there and here), else from the index.")
+        fetch = OrElse(f"{_pip_install(py.venv_python, b.pip_cache)} {sh_words(cl.store_args)}", (install,))
+    commands: list[Command] = [f"printf '%s\\n' {sh_words(cl.requirements)} > {cl.requirements_file}", fetch,
                                f"rm -f {cl.requirements_file}"]
     return [Comment(lines), RunStep(_settled(_with_ca(b, commands), cl.mounts), cl.mounts)]
 

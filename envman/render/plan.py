@@ -70,6 +70,14 @@ BUILDER_KINDS: tuple[BuilderKind, ...] = ("classic", "buildkit")
 #: The requirements file of the CUDA-library step when its pins have hashes (written and removed
 #: in that step).
 CUDA_LIBS_FILE = "/tmp/envman-cuda-libs.txt"
+#: The wheel store (``envman.images.wheelstore``) as the classic builder's CUDA-library step reaches
+#: it: envman's build serves this user's stored wheels on its own build network under this host
+#: name and port. The name and port are fixed, so the step, and its cache key, is the same in every
+#: build; a build that is not served (``docker build`` of a written context) finds no such host
+#: and installs from the index.
+WHEEL_STORE_HOST = "envman-wheels"
+WHEEL_STORE_PORT = 47263
+WHEEL_STORE_URL = f"http://{WHEEL_STORE_HOST}:{WHEEL_STORE_PORT}/"
 #: A CUDA-library pin as it reaches the step: ``name==version`` and any sha256 hashes.
 _CUDA_LIB_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*==[0-9A-Za-z.+!]+(?: --hash=sha256:[0-9a-f]{64})*")
 #: The time every file a reproducible step writes is set to (1980-01-01T00:00:00Z, the earliest a zip
@@ -317,6 +325,10 @@ class CudaLibs:
     pip_args: tuple[str, ...]
     #: With hashes: where the step writes ``requirements``, one per line.
     requirements_file: str | None = None
+    #: Classic builder, hashed pins: the arguments of a first ``pip install`` that takes the pins
+    #: from the wheel store alone (:data:`WHEEL_STORE_URL`, no index, no retries); ``pip_args``
+    #: follow when it cannot. Unquoted words.
+    store_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -659,8 +671,16 @@ def cuda_libs(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     head = ("--no-deps", "--only-binary=:all:", "--no-compile", *pip_flags(stack, options, wheels))
     if not any(hashed):
         return CudaLibs(_title(stack), stack.cuda_libs, mounts, (*head, *stack.cuda_libs))
+    store: tuple[str, ...] = ()
+    if builder == "classic" and not options.offline:
+        # BuildKit keeps downloads in its pip cache mount; the classic builder has none. No retries
+        # and a short timeout: a build nobody serves (or a host whose firewall drops the build
+        # network's traffic to it) goes on to the index at once, or after at most 10 s
+        store = ("--require-hashes", "--no-deps", "--only-binary=:all:", "--no-compile", "--no-index", "--retries", "0",
+                 "--timeout", "10", "--find-links", WHEEL_STORE_URL, "--trusted-host", WHEEL_STORE_HOST,  # plain HTTP: the hashes are what is trusted
+                 "-r", CUDA_LIBS_FILE)
     return CudaLibs(_title(stack), stack.cuda_libs, mounts, ("--require-hashes", *head, "-r", CUDA_LIBS_FILE),
-                    requirements_file=CUDA_LIBS_FILE)
+                    requirements_file=CUDA_LIBS_FILE, store_args=store)
 
 
 def nvidia(stack: Stack) -> Nvidia | None:

@@ -183,11 +183,12 @@ class FakeEngine:
     def build(self, context_tar: bytes, tag: str, *, labels: Mapping[str, str],
               buildargs: Mapping[str, str] | None = None, nocache: bool = False, pull: bool = False,
               dockerfile: str = "Dockerfile", platform: str | None = None,
-              network: str | None = None) -> Iterator[BuildEvent]:
+              network: str | None = None, extra_hosts: Mapping[str, str] | None = None) -> Iterator[BuildEvent]:
         with self.lock:
             self.builds.append(tag)
             self.build_calls.append({"tag": tag, "labels": dict(labels), "buildargs": dict(buildargs or {}),
-                                     "nocache": nocache, "pull": pull, "dockerfile": dockerfile, "platform": platform})
+                                     "nocache": nocache, "pull": pull, "dockerfile": dockerfile, "platform": platform,
+                                     "network": network, "extra_hosts": dict(extra_hosts or {})})
             serial = next(self._serial)
         if self.build_delay:
             time.sleep(self.build_delay)

@@ -85,6 +85,8 @@ _NOT_STATE = {
     "envman/matrix/write.py", "envman/images/base.py", "envman/render/base.py",
     # the lock's closure check runs inside a project image and reads the requirements and lock there
     "envman/project/lockcheck.py",
+    # the wheel store's wheels: never state; each is hashed against its pin before it is served
+    "envman/images/wheelstore.py", "envman/engine/wheelserver.py",
     # the driver's /proc files, a CDI spec the user names (read non-blocking, regular files only),
     # mount targets in a root file system; stdlib only, since scripts load it by path
     "envman/engine/cdi.py",

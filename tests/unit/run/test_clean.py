@@ -33,6 +33,24 @@ def test_clean_plan_names_only_envmans_entries(tmp_path, monkeypatch):
     assert plan(config=True).empty
 
 
+def test_clean_removes_the_wheel_store_from_the_cache_folder(tmp_path, monkeypatch):
+    from envman.images.wheelstore import default_root
+    from envman.run.clean import apply, plan
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ENVMAN_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "state").mkdir()
+    store = default_root()
+    assert store == tmp_path / "cache" / "wheels"
+    (store / "sha256" / ("a" * 64)).mkdir(parents=True)
+    (store / "sha256" / ("a" * 64) / "x-1-py3-none-any.whl").write_bytes(b"w")
+    (tmp_path / "cache" / "mine.txt").write_text("keep")
+    p = plan()
+    assert store in p.paths
+    apply(p)
+    assert not store.exists() and (tmp_path / "cache" / "mine.txt").exists()
+
+
 def test_clean_knows_every_file_and_folder_envman_writes_for_a_user():
     """clean left Charliecloud's converted images and trust.json behind. Every name the code
     joins onto the state or config directory must be one clean removes."""
