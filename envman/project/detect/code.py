@@ -109,6 +109,11 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
     """:func:`read_code`'s statements, and :func:`folder_frameworks` of the same files."""
     counts: Counter[str] = Counter()
     per_folder: dict[str, Counter[str]] = {}
+
+    def tally(rel: str, framework: str) -> None:
+        folder = _folder(rel)
+        if folder is not None:
+            per_folder.setdefault(folder, Counter())[framework] += 1
     examples: dict[str, str] = {}
     py_files = [f for f in repo.files if f.endswith(".py")][:MAX_CODE_FILES]
     py2 = 0
@@ -119,12 +124,10 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
         if text is None:
             continue
         found = imported(text)
-        folder = _folder(rel)
         for fw in found:
             counts[fw] += 1
             examples.setdefault(fw, rel)
-            if folder is not None:
-                per_folder.setdefault(folder, Counter())[fw] += 1
+            tally(rel, fw)
         if found:
             framework_files += 1
         if python2_only(text):
@@ -138,9 +141,7 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
         if text and _LUA_RE.search(text):
             lua += 1
             examples.setdefault("lua torch", rel)
-            folder = _folder(rel)
-            if folder is not None:
-                per_folder.setdefault(folder, Counter())["lua torch"] += 1
+            tally(rel, "lua torch")
     if lua:
         counts["lua torch"] += lua
     prototxt = [f for f in repo.files if f.endswith(".prototxt")]

@@ -24,7 +24,7 @@ The rules, in order:
 
 from __future__ import annotations
 
-from dataclasses import replace, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -536,11 +536,10 @@ def decide(matrix: "Matrix", statements: Sequence[Statement], *, host: "HostFact
             break
         except _GiveWay as way:
             # decide CUDA and Python again without it: what it outweighed comes back
-            given = [*given_way, way]
+            given_way.append(way)
             d.retake(FRAMEWORK, CUDA, PYTHON)
-            for w in given:
+            for w in given_way:
                 d.set_aside_for_release(w.statement, version_stmts, w.about, w.why)
-            given_way = given
         except NoStack:
             # a release a README named, that the pins' CUDA or Python cannot have, gives way to the pins
             advice = [s for s in version_stmts if not s.hard and (s.fact.companion or _is_exact(s.fact.spec))]
