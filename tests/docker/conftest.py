@@ -3,6 +3,10 @@
 ``wheelhouse`` downloads the CPU wheel of torch 2.13.0 for Python 3.11 once per session (the
 one real framework a build can install here); ``ca_bundle`` is this host's CA bundle, passed to
 ``--ca-bundle`` so pip inside the build trusts what the host trusts.
+
+Every test here gives back the networks envman made during it (``envman run`` makes one per user,
+project and root, :mod:`envman.run.network`): a fresh engine has about thirty address pools, and a
+suite that kept them all would leave the last tests none.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from envman import labels as L
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN_MATRIX = ROOT / "tests" / "data" / "standin-torch.toml"
@@ -66,3 +72,25 @@ def registry_server():
         yield reg
     finally:
         reg.stop()
+
+
+def _envman_networks() -> set[str] | None:
+    """The ids of the networks on the Docker engine that envman made (``None``: no engine answers)."""
+    try:
+        p = subprocess.run(["docker", "network", "ls", "-q", "--no-trunc", "--filter", f"label={L.MANAGED}={L.TRUE}",
+                            "--filter", f"label={L.ROLE}={L.ROLE_NETWORK}"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return set(p.stdout.split()) if p.returncode == 0 else None
+
+
+@pytest.fixture(autouse=True)
+def _give_back_networks() -> object:
+    """Remove the envman networks a test made once it ends (its containers are gone by then)."""
+    before = _envman_networks()
+    yield
+    after = _envman_networks()
+    if before is None or after is None:
+        return
+    for net in sorted(after - before):
+        subprocess.run(["docker", "network", "rm", net], capture_output=True, text=True, timeout=30)
