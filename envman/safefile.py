@@ -155,11 +155,11 @@ STATE_LIMIT = 16 * 1024 * 1024
 
 def state_problem(st: os.stat_result) -> str | None:
     """Why a state file with this ``lstat``/``fstat`` result cannot be believed, or ``None``:
-    it must be a regular file owned by the current user that neither its group nor others can
+    it must be a regular file owned by the user this process acts as (its effective uid) that neither its group nor others can
     write (anyone who can write it could plant a cached ``docker run`` line or a trust record)."""
     if not stat.S_ISREG(st.st_mode):
         return _kind(st.st_mode) if not stat.S_ISLNK(st.st_mode) else "a symbolic link"
-    if st.st_uid != os.getuid():
+    if st.st_uid != os.geteuid():
         return f"owned by uid {st.st_uid}, not by you"
     if st.st_mode & 0o022:
         return "writable by its group or by others"
@@ -302,7 +302,7 @@ def private_dir(path: Path) -> Path:
     except FileExistsError:  # already there (a directory, or anything else: refused below)
         pass
     st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise UserError("is not a directory of yours", where=str(path),
                         fix="remove it, or point ENVMAN_CONFIG_DIR / ENVMAN_STATE_DIR elsewhere")
     if st.st_mode & 0o077:

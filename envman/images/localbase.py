@@ -18,18 +18,25 @@ Rows that take CUDA or cuDNN from the base image cannot build this way: their ba
 from NVIDIA's registry or its apt repository. :func:`plan_rows` names them by family.
 
 The pure parts (release, row selection, file texts, config edit) need no engine.
+
+Run through ``sudo``, the base is made as root (debootstrap needs it) but the rows are the
+invoking user's: their config and matrix files are read and written with their identity and in
+their home folder (:func:`sudo_invoker`, :func:`acting_as`), never root's, so their next
+``envman build`` finds the rows, and nothing in their home is written by root.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from packaging.version import InvalidVersion, Version
 
@@ -301,7 +308,7 @@ def debootstrap_tarball(rel: Release, mirror: str, tarball: Path, *, run: Callab
         raise UserError("base make: debootstrap is not installed", fix="install it: apt-get install debootstrap")
     if os.geteuid() != 0:
         raise UserError("base make: debootstrap needs root (it makes device nodes and changes owners)",
-                        fix="run it as root: sudo envman base make")
+                        fix='run it as root: sudo "$(command -v envman)" base make (the rows are still written for you)')
     work = Path(tempfile.mkdtemp(prefix=f"envman-base-{rel.codename}-"))
     root = work / "root"
     try:
@@ -346,18 +353,86 @@ class Made:
     files: tuple[Path, ...]
     plan: RowPlan
     hand_register: tuple[str, ...]
+    home: Path | None = None  # the home folder the files are shown under (``~``); None: this process's
+    owner: str | None = None  # the user sudo ran the command for, whose files these are
+
+
+@dataclass(frozen=True)
+class Invoker:
+    """The user who ran ``sudo envman base make``, as the password database names them."""
+
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+
+def sudo_invoker(environ: Mapping[str, str] | None = None) -> Invoker | None:
+    """The user ``sudo`` ran this root process for (its ``SUDO_UID``), else ``None``: not root,
+    no ``SUDO_UID``, or ``SUDO_UID`` 0. Their group and home come from the password database,
+    not from the environment."""
+    env = os.environ if environ is None else environ
+    raw = env.get("SUDO_UID", "")
+    if os.geteuid() != 0 or not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10:
+        raise UserError(f"base make: SUDO_UID {raw[:20]!r} is not a user id", where="SUDO_UID",
+                        fix="run it with sudo, or as root with SUDO_UID unset")
+    if int(raw) == 0:
+        return None
+    try:
+        entry = pwd.getpwuid(int(raw))
+    except KeyError:
+        raise UserError(f"base make: SUDO_UID {raw} names no user of this machine", where="SUDO_UID",
+                        fix="run it with sudo, or as root with SUDO_UID unset") from None
+    return Invoker(entry.pw_name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
+
+
+@contextmanager
+def acting_as(who: Invoker) -> Iterator[None]:
+    """Within it, files are read and written as ``who`` (effective user, group and groups) and
+    ``HOME`` is theirs, so envman's config folder is theirs; root again afterwards. An
+    ``XDG_CONFIG_HOME`` outside their home is root's and is set aside; ``ENVMAN_CONFIG_DIR`` given
+    on the sudo line is kept."""
+    keys = ("HOME", "XDG_CONFIG_HOME")
+    saved_env = {k: os.environ.get(k) for k in keys}
+    saved_groups = os.getgroups()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and not Path(xdg).is_relative_to(who.home):
+        os.environ.pop("XDG_CONFIG_HOME")
+    os.environ["HOME"] = str(who.home)
+    os.setgroups(os.getgrouplist(who.name, who.gid))
+    os.setegid(who.gid)
+    os.seteuid(who.uid)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        os.setgroups(saved_groups)
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: Iterable[Path],
-         shipped_oses: Iterable[str], on_step: Callable[[str], None] = lambda s: None) -> Made:
+         shipped_oses: Iterable[str], on_step: Callable[[str], None] = lambda s: None,
+         own_files: Iterable[Path] = (),
+         as_owner: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Made:
     """Make the base, import it, write and register the matrix files. Nothing is written when
-    debootstrap or the import fails."""
+    debootstrap or the import fails. The user's own files (``config``, ``own_files``) are read
+    and written within ``as_owner``; the shipped ``matrix_files`` are read and the base is made
+    outside it."""
     from envman.matrix.write import atomic_write_all
 
     ref = base_ref(rel)
-    plan = plan_rows(shipped_framework_rows(matrix_files), rel, ref)
-    texts = file_texts(rel, ref, plan, shipped_os=rel.os_name in set(shipped_oses))
-    new_config, by_hand = register_files(config, texts)
+    rows = shipped_framework_rows(matrix_files)
+    with as_owner():
+        plan = plan_rows([*rows, *shipped_framework_rows(own_files)], rel, ref)
+        texts = file_texts(rel, ref, plan, shipped_os=rel.os_name in set(shipped_oses))
+        new_config, by_hand = register_files(config, texts)
     with tempfile.TemporaryDirectory(prefix="envman-base-") as tmp:
         tarball = Path(tmp) / "rootfs.tar"
         on_step(f"debootstrap {rel.codename} (minbase) from the archive of the apt sources")
@@ -366,11 +441,13 @@ def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: 
         previous = engine.inspect_image(ref)
         image_id = engine.import_image(tarball, ref, changes=import_changes(rel))
     _drop_replaced(engine, previous, image_id)
-    files = {config.parent / name: text for name, text in texts.items()}
-    if new_config is not None:
-        files[config.resolve()] = new_config  # a config.toml that is a symlink stays one
-    atomic_write_all(files)
-    return Made(ref, image_id, mirror, tuple(config.parent / n for n in texts), plan, tuple(by_hand))
+    with as_owner():
+        files = {config.parent / name: text for name, text in texts.items()}
+        if new_config is not None:
+            files[config.resolve()] = new_config  # a config.toml that is a symlink stays one
+        atomic_write_all(files)
+        home = Path.home()
+    return Made(ref, image_id, mirror, tuple(config.parent / n for n in texts), plan, tuple(by_hand), home=home)
 
 
 def make_here(release_name: str | None, mirror: str | None, *, connect: Callable[[], Any], extra: Iterable[Any] = (),
@@ -391,10 +468,15 @@ def make_here(release_name: str | None, mirror: str | None, *, connect: Callable
     rel = release(release_name) if release_name else (host or host_release())
     url = check_mirror(mirror) if mirror else mirror_for(rel, host, host_apt_sources())
     shipped = sorted(matrices_dir().glob("*.toml"))
-    theirs = [p for p in user_matrix_paths(extra) if not p.name.startswith(FILE_PREFIX + "-")]
+    who = sudo_invoker()
+    as_owner: Callable[[], AbstractContextManager[Any]] = (lambda: acting_as(who)) if who else nullcontext
+    with as_owner():
+        config = config_path()
+        theirs = [p for p in user_matrix_paths(extra) if not p.name.startswith(FILE_PREFIX + "-")]
     with connect() as engine:
-        return make(rel, mirror=url, engine=engine, config=config_path(), matrix_files=[*shipped, *theirs],
-                    shipped_oses=[o.name for o in load_files(shipped).oses], on_step=on_step)
+        made = make(rel, mirror=url, engine=engine, config=config, matrix_files=shipped, own_files=theirs,
+                    shipped_oses=[o.name for o in load_files(shipped).oses], on_step=on_step, as_owner=as_owner)
+    return replace(made, owner=who.name) if who else made
 
 
 def _drop_replaced(engine: Any, previous: Any, image_id: str) -> None:
@@ -434,7 +516,10 @@ def report(made: Made) -> list[str]:
     for fw, row in plan.rows:
         by_fw.setdefault(fw, []).append(str(row.get("version", "")))
     lines = [f"made {made.ref} ({made.image_id.removeprefix('sha256:')[:12]})",
-             f"wrote {', '.join(_shown(p) for p in made.files)}"]
+             f"wrote {', '.join(_shown(p, made.home, made.owner) for p in made.files)}"]
+    if made.owner:
+        lines.append(f"the rows are {made.owner}'s, who ran sudo (root's own config is untouched): "
+                     f"build as {made.owner}, without sudo")
     if made.hand_register:
         lines.append("add to [matrix] files of config.toml (its list was left as you wrote it): "
                      + ", ".join(made.hand_register))
@@ -453,10 +538,11 @@ def report(made: Made) -> list[str]:
     return lines
 
 
-def _shown(path: Path) -> str:
-    """``path`` with the home folder written ``~``."""
+def _shown(path: Path, home: Path | None = None, owner: str | None = None) -> str:
+    """``path`` with the home folder (``home``, else this process's) written ``~`` (``~owner``
+    for another user's)."""
     try:
-        return "~/" + str(path.relative_to(Path.home()))
+        return f"~{owner or ''}/" + str(path.relative_to(home or Path.home()))
     except (ValueError, RuntimeError):
         return str(path)
 

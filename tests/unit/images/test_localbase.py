@@ -204,7 +204,8 @@ def test_debootstrap_as_another_user_says_root_first(tmp_path, monkeypatch):
     monkeypatch.setattr(lb.os, "geteuid", lambda: 1000)
     with pytest.raises(UserError) as exc:
         lb.debootstrap_tarball(BOOKWORM, "http://arch.example/debian", tmp_path / "r.tar", run=pytest.fail)
-    assert "root" in str(exc.value) and "sudo envman base make" in str(exc.value)
+    assert "root" in str(exc.value) and 'sudo "$(command -v envman)" base make' in str(exc.value)
+    assert "written for you" in str(exc.value)
 
 
 def test_debootstrap_failure_is_one_line_and_nothing_left(tmp_path, monkeypatch):
@@ -343,3 +344,128 @@ def test_make_keeps_a_symlinked_config_a_symlink(tmp_path, monkeypatch):
     lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=FakeEngine(), config=cfg, matrix_files=SHIPPED,
             shipped_oses=[])
     assert cfg.is_symlink() and "[matrix]" in real.read_text() and "offline = false" in real.read_text()
+
+
+# --------------------------------------------------------------------------- run through sudo
+
+
+@pytest.mark.parametrize("euid, env", [
+    (1000, {"SUDO_UID": "1000"}),  # not root: sudo was not what ran it
+    (0, {}),  # root, not through sudo
+    (0, {"SUDO_UID": ""}),
+    (0, {"SUDO_UID": "0"}),  # root ran sudo: root's own files
+])
+def test_sudo_invoker_is_none_unless_root_ran_for_another_user(monkeypatch, euid, env):
+    monkeypatch.setattr(lb.os, "geteuid", lambda: euid)
+    assert lb.sudo_invoker(env) is None
+
+
+@pytest.mark.parametrize("raw", ["12a", "-1", " 1000", "1000\n", "\uff11\uff10", "1" * 11, "1e3"])
+def test_sudo_invoker_refuses_a_sudo_uid_that_is_no_id_in_one_line(monkeypatch, raw):
+    monkeypatch.setattr(lb.os, "geteuid", lambda: 0)
+    with pytest.raises(UserError) as exc:
+        lb.sudo_invoker({"SUDO_UID": raw})
+    assert "SUDO_UID" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_sudo_invoker_takes_group_and_home_from_the_password_database(monkeypatch):
+    import pwd
+
+    monkeypatch.setattr(lb.os, "geteuid", lambda: 0)
+    entry = pwd.getpwnam("nobody")
+    who = lb.sudo_invoker({"SUDO_UID": str(entry.pw_uid), "SUDO_GID": "0", "HOME": "/root"})
+    assert who == lb.Invoker(entry.pw_name, entry.pw_uid, entry.pw_gid, Path(entry.pw_dir))
+    unused = next(u for u in range(3_999_999_000, 3_999_999_999) if not _has_uid(u))
+    with pytest.raises(UserError, match="names no user"):
+        lb.sudo_invoker({"SUDO_UID": str(unused)})
+
+
+def _has_uid(uid: int) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
+
+
+needs_root = pytest.mark.skipif(not hasattr(lb.os, "geteuid") or lb.os.geteuid() != 0,
+                                reason="acting as another user needs root (CI runs as root)")
+
+
+@pytest.fixture
+def nobody_home():
+    """A home folder owned by ``nobody``, in a folder ``nobody`` can reach (pytest's own is root's, 0700)."""
+    import pwd
+    import shutil
+    import tempfile
+
+    entry = pwd.getpwnam("nobody")
+    top = Path(tempfile.mkdtemp(prefix="envman-sudo-"))
+    top.chmod(0o755)
+    home = top / "home"
+    home.mkdir()
+    lb.os.chown(home, entry.pw_uid, entry.pw_gid)
+    try:
+        yield lb.Invoker(entry.pw_name, entry.pw_uid, entry.pw_gid, home)
+    finally:
+        shutil.rmtree(top)
+
+
+@needs_root
+def test_acting_as_reads_and_writes_as_the_user_in_their_home_then_root_again(monkeypatch, nobody_home, tmp_path):
+    monkeypatch.setenv("HOME", "/root")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "roots-xdg"))
+    secret = tmp_path / "root-only"
+    secret.write_text("x")
+    secret.chmod(0o600)
+    groups = lb.os.getgroups()
+    with lb.acting_as(nobody_home):
+        assert lb.os.geteuid() == nobody_home.uid and lb.os.getegid() == nobody_home.gid
+        assert Path.home() == nobody_home.home and "XDG_CONFIG_HOME" not in lb.os.environ
+        (nobody_home.home / "f").write_text("mine")
+        with pytest.raises(PermissionError):
+            secret.read_text()
+    assert lb.os.geteuid() == 0 and lb.os.getegid() == 0 and lb.os.getgroups() == groups
+    assert lb.os.environ["HOME"] == "/root" and lb.os.environ["XDG_CONFIG_HOME"] == str(tmp_path / "roots-xdg")
+    assert (nobody_home.home / "f").stat().st_uid == nobody_home.uid
+
+
+@needs_root
+def test_acting_as_gives_root_back_when_the_body_fails(nobody_home):
+    with pytest.raises(RuntimeError):
+        with lb.acting_as(nobody_home):
+            raise RuntimeError("boom")
+    assert lb.os.geteuid() == 0 and lb.os.getegid() == 0
+
+
+@needs_root
+def test_base_make_through_sudo_writes_the_rows_for_the_user_not_root(monkeypatch, nobody_home, tmp_path):
+    from contextlib import nullcontext
+
+    from envman.config import load_matrix_config
+
+    monkeypatch.setattr(lb, "debootstrap_tarball", _fake_debootstrap)
+    root_home = tmp_path / "root-home"
+    root_home.mkdir()
+    monkeypatch.setenv("HOME", str(root_home))
+    for var in ("ENVMAN_CONFIG_DIR", "XDG_CONFIG_HOME", "ENVMAN_MATRIX"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SUDO_UID", str(nobody_home.uid))
+    import pwd
+
+    real = pwd.getpwuid
+    entry = pwd.struct_passwd((nobody_home.name, "x", nobody_home.uid, nobody_home.gid, "", str(nobody_home.home),
+                               "/bin/sh"))
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: entry if uid == nobody_home.uid else real(uid))
+    made = lb.make_here("bookworm", "http://arch.example/debian", connect=lambda: nullcontext(FakeEngine()))
+    cfg = nobody_home.home / ".config" / "envman" / "config.toml"
+    assert made.owner == "nobody" and cfg.exists() and not any(root_home.rglob("*"))
+    for path in (cfg, *made.files):
+        assert path.stat().st_uid == nobody_home.uid and path.is_relative_to(nobody_home.home)
+    with lb.acting_as(nobody_home):
+        assert set(load_matrix_config(cfg).files) == set(made.files)
+    lines = lb.report(made)
+    assert lines[1].startswith("wrote ~nobody/.config/envman/local-base-debian12-")
+    assert lines[2].startswith("the rows are nobody's, who ran sudo")

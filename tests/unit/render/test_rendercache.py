@@ -316,7 +316,7 @@ def test_an_unreadable_cache_file_is_a_miss(counted, monkeypatch):
 
 def test_a_cache_file_owned_by_someone_else_is_a_miss(counted, monkeypatch):
     render_dockerfile(plan())
-    monkeypatch.setattr(rendercache.os, "getuid", lambda: os.stat(rendercache.cache_path()).st_uid + 1)
+    monkeypatch.setattr(rendercache.os, "geteuid", lambda: os.stat(rendercache.cache_path()).st_uid + 1)
     assert rendercache.lookup(rendercache.render_key(plan(), str(templates_dir()))) is None
 
 
