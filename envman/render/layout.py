@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envman.render.mountpoints import MOUNT_POINTS_FILE
 from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
 from envman.render.quote import dockerfile_quote, sh_double_quoted, sh_word, sh_words
 from envman.render.steps import (
-    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
+    AddStep, ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
     UserStep, paragraphs,
 )
 
@@ -129,6 +130,7 @@ def _stack_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
         [Comment(("Build-time only (an ARG, unlike ENV, does not persist): no debconf prompts.",)),
          ArgStep("DEBIAN_FRONTEND", "noninteractive"),
          EnvStep(("LANG=C.UTF-8", "PIP_DISABLE_PIP_VERSION_CHECK=1"))],
+        _mount_points(b),
         _ca_copy(net),
         _os_packages(plan.os_packages, b),
         _trust_store(net),
@@ -164,6 +166,16 @@ def _head(title: tuple[str, ...], b: BuilderOptions, base: BaseImage) -> list[St
     if base.platform:
         lines.append(f"Built for {base.platform}: the base image's manifest entry for that platform.")
     return [Comment(tuple(lines)), _from(base)]
+
+
+def _mount_points(b: BuilderOptions) -> list[Step]:
+    if not b.buildkit:
+        return []
+    return [Comment(("The mount points of every RUN step below (BuildKit's /etc/hosts and /etc/resolv.conf, the cache",
+                     "and bind mounts' targets): empty, with one time. BuildKit 0.8 makes a stub for a missing one and",
+                     "removes it after the step, leaving its folder with that time in the step's layer; with these in",
+                     "place the Python and CUDA-library layers are the same bytes wherever they are built.")),
+            AddStep(MOUNT_POINTS_FILE, "/")]
 
 
 def _ca_copy(net: NetworkOptions) -> list[Step]:
@@ -271,9 +283,9 @@ def _settle_end(mounts: tuple[BuildMount, ...]) -> str:
 
 def _settled(commands: tuple[Command, ...], mounts: tuple[BuildMount, ...]) -> tuple[Command, ...]:
     """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
-    Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
-    leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
-    time it made them, which no command of the step can change."""
+    Proven on both builders (tests/docker/test_reproducible_layers.py); on BuildKit with the
+    mount points' layer (:func:`_mount_points`), without which BuildKit before 0.11 leaves the
+    folders of the stubs it made for a step's mount points with the time it removed them."""
     return (commands[0], _SETTLE_START, *commands[1:], _settle_end(mounts))
 
 
