@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.engine.builder import find_buildkit_cli
+from envman.engine.builder import BuildKitCli, find_buildkit_cli
 from envman.matrix.load import load_matrix
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
@@ -67,16 +67,21 @@ def stack(standin):
     return s
 
 
-def _build_argv(builder: str) -> tuple[list[str], dict[str, str]]:
-    if builder == "classic":
-        return ["docker", "build", "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "0"}
+def buildkit_cli() -> BuildKitCli:
+    """The docker CLI that builds with BuildKit; the test is skipped without one (failed in CI)."""
     cli = find_buildkit_cli()
     if cli is None:
         reason = "no docker CLI that builds with BuildKit (buildx, or a CLI of 18.09-22.x)"
         if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
-    return [*cli.argv(), "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "1"}
+    return cli
+
+
+def _build_argv(builder: str) -> tuple[list[str], dict[str, str]]:
+    if builder == "classic":
+        return ["docker", "build", "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "0"}
+    return [*buildkit_cli().argv(), "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "1"}
 
 
 @pytest.mark.parametrize("builder", ["classic", "buildkit"])
