@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envman.render.mountpoints import MOUNT_POINTS_FILE
-from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
+from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, PIP_CACHE, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
 from envman.render.quote import dockerfile_quote, sh_double_quoted, sh_word, sh_words
 from envman.render.steps import (
     AddStep, ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
@@ -342,9 +342,31 @@ def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]
         lines += ("The wheels come from envman's wheel store when its build serves them (checked against the",
                   "same hashes there and here), else from the index.")
         fetch = OrElse(f"{_pip_install(py.venv_python, b.pip_cache)} {sh_words(cl.store_args)}", (install,))
+    elif b.buildkit and "--no-index" not in cl.pip_args:
+        lines += ("The wheels are kept in pip's cache mount, which every build on this engine shares, whatever",
+                  "the index's cache headers say, in:",
+                  f"{CUDA_WHEELS}. Installed from there when all are there; else",
+                  "downloaded into a folder of this build's own and moved in (a rename: a concurrent build sees a",
+                  "whole wheel or none), then installed from there.")
+        fetch = _kept_wheels(cl, py, b)
     commands: list[Command] = [f"printf '%s\\n' {sh_words(cl.requirements)} > {cl.requirements_file}", fetch,
                                f"rm -f {cl.requirements_file}"]
     return [Comment(lines), RunStep(_settled(_with_ca(b, commands), cl.mounts), cl.mounts)]
+
+
+#: BuildKit: where the CUDA-library step keeps the pinned wheels, in pip's cache mount.
+CUDA_WHEELS = f"{PIP_CACHE}/envman-cuda-wheels"
+
+
+def _kept_wheels(cl: CudaLibs, py: Python, b: BuilderOptions) -> Command:
+    """Install the hashed pins from :data:`CUDA_WHEELS` alone, or download the pins (through the
+    step's index options) into a private folder there, move them in, and install from there."""
+    local = (f"{_pip_install(py.venv_python, b.pip_cache)} --require-hashes --no-deps --only-binary=:all: --no-compile "
+             f"--no-index --find-links {CUDA_WHEELS} -r {cl.requirements_file}")
+    download = f"{py.venv_python} -m pip download {sh_words((*b.pip_cache, *(a for a in cl.pip_args if a != '--no-compile')))}"
+    return OrElse(local, (f"mkdir -p {CUDA_WHEELS}", f't="$(mktemp -d {CUDA_WHEELS}.XXXXXX)"',
+                          f'{download} -d "$t" || {{ rm -rf "$t"; exit 1; }}',
+                          f'mv -f "$t"/*.whl {CUDA_WHEELS}/', 'rmdir "$t"', local))
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:
