@@ -3,6 +3,7 @@
     python benchmarks/bench_run.py [--json PATH]   # throw-away projects on a throw-away stack
     python benchmarks/bench_run.py --project NAME  # one of your registered projects (CPU run)
     python benchmarks/bench_run.py --base IMAGE    # the local image the throw-away stack uses
+    python benchmarks/bench_run.py --profile DIR   # also: the full path once under -X importtime and cProfile
 
 Two throw-away projects: one without requirements (it runs the stack image) and one with
 (``six``), whose project image is a tag of the stack image under the ref envman works out for it,
@@ -123,6 +124,9 @@ def main() -> int:
     ap.add_argument("--compare", metavar="PYTHON",
                     help="also time the envman installed beside this interpreter (e.g. another checkout's venv), "
                          "in the same rounds, with its own run-plan cache")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="before timing, run each project's full path once with python -X importtime (DIR/NAME.importtime) "
+                         "and once under cProfile (DIR/NAME.prof)")
     args = ap.parse_args(argv)
 
     env = dict(os.environ)
@@ -203,6 +207,8 @@ def main() -> int:
                 other_env = {**env, "XDG_CACHE_HOME": str(tmp / "cache-compare"), **other_state}  # its own caches
                 samples["other cached"] = lambda: run_once(other, other_env, cwd)
                 samples["other full"] = lambda: run_once(other, {**other_env, "ENVMAN_RUN_CACHE": "0"}, cwd)
+            if args.profile:
+                profile_full_path(Path(args.profile), label, run, full_env, cwd)
             times = interleaved(samples, args.n)
             what = "project image" if label != "bench" and not args.project else "stack image"
             report.ratio(f"envman run ({what}) / docker run, cached", times["cached"], times["docker"], GOAL_CACHED)
@@ -234,6 +240,40 @@ def main() -> int:
             subprocess.run(["docker", "rmi", ref], capture_output=True)  # removes the tags only
         shutil.rmtree(tmp, ignore_errors=True)
     return report.save(out)
+
+
+def profile_full_path(folder: Path, label: str, run: list[str], env: dict[str, str], cwd: str) -> None:
+    """``run`` (envman's argv) once with ``-X importtime`` and once under cProfile, as ``python -m envman``,
+    after one run that is not profiled."""
+    folder.mkdir(parents=True, exist_ok=True)
+    args = run[len(envman_cmd()):]
+    run_once(run, env, cwd)  # the first full-path run writes what later ones read: not profiled
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "envman", *args], env=env, cwd=cwd,
+                       capture_output=True, text=True)
+    (folder / f"{label}.importtime").write_text(p.stderr)
+    subprocess.run([sys.executable, "-c", _PROFILED, str(folder / f"{label}.prof"), *args], env=env, cwd=cwd,
+                   capture_output=True, text=True)
+
+
+#: ``python -c`` program: envman's main under cProfile, the profile written when envman execs the
+#: container's command (which would end the process before cProfile writes anything).
+_PROFILED = """
+import cProfile, os, runpy, sys
+out = sys.argv[1]
+prof = cProfile.Profile()
+def stop(*args, **kwargs):
+    prof.disable()
+    prof.dump_stats(out)
+    os._exit(0)
+os.execv = os.execve = os.execvp = os.execvpe = stop
+sys.argv = ["envman", *sys.argv[2:]]
+prof.enable()
+try:
+    runpy.run_module("envman", run_name="__main__", alter_sys=True)
+finally:
+    prof.disable()
+    prof.dump_stats(out)
+"""
 
 
 def without_network(argv: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """Many stacks on one server: N stacks built on one engine, with the CUDA-library layer and
 without it, against the floor; disk, downloads and time.
 
-    python benchmarks/bench_shared_server.py [--torch] [--store] [--keep] [--json PATH]
+    python benchmarks/bench_shared_server.py [--torch] [--store | --buildkit] [--keep] [--json PATH]
 
 The stacks are rendered by envman (``render_stack``, classic builder) on the test suite's
 stand-in base (``tests/support/standin.py``: a debootstrapped Debian with its Python 3.11, tagged
@@ -34,6 +34,12 @@ layer cache (so the second cannot reuse the first's layer), with the store and w
 (``ENVMAN_WHEEL_STORE=0``). Downloads are the CUDA-library wheels that came from the index: the
 store's fetches on the host plus what pip downloaded in the CUDA-library step other than from the
 store.
+
+``--buildkit`` measures the same on BuildKit: the first two stacks (the same hashed pins) rendered
+for BuildKit and built with the BuildKit docker CLI, the second made to run its CUDA-library step
+(an ``ARG`` changed before it; ``--no-cache`` would start the cache mounts empty), on a pip cache
+mount of the benchmark's own (so the first starts empty). Downloads are the NVIDIA wheels pip
+downloaded in each build (``tests/docker/test_buildkit_pip_cache.py`` holds the same).
 
 The images (``envman-bench/shared-*``) are removed at the end unless ``--keep``.
 """
@@ -222,6 +228,28 @@ def _measure_store(engine, stacks, tmp: Path, on: bool, refs: list[str]) -> list
     return out
 
 
+def _measure_buildkit(report: Report, stacks, tmp: Path, refs: list[str]) -> None:
+    """Two stacks with the same hashed pins on BuildKit, on a pip cache mount of their own."""
+    import uuid
+
+    from tests.docker.test_buildkit_pip_cache import build_with_cache_id
+    from tests.docker.test_reproducible_layers import HASHED
+
+    cache_id = f"envman-pip-bench-{uuid.uuid4().hex[:8]}"
+    out = []
+    for s in stacks:
+        s = dataclasses.replace(s, cuda_libs=HASHED)
+        tag = f"envman-bench/shared-buildkit-{s.name}:latest"
+        refs.append(tag)
+        log, seconds = build_with_cache_id(s, s.packages, tmp / f"bk-{s.name}", cache_id, tag)
+        down = sum(float(n) * _UNITS[u] for line in log.splitlines() if "Downloading nvidia_" in line
+                   for n, u in _DOWNLOAD.findall(line))
+        out.append((seconds, down))
+        print(f"  BuildKit: {s.name}: {seconds:.1f} s, CUDA libraries from the index {down / 1e6:.2f} MB")
+    _ratio(report, "CUDA-library downloads of the second stack (same pins, its step run) / the first, BuildKit",
+           out[1][1], out[0][1], "MB")
+
+
 def _chains_of_base() -> list[str]:
     from envman.matrix.load import load_matrix
     from envman.stack.resolve import resolve
@@ -243,6 +271,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--torch", action="store_true", help="real torch 2.0.0, 2.0.1 and 1.13.1 (about 10 GB of downloads)")
     ap.add_argument("--store", action="store_true", help="the wheel store: two stacks with the same pins, no layer cache")
+    ap.add_argument("--buildkit", action="store_true", help="BuildKit's kept wheels: two stacks with the same pins")
     ap.add_argument("--keep", action="store_true", help="keep the images")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -258,6 +287,9 @@ def main() -> int:
     refs: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="envman-bench-shared-"))
     try:
+        if args.buildkit:
+            _measure_buildkit(report, stacks[:2], tmp, refs)
+            return report.save(args.json)
         if args.store:
             # the store takes hashed pins only: the same two small wheels, with their sha256
             from tests.docker.test_reproducible_layers import HASHED

@@ -22,6 +22,7 @@ The build context (``BuildContext``)::
     envman/stack.json         -> /opt/envman/stack.json    (Stack.to_json())
     envman/ca-bundle.crt      -> /usr/local/share/ca-certificates/envman-ca.crt  (--ca-bundle)
     wheels/*.whl              -> /opt/envman/wheels/       (--wheelhouse)
+    envman/mount-points.tar   -> unpacked at /             (BuildKit: envman.render.mountpoints)
 
 Render hash: sha256 of a manifest in ``sha256sum`` format (``<sha256 of file>  <path>\\n`` for
 every context file, sorted by path), where the Dockerfile's own digest is taken over the
@@ -67,12 +68,15 @@ from envman.render.plan import (
     PROBE_CONTEXT_FILE,
     NETRC_SECRET,
     OS_QUIRKS,
+    SETTLED_TIME,
     UV_VERSION,
     OsQuirks,
     nvidia_require_cuda,
     pip_requirement,
     stack_plan,
 )
+from envman.render.layout import dockerfile_steps
+from envman.render.mountpoints import MOUNT_POINTS_FILE, mount_points, mount_points_tar
 from envman.render.options import RenderOptions
 from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref, stack_label_json
 from envman.render.template import render_dockerfile
@@ -472,7 +476,8 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     check_stack(stack)
     options, secrets = index_secrets(options, builder)
     wheels = _selected_wheels(stack, options)
-    body = render_dockerfile(stack_plan(stack, options, wheels, builder, bool(secrets), base.ref if base else None))
+    plan = stack_plan(stack, options, wheels, builder, bool(secrets), base.ref if base else None)
+    body = render_dockerfile(plan)
     files: dict[str, bytes] = {
         "Dockerfile": body.encode(),
         "envman/entrypoint.sh": _static("entrypoint.sh"),
@@ -481,6 +486,8 @@ def render_stack(stack: Stack, options: RenderOptions | None = None, *, probe: b
     }
     if options.ca_bundle is not None:
         files[CA_CONTEXT_FILE] = options.ca_bundle.read_bytes()
+    if builder == "buildkit":
+        files[MOUNT_POINTS_FILE] = mount_points_tar(mount_points(dockerfile_steps(plan), files), SETTLED_TIME)
     if base is not None:
         files.update({f"{BASE_CONTEXT_DIR}/{name}": data for name, data in base.context().items()})
     known: dict[str, str] = {}  # sha256 of the wheels, kept while each file is unchanged

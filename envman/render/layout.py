@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
+from envman.render.mountpoints import MOUNT_POINTS_FILE
+from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, PIP_CACHE, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
 from envman.render.quote import dockerfile_quote, sh_double_quoted, sh_word, sh_words
 from envman.render.steps import (
-    ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
+    AddStep, ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
     UserStep, paragraphs,
 )
 
@@ -129,6 +130,7 @@ def _stack_steps(plan: DockerfilePlan) -> tuple[Step, ...]:
         [Comment(("Build-time only (an ARG, unlike ENV, does not persist): no debconf prompts.",)),
          ArgStep("DEBIAN_FRONTEND", "noninteractive"),
          EnvStep(("LANG=C.UTF-8", "PIP_DISABLE_PIP_VERSION_CHECK=1"))],
+        _mount_points(b),
         _ca_copy(net),
         _os_packages(plan.os_packages, b),
         _trust_store(net),
@@ -164,6 +166,16 @@ def _head(title: tuple[str, ...], b: BuilderOptions, base: BaseImage) -> list[St
     if base.platform:
         lines.append(f"Built for {base.platform}: the base image's manifest entry for that platform.")
     return [Comment(tuple(lines)), _from(base)]
+
+
+def _mount_points(b: BuilderOptions) -> list[Step]:
+    if not b.buildkit:
+        return []
+    return [Comment(("The mount points of every RUN step below (BuildKit's /etc/hosts and /etc/resolv.conf, the cache",
+                     "and bind mounts' targets): empty, with one time. BuildKit 0.8 makes a stub for a missing one and",
+                     "removes it after the step, leaving its folder with that time in the step's layer; with these in",
+                     "place the Python and CUDA-library layers are the same bytes wherever they are built.")),
+            AddStep(MOUNT_POINTS_FILE, "/")]
 
 
 def _ca_copy(net: NetworkOptions) -> list[Step]:
@@ -271,9 +283,9 @@ def _settle_end(mounts: tuple[BuildMount, ...]) -> str:
 
 def _settled(commands: tuple[Command, ...], mounts: tuple[BuildMount, ...]) -> tuple[Command, ...]:
     """``commands`` (which start with ``set -eu``) as a reproducible step: see :data:`_SETTLE_START`.
-    Proven on the classic builder (tests/docker/test_reproducible_layers.py). BuildKit before 0.11
-    leaves a step's mount points (cache mounts, /etc's hosts and resolv.conf) in its layer with the
-    time it made them, which no command of the step can change."""
+    Proven on both builders (tests/docker/test_reproducible_layers.py); on BuildKit with the
+    mount points' layer (:func:`_mount_points`), without which BuildKit before 0.11 leaves the
+    folders of the stubs it made for a step's mount points with the time it removed them."""
     return (commands[0], _SETTLE_START, *commands[1:], _settle_end(mounts))
 
 
@@ -330,9 +342,31 @@ def _cuda_libs(cl: CudaLibs | None, py: Python, b: BuilderOptions) -> list[Step]
         lines += ("The wheels come from envman's wheel store when its build serves them (checked against the",
                   "same hashes there and here), else from the index.")
         fetch = OrElse(f"{_pip_install(py.venv_python, b.pip_cache)} {sh_words(cl.store_args)}", (install,))
+    elif b.buildkit and "--no-index" not in cl.pip_args:
+        lines += ("The wheels are kept in pip's cache mount, which every build on this engine shares, whatever",
+                  "the index's cache headers say, in:",
+                  f"{CUDA_WHEELS}. Installed from there when all are there; else",
+                  "downloaded into a folder of this build's own and moved in (a rename: a concurrent build sees a",
+                  "whole wheel or none), then installed from there.")
+        fetch = _kept_wheels(cl, py, b)
     commands: list[Command] = [f"printf '%s\\n' {sh_words(cl.requirements)} > {cl.requirements_file}", fetch,
                                f"rm -f {cl.requirements_file}"]
     return [Comment(lines), RunStep(_settled(_with_ca(b, commands), cl.mounts), cl.mounts)]
+
+
+#: BuildKit: where the CUDA-library step keeps the pinned wheels, in pip's cache mount.
+CUDA_WHEELS = f"{PIP_CACHE}/envman-cuda-wheels"
+
+
+def _kept_wheels(cl: CudaLibs, py: Python, b: BuilderOptions) -> Command:
+    """Install the hashed pins from :data:`CUDA_WHEELS` alone, or download the pins (through the
+    step's index options) into a private folder there, move them in, and install from there."""
+    local = (f"{_pip_install(py.venv_python, b.pip_cache)} --require-hashes --no-deps --only-binary=:all: --no-compile "
+             f"--no-index --find-links {CUDA_WHEELS} -r {cl.requirements_file}")
+    download = f"{py.venv_python} -m pip download {sh_words((*b.pip_cache, *(a for a in cl.pip_args if a != '--no-compile')))}"
+    return OrElse(local, (f"mkdir -p {CUDA_WHEELS}", f't="$(mktemp -d {CUDA_WHEELS}.XXXXXX)"',
+                          f'{download} -d "$t" || {{ rm -rf "$t"; exit 1; }}',
+                          f'mv -f "$t"/*.whl {CUDA_WHEELS}/', 'rmdir "$t"', local))
 
 
 def _uv_fetch(uv: UvInstaller, pip: str) -> list[Command]:

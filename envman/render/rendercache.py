@@ -53,7 +53,7 @@ MAX_ENTRIES = 64
 CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
 #: The modules of this package whose code, beside the plan and the templates, decides a render's
 #: text (tests/unit/render/test_rendercache.py checks that it names every one the layout imports).
-LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "plan.py", "quote.py")
+LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "plan.py", "quote.py", "mountpoints.py")
 #: A tag that loads another template; its argument must be a string literal for the file to be cached.
 _LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)
 _LITERAL = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\s*(\"([^\"\\]+)\"|'([^'\\]+)')", re.S)

@@ -276,6 +276,22 @@ class CopyStep:
 
 
 @dataclass(frozen=True)
+class AddStep:
+    """``ADD ARCHIVE DEST``: a tar of the build context, unpacked at ``dest`` with its entries'
+    modes and times (both builders unpack a local tar; a URL is never written here)."""
+
+    archive: str
+    dest: str
+
+    @property
+    def text(self) -> str:
+        if "://" in self.archive or not self.archive.endswith(".tar"):
+            raise RenderError(f"ADD {self.archive!r} is not a tar of the build context",
+                              fix="this is a bug in envman's render: report it")
+        return _one_line(f"ADD {self.archive} {self.dest}", "ADD")
+
+
+@dataclass(frozen=True)
 class UserStep:
     user: str
 
@@ -298,7 +314,7 @@ class ExecStep:
         return f"{self.instruction} {json.dumps([_one_line(a, self.instruction) for a in self.argv])}"
 
 
-Step = Union[Comment, Blank, FromStep, ArgStep, EnvStep, LabelStep, CopyStep, UserStep, ExecStep, RunStep]
+Step = Union[Comment, Blank, FromStep, ArgStep, EnvStep, LabelStep, CopyStep, AddStep, UserStep, ExecStep, RunStep]
 
 
 def paragraphs(*blocks: list[Step] | tuple[Step, ...]) -> tuple[Step, ...]:
@@ -313,7 +329,7 @@ def paragraphs(*blocks: list[Step] | tuple[Step, ...]) -> tuple[Step, ...]:
 
 
 __all__ = [
-    "ArgStep", "BindMount", "Blank", "BuildMount", "CacheMount", "Chain", "Command", "Comment", "CopyStep",
+    "AddStep", "ArgStep", "BindMount", "Blank", "BuildMount", "CacheMount", "Chain", "Command", "Comment", "CopyStep",
     "EnvStep", "ExecStep", "FromStep", "If", "LabelStep", "OrElse", "RunStep", "SecretMount",
     "Step", "UserStep", "paragraphs",
 ]

@@ -1,7 +1,9 @@
-"""The CUDA-library layer and the Python layer under it are byte-reproducible on the classic
-builder: built twice without any cache, they have the same layer digests (diff IDs), so stacks with
-the same pins share them wherever they are built. (BuildKit before 0.11, Docker 20.10's, leaves a
-step's mount points in its layer with the time it made them: its layers are not claimed.)
+"""The CUDA-library layer and the Python layer under it are byte-reproducible on both builders:
+built twice without any cache, they have the same layer digests (diff IDs), so stacks with the
+same pins share them wherever they are built. On BuildKit (Docker 20.10's is 0.8) that needs the
+layer of the steps' mount points (``envman.render.mountpoints``) before the first RUN, which is
+reproducible too: without it BuildKit leaves the folders of the stubs it made for a step's mount
+points with the time it removed them.
 
 The stack is a stand-in (Debian's Python on a stand-in base); its CUDA libraries are two small
 real NVIDIA wheels from the index (``nvidia-nvtx-cu12`` and ``nvidia-cuda-runtime-cu12``, about
@@ -22,11 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from envman.engine.builder import BuildKitCli, find_buildkit_cli
 from envman.matrix.load import load_matrix
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
 from envman.stack.resolve import resolve
 
+from ..conftest import in_ci
 from .conftest import STANDIN_MATRIX, host_ca_bundle
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.pypi]
@@ -63,9 +67,27 @@ def stack(standin):
     return s
 
 
-def test_python_and_cuda_library_layers_have_the_same_digest_when_built_twice_without_cache(stack, tmp_path, docker_engine):
-    builder = "classic"
-    argv, env = ["docker", "build", "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "0"}
+def buildkit_cli() -> BuildKitCli:
+    """The docker CLI that builds with BuildKit; the test is skipped without one (failed in CI)."""
+    cli = find_buildkit_cli()
+    if cli is None:
+        reason = "no docker CLI that builds with BuildKit (buildx, or a CLI of 18.09-22.x)"
+        if in_ci():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return cli
+
+
+def _build_argv(builder: str) -> tuple[list[str], dict[str, str]]:
+    if builder == "classic":
+        return ["docker", "build", "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "0"}
+    return [*buildkit_cli().argv(), "--no-cache"], {**os.environ, "DOCKER_BUILDKIT": "1"}
+
+
+@pytest.mark.parametrize("builder", ["classic", "buildkit"])
+def test_python_and_cuda_library_layers_have_the_same_digest_when_built_twice_without_cache(
+        builder, stack, tmp_path, docker_engine):
+    argv, env = _build_argv(builder)
     ctx = _context(tmp_path, builder, stack)
     refs = [f"envman-test/repro-{builder}-{uuid.uuid4().hex[:8]}:{n}" for n in ("a", "b")]
     try:
@@ -76,6 +98,10 @@ def test_python_and_cuda_library_layers_have_the_same_digest_when_built_twice_wi
         assert len(a) == len(b)
         # The last two layers: the Python step's and the CUDA libraries' (ENV adds no layer).
         assert a[-2:] == b[-2:], f"layer digests differ:\n{a}\n{b}"
+        if builder == "buildkit":
+            # base..., the mount points (ADD), OS packages, Python, CUDA libraries: the mount
+            # points' layer is the tar's bytes, the same too.
+            assert a[-4] == b[-4], f"the mount points' layers differ:\n{a}\n{b}"
         # And the image holds the pinned wheels, with no bytecode and one time on their files.
         res = docker_engine.run(refs[0], ["sh", "-c",
                                           "/opt/venv/bin/python -m pip list --format=freeze 2>/dev/null | grep -i nvidia;"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from envman.errors import RenderError
 from envman.render import steps as S
 from envman.render.steps import (
-    ArgStep, BindMount, Blank, CacheMount, Comment, CopyStep, EnvStep, ExecStep, FromStep, If,
+    AddStep, ArgStep, BindMount, Blank, CacheMount, Comment, CopyStep, EnvStep, ExecStep, FromStep, If,
     LabelStep, OrElse, RunStep, SecretMount, UserStep, paragraphs,
 )
 
@@ -121,6 +121,7 @@ def test_a_sequence_run_is_the_shell_program_its_steps_describe(commands):
     (EnvStep(("A=1", 'B="two"')), 'ENV A=1 \\\n    B="two"'),
     (LabelStep(('a="1"', 'b="2"')), 'LABEL a="1" \\\n      b="2"'),
     (CopyStep(("a", "b"), "/opt/"), "COPY a b /opt/"),
+    (AddStep("envman/mount-points.tar", "/"), "ADD envman/mount-points.tar /"),
     (UserStep("root"), "USER root"),
     (ExecStep("ENTRYPOINT", ("/opt/envman/entrypoint.sh",)), 'ENTRYPOINT ["/opt/envman/entrypoint.sh"]'),
     (ExecStep("CMD", ("python", "-V")), 'CMD ["python", "-V"]'),
@@ -141,7 +142,7 @@ def _string_fields(step):
 
 EVERY_STEP = [
     Comment(("c",)), FromStep("img", "linux/arm64", "stage"), ArgStep("A", "1"), EnvStep(("A=1",)),
-    LabelStep(('a="1"',)), CopyStep(("a",), "/b"), UserStep("root"), ExecStep("ENTRYPOINT", ("/e",)), ExecStep("CMD", ("c",)),
+    LabelStep(('a="1"',)), CopyStep(("a",), "/b"), AddStep("a.tar", "/"), UserStep("root"), ExecStep("ENTRYPOINT", ("/e",)), ExecStep("CMD", ("c",)),
     RunStep(("a", "b")), RunStep(("a", If("c", ("x",), ("y",)), OrElse("p", ("q",)))),
 ]
 
