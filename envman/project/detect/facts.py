@@ -33,6 +33,11 @@ UNSUPPORTED_NAMES = {
     "chainer": "Chainer",
     "cntk": "CNTK",
     "paddle": "PaddlePaddle",
+    "mindspore": "MindSpore",
+    "mlx": "MLX",
+    "jittor": "Jittor",
+    "megengine": "MegEngine",
+    "oneflow": "OneFlow",
     "python 2": "Python 2",
 }
 
