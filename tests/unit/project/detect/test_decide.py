@@ -599,3 +599,16 @@ def test_a_stack_is_judged_on_every_gpu_of_the_host(repo, mini, caps, runs):
         assert d.decision.stack.name == "torch-2.4.1-cuda12.4-py3.10" and d.decision.host.verdict == "ok"
     else:
         assert d.decision is None and "no kernel image for sm_35" in d.problem.what
+
+
+@pytest.mark.parametrize("tag, release, python, cuda", [
+    # NVIDIA's own Megatron-LM README: 23.04-py3 is PyTorch 2.1.0a0+fe05266f, CUDA 12.1.0, Python 3.8
+    ("23.04-py3", "2.1", "3.8", "12."),
+    # 23.05 is PyTorch 2.0.0 on CUDA 12.1.1, but no public 2.0 wheel is built for CUDA 12: the CUDA gives way
+    ("23.05-py3", "2.0", "3.10", "11."),
+])
+def test_an_ngc_base_gives_its_release_and_python(found, tag, release, python, cuda):
+    d = found({"Dockerfile": f"FROM nvcr.io/nvidia/pytorch:{tag}\n", "a.py": "import torch\n"})
+    s = d.decision.stack
+    assert s.framework == "torch" and s.framework_version.startswith(release + ".") and s.python == python
+    assert s.cuda.startswith(cuda)
