@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from envman.project.detect.facts import (
-    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
+    COMMAND, CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts
 from envman.project.detect.repo import Repository
@@ -322,7 +324,6 @@ MAX_LITERALS = 2000
 def literal_strings(node: ast.AST, names: Mapping[str, ast.AST]) -> Iterator[ast.Constant]:
     """The string constants of a literal list/tuple (or a name bound to one at module level, or
     ``a + b`` of such), without evaluating anything; at most :data:`MAX_LITERALS` of them."""
-    from itertools import islice
 
     return islice(_literal_strings(node, names, 0), MAX_LITERALS)
 
@@ -359,6 +360,7 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
             names[stmt.targets[0].id] = stmt.value
     lines = text.splitlines()
     out: list[Statement] = []
+    inside: set[int] = set()  # the nodes of ``setup(...)`` calls
 
     def shown(c: ast.AST) -> str:
         n = getattr(c, "lineno", 0)
@@ -383,6 +385,32 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
             elif kw.arg == "python_requires":
                 for c in literal_strings(kw.value, names):
                     out += statements(rel, c.lineno, shown(c), "setup.py", [Fact(PYTHON, spec=_python_spec(str(c.value)))])
+        inside.update(id(n) for n in ast.walk(call))
+    if not any(st.fact.kind == FRAMEWORK and st.fact.spec for st in out):
+        out += _table_pins(rel, tree, inside, shown)
+    return out
+
+
+def _table_pins(rel: str, tree: ast.AST, inside: set[int], shown: Callable[[ast.AST], str]) -> list[Statement]:
+    """A framework's requirement in a list of requirement strings that ``setup(...)`` reaches only
+    through code: a dependency table looked up by name (``_deps = ["torch==2.6.0", ...]``, then
+    ``deps["torch"]``), a list built inside ``main()`` and added to ``install_requires``. Read when
+    the ``setup(...)`` call's own literals pin no framework; never more than a command, and only
+    from a list of strings alone (``keywords``, ``classifiers`` and other lists of ``setup(...)``
+    are its own arguments, read above)."""
+    out: list[Statement] = []
+    for node in ast.walk(tree):
+        if id(node) in inside or not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not node.elts:
+            continue
+        if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            continue
+        for c in islice(node.elts, MAX_LITERALS):
+            facts = [f for f in requirement_facts(str(getattr(c, "value", ""))) if f.kind in (FRAMEWORK, CUDA)]
+            if any(f.kind == FRAMEWORK and f.spec for f in facts):
+                out += [replace(st, strength=RANGE if st.strength == RANGE else COMMAND)
+                        for st in statements(rel, getattr(c, "lineno", 0), shown(c), "setup.py", facts)]
+        if len(out) > MAX_LITERALS:
+            break
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envman.project.detect.facts import PIN, RANGE
+from envman.project.detect.facts import COMMAND, PIN, RANGE
 from envman.project.detect.sources import (
     conda_facts, conda_spec, read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
     read_setup_cfg, read_setup_py, relative_path, split_option,
@@ -144,6 +144,50 @@ def test_setup_py_is_read_never_run(repo):
         ("setup.py", 4, "tensorflow ==2.4.0"), ("setup.py", 9, "Python >=3.6")]
     assert next(s for s in got if s.fact.framework == "tensorflow").strength == RANGE  # an extra is never a pin
     assert not (r.root / "RAN").exists()
+
+
+def test_setup_py_dependency_table_looked_up_by_name(repo):
+    # the table pattern: requirement strings in a list, setup() given lookups of it
+    r = repo({"setup.py": """\
+        _deps = [
+            "accelerate>=1.2.1",
+            "torch==2.6.0",
+            "tensorflow>=2.9,<2.16",
+        ]
+        deps = {b: a for a, b in ((x, x.split("=")[0]) for x in _deps)}
+        extras = {"torch": [deps["torch"]]}
+        setup(install_requires=[deps["accelerate"]], extras_require=extras, python_requires=">=3.10.9",
+              keywords=["jax==0.4.1"], classifiers=["Programming Language :: Python :: 3"])
+        """})
+    got = read_setup_py(r, "setup.py")
+    assert means(got) == [("setup.py", 8, "Python >=3.10.9"), ("setup.py", 3, "torch ==2.6.0"),
+                          ("setup.py", 4, "tensorflow <2.16,>=2.9")]
+    strengths = {s.fact.framework: s.strength for s in got if s.fact.framework}
+    assert strengths == {"torch": COMMAND, "tensorflow": RANGE}  # never more than a command: no pin of setup() itself
+
+
+def test_setup_py_list_built_inside_main_is_read(repo):
+    r = repo({"setup.py": """\
+        def main():
+            tensorflow_pypi_dep = ['tensorflow == 1.15.4']
+            install_requires = ['numpy'] + tensorflow_pypi_dep
+            setup(name='x', install_requires=install_requires)
+        main()
+        """})
+    assert means(read_setup_py(r, "setup.py")) == [("setup.py", 2, "tensorflow ==1.15.4")]
+
+
+@pytest.mark.parametrize("text", [
+    # setup() pins a framework itself: a table elsewhere is not read
+    "_deps = ['torch==1.0.0']\nsetup(install_requires=['torch==2.0.0'])\n",
+    # a list that is not all strings is no requirement table; a name alone pins nothing
+    "x = ['torch==1.0.0', 3]\ny = ['torch']\nsetup(install_requires=open('r').read())\n",
+    # the strings of setup()'s own arguments other than the requirements are not requirements
+    "setup(keywords=['torch==1.0.0'], install_requires=[])\n",
+])
+def test_setup_py_tables_that_are_not_read(repo, text):
+    got = read_setup_py(repo({"setup.py": text}), "setup.py")
+    assert "torch ==1.0.0" not in [m for _, _, m in means(got)]
 
 
 @pytest.mark.parametrize("text", ["print 'python 2'\n", "x = (" * 10000 + ")" * 10000, "setup(install_requires=open('r').read())"])
