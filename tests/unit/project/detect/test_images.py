@@ -162,3 +162,57 @@ status = "confirmed"
     assert [f.means() for f in facts] == ["tensorflow <1.16 (GPU build)", "CUDA 11", "Python ==3.8.*"]
     facts, what = image_facts("nvcr.io/nvidia/jax:23.11-py3", m)
     assert [f.means() for f in facts] == ["jax (GPU build)"] and "contents unknown" in what
+
+
+def test_an_ngc_row_without_its_framework_version_keeps_its_own_cuda_and_python(tmp_path):
+    # the neighbours disagree with the row itself (CUDA 10 and 12 around a CUDA 11 release, other
+    # Pythons): the row's own figures decide; a row that gives neither falls back to the neighbours
+    rows = NGC + """
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "30.01"
+tags = ["30.01-py3"]
+framework = "torch"
+framework_version = "1.4.0"
+cuda = "10.2.89"
+python = "3.6"
+source = ["https://example.org/a"]
+status = "confirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "30.05"
+tags = ["30.05-py3"]
+framework = "torch"
+cuda = "11.3.1"
+python = "3.8"
+source = ["https://example.org/b"]
+status = "partially confirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "30.06"
+tags = ["30.06-py3"]
+framework = "torch"
+source = ["https://example.org/b"]
+status = "unconfirmed"
+
+[[release]]
+repository = "nvcr.io/nvidia/pytorch"
+release = "30.09"
+tags = ["30.09-py3"]
+framework = "torch"
+framework_version = "2.1.0"
+cuda = "12.1.0"
+python = "3.10"
+source = ["https://example.org/c"]
+status = "confirmed"
+"""
+    p = tmp_path / "ngc.toml"
+    p.write_text(rows)
+    m = load_files([p])
+    facts, what = image_facts("nvcr.io/nvidia/pytorch:30.05-py3", m)
+    assert [f.means() for f in facts] == ["torch >=1.4,<2.2 (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    assert "between 30.01" in what
+    facts, _ = image_facts("nvcr.io/nvidia/pytorch:30.06-py3", m)  # neither: the neighbours disagree, nothing
+    assert [f.means() for f in facts] == ["torch >=1.4,<2.2 (GPU build)"]
