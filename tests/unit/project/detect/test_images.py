@@ -164,50 +164,20 @@ status = "confirmed"
     assert [f.means() for f in facts] == ["jax (GPU build)"] and "contents unknown" in what
 
 
+def _ngc_row(release: str, **figures: str) -> str:
+    """One pytorch row of an NGC table; ``figures``: framework_version, cuda, python."""
+    lines = [f'{k} = "{v}"' for k, v in figures.items()]
+    return "\n".join(["[[release]]", 'repository = "nvcr.io/nvidia/pytorch"', f'release = "{release}"',
+                      f'tags = ["{release}-py3"]', 'framework = "torch"', *lines,
+                      'source = ["https://example.org/row"]', 'status = "partially confirmed"', ""])
+
+
 def test_an_ngc_row_without_its_framework_version_keeps_its_own_cuda_and_python(tmp_path):
     # the neighbours disagree with the row itself (CUDA 10 and 12 around a CUDA 11 release, other
     # Pythons): the row's own figures decide; a row that gives neither falls back to the neighbours
-    rows = NGC + """
-[[release]]
-repository = "nvcr.io/nvidia/pytorch"
-release = "30.01"
-tags = ["30.01-py3"]
-framework = "torch"
-framework_version = "1.4.0"
-cuda = "10.2.89"
-python = "3.6"
-source = ["https://example.org/a"]
-status = "confirmed"
-
-[[release]]
-repository = "nvcr.io/nvidia/pytorch"
-release = "30.05"
-tags = ["30.05-py3"]
-framework = "torch"
-cuda = "11.3.1"
-python = "3.8"
-source = ["https://example.org/b"]
-status = "partially confirmed"
-
-[[release]]
-repository = "nvcr.io/nvidia/pytorch"
-release = "30.06"
-tags = ["30.06-py3"]
-framework = "torch"
-source = ["https://example.org/b"]
-status = "unconfirmed"
-
-[[release]]
-repository = "nvcr.io/nvidia/pytorch"
-release = "30.09"
-tags = ["30.09-py3"]
-framework = "torch"
-framework_version = "2.1.0"
-cuda = "12.1.0"
-python = "3.10"
-source = ["https://example.org/c"]
-status = "confirmed"
-"""
+    rows = "\n".join([NGC, _ngc_row("30.01", framework_version="1.4.0", cuda="10.2.89", python="3.6"),
+                      _ngc_row("30.05", cuda="11.3.1", python="3.8"), _ngc_row("30.06"),
+                      _ngc_row("30.09", framework_version="2.1.0", cuda="12.1.0", python="3.10")])
     p = tmp_path / "ngc.toml"
     p.write_text(rows)
     m = load_files([p])
