@@ -391,6 +391,11 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
     return out
 
 
+#: Framework statements read from a setup.py's requirement tables: a table names a framework a
+#: few times (its pin, an extra's), and a file of thousands costs no more than a real one.
+MAX_TABLE_PINS = 16
+
+
 def _table_pins(rel: str, tree: ast.AST, inside: set[int], shown: Callable[[ast.AST], str]) -> list[Statement]:
     """A framework's requirement in a list of requirement strings that ``setup(...)`` reaches only
     through code: a dependency table looked up by name (``_deps = ["torch==2.6.0", ...]``, then
@@ -409,8 +414,8 @@ def _table_pins(rel: str, tree: ast.AST, inside: set[int], shown: Callable[[ast.
             if any(f.kind == FRAMEWORK and f.spec for f in facts):
                 out += [replace(st, strength=RANGE if st.strength == RANGE else COMMAND)
                         for st in statements(rel, getattr(c, "lineno", 0), shown(c), "setup.py", facts)]
-        if len(out) > MAX_LITERALS:
-            break
+                if len(out) >= MAX_TABLE_PINS:
+                    return out
     return out
 
 

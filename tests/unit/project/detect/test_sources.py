@@ -6,8 +6,8 @@ import pytest
 
 from envman.project.detect.facts import COMMAND, PIN, RANGE
 from envman.project.detect.sources import (
-    conda_facts, conda_spec, read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
-    read_setup_cfg, read_setup_py, relative_path, split_option,
+    MAX_TABLE_PINS, conda_facts, conda_spec, read_conda, read_pipfile, read_pyproject, read_python_version,
+    read_requirements, read_setup_cfg, read_setup_py, relative_path, split_option,
 )
 from tests.unit.project.detect.conftest import means
 
@@ -175,6 +175,14 @@ def test_setup_py_list_built_inside_main_is_read(repo):
         main()
         """})
     assert means(read_setup_py(r, "setup.py")) == [("setup.py", 2, "tensorflow ==1.15.4")]
+
+
+@pytest.mark.parametrize("n, read", [(MAX_TABLE_PINS - 1, MAX_TABLE_PINS - 1), (MAX_TABLE_PINS, MAX_TABLE_PINS),
+                                     (MAX_TABLE_PINS + 1, MAX_TABLE_PINS), (50000, MAX_TABLE_PINS)])
+def test_setup_py_table_reading_stops_at_its_limit(repo, n, read):
+    table = ", ".join(f'"torch==1.{i % 14}.0"' for i in range(n))
+    got = read_setup_py(repo({"setup.py": f"_deps = [{table}]\nsetup(install_requires=[])\n"}), "setup.py")
+    assert len(got) == read
 
 
 @pytest.mark.parametrize("text", [
