@@ -109,6 +109,10 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
             facts.append(Fact(CUDA, version=str(release.cuda.major)))
         if release.python is not None:
             facts.append(Fact(PYTHON, spec=f"=={release.python.major}.{release.python.minor}.*"))
+        if release.cuda is None or release.python is None:
+            # what the row does not give, the releases around it give where they agree
+            around, _ = ngc_between(matrix, repo, tag, release)
+            facts += [f for f in around if f.kind in (CUDA, PYTHON) and f not in facts]
         if release.cudnn:
             facts.append(Fact(CUDNN, version=release.cudnn))
         known = ", ".join(x for x in (f"{release.framework} {release.framework_version}" if release.framework_version else "",
@@ -144,8 +148,8 @@ def ngc_between(matrix: "Matrix", repository: str, tag: str, own: "NgcRelease | 
     release, line = m.group(1), m.group(2)
     known = sorted((r for r in matrix.ngc if r.repository == repository and r.public_release is not None
                     and (line is None or any(t.startswith(f"{r.release}-{line}") for t in r.tags))), key=lambda r: r.release)
-    before = [r for r in known if r.release <= release]
-    after = [r for r in known if r.release >= release]
+    before = [r for r in known if r.release < release]  # never the release itself: its own row is ``own``
+    after = [r for r in known if r.release > release]
     low, high = (before[-1] if before else None), (after[0] if after else None)
     if low is None and high is None:
         return [Fact(FRAMEWORK, framework=framework, gpu=True)] + _own_facts(own), \
