@@ -285,3 +285,30 @@ def test_each_entry_is_cited_at_its_own_line_not_at_one_that_starts_alike(repo):
         """})
     got = {(s.fact.means(), s.line) for s in read_pyproject(r, "pyproject.toml")}
     assert {("torch >=2.6.0", 4), ("Python >=3.10", 3), ("Python >=3.8,<3.12", 13), ("tensorflow ==2.12.1", 15)} <= got
+
+
+def _clip_reference(text: str, limit: int) -> str:
+    shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
+                    for ch in text.strip())
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+@pytest.mark.parametrize("n", [0, 1, 9, 10, 11, 12, 40])
+@pytest.mark.parametrize("unit", ["a", "\x07", "\u2028", "é", "a\x00"])
+def test_clip_text_reads_only_what_it_shows(n, unit):
+    from envman.project.detect.facts import clip_text
+
+    assert clip_text(unit * n, 10) == _clip_reference(unit * n, 10)
+    assert clip_text("  " + unit * n + "\n", 10) == _clip_reference("  " + unit * n + "\n", 10)
+
+
+def test_clip_text_of_a_line_of_a_megabyte_is_quick():
+    import time
+
+    from envman.project.detect.facts import clip_text
+
+    line = "x" * 1_000_000
+    start = time.perf_counter()
+    for _ in range(2000):
+        clip_text(line)
+    assert time.perf_counter() - start < 2.0  # a copy of the whole line each time took minutes
