@@ -322,8 +322,9 @@ MAX_LITERALS = 2000
 
 
 def literal_strings(node: ast.AST, names: Mapping[str, ast.AST]) -> Iterator[ast.Constant]:
-    """The string constants of a literal list/tuple (or a name bound to one at module level, or
-    ``a + b`` of such), without evaluating anything; at most :data:`MAX_LITERALS` of them."""
+    """The string constants of a literal list/tuple (or a name bound to one at module level, a
+    constant key of a dict literal bound to one, or ``a + b`` of such), without evaluating anything;
+    at most :data:`MAX_LITERALS` of them."""
 
     return islice(_literal_strings(node, names, 0), MAX_LITERALS)
 
@@ -342,6 +343,13 @@ def _literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int) ->
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         yield from _literal_strings(node.left, names, depth + 1)
         yield from _literal_strings(node.right, names, depth + 1)
+    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        # ``requirements["install"]`` of a name bound to a dict literal at module level
+        table = names.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
+        if isinstance(table, ast.Dict):
+            for key, value in zip(table.keys, table.values):
+                if isinstance(key, ast.Constant) and key.value == node.slice.value:
+                    yield from _literal_strings(value, names, depth + 1)
 
 
 def read_setup_py(repo: Repository, rel: str) -> list[Statement]:

@@ -166,6 +166,30 @@ def test_setup_py_dependency_table_looked_up_by_name(repo):
     assert strengths == {"torch": COMMAND, "tensorflow": RANGE}  # never more than a command: no pin of setup() itself
 
 
+def test_setup_py_requirements_in_a_dict_literal_by_constant_key(repo):
+    r = repo({"setup.py": """\
+        requirements = {
+            "install": ["numpy", "tensorflow-gpu==2.7.0"],
+            "setup": ["numpy"],
+            "test": ["torch==1.0.0"],
+        }
+        install_requires = requirements["install"]
+        setup(install_requires=install_requires, setup_requires=requirements["setup"],
+              tests_require=requirements["test"], python_requires=requirements.get("python"))
+        """})
+    got = read_setup_py(r, "setup.py")
+    assert means(got) == [("setup.py", 2, "tensorflow ==2.7.0 (GPU build)")]
+    assert got[0].strength == PIN  # install_requires itself: the pin outweighs a base image
+
+
+@pytest.mark.parametrize("lookup", ['reqs["missing"]', "reqs[key]", 'other["install"]', 'reqs["install"]["x"]', "reqs[0]"])
+def test_setup_py_dict_lookups_that_name_nothing(repo, lookup):
+    text = f'reqs = {{"install": ["torch==2.0.0"]}}\nkey = "install"\nsetup(install_requires={lookup})\n'
+    got = read_setup_py(repo({"setup.py": text}), "setup.py")
+    # nothing from the lookup itself; the table rule may still read the list, never as a pin
+    assert all(s.strength != PIN for s in got)
+
+
 def test_setup_py_list_built_inside_main_is_read(repo):
     r = repo({"setup.py": """\
         def main():
