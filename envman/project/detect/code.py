@@ -19,7 +19,8 @@ MODULES = {
     "jax": "jax", "jaxlib": "jax", "flax": "jax", "haiku": "jax", "optax": "jax", "equinox": "jax", "objax": "jax",
     "onnxruntime": "onnxruntime",
     "caffe": "caffe", "theano": "theano", "lasagne": "theano", "mxnet": "mxnet", "gluon": "mxnet",
-    "chainer": "chainer", "cntk": "cntk", "paddle": "paddle",
+    "chainer": "chainer", "cntk": "cntk", "paddle": "paddle", "mindspore": "mindspore", "mlx": "mlx",
+    "jittor": "jittor", "megengine": "megengine", "oneflow": "oneflow",
 }
 #: Matches looked at per file: a file of one word repeated costs no more than a real one.
 MAX_MATCHES = 500

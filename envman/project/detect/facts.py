@@ -33,6 +33,11 @@ UNSUPPORTED_NAMES = {
     "chainer": "Chainer",
     "cntk": "CNTK",
     "paddle": "PaddlePaddle",
+    "mindspore": "MindSpore",
+    "mlx": "MLX",
+    "jittor": "Jittor",
+    "megengine": "MegEngine",
+    "oneflow": "OneFlow",
     "python 2": "Python 2",
 }
 
@@ -136,6 +141,7 @@ class Statement:
 
 def clip_text(text: str, limit: int = 160) -> str:
     """A line as evidence shows it: control characters made visible, at most ``limit`` characters."""
+    # a character shows as one or more: the first limit + 1 decide (a line of a megabyte costs no more)
     shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
-                    for ch in text.strip())
+                    for ch in text.strip()[: limit + 1])
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"

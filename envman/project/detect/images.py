@@ -101,7 +101,7 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
     if repo.startswith("nvcr.io/nvidia/") and matrix is not None:
         release = matrix.ngc_image(repo, tag)
         if release is None or release.framework_version is None:
-            return ngc_between(matrix, repo, tag)
+            return ngc_between(matrix, repo, tag, release)
         facts.append(Fact(FRAMEWORK, framework=release.framework, gpu=True, spec=ngc_spec(release.framework_version)))
         if release.cuda is not None:
             # NVIDIA builds the framework against the image's CUDA; a wheel of the same release is
@@ -109,6 +109,10 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
             facts.append(Fact(CUDA, version=str(release.cuda.major)))
         if release.python is not None:
             facts.append(Fact(PYTHON, spec=f"=={release.python.major}.{release.python.minor}.*"))
+        if release.cuda is None or release.python is None:
+            # what the row does not give, the releases around it give where they agree
+            around, _ = ngc_between(matrix, repo, tag, release)
+            facts += [f for f in around if f.kind in (CUDA, PYTHON) and f not in facts]
         if release.cudnn:
             facts.append(Fact(CUDNN, version=release.cudnn))
         known = ", ".join(x for x in (f"{release.framework} {release.framework_version}" if release.framework_version else "",
@@ -132,10 +136,11 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
 NGC_FRAMEWORKS = {"nvcr.io/nvidia/pytorch": "torch", "nvcr.io/nvidia/tensorflow": "tensorflow", "nvcr.io/nvidia/jax": "jax"}
 
 
-def ngc_between(matrix: "Matrix", repository: str, tag: str) -> tuple[list[Fact], str]:
-    """What an NGC release whose contents the table does not give carries, bounded by the
+def ngc_between(matrix: "Matrix", repository: str, tag: str, own: "NgcRelease | None" = None) -> tuple[list[Fact], str]:
+    """What an NGC release whose framework version the table does not give carries, bounded by the
     releases around it that the table gives (the same repository, and for TensorFlow the same
-    tf1/tf2 line): the framework between theirs, their CUDA major and Python where both agree."""
+    tf1/tf2 line): the framework between theirs; the CUDA major and Python of its own row where
+    the table gives them (``own``), else those of the releases around it where both agree."""
     framework = NGC_FRAMEWORKS.get(repository)
     m = re.match(r"([0-9]{2}\.[0-9]{2})(?:-(tf1|tf2))?", tag)
     if framework is None or m is None:
@@ -143,11 +148,12 @@ def ngc_between(matrix: "Matrix", repository: str, tag: str) -> tuple[list[Fact]
     release, line = m.group(1), m.group(2)
     known = sorted((r for r in matrix.ngc if r.repository == repository and r.public_release is not None
                     and (line is None or any(t.startswith(f"{r.release}-{line}") for t in r.tags))), key=lambda r: r.release)
-    before = [r for r in known if r.release <= release]
-    after = [r for r in known if r.release >= release]
+    before = [r for r in known if r.release < release]  # never the release itself: its own row is ``own``
+    after = [r for r in known if r.release > release]
     low, high = (before[-1] if before else None), (after[0] if after else None)
     if low is None and high is None:
-        return [Fact(FRAMEWORK, framework=framework, gpu=True)], f"NGC {repository.rsplit('/', 1)[-1]} {tag}: contents unknown"
+        return [Fact(FRAMEWORK, framework=framework, gpu=True)] + _own_facts(own), \
+            f"NGC {repository.rsplit('/', 1)[-1]} {tag}: contents unknown"
     parts = []
     if low is not None and low.public_release is not None:
         parts.append(f">={low.public_release.major}.{max(low.public_release.minor - (1 if _snapshot(low) else 0), 0)}")
@@ -155,12 +161,23 @@ def ngc_between(matrix: "Matrix", repository: str, tag: str) -> tuple[list[Fact]
         parts.append(f"<{high.public_release.major}.{high.public_release.minor + 1}")
     facts = [Fact(FRAMEWORK, framework=framework, gpu=True, spec=",".join(parts))]
     pair = [r for r in (low, high) if r is not None]
-    if all(r.cuda is not None for r in pair) and len({r.cuda.major for r in pair if r.cuda}) == 1 and pair[0].cuda:
+    facts += _own_facts(own)
+    if (own is None or own.cuda is None) and all(r.cuda is not None for r in pair) \
+            and len({r.cuda.major for r in pair if r.cuda}) == 1 and pair[0].cuda:
         facts.append(Fact(CUDA, version=str(pair[0].cuda.major)))
-    if all(r.python is not None for r in pair) and len({r.python for r in pair}) == 1 and pair[0].python:
+    if (own is None or own.python is None) and all(r.python is not None for r in pair) \
+            and len({r.python for r in pair}) == 1 and pair[0].python:
         facts.append(Fact(PYTHON, spec=f"=={pair[0].python.major}.{pair[0].python.minor}.*"))
     around = " and ".join(f"{r.release} ({r.framework} {r.framework_version})" for r in pair)
     return facts, f"NGC {repository.rsplit('/', 1)[-1]} {tag}: not in the matrix's table; read between {around}"
+
+
+def _own_facts(own: "NgcRelease | None") -> list[Fact]:
+    """The CUDA major and Python an NGC row gives beside an unknown framework version."""
+    if own is None:
+        return []
+    return ([Fact(CUDA, version=str(own.cuda.major))] if own.cuda is not None else []) \
+        + ([Fact(PYTHON, spec=f"=={own.python.major}.{own.python.minor}.*")] if own.python is not None else [])
 
 
 def _snapshot(r: "NgcRelease") -> bool:

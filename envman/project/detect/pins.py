@@ -56,6 +56,13 @@ UNSUPPORTED_DISTS = {
     "paddlepaddle-gpu": "paddle",
     "caffe": "caffe",
     "caffe2": "caffe2",
+    "mindspore": "mindspore",
+    "mindspore-gpu": "mindspore",
+    "mlx": "mlx",
+    "mlx-lm": "mlx",
+    "jittor": "jittor",
+    "megengine": "megengine",
+    "oneflow": "oneflow",
 }
 
 #: CUDA in a local version, a wheel variant, an extra or a package name: ``+cu113``, ``cu92``,
@@ -247,7 +254,7 @@ def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]
                     yield Fact(CUDA, version=cuda)
                 elif extra in ("cuda", "gpu"):
                     gpu = True
-                elif extra in ("cpu", "tpu"):
+                elif extra == "cpu":  # ``tpu`` says nothing of a CPU or GPU build: the code runs on an accelerator
                     gpu = False if gpu is None else gpu
             if dist == "jaxlib":  # jaxlib's releases are not jax's: the rows that pin it say which jax
                 version = exact_version(spec)

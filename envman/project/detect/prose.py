@@ -48,11 +48,12 @@ _ELSEWHERE_AFTER = re.compile(r"[^.;]{0,40}\b(?:branch|fork)\b", re.IGNORECASE)
 _NOT_AFTER = re.compile(r"[^.;]{0,30}\b(no\s+longer|not|n't|deprecated|dropped|unsupported|removed)\b", re.IGNORECASE)
 #: Names of frameworks no stack serves, in prose.
 _UNSUPPORTED_RE = re.compile(
-    r"(?<![A-Za-z0-9_])(caffe2?|theano|mxnet|torch\s*7|lua\s*torch|luarocks|chainer|cntk|paddlepaddle|python\s*2\.[67](?![0-9]))(?![A-Za-z0-9_])",
+    r"(?<![A-Za-z0-9_])(caffe2?|theano|mxnet|torch\s*7|lua\s*torch|luarocks|chainer|cntk|paddlepaddle|mindspore|megengine|jittor|oneflow|python\s*2\.[67](?![0-9]))(?![A-Za-z0-9_])",
     re.IGNORECASE,
 )
 _UNSUPPORTED_KEYS = {"caffe": "caffe", "caffe2": "caffe2", "theano": "theano", "mxnet": "mxnet", "chainer": "chainer",
-                     "cntk": "cntk", "paddlepaddle": "paddle"}
+                     "cntk": "cntk", "paddlepaddle": "paddle", "mindspore": "mindspore", "megengine": "megengine",
+                     "jittor": "jittor", "oneflow": "oneflow"}
 
 
 def _spec(op: str | None, version: str, suffix: str | None, before: str) -> str:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
+from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from envman.project.detect.facts import (
-    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
+    COMMAND, CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts
 from envman.project.detect.repo import Repository
@@ -320,9 +322,9 @@ MAX_LITERALS = 2000
 
 
 def literal_strings(node: ast.AST, names: Mapping[str, ast.AST]) -> Iterator[ast.Constant]:
-    """The string constants of a literal list/tuple (or a name bound to one at module level, or
-    ``a + b`` of such), without evaluating anything; at most :data:`MAX_LITERALS` of them."""
-    from itertools import islice
+    """The string constants of a literal list/tuple (or a name bound to one at module level, a
+    constant key of a dict literal bound to one, or ``a + b`` of such), without evaluating anything;
+    at most :data:`MAX_LITERALS` of them."""
 
     return islice(_literal_strings(node, names, 0), MAX_LITERALS)
 
@@ -341,6 +343,13 @@ def _literal_strings(node: ast.AST, names: Mapping[str, ast.AST], depth: int) ->
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         yield from _literal_strings(node.left, names, depth + 1)
         yield from _literal_strings(node.right, names, depth + 1)
+    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        # ``requirements["install"]`` of a name bound to a dict literal at module level
+        table = names.get(node.value.id) if isinstance(node.value, ast.Name) else node.value
+        if isinstance(table, ast.Dict):
+            for key, value in zip(table.keys, table.values):
+                if isinstance(key, ast.Constant) and key.value == node.slice.value:
+                    yield from _literal_strings(value, names, depth + 1)
 
 
 def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
@@ -359,6 +368,7 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
             names[stmt.targets[0].id] = stmt.value
     lines = text.splitlines()
     out: list[Statement] = []
+    inside: set[int] = set()  # the nodes of ``setup(...)`` calls
 
     def shown(c: ast.AST) -> str:
         n = getattr(c, "lineno", 0)
@@ -383,6 +393,37 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
             elif kw.arg == "python_requires":
                 for c in literal_strings(kw.value, names):
                     out += statements(rel, c.lineno, shown(c), "setup.py", [Fact(PYTHON, spec=_python_spec(str(c.value)))])
+        inside.update(id(n) for n in ast.walk(call))
+    if not any(st.fact.kind == FRAMEWORK and st.fact.spec for st in out):
+        out += _table_pins(rel, tree, inside, shown)
+    return out
+
+
+#: Framework statements read from a setup.py's requirement tables: a table names a framework a
+#: few times (its pin, an extra's), and a file of thousands costs no more than a real one.
+MAX_TABLE_PINS = 16
+
+
+def _table_pins(rel: str, tree: ast.AST, inside: set[int], shown: Callable[[ast.AST], str]) -> list[Statement]:
+    """A framework's requirement in a list of requirement strings that ``setup(...)`` reaches only
+    through code: a dependency table looked up by name (``_deps = ["torch==2.6.0", ...]``, then
+    ``deps["torch"]``), a list built inside ``main()`` and added to ``install_requires``. Read when
+    the ``setup(...)`` call's own literals pin no framework; never more than a command, and only
+    from a list of strings alone (``keywords``, ``classifiers`` and other lists of ``setup(...)``
+    are its own arguments, read above)."""
+    out: list[Statement] = []
+    for node in ast.walk(tree):
+        if id(node) in inside or not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not node.elts:
+            continue
+        if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+            continue
+        for c in islice(node.elts, MAX_LITERALS):
+            facts = [f for f in requirement_facts(str(getattr(c, "value", ""))) if f.kind in (FRAMEWORK, CUDA)]
+            if any(f.kind == FRAMEWORK and f.spec for f in facts):
+                out += [replace(st, strength=RANGE if st.strength == RANGE else COMMAND)
+                        for st in statements(rel, getattr(c, "lineno", 0), shown(c), "setup.py", facts)]
+                if len(out) >= MAX_TABLE_PINS:
+                    return out
     return out
 
 

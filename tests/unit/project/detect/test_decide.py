@@ -112,10 +112,30 @@ def test_python_at_the_grain_of_stacks_and_unmet_python_pins(found):
     ({"a.py": "import mxnet as mx\n", "requirements.txt": "mxnet-cu101\n"}, "MXNet"),
     ({".python-version": "2.7.18\n", "requirements.txt": "torch==1.0.0\n"}, "Python 2"),
     ({"requirements.txt": "Theano==1.0.4\n"}, "Theano"),
+    ({"a.py": "import mindspore as ms\n", "b.py": "from mindspore import nn\n", "requirements.txt": "numpy\n"}, "MindSpore"),
+    ({"requirements.txt": "mindspore-gpu==1.8.1\n"}, "MindSpore"),
+    ({"a.py": "import mlx.core as mx\n", "b.py": "import mlx.nn as nn\n", "convert.py": "import torch\n"}, "MLX"),
+    # a tie between a framework no stack serves and one envman builds: the code is not the built one's
+    ({"a.py": "import mlx.core as mx\n", "convert.py": "import torch\n"}, "MLX"),
+    ({"a.py": "import jittor as jt\n"}, "Jittor"),
+    ({"a.py": "import megengine\n"}, "MegEngine"),
+    ({"a.py": "import oneflow as flow\n"}, "OneFlow"),
+    ({"README.md": "Requires MindSpore 2.2 and Python 3.9\n"}, "MindSpore"),
 ])
 def test_frameworks_no_stack_serves_get_one_line(found, files, name):
     d = found(files)
     assert d.decision is None and name in d.problem.what and "does not build" in d.problem.what
+
+
+def test_a_few_conversion_scripts_of_a_framework_no_stack_serves_leave_the_built_one(found):
+    d = found({"a.py": "import torch\n", "b.py": "import torch.nn as nn\n", "to_mlx.py": "import mlx.core as mx\n"})
+    assert d.decision is not None and d.decision.stack.framework == "torch"
+
+
+def test_a_tpu_install_of_jax_is_no_cpu_build(found):
+    d = found({"README.md": 'pip install "jax[tpu]>=0.2.16" -f https://storage.googleapis.com/jax-releases/libtpu_releases.html\n',
+               "a.py": "import jax\n"})
+    assert d.decision is not None and d.decision.stack.framework == "jax" and d.decision.stack.cuda
 
 
 def test_a_repository_that_names_nothing(found):
@@ -579,3 +599,16 @@ def test_a_stack_is_judged_on_every_gpu_of_the_host(repo, mini, caps, runs):
         assert d.decision.stack.name == "torch-2.4.1-cuda12.4-py3.10" and d.decision.host.verdict == "ok"
     else:
         assert d.decision is None and "no kernel image for sm_35" in d.problem.what
+
+
+@pytest.mark.parametrize("tag, release, python, cuda", [
+    # NVIDIA's own Megatron-LM README: 23.04-py3 is PyTorch 2.1.0a0+fe05266f, CUDA 12.1.0, Python 3.8
+    ("23.04-py3", "2.1", "3.8", "12."),
+    # 23.05 is PyTorch 2.0.0 on CUDA 12.1.1, but no public 2.0 wheel is built for CUDA 12: the CUDA gives way
+    ("23.05-py3", "2.0", "3.10", "11."),
+])
+def test_an_ngc_base_gives_its_release_and_python(found, tag, release, python, cuda):
+    d = found({"Dockerfile": f"FROM nvcr.io/nvidia/pytorch:{tag}\n", "a.py": "import torch\n"})
+    s = d.decision.stack
+    assert s.framework == "torch" and s.framework_version.startswith(release + ".") and s.python == python
+    assert s.cuda.startswith(cuda)

@@ -162,3 +162,43 @@ status = "confirmed"
     assert [f.means() for f in facts] == ["tensorflow <1.16 (GPU build)", "CUDA 11", "Python ==3.8.*"]
     facts, what = image_facts("nvcr.io/nvidia/jax:23.11-py3", m)
     assert [f.means() for f in facts] == ["jax (GPU build)"] and "contents unknown" in what
+
+
+def _ngc_row(release: str, **figures: str) -> str:
+    """One pytorch row of an NGC table; ``figures``: framework_version, cuda, python."""
+    lines = [f'{k} = "{v}"' for k, v in figures.items()]
+    return "\n".join(["[[release]]", 'repository = "nvcr.io/nvidia/pytorch"', f'release = "{release}"',
+                      f'tags = ["{release}-py3"]', 'framework = "torch"', *lines,
+                      'source = ["https://example.org/row"]', 'status = "partially confirmed"', ""])
+
+
+def test_an_ngc_row_without_its_framework_version_keeps_its_own_cuda_and_python(tmp_path):
+    # the neighbours disagree with the row itself (CUDA 10 and 12 around a CUDA 11 release, other
+    # Pythons): the row's own figures decide; a row that gives neither falls back to the neighbours
+    rows = "\n".join([NGC, _ngc_row("30.01", framework_version="1.4.0", cuda="10.2.89", python="3.6"),
+                      _ngc_row("30.05", cuda="11.3.1", python="3.8"), _ngc_row("30.06"),
+                      _ngc_row("30.09", framework_version="2.1.0", cuda="12.1.0", python="3.10")])
+    p = tmp_path / "ngc.toml"
+    p.write_text(rows)
+    m = load_files([p])
+    facts, what = image_facts("nvcr.io/nvidia/pytorch:30.05-py3", m)
+    assert [f.means() for f in facts] == ["torch >=1.4,<2.2 (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    assert "between 30.01" in what
+    facts, _ = image_facts("nvcr.io/nvidia/pytorch:30.06-py3", m)  # neither: the neighbours disagree, nothing
+    assert [f.means() for f in facts] == ["torch >=1.4,<2.2 (GPU build)"]
+
+
+def test_an_ngc_row_with_its_framework_version_alone_borrows_cuda_and_python_around_it(tmp_path):
+    rows = "\n".join([NGC, _ngc_row("40.01", framework_version="1.10.0a0+1", cuda="11.5.0", python="3.8"),
+                      _ngc_row("40.04", framework_version="1.12.0a0+bd13bc6"),
+                      _ngc_row("40.06", framework_version="1.13.0a0+2", cuda="11.7.0", python="3.8"),
+                      _ngc_row("40.08", framework_version="1.13.0a0+3", cuda="12.0.0", python="3.10"),
+                      _ngc_row("40.10", framework_version="2.0.0a0+4")])
+    p = tmp_path / "ngc.toml"
+    p.write_text(rows)
+    m = load_files([p])
+    facts, _ = image_facts("nvcr.io/nvidia/pytorch:40.04-py3", m)
+    assert [f.means() for f in facts] == ["torch >=1.11,<1.13 (GPU build)", "CUDA 11", "Python ==3.8.*"]
+    # the newest release has a neighbour on one side only: it borrows that one's
+    facts, _ = image_facts("nvcr.io/nvidia/pytorch:40.10-py3", m)
+    assert [f.means() for f in facts] == ["torch ==2.0.* (GPU build)", "CUDA 12", "Python ==3.10.*"]
