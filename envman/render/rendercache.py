@@ -44,7 +44,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from envman.render.plan import DockerfilePlan
+    from envman.render.sections import DockerfilePlan
 
 CACHE_FORMAT = 1
 RENDER_CACHE = "renders.json"
