@@ -54,7 +54,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # What a project file may ask for, trust, and the safe reader of files and state.
     "security": {
         "modules": [
-            "envman/project/policy.py", "envman/project/trust.py", "envman/safefile.py",
+            "envman/project/policy.py", "envman/project/aliases.py", "envman/project/trust.py", "envman/safefile.py",
             "envman/project/file.py", "envman/project/requirements.py",
         ],
         "tests": [
@@ -71,9 +71,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # group's stats run now stops: mutmut 3.8 passes some of test_hostile_cli.py's parametrized ids
     # back to pytest in a form pytest does not find.)
     "policy": {
-        "modules": ["envman/project/policy.py"],
+        "modules": ["envman/project/policy.py", "envman/project/aliases.py"],
         "tests": ["tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/rules/test_security_adversarial.py", "tests/unit/project/test_policy_scan.py",
-                  "tests/unit/project/test_policy_homes.py"],
+                  "tests/unit/project/test_policy_homes.py", "tests/unit/project/test_aliases.py"],
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or bind_mount_of_another_home)"],
     },
     # The network a run joins: made, labelled, checked before it is joined; a full address pool.
