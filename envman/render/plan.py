@@ -32,15 +32,15 @@ from envman import __version__
 from envman import labels as L
 from envman.errors import RenderError
 from envman.render.imagepaths import (
-    APT_ARCHIVES, BUILDER_KINDS, CA_CONTEXT_FILE, CA_DEST, CA_MOUNT, CA_STEP_ENV, CUDA_LIBS_FILE, ENVMAN_DIR,
-    ENVMAN_FILES, MIN_UV_PYTHON, NETRC_SECRET, NETRC_TARGET, NO_PIP_CACHE, PIP_CACHE, PYTHON_DIR, STACK_LABELS,
-    SYSTEM_CA, TOOL_WHEELS, TOOLS_CACHE, UV_CACHE, UV_TOOL, UV_VERSION, VENV, WHEEL_STORE_HOST, WHEEL_STORE_URL,
-    WHEELS_DIR, BuilderKind,
+    APT_ARCHIVES, CA_CONTEXT_FILE, CA_DEST, CA_MOUNT, CA_STEP_ENV, CUDA_LIBS_FILE, ENVMAN_DIR, ENVMAN_FILES,
+    MIN_UV_PYTHON, NETRC_SECRET, NETRC_TARGET, NO_PIP_CACHE, PIP_CACHE, PYTHON_DIR, STACK_LABELS, SYSTEM_CA,
+    TOOL_WHEELS, TOOLS_CACHE, UV_CACHE, UV_TOOL, UV_VERSION, WHEEL_STORE_HOST, WHEEL_STORE_URL, WHEELS_DIR,
+    BuilderKind,
 )
 from envman.render.quote import check_dockerfile_value, mirror_image, stack_label_json
 from envman.render.sections import (
     BaseImage, BuilderOptions, CudaLibs, DockerfilePlan, EnvmanFiles, Framework, Label, NetworkOptions, Nvidia,
-    OsPackages, PipPackages, Project, Python, Requirements, UvInstaller, Wheelhouse,
+    OsPackages, Python, UvInstaller, Wheelhouse,
 )
 from envman.render.steps import BindMount, CacheMount, BuildMount, SecretMount
 from envman.paths import CONTAINER_HOME
