@@ -113,9 +113,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
-        "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
+        "modules": ["envman/cluster/export.py", "envman/cluster/gfd.py", "envman/cluster/slurm.py"],
         "tests": [
-            "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
+            "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py", "tests/unit/cluster/test_gfd.py",
             "tests/unit/cluster/test_slurm.py", "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/cluster/test_export_hostile.py",
             "tests/unit/cluster/test_slurm_hostile.py",
         ],

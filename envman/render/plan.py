@@ -458,23 +458,6 @@ def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builde
 
 
 __all__ = [
-    "BUILDER_KINDS",
-    "BaseImage",
-    "BuilderKind",
-    "BuilderOptions",
-    "DockerfilePlan",
-    "EnvmanFiles",
-    "Framework",
-    "Label",
-    "NetworkOptions",
-    "Nvidia",
-    "OsPackages",
-    "PipPackages",
-    "Project",
-    "Python",
-    "Requirements",
-    "UvInstaller",
-    "Wheelhouse",
     "nvidia_require_cuda",
     "pip_requirement",
     "stack_plan",

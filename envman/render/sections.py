@@ -233,3 +233,23 @@ class DockerfilePlan:
     pip_packages: PipPackages | None = None
     envman_files: EnvmanFiles | None = None
     labels: tuple[Label, ...] = ()
+
+
+__all__ = [
+    "BaseImage",
+    "BuilderOptions",
+    "CudaLibs",
+    "DockerfilePlan",
+    "EnvmanFiles",
+    "Framework",
+    "Label",
+    "NetworkOptions",
+    "Nvidia",
+    "OsPackages",
+    "PipPackages",
+    "Project",
+    "Python",
+    "Requirements",
+    "UvInstaller",
+    "Wheelhouse",
+]
