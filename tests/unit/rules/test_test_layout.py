@@ -91,7 +91,6 @@ PENDING = frozenset({
     "envman/project/detect/repo.py",
     "envman/render/layerplan.py",
     "envman/render/layout.py",
-    "envman/render/quote.py",
     "envman/render/template.py",
 })
 
