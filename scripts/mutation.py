@@ -96,20 +96,20 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # Push and pull: registry names, plain HTTP, the labels a pulled image must carry.
     "remote": {
         "modules": ["envman/images/remote.py"],
-        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py",
+        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py",
                   "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Smoke verdicts on the image: digests, the verdict image, which tags move.
     "store": {
         "modules": ["envman/images/store.py"],
-        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/images/test_remote_rules.py",
                   "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Build, smoke, promote, list and prune.
     "build": {
         "modules": ["envman/images/build.py"],
         "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
-                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/rules/test_hostile_state_numbers.py"],
+                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
@@ -144,7 +144,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "tests": [
             "tests/unit/images/test_provenance_rules.py", "tests/unit/stack/test_resolve_stable_tags.py",
             "tests/unit/test_state_stale_temps.py", "tests/unit/images/test_build_rules.py",
-            "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+            "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/images/test_remote_rules.py",
             "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/rules/test_constants_once.py",
         ],
     },

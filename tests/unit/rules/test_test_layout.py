@@ -50,7 +50,6 @@ PENDING = frozenset({
     "envman/images/aptsources.py",
     "envman/images/base.py",
     "envman/images/events.py",
-    "envman/images/pins.py",
     "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
