@@ -82,9 +82,6 @@ PENDING = frozenset({
     "envman/probe/app/versions.py",
     "envman/project/detect/facts.py",
     "envman/project/detect/repo.py",
-    "envman/render/layerplan.py",
-    "envman/render/layout.py",
-    "envman/render/template.py",
 })
 
 
