@@ -45,7 +45,6 @@ PENDING = frozenset({
     "envman/cluster/k8s.py",
     "envman/engine/socket.py",
     "envman/engine/wheelserver.py",
-    "envman/images/aptsources.py",
     "envman/images/base.py",
     "envman/images/stacks.py",
     "envman/main.py",
