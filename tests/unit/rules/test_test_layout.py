@@ -43,7 +43,6 @@ PENDING = frozenset({
     "envman/cluster/batch.py",
     "envman/cluster/k8s.py",
     "envman/engine/socket.py",
-    "envman/engine/wheelserver.py",
     "envman/images/base.py",
     "envman/images/stacks.py",
     "envman/main.py",
