@@ -42,7 +42,6 @@ PENDING = frozenset({
     "envman/cluster/batch.py",
     "envman/cluster/k8s.py",
     "envman/engine/socket.py",
-    "envman/images/base.py",
     "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
