@@ -50,7 +50,6 @@ PENDING = frozenset({
     "envman/matrix/refresh.py",
     "envman/matrix/settle.py",
     "envman/matrix/wheels.py",
-    "envman/matrix/write.py",
     "envman/probe/app/arch.py",
     "envman/probe/app/bench.py",
     "envman/probe/app/check.py",
