@@ -41,7 +41,6 @@ PENDING = frozenset({
     "envman/cli/slurm.py",
     "envman/cluster/batch.py",
     "envman/cluster/k8s.py",
-    "envman/engine/socket.py",
     "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
