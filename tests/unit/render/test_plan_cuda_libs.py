@@ -271,30 +271,3 @@ def test_a_pin_that_is_not_name_version_and_hashes_stops_the_render(pins):
     assert "\n" not in e.value.line()
 
 
-def test_pin_hashes_are_the_x86_64_and_pure_wheels_of_the_pinned_version_or_none():
-    from envman.matrix.index import IndexFile, NotFound
-    from envman.matrix.update import pin_hashes
-
-    def f(name: str, digest: str | None) -> IndexFile:
-        return IndexFile(name, f"https://x.example/{name}", (("sha256", digest),) if digest else ())
-
-    pages = {
-        "nvidia-cublas-cu12": [f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_x86_64.whl", H1),
-                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_aarch64.whl", H2),  # not x86_64
-                               f("nvidia_cublas_cu12-12.4.5.9-py3-none-manylinux2014_x86_64.whl", H3),   # another version
-                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-win_amd64.whl", H2)],             # not Linux
-        "triton": [f("triton-3.1.0-cp310-cp310-manylinux_2_17_x86_64.whl", H2),
-                   f("triton-3.1.0-cp311-cp311-manylinux_2_17_x86_64.whl", H3)],
-        "jax-cuda12-plugin": [f("jax_cuda12_plugin-0.4.30-py3-none-any.whl", None)],  # no sha256 on the page
-    }
-
-    def files_of(name: str):
-        if name not in pages:
-            raise NotFound("not on the index", where=name)
-        return pages[name]
-
-    assert pin_hashes(["triton==3.1.0; python_version < \"3.13\"", "nvidia-cublas-cu12==12.4.5.8"], files_of) == {
-        "nvidia-cublas-cu12": [H1], "triton": [H3, H2]}
-    assert pin_hashes(["jax-cuda12-plugin==0.4.30"], files_of) is None
-    assert pin_hashes(["nvidia-nccl-cu12==2.21.5"], files_of) is None
-    assert pin_hashes(["nvidia-cublas-cu12==12.4.5.7"], files_of) is None

@@ -44,7 +44,6 @@ PENDING = frozenset({
     "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
-    "envman/matrix/newrow.py",
     "envman/matrix/refresh.py",
     "envman/matrix/settle.py",
     "envman/matrix/wheels.py",
