@@ -40,7 +40,6 @@ PENDING = frozenset({
     "envman/cli/render.py",
     "envman/cli/slurm.py",
     "envman/cluster/batch.py",
-    "envman/cluster/k8s.py",
     "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
