@@ -39,7 +39,6 @@ PENDING = frozenset({
     "envman/cli/render.py",
     "envman/cli/slurm.py",
     "envman/cluster/batch.py",
-    "envman/images/stacks.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
     "envman/matrix/refresh.py",
