@@ -42,7 +42,6 @@ PENDING = frozenset({
     "envman/main.py",
     "envman/matrix/backfill.py",
     "envman/matrix/refresh.py",
-    "envman/matrix/settle.py",
     "envman/matrix/wheels.py",
     "envman/probe/app/arch.py",
     "envman/probe/app/bench.py",
