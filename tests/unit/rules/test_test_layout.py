@@ -35,7 +35,6 @@ PENDING = frozenset({
     "envman/cli/envs.py",
     "envman/cli/export.py",
     "envman/cli/remote.py",
-    "envman/cli/render.py",
     "envman/cli/slurm.py",
     "envman/cluster/batch.py",
     "envman/main.py",
