@@ -34,7 +34,6 @@ PENDING = frozenset({
     "envman/cli/ci.py",
     "envman/cli/envs.py",
     "envman/cli/export.py",
-    "envman/cli/slurm.py",
     "envman/cluster/batch.py",
     "envman/main.py",
     "envman/matrix/backfill.py",
