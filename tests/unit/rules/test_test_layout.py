@@ -34,7 +34,6 @@ PENDING = frozenset({
     "envman/cluster/batch.py",
     "envman/matrix/backfill.py",
     "envman/matrix/refresh.py",
-    "envman/matrix/wheels.py",
     "envman/probe/app/arch.py",
     "envman/probe/app/bench.py",
     "envman/probe/app/check.py",
