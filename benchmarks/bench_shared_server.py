@@ -184,7 +184,7 @@ def _floor(built, root: Path) -> int:
 def _cuda_downloads(log: str) -> float:
     """Bytes pip downloaded from the index in a build's CUDA-library step (what the wheel store
     served, from ``Looking in links: http://envman-wheels`` on, left out)."""
-    from envman.render.plan import CUDA_LIBS_FILE, WHEEL_STORE_URL
+    from envman.render.imagepaths import CUDA_LIBS_FILE, WHEEL_STORE_URL
 
     kept, step, served = [], False, False
     for line in log.splitlines():

@@ -54,7 +54,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # What a project file may ask for, trust, and the safe reader of files and state.
     "security": {
         "modules": [
-            "envman/project/policy.py", "envman/project/trust.py", "envman/safefile.py",
+            "envman/project/policy.py", "envman/project/aliases.py", "envman/project/trust.py", "envman/safefile.py",
             "envman/project/file.py", "envman/project/requirements.py",
         ],
         "tests": [
@@ -71,9 +71,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # group's stats run now stops: mutmut 3.8 passes some of test_hostile_cli.py's parametrized ids
     # back to pytest in a form pytest does not find.)
     "policy": {
-        "modules": ["envman/project/policy.py"],
+        "modules": ["envman/project/policy.py", "envman/project/aliases.py"],
         "tests": ["tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/rules/test_security_adversarial.py", "tests/unit/project/test_policy_scan.py",
-                  "tests/unit/project/test_policy_homes.py"],
+                  "tests/unit/project/test_policy_homes.py", "tests/unit/project/test_aliases.py"],
         "pytest_args": ["-k", "not (real_console_script or the_full_path or completion_through_bash or bind_mount_of_another_home)"],
     },
     # The network a run joins: made, labelled, checked before it is joined; a full address pool.
@@ -96,26 +96,26 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     # Push and pull: registry names, plain HTTP, the labels a pulled image must carry.
     "remote": {
         "modules": ["envman/images/remote.py"],
-        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py",
+        "tests": ["tests/unit/images/test_remote_rules.py", "tests/unit/images/test_remote.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py",
                   "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Smoke verdicts on the image: digests, the verdict image, which tags move.
     "store": {
         "modules": ["envman/images/store.py"],
-        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+        "tests": ["tests/unit/images/test_store_rules.py", "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/images/test_remote_rules.py",
                   "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # Build, smoke, promote, list and prune.
     "build": {
         "modules": ["envman/images/build.py"],
         "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
-                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/rules/test_hostile_state_numbers.py"],
+                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {
-        "modules": ["envman/cluster/export.py", "envman/cluster/slurm.py"],
+        "modules": ["envman/cluster/export.py", "envman/cluster/gfd.py", "envman/cluster/slurm.py"],
         "tests": [
-            "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py",
+            "tests/unit/cluster/test_export_rules.py", "tests/unit/cluster/test_slurm_rules.py", "tests/unit/cluster/test_export.py", "tests/unit/cluster/test_gfd.py",
             "tests/unit/cluster/test_slurm.py", "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/cluster/test_export_hostile.py",
             "tests/unit/cluster/test_slurm_hostile.py",
         ],
@@ -132,7 +132,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "modules": ["envman/project/detect/decide.py", "envman/project/detect/pins.py"],
         "tests": [
             "tests/unit/project/detect/test_decide.py", "tests/unit/project/detect/test_pins.py",
-            "tests/unit/project/detect/test_images.py", "tests/unit/project/detect/test_sources.py",
+            "tests/unit/project/detect/test_images.py", "tests/unit/project/detect/test_sources.py", "tests/unit/project/detect/test_setupfiles.py",
             "tests/unit/project/detect/test_code.py", "tests/unit/project/detect/test_layer.py",
             "tests/unit/project/detect/test_prose.py", "tests/unit/cli/test_project_detect.py",
         ],
@@ -144,7 +144,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "tests": [
             "tests/unit/images/test_provenance_rules.py", "tests/unit/stack/test_resolve_stable_tags.py",
             "tests/unit/test_state_stale_temps.py", "tests/unit/images/test_build_rules.py",
-            "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_remote_rules.py",
+            "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/images/test_remote_rules.py",
             "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/rules/test_constants_once.py",
         ],
     },

@@ -70,7 +70,7 @@ def every_pin_wheelhouse(matrix: Any, where: Path) -> Path:
     pip and uv wheels the Python layer may install."""
     pins = {p for b in matrix.builds for p in b.packages}
     pins |= {"pip==20.3.4", "pip==21.3.1", "pip==24.0", "pip==25.0"}
-    from envman.render.plan import UV_VERSION
+    from envman.render.imagepaths import UV_VERSION
 
     pins.add(f"uv=={UV_VERSION}")
     for pin in sorted(pins):
@@ -95,7 +95,7 @@ def render_all(out: Path, only: str | None = None) -> int:
     from envman.render.dockerfile import render_stack
     from envman.render.options import RenderOptions
     from envman.render.layerplan import notebook_plan, project_plan
-    from envman.render.plan import BUILDER_KINDS
+    from envman.render.imagepaths import BUILDER_KINDS
     from envman.render.template import render_dockerfile
     from envman.stack.resolve import resolve, resolve_row
 

@@ -38,7 +38,7 @@ from typing import Literal, Protocol, TypedDict, cast
 
 from envman.config import BUILDERS as BUILDER_CHOICES
 from envman.engine.api import BuildEvent, ContainerEngine, EngineInfo
-from envman.engine.docker import LOG_TAIL_LINES
+from envman.engine.streams import LOG_TAIL_LINES
 from envman.labels import namespaced as _namespaced
 from envman.errors import BuildError, EngineError, UserError, without_ansi
 

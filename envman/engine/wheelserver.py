@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
-#: The port of :data:`envman.render.plan.WHEEL_STORE_URL` (kept equal by a test).
+#: The port of :data:`envman.render.imagepaths.WHEEL_STORE_URL` (kept equal by a test).
 WHEEL_STORE_PORT = 47263
 
 

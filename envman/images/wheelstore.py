@@ -44,7 +44,7 @@ from envman import labels as L
 from envman.engine.wheelserver import ServedFile as StoredWheel
 from envman.engine.wheelserver import WheelServer, serve
 from envman.errors import EnvmanError
-from envman.render.plan import WHEEL_STORE_HOST, WHEEL_STORE_PORT
+from envman.render.imagepaths import WHEEL_STORE_HOST, WHEEL_STORE_PORT
 
 if TYPE_CHECKING:
     from packaging.tags import Tag

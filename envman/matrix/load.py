@@ -6,29 +6,28 @@ A file is parsed and checked whole before anything from it is used: a malformed 
 
 from __future__ import annotations
 
-import builtins
 import functools
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar, overload
+from typing import Any, Callable, Iterable
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envman.errors import MatrixError
 from envman.config import MATRIX_ENV, matrix_files, user_matrix_paths
 from envman.stack.names import FLAVOURS, row_name_problems
+from envman.matrix.recipes import parse_recipes
+from envman.matrix.row import (
+    Row, each_row, rows_of, to_arch, to_date, to_driver, to_str, to_str_table, to_update, to_version,
+)
 from envman.matrix.model import (
-    DEFAULT_PLATFORMS,
     FRAMEWORKS,
     IMAGE_STATUSES,
-    PLATFORMS,
     STATUSES,
     Arch,
     BaseImage,
     BaseRecipe,
     CudaRelease,
-    Download,
-    DriverVersion,
     FrameworkBuild,
     Gpu,
     Matrix,
@@ -43,234 +42,8 @@ from envman.matrix.model import (
 KINDS = ("cuda", "os", "images", "framework", "gpus", "tags", "recipes", "ngc")
 
 
-_T = TypeVar("_T")
-_D = TypeVar("_D")
-
-
-
-def _shown_value(got: Any) -> str:
-    """A refused value as an error may show it: every URL in it through
-    :func:`envman.config.shown_url` (a token in a matrix URL is never echoed)."""
-    from envman.config import shown_url
-
-    def show(v: Any) -> Any:
-        if isinstance(v, str) and "://" in v:
-            return shown_url(v)
-        if isinstance(v, list):
-            return [show(x) for x in v]
-        if isinstance(v, dict):
-            return {k: show(x) for k, x in v.items()}
-        return v
-    return repr(show(got))
-
-
-class _Row:
-    """Typed access to one TOML table, with errors that name file, key and expectation."""
-
-    def __init__(self, data: dict[str, Any], file: str, where: str) -> None:
-        if not isinstance(data, dict):
-            raise MatrixError(f"{where} must be a table", where=file, fix="see matrices/README.md")
-        self.data = data
-        self.file = file
-        self.where = where
-        self.used: set[str] = set()
-
-    def _fail(self, key: str, expected: str, got: Any = None) -> MatrixError:
-        shown = "" if got is None else f", got {_shown_value(got)}"
-        return MatrixError(
-            f"key {self.where}.{key}: expected {expected}{shown}",
-            where=self.file,
-            fix="fix the value (format: matrices/README.md)",
-        )
-
-    @overload
-    def get(self, key: str, conv: Callable[[Any], _T], expected: str) -> _T: ...
-    @overload
-    def get(self, key: str, conv: Callable[[Any], _T], expected: str, *, default: _D) -> _T | _D: ...
-
-    def get(self, key: str, conv: Callable[[Any], Any], expected: str, *, default: Any = ..., ) -> Any:
-        self.used.add(key)
-        if key not in self.data or self.data[key] in ("", None):
-            if default is ...:
-                raise self._fail(key, expected + " (required)")
-            return default
-        value = self.data[key]
-        try:
-            return conv(value)
-        except (ValueError, TypeError, InvalidVersion) as exc:
-            raise self._fail(key, expected, value) from exc
-
-    def str(self, key: str, *, default: Any = ..., choices: Iterable[str] | None = None) -> Any:
-        choices = tuple(choices) if choices else None
-
-        def conv(v: Any) -> str:
-            if not isinstance(v, str):
-                raise TypeError
-            if choices and v not in choices:
-                raise ValueError
-            return v
-
-        expected = "one of " + ", ".join(repr(c) for c in choices) if choices else "a string"
-        return self.get(key, conv, expected, default=default)
-
-    def bool(self, key: builtins.str, default: bool = False) -> bool:
-        def conv(v: Any) -> bool:
-            if not isinstance(v, bool):
-                raise TypeError
-            return v
-
-        return self.get(key, conv, "true or false", default=default)
-
-    def float(self, key: builtins.str) -> float | None:
-        def conv(v: Any) -> float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise TypeError
-            return float(v)
-
-        return self.get(key, conv, "a non-negative number", default=None)
-
-    def version(self, key: builtins.str, *, default: Any = ...) -> Any:
-        return self.get(key, _version, "a version string like '12.4'", default=default)
-
-    def list(self, key: builtins.str, conv: Callable[[Any], Any], expected: builtins.str, *,
-             default: Any = ()) -> tuple[Any, ...]:
-        def lconv(v: Any) -> tuple[Any, ...]:
-            if not isinstance(v, list):
-                raise TypeError
-            return tuple(conv(x) for x in v)
-
-        return self.get(key, lconv, f"a list of {expected}", default=default)
-
-    def strs(self, key: builtins.str, *, default: Any = ()) -> tuple[builtins.str, ...]:
-        return self.list(key, _string, "strings", default=default)
-
-    def sources(self) -> tuple[builtins.str, ...]:
-        src = self.get(
-            "source",
-            lambda v: tuple(_string(x) for x in ([v] if isinstance(v, str) else v)),
-            "a non-empty list of sources (URLs or precise references)",
-        )
-        if not src:
-            raise self._fail("source", "a non-empty list of sources")
-        return src
-
-    def status(self, key: builtins.str = "status") -> builtins.str:
-        status: builtins.str = self.str(key, choices=STATUSES)
-        return status
-
-    def provenance(self) -> dict[builtins.str, Any]:
-        """``source``, ``status`` and ``note``, which every kind of row carries (read in that order)."""
-        return {"source": self.sources(), "status": self.status(), "note": self.str("note", default="")}
-
-    def platforms(self) -> tuple[builtins.str, ...]:
-        """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""
-
-        def conv(v: Any) -> tuple[builtins.str, ...]:
-            if not isinstance(v, list) or not v or len(set(v)) != len(v) or any(p not in PLATFORMS for p in v):
-                raise ValueError
-            return tuple(p for p in PLATFORMS if p in v)
-
-        expected = "a non-empty list without repeats out of " + ", ".join(repr(p) for p in PLATFORMS)
-        return self.get("platforms", conv, expected, default=DEFAULT_PLATFORMS)
-
-    def wheel_python(self) -> tuple[tuple[builtins.str, tuple[Version, ...]], ...]:
-        """``wheel_python``: a table {package = [Python versions with wheels]}."""
-
-        def conv(v: Any) -> tuple[tuple[builtins.str, tuple[Version, ...]], ...]:
-            if not isinstance(v, dict):
-                raise TypeError
-            from packaging.utils import canonicalize_name  # not at import: it loads packaging.tags
-
-            out: list[tuple[builtins.str, tuple[Version, ...]]] = []
-            for name, pys in v.items():
-                if not isinstance(pys, list) or not pys:
-                    raise ValueError
-                if pys == ["any"]:  # a pure-Python wheel (py3-none-any): every Python
-                    out.append((canonicalize_name(name), ()))
-                    continue
-                out.append((canonicalize_name(name), tuple(sorted(_version(p) for p in pys))))
-            return tuple(sorted(out))
-
-        return self.get("wheel_python", conv, "a table {package = [\"3.10\", ...]} (non-empty lists; [\"any\"] for a pure-Python wheel)", default=())
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
-        if unknown:
-            raise MatrixError(
-                f"unknown key {self.where}.{unknown[0]}",
-                where=self.file,
-                fix="remove it or check its spelling (format: matrices/README.md)",
-            )
-
-
 def _sorted_or_none(archs: tuple[Arch, ...] | None) -> tuple[Arch, ...] | None:
     return None if archs is None else tuple(sorted(archs))
-
-
-def _string(v: Any) -> str:
-    if not isinstance(v, str):
-        raise TypeError
-    return v
-
-
-def _version(v: Any) -> Version:
-    if not isinstance(v, str):
-        raise TypeError
-    return Version(v)
-
-
-def _date(v: Any) -> str:
-    import datetime
-
-    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
-        return v.isoformat()
-    if not isinstance(v, str):
-        raise TypeError
-    return datetime.date.fromisoformat(v).isoformat()
-
-
-def _update(v: Any) -> tuple[Version, DriverVersion]:
-    """One ``{cuda, toolkit_driver}`` table of a release's ``updates``."""
-    if not isinstance(v, dict) or set(v) != {"cuda", "toolkit_driver"}:
-        raise ValueError
-    cuda = _version(v["cuda"])
-    if len(cuda.release) != 3:
-        raise ValueError
-    return cuda, _driver(v["toolkit_driver"])
-
-
-def _str_table(v: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(v, dict) or not all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()):
-        raise TypeError
-    return tuple(sorted(v.items()))
-
-
-def _arch(v: Any) -> Arch:
-    if not isinstance(v, str):
-        raise TypeError
-    return Arch.parse(v)
-
-
-def _driver(v: Any) -> DriverVersion:
-    if not isinstance(v, str):
-        raise TypeError
-    return DriverVersion.parse(v)
-
-
-def _rows(doc: dict[str, Any], key: str, file: str) -> list[dict[str, Any]]:
-    rows = doc.get(key, [])
-    if not isinstance(rows, list):
-        raise MatrixError(f"key {key}: expected an array of tables ([[{key}]])", where=file)
-    return rows
-
-
-def _each_row(doc: dict[str, Any], key: str, file: str) -> Iterator[_Row]:
-    """Each row of the array of tables ``key``; once the caller has read it (the loop moves on),
-    a key it did not read is an error."""
-    for i, raw in enumerate(_rows(doc, key, file)):
-        r = _Row(raw, file, f"{key}[{i}]")
-        yield r
-        r.done()
 
 
 # --- per-kind parsers -----------------------------------------------------------------------
@@ -278,23 +51,23 @@ def _each_row(doc: dict[str, Any], key: str, file: str) -> Iterator[_Row]:
 
 def _parse_cuda(doc: dict[str, Any], file: str) -> tuple[list[CudaRelease], list[tuple[str, str]]]:
     out = []
-    for r in _each_row(doc, "release", file):
+    for r in each_row(doc, "release", file):
         out.append(
             CudaRelease(
                 version=r.version("version"),
-                toolkit_driver=r.get("toolkit_driver", _driver, "a driver version like '550.54.14'"),
+                toolkit_driver=r.get("toolkit_driver", to_driver, "a driver version like '550.54.14'"),
                 minor_compat_driver=r.get(
-                    "minor_compat_driver", _driver, "a driver version like '525.60.13'", default=None
+                    "minor_compat_driver", to_driver, "a driver version like '525.60.13'", default=None
                 ),
                 minor_compat_status=r.str("minor_compat_status", default="confirmed", choices=STATUSES),
-                sm=r.list("sm", _arch, "compute capabilities like '8.6'"),
+                sm=r.list("sm", to_arch, "compute capabilities like '8.6'"),
                 cudnn=r.strs("cudnn"),
                 **r.provenance(),
-                updates=r.list("updates", _update, 'tables {cuda = "12.4.1", toolkit_driver = "550.54.15"}'),
+                updates=r.list("updates", to_update, 'tables {cuda = "12.4.1", toolkit_driver = "550.54.15"}'),
             )
         )
     never = []
-    for r in _each_row(doc, "never_released", file):
+    for r in each_row(doc, "never_released", file):
         version = r.str("version")
         why = r.str("why")
         src = r.sources()
@@ -308,16 +81,16 @@ def _parse_os(doc: dict[str, Any], file: str) -> list[OsInfo]:
         OsInfo(
             name=r.str("name"),
             python_default=r.version("python_default"),
-            python_apt=r.list("python_apt", _version, "Python versions like '3.10'"),
+            python_apt=r.list("python_apt", to_version, "Python versions like '3.10'"),
             **r.provenance(),
         )
-        for r in _each_row(doc, "os", file)
+        for r in each_row(doc, "os", file)
     ]
 
 
 def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
     out = []
-    for r in _each_row(doc, "image", file):
+    for r in each_row(doc, "image", file):
         patch = r.version("cuda", default=None)
         tag = raw_tag if isinstance(raw_tag := r.data.get("tag"), str) else ""
         if patch is not None and len(patch.release) == 2 and r.data.get("repository") == "nvidia/cuda":
@@ -365,7 +138,7 @@ def _sha256_table(v: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(sorted(out))
 
 
-def _check_cuda_libs(r: _Row, lines: tuple[str, ...], sha256: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> None:
+def _check_cuda_libs(r: Row, lines: tuple[str, ...], sha256: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> None:
     """Each ``cuda_libs`` line pins one CUDA library to exactly one version (its name and version
     reach an install command), once per name and marker; ``cuda_libs_sha256``, when there, has
     hashes for exactly the names pinned (pip's hash-checking mode needs every one)."""
@@ -376,29 +149,29 @@ def _check_cuda_libs(r: _Row, lines: tuple[str, ...], sha256: tuple[tuple[str, t
 
     want = "Requires-Dist lines like 'nvidia-cublas-cu12==12.4.5.8; platform_machine == \"x86_64\"'"
     if len(set(lines)) != len(lines):
-        raise r._fail("cuda_libs", f"{want}, each once")
+        raise r.fail("cuda_libs", f"{want}, each once")
     for line in lines:
         try:
             req = Requirement(line)
         except InvalidRequirement:
-            raise r._fail("cuda_libs", want) from None
+            raise r.fail("cuda_libs", want) from None
         if req.url or req.extras or exact_version(req.specifier) is None or not CUDA_LIBRARY_RE.fullmatch(canonicalize_name(req.name)):
-            raise r._fail("cuda_libs", f"{want} (an exact pin of an nvidia-*, cuda-toolkit, triton or jax-cuda* "
+            raise r.fail("cuda_libs", f"{want} (an exact pin of an nvidia-*, cuda-toolkit, triton or jax-cuda* "
                                        f"distribution, no extras; not {line!r})")
     if sha256:
         names = {canonicalize_name(Requirement(line).name) for line in lines}
         if {n for n, _ in sha256} != names:
-            raise r._fail("cuda_libs_sha256", "hashes for exactly the distributions cuda_libs pins, each of them")
+            raise r.fail("cuda_libs_sha256", "hashes for exactly the distributions cuda_libs pins, each of them")
 
 
 def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
-    top = _Row({"framework": doc.get("framework")}, file, "(top level)")
+    top = Row({"framework": doc.get("framework")}, file, "(top level)")
     # A file of one framework names it once at the top; an overlay written by `matrix update`
     # holds several and names it per row.
     framework = top.str("framework", choices=FRAMEWORKS, default=None)
     out = []
-    for i, raw in enumerate(_rows(doc, "build", file)):
-        r = _Row(raw, file, f"build[{i}]")
+    for i, raw in enumerate(rows_of(doc, "build", file)):
+        r = Row(raw, file, f"build[{i}]")
         cuda = r.version("cuda", default=None)
         out.append(
             FrameworkBuild(
@@ -407,15 +180,15 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 variant=r.str("variant"),
                 cuda=Version(f"{cuda.major}.{cuda.minor}") if cuda else None,
                 cudnn=r.str("cudnn", default=None),
-                python=tuple(sorted(r.list("python", _version, "Python versions like '3.10'", default=...))),
+                python=tuple(sorted(r.list("python", to_version, "Python versions like '3.10'", default=...))),
                 packages=r.strs("packages", default=...),
                 index_url=r.str("index_url", default=None),
                 extra_index_url=r.str("extra_index_url", default=None),
                 find_links=r.str("find_links", default=None),
                 system_cuda=r.bool("system_cuda"),
                 system_cudnn=r.bool("system_cudnn"),
-                sass=tuple(sorted(r.list("sass", _arch, "compute capabilities like '8.6'"))),
-                ptx=tuple(sorted(r.list("ptx", _arch, "compute capabilities like '8.6'"))),
+                sass=tuple(sorted(r.list("sass", to_arch, "compute capabilities like '8.6'"))),
+                ptx=tuple(sorted(r.list("ptx", to_arch, "compute capabilities like '8.6'"))),
                 arch_status=r.str("arch_status", default="confirmed", choices=STATUSES),
                 default=r.bool("default"),
                 **r.provenance(),
@@ -427,11 +200,11 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 platform_note=r.str("platform_note", default=""),
                 wheel_python=r.wheel_python(),
                 wheel_python_source=r.strs("wheel_python_source"),
-                sass_arm64=_sorted_or_none(r.list("sass_arm64", _arch, "compute capabilities like '8.6'", default=None)),
-                ptx_arm64=_sorted_or_none(r.list("ptx_arm64", _arch, "compute capabilities like '8.6'", default=None)),
-                released=r.get("released", _date, "a release date like '2026-10-28'", default=None),
-                python_freethreaded=tuple(sorted(r.list("python_freethreaded", _version, "Python versions like '3.14'"))),
-                derived=r.get("derived", _str_table, "a table {fact = \"how (URL)\"}", default=()),
+                sass_arm64=_sorted_or_none(r.list("sass_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
+                ptx_arm64=_sorted_or_none(r.list("ptx_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
+                released=r.get("released", to_date, "a release date like '2026-10-28'", default=None),
+                python_freethreaded=tuple(sorted(r.list("python_freethreaded", to_version, "Python versions like '3.14'"))),
+                derived=r.get("derived", to_str_table, "a table {fact = \"how (URL)\"}", default=()),
                 system_nvcc=r.bool("system_nvcc"),
                 packages_arm64=r.strs("packages_arm64", default=None),
                 cuda_libs=r.strs("cuda_libs"),
@@ -442,10 +215,10 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
         )
         r.done()
         if not out[-1].python:
-            raise r._fail("python", "a non-empty list of Python versions")
+            raise r.fail("python", "a non-empty list of Python versions")
         _check_cuda_libs(r, out[-1].cuda_libs, out[-1].cuda_libs_sha256)
         if not out[-1].packages:
-            raise r._fail("packages", "a non-empty list of pip requirements")
+            raise r.fail("packages", "a non-empty list of pip requirements")
         problems = row_name_problems(out[-1].name, out[-1].variant)
         if problems:  # what cannot be resolved or rendered is never listed, planned or run
             raise MatrixError(f"{r.where} ({out[-1].framework} {out[-1].version}): {problems[0]}", where=file,
@@ -454,38 +227,38 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
 
 
 def _parse_gpus(doc: dict[str, Any], file: str) -> list[Gpu | str]:
-    checked = _Row({"checked": doc.get("checked")}, file, "(top level)").get(
-        "checked", _date, "the day the list was compared with NVIDIA's CUDA GPUs pages, like '2026-11-26'", default=None)
+    checked = Row({"checked": doc.get("checked")}, file, "(top level)").get(
+        "checked", to_date, "the day the list was compared with NVIDIA's CUDA GPUs pages, like '2026-11-26'", default=None)
     return ([checked] if checked else []) + [
         Gpu(
             id=r.str("id"),
             name=r.str("name"),
             aliases=r.strs("aliases"),
-            cc=r.get("cc", _arch, "a compute capability like '8.6'"),
+            cc=r.get("cc", to_arch, "a compute capability like '8.6'"),
             memory_gb=r.float("memory_gb"),
             bandwidth_gb_s=r.float("bandwidth_gb_s"),
             fp32_tflops=r.float("fp32_tflops"),
             fp16_tflops=r.float("fp16_tflops"),
             **r.provenance(),
         )
-        for r in _each_row(doc, "gpu", file)
+        for r in each_row(doc, "gpu", file)
     ]
 
 
 def _parse_tags(doc: dict[str, Any], file: str) -> list[PublishedTags | TagHistory]:
     out: list[PublishedTags | TagHistory] = []
-    for r in _each_row(doc, "repository", file):
+    for r in each_row(doc, "repository", file):
         tags = r.strs("tags", default=...)
         if not tags:
-            raise r._fail("tags", "a non-empty list of tags")
+            raise r.fail("tags", "a non-empty list of tags")
         out.append(PublishedTags(repository=r.str("name"), tags=frozenset(tags), source=r.sources(), status=r.status()))
         r.str("note", default="")
-    for r in _each_row(doc, "history", file):
+    for r in each_row(doc, "history", file):
         repository, source, status = r.str("repository"), r.sources(), r.status()
         entries = r.list("tags", _history_entry, "tables {tag = \"...\", published = \"YYYY-MM-DD\", served = true|false|\"unknown\"}",
                          default=...)
         if not entries:
-            raise r._fail("tags", "a non-empty list of tag histories")
+            raise r.fail("tags", "a non-empty list of tag histories")
         out.extend(TagHistory(repository, tag, published, served, source, status) for tag, published, served in entries)
     return out
 
@@ -497,129 +270,8 @@ def _history_entry(v: Any) -> tuple[str, str | None, bool | str]:
     served = v["served"]
     if not (isinstance(served, bool) or served == SERVED_UNKNOWN):
         raise ValueError
-    published = _date(v["published"]) if "published" in v else None
-    return _string(v["tag"]), published, served
-# --- base recipes: every value reaches a RUN line or an ENV/LABEL of a Dockerfile, so each one
-# must match its pattern whole (no shell text, no spaces where a word is expected).
-
-_URL_PATH = r"(?:/[A-Za-z0-9._~%+-]+)*/?"
-RECIPE_PATTERNS: dict[str, tuple[str, str]] = {
-    "tag": (r"[0-9]{1,2}\.[0-9]{1,2}(?:\.[0-9]{1,3})?-[a-z0-9.-]{1,64}", "an nvidia/cuda tag like '10.0-base-ubuntu18.04'"),
-    "from": (r"[a-z0-9]+(?:[._/-][a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", "an image reference like 'ubuntu:18.04'"),
-    "url": (rf"https?://[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{{1,5}})?{_URL_PATH}", "an http(s) URL of letters, digits and . _ ~ % + - /"),
-    "package": (r"[a-z0-9][a-z0-9+.-]{0,127}(?:=[A-Za-z0-9][A-Za-z0-9.+~:-]{0,127})?", "a Debian package, 'name' or 'name=version'"),
-    "fingerprint": (r"[0-9A-F]{40}", "a 40-digit upper-case hex OpenPGP fingerprint"),
-    "sha256": (r"[0-9a-f]{64}", "a sha256 in 64 lower-case hex digits"),
-    "deb": (r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,200}\.deb", "a .deb file name"),
-    "env_key": (r"[A-Za-z_][A-Za-z0-9_]{0,127}", "an environment variable name"),
-    "label_key": (r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", "a label name"),
-    "path": (r"/?[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*", "a path of letters, digits and . _ - /"),
-    "abs_path": (r"/[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*", "an absolute path of letters, digits and . _ - /"),
-    "commit": (r"[0-9a-f]{40}", "a 40-digit git commit"),
-    "text": (r"[ -~]{1,300}", "one line of printable ASCII"),
-    "env_text": (r"[ -~]{1,4000}", "one line of printable ASCII"),
-}
-_RECIPE_RES = {k: re.compile(p) for k, (p, _) in RECIPE_PATTERNS.items()}
-#: The only variables an ENV value of a recipe may refer to (the parent image's values).
-ENV_REFERENCES = ("PATH", "LD_LIBRARY_PATH")
-
-
-def _shaped(kind: str) -> Callable[[Any], str]:
-    def conv(v: Any) -> str:
-        text = _string(v)
-        if not _RECIPE_RES[kind].fullmatch(text):
-            raise ValueError(text)
-        if kind == "url":
-            _check_recipe_url(text)
-        return text
-    return conv
-
-
-def _check_recipe_url(url: str) -> None:
-    """A recipe's URL follows the index URLs' rules (:func:`envman.config.check_url`): it is written
-    into the base image's Dockerfile, so nothing in it may look like a token (``ghp_...`` as a path
-    segment). Plain ``http://`` is accepted: apt checks signatures, and downloads and keys their
-    sha256 and fingerprint."""
-    from envman.config import Invalid, check_url
-
-    try:
-        check_url(url, what="recipe URL", plain_http=True)
-    except Invalid as exc:
-        raise ValueError(exc.what) from None
-
-
-def _env_value(v: Any) -> str:
-    text = _string(v)
-    if not _RECIPE_RES["env_text"].fullmatch(text) and text != "":
-        raise ValueError(text)
-    rest = re.sub(r"\$\{(" + "|".join(ENV_REFERENCES) + r")\}", "", text)
-    if "$" in rest or "\\" in rest:
-        raise ValueError(text)
-    return text
-
-
-def _pairs(first: str, second: Callable[[Any], str]) -> Callable[[Any], tuple[str, str]]:
-    def conv(v: Any) -> tuple[str, str]:
-        if not isinstance(v, list) or len(v) != 2:
-            raise ValueError(v)
-        return _shaped(first)(v[0]), second(v[1])
-    return conv
-
-
-def _download(v: Any) -> Download:
-    if not isinstance(v, dict) or set(v) != {"url", "sha256"}:
-        raise ValueError(v)
-    d = Download(url=_shaped("url")(v["url"]), sha256=_shaped("sha256")(v["sha256"]))
-    _shaped("deb")(d.file)
-    return d
-
-
-def _parse_recipes(doc: dict[str, Any], file: str) -> list[BaseRecipe]:
-    out = []
-    for r in _each_row(doc, "recipe", file):
-        def word(key: str, kind: str, **kw: Any) -> Any:
-            return r.get(key, _shaped(kind), RECIPE_PATTERNS[kind][1], **kw)
-
-        def many(key: str, kind: str) -> tuple[str, ...]:
-            return r.list(key, _shaped(kind), RECIPE_PATTERNS[kind][1])
-
-        tag = word("tag", "tag")
-        parent = word("parent", "tag", default=None)
-        from_image = word("from", "from", default=None)
-        if (parent is None) == (from_image is None):
-            raise r._fail("from", "exactly one of 'from' (the plain OS image) and 'parent' (a tag)")
-        recipe = BaseRecipe(
-            tag=tag,
-            platform=r.str("platform", choices=PLATFORMS),
-            parent=parent,
-            from_image=from_image,
-            path=word("path", "path"),
-            commit=word("commit", "commit"),
-            repositories=many("repositories", "url"),
-            setup_packages=many("setup_packages", "package"),
-            key_url=word("key_url", "url", default=None),
-            key_fingerprint=word("key_fingerprint", "fingerprint", default=None),
-            replaced_key=word("replaced_key", "url", default=None),
-            env=r.list("env", _pairs("env_key", _env_value), "[NAME, value] pairs (values: printable ASCII, "
-                       "no $ but ${PATH} or ${LD_LIBRARY_PATH})"),
-            labels=r.list("labels", _pairs("label_key", _shaped("text")), "[name, value] pairs"),
-            packages=many("packages", "package"),
-            downloads=r.list("downloads", _download, "{ url = URL of a .deb, sha256 = 64 hex digits } tables"),
-            hold=many("hold", "package"),
-            symlinks=r.list("symlinks", _pairs("path", _shaped("abs_path")), "[target, absolute link path] pairs"),
-            ld_so_conf=many("ld_so_conf", "abs_path"),
-            omitted=many("omitted", "text"),
-            os_archive=word("os_archive", "url", default=None),
-            os_archive_status=r.str("os_archive_status", default="confirmed", choices=STATUSES),
-            **r.provenance(),
-        )
-        if from_image is not None and (not recipe.repositories or recipe.key_url is None or recipe.key_fingerprint is None):
-            raise r._fail("repositories", "the apt repositories, key_url and key_fingerprint of a recipe that starts "
-                          "from the plain OS image")
-        out.append(recipe)
-    return out
-
-
+    published = to_date(v["published"]) if "published" in v else None
+    return to_str(v["tag"]), published, served
 _TOP_KEYS = {
     "cuda": {"release", "never_released"},
     "os": {"os"},
@@ -649,12 +301,12 @@ def _pattern(rx: str, expected: str) -> Callable[[Any], str]:
 
 def _parse_ngc(doc: dict[str, Any], file: str) -> list[NgcRelease]:
     out = []
-    for r in _each_row(doc, "release", file):
+    for r in each_row(doc, "release", file):
         repository = r.get("repository", _pattern(_NGC_REPOSITORY_RE, ""), "an NGC repository such as nvcr.io/nvidia/pytorch")
         release = r.get("release", _pattern(_NGC_RELEASE_RE, ""), "a release YY.MM")
         tags = r.list("tags", _pattern(_NGC_TAG_RE, ""), "a non-empty list of tags such as 20.12-py3", default=...)
         if not tags or any(t != release and not t.startswith(release + "-") for t in tags):
-            raise r._fail("tags", f"a non-empty list of tags of release {release} ({release}-py3, ...)", tags)
+            raise r.fail("tags", f"a non-empty list of tags of release {release} ({release}-py3, ...)", tags)
         framework = r.str("framework", choices=FRAMEWORKS)
         fw_version = r.get("framework_version", _framework_version, "a version as NVIDIA writes it, e.g. 1.8.0a0+1606899",
                            default=None)
@@ -726,7 +378,7 @@ def _parse_fresh(file: str, data: bytes) -> tuple[str, Any]:
         "framework": _parse_framework,
         "gpus": _parse_gpus,
         "tags": _parse_tags,
-        "recipes": _parse_recipes,
+        "recipes": parse_recipes,
         "ngc": _parse_ngc,
     }[kind]
     rows = parser(doc, file)

@@ -71,7 +71,7 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
     the packages are fetched, not which, so every command that finds a project's image by its tag
     (run, clean, doctor) finds it whatever the network settings of the build were."""
     from envman.project.lock import closure_check
-    from envman.render.plan import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
+    from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
     files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock, network).encode()}
@@ -189,7 +189,7 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
     from envman.state import locks_dir
     from envman.engine.context import deterministic_tar
     from envman.errors import BuildError
-    from envman.render.plan import LOCK_CONTEXT_FILE
+    from envman.render.imagepaths import LOCK_CONTEXT_FILE
 
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):

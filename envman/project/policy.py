@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from envman.project.aliases import leading_out, mount_table, path_chain, shared_places
+
 #: Host directories a container must never get: the system's configuration and its kernel
 #: interfaces, the directories whose executables or libraries every process loads, the places
 #: cron and the engines keep what they run (whoever writes them runs code as root), and root's home.
@@ -100,15 +102,6 @@ CREDENTIALS = "a credentials file or folder"
 STARTUP = "a file a shell or a tool runs at start-up"
 #: What a home holds that no file may mount, relative to it: (name, why), in the order checked.
 HOME_INSIDE = tuple((n, STARTUP) for n in STARTUP_NAMES) + tuple((n, CREDENTIALS) for n in CREDENTIAL_NAMES)
-#: File system types each of whose files reports the file system's own device, so that two paths
-#: with one (device, inode) name one file of it: those homes live on. Any other type counts as one
-#: whose files may have the identity of a file elsewhere (overlayfs reports the device and inode
-#: of the file in the layer below: Linux's Documentation/filesystems/overlayfs.rst, "Inode
-#: properties"); the kernel's own (proc, sysfs, ...) are mounted only where system paths are.
-OWN_IDENTITY_TYPES = frozenset({
-    "ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "nfs", "nfs4", "cifs", "smb3", "9p", "virtiofs",
-    "autofs", "vfat", "exfat", "ntfs3", "squashfs", "erofs", "fuse", "fuseblk",
-})
 
 
 @dataclass(frozen=True)
@@ -171,16 +164,6 @@ def _ident(path: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _chain(path: str) -> list[str]:
-    """``path`` and each of its parents, up to ``/``."""
-    out = [path]
-    while True:
-        parent = os.path.dirname(out[-1])
-        if parent == out[-1]:
-            return out
-        out.append(parent)
-
-
 def _at_or_in(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or lies inside it."""
     return path == folder or path.startswith(folder if folder.endswith("/") else folder + "/")
@@ -210,7 +193,7 @@ class _Entry:
 
 
 def _make(p: Protected, ident: Callable[[str], tuple[int, int] | None], real: str | None = None,
-          chain_of: Callable[[str], list[str]] = _chain) -> _Entry:
+          chain_of: Callable[[str], list[str]] = path_chain) -> _Entry:
     real = os.path.realpath(p.path) if real is None else real
     chain = chain_of(real)
     return _Entry(p, real, ident(real), frozenset(chain), frozenset(i for i in map(ident, chain) if i is not None))
@@ -225,12 +208,12 @@ class _Parents:
         self.chains: dict[str, list[str]] = {}
 
     def chain(self, real: str) -> list[str]:
-        """:func:`_chain` of ``real``, its parent's looked up once."""
+        """:func:`~envman.project.aliases.path_chain` of ``real``, its parent's looked up once."""
         head = os.path.dirname(real)
         if head == real:
             return [real]
         if head not in self.chains:
-            self.chains[head] = _chain(head)
+            self.chains[head] = path_chain(head)
         return [real, *self.chains[head]]
 
     def real(self, path: str) -> str:
@@ -271,132 +254,6 @@ def _verdict(e: _Entry, real: str, own: tuple[int, int] | None, chain: frozenset
     if real in e.chain or (own is not None and own in e.chain_ids):
         return f"{real} contains {p.why} ({p.path})"
     return None
-
-
-def _mounts() -> list[tuple[str, str, str, str]] | None:
-    """(mount point, root in its file system, device, file system type) of each mount this
-    process sees (``/proc/self/mountinfo``, proc(5)), or ``None`` when they cannot be read."""
-    import re
-
-    from envman.errors import UserError
-    from envman.safefile import read_file
-
-    try:
-        text = os.fsdecode(read_file("/proc/self/mountinfo", what="mount table", limit=1 << 24))
-    except (OSError, UserError):
-        return None  # none, or more than a table this size: every home is made at once
-
-    def unescape(field: str) -> str:
-        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-    out = []
-    for line in text.splitlines():
-        fields = line.split(" ")
-        if len(fields) < 10 or "-" not in fields[6:-2]:
-            return None
-        out.append((unescape(fields[4]), unescape(fields[3]), fields[2], fields[fields.index("-", 6) + 1]))
-    return out
-
-
-def _shared(mounts: list[tuple[str, str, str, str]]) -> tuple[list[str], frozenset[str], frozenset[str]]:
-    """Where a path may have the (device, inode) of another path (besides a hard link, or another
-    spelling of one name): (the folders a second mount of a file system shows again, and the
-    mounts of a type not in :data:`OWN_IDENTITY_TYPES`: sorted, and as a set; those mounts alone)."""
-    places: set[str] = set()
-    foreign: set[str] = set()
-    by_dev: dict[str, dict[str, list[str]]] = {}
-    for point, root, dev, fstype in mounts:
-        if fstype not in OWN_IDENTITY_TYPES and not fstype.startswith("fuse."):
-            foreign.add(point)
-        by_dev.setdefault(dev, {}).setdefault(root, []).append(point)
-    for roots in by_dev.values():
-        for root, points in roots.items():
-            for outer in (_chain(root) if root.startswith("/") else [root]):
-                rest = "" if outer == root else root if outer == "/" else root[len(outer):]
-                for outer_point in roots.get(outer, ()):
-                    # where the mount of ``outer`` shows the folder ``root``
-                    shown = rest if outer_point == "/" and rest else outer_point + rest
-                    for point in points:
-                        if shown != point:
-                            places.update((shown, point))
-    places |= foreign
-    return sorted(places), frozenset(places), frozenset(foreign)
-
-
-@functools.lru_cache(maxsize=8)
-def _plan(names: tuple[tuple[str, str], ...]) -> tuple[dict[str, frozenset[str]], dict[str, dict[str, list[int]]]]:
-    """For :func:`_leading_out`: (each part of the paths ``names`` by its name folded as a file
-    system that ignores case may fold it; for each folder on the way, "" for the first, each name
-    in it → the indices of the paths that go through it)."""
-    spelled: dict[str, set[str]] = {}
-    through: dict[str, dict[str, list[int]]] = {}
-    for i, (name, _) in enumerate(names):
-        parts = name.split("/")
-        for k, part in enumerate(parts):
-            spelled.setdefault(part.casefold(), set()).add(part)
-            through.setdefault("/".join(parts[:k]), {}).setdefault(part, []).append(i)
-    return {k: frozenset(v) for k, v in spelled.items()}, through
-
-
-def _leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | None:
-    """The indices of ``names`` (paths relative to the real path ``root``) whose real path may
-    not be ``root`` joined with the name: a symbolic link on the way, a name on the way that
-    another listed name may answer to (a file system that ignores case), a folder on the way that
-    cannot be listed. One listing of ``root`` and one of each folder on the way that exists.
-    ``None``: ``root`` is a folder you may search but not list (nothing is known)."""
-    import errno
-
-    spelled, through = _plan(names)
-
-    def listing(rel: str) -> tuple[dict[str, str], set[str]] | int:
-        """(name → "link", "folder" or "other"; the names another name there may stand for), or an errno."""
-        kinds: dict[str, str] = {}
-        alike: set[str] = set()
-        try:
-            with os.scandir(os.path.join(root, rel) if rel else root) as it:
-                for e in it:
-                    try:
-                        kinds[e.name] = ("link" if e.is_symlink() else
-                                         "folder" if e.is_dir(follow_symlinks=False) else "other")
-                    except OSError:
-                        kinds[e.name] = "link"  # unknown: as if it led anywhere
-                    if e.name.isascii():
-                        keys = {e.name.lower()}
-                    else:
-                        import unicodedata
-
-                        keys = {e.name.casefold(), unicodedata.normalize("NFD", e.name).casefold(),
-                                unicodedata.normalize("NFKD", e.name).casefold()}
-                    for key in keys:
-                        alike.update(w for w in spelled.get(key, ()) if w != e.name)
-        except OSError as exc:
-            return exc.errno or -1
-        return kinds, alike
-
-    top = listing("")
-    if isinstance(top, int):
-        if top in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
-            return set()  # nothing under it can be looked up
-        if top == errno.EACCES and not os.access(root, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-            return set()  # nor in a folder you may not search
-        return None
-    out: set[int] = set()
-    todo = [("", top)]
-    while todo:
-        rel, (kinds, alike) = todo.pop()
-        need = through[rel]
-        for part in need.keys() & alike:
-            out.update(need[part])
-        for part in need.keys() & kinds.keys():
-            if kinds[part] == "link":
-                out.update(need[part])
-            elif kinds[part] == "folder" and (sub := os.path.join(rel, part)) in through:
-                found = listing(sub)
-                if isinstance(found, int):
-                    out.update(i for more in through[sub].values() for i in more)
-                else:
-                    todo.append((sub, found))
-    return out
 
 
 class _Group:
@@ -528,8 +385,8 @@ def _made_later(base: _Entry, home: str, shared: list[tuple[list[str], frozenset
     if not base.p.inside or _at_or_in(base.real, home) or _at_or_in(home, base.real):
         return None
     if not shared:
-        table = _mounts()
-        shared.append(None if table is None else _shared(table))
+        table = mount_table()
+        shared.append(None if table is None else shared_places(table))
     known = shared[0]
     if known is None:
         return None
@@ -540,7 +397,7 @@ def _made_later(base: _Entry, home: str, shared: list[tuple[list[str], frozenset
         first = bisect.bisect_left(places, inside)  # the places inside ``real`` follow each other from here
         if (first < len(places) and places[first].startswith(inside)) or not place_set.isdisjoint(base.chain):
             return None
-    return _leading_out(real, base.p.inside)
+    return leading_out(real, base.p.inside)
 
 
 def _file_ids(real: str, out: dict[tuple[int, int], str], budget: list[int]) -> None:
@@ -649,7 +506,7 @@ def forbidden_reason(source: str, protected: Iterable[Protected] | Policy | None
         return f"{real} is a Unix socket (container engine sockets give root on the host)"
     if name.endswith(".sock"):  # every socket file name of ENGINE_SOCKET_NAMES (the last two name folders)
         return f"{real} is named like a container engine socket"
-    chain = _chain(real)
+    chain = path_chain(real)
     chain_set = frozenset(chain)
     ids = [_ident(c) for c in chain]
     chain_ids = {i for i in ids if i is not None}

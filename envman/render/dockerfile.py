@@ -59,21 +59,9 @@ from envman.probe import ProbeSourceMissing, probe_archive
 from envman.stack.names import FLAVOURS, PLATFORM_SUFFIX, STACK_NAME_PATTERN
 from envman.matrix.validate import PINNED_REQUIREMENT_RE
 from envman.stack.names import Stack
-from envman.render.plan import (
-    BUILDER_KINDS,
-    CA_CONTEXT_FILE,
-    CA_DEST,
-    ENVMAN_FILES,
-    MIN_PYTHON,
-    PROBE_CONTEXT_FILE,
-    NETRC_SECRET,
-    OS_QUIRKS,
-    SETTLED_TIME,
-    UV_VERSION,
-    OsQuirks,
-    nvidia_require_cuda,
-    pip_requirement,
-    stack_plan,
+from envman.render.plan import MIN_PYTHON, OS_QUIRKS, OsQuirks, nvidia_require_cuda, pip_requirement, stack_plan
+from envman.render.imagepaths import (
+    BUILDER_KINDS, CA_CONTEXT_FILE, CA_DEST, ENVMAN_FILES, PROBE_CONTEXT_FILE, NETRC_SECRET, SETTLED_TIME, UV_VERSION,
 )
 from envman.render.layout import dockerfile_steps
 from envman.render.mountpoints import MOUNT_POINTS_FILE, mount_points, mount_points_tar

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envman.errors import RenderError
-from envman.render.plan import (
-    CA_MERGED, CA_MOUNT, CA_STEP_ENV, LOCK_CONTEXT_FILE, NO_PIP_CACHE, PROJECT_DIR, VENV_PYTHON, BaseImage,
-    BuilderOptions, DockerfilePlan, NetworkOptions, OsPackages, PipPackages, Project, Requirements,
+from envman.render.sections import (
+    BaseImage, BuilderOptions, DockerfilePlan, NetworkOptions, OsPackages, PipPackages, Project, Requirements,
+)
+from envman.render.imagepaths import (
+    CA_MERGED, CA_MOUNT, CA_STEP_ENV, LOCK_CONTEXT_FILE, NO_PIP_CACHE, PROJECT_DIR, VENV_PYTHON,
 )
 from envman.stack.names import APT_PACKAGE_PATTERN, PROJECT_NAME_PATTERN, STACK_NAME_PATTERN
 from envman.state import stable_ref

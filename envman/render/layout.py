@@ -1,4 +1,4 @@
-"""A :class:`~envman.render.plan.DockerfilePlan` laid out as Dockerfile steps.
+"""A :class:`~envman.render.sections.DockerfilePlan` laid out as Dockerfile steps.
 
 :mod:`envman.render.plan` decides what an image holds (which packages, pins, flags, mounts and
 quoted values); this module decides how the Dockerfile says it: which instructions, in which
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from envman.render.mountpoints import MOUNT_POINTS_FILE
-from envman.render.plan import CA_CONTEXT_FILE, CA_MERGED, PIP_CACHE, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
+from envman.render.imagepaths import CA_CONTEXT_FILE, CA_MERGED, PIP_CACHE, SETTLED_DIRS, SETTLED_TIME, SYSTEM_CA
 from envman.render.quote import dockerfile_quote, sh_double_quoted, sh_word, sh_words
 from envman.render.steps import (
     AddStep, ArgStep, Command, Comment, CopyStep, EnvStep, ExecStep, FromStep, If, LabelStep, BuildMount, OrElse, RunStep, Step,
@@ -31,7 +31,7 @@ from envman.render.steps import (
 )
 
 if TYPE_CHECKING:
-    from envman.render.plan import (
+    from envman.render.sections import (
         BaseImage, BuilderOptions, CudaLibs, DockerfilePlan, Framework, NetworkOptions, OsPackages, Python,
         UvInstaller, Wheelhouse,
     )

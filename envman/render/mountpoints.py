@@ -8,7 +8,7 @@ image, BuildKit makes an empty stub for it before the step and, before 0.11 (Doc
 step's layer with the time of that removal, and two builds of the same step differ. A stub that
 already exists is left alone. So a BuildKit stack's Dockerfile adds, right after ``FROM``, one tar
 of every such mount point (:data:`MOUNT_POINTS_FILE`, unpacked by ``ADD``): empty files and
-folders, their parents, owner 0:0, one time (:data:`envman.render.plan.SETTLED_TIME`), standard
+folders, their parents, owner 0:0, one time (:data:`envman.render.imagepaths.SETTLED_TIME`), standard
 modes. The layer ``ADD`` makes is the same bytes wherever it is built (the tar's entries carry
 their times and modes), and no later step touches those folders' times
 (``tests/docker/test_reproducible_layers.py``). The engines that run the image mount their own

@@ -31,8 +31,17 @@ from packaging.version import Version
 from envman import __version__
 from envman import labels as L
 from envman.errors import RenderError
-from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
+from envman.render.imagepaths import (
+    APT_ARCHIVES, CA_CONTEXT_FILE, CA_DEST, CA_MOUNT, CA_STEP_ENV, CUDA_LIBS_FILE, ENVMAN_DIR, ENVMAN_FILES,
+    MIN_UV_PYTHON, NETRC_SECRET, NETRC_TARGET, NO_PIP_CACHE, PIP_CACHE, PYTHON_DIR, STACK_LABELS, SYSTEM_CA,
+    TOOL_WHEELS, TOOLS_CACHE, UV_CACHE, UV_TOOL, UV_VERSION, WHEEL_STORE_HOST, WHEEL_STORE_URL, WHEELS_DIR,
+    BuilderKind,
+)
 from envman.render.quote import check_dockerfile_value, mirror_image, stack_label_json
+from envman.render.sections import (
+    BaseImage, BuilderOptions, CudaLibs, DockerfilePlan, EnvmanFiles, Framework, Label, NetworkOptions, Nvidia,
+    OsPackages, Python, UvInstaller, Wheelhouse,
+)
 from envman.render.steps import BindMount, CacheMount, BuildMount, SecretMount
 from envman.paths import CONTAINER_HOME
 from envman.stack.names import DEFAULT_PLATFORM, Stack
@@ -41,73 +50,8 @@ if TYPE_CHECKING:  # the run path builds project plans: it must not import what 
     from envman.render.options import RenderOptions
     from envman.render.wheels import Wheel
 
-# --- where things go in the image ------------------------------------------------------------
-
-VENV = "/opt/venv"
-VENV_PYTHON = f"{VENV}/bin/python"
-ENVMAN_DIR = IMAGE_DIR
-WHEELS_DIR = f"{ENVMAN_DIR}/wheels"
-PYTHON_DIR = f"{ENVMAN_DIR}/python"  # python-build-standalone installs (strategy "standalone")
-PROJECT_DIR = f"{ENVMAN_DIR}/project"  # a project image's requirements and lock
-#: A project image's lock (``envman.lock`` as pip reads it) in its build context and in PROJECT_DIR.
-LOCK_CONTEXT_FILE = "envman.lock.txt"
-CA_DEST = "/usr/local/share/ca-certificates/envman-ca.crt"
-SYSTEM_CA = "/etc/ssl/certs/ca-certificates.crt"  # what update-ca-certificates writes (Debian/Ubuntu)
-BOOTSTRAP = "/tmp/envman-uv"
-
-#: uv, pinned: it installs python-build-standalone for Pythons the distribution lacks.
-UV_VERSION = "0.13.8"
-
-#: Wheels of these projects in a wheelhouse serve the Python layer (the venv's pip upgrade, the
-#: uv bootstrap); they are not force-installed into the venv with the others.
-TOOL_WHEELS = frozenset({"pip", "uv"})
-
-#: The two Dockerfile dialects: the classic builder's, and BuildKit's (RUN --mount).
-BuilderKind = Literal["classic", "buildkit"]
-BUILDER_KINDS: tuple[BuilderKind, ...] = ("classic", "buildkit")
-
-# BuildKit only: where the cache mounts, the bind-mounted CA bundle and uv live during a RUN.
-#: The requirements file of the CUDA-library step when its pins have hashes (written and removed
-#: in that step).
-CUDA_LIBS_FILE = "/tmp/envman-cuda-libs.txt"
-#: The wheel store (``envman.images.wheelstore``) as the classic builder's CUDA-library step reaches
-#: it: envman's build serves this user's stored wheels on its own build network under this host
-#: name and port. The name and port are fixed, so the step, and its cache key, is the same in every
-#: build; a build that is not served (``docker build`` of a written context) finds no such host
-#: and installs from the index.
-WHEEL_STORE_HOST = "envman-wheels"
-WHEEL_STORE_PORT = 47263
-WHEEL_STORE_URL = f"http://{WHEEL_STORE_HOST}:{WHEEL_STORE_PORT}/"
 #: A CUDA-library pin as it reaches the step: ``name==version`` and any sha256 hashes.
 _CUDA_LIB_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*==[0-9A-Za-z.+!]+(?: --hash=sha256:[0-9a-f]{64})*")
-#: The time every file a reproducible step writes is set to (1980-01-01T00:00:00Z, the earliest a zip
-#: entry can carry), and the SOURCE_DATE_EPOCH those steps run with: see layout's ``_settled``.
-SETTLED_TIME = 315532800
-#: Where the Python and CUDA-library steps write (the venv and python-build-standalone live under
-#: /opt; pip's and uv's temporary files under /tmp; HOME is /root while building).
-SETTLED_DIRS = ("/opt", "/tmp", "/root")
-CACHE_ROOT = "/var/cache/envman"
-PIP_CACHE = f"{CACHE_ROOT}/pip"
-UV_CACHE = f"{CACHE_ROOT}/uv"
-APT_ARCHIVES = f"{CACHE_ROOT}/apt"
-CA_MOUNT = "/run/envman/ca-bundle.crt"
-CA_MERGED = "/tmp/envman-ca.pem"
-TOOLS_CACHE = f"{CACHE_ROOT}/tools"
-UV_TOOL = f"{TOOLS_CACHE}/uv-{UV_VERSION}"
-#: The build secret that carries index credentials: a netrc file, mounted where pip and uv read it.
-NETRC_SECRET = "envman-netrc"
-NETRC_TARGET = "/root/.netrc"
-#: uv installs packages into Pythons from this one up; older ones get pip.
-MIN_UV_PYTHON = Version("3.8")
-
-#: The files of a stack's build context that its Dockerfile copies into ``ENVMAN_DIR``.
-PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"
-#: --ca-bundle's copy in a stack's build context.
-CA_CONTEXT_FILE = "envman/ca-bundle.crt"
-ENVMAN_FILES = ("envman/entrypoint.sh", PROBE_CONTEXT_FILE, "envman/stack.json")
-#: The labels a stack image's Dockerfile writes, in order (``envman.render-hash`` follows them,
-#: on the last line, once the render hash is known).
-STACK_LABELS = (L.MANAGED, L.NAME, L.STACK, L.VERSION)
 
 # --- distribution facts the render needs, per OS name ----------------------------------------
 
@@ -186,227 +130,6 @@ def nvidia_require_cuda(stack: Stack) -> tuple[str, str]:
     )
 
 
-# --- the plan's sections ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BuilderOptions:
-    """What differs between the two builders' Dockerfiles, for the steps that run pip."""
-
-    kind: BuilderKind
-    #: pip's cache options: ``--no-cache-dir`` (classic), or a cache mount's directory (BuildKit).
-    pip_cache: tuple[str, ...]
-    #: BuildKit with --ca-bundle, or a layer with one: the bundle merged with the system store into
-    #: :data:`CA_MERGED` at the start of each pip/uv step and removed at its end (classic stack
-    #: images: none, the system store has it).
-    ca_source: str | None = None
-    #: Variables exported for each such step (name, value as it is): the merged bundle for pip
-    #: and uv, a layer's indexes.
-    step_env: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def buildkit(self) -> bool:
-        return self.kind == "buildkit"
-
-    @property
-    def step_setup(self) -> bool:
-        """Whether each pip/uv step starts by merging the CA bundle or exporting variables."""
-        return self.ca_source is not None or bool(self.step_env)
-
-
-@dataclass(frozen=True)
-class BaseImage:
-    """The ``FROM`` line."""
-
-    image: str  # as the matrix names it (a stack) or the stack image id (a project)
-    from_image: str  # what FROM names: ``image`` through the registry mirror, if one is set
-    platform: str | None = None  # ``--platform`` for a platform other than the default
-    rebuilt: bool = False  # ``from_image`` is ``image`` rebuilt from NVIDIA's recipe (envman.render.base)
-
-
-@dataclass(frozen=True)
-class NetworkOptions:
-    """The image's trust store and package indexes (--ca-bundle, --pip-index, ...)."""
-
-    #: classic builder with --ca-bundle: where the bundle is copied before the OS packages step.
-    ca_copy_dest: str | None = None
-    ca_env: tuple[tuple[str, str], ...] = ()  # (name, value) for ENV
-    pip_env: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class OsPackages:
-    """One apt step: update, install ``packages``, clean up."""
-
-    apt_get: tuple[str, ...]  # ``apt-get`` and its options
-    packages: tuple[str, ...]  # sorted, validated package names (``name`` or ``name=version``)
-    #: Variables of the install command (a project image sets DEBIAN_FRONTEND there; a stack image
-    #: has it as a build ARG).
-    install_env: tuple[tuple[str, str], ...] = ()
-    mirror: str | None = None  # --apt-mirror: rewrite the sources' URIs first
-    hide_nvidia_sources: bool = False  # set NVIDIA's apt sources aside while apt-get runs
-    update_ca_certificates: bool = False  # add the copied CA bundle to the system store
-    clean_lists: bool = True  # remove apt's lists (they are a cache mount on BuildKit)
-    home: str | None = None  # a HOME made usable by any uid, with /etc/passwd and /etc/group
-    mounts: tuple[BuildMount, ...] = ()  # BuildKit: apt's caches, the CA bundle
-
-
-@dataclass(frozen=True)
-class Wheelhouse:
-    """--wheelhouse: the wheels of the build context the stack's pins select."""
-
-    files: tuple[str, ...]
-    dir: str
-    #: When the classic builder copies them into the image: before the Python step (--offline:
-    #: its pip steps install from them), or after it; ``None`` on BuildKit (bind-mounted).
-    copy: Literal["before-python", "after-python"] | None
-
-
-@dataclass(frozen=True)
-class Python:
-    """The interpreter and the venv every later pip step uses."""
-
-    version: str  # X.Y, or X.Yt for a free-threaded build (strategy "standalone")
-    strategy: Literal["apt", "standalone"]
-    os: str
-    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
-    pip_upgrade: tuple[str, ...] | None  # the venv pip's upgrade arguments; None: keep the bundled pip
-    pip_note: str  # why the bundled pip stays ("" when it does not)
-    venv: str = VENV
-    venv_python: str = VENV_PYTHON
-    # strategy "standalone": a bootstrap venv with uv installs python-build-standalone.
-    bootstrap: str = BOOTSTRAP
-    bootstrap_python: str = f"{BOOTSTRAP}/bin/python"
-    bootstrap_pip: str | None = None  # the bootstrap venv's pip requirement, when it needs a newer one
-    bootstrap_flags: tuple[str, ...] = ()  # pip's options in the bootstrap venv (the wheelhouse, offline)
-    uv_requirement: str = f"uv=={UV_VERSION}"
-    uv_env: tuple[tuple[str, str], ...] = ()  # the variables ``uv python`` runs with
-
-    @property
-    def exe(self) -> str:
-        """The distribution's ``pythonX.Y`` (strategy "apt")."""
-        return f"python{self.version}"
-
-
-@dataclass(frozen=True)
-class UvInstaller:
-    """BuildKit, Python 3.8+: uv installs the framework, fetched once into a cache mount."""
-
-    version: str
-    requirement: str  # for pip
-    tool: str  # where the fetched uv lives (a cache mount)
-    cache: str
-    fetch_flags: tuple[str, ...]  # pip options for fetching uv (the wheelhouse, offline)
-    args: tuple[str, ...]  # ``uv pip install`` arguments: options, then the pins
-
-
-@dataclass(frozen=True)
-class Framework:
-    """The matrix row's pinned packages (and the wheelhouse's wheels, installed first)."""
-
-    title: str
-    mounts: tuple[BuildMount, ...]  # BuildKit: the caches, the CA bundle, the wheelhouse, the index secret
-    pip_args: tuple[str, ...]  # ``pip install`` arguments: index options, then the pins
-    wheel_paths: tuple[str, ...]  # the wheelhouse's wheels (none: empty)
-    installer: Literal["pip", "uv"] = "pip"
-    uv: UvInstaller | None = None
-
-
-@dataclass(frozen=True)
-class CudaLibs:
-    """The CUDA libraries the framework pins exactly, installed before it in a layer of their own:
-    the same pins, index options and Python give the same step, so stacks share the layer."""
-
-    title: str  # what pins them (``torch 2.5.1 (cu124)``)
-    requirements: tuple[str, ...]  # ``name==version`` and its hashes, sorted (Stack.cuda_libs)
-    mounts: tuple[BuildMount, ...]  # BuildKit: pip's cache, the CA bundle, the wheelhouse, the index secret
-    #: ``pip install`` arguments: options, index options, then the pins, or ``-r FILE`` when the
-    #: pins have hashes (pip takes ``--hash`` in a requirements file only).
-    pip_args: tuple[str, ...]
-    #: With hashes: where the step writes ``requirements``, one per line.
-    requirements_file: str | None = None
-    #: Classic builder, hashed pins: the arguments of a first ``pip install`` that takes the pins
-    #: from the wheel store alone (:data:`WHEEL_STORE_URL`, no index, no retries); ``pip_args``
-    #: follow when it cannot. Unquoted words.
-    store_args: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Nvidia:
-    """What the NVIDIA container runtime reads (GPU stacks only)."""
-
-    env: tuple[tuple[str, str], ...]  # (name, value) for ENV
-    note: str  # why NVIDIA_REQUIRE_CUDA says what it says
-
-
-@dataclass(frozen=True)
-class Requirements:
-    """A project's requirements layer: copy the files, install, check."""
-
-    copy: tuple[str, ...]  # context files
-    dest: str  # where COPY puts them
-    python: str
-    pip_options: tuple[str, ...]
-    install: tuple[str, ...]  # what follows ``pip install <pip_options>``
-    check: tuple[str, ...] | None = None  # a command run after the install (the lock's closure check)
-
-
-@dataclass(frozen=True)
-class PipPackages:
-    """Packages pip installs on top of an image, with no files copied (the notebook layer)."""
-
-    python: str
-    pip_options: tuple[str, ...]
-    requirements: tuple[str, ...]  # validated requirement specifiers
-
-
-@dataclass(frozen=True)
-class Project:
-    """The project's own layers on its stack image (project images only)."""
-
-    name: str
-    stack: str
-    requirements: Requirements | None
-
-
-@dataclass(frozen=True)
-class EnvmanFiles:
-    """envman's own files in a stack image, and how the image starts."""
-
-    files: tuple[str, ...]  # context files copied into ``dir``
-    dir: str
-    home: str
-    entrypoint: str
-    cmd: str
-
-
-@dataclass(frozen=True)
-class Label:
-    name: str
-    value: str  # as it is (checked: a Dockerfile LABEL can carry it)
-
-
-@dataclass(frozen=True)
-class DockerfilePlan:
-    """Everything a Dockerfile says, by section; ``template`` names the one that lays it out."""
-
-    template: Literal["Dockerfile.j2", "project.Dockerfile.j2"]  # project.Dockerfile.j2: any layer on an envman image
-    title: tuple[str, ...]  # the comment lines at the top
-    builder: BuilderOptions
-    base: BaseImage
-    os_packages: OsPackages | None
-    network: NetworkOptions | None = None  # a project image uses the stack image's settings
-    wheelhouse: Wheelhouse | None = None
-    python: Python | None = None
-    framework: Framework | None = None
-    cuda_libs: CudaLibs | None = None
-    nvidia: Nvidia | None = None
-    project: Project | None = None
-    pip_packages: PipPackages | None = None
-    envman_files: EnvmanFiles | None = None
-    labels: tuple[Label, ...] = ()
-
-
 # --- a stack image -----------------------------------------------------------------------------
 
 
@@ -473,10 +196,6 @@ def _mounts(options: RenderOptions, *, wheels: bool, secret: bool) -> tuple[Buil
     return tuple(mounts)
 
 
-#: pip's option for no cache (the classic builder, a layer on an envman image).
-NO_PIP_CACHE = ("--no-cache-dir",)
-#: What pip, requests and uv trust in a step that merged the CA bundle.
-CA_STEP_ENV = tuple((k, CA_MERGED) for k in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"))
 
 
 def builder_options(options: RenderOptions, builder: BuilderKind) -> BuilderOptions:
@@ -739,23 +458,6 @@ def stack_plan(stack: Stack, options: RenderOptions, wheels: list[Wheel], builde
 
 
 __all__ = [
-    "BUILDER_KINDS",
-    "BaseImage",
-    "BuilderKind",
-    "BuilderOptions",
-    "DockerfilePlan",
-    "EnvmanFiles",
-    "Framework",
-    "Label",
-    "NetworkOptions",
-    "Nvidia",
-    "OsPackages",
-    "PipPackages",
-    "Project",
-    "Python",
-    "Requirements",
-    "UvInstaller",
-    "Wheelhouse",
     "nvidia_require_cuda",
     "pip_requirement",
     "stack_plan",

@@ -12,8 +12,9 @@ key (:func:`render_key`) that is a sha256 over
   imports, includes or extends (:func:`template_files`);
 * the bytes of the modules that turn a plan into text (:data:`LAYOUT_MODULES`): the Jinja
   environment's settings (``template.py``), the layout that picks the steps (``layout.py``), the
-  syntax each step is written in (``steps.py``), the plan's constants the layout reads
-  (``plan.py``) and the shell quoting it uses (``quote.py``);
+  syntax each step is written in (``steps.py``), the image's places the layout reads
+  (``imagepaths.py``), the plan's sections it lays out (``sections.py``) and the shell quoting it
+  uses (``quote.py``);
 * the bytes of the installed ``jinja2/__init__.py`` (its version), and envman's version.
 
 Only plans of ``project.Dockerfile.j2`` without network settings are kept: they hold names, ids,
@@ -44,7 +45,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from envman.render.plan import DockerfilePlan
+    from envman.render.sections import DockerfilePlan
 
 CACHE_FORMAT = 1
 RENDER_CACHE = "renders.json"
@@ -53,7 +54,7 @@ MAX_ENTRIES = 64
 CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
 #: The modules of this package whose code, beside the plan and the templates, decides a render's
 #: text (tests/unit/render/test_rendercache.py checks that it names every one the layout imports).
-LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "plan.py", "quote.py", "mountpoints.py")
+LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "imagepaths.py", "sections.py", "quote.py", "mountpoints.py")
 #: A tag that loads another template; its argument must be a string literal for the file to be cached.
 _LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)
 _LITERAL = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\s*(\"([^\"\\]+)\"|'([^'\\]+)')", re.S)

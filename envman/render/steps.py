@@ -1,7 +1,7 @@
 """Dockerfile instructions as typed, frozen steps, and the one place their syntax is written.
 
 A Dockerfile envman writes is an ordered tuple of steps (:mod:`envman.render.layout` lays a
-:class:`~envman.render.plan.DockerfilePlan` out as one; :mod:`envman.render.base` builds the
+:class:`~envman.render.sections.DockerfilePlan` out as one; :mod:`envman.render.base` builds the
 rebuilt base's); each step's :attr:`text` is its instruction, and the templates only print them,
 one per line. This module alone knows how a ``RUN`` is spelled: BuildKit ``--mount`` flags, one
 per line, and the three ways a ``RUN`` chains its commands (:data:`Chain`).

@@ -1,4 +1,4 @@
-"""The one way a Dockerfile is written: a :class:`~envman.render.plan.DockerfilePlan` through the
+"""The one way a Dockerfile is written: a :class:`~envman.render.sections.DockerfilePlan` through the
 strict Jinja environment over ``templates/dockerfiles``.
 
 Strict: a name or attribute the plan does not have is an error (``StrictUndefined``), never an
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jinja2
 
-    from envman.render.plan import DockerfilePlan
+    from envman.render.sections import DockerfilePlan
     from envman.render.steps import Step
 
 

@@ -244,7 +244,7 @@ def doctor_report(
                                engine_version=info.version or info.server_version,
                                rootless=info.rootless, url=info.url, selected_by=info.source or None)
             if mech is None and host.has_gpu and not what_if:
-                from envman.engine.docker import NVIDIA_TOOLKIT_FIX
+                from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
                 problems.append(Problem(ERROR, "gpu-runtime", "this host has NVIDIA GPUs but the Docker engine has no "
                                         f"NVIDIA runtime or CDI spec: {NVIDIA_TOOLKIT_FIX}"))

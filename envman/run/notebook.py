@@ -51,7 +51,7 @@ def notebook_context(base_image_id: str, network: RenderOptions | None = None) -
     """The notebook layer's build context (the CA bundle copied in when ``network`` has one). Its
     tag (:func:`notebook_image_ref`) is the hash of the Dockerfile without network settings: they
     say how JupyterLab is fetched, not which."""
-    from envman.render.plan import CA_CONTEXT_FILE
+    from envman.render.imagepaths import CA_CONTEXT_FILE
 
     files = {"Dockerfile": notebook_dockerfile(base_image_id, network).encode()}
     ca = network.ca_bytes() if network is not None else None

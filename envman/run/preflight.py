@@ -115,7 +115,7 @@ def preflight(
         problems += gpu_problems(stack, gpus, host, suggest)
     mech = engine_info.gpu_mechanism() if gpus is not None and not what_if and engine_info is not None else None
     if gpus is not None and not what_if and engine_info is not None and mech is None:
-        from envman.engine.docker import NVIDIA_TOOLKIT_FIX
+        from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
         runtimes = ", ".join(engine_info.runtimes) or "none"
         if engine_info.kind == "podman":

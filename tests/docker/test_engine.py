@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from envman.engine.context import deterministic_tar
-from envman.engine.docker import BuildEvent, Engine
+from envman.engine.docker import Engine
+from envman.engine.api import BuildEvent
 from envman.engine.values import GpuRequest, Mount
 from envman.errors import BuildError, EngineError
 

@@ -39,8 +39,9 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.code import scan_code
     from envman.project.detect.images import read_dockerfile
     from envman.project.detect.prose import read_prose
+    from envman.project.detect.setupfiles import read_setup_cfg, read_setup_py
     from envman.project.detect.sources import (
-        read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements, read_setup_cfg, read_setup_py,
+        read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
     )
 
     out: list[Statement] = []

@@ -262,7 +262,8 @@ def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] 
 
 
 def _package_lines(repo: Repository, stack: "Stack") -> tuple[str, list[LayerLine]] | None:
-    from envman.project.detect.sources import read_pyproject, read_setup_py
+    from envman.project.detect.setupfiles import read_setup_py
+    from envman.project.detect.sources import read_pyproject
 
     for rel, reader in (("pyproject.toml", read_pyproject), ("setup.py", read_setup_py)):
         if rel not in repo.files:
@@ -298,7 +299,7 @@ def _dependency_strings(repo: Repository, rel: str) -> list[tuple[int, str]]:
             return []  # a string or a table is no dependency list (iterating it would give letters or keys)
         number = line_numbers(text)
         return [(number(d), d) for d in deps[:2000] if isinstance(d, str)]
-    from envman.project.detect.sources import literal_strings
+    from envman.project.detect.setupfiles import literal_strings
 
     try:
         tree = ast.parse(text)

@@ -1,17 +1,15 @@
-"""``envman ci``: plan sharding, --changed-since on a real git repository, the run pipeline
+"""``envman ci run``: --changed-since on a real git repository, the run pipeline
 against a fake engine, and JUnit XML checked against a JUnit schema."""
 
 import hashlib
 import json
 import os
-import random
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_envman
 from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 
@@ -22,109 +20,11 @@ from envman.engine.values import GpuRequest
 from envman.errors import BuildError, UserError
 from envman.matrix.load import load_matrix
 
+from tests.unit.ci.test_results import schema as results_schema
 from tests.unit.conftest import DATA, MINI
 
 ROOT = Path(__file__).resolve().parents[3]
 XSD = DATA / "junit.xsd"
-
-
-# --- plan ---------------------------------------------------------------------------------------
-
-
-def _rows(spec):
-    """{"base-a": 5, ...} → PlanRows, names unique per group."""
-    return [ci.PlanRow(f"{g}-row{i}", g) for g, n in spec.items() for i in range(n)]
-
-
-SPEC = {"ubuntu:22.04": 7, "cuda:12.4": 5, "cuda:11.8": 4, "cuda:12.8": 3, "cuda:10.0": 3, "cuda:12.1": 2, "solo": 1}
-
-
-def test_groups_stay_together_and_every_row_is_planned_once():
-    rows = _rows(SPEC)
-    shards = ci.plan_shards(rows, 3)
-    placed = [r for s in shards for r in s.rows]
-    assert sorted(placed) == sorted(r.row for r in rows)
-    for group in SPEC:
-        holders = {s.index for s in shards for r in s.rows if r.startswith(group + "-")}
-        assert len(holders) == 1, f"{group} split over shards {holders}"
-    # rows of one base image are adjacent inside a shard (one pull, shared layers)
-    for s in shards:
-        seen = [r.rsplit("-row", 1)[0] for r in s.rows]
-        assert seen == sorted(seen, key=seen.index)
-
-
-def test_shards_are_balanced():
-    rows = _rows(SPEC)
-    for n in (2, 3, 4):
-        weights = [s.weight for s in ci.plan_shards(rows, n)]
-        # greedy over whole groups: the spread never exceeds the largest group
-        assert max(weights) - min(weights) <= max(SPEC.values()), (n, weights)
-    assert [s.weight for s in ci.plan_shards(rows, 2)] == [13, 12]
-
-
-def test_plan_is_deterministic_and_independent_of_input_order():
-    rows = _rows(SPEC)
-    first = ci.plan_shards(rows, 3)
-    shuffled = rows[:]
-    random.Random(7).shuffle(shuffled)
-    again = ci.plan_shards(shuffled, 3)
-    assert [(s.rows, s.groups) for s in first] == [(s.rows, s.groups) for s in again]
-
-
-def test_more_shards_than_groups_leaves_empty_shards_out_of_the_github_matrix():
-    shards = ci.plan_shards(_rows({"a": 2, "b": 1}), 4)
-    assert [len(s.rows) for s in shards] == [2, 1, 0, 0]
-    gh = ci.github_matrix(shards)
-    assert gh == {"include": [{"shard": "1/4", "rows": "a-row0 a-row1", "count": 2},
-                              {"shard": "2/4", "rows": "b-row0", "count": 1}]}
-
-
-def test_plan_rows_group_by_base_image_and_weigh_rebuilt_bases_as_builds(mini):
-    rows = {r.row: r for r in ci.plan_rows(mini, mini.builds)}
-    assert rows["torch-1.0.0-cuda10.0"].group == rows["torch-1.0.1-cuda10.0"].group == "nvidia/cuda:10.0-base-ubuntu18.04"
-    assert rows["torch-1.0.0-cuda10.0"].weight == 1.0  # the deleted base is rebuilt from NVIDIA's recipe: a real build
-    assert rows["torch-2.4.1-cpu"] == ci.PlanRow("torch-2.4.1-cpu", "ubuntu:22.04", 1.0)
-
-
-@pytest.mark.parametrize("bad", ["0/3", "4/3", "x", "1/0", "2"])
-def test_bad_shard_is_a_user_error(bad):
-    with pytest.raises(UserError):
-        ci.parse_shard(bad)
-
-
-def test_split_names_accepts_spaces_commas_and_repeats():
-    assert ci.split_names(["a b", "c,d", "a"]) == ["a", "b", "c", "d"]
-
-
-def test_select_builds_by_row_or_stack_name(mini):
-    picked = ci.select_builds(mini, rows=["torch-2.4.1-cpu", "torch-1.0-cuda10"])
-    assert [b.name for b in picked] == ["torch-1.0.1-cuda10.0", "torch-2.4.1-cpu"]  # matrix order
-    with pytest.raises(UserError):
-        ci.select_builds(mini, rows=["torch-9.9-cpu"])
-    with pytest.raises(UserError):
-        ci.select_builds(mini, framework="caffe")
-
-
-def envman(*args, env=None):
-    e = {k: v for k, v in os.environ.items() if k != "ENVMAN_MATRIX"}
-    e.update(env or {})
-    return run_envman(args, env=e, cwd=ROOT)
-
-
-@pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")
-def test_cli_plan_github_format_is_one_line_of_valid_matrix_json():
-    p = envman("ci", "plan", "--framework", "torch", "--shards", "4", "--format", "github")
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.count("\n") == 1  # fits `echo "matrix=$(...)" >> $GITHUB_OUTPUT`
-    gh = json.loads(p.stdout)
-    assert set(gh) == {"include"} and 1 <= len(gh["include"]) <= 4
-    for job in gh["include"]:
-        assert set(job) == {"shard", "rows", "count"}
-        assert job["count"] == len(job["rows"].split())
-    full = json.loads(envman("ci", "plan", "--framework", "torch", "--shards", "4").stdout)
-    assert sum(s["count"] for s in full["include"]) == full["rows"]
-    bases = [b for s in full["include"] for b in s["bases"]]
-    assert len(bases) == len(set(bases))  # each base image in exactly one shard
 
 
 # --- changed since a git ref ----------------------------------------------------------------------
@@ -355,15 +255,10 @@ def test_lint_uses_hadolint_and_never_passes_without_it():
 # --- JUnit ------------------------------------------------------------------------------------------
 
 
-def _schema():
-    xmlschema = pytest.importorskip("xmlschema")
-    return xmlschema.XMLSchema(str(XSD))
-
-
 def test_junit_validates_against_the_schema_and_counts_right(mini, fake_render, tmp_path):
     import xml.etree.ElementTree as ET
 
-    schema = _schema()
+    schema = results_schema()
     eng = ci_engine({"torch-2.4.1-cpu-py3.10": "cpu-only", "torch-2.4.1-cuda11.8-py3.10": "fail"})
     builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu", "torch-2.4.1-cuda11.8", "torch-2.4.1-cuda12.4"])
     ci.run_rows(eng, mini, builds, _opts(base="pull"), report_dir=tmp_path)  # pull: the deleted base is not buildable
@@ -386,27 +281,6 @@ def test_junit_validates_against_the_schema_and_counts_right(mini, fake_render, 
     assert int(root.get("failures")) == sum(int(s.get("failures")) for s in suites.values())
 
 
-def test_junit_escapes_hostile_text_and_drops_control_characters():
-    schema = _schema()
-    row = {"row": "torch-1.0-cpu", "result": "fail", "started": "2024-01-01T00:00:00+00:00",
-           "steps": {"build": {"status": "fail", "seconds": 1.0, "message": 'a <b> & "c" ]]>',
-                               "detail": "log \x1b[31mred\x1b[0m \x00 end"}},
-           "probe": {"checks": [{"name": "x<y", "status": "weird"}]}}
-    xml = ci.junit_xml([row])
-    schema.validate(xml)
-    assert "\x1b" not in xml and "\x00" not in xml
-
-
-def test_schema_rejects_what_consumers_reject():
-    schema = _schema()
-    assert not schema.is_valid('<testsuites><testsuite name="s" tests="x" failures="0" errors="0"/></testsuites>')
-    assert not schema.is_valid('<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
-                               '<testcase name="c"/></testsuite></testsuites>')  # no classname
-    assert schema.is_valid('<testsuites><testsuite name="s" tests="1" failures="0" errors="0" time="0.5">'
-                           '<testcase name="c" classname="k" time="0.5"><skipped message="m"/></testcase>'
-                           '</testsuite></testsuites>')
-
-
 # --- CLI wiring ---------------------------------------------------------------------------------------
 
 
@@ -422,66 +296,7 @@ def test_check_tags_is_registered_on_the_matrix_group_and_report_at_the_top():
     assert ci_cmds == {"plan", "run"}
 
 
-def test_cli_run_bad_shard_is_one_line_exit_2():
-    p = envman("--matrix", str(DATA / "standin-torch.toml"), "ci", "run", "--shard", "5/2", "--rows", "torch-2.13.0-cpu")
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--shard" in p.stderr
-
-
-def test_cli_run_of_an_empty_shard_writes_an_empty_report_without_docker(tmp_path):
-    p = envman("--matrix", str(DATA / "standin-torch.toml"), "ci", "run", "--rows", "torch-2.13.0-cpu",
-               "--shard", "2/2", "--report", str(tmp_path / "rep"), env={"DOCKER_HOST": "unix:///nonexistent.sock"})
-    assert p.returncode == 0, p.stderr
-    assert json.loads((tmp_path / "rep" / "results.json").read_text()) == []
-    assert "no rows to validate" in p.stdout
-
-
-@pytest.mark.skipif(not (ROOT / "matrices" / "torch.toml").exists(), reason="shipped matrix files are not present")
-def test_cli_plan_json_and_github_flags_and_the_hidden_format_alias():
-    full = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--json")
-    assert full.returncode == 0 and json.loads(full.stdout)["shards"] == 2
-    assert envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "json").stdout == full.stdout
-    gh = envman("ci", "plan", "--framework", "torch", "--shards", "2", "--github")
-    assert gh.stdout == envman("ci", "plan", "--framework", "torch", "--shards", "2", "--format", "github").stdout
-    assert set(json.loads(gh.stdout)) == {"include"}
-    helptext = envman("ci", "plan", "--help").stdout
-    assert "--json" in helptext and "--format" not in helptext
-    bad = envman("ci", "plan", "--json", "--github")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
-
-
 #: Every character XML 1.0 cannot carry, by class, and a few it can that look odd.
-XML_UNCARRIED = [chr(c) for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0xFFFE, 0xFFFF, 0xD800, 0xDFFF)]
-
-
-@pytest.mark.parametrize("field", ["row", "check name", "check reason", "message", "detail", "hostname", "base_image",
-                                   "image", "reason"])
-def test_junit_is_well_formed_whatever_any_field_holds(field):
-    """By rule: every text and attribute goes through one XML 1.0 filter (a row name, a probe check's
-    name and reason come from an image; a host name from a runner)."""
-    import xml.dom.minidom
-
-    bad = "x" + "".join(XML_UNCARRIED) + "\x1b[31m\u202e<&>\"'y"
-    row = {"row": "torch-1.0-cpu", "result": "fail", "started": "2024-01-01T00:00:00+00:00", "image": "img",
-           "reason": "r", "runner": {"hostname": "h"}, "stack": {"base_image": "b"},
-           "steps": {"build": {"status": "fail", "seconds": 1.0, "message": "m", "detail": "d"}},
-           "probe": {"checks": [{"name": "cuda", "status": "fail", "reason": "why"}]}}
-    if field == "row":
-        row["row"] = bad
-    elif field == "check name":
-        row["probe"]["checks"][0]["name"] = bad
-    elif field == "check reason":
-        row["probe"]["checks"][0]["reason"] = bad
-    elif field in ("message", "detail"):
-        row["steps"]["build"][field] = bad
-    elif field == "hostname":
-        row["runner"]["hostname"] = bad
-    elif field == "base_image":
-        row["stack"]["base_image"] = bad
-    else:
-        row[field] = bad
-    out = ci.junit_xml([row])
-    xml.dom.minidom.parseString(out.encode("utf-8", "surrogatepass"))  # well-formed
-    assert not any(c in out for c in XML_UNCARRIED)
 
 
 def test_a_base_rebuild_that_fails_is_never_reported_as_rebuilt(mini, fake_render, tmp_path):

@@ -6,7 +6,7 @@ import threading
 from rich.console import Console
 
 from envman.cli.progress import BuildProgress
-from envman.engine.docker import BuildEvent
+from envman.engine.api import BuildEvent
 
 
 def step(n, text):

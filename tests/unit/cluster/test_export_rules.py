@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from envman.cluster import export as X
 from envman.cluster.export import ExportInput
+from envman.cluster.gfd import gfd_node_terms
 from envman.errors import EnvmanError, UserError
 from envman.matrix.load import load_matrix
 from envman.project.file import GpuRequest, Mount, Port
@@ -73,7 +74,7 @@ def test_every_exported_file_is_exactly_the_reviewed_one(case):
     pod = job["spec"]["template"]["spec"]
     if gpus:  # the terms follow the shipped matrix: test_export checks them against the verdict
         terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert terms["nodeSelectorTerms"] == [{"matchExpressions": t} for t in X.gfd_node_terms(x.stack)]
+        assert terms["nodeSelectorTerms"] == [{"matchExpressions": t} for t in gfd_node_terms(x.stack)]
         terms["nodeSelectorTerms"] = "(gfd_node_terms)"
     _golden(f"k8s-{case}.yaml", X.to_yaml(job))
     doc, dockerfile = X.devcontainer(x, "/state/exports/p.env" if x.environment else None, uid=1000)
@@ -187,7 +188,7 @@ REFUSALS = [
       "https://HOST/PATH without user@ or ?query (a private repository: a Secret and your own init container)")),
     (lambda: X.check_git("https://git.example/a", "a..b"),
      ("UserError", "'a..b' is not a git ref", "--git-ref", "a branch, a tag or a commit id")),
-    (lambda: X.gfd_node_terms(type("S", (), {"cuda": "12.4", "min_driver": "550", "toolkit_driver": None, "sass_archs": (),
+    (lambda: gfd_node_terms(type("S", (), {"cuda": "12.4", "min_driver": "550", "toolkit_driver": None, "sass_archs": (),
                                               "ptx_archs": (), "name": "s"})()),
      ("UserError", "s lists no GPU architecture (no SASS, no PTX): no node could run it", "matrix",
       "fix the row's sass/ptx lists, or use a CPU stack")),

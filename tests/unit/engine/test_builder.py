@@ -426,3 +426,11 @@ def test_a_cli_changed_a_moment_ago_is_probed_every_time(probes, monkeypatch):
     monkeypatch.setattr(builder, "PROBE_SETTLED_NS", 60 * 10**9)  # the fake CLI was written just now
     probes["ask"]()
     assert probes["ask"]()[1] >= 1
+
+
+def test_buildkits_plain_progress_lines_carry_no_terminal_escapes():
+    from envman.engine.builder import PlainProgressParser
+
+    p = PlainProgressParser(tag="t")
+    events = p.feed("#5 1.2 \x1b[33mWARNING: apt does not have a stable CLI\x1b[0m")
+    assert [e.text for e in events] == ["WARNING: apt does not have a stable CLI"] and "\x1b" not in p.log_tail

@@ -131,35 +131,6 @@ def test_config(tmp_path):
             load_registry_settings(f)
 
 
-def test_push_progress_is_a_line_per_layer_state_and_each_quarter_of_an_upload():
-    """`envman push` was silent for over a minute: the engine's push stream now becomes a line
-    per layer as its state changes, and one per quarter of a large layer's upload."""
-    from envman.engine.docker import layer_progress
-
-    big = 812_000_000
-    stream = [
-        {"status": "The push refers to repository [127.0.0.1:5000/lab/envman/x]"},
-        {"status": "Preparing", "id": "1a2b3c4d5e6f", "progressDetail": {}},
-        {"status": "Preparing", "id": "ffff0000aaaa", "progressDetail": {}},
-        {"status": "Layer already exists", "id": "ffff0000aaaa", "progressDetail": {}},
-        {"status": "Waiting", "id": "1a2b3c4d5e6f", "progressDetail": {}},
-        *[{"status": "Pushing", "id": "1a2b3c4d5e6f", "progressDetail": {"current": c, "total": big}}
-          for c in range(0, big + 1, big // 40)],
-        {"status": "Pushed", "id": "1a2b3c4d5e6f", "progressDetail": {}},
-        {"status": "latest: digest: sha256:" + "a" * 64 + " size: 1234", "progressDetail": {}},
-        {"aux": {"Tag": "latest", "Digest": "sha256:" + "a" * 64}},
-        "not a mapping", {"status": "x", "id": "y" * 200},
-    ]
-    seen: dict = {}
-    lines = [line for item in stream if (line := layer_progress(item, seen))]
-    assert lines == [
-        "1a2b3c4d5e6f: Preparing", "ffff0000aaaa: Preparing", "ffff0000aaaa: Layer already exists",
-        "1a2b3c4d5e6f: Waiting", "1a2b3c4d5e6f: Pushing",
-        "1a2b3c4d5e6f: Pushing 25% of 812 MB", "1a2b3c4d5e6f: Pushing 50% of 812 MB",
-        "1a2b3c4d5e6f: Pushing 75% of 812 MB", "1a2b3c4d5e6f: Pushed",
-    ]
-
-
 def test_push_stack_reports_progress(stack, monkeypatch):
     from envman.images.remote import parse_registry, push_stack
     from tests.unit.images.test_build import pipeline_engine

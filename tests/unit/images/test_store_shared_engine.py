@@ -1,15 +1,13 @@
-"""One engine, several users: verdicts on the image, prune selection, runs pinned by image id."""
+"""One engine, several users: verdicts on the image, prune selection, a promoted image's id."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import replace
 
-import pytest
 
 from envman.images import build as B
 from envman import labels as L
-from envman.images import pins
 from envman.images import store as smokestore
 from envman.images.build import ImageRow, PruneScope, prune_selection
 
@@ -111,77 +109,6 @@ def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(st
     store.add("envman/s:free", "sha256:free")
     gone = B.prune(store, PruneScope(uid=os.getuid()))
     assert ids(gone) == {"sha256:free"} and store.removed == ["envman/s:free"]
-
-
-# --------------------------------------------------------------------------- pin by id
-
-
-def info(image_id, layers=("l1",), verdict=None):
-    """An image whose verdict label (if any) was taken on its own layers (a verdict without
-    ``envman.smoke.rootfs``, or about other layers, is no verdict)."""
-    from dataclasses import replace
-
-    bare = ImageInfo(image_id, layers=tuple(layers))
-    labels = replace(verdict, rootfs=smokestore.rootfs_digest(bare)).to_labels() if verdict else {}
-    return ImageInfo(image_id, labels=labels, layers=tuple(layers))
-
-
-def choose(stable, pinned, pin, update=False, uid=ME):
-    return pins.choose("s", stable, pinned, pin, uid=uid, verdict=smokestore.image_verdict,
-                       rootfs=smokestore.rootfs_digest, update=update)
-
-
-PASS_BY_OTHER = L.SmokeVerdict(status="pass", by_uid=OTHER, by_user="bob", at=200)
-
-
-def test_first_run_pins_the_stable_image():
-    c = choose(info("sha256:new", verdict=PASS_BY_OTHER), None, None)
-    assert c.info.id == "sha256:new" and c.repin and not c.pinned and c.note is None
-
-
-def test_a_stable_moved_by_another_user_does_not_move_the_run():
-    pin = pins.Pin("s", "sha256:old", at=100)
-    c = choose(info("sha256:new", ("l2",), PASS_BY_OTHER), info("sha256:old", verdict=PASS_BY_OTHER), pin)
-    assert c.info.id == "sha256:old" and c.pinned and not c.repin
-    assert "newer stable" in c.note and "bob" in c.note and "--update" in c.note and "\n" not in c.note
-
-
-def test_the_run_follows_when_asked_when_only_labels_changed_or_when_i_promoted():
-    pin = pins.Pin("s", "sha256:old", at=100)
-    old = info("sha256:old", verdict=PASS_BY_OTHER)
-    assert choose(info("sha256:new", ("l2",), PASS_BY_OTHER), old, pin, update=True).info.id == "sha256:new"
-    relabelled = info("sha256:new", ("l1",), PASS_BY_OTHER)  # same layers as the pin
-    assert choose(relabelled, old, pin).info.id == "sha256:new"
-    mine = L.SmokeVerdict(status="pass", by_uid=ME, at=300)
-    assert choose(info("sha256:new", ("l2",), mine), old, pin).info.id == "sha256:new"
-    mine_before_pin = L.SmokeVerdict(status="pass", by_uid=ME, at=50)
-    assert choose(info("sha256:new", ("l2",), mine_before_pin), old, pin).pinned
-
-
-def test_a_gone_or_failed_pin_falls_back_to_stable_with_a_note():
-    pin = pins.Pin("s", "sha256:old", at=100)
-    new = info("sha256:new", ("l2",), PASS_BY_OTHER)
-    gone = choose(new, None, pin)
-    assert gone.info.id == "sha256:new" and gone.repin and "gone" in gone.note
-    failed = choose(new, info("sha256:old", verdict=L.SmokeVerdict(status="fail")), pin)
-    assert failed.info.id == "sha256:new" and failed.repin and "no longer smoke-tested" in failed.note
-    no_stable = choose(None, info("sha256:old", verdict=PASS_BY_OTHER), pin)
-    assert no_stable.info.id == "sha256:old"
-
-
-def test_a_pin_for_another_stack_is_ignored():
-    c = choose(info("sha256:new"), info("sha256:old"), pins.Pin("other-stack", "sha256:old", 1))
-    assert c.info.id == "sha256:new" and c.repin
-
-
-def test_pins_are_stored_per_project_identity(tmp_path):
-    a, b = pins.project_key("demo", "/home/a/demo"), pins.project_key("demo", "/home/b/demo")
-    assert a != b
-    pins.save_pin(a, "s", "sha256:1", now=10)
-    assert pins.load_pin(a) == pins.Pin("s", "sha256:1", 10) and pins.load_pin(b) is None
-    assert pins.pinned_ids() == {"sha256:1"}
-    pins.pins_file().write_text("{not json")
-    assert pins.load_pin(a) is None and pins.pinned_ids() == frozenset()
 
 
 # --------------------------------------------------------------------------- a promoted image keeps its id

@@ -303,7 +303,7 @@ def test_the_classic_step_tries_the_store_first_and_buildkit_and_offline_never(s
 
 def test_the_server_listens_on_the_port_the_step_asks():
     from envman.engine import wheelserver
-    from envman.render.plan import WHEEL_STORE_PORT, WHEEL_STORE_URL
+    from envman.render.imagepaths import WHEEL_STORE_PORT, WHEEL_STORE_URL
 
     assert wheelserver.WHEEL_STORE_PORT == WHEEL_STORE_PORT and WHEEL_STORE_URL.endswith(f":{WHEEL_STORE_PORT}/")
 

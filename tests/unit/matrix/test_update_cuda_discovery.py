@@ -4,9 +4,7 @@ reports new CUDA releases and a stale GPU list."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,6 @@ from typer.testing import CliRunner
 
 from envman.errors import MatrixError
 from envman.matrix.load import load_files, load_matrix
-from envman.matrix.model import Arch, DriverVersion
-from envman.matrix.gaps import GPU_LIST_MAX_AGE, cuda_report, gpu_list_age
 from tests.support.index_server import IndexServer
 
 V = Version
@@ -25,51 +21,6 @@ V = Version
 @pytest.fixture(scope="module")
 def shipped():
     return load_matrix()
-
-
-def test_a_cuda_release_the_matrix_lacks_is_new_and_says_what_is_unknown(shipped):
-    new, unfilled = cuda_report(shipped, {V("99.1.0"): "2030-01-01"})
-    assert new == ["99.1.0"]
-    assert unfilled == ["CUDA 99.1.0 (released 2030-01-01): no [[release]] 99.1 in cuda.toml: its toolkit driver "
-                        "(NVIDIA's release notes, Table 3), nvcc's compute capabilities and images are not known"]
-
-
-def test_an_update_without_its_driver_is_reported_never_guessed(shipped):
-    new, unfilled = cuda_report(shipped, {V("13.2.0"): None, V("13.2.1"): None, V("13.2.2"): "2026-07-16"})
-    assert new == []
-    assert ("CUDA 13.2.2 (released 2026-07-16): no toolkit driver recorded for this update (updates of cuda.toml 13.2); "
-            "stacks on its images use 595.58.03, a lower bound") in unfilled
-    assert not any("13.2.1" in u and "driver" in u for u in unfilled)  # 13.2 Update 1's driver is recorded
-    assert not any(u.startswith("CUDA 13.2.0") for u in unfilled)  # the GA carries toolkit_driver
-
-
-def test_images_are_asked_of_the_newest_patch_only(shipped):
-    _, unfilled = cuda_report(shipped, {V("13.3.0"): None, V("13.3.1"): None})
-    assert unfilled == []  # 13.3.1 has image rows; 13.3.0's are not expected
-    _, unfilled = cuda_report(shipped, {V("13.3.0"): None, V("13.3.1"): None, V("13.3.2"): None})
-    assert any(u.startswith("CUDA 13.3.2") and "no nvidia/cuda image row" in u for u in unfilled)
-
-
-def test_a_ga_versioned_with_a_third_digit_needs_no_update_driver(shipped):
-    _, unfilled = cuda_report(shipped, {V("13.4.1"): None, V("13.4.2"): None})
-    assert not any(u.startswith("CUDA 13.4.1") and "driver" in u for u in unfilled)  # 13.4's GA is 13.4.1
-    assert any(u.startswith("CUDA 13.4.2") and "driver" in u for u in unfilled)
-
-
-def test_gpu_list_age_and_staleness(shipped):
-    day = dt.date.fromisoformat(shipped.gpus_checked)
-    assert gpu_list_age(shipped, day) == (0, [])
-    age, why = gpu_list_age(shipped, day + dt.timedelta(days=GPU_LIST_MAX_AGE + 1))
-    assert age == GPU_LIST_MAX_AGE + 1 and "days ago" in why[0]
-    assert gpu_list_age(replace(shipped, gpus_checked=None), day)[1][0].startswith("the GPU list records no date")
-
-
-def test_a_cuda_release_targeting_a_capability_above_every_gpu_makes_the_list_stale(shipped):
-    newest = max(shipped.cuda, key=lambda r: r.version)
-    grown = replace(newest, version=V("99.0"), sm=newest.sm + (Arch(15, 0),))
-    m = replace(shipped, cuda=shipped.cuda + (grown,))
-    why = gpu_list_age(m, dt.date.fromisoformat(shipped.gpus_checked))[1]
-    assert why == ["CUDA 99.0 targets compute capability 15.0, above every GPU of the list (the newest: 12.1)"]
 
 
 def test_a_malformed_checked_date_is_rejected(tmp_path):

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings, strategies as st
 
 from envman.project import policy
+from envman.project.aliases import path_chain
 from envman.project.policy import Protected
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -50,7 +51,7 @@ def _ref_entries(protected: list[Protected]) -> list[_RefEntry]:
     entries = []
     for p in protected:
         real = os.path.realpath(p.path)
-        chain = policy._chain(real)
+        chain = path_chain(real)
         entries.append(_RefEntry(p, real, policy._ident(real), frozenset(chain),
                                  frozenset(i for i in map(policy._ident, chain) if i is not None)))
     return entries
@@ -69,7 +70,7 @@ def _ref_reason(source: str, entries: list[_RefEntry], eager: policy.Policy) -> 
         return f"{real} is a Unix socket (container engine sockets give root on the host)"
     if name.endswith(".sock"):
         return f"{real} is named like a container engine socket"
-    chain = policy._chain(real)
+    chain = path_chain(real)
     chain_set = frozenset(chain)
     chain_ids = {i for i in map(policy._ident, chain) if i is not None}
     own = (st_.st_dev, st_.st_ino) if st_ is not None else None
@@ -140,7 +141,7 @@ def world(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     homes = [str(me)] + [str(top / "homes" / f"u{i}") for i in range(3)]
     monkeypatch.setattr(policy, "_homes", lambda: sorted(homes))
-    monkeypatch.setattr(policy, "_mounts", lambda: PLAIN)
+    monkeypatch.setattr(policy, "mount_table", lambda: PLAIN)
     policy._CACHE.clear()
     yield top
     policy._CACHE.clear()
@@ -154,7 +155,7 @@ def world(monkeypatch):
 
 def _tree_paths(top: Path) -> list[str]:
     """Every path in the tree, a path inside each, and each parent of ``top``."""
-    out = set(policy._chain(str(top)))
+    out = set(path_chain(str(top)))
     for d, dirs, files in os.walk(top):
         for x in [*dirs, *files]:
             p = os.path.join(d, x)
@@ -386,7 +387,7 @@ def test_a_file_with_one_link_or_a_mount_refused_before_a_home_makes_nothing(wor
 
 def test_a_home_in_a_place_a_second_mount_shows_again_is_made_at_once(world, monkeypatch):
     h = _other(world)
-    monkeypatch.setattr(policy, "_mounts", lambda: [*PLAIN, ("/mnt/keys", f"{h}/.ssh", "8:1", "ext4")])
+    monkeypatch.setattr(policy, "mount_table", lambda: [*PLAIN, ("/mnt/keys", f"{h}/.ssh", "8:1", "ext4")])
     pol = policy.Policy.of(policy.protected_paths())
     assert str(h) not in [g.base.real for g in pol.groups]
     assert f"{h}/.ssh" in [e.real for e in pol.entries]
@@ -396,7 +397,7 @@ def test_a_home_in_a_place_a_second_mount_shows_again_is_made_at_once(world, mon
 def test_a_mount_under_a_file_system_that_reports_other_identities_makes_every_home(world, monkeypatch):
     _other(world)
     (world / "ov").mkdir()
-    monkeypatch.setattr(policy, "_mounts", lambda: [*PLAIN, (str(world / "ov"), "/", "0:99", "overlay")])
+    monkeypatch.setattr(policy, "mount_table", lambda: [*PLAIN, (str(world / "ov"), "/", "0:99", "overlay")])
     pol = policy.Policy.of(policy.protected_paths())
     assert pol.groups and all(g.made is None for g in pol.groups)
     assert policy.forbidden_reason(str(world / "ov" / "f"), pol) is None
@@ -405,7 +406,7 @@ def test_a_mount_under_a_file_system_that_reports_other_identities_makes_every_h
 
 def test_without_a_mount_table_every_home_is_made_at_once(world, monkeypatch):
     _other(world)
-    monkeypatch.setattr(policy, "_mounts", lambda: None)
+    monkeypatch.setattr(policy, "mount_table", lambda: None)
     assert policy.Policy.of(policy.protected_paths()).groups == ()
 
 
@@ -457,69 +458,6 @@ def test_a_bind_mount_of_another_home_s_folder_is_refused_by_its_identity(world)
     ]
 
 
-def test_a_name_another_listed_name_may_answer_to_is_resolved_with_the_policy(tmp_path):
-    """On a file system that ignores case, ``.ssh`` looks up a listed ``.SSH`` (or a name whose
-    letters fold to its letters): such a name may be a link, so it is not left for later."""
-    (tmp_path / ".SSH").mkdir()
-    (tmp_path / ".config").mkdir()
-    (tmp_path / ".config" / "FISH").mkdir()
-    (tmp_path / ".bashrc").write_text("x")
-    names = ((".ssh", "c"), (".config/fish", "s"), (".bashrc", "s"), (".config/gh", "c"), ("bin", "s"))
-    assert policy._leading_out(str(tmp_path), names) == {0, 1}
-    (tmp_path / ".SSH").rmdir()
-    (tmp_path / ".\u017fsh").mkdir()  # LATIN SMALL LETTER LONG S folds to s
-    assert policy._leading_out(str(tmp_path), names) == {0, 1}
-
-
-def test_a_link_on_the_way_or_a_folder_that_cannot_be_listed_is_resolved_with_the_policy(tmp_path, monkeypatch):
-    (tmp_path / ".config").symlink_to(tmp_path)
-    (tmp_path / ".local" / "share").mkdir(parents=True)
-    (tmp_path / "bin").write_text("x")
-    names = ((".config/fish", "s"), (".local/share/fish", "s"), ("bin/x", "s"), (".ssh", "c"), (".cache/x", "c"))
-    assert policy._leading_out(str(tmp_path), names) == {0}
-    real = os.scandir
-    monkeypatch.setattr(os, "scandir", lambda p: (_ for _ in ()).throw(PermissionError(13, "no")) if str(p).endswith(
-        "share") else real(p))
-    assert policy._leading_out(str(tmp_path), names) == {0, 1}
-    assert policy._leading_out(str(tmp_path / "missing"), names) == set()
-    assert policy._leading_out(str(tmp_path / "bin"), names) == set()
-
-
-def test_a_name_whose_kind_cannot_be_read_is_resolved_with_the_policy(tmp_path, monkeypatch):
-    """An entry that vanished or cannot be looked at while it is listed may be anything, a link
-    included: its paths are resolved, never believed by name."""
-    (tmp_path / ".config" / "fish").mkdir(parents=True)
-    (tmp_path / ".ssh").mkdir()
-    names = ((".config/fish", "s"), (".ssh", "c"))
-    assert policy._leading_out(str(tmp_path), names) == set()
-
-    class Unreadable:
-        def __init__(self, entry):
-            self.name, self.path, self._entry = entry.name, entry.path, entry
-
-        def is_symlink(self):
-            if self.name == ".config":
-                raise OSError(2, "vanished")
-            return self._entry.is_symlink()
-
-        def is_dir(self, *, follow_symlinks=True):
-            return self._entry.is_dir(follow_symlinks=follow_symlinks)
-
-    class Listing:
-        def __init__(self, path):
-            self._it = real(path)
-
-        def __enter__(self):
-            return (Unreadable(e) for e in self._it)
-
-        def __exit__(self, *exc):
-            self._it.close()
-
-    real = os.scandir
-    monkeypatch.setattr(os, "scandir", Listing)
-    assert policy._leading_out(str(tmp_path), names) == {0}
-
-
 def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
     """Homes are resolved from their folder's real path with one look at each: the same answer
     as ``os.path.realpath`` for links, loops, missing steps and odd spellings."""
@@ -537,91 +475,7 @@ def test_the_real_path_of_a_home_is_realpath_s(tmp_path):
     parents = policy._Parents()
     for path in cases:
         assert parents.real(path) == os.path.realpath(path), path
-        assert parents.chain(os.path.realpath(path)) == policy._chain(os.path.realpath(path))
-
-
-# --------------------------------------------------------------------------- the mount table
-
-
-@pytest.mark.parametrize("table,places,foreign", [
-    ([("/", "/", "8:1", "ext4")], [], []),
-    # a folder mounted on itself (as container engines do): one path for each file still
-    ([("/", "/", "8:1", "ext4"), ("/var/lib/docker", "/var/lib/docker", "8:1", "ext4")], [], []),
-    # a folder of a file system shown again elsewhere: both places
-    ([("/", "/", "8:1", "ext4"), ("/mnt/k", "/home/u/.ssh", "8:1", "ext4")], ["/home/u/.ssh", "/mnt/k"], []),
-    # a file system mounted twice at the same root
-    ([("/a", "/", "8:2", "xfs"), ("/b", "/", "8:2", "xfs")], ["/a", "/b"], []),
-    # a sub-folder of a file system whose own root is mounted elsewhere
-    ([("/", "/", "8:1", "ext4"), ("/srv", "/", "8:2", "xfs"), ("/x", "/data", "8:2", "xfs")], ["/srv/data", "/x"], []),
-    # a sub-folder of a file system whose folder above it (not its root) is mounted elsewhere
-    ([("/mnt/a", "/a", "8:2", "xfs"), ("/srv/b", "/a/b", "8:2", "xfs")], ["/mnt/a/b", "/srv/b"], []),
-    ([("/mnt/a", "/a", "8:2", "xfs"), ("/srv/c", "/a/b/c", "8:2", "xfs")], ["/mnt/a/b/c", "/srv/c"], []),
-    # different file systems, one root name each
-    ([("/", "/", "8:1", "ext4"), ("/home", "/", "8:2", "ext4")], [], []),
-    # subvolumes side by side
-    ([("/", "/@", "0:31", "btrfs"), ("/home", "/@home", "0:31", "btrfs")], [], []),
-    # roots that are names, not paths (as nsfs shows them): the same one twice is shared
-    ([("/run/a", "net:[1]", "0:4", "tmpfs"), ("/run/b", "net:[2]", "0:4", "tmpfs")], [], []),
-    ([("/run/a", "net:[1]", "0:4", "tmpfs"), ("/run/b", "net:[1]", "0:4", "tmpfs")], ["/run/a", "/run/b"], []),
-    # the kernel's own file systems count as any other
-    ([("/run/a", "net:[1]", "0:4", "nsfs"), ("/proc", "/", "0:5", "proc")], ["/proc", "/run/a"], ["/proc", "/run/a"]),
-    # a file system that reports other files' identities; FUSE reports its own
-    ([("/", "/", "0:50", "overlay"), ("/f", "/", "0:51", "fuse.sshfs")], ["/"], ["/"]),
-])
-def test_the_places_where_two_paths_may_be_one_file(table, places, foreign):
-    got_places, got_set, got_foreign = policy._shared(table)
-    assert got_places == sorted(places) and got_set == frozenset(places) and got_foreign == frozenset(foreign)
-
-
-@pytest.mark.parametrize("fstype", ["ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "nfs", "nfs4", "cifs",
-                                    "smb3", "9p", "virtiofs", "autofs", "vfat", "exfat", "ntfs3", "squashfs", "erofs",
-                                    "fuse", "fuseblk", "fuse.sshfs", "fuse.gocryptfs"])
-def test_the_file_systems_homes_live_on_report_their_own_identities(fstype):
-    assert policy._shared([("/home", "/", "8:1", fstype)]) == ([], frozenset(), frozenset())
-
-
-@pytest.mark.parametrize("fstype", ["overlay", "aufs", "shiftfs", "unionfs", "proc", "fuseblk2", "xfs2", "ext"])
-def test_any_other_file_system_may_report_another_file_s_identity(fstype):
-    assert policy._shared([("/home", "/", "8:1", fstype)]) == (["/home"], frozenset({"/home"}), frozenset({"/home"}))
-
-
-def test_the_mount_table_is_read_with_its_escapes(monkeypatch):
-    import envman.safefile
-
-    text = ("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
-            "42 27 254:0 /my\\040dir /mnt/a\\040b rw,relatime shared:1 master:2 - ext4 /dev/vda rw\n")
-    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: text.encode())
-    assert policy._mounts() == [("/", "/", "254:0", "ext4"), ("/mnt/a b", "/my dir", "254:0", "ext4")]
-    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: b"27 1 254:0 / / rw\n")
-    assert policy._mounts() is None  # not a table: every home made at once
-    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: b"27 1 254:0 / / rw,relatime shared:1 a b c\n")
-    assert policy._mounts() is None  # ten fields, no separator
-    text = ("27 1 254:0 / / rw shared:1 master:2 - ext4 /dev/vda\n"  # no super options
-            "28 1 0:4 - /run/x rw - nsfs nsfs rw\n")  # a root spelled like the separator
-    monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: text.encode())
-    assert policy._mounts() == [("/", "/", "254:0", "ext4"), ("/run/x", "-", "0:4", "nsfs")]
-
-
-def test_the_mount_table_is_read_by_the_safe_reader_up_to_its_limit(monkeypatch):
-    import envman.safefile
-    from envman.errors import UserError
-
-    calls = []
-
-    def fake(path, **kw):
-        calls.append((path, kw))
-        raise UserError(f"the {kw['what']} is more than {kw['limit']} bytes", where=path, fix="x")
-
-    monkeypatch.setattr(envman.safefile, "read_file", fake)
-    assert policy._mounts() is None
-    assert calls == [("/proc/self/mountinfo", {"what": "mount table", "limit": 1 << 24})]
-
-
-def test_the_mount_table_of_this_machine_is_read():
-    table = policy._mounts()
-    if table is None:
-        pytest.skip("no /proc/self/mountinfo")
-    assert any(point == "/" for point, *_ in table)
+        assert parents.chain(os.path.realpath(path)) == path_chain(os.path.realpath(path))
 
 
 # --------------------------------------------------------------------------- cost

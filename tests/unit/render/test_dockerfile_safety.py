@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -17,77 +16,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from envman.errors import RenderError, UserError
-from envman.render.dockerfile import dockerfile_quote, render_stack, stack_label_json
+from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
 from tests.support.index_server import make_wheel
 
 from tests.unit.render.test_dockerfile import PROBE, cpu_stack, instructions, make_stack, parse
-
-# --- a reference for Docker's double-quote lexing --------------------------------------------
-
-
-def docker_unquote(word: str, *, legacy: bool = False) -> str:
-    """What Docker's lexer makes of a double-quoted LABEL/ENV word (no variables defined).
-
-    Modern (BuildKit's shell lexer, Docker 17+): inside double quotes ``\\`` escapes ``"``,
-    ``$`` and ``\\``; other backslashes stay. ``legacy``: lexers that unescaped only ``"`` and
-    ``$`` (and dockerfile-parse, which unescapes ``"`` only).
-    """
-    assert word[0] == '"' and word[-1] == '"'
-    body, out, i = word[1:-1], [], 0
-    specials = '"$' if legacy else '"$\\'
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body) and body[i + 1] in specials:
-            out.append(body[i + 1])
-            i += 2
-            continue
-        assert ch != '"', "an unescaped quote would end the word"
-        assert ch != "$", "an unescaped $ would expand a variable"
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-PRINTABLE = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60)
-
-
-def test_dockerfile_quote_examples():
-    assert dockerfile_quote("plain") == '"plain"'
-    assert dockerfile_quote('a"b') == '"a\\"b"'
-    assert dockerfile_quote("$HOME") == '"\\$HOME"'
-    assert dockerfile_quote("a\\b") == '"a\\b"'  # before an ordinary char: as is, for every lexer
-    assert dockerfile_quote("a\\") == '"a\\\\"'
-    assert dockerfile_quote('\\"') == '"\\\\\\""'
-
-
-@pytest.mark.parametrize("bad", ["a\nLABEL x=1", "a\r", "tab\there", "nul\x00", "del\x7f", "caf\u00e9", "ls\u2028"])
-def test_dockerfile_quote_rejects_what_cannot_be_carried(bad):
-    with pytest.raises(RenderError, match="cannot carry"):
-        dockerfile_quote(bad)
-
-
-@given(PRINTABLE)
-def test_dockerfile_quote_round_trips(value):
-    q = dockerfile_quote(value)
-    assert "\n" not in q
-    assert docker_unquote(q) == value
-    if not re.search(r'\\(?=["$\\]|$)', value):  # no backslash where lexers disagree
-        assert docker_unquote(q, legacy=True) == value
-    if "$" not in value and not re.search(r'\\(?=["$\\]|$)', value):
-        assert parse(f"FROM x:1\nLABEL k={q}\n").labels["k"] == value  # dockerfile-parse too
-
-
-@given(st.text(max_size=80))
-def test_stack_json_label_reads_back_with_every_lexer(note):
-    s = make_stack(notes=(note,), sources=(note,))
-    text = stack_label_json(s)
-    assert json.loads(text) == s.to_json()
-    assert not re.search(r'\\(?!u[0-9a-f]{4}|[nrtbf/])', text)  # only \uXXXX and letter escapes
-    assert "$" not in text
-    q = dockerfile_quote(text)
-    assert json.loads(docker_unquote(q)) == json.loads(docker_unquote(q, legacy=True)) == s.to_json()
-
 
 # --- malicious rows -----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from envman.errors import RenderError
 from envman.render.dockerfile import render_stack
 from envman.render.mountpoints import BUILDKIT_FILES, MOUNT_POINTS_FILE, mount_points, mount_points_tar
 from envman.render.options import RenderOptions
-from envman.render.plan import SETTLED_TIME
+from envman.render.imagepaths import SETTLED_TIME
 from envman.render.steps import AddStep, BindMount, CacheMount, CopyStep, RunStep, SecretMount
 from tests.unit.render.test_dockerfile import PROBE, instructions, make_stack
 

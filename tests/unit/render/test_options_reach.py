@@ -14,7 +14,7 @@ from envman.render.base import BASE_UNUSED_OPTIONS, rebuilt_base
 from envman.render.dockerfile import render_stack
 from envman.render.options import RenderOptions
 from envman.render.layerplan import LAYER_UNUSED_OPTIONS
-from envman.render.plan import CA_CONTEXT_FILE
+from envman.render.imagepaths import CA_CONTEXT_FILE
 from tests.support.index_server import make_wheel
 from tests.unit.render.test_dockerfile import PROBE, make_stack
 

@@ -1,15 +1,14 @@
-"""The CUDA-library layer: which Requires-Dist lines are a framework's exact CUDA pins, how a
-matrix row carries them, how a stack gets them and how both builders install them, in a layer of
-their own before the framework, the same step for the same pins. No Docker needed."""
+"""The CUDA-library layer: how a matrix row carries a framework's exact CUDA pins, how a stack gets
+them and how both builders install them, in a layer of their own before the framework, the same
+step for the same pins (which lines are such pins: tests/unit/matrix/test_wheels.py). No Docker
+needed."""
 
 from __future__ import annotations
 
 import pytest
-from packaging.specifiers import SpecifierSet
 
 from envman.errors import MatrixError
 from envman.matrix.load import load_matrix
-from envman.matrix.wheels import cuda_libraries, cuda_library_lines, exact_version, requirement_extras
 from envman.render.dockerfile import render_stack
 from envman.stack.names import Stack
 from envman.stack.resolve import resolve_row
@@ -17,63 +16,6 @@ from tests.unit.conftest import MINI
 from tests.unit.render.test_dockerfile import PROBE, instructions, make_stack
 
 TORCH_PINS = ("nvidia-cublas-cu12==12.4.5.8", "nvidia-cudnn-cu12==9.1.0.70", "triton==3.1.0")
-
-
-# --- exact pins ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("spec,want", [
-    ("==12.4.5.8", "12.4.5.8"),
-    ("===1.0", "1.0"),
-    (">=0.4.30,<=0.4.30", "0.4.30"),  # how JAX pins its plugin
-    (">=0.4.30,<=0.4.31", None),      # a range, one past the pin
-    (">=12.1", None),
-    ("<=12.1", None),
-    ("==12.*", None),                 # a wildcard is not one version
-    ("~=12.4", None),
-    ("==12.4,!=12.5", None),
-    ("==1.0,==2.0", None),            # no version satisfies both
-    ("", None),
-])
-def test_exact_version_is_one_version_or_none(spec, want):
-    got = exact_version(SpecifierSet(spec))
-    assert (str(got) if got is not None else None) == want
-
-
-def test_only_exact_pins_of_cuda_libraries_are_selected_with_their_markers():
-    lines = [
-        'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux" and platform_machine == "x86_64"',
-        'nvidia-cuda-runtime>=13.0',                                   # not exact
-        'numpy==1.26.4',                                               # not a CUDA library
-        'Triton (==3.1.0) ; platform_system == "Linux" and python_version < "3.13"',
-        'nvidia-nccl-cu12==2.21.5; platform_machine == "aarch64"',      # not on x86_64
-        'jax-cuda12-plugin[with_cuda]<=0.4.30,>=0.4.30; extra == "cuda12"',
-        'jax-cuda13-plugin==0.4.30; extra == "cuda13"',                 # an extra not asked for
-        'cuda-toolkit[cudart,cufft]==13.0.2',
-        'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux" and platform_machine == "x86_64"',  # twice
-        'not a requirement ((',
-    ]
-    got = cuda_library_lines(lines, ["cuda12"], ["3.10", "3.13"])
-    assert got == (
-        'nvidia-cublas-cu12==12.4.5.8; platform_system == "Linux" and platform_machine == "x86_64"',
-        'triton==3.1.0; platform_system == "Linux" and python_version < "3.13"',
-        'jax-cuda12-plugin==0.4.30; extra == "cuda12"',
-        'cuda-toolkit==13.0.2',
-    )
-
-
-def test_a_stack_gets_the_pins_that_apply_to_its_python_sorted():
-    lines = ('triton==3.1.0; python_version < "3.13"', "nvidia-nccl-cu12==2.21.5", 'jax-cuda12-plugin==0.4.30; extra == "cuda12"',
-             "nvidia-cublas-cu12==12.4.5.8")
-    assert cuda_libraries(lines, [], "3.12") == ("nvidia-cublas-cu12==12.4.5.8", "nvidia-nccl-cu12==2.21.5", "triton==3.1.0")
-    assert cuda_libraries(lines, [], "3.13") == ("nvidia-cublas-cu12==12.4.5.8", "nvidia-nccl-cu12==2.21.5")  # exactly at the bound
-    assert cuda_libraries(lines, ["cuda12"], "3.13")[0] == "jax-cuda12-plugin==0.4.30"
-    assert cuda_libraries(lines, [], "3.12", machine="aarch64") == cuda_libraries(lines, [], "3.12")  # no machine marker
-
-
-def test_row_extras_come_from_its_packages():
-    assert requirement_extras(["jax[cuda12]==0.4.30", "x[b,a]==1"]) == ("a", "b", "cuda12")
-    assert requirement_extras(["torch==2.4.1", "((("]) == ()
 
 
 # --- the matrix row ------------------------------------------------------------------------------
@@ -271,30 +213,3 @@ def test_a_pin_that_is_not_name_version_and_hashes_stops_the_render(pins):
     assert "\n" not in e.value.line()
 
 
-def test_pin_hashes_are_the_x86_64_and_pure_wheels_of_the_pinned_version_or_none():
-    from envman.matrix.index import IndexFile, NotFound
-    from envman.matrix.update import pin_hashes
-
-    def f(name: str, digest: str | None) -> IndexFile:
-        return IndexFile(name, f"https://x.example/{name}", (("sha256", digest),) if digest else ())
-
-    pages = {
-        "nvidia-cublas-cu12": [f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_x86_64.whl", H1),
-                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-manylinux2014_aarch64.whl", H2),  # not x86_64
-                               f("nvidia_cublas_cu12-12.4.5.9-py3-none-manylinux2014_x86_64.whl", H3),   # another version
-                               f("nvidia_cublas_cu12-12.4.5.8-py3-none-win_amd64.whl", H2)],             # not Linux
-        "triton": [f("triton-3.1.0-cp310-cp310-manylinux_2_17_x86_64.whl", H2),
-                   f("triton-3.1.0-cp311-cp311-manylinux_2_17_x86_64.whl", H3)],
-        "jax-cuda12-plugin": [f("jax_cuda12_plugin-0.4.30-py3-none-any.whl", None)],  # no sha256 on the page
-    }
-
-    def files_of(name: str):
-        if name not in pages:
-            raise NotFound("not on the index", where=name)
-        return pages[name]
-
-    assert pin_hashes(["triton==3.1.0; python_version < \"3.13\"", "nvidia-cublas-cu12==12.4.5.8"], files_of) == {
-        "nvidia-cublas-cu12": [H1], "triton": [H3, H2]}
-    assert pin_hashes(["jax-cuda12-plugin==0.4.30"], files_of) is None
-    assert pin_hashes(["nvidia-nccl-cu12==2.21.5"], files_of) is None
-    assert pin_hashes(["nvidia-cublas-cu12==12.4.5.7"], files_of) is None

@@ -17,7 +17,8 @@ from envman.paths import templates_dir
 from envman.render import rendercache
 from envman.render import template as template_mod
 from envman.render.layerplan import notebook_plan, project_plan
-from envman.render.plan import DockerfilePlan, NetworkOptions, stack_plan
+from envman.render.plan import stack_plan
+from envman.render.sections import DockerfilePlan, NetworkOptions
 from envman.render.options import RenderOptions
 from envman.render.layout import dockerfile_steps
 from envman.render.template import jinja_env, render_dockerfile

@@ -35,7 +35,7 @@ OWNED = [
     ("envman/stack/names.py", "STACK_NAME_PATTERN", "inside"),
     ("envman/stack/names.py", "PROJECT_NAME_PATTERN", "inside"),
     ("envman/stack/names.py", "APT_PACKAGE_PATTERN", "inside"),
-    ("envman/render/plan.py", "LOCK_CONTEXT_FILE", "inside"),
+    ("envman/render/imagepaths.py", "LOCK_CONTEXT_FILE", "inside"),
 ]
 
 

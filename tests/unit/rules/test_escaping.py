@@ -95,7 +95,7 @@ def test_a_dry_run_batch_script_shows_every_character_of_the_command(home, tmp_p
 def test_push_and_pull_progress_lines_show_the_stream_s_words_escaped_and_clipped(layer, status, current, total):
     """Progress lines carry words the engine and the registry chose: whatever they are, the line
     printed is visible text, one line, of bounded length, and still names the layer."""
-    from envman.engine.docker import layer_progress
+    from envman.engine.streams import layer_progress
     from envman.errors import printable
 
     seen: dict = {}

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import envman.engine.socket as engine_socket
 from envman.engine.handoff import with_terminal
 import envman.run.fastpath as runcache
 import envman.run.command as runner
@@ -253,17 +252,6 @@ def test_terminal_flags_go_where_the_full_path_puts_them():
     assert with_terminal(argv, True, True) == ["docker", "run", "--interactive", "--tty", "--rm", "img", "true"]
     assert with_terminal(argv, False, True) == ["docker", "run", "--interactive", "--rm", "img", "true"]
     assert with_terminal(argv, False, False) == argv
-
-
-def test_local_socket_follows_docker_host_and_contexts(tmp_path):
-    assert engine_socket.local_socket({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
-    assert engine_socket.local_socket({"DOCKER_HOST": "tcp://10.0.0.5:2376"}) is None
-    assert engine_socket.local_socket({"DOCKER_CONTEXT": "remote", "DOCKER_CONFIG": str(tmp_path)}) is None
-    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
-    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "rootless"}))
-    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) is None
-    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "default"}))
-    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
 
 
 def test_docker_facts_read_the_socket_and_fall_back_to_the_cli(engine):

@@ -1,0 +1,124 @@
+"""The SDK-free Engine API client of the run path (envman/engine/socket.py): which socket the docker
+CLI would use, one HTTP/1.0 request per call, and no answer believed that is not a clean one (a
+missing socket, a reply that is not HTTP, a body that is not JSON, a ref that would need escaping)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import threading
+
+import pytest
+
+import envman.engine.socket as engine_socket
+from envman.engine.socket import NoAnswer, api_get, api_request, image_id, image_path, network_id
+
+
+def test_local_socket_follows_docker_host_and_contexts(tmp_path):
+    assert engine_socket.local_socket({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == "/run/user/1000/docker.sock"
+    assert engine_socket.local_socket({"DOCKER_HOST": "tcp://10.0.0.5:2376"}) is None
+    assert engine_socket.local_socket({"DOCKER_CONTEXT": "remote", "DOCKER_CONFIG": str(tmp_path)}) is None
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
+    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "rootless"}))
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) is None
+    (tmp_path / "config.json").write_text(json.dumps({"currentContext": "default"}))
+    assert engine_socket.local_socket({"DOCKER_CONFIG": str(tmp_path)}) == engine_socket.DEFAULT_SOCKET
+
+
+@pytest.fixture
+def engine():
+    """A Unix socket that answers each connection with the next canned reply, keeping the requests."""
+    folder = tempfile.mkdtemp(prefix="envman-sock-", dir="/tmp")  # a socket path has at most 107 bytes
+    path = os.path.join(folder, "e.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    replies: list[bytes] = []
+    requests: list[bytes] = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")), 0)
+                while len(body) < length:
+                    body += conn.recv(65536)
+                requests.append(head + b"\r\n\r\n" + body)
+                conn.sendall(replies.pop(0) if replies else b"")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield path, replies, requests
+    server.close()
+    os.unlink(path)
+    os.rmdir(folder)
+
+
+def _http(status: int, body: object | None) -> bytes:
+    text = b"" if body is None else json.dumps(body).encode()
+    return f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + text
+
+
+def test_a_get_is_one_http_1_0_request_and_its_json_answer(engine):
+    path, replies, requests = engine
+    replies.append(_http(200, {"Id": "sha256:1"}))
+    assert api_get(path, "/images/x:1/json") == (200, {"Id": "sha256:1"})
+    assert requests[0].startswith(b"GET /images/x:1/json HTTP/1.0\r\n")
+
+
+def test_a_request_with_a_body_sends_it_as_json_with_its_length(engine):
+    path, replies, requests = engine
+    replies.append(_http(201, None))
+    assert api_request(path, "POST", "/networks/create", {"Name": "n"}) == (201, None)
+    assert requests[0].endswith(b'\r\n\r\n{"Name": "n"}') and b"Content-Length: 13\r\n" in requests[0]
+
+
+@pytest.mark.parametrize("reply", [b"", b"garbage", b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.0 200 OK\r\n\r\n{not json"])
+def test_a_reply_that_is_not_a_clean_answer_is_no_answer(engine, reply):
+    path, replies, _ = engine
+    replies.append(reply)
+    with pytest.raises(NoAnswer):
+        api_get(path, "/info")
+
+
+def test_no_socket_or_a_missing_one_is_no_answer(tmp_path):
+    with pytest.raises(NoAnswer):
+        api_get(None, "/info")
+    with pytest.raises(NoAnswer):
+        api_get(str(tmp_path / "none.sock"), "/info")
+
+
+@pytest.mark.parametrize("ref", ["", "a b", "a?x=1", "a#b", "x/../../containers/json", "é"])
+def test_a_ref_that_would_need_escaping_is_never_put_in_a_path(ref):
+    if ".." in ref:  # only characters of refs: the engine itself refuses such a name
+        assert image_path(ref) == f"/images/{ref}/json"
+        return
+    with pytest.raises(NoAnswer):
+        image_path(ref)
+
+
+def test_ids_are_read_404_is_none_and_anything_else_is_doubt(engine):
+    path, replies, requests = engine
+    replies += [_http(200, {"Id": "sha256:a"}), _http(404, {"message": "no such image"}), _http(500, {}),
+                _http(200, {"Id": 5})]
+    assert image_id(path, "x:1") == "sha256:a"
+    assert image_id(path, "x:2") is None
+    for _ in range(2):
+        with pytest.raises(NoAnswer):
+            image_id(path, "x:3")
+    with pytest.raises(NoAnswer):
+        network_id(path, "a/b")  # a network name has no slash
+    assert [r.split(b" ")[1] for r in requests] == [b"/images/x:1/json", b"/images/x:2/json", b"/images/x:3/json",
+                                                     b"/images/x:3/json"]
