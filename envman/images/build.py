@@ -400,7 +400,41 @@ class PipelineResult:
         return self.smoke is not None and self.smoke.overall != FAIL
 
 
-def build_smoke_promote(
+def build_smoke_promote(engine: ContainerEngine, stack: Stack, options: RenderOptions | None = None,
+                        **keywords: Any) -> PipelineResult:
+    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
+    when the result allows (the keywords: :func:`run_pipeline`'s). ``on_event`` gets the build's
+    events, ``on_phase`` each phase as it starts: ``build``, then ``cached`` or ``built``, then
+    ``smoke`` when the probe runs. Raises the error that stopped it (:func:`run_pipeline` records
+    it instead)."""
+    return run_pipeline(engine, stack, options, **keywords).result()
+
+
+#: The stages of :func:`run_pipeline`, in order: where a :class:`PipelineRun` stopped.
+STAGES = ("build", "smoke", "promote")
+
+
+@dataclass
+class PipelineRun:
+    """What :func:`run_pipeline` did for one stack, stage by stage, up to the error that stopped it
+    (a stack's own failure is recorded here, never raised)."""
+
+    build: BuildResult | None = None
+    smoke: SmokeReport | None = None
+    promoted: bool = False
+    error: EnvmanError | None = None
+    stage: str | None = None  # one of STAGES: where ``error`` stopped the pipeline
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage that ran (no probe run: no "smoke")
+
+    def result(self) -> PipelineResult:
+        """The finished pipeline's result; raises the error that stopped it."""
+        if self.error is not None:
+            raise self.error
+        assert self.build is not None  # no error: every stage ran
+        return PipelineResult(self.build, self.smoke, self.promoted)
+
+
+def run_pipeline(
     engine: ContainerEngine,
     stack: Stack,
     options: RenderOptions | None = None,
@@ -413,20 +447,40 @@ def build_smoke_promote(
     on_phase: Callable[[str], None] | None = None,
     builder: Builder | None = None,
     base: BaseBuild | None = None,
-) -> PipelineResult:
-    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
-    when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
-    starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
+    retest: bool = False,
+    smoke_timeout: float | None = None,
+) -> PipelineRun:
+    """:func:`build_smoke_promote`, stage by stage: the build, the smoke test (always with
+    ``retest``, never trusting a verdict the cached image carries; killed after ``smoke_timeout``
+    seconds) and the promotion, each recorded as it ends; an :class:`~envman.errors.EnvmanError`
+    stops it and is recorded with its stage."""
     phase = on_phase or _unheard
-    phase("build")
-    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder, base=base)
-    phase("cached" if b.cached else "built")
-    rep = kept_report(engine, b) if b.cached else None
-    if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
-        phase("smoke")
-        rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
-    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
-    return PipelineResult(b, rep, promoted)
+    run = PipelineRun()
+    t0 = time.perf_counter()
+    try:
+        run.stage = "build"
+        phase("build")
+        b = run.build = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event,
+                                    builder=builder, base=base)
+        run.seconds["build"] = b.seconds
+        phase("cached" if b.cached else "built")
+        run.stage, t0 = "smoke", time.perf_counter()
+        rep = kept_report(engine, b) if b.cached and not retest else None
+        if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
+            phase("smoke")
+            rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu) if smoke_timeout is None \
+                else smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu, timeout=smoke_timeout)
+            run.seconds["smoke"] = time.perf_counter() - t0
+        run.smoke = rep
+        run.stage = "promote"
+        run.promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
+    except EnvmanError as exc:
+        run.error = exc
+        if run.stage in ("build", "smoke"):
+            run.seconds.setdefault(run.stage, time.perf_counter() - t0)
+        return run
+    run.stage = None
+    return run
 
 
 def _unheard(phase: str) -> None:
