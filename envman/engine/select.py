@@ -23,7 +23,10 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 DOCKER, PODMAN = "docker", "podman"
@@ -92,13 +95,25 @@ def check_engine_host(value: Any, *, where: str) -> str:
     return value
 
 
-def config_engine_host() -> str | None:
-    """``[engine] host`` from the user's config.toml, validated (``None`` when unset)."""
+@dataclass(frozen=True)
+class EngineConfig:
+    """The ``[engine]`` table of the user's config.toml, checked (``host``: ``None`` when unset)."""
+
+    host: str | None = None
+
+
+def load_engine_config(path: Path | None = None) -> EngineConfig:
+    """The ``[engine]`` table of the user config, checked (one line naming the file and key)."""
     from envman.config import read_config
 
-    cfg = read_config()
+    cfg = read_config(path)
     table = cfg.table("engine")
-    return check_engine_host(table["host"], where=cfg.where("engine", "host")) if "host" in table else None
+    return EngineConfig(check_engine_host(table["host"], where=cfg.where("engine", "host")) if "host" in table else None)
+
+
+def config_engine_host() -> str | None:
+    """``[engine] host`` from the user's config.toml, validated (``None`` when unset)."""
+    return load_engine_config().host
 
 
 def socket_path(url: str) -> str | None:

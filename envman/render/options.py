@@ -57,7 +57,7 @@ class RenderOptions:
         ``cli_overrides`` uses the ``[network]`` key names (``pip_index``, ``ca_bundle``...);
         ``None`` means "not given".
         """
-        merged: dict[str, Any] = dict(load_network_config(config_file))
+        merged: dict[str, Any] = load_network_config(config_file).given()
         if project:
             merged.update(validate_network(dict(project), where=lambda k: f"project file: [network].{k}"))
         cli = {k: v for k, v in (cli_overrides or {}).items() if v is not None}
