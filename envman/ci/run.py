@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+import re
 
 from envman.ci.plan import (
     PlanRow, Shard, github_matrix, parse_shard, plan_rows, plan_shards, select_builds, split_names,
@@ -38,6 +39,7 @@ from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
+from envman import __version__
 
 if TYPE_CHECKING:
     from envman.config import BaseMode
@@ -68,8 +70,6 @@ def check_ref_text(ref: str) -> str:
     """A git revision as a user may write one (``origin/main``, ``HEAD~3``, a sha): never an
     option (``-...``), no whitespace, control characters or ``:`` (a path separator for
     ``git show``). It is also passed after ``--end-of-options``, so git never reads it as one."""
-    import re
-
     if not ref or len(ref) > 256 or ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/@{}~^+-]+", ref):
         raise UserError(f"{ref[:80]!r} is not a git revision", where="--changed-since",
                         fix="give a branch, tag or commit, e.g. --changed-since origin/main")
@@ -516,7 +516,6 @@ def _copy_log(opts: RunOptions, row: str, log: str | None) -> None:
 
 def runner_facts(engine: EngineFacts, opts: RunOptions) -> tuple[dict[str, Any], bool]:
     """What the results say about where they were produced, and whether a GPU is usable here."""
-    from envman import __version__
     from envman.images.build import gpu_mode
 
     try:

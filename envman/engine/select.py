@@ -24,6 +24,8 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+import json
+import re
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -149,9 +151,6 @@ def cdi_gpu_devices(dirs: Sequence[str] = PODMAN_CDI_DIRS) -> frozenset[str]:
     A YAML spec is read line by line for its ``kind:`` and the ``- name:`` entries under
     ``devices:``; that is the shape ``nvidia-ctk cdi generate`` writes.
     """
-    import json
-    import re
-
     names: set[str] = set()
     for d in dirs:
         try:

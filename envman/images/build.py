@@ -19,6 +19,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
+from dataclasses import replace
+import dataclasses
 
 from envman.images.events import BuildStream
 from envman import labels as L
@@ -29,6 +31,7 @@ from envman.state import (
 )
 from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
+from envman.stack.names import DEFAULT_PLATFORM
 
 if TYPE_CHECKING:
     from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
@@ -178,8 +181,6 @@ def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_r
 def _platform_kw(stack: Stack) -> dict[str, str]:
     """``platform=`` for the engine's build, only for a stack of a non-default platform (an amd64
     build asks nothing of the engine, as before stacks had platforms)."""
-    from envman.stack.names import DEFAULT_PLATFORM
-
     return {} if stack.platform == DEFAULT_PLATFORM else {"platform": stack.platform}
 
 
@@ -341,7 +342,6 @@ _REPORT_TYPES: dict[str, tuple[type, ...]] = {
 def report_from_json(data: object) -> SmokeReport | None:
     """A cached report read back, or ``None`` unless it has every field :class:`SmokeReport` needs,
     each of its type (a finite ``created``): the cache is this user's copy, never the truth."""
-    import dataclasses
     import math
 
     if not isinstance(data, dict):
@@ -621,8 +621,6 @@ def images_in_use(engine: EngineFacts) -> frozenset[str]:
 
 def prune(engine: ContainerEngine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
     """Remove what :func:`prune_selection` selects (``dry_run``: only say so)."""
-    from dataclasses import replace
-
     scope = replace(scope, in_use=scope.in_use | images_in_use(engine))
     removed = []
     for row in prune_selection(list_envman_images(engine), scope):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from contextlib import nullcontext
 
 from envman.errors import EnvmanError, UserError
 
@@ -226,7 +227,6 @@ def build_stacks(plans: Sequence[StackPlan], request: BuildRequest, *, listener:
     (:func:`choose_builder`); then ``started`` is called, then the builds run. Returns one result
     per plan, in order; a stack's own failure is its result (:class:`StackBuild`)."""
     from concurrent.futures import ThreadPoolExecutor
-    from contextlib import nullcontext
 
     from envman.config import load_build_network
     from envman.engine.builder import ClassicBuilder

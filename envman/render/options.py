@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from envman.config import CREDENTIAL_KEYS, NETWORK_KEYS, load_network_config, redact, split_credentials, validate_network
 from envman.errors import UserError
+from envman.config import MAX_CA_BYTES
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,6 @@ class RenderOptions:
         checked: a regular file of at most the bundle size limit."""
         if self.ca_bundle is None:
             return None
-        from envman.config import MAX_CA_BYTES
         from envman.safefile import read_file
 
         return read_file(self.ca_bundle, what="CA bundle", limit=MAX_CA_BYTES)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 from envman.engine.values import GpuRequest
 from envman.stack.names import Stack
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING
+from envman.errors import ResolveError
 
 if TYPE_CHECKING:
     from envman.engine.api import EngineInfo
@@ -217,7 +218,6 @@ def suggest_stack(matrix: Matrix, stack: Stack, host: HostFacts, gpus: Sequence[
     framework version (another CUDA), then the newest older release, then the oldest newer one."""
     from packaging.version import Version
 
-    from envman.errors import ResolveError
     from envman.stack.resolve import resolve_row
     from envman.stack.verdict import OK, verdict
 
