@@ -174,7 +174,7 @@ class StackBuild:
         cls = next(c for c in CLASSES if c.name == "registry")
         base = self.plan.base
         image = f"base image {self.plan.stack.base_image}" if base is None else f"the OS image {base.ref} is rebuilt from"
-        return f"{image} could not be pulled: {cls.reason} ({cls.hint})"
+        return f"{image} could not be pulled: {cls.hint}"  # the hint begins with the reason
 
     def row(self) -> dict[str, Any]:
         """The stack's result as ``envman build --json`` prints it."""
