@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from envman.config.build import BUILD_KEYS, BaseMode, BuildConfig
 from envman.config.matrix import MATRIX_KEYS, MatrixConfig
 from envman.config.network import NETWORK_KEYS, NetworkConfig
+from envman.config.values import Invalid, check_bool
 from envman.errors import UserError
 from envman.paths import config_dir
 
@@ -62,6 +63,14 @@ class ConfigFile:
             raise UserError(f"unknown key {name}.{unknown[0]}", where=self.where(name, unknown[0]),
                             fix=f"known keys in [{name}]: " + ", ".join(keys))
         return dict(table)
+
+    def flag(self, table: str, key: str) -> bool:
+        """``[table] key``, a boolean (false when unset), in the one wording of :func:`check_bool`."""
+        value = self.table(table).get(key, False)
+        try:
+            return check_bool(value, key)
+        except Invalid as exc:
+            raise UserError(exc.what, where=self.where(table, key), fix=exc.fix) from None
 
     def where(self, table: str, key: str | None = None) -> str:
         """How errors name a table or one of its keys: ``FILE: [table].key``."""

@@ -271,9 +271,10 @@ def check_wheelhouse(value: Any) -> Path:
     return path
 
 
-def check_bool(value: Any) -> bool:
+def check_bool(value: Any, key: str = "offline") -> bool:
+    """``value`` when it is a boolean: the one wording of a config key that takes true or false."""
     if not isinstance(value, bool):
-        raise Invalid(f"expected true or false, got {value!r}", "write offline = true or offline = false")
+        raise Invalid(f"{key} must be true or false, got {value!r}", f"write {key} = true or {key} = false")
     return value
 
 

@@ -209,3 +209,17 @@ def test_every_table_comes_back_as_one_frozen_typed_value(tmp_path, monkeypatch,
         value = _loaders()[table](tmp_path / "config.toml")
         assert dataclasses.is_dataclass(value) and not isinstance(value, type)
         assert type(value).__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("table,key", [("network", "offline"), ("registry", "allow_http"), ("registry", "pull_on_run"),
+                                       ("registry", "trust_registry")])
+@pytest.mark.parametrize("value", ['"yes"', "1", "0", '"true"', "[true]"])
+def test_a_key_that_takes_true_or_false_has_one_wording_in_every_table(tmp_path, monkeypatch, table, key, value):
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f"[{table}]\n{key} = {value}\n")
+    with pytest.raises(UserError) as e:
+        _loaders()[table](cfg)
+    shown = {'"yes"': "'yes'", '"true"': "'true'", "[true]": "[True]"}.get(value, value)
+    assert e.value.line() == (f"{cfg}: [{table}].{key}: {key} must be true or false, got {shown} — "
+                              f"write {key} = true or {key} = false")
