@@ -107,8 +107,9 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     },
     # Build, smoke, promote, list and prune.
     "build": {
-        "modules": ["envman/images/build.py"],
-        "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
+        "modules": ["envman/images/build.py", "envman/images/prune.py"],
+        "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_prune.py",
+                  "tests/unit/images/test_failure.py",
                   "tests/unit/images/test_store_shared_engine.py", "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.

@@ -11,7 +11,7 @@ from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 
 from envman.engine.values import GpuRequest
-from envman.images import build as B
+from envman.images import build as B, prune as P
 from envman.engine.api import EngineInfo, RunResult
 from envman.errors import BuildError
 
@@ -223,10 +223,10 @@ def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path,
 
     refs, unsure = project_images_in_use(store, lambda n: resolve(mini, n))
     assert refs == {current} and unsure == {"broken"}
-    scope = B.PruneScope(uid=os.getuid(), keep=frozenset(refs), keep_projects=frozenset(unsure))
-    would = B.prune(store, scope, dry_run=True)
+    scope = P.PruneScope(uid=os.getuid(), keep=frozenset(refs), keep_projects=frozenset(unsure))
+    would = P.prune(store, scope, dry_run=True)
     assert store.removed == []
-    gone = B.prune(store, scope)
+    gone = P.prune(store, scope)
     assert {r.image_id for r in gone} == {r.image_id for r in would} == {"sha256:old", "sha256:live-before", "sha256:gone"}
     assert store.tag_names() == {f"envman/{stack.name}:latest", current, "envman/project-broken:0123456789abcdef"}
 
