@@ -5,6 +5,9 @@ Domain code raises these; ``envman.cli`` catches them once at the edge (fastapi-
 
 from __future__ import annotations
 
+import re
+import sys
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
     from typing import Iterable
@@ -49,7 +52,6 @@ def without_ansi(text: str) -> str:
     other control character stays, for :func:`printable` to show."""
     if "\x1b" not in text:
         return text
-    import re  # not at module level: this module is on every command's start-up path
 
     return re.sub(_ANSI, "", text)
 
@@ -93,8 +95,6 @@ def shell_join(argv: Iterable[str]) -> str:
 def stderr_line(line: str) -> None:
     """Write ``line`` to stderr as one :func:`printable` line, flushed (what a command says
     beside its output: warnings, progress, the error boundary's message)."""
-    import sys
-
     sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
 

@@ -18,8 +18,10 @@ by :func:`parse_toml`): the cached run and build paths read their state through 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
+import json
 
 from envman.errors import UserError, counted
 
@@ -218,8 +220,6 @@ def read_state(path: str | os.PathLike[str], *, what: str = "state file", limit:
 def read_state_json(path: str | os.PathLike[str], *, what: str = "state file", limit: int = STATE_LIMIT,
                     warn: bool = True) -> object:
     """:func:`read_state`, parsed as JSON; ``None`` when absent, not believed or not JSON."""
-    import json
-
     data = read_state(path, what=what, limit=limit, warn=warn)
     if data is None:
         return None
@@ -282,8 +282,6 @@ def parse_toml(data: bytes, *, what: str, where: str, error: type[UserError] = U
     except RecursionError:
         raise error("not valid TOML (nested too deeply)", where=where, fix="fix the syntax") from None
     except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
-        import re
-
         limit = getattr(sys, "get_int_max_str_digits", lambda: 4300)()
         # the first number longer than the limit (one of exactly the limit converts: it is not it)
         long = next((m for m in re.finditer(r"[0-9][0-9_]*", text) if len(m.group().replace("_", "")) > limit), None)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+import re
+import stat
+import time
 
 from envman.paths import state_dir
 
@@ -45,8 +48,6 @@ def candidate_ref(stack_name: str, render_hash: str) -> str:
 def is_stable_tag(ref: str) -> bool:
     """Whether an image reference carries a stable tag: ``latest`` (a shipped stack's) or
     ``latest-<12 hex digits>`` (a stack of a user's matrix, named by its content)."""
-    import re
-
     name = ref.rsplit("/", 1)[-1]
     tag = name.rsplit(":", 1)[1] if ":" in name else ""
     return tag == STABLE_TAG or re.fullmatch(STABLE_TAG + r"-[0-9a-f]{12}", tag) is not None
@@ -98,9 +99,6 @@ def sweep_stale_temps(path: Path, *, older_than: float = STALE_TEMP_SECONDS) -> 
     (``kill -9``, a power cut) left beside it: ``.<name>.*.tmp`` files that are regular files of
     this user, untouched for ``older_than`` seconds; another user's file, a symlink or a fresh one
     is left alone. Returns what was removed."""
-    import stat
-    import time
-
     prefix, now = f".{path.name}.", time.time()
     removed: list[Path] = []
     try:

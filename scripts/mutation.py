@@ -59,7 +59,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         ],
         "tests": [
             "tests/unit/rules/test_clean_errors.py", "tests/unit/rules/test_dry_run_lines.py", "tests/unit/rules/test_escaping.py", "tests/unit/rules/test_exporters_and_runtimes.py", "tests/unit/rules/test_index_urls.py", "tests/unit/rules/test_known_mutants.py", "tests/unit/rules/test_pip_decoding.py", "tests/unit/rules/test_policy.py", "tests/unit/rules/test_printed_and_written.py", "tests/unit/rules/test_protected_mounts.py", "tests/unit/rules/test_requirements_options.py", "tests/unit/rules/test_safefile_refusals.py", "tests/unit/rules/test_state_files.py", "tests/unit/rules/test_trust.py", "tests/unit/rules/test_verdicts.py", "tests/unit/rules/test_security_adversarial.py", "tests/unit/project/test_file.py", "tests/unit/project/test_image_recipe.py", "tests/unit/project/test_registry.py", "tests/unit/project/test_settings.py",
-            "tests/unit/test_config.py", "tests/unit/run/test_fastpath.py", "tests/unit/project/test_lock.py",
+            "tests/unit/config/test_file.py", "tests/unit/run/test_fastpath.py", "tests/unit/project/test_lock.py",
             "tests/unit/run/test_envs.py", "tests/unit/cli/test_build.py", "tests/unit/cli/test_matrix_explain.py", "tests/unit/cli/test_out_user_data.py", "tests/unit/run/test_clean.py", "tests/unit/run/test_command_build_steps.py", "tests/unit/run/test_complete_protocols.py", "tests/unit/run/test_grammar_words.py", "tests/unit/run/test_notebook.py", "tests/unit/run/test_plan_workdir.py", "tests/unit/stack/test_origins.py", "tests/unit/rules/test_hostile_cli.py", "tests/unit/project/test_requirements.py",
             "tests/unit/project/test_file_values.py", "tests/unit/project/test_trust_record.py",
             "tests/unit/test_safefile_rules.py", "tests/unit/project/test_policy_scan.py", "tests/unit/project/test_file_paths.py", "tests/unit/project/test_file_owners.py", "tests/unit/test_safefile_state.py", "tests/unit/project/test_file_mount_grammar.py", "tests/unit/project/test_trust_hostile.py",
@@ -107,9 +107,10 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     },
     # Build, smoke, promote, list and prune.
     "build": {
-        "modules": ["envman/images/build.py"],
-        "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_failure.py",
-                  "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/rules/test_hostile_state_numbers.py"],
+        "modules": ["envman/images/build.py", "envman/images/prune.py"],
+        "tests": ["tests/unit/images/test_build_rules.py", "tests/unit/images/test_build.py", "tests/unit/images/test_prune.py",
+                  "tests/unit/images/test_failure.py", "tests/unit/images/test_store_shared_engine.py",
+                  "tests/unit/images/test_pins.py", "tests/unit/rules/test_hostile_state_numbers.py"],
     },
     # What leaves envman for other tools: Kubernetes, Dev Container and compose files, Slurm jobs.
     "cluster": {

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+import re
 
 from envman.errors import EnvmanError, UserError
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.names import DEFAULT_PLATFORM
 from envman.stack.resolve import resolve_row
+from envman.stack.names import ALIASES
+from envman.stack.resolve import resolve
 
 UNRESOLVED_GROUP = "(unresolved)"
 
@@ -32,9 +35,6 @@ def select_builds(
 ) -> list[FrameworkBuild]:
     """Matrix rows filtered by framework (alias allowed) and by row names (exact row names, or
     any stack name that resolves to a row). Unknown names raise ``UserError`` (exit 2)."""
-    from envman.stack.resolve import resolve
-    from envman.stack.names import ALIASES
-
     builds = list(matrix.builds)
     if framework:
         fw = ALIASES.get(framework.lower())
@@ -81,8 +81,6 @@ class Shard:
 
 def parse_shard(text: str) -> tuple[int, int]:
     """``"2/4"`` → ``(2, 4)``; anything else is a ``UserError``."""
-    import re
-
     m = re.fullmatch(r"([0-9]{1,4})/([0-9]{1,4})", text)
     i, n = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
     if not (n >= 1 and 1 <= i <= n):

@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from packaging.version import InvalidVersion, Version
+import re
 
 from envman.errors import UserError, counted
+from envman import __version__
+from envman.errors import EnvmanError
+from envman.errors import printable
 
 if TYPE_CHECKING:
     from envman.matrix.model import Matrix
@@ -227,9 +231,7 @@ def _md(text: Any) -> str:
     headings, table pipes, backslashes) backslash-escaped, line breaks and control characters
     shown, never obeyed."""
     import html
-    import re
 
-    from envman.errors import printable
 
     s = str(text if text is not None else "").replace("\n", " ").replace("\r", " ")
     return re.sub(r"([\\`*_\[\]()!~#|<>])", r"\\\1", printable(html.escape(s, quote=False))).strip()
@@ -321,12 +323,10 @@ def render_html(results: Sequence[dict[str, Any]], *, matrix: Matrix | None = No
     """The whole page as one string (inline CSS, JS and data; no external fetch)."""
     from markupsafe import Markup
 
-    from envman import __version__
 
     tables = support_tables(results, matrix, full_matrix=full_matrix)
     data = {"rows": {r["row"]: _trim(r) for r in results}, "untested": {}}
     if matrix is not None:
-        from envman.errors import EnvmanError
         from envman.stack.resolve import resolve_row
 
         shown = {e.row for t in tables for _, cells in t.rows for cell in cells for e in cell.entries}

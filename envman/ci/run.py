@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+import re
 
 from envman.ci.plan import (
     PlanRow, Shard, github_matrix, parse_shard, plan_rows, plan_shards, select_builds, split_names,
@@ -38,6 +39,7 @@ from envman.errors import EnvmanError, UserError, counted
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.stack.resolve import resolve_row
 from envman.stack.names import DEFAULT_PLATFORM, Stack
+from envman import __version__
 
 if TYPE_CHECKING:
     from envman.config import BaseMode
@@ -45,8 +47,8 @@ if TYPE_CHECKING:
     from envman.engine.builder import Builder
     from envman.render.base import BaseBuild
     from envman.render.dockerfile import BuildContext
+    from envman.images.stacks import StackBuild, StackPlan
     from envman.render.options import RenderOptions
-
 
 
 # --- changed since a git ref -------------------------------------------------------------------
@@ -68,8 +70,6 @@ def check_ref_text(ref: str) -> str:
     """A git revision as a user may write one (``origin/main``, ``HEAD~3``, a sha): never an
     option (``-...``), no whitespace, control characters or ``:`` (a path separator for
     ``git show``). It is also passed after ``--end-of-options``, so git never reads it as one."""
-    import re
-
     if not ref or len(ref) > 256 or ref.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/@{}~^+-]+", ref):
         raise UserError(f"{ref[:80]!r} is not a git revision", where="--changed-since",
                         fix="give a branch, tag or commit, e.g. --changed-since origin/main")
@@ -366,10 +366,10 @@ def run_row(
     runner: dict[str, Any] | None = None,
     on_step: Callable[[str, str, StepResult], None] | None = None,
 ) -> RowResult:
-    """Validate, render, lint, build and smoke one row; never raises for a row's own failure."""
-    from envman.images.build import CPU_ONLY as SMOKE_CPU, FAIL as SMOKE_FAIL, build_stack, promote, smoke_image
-    from envman.images.stacks import stack_base
-    from envman.state import stable_ref
+    """Validate, render, lint, build and smoke one row; never raises for a row's own failure. The
+    base, the build, the smoke test and the promotion are those of ``envman build``
+    (:mod:`envman.images.stacks`); this function only turns their results into the row's steps."""
+    from envman.images.stacks import plan_stacks
 
     res = _build_row(build)
     res.shard, res.runner, res.started = opts.shard, dict(runner or {}), now_utc()
@@ -396,10 +396,11 @@ def run_row(
         _skip_rest(res, "validate", SKIP, "validate failed")
         return _finish(res, opts)
 
-    # render
+    # render: the base chosen once (the plan), the stack's Dockerfile in the builder's dialect
     t0 = time.perf_counter()
     try:
-        rebuilt = stack_base(matrix, stack, opts.base, opts.render_options)
+        (plan,) = plan_stacks([stack], matrix, opts.base, opts.render_options or _default_options())
+        rebuilt = plan.base
         ctx = _render(stack, opts.render_options, opts.builder.kind if opts.builder is not None else "classic", rebuilt)
     except EnvmanError as exc:
         record("render", StepResult(FAIL, time.perf_counter() - t0, exc.line()))
@@ -430,40 +431,67 @@ def run_row(
         record("smoke", StepResult(NOT_BUILDABLE, 0.0, why))
         return _finish(res, opts)
 
-    # build
-    t0 = time.perf_counter()
-    try:
-        b = build_stack(engine, stack, opts.render_options, nocache=opts.nocache, pull=opts.pull, builder=opts.builder,
-                        base=rebuilt)
-    except EnvmanError as exc:
-        record("build", StepResult(FAIL, time.perf_counter() - t0, exc.what, getattr(exc, "log_tail", ""),
-                                   {"log": exc.where}))
-        _copy_log(opts, build.name, exc.where)
-        _skip_rest(res, "build", SKIP, "build failed")
-        return _finish(res, opts)
+    # build, smoke, promote: envman build's pipeline, one stack
+    outcome = _build_plan(engine, plan, opts)
+    return _finish(_record_outcome(res, outcome, opts, record), opts)
+
+
+def _default_options() -> RenderOptions:
+    from envman.render.options import RenderOptions
+
+    return RenderOptions()
+
+
+def _build_plan(engine: ContainerEngine, plan: StackPlan, opts: RunOptions) -> StackBuild:
+    """``plan`` built, smoke-tested (always: each CI run gives its own verdict) and promoted on
+    ``engine`` with ``opts.builder`` (None: the engine's classic builder)."""
+    from envman.engine.builder import ClassicBuilder
+    from envman.images.stacks import BuildRequest, build_stacks
+
+    builder = opts.builder if opts.builder is not None else ClassicBuilder(engine)
+    request = BuildRequest(opts.render_options or _default_options(), builder.kind, nocache=opts.nocache,
+                           pull=opts.pull, require_gpu=opts.require_gpu and plan.stack.cuda is not None,
+                           accept_cpu_only=opts.accept_cpu_only, retest=True, smoke_timeout=opts.smoke_timeout)
+    (outcome,) = build_stacks([plan], request, engine=engine, builder=builder)
+    return outcome
+
+
+def _record_outcome(res: RowResult, outcome: StackBuild, opts: RunOptions,
+                    record: Callable[[str, StepResult], None]) -> RowResult:
+    """The row's build and smoke steps, and its image, probe and promotion, from ``outcome``."""
+    from envman.images.build import CPU_ONLY as SMOKE_CPU, FAIL as SMOKE_FAIL
+
+    run, name = outcome.run, res.row
+    exc = run.error
+    if run.build is None:  # the build stopped it
+        assert exc is not None
+        log = exc.where
+        unpulled = outcome.unpulled_base
+        if unpulled is not None:  # no registry reachable here: not attempted, never a failure
+            record("build", StepResult(NOT_BUILDABLE, 0.0, unpulled, getattr(exc, "log_tail", ""), {"log": log}))
+            record("smoke", StepResult(NOT_BUILDABLE, 0.0, unpulled))
+        else:
+            record("build", StepResult(FAIL, run.seconds.get("build", 0.0), exc.what, getattr(exc, "log_tail", ""), {"log": log}))
+            _skip_rest(res, "build", SKIP, "build failed")
+        _copy_log(opts, name, log)
+        return res
+    b = run.build
     res.image, res.image_id = b.ref, b.image_id
-    log = b.log_path or _earlier_log(stack.name, b.render_hash)  # a cached image: the log that built it
+    log = b.log_path or _earlier_log(b.stack.name, b.render_hash)  # a cached image: the log that built it
     record("build", StepResult(PASS, b.seconds, ("cached " if b.cached else "built ") + b.ref,
                                data={"image": b.ref, "image_id": b.image_id, "cached": b.cached, "log": log}))
-    _copy_log(opts, build.name, log)
-
-    # smoke
-    t0 = time.perf_counter()
-    try:
-        rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=opts.require_gpu and stack.cuda is not None,
-                          timeout=opts.smoke_timeout)
-    except EnvmanError as exc:
-        record("smoke", StepResult(FAIL, time.perf_counter() - t0, exc.line()))
-        return _finish(res, opts)
+    _copy_log(opts, name, log)
+    rep = run.smoke
+    if rep is None:  # the smoke test stopped it
+        assert exc is not None
+        record("smoke", StepResult(FAIL, run.seconds.get("smoke", 0.0), exc.line()))
+        return res
     res.probe = rep.probe
     status = {SMOKE_FAIL: FAIL, SMOKE_CPU: CPU_ONLY}.get(rep.overall, PASS)
-    record("smoke", StepResult(status, time.perf_counter() - t0, rep.reason or rep.overall, rep.stderr_tail,
+    record("smoke", StepResult(status, run.seconds.get("smoke", 0.0), rep.reason or rep.overall, rep.stderr_tail,
                                {"exit_code": rep.exit_code, "gpus_requested": rep.gpus_requested}))
-    try:
-        res.promoted = promote(engine, rep, accept_cpu_only=opts.accept_cpu_only, stable_tag=stable_ref(stack))
-    except EnvmanError:
-        res.promoted = False
-    return _finish(res, opts)
+    res.promoted = run.promoted  # a promotion that failed: not promoted, the row judged by its smoke test
+    return res
 
 
 def _earlier_log(stack_name: str, render_hash: str) -> str | None:
@@ -488,7 +516,6 @@ def _copy_log(opts: RunOptions, row: str, log: str | None) -> None:
 
 def runner_facts(engine: EngineFacts, opts: RunOptions) -> tuple[dict[str, Any], bool]:
     """What the results say about where they were produced, and whether a GPU is usable here."""
-    from envman import __version__
     from envman.images.build import gpu_mode
 
     try:

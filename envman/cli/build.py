@@ -165,7 +165,7 @@ def smoke(
 def images(as_json: JsonOpt = False) -> None:
     """List envman's images with stack, size, smoke status and date."""
     from envman.engine.facts import docker_facts
-    from envman.images.build import list_envman_images
+    from envman.images.prune import list_envman_images
 
     # one request on the engine's socket (the docker CLI where there is none), not the Docker SDK
     rows = [own_tags(r) for r in list_envman_images(docker_facts())]
@@ -203,7 +203,7 @@ def prune(
 ) -> None:
     """Remove envman images you built that nothing uses: no container (anyone's), stable tag or project of yours."""
     from envman.errors import UserError
-    from envman.images.build import PruneScope, prune as _prune
+    from envman.images.prune import PruneScope, prune as _prune
     from envman.engine.docker import Engine
     from envman.images.pins import pinned_ids
     from envman.project.image import project_images_in_use

@@ -124,9 +124,9 @@ def run(
         err.print(plain(f"{row} {step}: ") + tagged(sr.status, c, f" {sr.message[:160]}"), highlight=False, soft_wrap=True)
 
     with Engine.connect() as engine:
-        from envman.engine.builder import select_builder
+        from envman.images.stacks import choose_builder
 
-        opts.builder = select_builder(engine, builder_pref)
+        opts.builder = choose_builder(engine, builder_pref)
         results = run_rows(engine, m, builds, opts, report_dir=report, on_step=on_step)
     bad = failed(results)
     emit_json([r.to_json() for r in results]) if as_json else _print_results(results, bad, report)

@@ -36,6 +36,7 @@ from typing import Callable, Iterable
 from envman.errors import UserError, shell_quote
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.engine.values import Mount
+from envman.errors import clip_list
 
 RUNTIMES = ("docker", "podman", "pyxis", "apptainer", "charliecloud")
 DEFAULT_RUNTIME = "docker"
@@ -383,8 +384,6 @@ def _pyxis_body(spec: JobSpec) -> list[str]:
     env = _pyxis_env(spec)
     host = pyxis_host_names(k for k, _ in spec.environment if k != "HOME")
     if host:
-        from envman.errors import clip_list
-
         raise UserError(f"environment {clip_list(host)}: a pyxis job passes the project's variables through the shell "
                         "that runs srun, where the shell, the loader, srun or enroot would obey "
                         f"{'it' if len(host) == 1 else 'them'} on the host", where="envman submit",

@@ -51,6 +51,9 @@ from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.engine.values import GpuRequest, Mount
 from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, shm_bytes
 from envman.stack.names import Stack
+import shlex
+import os
+import stat
 
 GPU_RESOURCE = "nvidia.com/gpu"
 DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")
@@ -162,7 +165,6 @@ def compose_env_name(name: str) -> str:
 def shell_env_file_text(environment: Sequence[tuple[str, str]]) -> str:
     """``export ENVMAN_ENV_NAME='value'`` lines a POSIX shell sources (``set -a; . FILE``) before
     ``docker compose up``: each variable under :func:`compose_env_name`, never its own name."""
-    import shlex
 
     env_file_text(environment)  # the same checks
     return "".join(f"export {compose_env_name(k)}={shlex.quote(v)}\n" for k, v in environment)
@@ -292,7 +294,6 @@ def checked_mounts(mounts: Sequence[Mount]) -> tuple[Mount, ...]:
     that is repointed later (before ``docker compose up`` or the job starts) no longer changes
     what is mounted. A later swap of a folder on the real path itself is not seen (the tools
     follow links when they mount; docs/security.md)."""
-    import os
 
     from envman.project.policy import forbidden_reason
 
@@ -315,7 +316,6 @@ def devcontainer(x: ExportInput, env_file: str | None = None, *, uid: int | None
     ``env_file``: the file holding the project's variables (needed when it has any). The
     container joins ``uid``'s (default: this user's) network of the project, as ``envman run``
     does, made first by ``initializeCommand``; or none."""
-    import os
 
     from envman.run.network import create_command
     from envman.run.plan import network_name
@@ -516,8 +516,6 @@ def write_files(files: Mapping[Path, str], *, force: bool) -> list[Path]:
     existing = [p for p in files if p.exists()]
     if existing and not force:
         raise UserError(f"{existing[0]} exists", where="envman export", fix="pass --force to overwrite it, or -o another path")
-    import os
-    import stat
 
     for p in files:
         if p.is_dir() or (p.parent.exists() and not p.parent.is_dir()):

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+import codecs
 
 from envman.errors import EnvmanError, UserError
 from envman.project.file import cluster_gpu_count
@@ -30,14 +31,15 @@ from envman.cluster.batch import (
     JobSpec, SCRIPT_RUNTIMES, JOB_ENV_NAMES, PYXIS_HOST_NAMES, PYXIS_HOST_PREFIXES, pyxis_host_names, env_file_text,
     charliecloud_image_dir, render_script, sbatch_argv,
 )
+from envman.errors import stderr_line
+from envman.paths import config_dir, state_dir
+from envman.paths import state_dir
 
 
 # --------------------------------------------------------------------------- submitting
 
 
 def slurm_dir() -> Path:
-    from envman.paths import state_dir
-
     return state_dir() / "slurm"
 
 
@@ -298,8 +300,6 @@ ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "
 def follow_log(job_id: str, write: Callable[[str], None], run: SubmitRunner = _run, *, interval: float = 1.0,
                sleep: Callable[[float], None] = time.sleep) -> JobState:
     """Print a job's log as it grows until the job has ended; its final state."""
-    import codecs
-
     rec = record(job_id)
     offset = 0
     # one decoder for the whole log: a character split between two reads is written whole
@@ -359,11 +359,9 @@ def default_image(runtime: str, ref: str) -> str:
 def build_spec(req: SubmitRequest, *, envman_argv: Sequence[str] | None = None) -> JobSpec:
     """Locate the project, merge its settings like ``envman run`` does and make the job."""
     from envman.matrix.source import MatrixSource
-    from envman.paths import config_dir, state_dir
     from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.image import home_dir
     from envman.project.registry import locate
-    from envman.errors import stderr_line
     from envman.project.trust import project_trusted, require_trust
     from envman.state import stable_ref
     from envman.cluster.export import checked_mounts

@@ -35,12 +35,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypedDict, cast
+import time
 
 from envman.config import BUILDERS as BUILDER_CHOICES
 from envman.engine.api import BuildEvent, ContainerEngine, EngineInfo
 from envman.engine.streams import LOG_TAIL_LINES
 from envman.labels import namespaced as _namespaced
 from envman.errors import BuildError, EngineError, UserError, without_ansi
+from envman.errors import EnvmanError
+from envman.paths import cache_dir
+from envman.paths import caches_enabled
 
 BuilderKind = Literal["classic", "buildkit"]
 #: The engine's BuildKit came with 18.09 (Engine API 1.39).
@@ -194,8 +198,6 @@ PROBE_SETTLED_NS = 2_000_000_000
 def _file_signature(path: str) -> list[object] | None:
     """[real path, device, inode, size, mtime ns, ctime ns] of ``path``, ``None`` when absent;
     :class:`_Unsettled` when it changed less than :data:`PROBE_SETTLED_NS` ago."""
-    import time
-
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
@@ -215,13 +217,10 @@ def _probe_key(path: str, clis: list[str]) -> str | None:
     (real path and file identity), each plugin folder a CLI searches and the ``docker-buildx``
     in it, and the docker config file; ``None`` (probe, keep nothing) when the caches are off,
     the config file names extra plugin folders, or any of these changed a moment ago."""
-    from envman.paths import caches_enabled
-
     if not caches_enabled():
         return None
     config = os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker")
     config_file = os.path.join(config, "config.json")
-    from envman.errors import EnvmanError
     from envman.safefile import read_file
 
     try:  # the docker CLI's own config (non-blocking, a regular file only)
@@ -244,8 +243,6 @@ def _probe_key(path: str, clis: list[str]) -> str | None:
 
 
 def _probe_path() -> str:
-    from envman.paths import cache_dir
-
     return os.path.join(cache_dir(), PROBE_FILE)
 
 
@@ -266,9 +263,6 @@ def _kept_probe(key: str) -> tuple[BuildKitCli | None] | None:
 
 
 def _keep_probe(key: str, found: BuildKitCli | None) -> None:
-    from pathlib import Path
-
-    from envman.errors import EnvmanError
     from envman.safefile import private_dir, read_state_json
     from envman.state import atomic_write
 

@@ -41,6 +41,8 @@ from envman.engine.select import EngineKind, says_podman
 from envman.engine.streams import layer_progress, parse_build_stream
 from envman.engine.values import GpuRequest, Mount
 from envman.errors import BuildError, EngineError
+from envman.engine.select import config_engine_host, kind_from, select_engine
+import json
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     from docker import APIClient
@@ -122,7 +124,6 @@ class Engine:
         user's rootless Podman socket). ``timeout`` bounds ordinary API calls; builds and
         container waits have their own. An engine on a Unix socket is pinged there and the SDK
         connected only when needed (see :meth:`__init__`)."""
-        from envman.engine.select import config_engine_host, select_engine
 
         source = "argument" if base_url else ""
         if not base_url and not os.environ.get("DOCKER_HOST") and not os.environ.get("DOCKER_CONTEXT"):
@@ -170,7 +171,6 @@ class Engine:
 
     def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind`: Docker or Podman, rootless or not."""
-        from envman.engine.select import kind_from
 
         from envman.engine.socket import NoAnswer
 
@@ -513,7 +513,6 @@ class Engine:
                                 labels: Mapping[str, str], security_opt: Sequence[str] | None,
                                 network: str | None) -> str:
         """``POST /libpod/containers/create`` with ``nvidia.com/gpu=...`` CDI devices; the id."""
-        import json
 
         from docker.utils import parse_bytes
 

@@ -18,6 +18,8 @@ from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter,
 from envman.engine.select import EngineKind, says_podman
 from envman.engine.socket import NoAnswer, api_get, api_request, image_path, local_socket
 from envman.errors import EngineError
+from envman.engine.select import PODMAN, kind_from
+from envman.engine.select import config_engine_host, select_engine, socket_path
 
 if TYPE_CHECKING:
     import subprocess
@@ -93,8 +95,6 @@ class DockerFacts:
 
     def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind` (Docker unless it says Podman)."""
-        from envman.engine.select import PODMAN, kind_from
-
         if self._kind is None:
             version = info = libpod = None
             try:
@@ -267,8 +267,6 @@ def docker_facts() -> DockerFacts:
     """The engine facts of the engine a run will use: ``DOCKER_HOST`` or a Docker context as the
     ``docker`` CLI reads them, else the ``[engine] host`` of config.toml, the Docker socket, or
     this user's rootless Podman socket (see :mod:`envman.engine.select`)."""
-    from envman.engine.select import config_engine_host, select_engine, socket_path
-
     sock = local_socket()
     if os.environ.get("DOCKER_HOST"):
         return DockerFacts(socket=sock, source="DOCKER_HOST")

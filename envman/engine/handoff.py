@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import stat
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ def which(name: str) -> str | None:
 def terminal_flags(stdin: Any = None, stdout: Any = None) -> tuple[bool, bool]:
     """(tty, interactive): a TTY only when both ends are terminals; stdin is forwarded when it is
     a terminal, a pipe or a file (not /dev/null or closed)."""
-    import stat
-
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
 

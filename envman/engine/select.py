@@ -23,7 +23,12 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+import json
+import re
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 DOCKER, PODMAN = "docker", "podman"
@@ -92,13 +97,25 @@ def check_engine_host(value: Any, *, where: str) -> str:
     return value
 
 
-def config_engine_host() -> str | None:
-    """``[engine] host`` from the user's config.toml, validated (``None`` when unset)."""
+@dataclass(frozen=True)
+class EngineConfig:
+    """The ``[engine]`` table of the user's config.toml, checked (``host``: ``None`` when unset)."""
+
+    host: str | None = None
+
+
+def load_engine_config(path: Path | None = None) -> EngineConfig:
+    """The ``[engine]`` table of the user config, checked (one line naming the file and key)."""
     from envman.config import read_config
 
-    cfg = read_config()
+    cfg = read_config(path)
     table = cfg.table("engine")
-    return check_engine_host(table["host"], where=cfg.where("engine", "host")) if "host" in table else None
+    return EngineConfig(check_engine_host(table["host"], where=cfg.where("engine", "host")) if "host" in table else None)
+
+
+def config_engine_host() -> str | None:
+    """``[engine] host`` from the user's config.toml, validated (``None`` when unset)."""
+    return load_engine_config().host
 
 
 def socket_path(url: str) -> str | None:
@@ -134,9 +151,6 @@ def cdi_gpu_devices(dirs: Sequence[str] = PODMAN_CDI_DIRS) -> frozenset[str]:
     A YAML spec is read line by line for its ``kind:`` and the ``- name:`` entries under
     ``devices:``; that is the shape ``nvidia-ctk cdi generate`` writes.
     """
-    import json
-    import re
-
     names: set[str] = set()
     for d in dirs:
         try:

@@ -18,17 +18,21 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable
+import dataclasses
 
 from envman.images.events import BuildStream
+# the listing and pruning of envman's images (envman.images.prune) stay importable from here
+from envman.images.prune import ImageRow, PruneScope, images_in_use, list_envman_images, prune, prune_selection  # noqa: F401
 from envman import labels as L
 from envman.errors import BuildError, EnvmanError
 from envman.engine.values import GpuRequest
 from envman.state import (
-    candidate_ref, is_stable_tag, load_report, locks_dir, logs_dir, report_path, safe_name, save_report_json, stable_ref,
+    candidate_ref, load_report, locks_dir, logs_dir, safe_name, save_report_json, stable_ref,
 )
 from envman.probe import IN_IMAGE_PROBE, IN_IMAGE_STACK, parse_output
 from envman.stack.names import Stack
+from envman.stack.names import DEFAULT_PLATFORM
 
 if TYPE_CHECKING:
     from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
@@ -178,8 +182,6 @@ def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_r
 def _platform_kw(stack: Stack) -> dict[str, str]:
     """``platform=`` for the engine's build, only for a stack of a non-default platform (an amd64
     build asks nothing of the engine, as before stacks had platforms)."""
-    from envman.stack.names import DEFAULT_PLATFORM
-
     return {} if stack.platform == DEFAULT_PLATFORM else {"platform": stack.platform}
 
 
@@ -341,7 +343,6 @@ _REPORT_TYPES: dict[str, tuple[type, ...]] = {
 def report_from_json(data: object) -> SmokeReport | None:
     """A cached report read back, or ``None`` unless it has every field :class:`SmokeReport` needs,
     each of its type (a finite ``created``): the cache is this user's copy, never the truth."""
-    import dataclasses
     import math
 
     if not isinstance(data, dict):
@@ -400,7 +401,41 @@ class PipelineResult:
         return self.smoke is not None and self.smoke.overall != FAIL
 
 
-def build_smoke_promote(
+def build_smoke_promote(engine: ContainerEngine, stack: Stack, options: RenderOptions | None = None,
+                        **keywords: Any) -> PipelineResult:
+    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
+    when the result allows (the keywords: :func:`run_pipeline`'s). ``on_event`` gets the build's
+    events, ``on_phase`` each phase as it starts: ``build``, then ``cached`` or ``built``, then
+    ``smoke`` when the probe runs. Raises the error that stopped it (:func:`run_pipeline` records
+    it instead)."""
+    return run_pipeline(engine, stack, options, **keywords).result()
+
+
+#: The stages of :func:`run_pipeline`, in order: where a :class:`PipelineRun` stopped.
+STAGES = ("build", "smoke", "promote")
+
+
+@dataclass
+class PipelineRun:
+    """What :func:`run_pipeline` did for one stack, stage by stage, up to the error that stopped it
+    (a stack's own failure is recorded here, never raised)."""
+
+    build: BuildResult | None = None
+    smoke: SmokeReport | None = None
+    promoted: bool = False
+    error: EnvmanError | None = None
+    stage: str | None = None  # one of STAGES: where ``error`` stopped the pipeline
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage that ran (no probe run: no "smoke")
+
+    def result(self) -> PipelineResult:
+        """The finished pipeline's result; raises the error that stopped it."""
+        if self.error is not None:
+            raise self.error
+        assert self.build is not None  # no error: every stage ran
+        return PipelineResult(self.build, self.smoke, self.promoted)
+
+
+def run_pipeline(
     engine: ContainerEngine,
     stack: Stack,
     options: RenderOptions | None = None,
@@ -413,20 +448,40 @@ def build_smoke_promote(
     on_phase: Callable[[str], None] | None = None,
     builder: Builder | None = None,
     base: BaseBuild | None = None,
-) -> PipelineResult:
-    """Build (or reuse) the candidate, smoke-test it unless a kept report still holds, promote it
-    when the result allows. ``on_event`` gets the build's events, ``on_phase`` each phase as it
-    starts: ``build``, then ``cached`` or ``built``, then ``smoke`` when the probe runs."""
+    retest: bool = False,
+    smoke_timeout: float | None = None,
+) -> PipelineRun:
+    """:func:`build_smoke_promote`, stage by stage: the build, the smoke test (always with
+    ``retest``, never trusting a verdict the cached image carries; killed after ``smoke_timeout``
+    seconds) and the promotion, each recorded as it ends; an :class:`~envman.errors.EnvmanError`
+    stops it and is recorded with its stage."""
     phase = on_phase or _unheard
-    phase("build")
-    b = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event, builder=builder, base=base)
-    phase("cached" if b.cached else "built")
-    rep = kept_report(engine, b) if b.cached else None
-    if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
-        phase("smoke")
-        rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu)
-    promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
-    return PipelineResult(b, rep, promoted)
+    run = PipelineRun()
+    t0 = time.perf_counter()
+    try:
+        run.stage = "build"
+        phase("build")
+        b = run.build = build_stack(engine, stack, options, nocache=nocache, pull=pull, on_event=on_event,
+                                    builder=builder, base=base)
+        run.seconds["build"] = b.seconds
+        phase("cached" if b.cached else "built")
+        run.stage, t0 = "smoke", time.perf_counter()
+        rep = kept_report(engine, b) if b.cached and not retest else None
+        if rep is None or rep.overall == FAIL or (require_gpu and rep.overall != PASS):
+            phase("smoke")
+            rep = smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu) if smoke_timeout is None \
+                else smoke_image(engine, stack, b.ref, b.image_id, require_gpu=require_gpu, timeout=smoke_timeout)
+            run.seconds["smoke"] = time.perf_counter() - t0
+        run.smoke = rep
+        run.stage = "promote"
+        run.promoted = promote(engine, rep, accept_cpu_only=accept_cpu_only, stable_tag=stable_ref(stack))
+    except EnvmanError as exc:
+        run.error = exc
+        if run.stage in ("build", "smoke"):
+            run.seconds.setdefault(run.stage, time.perf_counter() - t0)
+        return run
+    run.stage = None
+    return run
 
 
 def _unheard(phase: str) -> None:
@@ -470,112 +525,3 @@ def kept_report(engine: EngineFacts, b: BuildResult) -> SmokeReport | None:
         # (promoting it would fail with "No such image" on every retry); test again.
         return None
     return rep
-
-
-# --- listing and pruning ---------------------------------------------------------------------
-
-
-@dataclass
-class ImageRow:
-    stack: str
-    tags: tuple[str, ...]
-    image_id: str
-    size: int
-    created: int
-    stable: bool
-    smoke: str  # pass | cpu-only | fail | untested
-    project: str | None = None
-    built_by_uid: int | None = None  # None: an image from before envman recorded its builder
-    built_by_user: str | None = None
-    role: str | None = None
-    base_recipe: str | None = None  # the rebuilt base the image is (role base) or is built on
-
-
-def list_envman_images(engine: EngineFacts) -> list[ImageRow]:
-    """envman's images; the smoke column is the image's own verdict label, else this user's cache."""
-    from envman.images.store import labels_verdict
-
-    rows = []
-    for img in engine.list_images(L.MANAGED_LABELS):
-        labels = L.parse(img.labels)
-        base = labels.role in (L.ROLE_BASE, L.ROLE_LOCAL_BASE)
-        verdict = labels_verdict(img.labels, img.id) if labels.role != L.ROLE_PROJECT and not base else None
-        rows.append(
-            ImageRow(
-                stack=labels.name or "?",
-                tags=tuple(img.tags),
-                image_id=img.id,
-                size=img.size,
-                created=img.created,
-                stable=any(is_stable_tag(t) for t in img.tags),
-                smoke=verdict.status if verdict else "base" if base else "untested",
-                project=labels.project,
-                built_by_uid=labels.built_by_uid,
-                built_by_user=labels.built_by_user,
-                role=labels.role,
-                base_recipe=labels.base_recipe,
-            )
-        )
-    rows.sort(key=lambda r: (r.stack, -r.created))
-    return rows
-
-
-@dataclass(frozen=True)
-class PruneScope:
-    """Whose images ``prune`` may remove and what it must keep."""
-
-    uid: int  # the invoking user
-    all_users: bool = False  # root's --all-users: every user's images are candidates
-    keep: frozenset[str] = frozenset()  # refs the user's registered projects run on
-    keep_projects: frozenset[str] = frozenset()  # projects whose images cannot be worked out: keep all
-    keep_ids: frozenset[str] = frozenset()  # image ids the user's projects are pinned to
-    in_use: frozenset[str] = frozenset()  # image ids and refs any container (any user, any state) uses
-
-
-def prune_selection(rows: Iterable[ImageRow], scope: PruneScope) -> list[ImageRow]:
-    """The images ``prune`` removes: built by the invoking user (any user's with ``all_users``),
-    not stable, not used by any container, not what a registered project of the user runs on or
-    is pinned to. An image that records no builder is never the invoking user's. A rebuilt base
-    (role ``base``) goes only with the last envman image built on it; a base ``envman base make``
-    made (role ``local-base``) never: the user's matrix files name it."""
-    rows = list(rows)
-    out = []
-    for row in rows:
-        if row.role == L.ROLE_LOCAL_BASE:
-            continue
-        if row.stable or row.image_id in scope.in_use or any(t in scope.in_use for t in row.tags):
-            continue
-        if not scope.all_users and row.built_by_uid != scope.uid:
-            continue
-        if row.image_id in scope.keep_ids or any(t in scope.keep for t in row.tags):
-            continue
-        if row.project and row.project in scope.keep_projects:
-            continue
-        out.append(row)
-    going = {r.image_id for r in out}
-    still_on = {r.base_recipe for r in rows if r.role != L.ROLE_BASE and r.image_id not in going and r.base_recipe}
-    return [r for r in out if not (r.role == L.ROLE_BASE and r.base_recipe in still_on)]
-
-
-def images_in_use(engine: EngineFacts) -> frozenset[str]:
-    """Image ids (and refs) of every container on the engine, running or stopped, whoever made it."""
-    used: set[str] = set()
-    for c in engine.list_containers(()):
-        used.update(x for x in (c.image, c.image_id) if x)
-    return frozenset(used)
-
-
-def prune(engine: ContainerEngine, scope: PruneScope, *, dry_run: bool = False) -> list[ImageRow]:
-    """Remove what :func:`prune_selection` selects (``dry_run``: only say so)."""
-    from dataclasses import replace
-
-    scope = replace(scope, in_use=scope.in_use | images_in_use(engine))
-    removed = []
-    for row in prune_selection(list_envman_images(engine), scope):
-        if not dry_run:
-            for t in row.tags or (row.image_id,):
-                engine.remove_image(t)  # never forced: the engine refuses an image a container uses
-            report = report_path(row.image_id)
-            report.unlink(missing_ok=True)
-        removed.append(row)
-    return removed

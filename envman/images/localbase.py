@@ -41,6 +41,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from packaging.version import InvalidVersion, Version
 
 from envman.errors import UserError, counted
+from envman import labels
+from envman.errors import EngineError
 
 REPOSITORY = "envman/local-base"
 PACKAGES = ("ca-certificates",)
@@ -331,8 +333,6 @@ def debootstrap_tarball(rel: Release, mirror: str, tarball: Path, *, run: Callab
 
 
 def import_changes(rel: Release) -> list[str]:
-    from envman import labels
-
     return [
         f'LABEL {labels.MANAGED}="{labels.TRUE}"',
         f'LABEL {labels.ROLE}="{labels.ROLE_LOCAL_BASE}"',
@@ -481,8 +481,6 @@ def make_here(release_name: str | None, mirror: str | None, *, connect: Callable
 
 def _drop_replaced(engine: Any, previous: Any, image_id: str) -> None:
     """Best effort: remove the base a new import untagged (kept while a stack image is built on it)."""
-    from envman.errors import EngineError
-
     if previous is None or previous.id == image_id:
         return
     still = engine.inspect_image(previous.id)

@@ -126,13 +126,9 @@ def load_registry_settings(path: Path | None = None, *, cfg: ConfigFile | None =
 
     cfg = read_config(path) if cfg is None else cfg
     table = cfg.table("registry")
-    for key in ("allow_http", "pull_on_run", "trust_registry"):
-        if key in table and not isinstance(table[key], bool):
-            raise UserError(f"{key} must be true or false, got {table[key]!r}", where=cfg.where("registry", key),
-                            fix=f"write {key} = true or {key} = false")
+    flags = [cfg.flag("registry", key) for key in ("allow_http", "pull_on_run", "trust_registry")]
     default = parse_registry(table["default"], where=cfg.where("registry", "default")) if "default" in table else None
-    return RegistrySettings(default, bool(table.get("allow_http")), bool(table.get("pull_on_run")),
-                            bool(table.get("trust_registry")))
+    return RegistrySettings(default, *flags)
 
 
 def choose_registry(given: str | None, settings: RegistrySettings) -> Registry:

@@ -7,8 +7,10 @@ rendered, or built, smoke-tested and promoted. ``envman build``, ``envman render
 * :func:`plan_stacks` gives each stack its base (:func:`stack_base`): pulled, or rebuilt from
   NVIDIA's recipe under ``--base``, with the line that says so when that is news.
 * :func:`build_stacks` builds the plans on a thread pool (``--jobs``), each through
-  :func:`envman.images.build.build_smoke_promote`, and returns one :class:`StackBuild` per stack,
-  in order; a stack's own failure is its result, never an exception.
+  :func:`envman.images.build.run_pipeline`, and returns one :class:`StackBuild` per stack, in
+  order: what each stage did and the error that stopped it (a stack's own failure is its result,
+  never an exception; a base that could not be pulled is told apart, :attr:`StackBuild.unpulled_base`).
+  ``envman ci run`` builds its rows through it, one at a time on its engine.
 * :func:`render_stacks` writes every plan's build context, one directory each.
 """
 
@@ -17,13 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from contextlib import nullcontext
 
 from envman.errors import EnvmanError, UserError
 
 if TYPE_CHECKING:
     from envman.config import BaseMode
-    from envman.engine.api import BuildEvent
-    from envman.images.build import PipelineResult
+    from envman.engine.api import BuildEvent, ContainerEngine
+    from envman.engine.builder import Builder
+    from envman.images.build import PipelineResult, PipelineRun
     from envman.matrix.model import Matrix
     from envman.matrix.source import MatrixSource
     from envman.render.base import BaseBuild
@@ -106,7 +110,7 @@ def render_stacks(plans: Sequence[StackPlan], options: RenderOptions, builder: s
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What ``envman build`` asks of every stack."""
+    """What ``envman build`` and ``envman ci run`` ask of every stack."""
 
     options: RenderOptions
     builder: str  # auto | buildkit | classic (envman.engine.builder.select_builder)
@@ -115,6 +119,8 @@ class BuildRequest:
     require_gpu: bool = False
     accept_cpu_only: bool = False
     jobs: int = 1
+    retest: bool = False  # smoke-test a cached image even when it carries a verdict (ci run: each run its own)
+    smoke_timeout: float | None = None  # seconds before the probe is killed; None: the smoke test's default
 
 
 class BuildListener(Protocol):
@@ -128,11 +134,19 @@ class BuildListener(Protocol):
 
 @dataclass(frozen=True)
 class StackBuild:
-    """One stack's outcome: the pipeline's result, or the error that stopped it."""
+    """One stack's outcome: what the pipeline did, stage by stage, up to the error that stopped it."""
 
     plan: StackPlan
-    result: PipelineResult | None
-    error: EnvmanError | None
+    run: PipelineRun
+
+    @property
+    def result(self) -> PipelineResult | None:
+        """The finished pipeline's result; ``None`` when an error stopped it."""
+        return None if self.run.error is not None else self.run.result()
+
+    @property
+    def error(self) -> EnvmanError | None:
+        return self.run.error
 
     @property
     def failed(self) -> bool:
@@ -143,6 +157,24 @@ class StackBuild:
             return True
         smoke = self.result.smoke
         return smoke is None or smoke.overall == FAIL or not self.result.promoted
+
+    @property
+    def unpulled_base(self) -> str | None:
+        """One line on why this stack could not be attempted here, when its build stopped because
+        the image it starts from could not be pulled (no registry reachable: the build log's
+        error lines are of the ``registry`` class, :mod:`envman.images.failure`); else ``None``."""
+        from envman.images.failure import CLASSES, summarize
+
+        exc = self.run.error
+        if exc is None or self.run.stage != "build":
+            return None
+        why = summarize(getattr(exc, "what", ""), getattr(exc, "log_tail", ""), getattr(exc, "step", None))
+        if why.error_class != "registry":
+            return None
+        cls = next(c for c in CLASSES if c.name == "registry")
+        base = self.plan.base
+        image = f"base image {self.plan.stack.base_image}" if base is None else f"the OS image {base.ref} is rebuilt from"
+        return f"{image} could not be pulled: {cls.hint}"  # the hint begins with the reason
 
     def row(self) -> dict[str, Any]:
         """The stack's result as ``envman build --json`` prints it."""
@@ -187,45 +219,56 @@ class _Unheard:
 
 
 def build_stacks(plans: Sequence[StackPlan], request: BuildRequest, *, listener: BuildListener | None = None,
-                 started: Callable[[], object] | None = None) -> list[StackBuild]:
+                 started: Callable[[], object] | None = None, engine: ContainerEngine | None = None,
+                 builder: Builder | None = None) -> list[StackBuild]:
     """Build, smoke-test and promote every plan (``request.jobs`` at a time), each on its own
-    connection to the engine. The engine and the builder are checked first (one line, before any
-    work); then ``started`` is called, then the builds run. Returns one result per plan, in order."""
+    connection to the engine, or all on ``engine`` when one is given. The engine and the builder
+    are checked first (one line, before any work), unless ``builder`` was already chosen
+    (:func:`choose_builder`); then ``started`` is called, then the builds run. Returns one result
+    per plan, in order; a stack's own failure is its result (:class:`StackBuild`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from envman.config import load_build_network
-    from envman.engine.builder import ClassicBuilder, select_builder
+    from envman.engine.builder import ClassicBuilder
     from envman.engine.docker import Engine
-    from envman.images.build import build_smoke_promote
+    from envman.images.build import run_pipeline
 
     hear = listener or _Unheard()
     network = load_build_network()
-    with Engine.connect() as first:  # fail fast, one line, before any work
-        chosen = select_builder(first, request.builder, network=network)
+    if builder is None:
+        with (nullcontext(engine) if engine is not None else Engine.connect()) as first:  # fail fast, one line
+            builder = choose_builder(first, request.builder, network=network)
+    chosen = builder
     if started is not None:
         started()
 
     def one(plan: StackPlan) -> StackBuild:
         name = plan.stack.name
-        with Engine.connect() as engine:
-            try:
-                res = build_smoke_promote(
-                    engine, plan.stack, request.options, nocache=request.nocache, pull=request.pull,
-                    require_gpu=request.require_gpu, accept_cpu_only=request.accept_cpu_only,
-                    on_event=lambda ev: hear.event(name, ev), on_phase=lambda ph: hear.phase(name, ph),
-                    # classic: a builder on this thread's engine
-                    builder=chosen if chosen.kind == "buildkit" else ClassicBuilder(engine, network=network),
-                    base=plan.base,
-                )
-                hear.phase(name, "failed" if not res.ok else "done")  # smoke is always set here
-                return StackBuild(plan, res, None)
-            except EnvmanError as exc:
-                hear.phase(name, "failed")
-                return StackBuild(plan, None, exc)
+        with (nullcontext(engine) if engine is not None else Engine.connect()) as eng:
+            run = run_pipeline(
+                eng, plan.stack, request.options, nocache=request.nocache, pull=request.pull,
+                require_gpu=request.require_gpu, accept_cpu_only=request.accept_cpu_only,
+                on_event=lambda ev: hear.event(name, ev), on_phase=lambda ph: hear.phase(name, ph),
+                # classic: a builder on this thread's engine
+                builder=chosen if chosen.kind == "buildkit" or eng is engine else ClassicBuilder(eng, network=network),
+                base=plan.base, retest=request.retest, smoke_timeout=request.smoke_timeout,
+            )
+        hear.phase(name, "failed" if run.error is not None or not run.result().ok else "done")
+        return StackBuild(plan, run)
 
     with ThreadPoolExecutor(max_workers=request.jobs) as pool:
         return list(pool.map(one, plans))
 
 
-__all__ = ["BuildListener", "BuildRequest", "StackBuild", "StackPlan", "build_stacks", "plan_stacks", "render_stacks",
+def choose_builder(engine: ContainerEngine, preference: str, *, network: str | None = None) -> Builder:
+    """The builder ``preference`` (auto | buildkit | classic) names on ``engine``, its RUN steps on
+    the user config's ``[build] network`` unless ``network`` is given."""
+    from envman.config import load_build_network
+    from envman.engine.builder import select_builder
+
+    return select_builder(engine, preference, network=network if network is not None else load_build_network())
+
+
+__all__ = ["BuildListener", "BuildRequest", "StackBuild", "StackPlan", "build_stacks", "choose_builder", "plan_stacks",
+           "render_stacks",
            "select_stacks", "stack_base"]

@@ -39,12 +39,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
+from packaging.version import InvalidVersion, Version
 
 from envman import labels as L
 from envman.engine.wheelserver import ServedFile as StoredWheel
 from envman.engine.wheelserver import WheelServer, serve
 from envman.errors import EnvmanError
 from envman.render.imagepaths import WHEEL_STORE_HOST, WHEEL_STORE_PORT
+from envman.paths import cache_dir
+from envman.paths import caches_enabled
+from envman.render.plan import pip_flags
 
 if TYPE_CHECKING:
     from packaging.tags import Tag
@@ -133,8 +137,6 @@ STORE_FOLDER = "wheels"
 
 
 def default_root() -> Path:
-    from envman.paths import cache_dir
-
     return Path(cache_dir()) / STORE_FOLDER
 
 
@@ -195,7 +197,6 @@ class WheelStore:
 
 def _wheel_of(filename: str, pin: Pin) -> bool:
     from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-    from packaging.version import InvalidVersion, Version
 
     try:
         name, version, _, _ = parse_wheel_filename(filename)
@@ -239,7 +240,6 @@ def sources_of(stack: Stack, options: RenderOptions) -> Sources:
     wheels of a private index stay with the build, which gets its credentials as a secret."""
     from envman.config import split_credentials
     from envman.matrix.index import PYPI_SIMPLE
-    from envman.render.plan import pip_flags
 
     flags = pip_flags(stack, options, [])
     indexes: list[str] = []
@@ -316,7 +316,6 @@ def wanted(stack: Stack, options: RenderOptions, run: Builder) -> list[Pin]:
     """The pins the store serves to this build: the stack's hashed CUDA-library pins, for envman's
     classic builder with no network of the user's choosing, not ``--offline``; ``[]`` otherwise."""
     from envman.engine.builder import ClassicBuilder
-    from envman.paths import caches_enabled
 
     if not isinstance(run, ClassicBuilder) or run.network or options.offline or not stack.cuda_libs:
         return []

@@ -26,10 +26,13 @@ from email.message import Message
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, Protocol
+import base64
+import re
 
 from envman import __version__
 from envman.config import shown_url
 from envman.errors import EnvmanError
+from envman.config import split_credentials
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 SIMPLE_ACCEPT = (
@@ -99,8 +102,6 @@ class Http:
         """GET ``url``; 404 raises :class:`NotFound`; other failures, after the retries, raise
         :class:`IndexUnreachable`. A body larger than ``limit`` is refused (a range request that
         the server answers with the whole file stops there)."""
-        from envman.config import split_credentials
-
         parsed = urllib.parse.urlsplit(url)
         if parsed.scheme not in ("http", "https"):
             raise IndexFileError(f"refusing a {parsed.scheme or 'relative'} URL", where=shown_url(url),
@@ -109,7 +110,6 @@ class Http:
         req = urllib.request.Request(bare, headers={"User-Agent": f"envman/{__version__}", **(headers or {})})
         if user is not None:
             # sent to this host only: a redirect (to a file host) does not carry it
-            import base64
 
             token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
             req.add_unredirected_header("Authorization", f"Basic {token}")
@@ -248,8 +248,6 @@ def project_url(index: str, project: str) -> str:
 
 
 def normalize(name: str) -> str:
-    import re
-
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

@@ -65,7 +65,6 @@ class Arch:
                 if "." not in t and t.isascii() and t.isdigit() and len(t) >= 2:
                     t = f"{t[:-1]}.{t[-1]}"
                 break
-        import re
 
         # ASCII digits; a minor of one digit (8.10 is no compute capability: sm_810 would be 81.0),
         # a major of 1-20 (GPUs so far: 1.0 to 12.x).
@@ -98,8 +97,6 @@ class DriverVersion:
 
     @classmethod
     def _parse(cls, text: str) -> "DriverVersion":
-        import re
-
         t = text.strip()
         # ASCII digits only, 1-3 parts, a major version of 1-9999 (NVIDIA's are 3 digits today).
         m = re.fullmatch(r"([0-9]{1,4})(\.[0-9]{1,6}){0,2}", t)

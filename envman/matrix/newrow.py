@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from packaging.version import Version
+from packaging.requirements import Requirement
 
 from envman.matrix.index import IndexFile, IndexFileError, IndexUnreachable, WheelMetadata, normalize
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.matrix.wheels import KNOWN_PYTHONS, CudaPins, cuda_library_lines, wheel_tags
+from envman.matrix.wheels import exact_version
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,6 @@ def pin_hashes(lines: Iterable[str], files_of: Callable[[str], list[IndexFile]])
     """{name: sha256 of every Linux x86_64 or pure wheel of the pinned version} for each pin of
     ``lines``, read from the index's project pages; None when a pin has no such wheel with a sha256
     (or its page cannot be read): pip's hash-checking mode needs every one."""
-    from packaging.requirements import Requirement
-
-    from envman.matrix.wheels import exact_version
 
     out: dict[str, list[str]] = {}
     for line in lines:

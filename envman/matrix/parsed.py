@@ -26,7 +26,10 @@ import pickle
 import sys
 from typing import Any, Callable
 
+import packaging
+
 from envman import __version__
+from envman.matrix import model
 
 CACHE_FORMAT = 1
 MAX_ENTRIES = 32
@@ -57,8 +60,6 @@ def code_signature() -> str:
 
 
 def key(file: str, data: bytes) -> str:
-    import packaging
-
     h = hashlib.sha256(f"envman-matrix:{CACHE_FORMAT}:{__version__}:{sys.version_info[:3]}:{packaging.__version__}:"
                        f"{code_signature()}\0{file}\0".encode("utf-8", "surrogateescape"))
     h.update(data)
@@ -70,8 +71,6 @@ def allowed_globals() -> frozenset[tuple[str, str]]:
     """Every ``(module, name)`` a kept parse may name: each class defined in
     :mod:`envman.matrix.model` (not what it imports), ``packaging.version.Version`` and the
     builtin containers. Nothing callable beyond these constructors, no module object."""
-    from envman.matrix import model
-
     rows = {("envman.matrix.model", n) for n, o in vars(model).items()
             if isinstance(o, type) and o.__module__ == model.__name__}
     return frozenset(rows | {("packaging.version", "Version")} | {("builtins", n) for n in ALLOWED_BUILTINS})

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from envman.matrix.model import PLATFORMS, STATUSES, BaseRecipe, Download
 from envman.matrix.row import each_row, to_str
+from envman.config import Invalid, check_url
 
 
 _URL_PATH = r"(?:/[A-Za-z0-9._~%+-]+)*/?"
@@ -51,7 +52,6 @@ def _check_recipe_url(url: str) -> None:
     into the base image's Dockerfile, so nothing in it may look like a token (``ghp_...`` as a path
     segment). Plain ``http://`` is accepted: apt checks signatures, and downloads and keys their
     sha256 and fingerprint."""
-    from envman.config import Invalid, check_url
 
     try:
         check_url(url, what="recipe URL", plain_http=True)

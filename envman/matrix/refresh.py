@@ -16,6 +16,9 @@ from envman.matrix.gaps import cuda_lines, gpu_list_age
 from envman.matrix.index import Http, IndexFileError
 from envman.matrix.model import Matrix
 from envman.matrix.update import DERIVERS, PROGRESS, PROJECTS, TORCH_INDEX, Result, Settings, IndexReader, discover
+from envman.config import Invalid, check_url, load_matrix_config
+from envman.matrix.index import PYPI_SIMPLE
+from envman.paths import matrices_dir
 
 if TYPE_CHECKING:
     from envman.matrix.newrow import NewRow
@@ -132,7 +135,6 @@ def update_settings(request: UpdateRequest, network: NetworkOptions) -> tuple[Se
     """The run's settings and HTTP client: the options over ``[network]`` (``network`` merges and
     checks them: envman's render options, which sit above the matrix) and ``[matrix]`` of the user
     config; a bad combination or value is a :class:`UserError`."""
-    from envman.config import Invalid, check_url, load_matrix_config
     from envman.stack.names import ALIASES
 
     if request.output is not None and request.write:
@@ -153,7 +155,6 @@ def update_settings(request: UpdateRequest, network: NetworkOptions) -> tuple[Se
             tindex = check_url(request.torch_index, what="torch index") if request.torch_index else (mcfg.torch_index or TORCH_INDEX)
         except Invalid as exc:
             raise UserError(exc.what, where="--torch-index", fix=exc.fix) from None
-    from envman.matrix.index import PYPI_SIMPLE
 
     settings = Settings(
         index=net.pip_index or PYPI_SIMPLE, torch_index=tindex,
@@ -201,8 +202,6 @@ def run_update(request: UpdateRequest, source: MatrixSource, *, render: Callable
     output, writes = request.output, request.write or request.output is not None
     plan: Callable[[list[NewRow]], dict[Path, str]]
     if request.write:
-        from envman.paths import matrices_dir
-
         plan = lambda rows: plan_shipped(rows, matrices_dir())  # noqa: E731
     elif output is not None:
         plan = lambda rows: plan_overlay(rows, output)  # noqa: E731

@@ -12,6 +12,8 @@ from packaging.version import InvalidVersion, Version
 
 from envman.errors import MatrixError
 from envman.matrix.model import DEFAULT_PLATFORMS, PLATFORMS, STATUSES, Arch, DriverVersion
+from envman.config import shown_url
+import datetime
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
@@ -20,7 +22,6 @@ _D = TypeVar("_D")
 def shown_value(got: Any) -> str:
     """A refused value as an error may show it: every URL in it through
     :func:`envman.config.shown_url` (a token in a matrix URL is never echoed)."""
-    from envman.config import shown_url
 
     def show(v: Any) -> Any:
         if isinstance(v, str) and "://" in v:
@@ -185,7 +186,6 @@ def to_version(v: Any) -> Version:
 
 
 def to_date(v: Any) -> str:
-    import datetime
 
     if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
         return v.isoformat()

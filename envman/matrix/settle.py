@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Callable, Mapping
+import tempfile
 
 from envman.errors import EnvmanError, UserError
 from envman.matrix.backfill import Gap
 from envman.matrix.newrow import NewRow
+from envman.errors import EnvmanError as _E
+from envman.matrix.backfill import edited_files, patched_rows, row_sources
 
 
 def _row_wheres(row: NewRow) -> set[str]:
@@ -21,9 +24,6 @@ def check_rows(rows: list[NewRow], files: list[Path], candidates: Mapping[Path, 
     """The rows that load, validate, resolve and render with ``files`` (the matrix files of the
     target set-up, where ``candidates`` replace or add files); the others with why. ``render``
     renders a resolved stack (the caller passes envman's renderer: the matrix sits below it)."""
-    import tempfile
-
-    from envman.errors import EnvmanError as _E
     from envman.stack.resolve import resolve_row
     from envman.matrix.load import load_files
     from envman.matrix.validate import validate
@@ -108,8 +108,6 @@ def settle_gaps(gaps: list[Gap], files: list[Path], planned: Mapping[Path, str],
     the rest (the others, with why), and the files to write: ``planned`` (the new rows' files) with
     the rows edited in place where they are, or, with ``overlay`` (``-o FILE``: it plans the
     overlay from extra rows), the whole edited rows added to the overlay."""
-    from envman.matrix.backfill import edited_files, patched_rows, row_sources
-
     sources = row_sources(files)
     skipped = [f"{g.name}: its row is in no matrix file read" for g in gaps if g.key not in sources]
     gaps = [g for g in gaps if g.key in sources]

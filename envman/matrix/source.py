@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from envman.stack.names import Stack
+from envman import __version__
 
 if TYPE_CHECKING:
     from envman.matrix.model import Matrix
@@ -80,8 +81,6 @@ class MatrixSource:
     def fingerprint(self) -> str | None:
         """envman's version and every file's path, size and mtime (``None``: a file is missing,
         so nothing may be cached and the real load reports it)."""
-        from envman import __version__
-
         parts = [__version__]
         for f in self.files:
             try:

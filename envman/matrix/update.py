@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+import re
 
 from envman.errors import UserError
 from envman.matrix.backfill import Gap
@@ -412,8 +413,6 @@ def jax_rows(ctx: IndexReader, result: Result) -> None:
 def _cuda_extras(lines: Iterable[str]) -> list[int]:
     """The CUDA majors of the ``cudaNN`` extras ``Requires-Dist`` ``lines`` name (``extra ==
     "cuda13"``), ascending; other extras (``cuda``, ``cuda12-local``, ``tpu``) name none."""
-    import re
-
     extras = (e for line in lines for e in re.findall(r"extra\s*==\s*[\"']([^\"']+)[\"']", line))
     return sorted({int(m.group(1)) for e in extras if (m := re.fullmatch(r"cuda([0-9]+)", e))})
 

@@ -197,8 +197,6 @@ def _check_recipes(matrix: Matrix, add: Add) -> None:
     """Base recipes: each rebuilds a tag NVIDIA published, on a chain that reaches the plain OS
     image; its packages agree with the image row's CUDA and cuDNN; every row whose base is not
     served can rebuild it (the resolver never picks a base that is neither)."""
-    import re
-
     from envman.errors import EnvmanError
     from envman.stack.resolve import resolve_row
 

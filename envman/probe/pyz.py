@@ -14,6 +14,7 @@ This module uses the standard library only, so it can be loaded on its own by pa
 from __future__ import annotations
 
 from pathlib import Path
+import io
 
 #: The package's name inside the archive (unlikely to shadow a module of any framework).
 PACKAGE = "envman_probe"
@@ -57,7 +58,6 @@ def entries(app_dir: Path) -> list[tuple[str, bytes]]:
 
 def build_pyz(app_dir: Path) -> bytes:
     """The zipapp of the probe package in ``app_dir`` (the same bytes for the same modules)."""
-    import io
     import zipfile  # here, not at import: project images' Dockerfiles name the probe's paths
 
     buf = io.BytesIO()

@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+from envman.errors import UserError
+from envman.safefile import read_file
+import errno
+import unicodedata
 
 #: File system types each of whose files reports the file system's own device, so that two paths
 #: with one (device, inode) name one file of it: those homes live on. Any other type counts as one
@@ -37,10 +42,7 @@ def path_chain(path: str) -> list[str]:
 def mount_table() -> list[tuple[str, str, str, str]] | None:
     """(mount point, root in its file system, device, file system type) of each mount this
     process sees (``/proc/self/mountinfo``, proc(5)), or ``None`` when they cannot be read."""
-    import re
 
-    from envman.errors import UserError
-    from envman.safefile import read_file
 
     try:
         text = os.fsdecode(read_file("/proc/self/mountinfo", what="mount table", limit=1 << 24))
@@ -105,7 +107,6 @@ def leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | Non
     another listed name may answer to (a file system that ignores case), a folder on the way that
     cannot be listed. One listing of ``root`` and one of each folder on the way that exists.
     ``None``: ``root`` is a folder you may search but not list (nothing is known)."""
-    import errno
 
     spelled, through = _names_plan(names)
 
@@ -124,7 +125,6 @@ def leading_out(root: str, names: tuple[tuple[str, str], ...]) -> set[int] | Non
                     if e.name.isascii():
                         keys = {e.name.lower()}
                     else:
-                        import unicodedata
 
                         keys = {e.name.casefold(), unicodedata.normalize("NFD", e.name).casefold(),
                                 unicodedata.normalize("NFKD", e.name).casefold()}

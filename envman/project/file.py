@@ -15,12 +15,15 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
+import stat as _stat
 
 from envman.engine.values import GpuRequest, Mount
 from envman.errors import UserError, counted
 from envman.project.requirements import check_requirements, read_requirements
 from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.stack.names import APT_PACKAGE_PATTERN, PROJECT_NAME_PATTERN
+from envman.errors import ResolveError
+from envman.stack.names import parse_name
 
 PROJECT_FILE = "envman.toml"
 REGISTRY_FILE = "projects.json"
@@ -379,9 +382,6 @@ def check_network(v: Any, *, where: str, key: str = "network") -> str:
 
 
 def check_stack_name(name: str, *, where: str, key: str = "stack") -> None:
-    from envman.errors import ResolveError
-    from envman.stack.names import parse_name
-
     try:
         parse_name(name)
     except ResolveError as exc:
@@ -540,8 +540,6 @@ def unsafe_reason(file: str | os.PathLike[str]) -> str | None:
     its directory is owned by the user or root and writable by no one else unless it has the
     sticky bit (as /tmp does: then others cannot replace a file they do not own). Root-owned
     files are not taken for a non-root user either: name them explicitly after trusting them."""
-    import stat as _stat
-
     owners = _trusted_owners()
     real = os.path.realpath(file)
     try:

@@ -18,6 +18,10 @@ from envman.paths import state_dir
 from envman.project.file import PROJECT_RECIPE, ProjectConfig, load_project
 from envman.project.registry import read_registry
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
+from envman import labels
+from envman.errors import BuildError
+from envman.errors import EnvmanError
+from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
 if TYPE_CHECKING:
     from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts
@@ -71,7 +75,6 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
     the packages are fetched, not which, so every command that finds a project's image by its tag
     (run, clean, doctor) finds it whatever the network settings of the build were."""
     from envman.project.lock import closure_check
-    from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
     lock = None if relock else project_lock(project, stack_name, base_image_id)
     files = {"Dockerfile": project_dockerfile(project, stack_name, base_image_id, lock, network).encode()}
@@ -104,7 +107,6 @@ def project_image_ref(project: ProjectConfig, stack_name: str, base_image_id: st
 
 
 def project_labels(project: ProjectConfig, stack_name: str, ref: str) -> dict[str, str]:
-    from envman import labels
     from envman.images.store import current_user
 
     out = labels.project_labels(project.name, stack_name, ref.rsplit(":", 1)[1], *current_user())
@@ -139,7 +141,6 @@ def project_images_in_use(engine: EngineFacts, resolve_name: Callable[[str], Sta
 def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserConfig, pins: Mapping[str, Any], name: str,
           root: Path, stable_ids: dict[str, str | None], refs: set[str], unsure: set[str]) -> None:
     """One registered project's part of :func:`project_images_in_use`."""
-    from envman.errors import EnvmanError
     from envman.images.pins import load_pin, project_key
     from envman.state import stable_ref
 
@@ -188,8 +189,6 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
 
     from envman.state import locks_dir
     from envman.engine.context import deterministic_tar
-    from envman.errors import BuildError
-    from envman.render.imagepaths import LOCK_CONTEXT_FILE
 
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):
@@ -236,7 +235,6 @@ def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str
     """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
     image under the ref the lock gives; that ref. A lock that cannot be written is told to
     ``on_warning`` and leaves ``ref`` as it is."""
-    from envman.errors import BuildError
     from envman.project.lock import REPORT_PATH, make_lock, pins_from_report, write_lock
 
     res = engine.run(ref, ["cat", REPORT_PATH], network="none", timeout=120)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envman.errors import UserError
+from envman import project
 
 LOCK_NAME = "envman.lock"
 LOCK_VERSION = 1
@@ -209,6 +210,5 @@ def closure_check() -> bytes:
     """The closure check's bytes, as the package ships them (part of a locked image's tag)."""
     from importlib.resources import files  # ~25 ms: only a locked build reads the check
 
-    from envman import project
 
     return files(project).joinpath(CLOSURE_CHECK_MODULE).read_bytes()

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from envman.project.aliases import leading_out, mount_table, path_chain, shared_places
+from collections import deque
 
 #: Host directories a container must never get: the system's configuration and its kernel
 #: interfaces, the directories whose executables or libraries every process loads, the places
@@ -454,7 +455,6 @@ def _inside_folder(real: str, st: os.stat_result, policy: Policy) -> str | None:
         return None
     if real in policy.scans:
         return policy.scans[real]
-    from collections import deque
 
     sock = _engine_socket_inside(real)  # by name too (a symlink called docker.sock)
     found = f"holds a container engine socket ({sock})" if sock else None

@@ -18,6 +18,7 @@ from envman.errors import UserError
 from envman.paths import config_dir
 from envman.stack.names import PROJECT_NAME_PATTERN
 from envman.project.file import PROJECT_FILE, ProjectConfig, REGISTRY_FILE, find_project_file, load_project
+from envman.errors import printable
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -203,8 +204,6 @@ def init_text(stack: str, name: str | None = None, *, requirements: str | None =
     comment when it differs; ``detected``, the statement detection decided on), ``requirements``
     when the folder has a requirements file, or ``requirement_list`` (the repository's
     requirements that the stack does not already provide) written inline."""
-    from envman.errors import printable
-
     comment = (f"    # envman project init --env {typed}" if typed and typed != stack
                else f"    # detected: {printable(detected)[:160]}" if detected else "")
     lines = [

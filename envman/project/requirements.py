@@ -9,8 +9,11 @@ import os
 import re
 import shlex
 from pathlib import Path
+import codecs
+import urllib.parse
 
 from envman.errors import UserError, clip
+from envman.errors import clip
 
 #: The only pip options a project's requirements may carry (exact spellings): they choose among
 #: the packages of envman's configured index and never point pip anywhere else. pip also reads
@@ -71,8 +74,6 @@ def _url_problem(url: str) -> str | None:
     """Why a URL in a requirement may not go into the image build, or ``None``: the index URLs'
     rules (https, plain http only to this machine, no credentials and nothing that looks like a
     token anywhere in it: the requirements file is written into the image)."""
-    import urllib.parse
-
     from envman.config import is_loopback_host, looks_like_token
 
     scheme, _, rest = url.partition("://")
@@ -173,9 +174,6 @@ def decoding_problem(text: str) -> str | None:
     ``-i``), else by the locale (UTF-8: every stack image sets ``LANG=C.UTF-8``). So a text that
     starts with a byte-order mark (pip drops it: ``\ufeff-rfile`` is ``-rfile`` to pip) or
     declares any encoding but UTF-8 or ASCII is refused, whatever the rest of it says."""
-    import codecs
-
-    from envman.errors import clip
 
     if text.startswith("\ufeff"):
         return "it starts with a byte-order mark, which pip drops before reading the first line"
@@ -205,8 +203,6 @@ def check_requirements(text: str, *, where: str) -> None:
     """Requirements go into the image build as one file: pip must read it as the text checked
     (:func:`decoding_problem`), and no line may point pip anywhere but the configured index
     (:data:`REQUIREMENT_OPTIONS`, :func:`requirement_problem`)."""
-    from envman.errors import clip
-
     why = decoding_problem(text)
     if why:
         raise UserError(f"the requirements are refused: {why}", where=where,

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
+import shlex
 
 from envman.errors import UserError, clip_list
 from envman.engine.values import GpuRequest, Mount
@@ -111,8 +112,6 @@ class RunSettings:
 
     def withheld_line(self, project_file: str | Path) -> str | None:
         """One warning line naming what the user config did not give ``project_file``, or ``None``."""
-        import shlex
-
         if not self.withheld:
             return None
         return (f"your config's [run] {' and '.join(self.withheld)} not given to {project_file}: it is not trusted "

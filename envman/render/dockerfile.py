@@ -50,6 +50,7 @@ from typing import Any, Mapping, Protocol
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
+from urllib.parse import urlsplit
 
 from envman.config import Invalid, check_url, load_network_config, split_credentials
 from envman import labels as L
@@ -69,6 +70,7 @@ from envman.render.options import RenderOptions
 from envman.render.quote import dockerfile_quote, mirror_image, parse_image_ref, stack_label_json
 from envman.render.template import render_dockerfile
 from envman.render.wheels import Target, Wheel as _Wheel, select_wheels
+from envman.paths import templates_dir
 
 
 class RebuiltBase(Protocol):
@@ -313,8 +315,6 @@ def probe_source() -> bytes:
 
 
 def _static(name: str) -> bytes:
-    from envman.paths import templates_dir
-
     path = templates_dir() / name
     try:
         return path.read_bytes()
@@ -396,8 +396,6 @@ def index_secrets(options: RenderOptions, builder: str) -> tuple[RenderOptions, 
     are a :class:`RenderError` saying why. Two indexes on one host with different credentials
     cannot share a netrc file and are refused too.
     """
-    from urllib.parse import urlsplit
-
     carrying = options.credentials()
     if not carrying:
         return options, {}

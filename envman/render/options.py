@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from envman.config import CREDENTIAL_KEYS, NETWORK_KEYS, load_network_config, redact, split_credentials, validate_network
 from envman.errors import UserError
+from envman.config import MAX_CA_BYTES
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class RenderOptions:
         ``cli_overrides`` uses the ``[network]`` key names (``pip_index``, ``ca_bundle``...);
         ``None`` means "not given".
         """
-        merged: dict[str, Any] = dict(load_network_config(config_file))
+        merged: dict[str, Any] = load_network_config(config_file).given()
         if project:
             merged.update(validate_network(dict(project), where=lambda k: f"project file: [network].{k}"))
         cli = {k: v for k, v in (cli_overrides or {}).items() if v is not None}
@@ -74,7 +75,6 @@ class RenderOptions:
         checked: a regular file of at most the bundle size limit."""
         if self.ca_bundle is None:
             return None
-        from envman.config import MAX_CA_BYTES
         from envman.safefile import read_file
 
         return read_file(self.ca_bundle, what="CA bundle", limit=MAX_CA_BYTES)

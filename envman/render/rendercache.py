@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+from contextlib import contextmanager
 
 from envman import __version__
 
@@ -165,8 +166,6 @@ def batched() -> Any:
     """A context in which the cache file is read at most once and written at most once (at the
     end): many renders cost one load and one write, not one of each per render. Nested, the
     outermost batch is the one."""
-    from contextlib import contextmanager
-
     @contextmanager
     def batch() -> Any:
         if _BATCH:

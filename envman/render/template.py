@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING
+from envman.render import rendercache
 
 if TYPE_CHECKING:
     import jinja2
@@ -42,7 +43,6 @@ def render_dockerfile(plan: DockerfilePlan) -> str:
     layer's text comes from the user's render cache when this plan, these templates and this
     envman rendered it before (:mod:`envman.render.rendercache`): jinja2 is then not imported."""
     from envman.paths import templates_dir
-    from envman.render import rendercache
 
     key = rendercache.render_key(plan, str(templates_dir()))
     text = rendercache.lookup(key) if key is not None else None

@@ -84,7 +84,7 @@ def plan(*, config: bool = False, images: bool = False, engine: EngineFacts | No
     found: list[tuple[str, str, int]] = []
     kept: list[str] = []
     if images:
-        from envman.images.build import images_in_use, list_envman_images
+        from envman.images.prune import images_in_use, list_envman_images
 
         assert engine is not None  # images come with the engine (envman clean --images connects first)
         me = os.getuid() if uid is None else uid

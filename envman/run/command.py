@@ -20,6 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+import shlex
 
 from envman.errors import UserError, shell_join, stderr_line
 from envman.project.file import ProjectConfig
@@ -33,6 +34,14 @@ from envman.run.preflight import suggest_stack
 from envman.run import grammar
 from envman.run.prepare import (Prepared, allocated_gpus, check_project_root, parse_cli_env, parse_cli_mounts, parse_cli_ports,
                                 prepare_run)
+from envman.errors import EnvmanError
+from envman.paths import matrices_dir
+from envman.project.file import PROJECT_FILE
+from envman.project.file import check_network, check_shm, check_stack_name, parse_gpus
+from envman.project.file import load_project
+from envman.project.settings import CliOverrides, load_user_config, merge_settings
+from envman.project.settings import load_user_config, user_for_project
+from envman.project.settings import user_config_path
 
 if TYPE_CHECKING:
     from envman.engine.values import GpuRequest
@@ -65,8 +74,6 @@ _CONTAINER_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 
 def check_container_name(name: str) -> str:
     """A container name Docker accepts (its own rule), else a one-line error."""
-    import re
-
     if not re.fullmatch(_CONTAINER_NAME_RE, name):
         raise UserError(f"{name!r} is not a container name", where="--name",
                         fix="use letters, digits and _.- (starting with a letter or digit, at most 128)")
@@ -76,9 +83,6 @@ def check_container_name(name: str) -> str:
 def _locate_or_offer_command(project: str | None, command: Sequence[str]):
     """The project ``envman run`` names; when the word is no project (``envman run pwd``), the
     error offers it as the command: ``envman run -- pwd``."""
-    import shlex
-
-    from envman.errors import EnvmanError
     from envman.project.registry import locate
 
     try:
@@ -105,10 +109,6 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
     """``envman run``: ``args`` are the words before ``--``, ``command`` the words after it.
     Execs ``docker run`` (does not return) unless ``--dry-run``. ``words``: the grammar the
     words are read with (``envman shell`` has run's options, under its own name)."""
-    import shlex
-
-    from envman.project.settings import CliOverrides, load_user_config, merge_settings
-    from envman.project.file import check_network, check_shm, check_stack_name, parse_gpus
     from envman.project.trust import project_trusted, require_trust
 
     args, bare = grammar.split(words, args)
@@ -291,11 +291,8 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     ``envman.toml`` files that do not exist between ``found_from`` and the project (a new one
     there would be found first), the registry, the user config, the requirements file, the matrix
     files and their folder (a new file there), and the smoke report."""
-    from envman.paths import matrices_dir
     from envman.images.pins import pins_file
-    from envman.project.file import PROJECT_FILE
     from envman.project.registry import registry_path
-    from envman.project.settings import user_config_path
     from envman.project.trust import trust_path
 
     deps = [project.file, registry_path(), user_config_path(), pins_file(), trust_path(), matrices_dir(),
@@ -317,8 +314,6 @@ def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFa
                  found_from: Path | None, matrix: MatrixSource, network: str | None = None) -> None:
     """Record a CPU run that passed its preflight, for :func:`envman.run.fastpath.try_cached_run`
     (``network``: the id of the network it joins; a network removed or made anew is a miss)."""
-    from dataclasses import replace
-
     from envman.state import report_path, stable_ref
 
     base_id = prepared.base_image_id
@@ -345,8 +340,6 @@ def cached_run_environment(project_file: str, args: Sequence[str]) -> tuple[tupl
     """The environment values of a cached run, worked out again (the cache keeps only their
     names and hashes): the user config (for a trusted file only), the project file, then ``-e``
     options, as on the full path, filtered the same way (cached runs never request GPUs)."""
-    from envman.project.file import load_project
-    from envman.project.settings import load_user_config, user_for_project
     from envman.project.trust import project_trusted
 
     a = grammar.parse(grammar.RUN, args)

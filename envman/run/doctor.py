@@ -10,12 +10,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from dataclasses import replace
 
 from envman.errors import EnvmanError
 from envman.run.plan import ERROR, WARNING
 from envman.run.preflight import ImageState, Problem, gpu_verdicts, preflight, selected_gpus
 from envman.run.prepare import choose_base, image_state
 from envman.stack.names import Stack
+from envman.errors import ResolveError
+from envman.errors import UserError
+from envman.project.file import load_project
+from envman.project.settings import CliOverrides, merge_settings
+from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
 if TYPE_CHECKING:
     import datetime
@@ -67,8 +73,6 @@ def project_rows(
     that does not resolve says why when ``missing_files_hint`` knows (``MatrixSource``'s).
     """
     from envman.state import stable_ref
-    from envman.project.settings import CliOverrides, merge_settings
-    from envman.project.file import load_project
     from envman.project.image import project_image_ref
 
     info = None
@@ -129,8 +133,6 @@ def project_rows(
 def _why_invalid(exc: EnvmanError, query: str | None, missing_files_hint: Callable[[str], str | None]) -> str:
     """The error of a project whose stack does not resolve, with the matrix file it came from
     when one was recorded and is not loaded now (:mod:`envman.stack.origins`)."""
-    from envman.errors import ResolveError
-
     hint = missing_files_hint(query) if isinstance(exc, ResolveError) and query else None
     if hint is None:
         return exc.line()
@@ -141,7 +143,6 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
                  sm: str | None = None) -> HostFacts:
     """The host ``doctor --driver/--gpu/--sm`` asks about: ``real`` with another driver, or a
     hypothetical GPU (a GPU of ``matrix`` by name, or a compute capability) on a driver."""
-    from envman.errors import UserError
     from envman.host import what_if
     from envman.matrix.model import Arch, DriverVersion
 
@@ -173,7 +174,6 @@ def what_if_host(real: HostFacts, matrix: MatrixSource, *, driver: str | None = 
         assert drv is not None  # --driver was given
         if not real.has_gpu:
             raise UserError("this host has no GPU to ask about", where="--driver", fix="add --gpu NAME or --sm X.Y")
-        from dataclasses import replace
 
         return replace(real, driver=drv, source="what-if", cuda_driver=None, note="this host's GPUs with driver " + drv)
     if drv is None:
@@ -244,7 +244,6 @@ def doctor_report(
                                engine_version=info.version or info.server_version,
                                rootless=info.rootless, url=info.url, selected_by=info.source or None)
             if mech is None and host.has_gpu and not what_if:
-                from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
                 problems.append(Problem(ERROR, "gpu-runtime", "this host has NVIDIA GPUs but the Docker engine has no "
                                         f"NVIDIA runtime or CDI spec: {NVIDIA_TOOLKIT_FIX}"))

@@ -26,6 +26,7 @@ from envman.engine.api import ContainerInfo
 from envman.engine.facts import DockerFacts
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags, with_terminal
 from envman.engine.socket import local_socket
+from envman.run import grammar
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh;
@@ -145,7 +146,6 @@ def exec_argv(c: EnvContainer, command: Sequence[str], *, uid: int, gid: int, wo
 def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     """``envman exec``: run a command (default: a shell) in a running environment of this user."""
     from envman.run.plan import container_workdir
-    from envman.run import grammar
     from envman.run.prepare import parse_cli_env
 
     opts, bare = grammar.split(grammar.EXEC, args)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from envman import __version__
 from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
 from envman.engine.socket import NoAnswer, image_id, local_socket, network_id
 from envman.paths import cache_dir, caches_enabled
+from envman.paths import matrices_dir, templates_dir
 
 CACHE_FORMAT = 4
 MAX_ENTRIES = 32
@@ -125,8 +127,6 @@ def code_files() -> list[str]:
     ``envman`` module it has loaded (all the full path needed, however deep its lazy imports went)
     and every file and folder of the shipped templates and matrices. Computed, not listed: an
     edited module, template or matrix of an editable install (or an upgrade) is a miss."""
-    from envman.paths import matrices_dir, templates_dir
-
     files = set(tree_files(str(templates_dir()), str(matrices_dir())))
     for name, module in list(sys.modules.items()):
         if name == "envman" or name.startswith("envman."):
@@ -282,8 +282,6 @@ def try_cached_build(matrix: Sequence[str], words: Sequence[str]) -> None:
     """Print the recorded result and exit 0 when ``envman build`` would be the same no-op again
     (every stack cached, smoke-tested and promoted, nothing it depends on changed); return on a
     miss."""
-    import time
-
     t0 = time.perf_counter()
     if any(w in UNCACHED_BUILD_WORDS for w in words) or not enabled():
         return

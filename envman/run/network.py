@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+import time
 
 from envman import labels as L
 from envman.errors import EngineError, UserError
@@ -141,8 +142,6 @@ def remove_idle_networks(engine: DockerFacts, uid: int | None = None, *, keep: s
     """Remove this user's envman networks that no container uses (created more than
     :data:`IDLE_AFTER_S` ago, all but ``keep``); the names removed. A network in use is left (the
     engine refuses to remove it)."""
-    import time
-
     uid = os.getuid() if uid is None else uid
     now = time.time() if now is None else now
     removed = []

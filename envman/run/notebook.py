@@ -21,10 +21,13 @@ import socket
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
+import time
 
 from envman.images.events import BuildStream
 from envman.errors import UserError, shell_join, stderr_line
 from envman.paths import WORKSPACE
+from envman.errors import BuildError
+from envman.render.imagepaths import CA_CONTEXT_FILE
 
 if TYPE_CHECKING:
     from envman.engine.api import ContainerEngine
@@ -51,7 +54,6 @@ def notebook_context(base_image_id: str, network: RenderOptions | None = None) -
     """The notebook layer's build context (the CA bundle copied in when ``network`` has one). Its
     tag (:func:`notebook_image_ref`) is the hash of the Dockerfile without network settings: they
     say how JupyterLab is fetched, not which."""
-    from envman.render.imagepaths import CA_CONTEXT_FILE
 
     files = {"Dockerfile": notebook_dockerfile(base_image_id, network).encode()}
     ca = network.ca_bytes() if network is not None else None
@@ -116,8 +118,6 @@ def answers_http(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bo
 def wait_until_ready(port: int, timeout: float, alive, *, pause: float = 0.25) -> str:
     """``"ready"`` once the server on ``port`` answers, ``"exited"`` when ``alive()`` says the
     server's process ended first, ``"timeout"`` after ``timeout`` seconds."""
-    import time
-
     deadline = time.monotonic() + timeout
     while True:
         if not alive():
@@ -215,7 +215,6 @@ def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_
     from filelock import FileLock
 
     from envman.engine.context import deterministic_tar
-    from envman.errors import BuildError
     from envman.labels import MANAGED, NAME, PROJECT, ROLE, ROLE_PROJECT, TRUE
     from envman.run.command import print_step
     from envman.state import locks_dir

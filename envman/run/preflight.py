@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 from envman.engine.values import GpuRequest
 from envman.stack.names import Stack
 from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING
+from envman.errors import ResolveError
+from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
 if TYPE_CHECKING:
     from envman.engine.api import EngineInfo
@@ -115,7 +117,6 @@ def preflight(
         problems += gpu_problems(stack, gpus, host, suggest)
     mech = engine_info.gpu_mechanism() if gpus is not None and not what_if and engine_info is not None else None
     if gpus is not None and not what_if and engine_info is not None and mech is None:
-        from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
         runtimes = ", ".join(engine_info.runtimes) or "none"
         if engine_info.kind == "podman":
@@ -217,7 +218,6 @@ def suggest_stack(matrix: Matrix, stack: Stack, host: HostFacts, gpus: Sequence[
     framework version (another CUDA), then the newest older release, then the oldest newer one."""
     from packaging.version import Version
 
-    from envman.errors import ResolveError
     from envman.stack.resolve import resolve_row
     from envman.stack.verdict import OK, verdict
 

@@ -21,6 +21,8 @@ from envman.project.settings import RunSettings
 from envman.stack.names import Stack
 from envman.run.plan import ERROR, KEEP_ALIVE, RunPlan, WARNING, container_workdir, sanitize_environment
 from envman.run.preflight import ImageState, Problem, preflight
+from envman.project.file import parse_mount
+from envman.project.file import parse_port
 
 if TYPE_CHECKING:
     from envman.engine.api import EngineFacts, ImageInfo
@@ -201,8 +203,6 @@ def check_project_root(project: ProjectConfig) -> None:
 
 
 def parse_cli_mounts(values: Iterable[str], *, allow_dangerous: bool = False) -> tuple[Mount, ...]:
-    from envman.project.file import parse_mount
-
     return tuple(parse_mount(v, base=None, where="--mount", key="--mount", from_file=False,
                              allow_dangerous=allow_dangerous) for v in _cli_paths(values))
 
@@ -219,16 +219,12 @@ def _cli_paths(values: Iterable[str]) -> list[str]:
 
 
 def parse_cli_ports(values: Iterable[str]) -> tuple[Port, ...]:
-    from envman.project.file import parse_port
-
     return tuple(parse_port(v, where="--port", key="--port") for v in values)
 
 
 def parse_cli_env(values: Iterable[str], environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """``-e NAME=VALUE``, or ``-e NAME`` for the value of ``NAME`` in envman's own environment
     (as docker does; it keeps a secret off every command line, envman's included)."""
-    import re
-
     env = os.environ if environ is None else environ
     out = {}
     for v in values:

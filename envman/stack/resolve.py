@@ -20,6 +20,8 @@ import difflib
 import os
 import re
 from packaging.version import Version
+from dataclasses import replace
+import json
 
 from envman.errors import EnvmanError, ResolveError
 from envman.matrix.model import FLAVOURS_HOLDING, BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
@@ -265,8 +267,6 @@ def resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch: 
     must agree with it. ``cuda_patch`` (``--cuda 12.4.1``) takes a base image of that update of the
     stack's CUDA release, whose toolkit driver the stack then states. A stack that is not exactly
     what the shipped matrix gives carries its :func:`tag_key`."""
-    from dataclasses import replace
-
     stack = _resolve(matrix, name, platform, cuda_patch)
     key = tag_key(matrix, stack)
     return replace(stack, tag_key=key) if key else stack
@@ -288,8 +288,6 @@ def _shipped_matrix() -> Matrix:
 
 def _content(matrix: Matrix, stack: Stack) -> str:
     """What decides a stack's image in ``matrix``: the stack, and the recipes of its base."""
-    import json
-
     tag = nvidia_tag(stack)
     chain = matrix.recipe_chain(tag, stack.platform) if tag else None
     return json.dumps(stack.to_json(), sort_keys=True) + "\0" + repr(chain)
@@ -366,8 +364,6 @@ def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch:
 def _freethreaded(stack: Stack) -> Stack:
     """``stack`` on the free-threaded build of its Python: python-build-standalone's, which uv
     installs (no distribution here packages a free-threaded python3.X with its venv module)."""
-    from dataclasses import replace
-
     tail = f"-py{stack.python}"
     name = stack.name.replace(tail, tail + "t", 1)
     note = (f"free-threaded CPython {stack.python}t (PEP 703), python-build-standalone installed by uv; "
@@ -466,7 +462,6 @@ def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_P
             f"{build.name} has no {platform} build (it has {', '.join(build.platforms)})",
             fix="choose a row with wheels for that platform (envman matrix ls --platform ...)",
         )
-    from dataclasses import replace
 
     img, python, strategy = _pick_image(matrix, build, None, None, platform)
     stack = make_stack(matrix, build, img, python, strategy, platform)

@@ -19,6 +19,8 @@ from envman.project.detect.decide import Decision, NoStack, decide
 from envman.project.detect.facts import CUDA, FRAMEWORK, IMPORTS, PYTHON, Statement
 from envman.project.detect.layer import Layer, requirements_layer
 from envman.project.detect.repo import Repository
+from envman.project.detect.setupfiles import read_setup_cfg, read_setup_py
+from dataclasses import replace
 
 if TYPE_CHECKING:
     from envman.host import HostFacts
@@ -39,7 +41,6 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.code import scan_code
     from envman.project.detect.images import read_dockerfile
     from envman.project.detect.prose import read_prose
-    from envman.project.detect.setupfiles import read_setup_cfg, read_setup_py
     from envman.project.detect.sources import (
         read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
     )
@@ -71,7 +72,6 @@ def _scoped(s: Statement, folders: dict[str, str]) -> Statement:
     """A statement of a file in a top-level folder whose code imports one framework only speaks
     for that framework's implementation (``tf/README.md`` in a repository whose ``pytorch/``
     holds the other one)."""
-    from dataclasses import replace
 
     head, sep, _ = s.file.partition("/")
     return replace(s, scope=(head, folders[head])) if sep and head in folders else s
@@ -80,7 +80,6 @@ def _scoped(s: Statement, folders: dict[str, str]) -> Statement:
 def _demoted(s: Statement) -> Statement:
     """A statement of a development, test or docs requirements file: never a pin of the project's
     own stack, at most a range."""
-    from dataclasses import replace
 
     from envman.project.detect.facts import RANGE, STRENGTH
 

@@ -34,6 +34,8 @@ from envman.project.detect.facts import (
     BUILT, COMMAND, CUDA, CUDNN, FRAMEWORK, IMPORTS, PIN, PROSE, PYTHON, STRENGTH, UNSUPPORTED, UNSUPPORTED_NAMES,
     Statement,
 )
+import re
+from packaging.utils import canonicalize_name
 
 if TYPE_CHECKING:
     from envman.host import HostFacts
@@ -376,7 +378,6 @@ class _Decider:
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion:
-            from packaging.utils import canonicalize_name
 
             name, _, version = s.fact.companion.partition("==")
             pairs: dict[Version, set[Version]] = {}  # the companion's releases in the rows → the framework's
@@ -484,7 +485,6 @@ def python_minor(spec: str) -> str:
     ``==3.8.*``, ``>=3.8.1`` → ``>=3.8``, ``<3.11.2`` → ``<3.12``, ``!=3.9.0`` dropped."""
     out = []
     for part in (p.strip() for p in spec.split(",") if p.strip()):
-        import re
 
         m = re.fullmatch(r"(==|>=|<=|>|<|~=|!=|===)\s*([0-9]+)\.([0-9]+)\.([0-9]+)", part)
         if not m:

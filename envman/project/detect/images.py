@@ -19,6 +19,8 @@ from envman.project.detect.facts import (
 )
 from envman.project.detect.pins import cuda_of_index, requirement_facts
 from envman.project.detect.repo import Repository
+from envman.project.detect.facts import UNSUPPORTED
+from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
     from envman.matrix.model import Matrix, NgcRelease
@@ -124,7 +126,6 @@ def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
         m = re.match(r"([0-9]+)\.([0-9]+)", tag_low)
         if repo == "python" and m:
             if m.group(1) == "2":
-                from envman.project.detect.facts import UNSUPPORTED
 
                 return [Fact(UNSUPPORTED, framework="python 2")], "the Python image"
             facts.append(Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*"))
@@ -181,7 +182,6 @@ def _own_facts(own: "NgcRelease | None") -> list[Fact]:
 
 
 def _snapshot(r: "NgcRelease") -> bool:
-    from packaging.version import Version
 
     return bool(r.framework_version) and Version(str(r.framework_version)).is_prerelease
 
@@ -193,7 +193,6 @@ def ngc_spec(version: str | None) -> str:
     a snapshot of a new major (``2.0.0a0``) is that major's first minor."""
     if not version:
         return ""
-    from packaging.version import InvalidVersion, Version
 
     try:
         v = Version(version)

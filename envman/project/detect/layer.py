@@ -26,6 +26,10 @@ from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.pins import COMPANIONS, FRAMEWORK_DISTS, cuda_of_tag
 from envman.project.detect.repo import Repository
+from packaging.specifiers import SpecifierSet
+import ast
+from envman.project.detect.setupfiles import literal_strings, read_setup_py
+import json
 
 if TYPE_CHECKING:
     from envman.stack.names import Stack
@@ -121,7 +125,6 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
             mine = have.get(dist) or (stack.framework_version if framework_of == stack.framework and dist in FRAMEWORK_DISTS else None)
             if mine is None:
                 return _kept(requirement, requirement_problem)
-            from packaging.specifiers import SpecifierSet
 
             from envman.project.detect.pins import public_spec
 
@@ -262,7 +265,6 @@ def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] 
 
 
 def _package_lines(repo: Repository, stack: "Stack") -> tuple[str, list[LayerLine]] | None:
-    from envman.project.detect.setupfiles import read_setup_py
     from envman.project.detect.sources import read_pyproject
 
     for rel, reader in (("pyproject.toml", read_pyproject), ("setup.py", read_setup_py)):
@@ -280,7 +282,6 @@ def _package_lines(repo: Repository, stack: "Stack") -> tuple[str, list[LayerLin
 
 def _dependency_strings(repo: Repository, rel: str) -> list[tuple[int, str]]:
     """The package's own dependencies (PEP 621 ``dependencies``, or ``install_requires`` of setup.py)."""
-    import ast
 
     text = repo.read(rel)
     if text is None:
@@ -299,7 +300,6 @@ def _dependency_strings(repo: Repository, rel: str) -> list[tuple[int, str]]:
             return []  # a string or a table is no dependency list (iterating it would give letters or keys)
         number = line_numbers(text)
         return [(number(d), d) for d in deps[:2000] if isinstance(d, str)]
-    from envman.project.detect.setupfiles import literal_strings
 
     try:
         tree = ast.parse(text)
@@ -327,7 +327,6 @@ def requirements_refusal(layer: Layer) -> str | None:
 
 def toml_list(requirements: Iterable[str]) -> str:
     """The kept requirements as a TOML array (one per line), for the project file."""
-    import json
 
     items = [json.dumps(r, ensure_ascii=False) for r in requirements]
     return "[\n" + "".join(f"    {i},\n" for i in items) + "]"

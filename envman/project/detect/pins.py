@@ -20,6 +20,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.facts import CUDA, FRAMEWORK, PYTHON, UNSUPPORTED, Fact
+from urllib.parse import unquote
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 #: Distribution names of the frameworks → (framework, which build: True GPU, False CPU, None either).
 FRAMEWORK_DISTS: dict[str, tuple[str, bool | None]] = {
@@ -142,7 +144,6 @@ def public_spec(spec: SpecifierSet) -> tuple[str, str | None]:
 
 def _wheel_version(url: str, name: str) -> tuple[str | None, str | None]:
     """(version, local label) of a wheel file a URL names (``.../torch-1.9.0%2Bcu111-cp38-...whl``)."""
-    from urllib.parse import unquote
 
     file = unquote(url.rsplit("/", 1)[-1])
     m = re.match(re.escape(name).replace("\\-", "[-_]") + r"-([0-9][^-]*)-", file, re.IGNORECASE)
@@ -156,7 +157,6 @@ def wheel_facts(text: str) -> Iterator[Fact]:
     """The facts of a wheel named by its file or address (``.../whl/cu90/torch-1.0.0-cp35-cp35m-
     linux_x86_64.whl``): the release and the local version's CUDA as a pin of it, the folder's CUDA
     (``cu90``), and the Python of a ``cpXY`` tag."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     path = unquote(urlsplit(text.strip()).path) if "://" in text else unquote(text.strip())
     try:

@@ -13,6 +13,7 @@ from envman.project.detect.facts import COMMAND, CUDA, FRAMEWORK, PYTHON, RANGE,
 from envman.project.detect.pins import requirement_facts
 from envman.project.detect.repo import Repository
 from envman.project.detect.sources import line_numbers, python_spec, statements
+import configparser
 
 
 #: At most this many strings are read from one ``setup()`` argument (``(a + a) + (a + a)`` nested
@@ -127,7 +128,6 @@ def _table_pins(rel: str, tree: ast.AST, inside: set[int], shown: Callable[[ast.
 
 
 def read_setup_cfg(repo: Repository, rel: str) -> list[Statement]:
-    import configparser
 
     text = repo.read(rel)
     if text is None:

@@ -19,6 +19,9 @@ from envman.project.detect.facts import (
 )
 from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts
 from envman.project.detect.repo import Repository
+import posixpath
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from envman.project.detect.pins import spec_text
 
 #: ``-r``/``-c`` includes followed at most this deep.
 MAX_INCLUDE_DEPTH = 8
@@ -101,7 +104,6 @@ def read_requirements(repo: Repository, rel: str, *, source: str = "requirements
 def relative_path(base: str, target: str) -> str | None:
     """``target`` (as an include names it) relative to the repository root, or None when it leads
     outside it or is no plain path."""
-    import posixpath
 
     target = target.strip().strip("'\"")
     if not target or "://" in target or target.startswith(("/", "~")) or "\0" in target:
@@ -314,9 +316,7 @@ def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
 
 def python_spec(text: str) -> str:
     """A Python requirement as a specifier (``3.8`` means ``==3.8.*``); ``""`` when it is none."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-    from envman.project.detect.pins import spec_text
 
     t = text.strip()
     if re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", t):

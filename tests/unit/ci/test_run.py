@@ -314,3 +314,78 @@ def test_a_base_rebuild_that_fails_is_never_reported_as_rebuilt(mini, fake_rende
     for text in (markdown_summary(data), render_html(data), (tmp_path / "rep" / "summary.md").read_text()):
         assert "base rebuilt" not in text
     assert "base to rebuild from NVIDIA's recipe as envman/base:10.0-base-ubuntu18.04" in old.steps["render"].message
+
+
+# --- one pipeline: ci run builds through envman build's domain function -------------------------
+
+
+UNREACHED_REGISTRY = ('Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.0.0.53:53: '
+                      "no such host")
+
+
+def test_a_cuda_row_whose_base_cannot_be_pulled_is_not_buildable_with_one_line(mini, fake_render, tmp_path):
+    """No registry reachable: the build stops at the base's pull. That row could not be attempted
+    here: not-buildable with the reason in one line (it was reported as fail)."""
+    eng = ci_engine()
+    eng.build_error = BuildError(UNREACHED_REGISTRY, log_tail=f"Step 1/6 : FROM nvidia/cuda:12.4.1-base-ubuntu22.04\n"
+                                 f"{UNREACHED_REGISTRY}")
+    eng.fail_build = True
+    builds = ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"])
+    (r,) = ci.run_rows(eng, mini, builds, _opts(shard="1/1"), report_dir=tmp_path / "rep")
+    assert r.result == "not-buildable" and r.accepted and ci.failed([r]) == []
+    assert r.steps["build"].status == r.steps["smoke"].status == "not-buildable"
+    assert r.reason.startswith("base image nvidia/cuda:12.4.1-base-ubuntu22.04 could not be pulled: "
+                               "a container registry could not be reached")
+    assert "--registry-mirror" in r.reason and "\n" not in r.reason and r.reason.count("could not be reached") == 1
+    assert UNREACHED_REGISTRY in r.steps["build"].detail
+    assert not r.promoted and r.image is None
+    # a build failing for any other reason is still a failure
+    eng = ci_engine()
+    eng.fail_build = True
+    (r,) = ci.run_rows(eng, mini, builds, _opts())
+    assert r.result == "fail" and r.steps["build"].status == "fail" and r.steps["smoke"].status == "skip"
+
+
+def test_a_registry_answer_is_a_failure_not_an_unreachable_base(mini, fake_render):
+    eng = ci_engine()
+    eng.fail_build = True
+    eng.build_error = BuildError("failed to resolve source metadata for docker.io/nvidia/cuda:99.0-base-ubuntu24.04: "
+                                 "docker.io/nvidia/cuda:99.0-base-ubuntu24.04: not found", log_tail="not found")
+    (r,) = ci.run_rows(eng, mini, ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"]), _opts())
+    assert r.result == "fail" and r.steps["build"].status == "fail"
+
+
+def test_ci_run_builds_through_build_stacks_and_chooses_the_base_once(mini, fake_render, monkeypatch):
+    from envman.images import stacks
+
+    seen, bases = [], []
+    real_build, real_base = stacks.build_stacks, stacks.stack_base
+
+    def spy_build(plans, request, **kw):
+        seen.append((tuple(p.stack.name for p in plans), request))
+        return real_build(plans, request, **kw)
+
+    def spy_base(*a, **kw):
+        bases.append(a[1].name)
+        return real_base(*a, **kw)
+
+    monkeypatch.setattr(stacks, "build_stacks", spy_build)
+    monkeypatch.setattr(stacks, "stack_base", spy_base)
+    eng = ci_engine()
+    builds = ci.select_builds(mini, rows=["torch-1.0.0-cuda10.0", "torch-2.4.1-cpu"])
+    results = ci.run_rows(eng, mini, builds, _opts(smoke_timeout=33, require_gpu=False))
+    assert [r.result for r in results] == ["pass", "pass"]
+    assert [names for names, _ in seen] == [(r.name,) for r in results]  # one row, one plan, in order
+    assert all(req.retest and req.smoke_timeout == 33 and req.jobs == 1 for _, req in seen)
+    assert sorted(bases) == sorted(r.name for r in results)  # one base choice per row
+    assert all(kw["timeout"] == 33 for _, _, kw in eng.runs)
+
+
+def test_ci_run_smoke_tests_a_cached_image_again_and_promotes_as_build_does(mini, fake_render):
+    eng = ci_engine()
+    builds = ci.select_builds(mini, rows=["torch-2.4.1-cuda12.4"])
+    (first,) = ci.run_rows(eng, mini, builds, _opts())
+    (again,) = ci.run_rows(eng, mini, builds, _opts())
+    assert first.result == again.result == "pass" and first.promoted and again.promoted
+    assert again.steps["build"].message.startswith("cached ")
+    assert len(eng.runs) == 2  # each run its own verdict, the kept one notwithstanding

@@ -7,7 +7,7 @@ import pytest
 
 
 def test_images_lists_own_tags_and_project_names():
-    from envman.images.build import ImageRow
+    from envman.images.prune import ImageRow
     from envman.cli.build import own_tags
 
     r = own_tags(ImageRow("torch-2.4.1-cuda12.4-py3.10", ("envman/torch-2.4.1-cuda12.4-py3.10:latest", "me/x:latest"),

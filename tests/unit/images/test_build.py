@@ -11,7 +11,7 @@ from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 
 from envman.engine.values import GpuRequest
-from envman.images import build as B
+from envman.images import build as B, prune as P
 from envman.engine.api import EngineInfo, RunResult
 from envman.errors import BuildError
 
@@ -223,9 +223,49 @@ def test_prune_keeps_what_registered_projects_run_on_and_nothing_stale(tmp_path,
 
     refs, unsure = project_images_in_use(store, lambda n: resolve(mini, n))
     assert refs == {current} and unsure == {"broken"}
-    scope = B.PruneScope(uid=os.getuid(), keep=frozenset(refs), keep_projects=frozenset(unsure))
-    would = B.prune(store, scope, dry_run=True)
+    scope = P.PruneScope(uid=os.getuid(), keep=frozenset(refs), keep_projects=frozenset(unsure))
+    would = P.prune(store, scope, dry_run=True)
     assert store.removed == []
-    gone = B.prune(store, scope)
+    gone = P.prune(store, scope)
     assert {r.image_id for r in gone} == {r.image_id for r in would} == {"sha256:old", "sha256:live-before", "sha256:gone"}
     assert store.tag_names() == {f"envman/{stack.name}:latest", current, "envman/project-broken:0123456789abcdef"}
+
+
+# --- the pipeline, stage by stage (run_pipeline) ----------------------------------------------------
+
+
+def test_run_pipeline_records_where_it_stopped_and_what_ran_before(stack, monkeypatch):
+    from envman.errors import EngineError
+
+    run = B.run_pipeline(pipeline_engine(fail_build=True), stack)
+    assert run.stage == "build" and run.build is None and isinstance(run.error, BuildError)
+    assert run.seconds["build"] >= 0 and "smoke" not in run.seconds
+    with pytest.raises(BuildError) as raised:
+        run.result()
+    assert raised.value is run.error
+
+    broken = EngineError("the probe's container did not start", where="engine")
+    monkeypatch.setattr(B, "smoke_image", lambda *a, **k: (_ for _ in ()).throw(broken))
+    run = B.run_pipeline(pipeline_engine(), stack)
+    assert run.stage == "smoke" and run.error is broken and run.build is not None and run.smoke is None
+    with pytest.raises(EngineError):  # build_smoke_promote raises what stopped it, as before
+        B.build_smoke_promote(pipeline_engine(), stack)
+
+
+def test_run_pipeline_keeps_the_smoke_verdict_when_the_promotion_fails(stack, monkeypatch):
+    from envman.errors import EngineError
+
+    monkeypatch.setattr(B, "promote", lambda *a, **k: (_ for _ in ()).throw(EngineError("tag refused", where="e")))
+    run = B.run_pipeline(pipeline_engine(), stack)
+    assert run.stage == "promote" and run.smoke is not None and run.smoke.overall == "pass" and not run.promoted
+
+
+def test_run_pipeline_retest_runs_the_probe_on_a_cached_image_with_the_timeout(stack):
+    eng = pipeline_engine()
+    first = B.run_pipeline(eng, stack)
+    assert first.error is None and first.stage is None and first.promoted and len(eng.runs) == 1
+    kept = B.run_pipeline(eng, stack)
+    assert kept.build.cached and len(eng.runs) == 1 and "smoke" not in kept.seconds  # the kept verdict holds
+    again = B.run_pipeline(eng, stack, retest=True, smoke_timeout=7)
+    assert again.build.cached and len(eng.runs) == 2 and eng.runs[-1][2]["timeout"] == 7
+    assert again.seconds["smoke"] >= 0

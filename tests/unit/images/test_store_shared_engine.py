@@ -6,10 +6,10 @@ import os
 from dataclasses import replace
 
 
-from envman.images import build as B
+from envman.images import build as B, prune as P
 from envman import labels as L
 from envman.images import store as smokestore
-from envman.images.build import ImageRow, PruneScope, prune_selection
+from envman.images.prune import ImageRow, PruneScope, prune_selection
 
 # The pipeline's fake engine and fixtures (a private state directory, a fake render, a stack).
 from envman.engine.api import ContainerInfo, ImageInfo
@@ -34,7 +34,7 @@ def test_a_verdict_taken_by_one_user_is_read_by_another(stack, tmp_path, monkeyp
     assert eng.inspect_image(first.build.ref).id == stable.id != first.build.image_id
 
     monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-b"))  # another user: no cached report
-    listed = {r.image_id: r for r in B.list_envman_images(eng)}
+    listed = {r.image_id: r for r in P.list_envman_images(eng)}
     assert listed[stable.id].smoke == "pass" and listed[stable.id].stable
     # ... but a build of theirs does not take the first user's candidate for its own (anyone can tag one)
     again = B.build_smoke_promote(eng, stack)
@@ -107,7 +107,7 @@ def test_prune_asks_the_engine_for_every_container_and_removes_nothing_in_use(st
     store.add("envman/s:other-user", "sha256:theirs", uid=OTHER)
     store.add("envman/s:legacy", "sha256:legacy", uid="none")
     store.add("envman/s:free", "sha256:free")
-    gone = B.prune(store, PruneScope(uid=os.getuid()))
+    gone = P.prune(store, PruneScope(uid=os.getuid()))
     assert ids(gone) == {"sha256:free"} and store.removed == ["envman/s:free"]
 
 
@@ -130,7 +130,7 @@ def test_smoke_and_push_leave_the_promoted_image_id_alone(stack, monkeypatch):
     assert eng.inspect_image(stable_ref(stack.name)).id == promoted
     # this user reads the later verdict; the image's labels still say what they said
     assert smokestore.image_verdict(eng.inspect_image(stable_ref(stack.name))).status == "pass"
-    assert {r.image_id: r.smoke for r in B.list_envman_images(eng)}[promoted] == "pass"
+    assert {r.image_id: r.smoke for r in P.list_envman_images(eng)}[promoted] == "pass"
     # the push carries the later verdict on an image of its own; the promoted id stays
     monkeypatch.setattr(eng, "insecure_registries", lambda: (("127.0.0.0/8",), ()))
     pushed = push_stack(eng, stack, parse_registry("127.0.0.1:5000/lab", where="--registry"))

@@ -223,7 +223,7 @@ def test_load_files_later_recipe_replaces_earlier(tmp_path):
 
 
 def _row(stack, image_id, *, role="candidate", base_recipe="r1", uid=1000, stable=False):
-    from envman.images.build import ImageRow
+    from envman.images.prune import ImageRow
 
     return ImageRow(stack=stack, tags=(f"{stack}:{image_id}",), image_id=image_id, size=1, created=1, stable=stable,
                     smoke="pass", built_by_uid=uid, role=role, base_recipe=base_recipe)
@@ -235,7 +235,7 @@ def _row(stack, image_id, *, role="candidate", base_recipe="r1", uid=1000, stabl
     (False, 2000, False),  # another user's image is on it: it stays, and so does the base
 ])
 def test_prune_keeps_a_base_while_an_image_on_it_stays(child_stable, child_uid, base_goes):
-    from envman.images.build import PruneScope, prune_selection
+    from envman.images.prune import PruneScope, prune_selection
 
     base = _row("nvidia/cuda:10.0-base-ubuntu18.04", "b", role="base")
     child = _row("torch-1.0.1-cuda10.0-py3.6", "c", stable=child_stable, uid=child_uid)
@@ -245,7 +245,7 @@ def test_prune_keeps_a_base_while_an_image_on_it_stays(child_stable, child_uid, 
 
 
 def test_prune_keeps_a_base_another_user_built():
-    from envman.images.build import PruneScope, prune_selection
+    from envman.images.prune import PruneScope, prune_selection
 
     base = _row("nvidia/cuda:10.0-base-ubuntu18.04", "b", role="base", uid=2000)
     assert prune_selection([base], PruneScope(uid=1000)) == []

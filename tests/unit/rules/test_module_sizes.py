@@ -18,7 +18,6 @@ LIMIT = 600
 ALLOWED = {
     "envman/project/detect/decide.py": "the ordered rules that take a repository's statements to one stack, "
                                        "each with its reason, in one pass",
-    "envman/config.py": "the user config's tables, their defaults and their checks, in one schema",
 }
 
 

@@ -370,7 +370,7 @@ def recorded_deps() -> dict[str, list | None]:
 
 
 #: Modules of the run path that a hand-kept list once left out; each must be watched.
-ONCE_UNWATCHED = ("project/policy.py", "config.py", "safefile.py", "engine/select.py")
+ONCE_UNWATCHED = ("project/policy.py", "config/file.py", "config/network.py", "safefile.py", "engine/select.py")
 
 
 def test_the_run_cache_watches_every_envman_module_the_full_path_loaded(world, engine, copied_envman):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from envman.config import NETWORK_KEYS, config_path, load_config, load_network_config
+from envman.config import NETWORK_KEYS, NetworkConfig, config_path, load_config, load_network_config
 from envman.errors import UserError
 from envman.render.options import RenderOptions
 
@@ -21,7 +21,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_no_file_means_no_settings(tmp_path):
     assert load_config(tmp_path / "config.toml") == {}
-    assert load_network_config(tmp_path / "config.toml") == {}
+    assert load_network_config(tmp_path / "config.toml") == NetworkConfig()
+    assert load_network_config(tmp_path / "config.toml").given() == {}
     assert RenderOptions.from_config({}, config_file=tmp_path / "config.toml") == RenderOptions()
 
 
@@ -53,11 +54,11 @@ other = "tables belong to other features"
 """,
     )
     net = load_network_config(cfg)
-    assert set(net) == set(NETWORK_KEYS)
-    assert net["registry_mirror"] == "registry.corp.example:5000/hub"
-    assert net["ca_bundle"] == (tmp_path / "ca.pem").resolve()  # relative to the config file
-    assert net["wheelhouse"] == (tmp_path / "wheels").resolve()
-    assert net["offline"] is True
+    assert set(net.given()) == set(NETWORK_KEYS)
+    assert net.registry_mirror == "registry.corp.example:5000/hub"
+    assert net.ca_bundle == (tmp_path / "ca.pem").resolve()  # relative to the config file
+    assert net.wheelhouse == (tmp_path / "wheels").resolve()
+    assert net.offline is True
     o = RenderOptions.from_config({}, config_file=cfg)
     assert o.offline and o.wheelhouse == (tmp_path / "wheels").resolve()
 
@@ -134,14 +135,14 @@ def test_options_are_frozen_and_describe_what_is_set():
 
 def _loaders():
     from envman.cluster.slurm import load_slurm_config
-    from envman.config import load_builder_config, load_matrix_config
-    from envman.engine.select import config_engine_host
+    from envman.config import load_build_config, load_matrix_config
+    from envman.engine.select import load_engine_config
     from envman.images.remote import load_registry_settings
     from envman.project.settings import load_user_config
 
     return {
-        "network": load_network_config, "build": load_builder_config, "matrix": load_matrix_config,
-        "engine": lambda path: config_engine_host(), "registry": load_registry_settings,
+        "network": load_network_config, "build": load_build_config, "matrix": load_matrix_config,
+        "engine": load_engine_config, "registry": load_registry_settings,
         "run": load_user_config, "project": load_user_config, "slurm": load_slurm_config,
     }
 
@@ -183,7 +184,7 @@ def test_the_file_is_parsed_once_per_content(tmp_path, monkeypatch):
         loaders[name](cfg)
     assert len(parses) == 1
     cfg.write_text(f'# {tmp_path}\n[network]\npip_index = "https://b.example/simple"\n')  # new content: read again
-    assert load_network_config(cfg)["pip_index"] == "https://b.example/simple"
+    assert load_network_config(cfg).pip_index == "https://b.example/simple"
     assert len(parses) == 2
 
 
@@ -195,3 +196,30 @@ def test_the_matrix_table_comes_back_typed(tmp_path):
     assert load_matrix_config(cfg) == MatrixConfig((tmp_path / "ours.toml", Path("/abs/theirs.toml")),
                                                    "https://torch.corp.example/whl")
     assert load_matrix_config(tmp_path / "absent.toml") == MatrixConfig((), None)
+
+
+@pytest.mark.parametrize("table", ["network", "build", "engine", "registry", "matrix", "run", "project", "slurm"])
+def test_every_table_comes_back_as_one_frozen_typed_value(tmp_path, monkeypatch, table):
+    """No table comes back as a dict or a bare string: each loader returns a frozen dataclass."""
+    import dataclasses
+
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    for text in ("", f"[{table}]\n"):
+        (tmp_path / "config.toml").write_text(text)
+        value = _loaders()[table](tmp_path / "config.toml")
+        assert dataclasses.is_dataclass(value) and not isinstance(value, type)
+        assert type(value).__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("table,key", [("network", "offline"), ("registry", "allow_http"), ("registry", "pull_on_run"),
+                                       ("registry", "trust_registry")])
+@pytest.mark.parametrize("value", ['"yes"', "1", "0", '"true"', "[true]"])
+def test_a_key_that_takes_true_or_false_has_one_wording_in_every_table(tmp_path, monkeypatch, table, key, value):
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path))
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f"[{table}]\n{key} = {value}\n")
+    with pytest.raises(UserError) as e:
+        _loaders()[table](cfg)
+    shown = {'"yes"': "'yes'", '"true"': "'true'", "[true]": "[True]"}.get(value, value)
+    assert e.value.line() == (f"{cfg}: [{table}].{key}: {key} must be true or false, got {shown} — "
+                              f"write {key} = true or {key} = false")
