@@ -153,12 +153,21 @@ def _wheel_version(url: str, name: str) -> tuple[str | None, str | None]:
     return version, local or None
 
 
+def url_path(url: str) -> str:
+    """The path of ``url``; ``""`` for one that does not parse (``https://jax[cuda12]``: a
+    bracketed host that is no IP address)."""
+    try:
+        return urlsplit(url).path
+    except ValueError:
+        return ""
+
+
 def wheel_facts(text: str) -> Iterator[Fact]:
     """The facts of a wheel named by its file or address (``.../whl/cu90/torch-1.0.0-cp35-cp35m-
     linux_x86_64.whl``): the release and the local version's CUDA as a pin of it, the folder's CUDA
     (``cu90``), and the Python of a ``cpXY`` tag."""
 
-    path = unquote(urlsplit(text.strip()).path) if "://" in text else unquote(text.strip())
+    path = unquote(url_path(text.strip())) if "://" in text else unquote(text.strip())
     try:
         name, version, _build, tags = parse_wheel_filename(path.rsplit("/", 1)[-1])
     except (InvalidWheelFilename, ValueError):
@@ -189,7 +198,7 @@ def requirement_facts(text: str) -> Iterator[Fact]:
         return
     if req.marker is not None and not applies_on_linux(req.marker):
         return  # a line for another platform (``; sys_platform == 'darwin'``) says nothing of a Linux stack
-    if req.url and urlsplit(req.url).path.lower().endswith(".whl"):
+    if req.url and url_path(req.url).lower().endswith(".whl"):
         yield from wheel_facts(req.url)  # ``torch @ https://…/torch-1.9.0+cu111-cp38-…whl``
         return
     yield from _facts(req.name, req.specifier, req.url, set(req.extras))

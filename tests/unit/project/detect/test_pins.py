@@ -196,3 +196,17 @@ def test_a_specifier_given_apart_is_read_within_its_bounds(spec, read):
     from envman.project.detect.pins import named_facts
 
     assert [(f.framework, f.spec) for f in named_facts("torch", spec)] == [("torch", read)]
+
+
+@pytest.mark.parametrize("text", ["torch@https://jax[cuda12]", "torch @ https://[not-an-ip]/torch-1.9.0-cp38-cp38-linux_x86_64.whl"])
+def test_an_address_with_a_bracketed_host_that_is_no_ip_is_read_without_an_error(text):
+    facts = list(requirement_facts(text))  # no ValueError from the address's host
+    assert all(f.kind == FRAMEWORK and f.framework == "torch" for f in facts)
+
+
+@pytest.mark.parametrize("url", ["https://jax[cuda12]", "https://[cuda]/torch-2.0.0-cp311-cp311-linux_x86_64.whl"])
+def test_an_unparsable_address_has_no_path_and_no_wheel_facts(url):
+    from envman.project.detect.pins import url_path, wheel_facts
+
+    assert url_path(url) == "" and list(wheel_facts(url)) == []
+    assert url_path("https://[::1]/w/torch-2.0.0-cp311-cp311-linux_x86_64.whl") == "/w/torch-2.0.0-cp311-cp311-linux_x86_64.whl"
