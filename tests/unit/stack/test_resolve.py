@@ -157,3 +157,106 @@ def test_parse_name_never_crashes(text):
         parse_name(text)
     except ResolveError as exc:
         assert "\n" not in exc.line()
+
+
+# --- the hints of a name that resolves to nothing --------------------------------------------------
+
+_NEWEST = "the newest torch release in the matrix is 2.4.1: "
+_UPDATE = "; newer releases: envman matrix update"
+
+
+def _refusal(matrix, name):
+    with pytest.raises(ResolveError) as e:
+        resolve(matrix, name)
+    return e.value
+
+
+@pytest.mark.parametrize("name, fix", [
+    # the asked CUDA X.Y where the newest release has it, else its major, which resolves
+    ("torch-9-cuda11.8", _NEWEST + "torch-2.4.1-cuda11.8 (torch-2.4.1-cuda11.8)" + _UPDATE),
+    ("torch-9-cuda12.9", _NEWEST + "torch-2.4.1-cuda12 (torch-2.4.1-cuda12.4)" + _UPDATE),
+    ("torch-9-cu129", _NEWEST + "torch-2.4.1-cuda12 (torch-2.4.1-cuda12.4)" + _UPDATE),
+    # a CUDA major no build has ("cuda1" is not the start of "cuda12"): every build, no CUDA part
+    ("torch-9-cuda1", _NEWEST + "torch-2.4.1 (torch-2.4.1-cpu, torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4)" + _UPDATE),
+    ("torch-9-cuda13", _NEWEST + "torch-2.4.1 (torch-2.4.1-cpu, torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4)" + _UPDATE),
+    ("torch-9-cpu", _NEWEST + "torch-2.4.1-cpu (torch-2.4.1-cpu)" + _UPDATE),
+])
+def test_a_release_newer_than_the_matrix_is_offered_the_newest_in_the_asked_target(mini, name, fix):
+    assert _refusal(mini, name).fix == fix
+
+
+def test_the_cpu_build_of_the_newest_release_is_offered_only_where_there_is_one(mini):
+    from dataclasses import replace
+
+    gpu_only = replace(mini, builds=tuple(b for b in mini.builds if b.cuda is not None))
+    assert _refusal(gpu_only, "torch-9-cpu").fix == (
+        _NEWEST + "torch-2.4.1 (torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4)" + _UPDATE)
+
+
+_TARGETS = ("", "-cpu", "-cuda1", "-cuda11", "-cuda11.8", "-cuda12", "-cuda12.4", "-cuda12.5", "-cuda12.9", "-cuda13",
+            "-cuda13.0", "-cu128")
+
+
+def test_the_newest_release_a_hint_offers_resolves_to_the_target_it_names():
+    """Every framework of the shipped matrix, every kind of target: the name offered resolves."""
+    from envman.matrix.load import load_matrix
+
+    matrix = load_matrix()
+    for framework in sorted({b.framework for b in matrix.builds}):
+        for target in _TARGETS:
+            fix = _refusal(matrix, f"{framework}-999{target}").fix
+            offered = fix.split(": ", 1)[1].split(" (", 1)[0]
+            stack = resolve(matrix, offered)
+            q = parse_name(offered)
+            assert stack.framework == framework, (target, fix)
+            if q.cpu:
+                assert stack.cuda is None, (target, fix)
+            if q.cuda:
+                assert version_matches(q.cuda, Version(stack.cuda)), (target, fix)
+
+
+_CLOSEST = "closest valid names: "
+_ALL = " (all: envman matrix ls)"
+
+
+@pytest.mark.parametrize("name, fix", [
+    # older than every release: the names closest in spelling to the name asked, its target included
+    ("torch-0.9", _CLOSEST + "torch-2.4.1-cpu, torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0" + _ALL),
+    ("torch-0.9-cpu", _CLOSEST + "torch-2.4.1-cpu, torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, torch-2.4.1-cuda12.4, "
+                                 "torch-2.4.1-cuda11.8" + _ALL),
+    ("torch-0.0-cpu", _CLOSEST + "torch-2.4.1-cpu, torch-1.0.0-cuda10.0, torch-2.4.1-cuda12.4, torch-2.4.1-cuda11.8, "
+                                 "torch-1.0.1-cuda10.0" + _ALL),
+    ("torch-0.9-cuda12.4", _CLOSEST + "torch-2.4.1-cuda12.4, torch-1.0.1-cuda10.0, torch-1.0.0-cuda10.0, "
+                                      "torch-2.4.1-cuda11.8, torch-2.4.1-cpu" + _ALL),
+    # a name exactly half alike (difflib's ratio 0.5) is still close; one zero more and none is:
+    # then the framework's last five names
+    ("torch-0." + "0" * 11 + "1", _CLOSEST + "torch-1.0.0-cuda10.0" + _ALL),
+    ("torch-0." + "0" * 12 + "1", _CLOSEST + "torch-1.0.0-cuda10.0, torch-1.0.1-cuda10.0, torch-2.4.1-cpu, "
+                                             "torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4" + _ALL),
+])
+def test_a_release_older_than_the_matrix_is_offered_the_names_closest_in_spelling(mini, name, fix):
+    assert _refusal(mini, name).fix == fix
+
+
+def test_the_fallback_names_are_the_framework_s_last_five(mini):
+    from dataclasses import replace
+
+    extra = tuple(replace(b, version=Version(f"2.4.{i}"), default=False) for i in (2, 3) for b in mini.builds
+                  if b.name == "torch-2.4.1-cpu")
+    assert _refusal(replace(mini, builds=mini.builds + extra), "torch-0." + "0" * 12 + "1").fix == (
+        _CLOSEST + "torch-2.4.1-cpu, torch-2.4.1-cuda11.8, torch-2.4.1-cuda12.4, torch-2.4.2-cpu, torch-2.4.3-cpu" + _ALL)
+
+
+@pytest.mark.parametrize("never, name, what", [
+    ("12.7", "torch-2.4-cuda12.7", "CUDA 12.7 was never released: why"),
+    ("12.7.0", "torch-2.4-cuda12.7", "CUDA 12.7.0 was never released: why"),  # 12.7.0 is 12.7
+    ("12.7", "torch-2.4-cu127", "CUDA 12.7 was never released: why"),
+    # another release of the same major, or of the same X.Y prefix, was released
+    ("12", "torch-2.4-cuda12.7", "torch 2.4 has no CUDA 12.7 build in the matrix"),
+    ("12.7.1", "torch-2.4-cuda12.7", "torch 2.4 has no CUDA 12.7 build in the matrix"),
+    ("12.7", "torch-2.4-cuda12.8", "torch 2.4 has no CUDA 12.8 build in the matrix"),
+])
+def test_a_cuda_that_was_never_released_is_named_only_for_its_own_x_y(mini, never, name, what):
+    from dataclasses import replace
+
+    assert _refusal(replace(mini, never_released=((never, "why"),)), name).what == what
