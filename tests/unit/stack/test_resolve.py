@@ -260,3 +260,18 @@ def test_a_cuda_that_was_never_released_is_named_only_for_its_own_x_y(mini, neve
     from dataclasses import replace
 
     assert _refusal(replace(mini, never_released=((never, "why"),)), name).what == what
+
+
+@pytest.mark.parametrize("patch, what", [
+    ("12.4.0", "no CUDA 12.4.0 base base image in the matrix for torch-2.4.1-cuda12.4"),
+    ("11.8.0", "torch-2.4.1-cuda12.4 is CUDA 12.4, not CUDA 11.8.0"),
+])
+def test_resolve_takes_the_asked_cuda_update_or_refuses_it(mini, patch, what):
+    assert resolve(mini, "torch-2.4-cuda12", cuda_patch=Version("12.4.1")).base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert _refusal_patch(mini, patch) == what
+
+
+def _refusal_patch(matrix, patch):
+    with pytest.raises(ResolveError) as e:
+        resolve(matrix, "torch-2.4-cuda12", cuda_patch=Version(patch))
+    return e.value.what
