@@ -262,16 +262,52 @@ def test_a_cuda_that_was_never_released_is_named_only_for_its_own_x_y(mini, neve
     assert _refusal(replace(mini, never_released=((never, "why"),)), name).what == what
 
 
-@pytest.mark.parametrize("patch, what", [
-    ("12.4.0", "no CUDA 12.4.0 base base image in the matrix for torch-2.4.1-cuda12.4"),
-    ("11.8.0", "torch-2.4.1-cuda12.4 is CUDA 12.4, not CUDA 11.8.0"),
+@pytest.mark.parametrize("name, patch, what, fix", [
+    ("torch-2.4-cuda12", "12.4.0", "no CUDA 12.4.0 base base image in the matrix for torch-2.4.1-cuda12.4",
+     "add an [[image]] row (a mirror or a custom base) with --matrix, or pick another CUDA variant"),
+    ("torch-2.4-cuda12", "11.8.0", "torch-2.4.1-cuda12.4 is CUDA 12.4, not CUDA 11.8.0",
+     "name a stack of CUDA 11.8 (e.g. -cuda11.8) or drop --cuda"),
+    ("torch-2.4-cpu", "12.4.1", "torch-2.4.1-cpu is a CPU build, not CUDA 12.4.1",
+     "name a stack of CUDA 12.4 (e.g. -cuda12.4) or drop --cuda"),
 ])
-def test_resolve_takes_the_asked_cuda_update_or_refuses_it(mini, patch, what):
+def test_resolve_takes_the_asked_cuda_update_or_refuses_it(mini, name, patch, what, fix):
     assert resolve(mini, "torch-2.4-cuda12", cuda_patch=Version("12.4.1")).base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
-    assert _refusal_patch(mini, patch) == what
-
-
-def _refusal_patch(matrix, patch):
     with pytest.raises(ResolveError) as e:
-        resolve(matrix, "torch-2.4-cuda12", cuda_patch=Version(patch))
-    return e.value.what
+        resolve(mini, name, cuda_patch=Version(patch))
+    assert (e.value.what, e.value.fix) == (what, fix)
+
+
+def test_a_free_threaded_python_the_row_has_no_wheels_for_is_refused_with_what_it_has(mini):
+    from dataclasses import replace
+
+    e = _refusal(mini, "torch-2.4-cuda12-py3.12t")
+    assert (e.what, e.fix) == ("torch-2.4.1-cuda12.4 has no free-threaded Python 3.12t wheels",
+                               "drop the t (py3.12) for the GIL build")
+    ft = replace(mini, builds=tuple(replace(b, python_freethreaded=(Version("3.11"), Version("3.12")))
+                                    if b.name == "torch-2.4.1-cuda12.4" else b for b in mini.builds))
+    e = _refusal(ft, "torch-2.4-cuda12-py3.10t")
+    assert (e.what, e.fix) == ("torch-2.4.1-cuda12.4 has no free-threaded Python 3.10t wheels (it has 3.11t, 3.12t)",
+                               "choose py3.12t")
+    stack = resolve(ft, "torch-2.4-cuda12-py3.12t")
+    assert (stack.name, stack.python, stack.freethreaded) == ("torch-2.4.1-cuda12.4-py3.12t", "3.12", True)
+
+
+_GRAMMAR = ("expected <framework>-<version>[-cuda<X.Y>|-cu<NNN>|-cpu][-py<X.Y>[t]][-<flavour>][-arm64|-amd64], "
+            "e.g. torch-2.4-cuda12 or tf-2.15-cpu (list them: envman matrix ls)")
+
+
+@pytest.mark.parametrize("name, platform, fix", [
+    ("torhc-2.4-cuda12", None, "did you mean torch-2.4-cuda12 (torch-2.4.1-cuda12.4-py3.10)? (" + _GRAMMAR + ")"),
+    # each fix that resolves, once per stack it resolves to, in the order of closeness
+    ("torch-2.4-pu-devel", None, "did you mean torch-2.4-cpu-devel (torch-2.4.1-cpu-py3.10) or torch-2.4-devel "
+                                 "(torch-2.4.1-cuda12.4-py3.10-devel)? (" + _GRAMMAR + ")"),
+    # the closest fix (cudnn-devel) has no image here: the next one that resolves is offered
+    ("torch-2.4-cudn12-devel", None, "did you mean torch-2.4-cuda12-devel (torch-2.4.1-cuda12.4-py3.10-devel)? ("
+                                     + _GRAMMAR + ")"),
+    # a fix is resolved on the platform asked: no torch row here has arm64 wheels
+    ("torch-2.4-cudn12-devel", "linux/arm64", _GRAMMAR),
+])
+def test_a_misspelt_name_is_offered_the_fixes_that_resolve(mini, name, platform, fix):
+    with pytest.raises(ResolveError) as e:
+        resolve(mini, name, platform=platform)
+    assert (e.value.what, e.value.where, e.value.fix) == (f"cannot parse stack name {name!r}", None, fix)
