@@ -311,3 +311,13 @@ def test_a_misspelt_name_is_offered_the_fixes_that_resolve(mini, name, platform,
     with pytest.raises(ResolveError) as e:
         resolve(mini, name, platform=platform)
     assert (e.value.what, e.value.where, e.value.fix) == (f"cannot parse stack name {name!r}", None, fix)
+
+
+@pytest.mark.parametrize("name, version", [("torch-2.4.1.0-cpu", "2.4.1"), ("torch-1.0.0.0-cuda10", "1.0.0"),
+                                           ("torch-2.4.1-cpu", "2.4.1"), ("torch-2.4-cpu", "2.4.1")])
+def test_a_release_asked_with_trailing_zeros_is_that_release(mini, name, version):
+    assert resolve(mini, name).framework_version == version
+
+
+def test_a_release_one_past_with_a_fourth_part_is_not_one_of_the_matrix(mini):
+    assert _refusal(mini, "torch-2.4.1.1-cpu").what == "no torch release matches '2.4.1.1' (the matrix has 1.0.0 to 2.4.1)"
