@@ -168,3 +168,10 @@ def test_a_user_row_identical_to_the_shipped_one_shares_its_tag_in_a_fresh_proce
     matrix = load_matrix([_user_file(tmp_path)])
     assert resolve(matrix, QUERY).tag_key == ""
     assert len(resolve(load_matrix([_user_file(tmp_path / "b", note="mine")]), QUERY).tag_key) == 12
+
+
+def test_a_matrix_of_other_files_alone_stands_in_for_the_shipped_one(mini):
+    """A matrix given instead of the shipped one (no shipped file in it: a test's, a CI's own)
+    names its stacks by the plain stable tag, whatever the shipped matrix gives for those names."""
+    stack = resolve(mini, "torch-2.4-cpu")
+    assert stack.tag_key == "" and stable_ref(stack) == f"envman/{stack.name}:latest"
