@@ -321,3 +321,17 @@ def test_a_release_asked_with_trailing_zeros_is_that_release(mini, name, version
 
 def test_a_release_one_past_with_a_fourth_part_is_not_one_of_the_matrix(mini):
     assert _refusal(mini, "torch-2.4.1.1-cpu").what == "no torch release matches '2.4.1.1' (the matrix has 1.0.0 to 2.4.1)"
+
+
+def test_a_deleted_base_is_taken_only_on_a_platform_its_recipe_rebuilds_it_for(mini):
+    """The mini matrix's recipes of the CUDA 10.0 bases are for linux/amd64 alone."""
+    from dataclasses import replace
+
+    both = ("linux/amd64", "linux/arm64")
+    m = replace(mini, builds=tuple(replace(b, platforms=both) for b in mini.builds),
+                images=tuple(replace(i, platforms=both) for i in mini.images))
+    assert resolve(m, "torch-1.0-cuda10", platform="linux/amd64").base_image == "nvidia/cuda:10.0-base-ubuntu18.04"
+    assert _refusal(m, "torch-1.0-cuda10-arm64").what == (
+        "no CUDA 10.0 base base image on linux/arm64 in the matrix for torch-1.0.1-cuda10.0 is served or can be rebuilt "
+        "from NVIDIA's recipe (nvidia/cuda:10.0-base-ubuntu18.04, nvidia/cuda:10.0-base-ubuntu16.04 are no longer "
+        "served and no [[recipe]] rebuilds them)")
