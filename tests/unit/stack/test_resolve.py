@@ -335,3 +335,34 @@ def test_a_deleted_base_is_taken_only_on_a_platform_its_recipe_rebuilds_it_for(m
         "no CUDA 10.0 base base image on linux/arm64 in the matrix for torch-1.0.1-cuda10.0 is served or can be rebuilt "
         "from NVIDIA's recipe (nvidia/cuda:10.0-base-ubuntu18.04, nvidia/cuda:10.0-base-ubuntu16.04 are no longer "
         "served and no [[recipe]] rebuilds them)")
+
+
+_B18 = "nvidia/cuda:10.0-base-ubuntu18.04"
+_REBUILD = " envman rebuilds it from NVIDIA's recipe (--base pull: pull it, e.g. through --registry-mirror)"
+
+
+def _cuda10_stack(mini, platform=None, pin=False, **image):
+    """torch 1.0 on CUDA 10.0 with its ubuntu18.04 base changed by ``image``; both platforms."""
+    from dataclasses import replace
+
+    both = ("linux/amd64", "linux/arm64")
+    m = replace(mini, builds=tuple(replace(b, platforms=both, base_image=_B18 if pin else b.base_image)
+                                   for b in mini.builds),
+                images=tuple(replace(i, platforms=both, **(image if i.ref == _B18 else {})) for i in mini.images))
+    stack = resolve(m, "torch-1.0-cuda10", platform=platform)
+    assert stack.base_image == _B18
+    return [n for n in stack.notes if n.startswith("base image ")]
+
+
+@pytest.mark.parametrize("image, pin, platform, notes", [
+    ({}, False, None, [f"base image {_B18} was deleted from Docker Hub (end of life):" + _REBUILD]),
+    ({"status": "unconfirmed"}, False, None, [f"base image {_B18} is not confirmed served:" + _REBUILD]),
+    # served today, though a recipe could rebuild it: pulled, nothing to say
+    ({"status": "published"}, False, None, []),
+    # a custom base is the user's own: never rebuilt
+    ({"custom": True}, True, None, []),
+    # the recipe rebuilds it for linux/amd64 only: an arm64 stack pinned to it pulls it
+    ({}, True, "linux/arm64", []),
+])
+def test_a_stack_says_its_base_is_rebuilt_exactly_when_it_is(mini, image, pin, platform, notes):
+    assert _cuda10_stack(mini, platform, pin, **image) == notes
