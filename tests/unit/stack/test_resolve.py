@@ -366,3 +366,27 @@ def _cuda10_stack(mini, platform=None, pin=False, **image):
 ])
 def test_a_stack_says_its_base_is_rebuilt_exactly_when_it_is(mini, image, pin, platform, notes):
     assert _cuda10_stack(mini, platform, pin, **image) == notes
+
+
+def test_an_amd64_stack_carries_its_row_s_hashed_cuda_libraries_and_its_arm64_twin_none():
+    """They are read from the Linux x86_64 wheel: another platform's pins may differ."""
+    from envman.matrix.load import load_matrix
+
+    matrix = load_matrix()
+    rows = [b for b in matrix.builds if b.cuda_libs and b.cuda_libs_sha256 and "linux/arm64" in b.platforms]
+    assert rows
+    for b in rows[:3]:
+        amd = resolve(matrix, b.name)
+        assert amd.cuda_libs and all(" --hash=sha256:" in pin for pin in amd.cuda_libs), b.name
+        assert resolve(matrix, b.name + "-arm64").cuda_libs == (), b.name
+
+
+def test_an_arm64_stack_installs_the_row_s_arm64_packages():
+    from envman.matrix.load import load_matrix
+
+    matrix = load_matrix()
+    rows = [b for b in matrix.builds if b.packages_arm64 is not None and b.packages_arm64 != b.packages]
+    assert rows
+    for b in rows[:3]:
+        assert resolve(matrix, b.name + "-arm64").packages == b.packages_arm64, b.name
+        assert resolve(matrix, b.name).packages == b.packages, b.name
