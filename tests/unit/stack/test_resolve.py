@@ -390,3 +390,16 @@ def test_an_arm64_stack_installs_the_row_s_arm64_packages():
     for b in rows[:3]:
         assert resolve(matrix, b.name + "-arm64").packages == b.packages_arm64, b.name
         assert resolve(matrix, b.name).packages == b.packages, b.name
+
+
+@pytest.mark.parametrize("first", [
+    {"custom": True, "repository": "registry.example/cuda"},  # a custom base is taken only when a row pins it
+    {"tag": "12.4.0-base-ubuntu22.04", "cuda_patch": Version("12.4.0")},  # another update than the one asked
+])
+def test_a_base_skipped_for_its_kind_or_update_does_not_hide_the_next_one(mini, first):
+    from dataclasses import replace
+
+    c124 = next(i for i in mini.images if i.ref == "nvidia/cuda:12.4.1-base-ubuntu22.04")
+    m = replace(mini, images=(replace(c124, **first),) + mini.images)
+    stack = resolve(m, "torch-2.4-cuda12", cuda_patch=Version("12.4.1"))
+    assert stack.base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
