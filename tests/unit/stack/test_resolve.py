@@ -403,3 +403,12 @@ def test_a_base_skipped_for_its_kind_or_update_does_not_hide_the_next_one(mini, 
     m = replace(mini, images=(replace(c124, **first),) + mini.images)
     stack = resolve(m, "torch-2.4-cuda12", cuda_patch=Version("12.4.1"))
     assert stack.base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+@pytest.mark.parametrize("cudnn, want", [("", None), (None, None), ("9", "9")])
+def test_a_stack_s_cudnn_is_its_base_s_where_the_row_names_none_and_an_empty_one_is_none(mini, cudnn, want):
+    from dataclasses import replace
+
+    m = replace(mini, images=tuple(replace(i, cudnn=cudnn) if i.ref == "nvidia/cuda:12.4.1-base-ubuntu22.04" else i
+                                   for i in mini.images))
+    assert resolve(m, "torch-2.4-cuda12").cudnn == want
