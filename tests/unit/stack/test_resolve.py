@@ -412,3 +412,12 @@ def test_a_stack_s_cudnn_is_its_base_s_where_the_row_names_none_and_an_empty_one
     m = replace(mini, images=tuple(replace(i, cudnn=cudnn) if i.ref == "nvidia/cuda:12.4.1-base-ubuntu22.04" else i
                                    for i in mini.images))
     assert resolve(m, "torch-2.4-cuda12").cudnn == want
+
+
+def test_without_minor_version_compatibility_a_stack_needs_the_driver_of_its_base_s_update(mini):
+    from dataclasses import replace
+
+    cuda = tuple(replace(r, minor_compat_driver=None, updates=((Version("12.4.1"), DriverVersion.parse("550.54.15")),))
+                 if r.key == "12.4" else r for r in mini.cuda)
+    stack = resolve(replace(mini, cuda=cuda), "torch-2.4-cuda12", cuda_patch=Version("12.4.1"))
+    assert (stack.min_driver, stack.toolkit_driver) == ("550.54.15", "550.54.15")
