@@ -421,3 +421,22 @@ def test_without_minor_version_compatibility_a_stack_needs_the_driver_of_its_bas
                  if r.key == "12.4" else r for r in mini.cuda)
     stack = resolve(replace(mini, cuda=cuda), "torch-2.4-cuda12", cuda_patch=Version("12.4.1"))
     assert (stack.min_driver, stack.toolkit_driver) == ("550.54.15", "550.54.15")
+
+
+def test_a_cuda_library_marked_for_some_pythons_is_installed_for_exactly_those():
+    from packaging.markers import Marker
+
+    from envman.matrix.load import load_matrix
+
+    matrix = load_matrix()
+    rows = [b for b in matrix.builds if any("python_version" in line for line in b.cuda_libs)]
+    assert rows
+    for b in rows:
+        for line in (x for x in b.cuda_libs if "python_version" in x):
+            pin, _, marker = line.partition(";")
+            for py in b.python:
+                stack = resolve(matrix, f"{b.name}-py{py}")
+                held = any(p.split(" ")[0] == pin.strip() for p in stack.cuda_libs)
+                env = {"python_version": str(py), "python_full_version": f"{py}.0", "platform_system": "Linux",
+                       "sys_platform": "linux", "platform_machine": "x86_64"}
+                assert held == Marker(marker.strip()).evaluate(env), (b.name, py, line)
