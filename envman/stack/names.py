@@ -82,11 +82,13 @@ def spelling_fixes(text: str, limit: int = 3) -> list[str]:
             if i + span > len(words):
                 continue
             part = "-".join(words[i:i + span])
-            options = difflib.get_close_matches(part, _WORDS, n=3, cutoff=0.6)
+            # every close word, not the closest few: a closer word that does not parse in this
+            # place must not hide one that does (``limit`` applies to the names that parse)
+            options = difflib.get_close_matches(part, _WORDS, n=len(_WORDS), cutoff=0.6)
             numbered = re.fullmatch(r"([a-z]+)([0-9][0-9.]*)", part)
             if numbered and span == 1:
                 options += [p + numbered.group(2)
-                            for p in difflib.get_close_matches(numbered.group(1), _PREFIXES, n=2, cutoff=0.5)]
+                            for p in difflib.get_close_matches(numbered.group(1), _PREFIXES, n=len(_PREFIXES), cutoff=0.5)]
             for w in options:
                 cand = "-".join(words[:i] + [w] + words[i + span:])
                 if cand != "-".join(words) and _NAME_RE.match(cand) and cand not in (c for _, c in found):

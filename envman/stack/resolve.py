@@ -493,9 +493,15 @@ def _suggest(matrix: Matrix, q: StackQuery, n: int = 5) -> str:
     if not same and fw and Version(q.version) > max(b.version for b in fw):
         newest = max(b.version for b in fw)  # a release newer than the matrix: offer the newest
         pool = [b for b in fw if b.version == newest]
-        fits = [b for b in pool if (b.cuda is None) == q.cpu and (q.cuda is None or b.cuda is None
-                                                                  or str(b.cuda).startswith(q.cuda.split(".")[0]))]
-        short = f"{q.framework}-{newest}" + ("-cpu" if q.cpu else f"-cuda{q.cuda}" if q.cuda and fits else "")
+        want = Version(q.cuda) if q.cuda else None
+        fits = [b for b in pool if (b.cuda is None) == q.cpu
+                and (want is None or b.cuda is None or b.cuda.major == want.major)]
+        # a name that resolves: the asked CUDA where the newest release has a build of it, else its
+        # major; the CPU build only where there is one
+        cuda = None
+        if want is not None and fits:
+            cuda = str(want) if any(b.cuda is not None and version_matches(str(want), b.cuda) for b in fits) else str(want.major)
+        short = f"{q.framework}-{newest}" + ("-cpu" if q.cpu and fits else f"-cuda{cuda}" if cuda else "")
         return (f"the newest {q.framework} release in the matrix is {newest}: {short} ("
                 + ", ".join(sorted(b.name for b in (fits or pool))[:n])
                 + "); newer releases: envman matrix update")

@@ -336,3 +336,13 @@ def test_gpu_ids_and_aliases_are_unambiguous():
         for key in {g.id, g.name, *g.aliases}:
             k = "".join(ch for ch in key.lower() if ch.isalnum())
             assert seen.setdefault(k, g.id) == g.id, (key, g.id, seen[k])
+
+
+def test_a_row_made_in_code_that_could_not_render_is_one_problem_where_it_is(mini):
+    """The loader refuses such rows; validation names them too, each at its row."""
+    from dataclasses import replace
+
+    bad = replace(next(b for b in mini.builds if b.name == "torch-2.4.1-cpu"), variant="c/x")
+    problems = validate(replace(mini, builds=tuple(bad if b.name == "torch-2.4.1-cpu" else b for b in mini.builds)))
+    assert [(p.where, p.what) for p in problems] == [
+        ("torch 2.4.1 c/x", "variant 'c/x' is not 1-64 letters, digits or ._+-")]

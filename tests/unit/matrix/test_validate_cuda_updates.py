@@ -39,6 +39,8 @@ def test_the_driver_of_a_patch_is_its_update_else_the_latest_update_before_it_el
 @pytest.mark.parametrize("updates, what", [
     (((V("12.5.1"), D("555.42.06")),), "update 12.5.1 is not a release of CUDA 12.4"),
     (((V("12.4.2"), D("550.54.15")), (V("12.4.1"), D("550.54.15"))), "update 12.4.1 is listed after 12.4.2: list updates once each, in ascending order"),
+    # listed twice: the second is not after the first either
+    (((V("12.4.1"), D("550.54.15")), (V("12.4.1"), D("550.54.15"))), "update 12.4.1 is listed after 12.4.1: list updates once each, in ascending order"),
     (((V("12.4.1"), D("550.54.10")),), "update 12.4.1 needs driver 550.54.10, older than the 550.54.14 of the release before it"),
     (((V("12.4.1"), D("550.60.01")), (V("12.4.2"), D("550.54.15"))), "update 12.4.2 needs driver 550.54.15, older than the 550.60.01 of the release before it"),
 ])

@@ -365,6 +365,13 @@ def test_cudnn_major_is_the_first_part_of_a_three_part_version(clean):
         "needs system cuDNN 8.9.7, but the cudnn images of CUDA 12.4 ship cuDNN 9"]
 
 
+def test_every_cudnn_the_images_of_the_release_ship_is_named_once_in_order(clean):
+    c8 = cudnn_image("12.4.1-cudnn8-runtime-ubuntu22.04", "12.4.1", "8")
+    c9_devel = cudnn_image("12.4.1-cudnn-devel-ubuntu22.04", "12.4.1", "9", flavour="cudnn-devel")
+    assert _cudnn_problems(clean, "7.6", ("9.1.0.70",), C9, c8, c9_devel) == [
+        "needs system cuDNN 7.6, but the cudnn images of CUDA 12.4 ship cuDNN 8, cuDNN 9"]
+
+
 def test_cudnn_minor_against_the_newest_shipped_release_numerically(clean):
     # 9.10 is newer than 9.2: text order would call 9.2 the newest and refuse 9.3
     assert _cudnn_problems(clean, "9.3", ("9.2.1.18", "9.10.2.21"), C9) == []

@@ -169,3 +169,22 @@ def test_matrix_show_says_when_the_base_image_was_published_and_whether_it_is_se
     assert deleted["base_image_served"].startswith("no (deleted)")
     indirect = run_envman(["matrix", "show", "torch-2.15-cuda13.2"]).stdout
     assert "base_image_published  2026-04-14 (unconfirmed)" in indirect  # an indirect date says so
+
+
+def test_a_publication_date_of_today_is_not_in_the_future_and_tomorrow_is(clean):
+    import datetime
+
+    today = datetime.date.today()
+    assert [p for p in validate(_hist(clean, IMG, published=today.isoformat())) if "future" in p.what] == []
+    tomorrow = (today + datetime.timedelta(days=1)).isoformat()
+    assert _only(_hist(clean, IMG, published=tomorrow)) == (f"tag nvidia/cuda:{IMG}", f"published {tomorrow} lies in the future")
+
+
+@pytest.mark.parametrize("count, shown", [
+    (5, "12.4.91-x, 12.4.92-x, 12.4.93-x, 12.4.94-x, 12.4.95-x"),
+    (6, "12.4.91-x, 12.4.92-x, 12.4.93-x, 12.4.94-x, 12.4.95-x and 1 more"),
+])
+def test_published_tags_without_history_show_five_and_count_the_rest(mini, count, shown):
+    extra = tuple(f"12.4.{90 + i}-x" for i in range(1, count + 1))
+    assert _only(_with(mini, tags=(IMG, *extra))) == (
+        "tags nvidia/cuda", f"{count} published tags have no history (published, served): {shown}")

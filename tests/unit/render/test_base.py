@@ -134,8 +134,22 @@ def test_a_cudnn_recipe_without_its_cudnn_is_a_problem(shipped):
 def test_a_recipe_for_a_tag_nvidia_never_published_is_a_problem(shipped):
     r = shipped.recipe("10.0-base-ubuntu18.04")
     m = replace(shipped, recipes=shipped.recipes + (replace(r, tag="10.0-base-ubuntu17.10"),))
-    assert any(p.where == "recipe nvidia/cuda:10.0-base-ubuntu17.10 (linux/amd64)" and "never published" in p.what
-               for p in validate(m))
+    assert [p.what for p in validate(m) if p.where == "recipe nvidia/cuda:10.0-base-ubuntu17.10 (linux/amd64)"] == [
+        'rebuilds a tag NVIDIA never published (kind = "tags")']
+
+
+@needs_shipped
+@pytest.mark.parametrize("first", [
+    {"parent": "10.0-nonexistent-ubuntu18.04", "from_image": None},  # a broken chain
+    {},  # a tag no image row describes (nothing to compare its packages with)
+])
+def test_every_recipe_is_checked_after_one_that_cannot_be(shipped, first):
+    r = shipped.recipe("10.0-base-ubuntu18.04")
+    odd = replace(r, tag="10.0-base-ubuntu17.10", **first)
+    m = _one_recipe(replace(shipped, recipes=(odd,) + shipped.recipes), "10.0-base-ubuntu18.04", env=())
+    assert [p.what.split(" (the image row")[0] for p in validate(m)
+            if p.where == "recipe nvidia/cuda:10.0-base-ubuntu18.04 (linux/amd64)"] == [
+        "CUDA_VERSION '' is not a CUDA 10.0 release"]
 
 
 @needs_shipped

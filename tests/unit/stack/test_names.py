@@ -257,8 +257,12 @@ def test_a_name_of_exactly_the_limit_is_parsed_and_one_more_is_one_exact_line():
                                       "version such as +corp1, or characters beyond letters, digits and .-)"]),
     ("torch-2.4.1-cpu", "c/" + "x" * 38, [f"variant {'c/' + 'x' * 38!r} is not 1-64 letters, digits or ._+-"]),
     ("torch-2.4.1-cpu", "c/" + "x" * 39, [f"variant {('c/' + 'x' * 39)[:40]!r}… is not 1-64 letters, digits or ._+-"]),
+    ("torch-2.4.1+" + "x" * 68, "cpu", [f"the row name {'torch-2.4.1+' + 'x' * 68!r} is not a stack name users can type (a "
+                                      "local version such as +corp1, or characters beyond letters, digits and .-)"]),
+    ("torch-2.4.1+" + "x" * 69, "cpu", [f"the row name {('torch-2.4.1+' + 'x' * 68)!r} is not a stack name users can type "
+                                      "(a local version such as +corp1, or characters beyond letters, digits and .-)"]),
     ("torch-2.4.1-cpu", "cpu", []),
-], ids=["local-version", "variant-of-40", "variant-of-41", "clean"])
+], ids=["local-version", "variant-of-40", "variant-of-41", "name-of-80", "name-of-81-clipped", "clean"])
 def test_each_row_name_problem_is_one_exact_line(name, variant, problems):
     from envman.stack.names import row_name_problems
 
@@ -271,7 +275,9 @@ def test_each_row_name_problem_is_one_exact_line(name, variant, problems):
     ("nvidia/cuda:12.4.1-base-ubuntu22.04", True, None),
     ("mirror.example:5000/nvidia/cuda:12.4.1-base-ubuntu22.04", False, None),
     ("ubuntu:22.04", False, None),
-], ids=["hub-short", "hub-long", "custom", "mirror-with-port", "not-nvidia"])
+    # pinned by digest: not a tag envman may pull again or rebuild from NVIDIA's recipe
+    ("nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:" + "a" * 64, False, None),
+], ids=["hub-short", "hub-long", "custom", "mirror-with-port", "not-nvidia", "pinned-by-digest"])
 def test_the_nvidia_tag_of_a_base_is_read_only_from_nvidia_s_own_repository(base, custom, tag):
     from dataclasses import replace
 
@@ -310,3 +316,16 @@ def test_spelling_fixes_never_offer_the_name_given(name):
     from envman.stack.names import spelling_fixes
 
     assert name not in spelling_fixes(name) and name.upper() not in spelling_fixes(name.upper())
+
+
+@pytest.mark.parametrize("name,fixes", [
+    # "cupy" is as close to "py" and "cu" (neither parses there) as to "cuda" (parses)
+    ("torch-2.4-cupy12.4", ["torch-2.4-cuda12.4"]),
+    # "runtime" is closest to the flavours, which do not parse as a framework
+    ("runtime-2.4", ["onnxruntime-2.4", "onnxruntime-gpu-2.4"]),
+    ("torch-2.4-cudnn-rntime", ["torch-2.4-cudnn-runtime", "torch-2.4-runtime", "torch-2.4-cudnn-devel"]),
+])
+def test_a_fix_that_parses_is_offered_even_where_closer_words_do_not_parse(name, fixes):
+    from envman.stack.names import spelling_fixes
+
+    assert spelling_fixes(name) == fixes

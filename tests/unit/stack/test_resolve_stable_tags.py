@@ -158,3 +158,20 @@ def test_a_user_recipe_names_by_content_only_the_stacks_of_its_platform(tmp_path
     assert len(resolve(mine, "torch-2.15.0-cuda13.2-arm64").tag_key) == 12
     amd = resolve(mine, "torch-2.15.0-cuda13.2")
     assert nvidia_tag(amd) == tag and amd.tag_key == ""
+
+
+def test_a_user_row_identical_to_the_shipped_one_shares_its_tag_in_a_fresh_process(tmp_path, monkeypatch):
+    """The shipped matrix the user's row is compared with is loaded on first use (no cache yet)."""
+    import envman.stack.resolve as resolve_module
+
+    monkeypatch.setattr(resolve_module, "_SHIPPED", {})
+    matrix = load_matrix([_user_file(tmp_path)])
+    assert resolve(matrix, QUERY).tag_key == ""
+    assert len(resolve(load_matrix([_user_file(tmp_path / "b", note="mine")]), QUERY).tag_key) == 12
+
+
+def test_a_matrix_of_other_files_alone_stands_in_for_the_shipped_one(mini):
+    """A matrix given instead of the shipped one (no shipped file in it: a test's, a CI's own)
+    names its stacks by the plain stable tag, whatever the shipped matrix gives for those names."""
+    stack = resolve(mini, "torch-2.4-cpu")
+    assert stack.tag_key == "" and stable_ref(stack) == f"envman/{stack.name}:latest"
