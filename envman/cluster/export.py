@@ -38,22 +38,22 @@ exported (``./data:/t,source=/etc`` would otherwise mount the host's ``/etc``).
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envman import labels as L
-from envman.errors import UserError
 from envman.cluster.gfd import gfd_node_terms
-from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.engine.values import GpuRequest, Mount
+from envman.errors import UserError
+from envman.paths import CONTAINER_HOME, WORKSPACE
 from envman.project.file import NETWORK_NONE, NETWORK_PROJECT, Port, shm_bytes
 from envman.stack.names import Stack
-import shlex
-import os
-import stat
 
 GPU_RESOURCE = "nvidia.com/gpu"
 DIGEST_REF_RE = re.compile(r"^[a-z0-9][A-Za-z0-9._:/\[\]-]*@sha256:[0-9a-f]{64}$")

@@ -25,6 +25,7 @@ Contract, in short:
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,16 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 from envman import labels as labels_mod
 from envman.engine.api import (
-    BuildEvent, ContainerInfo, EngineInfo, ImageInfo, LabelFilter, RunResult, label_filters,
+    BuildEvent,
+    ContainerInfo,
+    EngineInfo,
+    ImageInfo,
+    LabelFilter,
+    RunResult,
+    label_filters,
 )
 from envman.engine.cdi import GENERATE_FIX
 from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX, gpu_device_requests
-from envman.engine.select import EngineKind, says_podman
+from envman.engine.select import EngineKind, config_engine_host, kind_from, says_podman, select_engine
 from envman.engine.streams import layer_progress, parse_build_stream
 from envman.engine.values import GpuRequest, Mount
 from envman.errors import BuildError, EngineError
-from envman.engine.select import config_engine_host, kind_from, select_engine
-import json
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time
     from docker import APIClient

@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from envman.config import Invalid, check_url
 from envman.matrix.model import PLATFORMS, STATUSES, BaseRecipe, Download
 from envman.matrix.row import each_row, to_str
-from envman.config import Invalid, check_url
-
 
 _URL_PATH = r"(?:/[A-Za-z0-9._~%+-]+)*/?"
 RECIPE_PATTERNS: dict[str, tuple[str, str]] = {

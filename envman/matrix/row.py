@@ -6,14 +6,14 @@ architectures, drivers). A key the reader did not ask for is an error once the r
 from __future__ import annotations
 
 import builtins
+import datetime
 from typing import Any, Callable, Iterable, Iterator, TypeVar, overload
 
 from packaging.version import InvalidVersion, Version
 
+from envman.config import shown_url
 from envman.errors import MatrixError
 from envman.matrix.model import DEFAULT_PLATFORMS, PLATFORMS, STATUSES, Arch, DriverVersion
-from envman.config import shown_url
-import datetime
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")

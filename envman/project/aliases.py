@@ -10,13 +10,14 @@ resolve only when a mount reaches them.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
-from envman.errors import UserError
-from envman.safefile import read_file
-import errno
 import unicodedata
+
+from envman import safefile
+from envman.errors import UserError
 
 #: File system types each of whose files reports the file system's own device, so that two paths
 #: with one (device, inode) name one file of it: those homes live on. Any other type counts as one
@@ -45,7 +46,7 @@ def mount_table() -> list[tuple[str, str, str, str]] | None:
 
 
     try:
-        text = os.fsdecode(read_file("/proc/self/mountinfo", what="mount table", limit=1 << 24))
+        text = os.fsdecode(safefile.read_file("/proc/self/mountinfo", what="mount table", limit=1 << 24))
     except (OSError, UserError):
         return None  # none, or more than a table this size: every home is made at once
 

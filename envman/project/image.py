@@ -13,14 +13,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from envman import labels
+from envman.errors import BuildError, EnvmanError
 from envman.images.events import BuildStream
 from envman.paths import state_dir
 from envman.project.file import PROJECT_RECIPE, ProjectConfig, load_project
 from envman.project.registry import read_registry
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
-from envman import labels
-from envman.errors import BuildError
-from envman.errors import EnvmanError
 from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
 if TYPE_CHECKING:
@@ -183,12 +182,11 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
     the CA bundle, indexes and apt mirror the build goes through (``[network]`` of config.toml
     and the command's options). ``on_warning`` is told what went wrong without failing the build
     (a lock that cannot be written), one line each."""
-    from envman.engine.builder import ClassicBuilder, from_image_id
-
     from filelock import FileLock
 
-    from envman.state import locks_dir
+    from envman.engine.builder import ClassicBuilder, from_image_id
     from envman.engine.context import deterministic_tar
+    from envman.state import locks_dir
 
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"project-{project.identity}.lock"), timeout=3600):

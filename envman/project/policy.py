@@ -31,12 +31,12 @@ import bisect
 import functools
 import os
 import stat
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from envman.project.aliases import leading_out, mount_table, path_chain, shared_places
-from collections import deque
 
 #: Host directories a container must never get: the system's configuration and its kernel
 #: interfaces, the directories whose executables or libraries every process loads, the places

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING
+
 from envman.render import rendercache
 
 if TYPE_CHECKING:

@@ -7,21 +7,18 @@ checks themselves are :func:`envman.run.preflight.preflight`'s, so ``doctor`` sa
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
-from dataclasses import replace
 
-from envman.errors import EnvmanError
+from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
+from envman.errors import EnvmanError, ResolveError, UserError
+from envman.project.file import load_project
+from envman.project.settings import CliOverrides, merge_settings
 from envman.run.plan import ERROR, WARNING
 from envman.run.preflight import ImageState, Problem, gpu_verdicts, preflight, selected_gpus
 from envman.run.prepare import choose_base, image_state
 from envman.stack.names import Stack
-from envman.errors import ResolveError
-from envman.errors import UserError
-from envman.project.file import load_project
-from envman.project.settings import CliOverrides, merge_settings
-from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
 
 if TYPE_CHECKING:
     import datetime
@@ -72,8 +69,8 @@ def project_rows(
     ``engine`` may be ``None`` (unreachable): image columns then say ``unknown``. A stack name
     that does not resolve says why when ``missing_files_hint`` knows (``MatrixSource``'s).
     """
-    from envman.state import stable_ref
     from envman.project.image import project_image_ref
+    from envman.state import stable_ref
 
     info = None
     if engine is not None and not what_if:

@@ -19,14 +19,13 @@ import re
 import secrets
 import socket
 import sys
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
-import time
 
+from envman.errors import BuildError, UserError, shell_join, stderr_line
 from envman.images.events import BuildStream
-from envman.errors import UserError, shell_join, stderr_line
 from envman.paths import WORKSPACE
-from envman.errors import BuildError
 from envman.render.imagepaths import CA_CONTEXT_FILE
 
 if TYPE_CHECKING:
@@ -239,14 +238,14 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
                  rebuild: bool, dry_run: bool, matrix: MatrixSource, ca_bundle: str | None = None) -> None:
     """``envman notebook``: prepare like ``envman run``, add the notebook layer, exec ``docker run``."""
     from envman.engine.docker import Engine
-    from envman.project.settings import CliOverrides, load_user_config, merge_settings
+    from envman.engine.facts import docker_facts
+    from envman.engine.handoff import exec_docker
     from envman.project.file import Port, check_stack_name, parse_gpus
     from envman.project.registry import locate
+    from envman.project.settings import CliOverrides, load_user_config, merge_settings
     from envman.project.trust import project_trusted
-    from envman.engine.handoff import exec_docker
-    from envman.run.plan import WARNING, docker_argv
     from envman.run.command import build_network, checked_ca_bundle, detect_host, project_image_builder, suggester
-    from envman.engine.facts import docker_facts
+    from envman.run.plan import WARNING, docker_argv
     from envman.run.prepare import prepare_run
 
     if no_gpu and gpus is not None:

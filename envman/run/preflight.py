@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
-from envman.engine.values import GpuRequest
-from envman.stack.names import Stack
-from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING
-from envman.errors import ResolveError
 from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX
+from envman.engine.values import GpuRequest
+from envman.errors import ResolveError
+from envman.run.plan import ERROR, RUNNABLE_SMOKE, WARNING
+from envman.stack.names import Stack
 
 if TYPE_CHECKING:
     from envman.engine.api import EngineInfo

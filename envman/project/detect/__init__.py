@@ -12,7 +12,7 @@ executed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from envman.project.detect.decide import Decision, NoStack, decide
@@ -20,7 +20,6 @@ from envman.project.detect.facts import CUDA, FRAMEWORK, IMPORTS, PYTHON, Statem
 from envman.project.detect.layer import Layer, requirements_layer
 from envman.project.detect.repo import Repository
 from envman.project.detect.setupfiles import read_setup_cfg, read_setup_py
-from dataclasses import replace
 
 if TYPE_CHECKING:
     from envman.host import HostFacts
@@ -42,7 +41,11 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.images import read_dockerfile
     from envman.project.detect.prose import read_prose
     from envman.project.detect.sources import (
-        read_conda, read_pipfile, read_pyproject, read_python_version, read_requirements,
+        read_conda,
+        read_pipfile,
+        read_pyproject,
+        read_python_version,
+        read_requirements,
     )
 
     out: list[Statement] = []

@@ -24,18 +24,29 @@ The rules, in order:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.facts import (
-    BUILT, COMMAND, CUDA, CUDNN, FRAMEWORK, IMPORTS, PIN, PROSE, PYTHON, STRENGTH, UNSUPPORTED, UNSUPPORTED_NAMES,
+    BUILT,
+    COMMAND,
+    CUDA,
+    CUDNN,
+    FRAMEWORK,
+    IMPORTS,
+    PIN,
+    PROSE,
+    PYTHON,
+    STRENGTH,
+    UNSUPPORTED,
+    UNSUPPORTED_NAMES,
     Statement,
 )
-import re
-from packaging.utils import canonicalize_name
 
 if TYPE_CHECKING:
     from envman.host import HostFacts

@@ -16,20 +16,20 @@ or the pip and conda lists of its conda file, or its package's dependencies) get
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.pins import COMPANIONS, FRAMEWORK_DISTS, cuda_of_tag
 from envman.project.detect.repo import Repository
-from packaging.specifiers import SpecifierSet
-import ast
 from envman.project.detect.setupfiles import literal_strings, read_setup_py
-import json
 
 if TYPE_CHECKING:
     from envman.stack.names import Stack
@@ -105,9 +105,8 @@ def _stack_packages(stack: "Stack") -> dict[str, str]:
 
 def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
     """(outcome, why) of one requirement (a PEP 508 string) on ``stack``."""
-    from envman.project.requirements import requirement_problem
-
     from envman.project.detect.pins import applies_on_linux
+    from envman.project.requirements import requirement_problem
 
     try:
         req = Requirement(requirement)
@@ -336,8 +335,8 @@ def replacing_requirement(text: str, stack: "Stack") -> str | None:
     """The first line of a project's requirements that would replace ``stack``'s framework or its
     CUDA libraries (:func:`judge` refuses it), as one line; ``None`` when none would. Checked
     before a project image is built, whatever wrote the requirements."""
-    from envman.project.requirements import requirement_lines
     from envman.project.detect.sources import requirement_text, split_option
+    from envman.project.requirements import requirement_lines
 
     for line in requirement_lines(text):
         if line.startswith("-") or split_option(line) is not None:

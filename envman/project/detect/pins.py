@@ -10,18 +10,16 @@ part of a conda file, ``pip install`` in a Dockerfile or a README).
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote, urlsplit
 from typing import Iterator
+from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.facts import CUDA, FRAMEWORK, PYTHON, UNSUPPORTED, Fact
-from urllib.parse import unquote
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 #: Distribution names of the frameworks → (framework, which build: True GPU, False CPU, None either).
 FRAMEWORK_DISTS: dict[str, tuple[str, bool | None]] = {

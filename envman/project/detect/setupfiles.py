@@ -5,6 +5,7 @@ dict keys bound to literals, and a dependency table looked up by name) and ``set
 from __future__ import annotations
 
 import ast
+import configparser
 from dataclasses import replace
 from itertools import islice
 from typing import Callable, Iterator, Mapping
@@ -13,8 +14,6 @@ from envman.project.detect.facts import COMMAND, CUDA, FRAMEWORK, PYTHON, RANGE,
 from envman.project.detect.pins import requirement_facts
 from envman.project.detect.repo import Repository
 from envman.project.detect.sources import line_numbers, python_spec, statements
-import configparser
-
 
 #: At most this many strings are read from one ``setup()`` argument (``(a + a) + (a + a)`` nested
 #: seven deep would otherwise yield its list 128 times).

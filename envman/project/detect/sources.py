@@ -10,18 +10,34 @@ gives none (detection reads what it can and says what it used).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import replace
 from typing import Any, Callable, Iterable
 
-from envman.project.detect.facts import (
-    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
-)
-from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts
-from envman.project.detect.repo import Repository
-import posixpath
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from envman.project.detect.pins import spec_text
+
+from envman.project.detect.facts import (
+    CUDA,
+    CUDNN,
+    FRAMEWORK,
+    PIN,
+    PYTHON,
+    RANGE,
+    UNSUPPORTED,
+    Fact,
+    Statement,
+    clip_text,
+)
+from envman.project.detect.pins import (
+    cuda_of_index,
+    cuda_of_tag,
+    exact_version,
+    named_facts,
+    requirement_facts,
+    spec_text,
+)
+from envman.project.detect.repo import Repository
 
 #: ``-r``/``-c`` includes followed at most this deep.
 MAX_INCLUDE_DEPTH = 8
