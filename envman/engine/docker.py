@@ -33,15 +33,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from envman import labels as labels_mod
-from envman.engine.api import (
-    BuildEvent,
-    ContainerInfo,
-    EngineInfo,
-    ImageInfo,
-    LabelFilter,
-    RunResult,
-    label_filters,
-)
+from envman.engine.api import BuildEvent, ContainerInfo, EngineInfo, ImageInfo, LabelFilter, RunResult, label_filters
 from envman.engine.cdi import GENERATE_FIX
 from envman.engine.gpurequests import NVIDIA_TOOLKIT_FIX, gpu_device_requests
 from envman.engine.select import EngineKind, config_engine_host, kind_from, says_podman, select_engine

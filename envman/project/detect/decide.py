@@ -33,18 +33,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.facts import (
-    BUILT,
-    COMMAND,
-    CUDA,
-    CUDNN,
-    FRAMEWORK,
-    IMPORTS,
-    PIN,
-    PROSE,
-    PYTHON,
-    STRENGTH,
-    UNSUPPORTED,
-    UNSUPPORTED_NAMES,
+    BUILT, COMMAND, CUDA, CUDNN, FRAMEWORK, IMPORTS, PIN, PROSE, PYTHON, STRENGTH, UNSUPPORTED, UNSUPPORTED_NAMES,
     Statement,
 )
 

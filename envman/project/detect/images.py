@@ -17,16 +17,7 @@ from typing import TYPE_CHECKING, Iterator
 from packaging.version import InvalidVersion, Version
 
 from envman.project.detect.facts import (
-    COMMAND,
-    CUDA,
-    CUDNN,
-    FRAMEWORK,
-    IMAGE,
-    PYTHON,
-    UNSUPPORTED,
-    Fact,
-    Statement,
-    clip_text,
+    COMMAND, CUDA, CUDNN, FRAMEWORK, IMAGE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import cuda_of_index, requirement_facts
 from envman.project.detect.repo import Repository

@@ -18,24 +18,10 @@ from typing import Any, Callable, Iterable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envman.project.detect.facts import (
-    CUDA,
-    CUDNN,
-    FRAMEWORK,
-    PIN,
-    PYTHON,
-    RANGE,
-    UNSUPPORTED,
-    Fact,
-    Statement,
-    clip_text,
+    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import (
-    cuda_of_index,
-    cuda_of_tag,
-    exact_version,
-    named_facts,
-    requirement_facts,
-    spec_text,
+    cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts, spec_text,
 )
 from envman.project.detect.repo import Repository
 
