@@ -34,10 +34,6 @@ PENDING = frozenset({
     "envman/cluster/batch.py",
     "envman/matrix/backfill.py",
     "envman/matrix/refresh.py",
-    "envman/probe/app/context.py",
-    "envman/probe/app/frameworks/onnxruntime_adapter.py",
-    "envman/probe/app/frameworks/tensorflow_adapter.py",
-    "envman/probe/app/frameworks/torch_adapter.py",
     "envman/project/detect/facts.py",
     "envman/project/detect/repo.py",
 })
