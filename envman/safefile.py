@@ -17,11 +17,11 @@ by :func:`parse_toml`): the cached run and build paths read their state through 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import sys
-import json
 
 from envman.errors import UserError, counted
 
@@ -157,8 +157,9 @@ STATE_LIMIT = 16 * 1024 * 1024
 
 def state_problem(st: os.stat_result) -> str | None:
     """Why a state file with this ``lstat``/``fstat`` result cannot be believed, or ``None``:
-    it must be a regular file owned by the user this process acts as (its effective uid) that neither its group nor others can
-    write (anyone who can write it could plant a cached ``docker run`` line or a trust record)."""
+    it must be a regular file owned by the user this process acts as (its effective uid) that
+    neither its group nor others can write (anyone who can write it could plant a cached
+    ``docker run`` line or a trust record)."""
     if not stat.S_ISREG(st.st_mode):
         return _kind(st.st_mode) if not stat.S_ISLNK(st.st_mode) else "a symbolic link"
     if st.st_uid != os.geteuid():

@@ -40,9 +40,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from envman.errors import UserError, counted
 from envman import labels
-from envman.errors import EngineError
+from envman.errors import EngineError, UserError, counted
 
 REPOSITORY = "envman/local-base"
 PACKAGES = ("ca-certificates",)

@@ -93,6 +93,22 @@ def state_files():
 STATE = state_files()
 
 
+def private_home(tmp_path: Path, monkeypatch, *, unset: tuple[str, ...] = ()) -> Path:
+    """A home with a ``data`` folder, config and state folders of its own, no ``XDG_RUNTIME_DIR``
+    (nor the variables in ``unset``), and the never-mount policy's cache empty."""
+    from envman.project import policy
+
+    h = tmp_path / "home" / "me"
+    (h / "data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    for var in ("XDG_RUNTIME_DIR", *unset):
+        monkeypatch.delenv(var, raising=False)
+    policy._CACHE.clear()
+    return h
+
+
 def trusted_project(tmp_path: Path, body: str) -> Path:
     from envman.project.trust import trust
 

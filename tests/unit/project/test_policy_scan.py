@@ -12,19 +12,12 @@ import pytest
 from envman.errors import UserError
 from envman.project import policy
 from envman.project.file import MAX_MOUNTS, load_project
+from tests.support.security_rules import private_home
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    h = tmp_path / "home" / "me"
-    (h / "data").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    policy._CACHE.clear()
-    yield h
+    yield private_home(tmp_path, monkeypatch, unset=("SSH_AUTH_SOCK",))
     policy._CACHE.clear()
 
 

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from envman.project import policy
-
-from tests.support.security_rules import HOSTILE_CMD, HOSTILE_DIR, STACK
+from tests.support.security_rules import HOSTILE_CMD, HOSTILE_DIR, STACK, private_home
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
-    h = tmp_path / "home" / "me"
-    (h / "data").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(h))
-    monkeypatch.setenv("ENVMAN_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    policy._CACHE.clear()
-    return h
+    return private_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture
