@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, NetworkInfo, label_filters
-from envman.engine.select import EngineKind, says_podman
-from envman.engine.socket import NoAnswer, api_get, api_request, image_path, local_socket
+from envman.engine.select import EngineKind, says_podman, version_from_ping
+from envman.engine.handoff import which
+from envman.engine.socket import NoAnswer, api_get, api_request, image_path, local_socket, ping_and_info
 from envman.errors import EngineError
 from envman.engine.select import PODMAN, kind_from
 from envman.engine.select import config_engine_host, select_engine, socket_path
@@ -46,6 +46,7 @@ class DockerFacts:
         self.socket = socket
         self.source = source  # how the engine was selected (envman.engine.select)
         self._kind: EngineKind | None = None
+        self._info: dict[str, Any] | None = None  # the engine's clean /info answer, asked with kind()
 
     # -- transports -----------------------------------------------------------------------------
 
@@ -53,8 +54,12 @@ class DockerFacts:
         """``GET path`` on the socket; :class:`NoAnswer` when there is none or it says nothing clean."""
         return api_get(self.socket, path)
 
+    def _ping_and_info(self) -> tuple[dict[str, str], tuple[int, Any]]:
+        """``/_ping``'s headers and ``/info``'s answer, asked at once (:func:`envman.engine.socket.ping_and_info`)."""
+        return ping_and_info(self.socket)
+
     def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        exe = shutil.which(self.docker)
+        exe = which(self.docker)
         if exe is None:
             raise EngineError("the docker CLI is not installed", fix="install docker-ce-cli (or docker.io)")
         import subprocess
@@ -97,12 +102,26 @@ class DockerFacts:
         """The engine's :class:`envman.engine.select.EngineKind` (Docker unless it says Podman)."""
         if self._kind is None:
             version = info = libpod = None
+            status = 0
             try:
-                status, version = self._get("/version")
+                # asked together, the engine works on both at once: /_ping's headers say which
+                # engine this is, in a fraction of the time Docker's /version takes
+                headers, (info_status, info) = self._ping_and_info()
+                if info_status == 200 and isinstance(info, dict) and info.get("ServerVersion"):
+                    self._info = info
+                version = version_from_ping(headers)
+                status = 200 if version is not None else 0
+            except NoAnswer:
+                pass
+            if version is None:  # no clean answer, or an engine whose ping names no API version
+                try:
+                    status, version = self._get("/version")
+                except NoAnswer:
+                    status = 0
+            try:
                 if status == 200 and says_podman(version):
                     status, libpod = self._get("/v4.0.0/libpod/info")
-                else:
-                    status, info = self._get("/info")
+                    info = None
             except NoAnswer:
                 pass
             self._kind = kind_from(version if isinstance(version, dict) else None,
@@ -112,13 +131,15 @@ class DockerFacts:
         return self._kind
 
     def info(self) -> EngineInfo:
-        raw: dict[str, Any] = {}
-        try:
-            status, body = self._get("/info")
-            if status == 200 and isinstance(body, dict) and body.get("ServerVersion"):
-                raw = body
-        except NoAnswer:
-            pass
+        kind = self.kind()  # asks /info too: its answer is used when clean
+        raw: dict[str, Any] = self._info or {}
+        if not raw:
+            try:
+                status, body = self._get("/info")
+                if status == 200 and isinstance(body, dict) and body.get("ServerVersion"):
+                    raw = body
+            except NoAnswer:
+                pass
         if not raw:
             p = self._run(["info", "--format", "{{json .}}"])
             try:
@@ -131,7 +152,7 @@ class DockerFacts:
 
                     p = subprocess.CompletedProcess(p.args, p.returncode, "", "; ".join(raw["ServerErrors"]))
                 raise self._unreachable(p)
-        return EngineInfo.from_api(raw, self.kind(), url=self.url,
+        return EngineInfo.from_api(raw, kind, url=self.url,
                                    source=self.source, local=self.socket is not None)
 
     # -- images -----------------------------------------------------------------------------------

@@ -128,6 +128,20 @@ def says_podman(version: Any) -> bool:
     return any(isinstance(c, Mapping) and c.get("Name") == "Podman Engine" for c in components or ())
 
 
+def version_from_ping(headers: Mapping[str, str]) -> dict[str, Any] | None:
+    """What :func:`kind_from` reads of ``/version``, from ``/_ping``'s headers (lower-case names):
+    every engine gives its Docker API version (``Api-Version``); Podman adds its own release
+    (``Libpod-Api-Version``), and is named as its ``/version`` names it. ``None`` when there is no
+    ``Api-Version``: then only ``/version`` can say."""
+    api = headers.get("api-version", "").strip()
+    if not api:
+        return None
+    libpod = headers.get("libpod-api-version", "").strip()
+    if libpod:
+        return {"Version": libpod, "ApiVersion": api, "Components": [{"Name": "Podman Engine", "Version": libpod}]}
+    return {"ApiVersion": api}
+
+
 def kind_from(version: Mapping[str, Any] | None, docker_info: Mapping[str, Any] | None,
               libpod_info: Mapping[str, Any] | None) -> EngineKind:
     """Pure: the engine's kind from its ``/version``, ``/info`` and (Podman) libpod ``/info``."""

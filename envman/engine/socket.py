@@ -17,7 +17,7 @@ import os
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Mapping, Sequence
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 
@@ -60,6 +60,30 @@ def api_request(socket_path: str | None, method: str, path: str, body: Any = Non
                 timeout: float = 60) -> tuple[int, Any]:
     """``METHOD path`` on the engine's Unix socket, with ``body`` as JSON when given: (HTTP
     status, decoded JSON body or ``None``)."""
+    sock = _send(socket_path, method, path, body, timeout)
+    try:
+        return _answer(sock)
+    finally:
+        sock.close()
+
+
+def api_get_many(socket_path: str | None, paths: Sequence[str], timeout: float = 60) -> list[tuple[int, Any]]:
+    """``GET`` each of ``paths`` at once: every request is sent on its own connection before any
+    answer is read, so the engine works on them together and the wait is the slowest one's, not
+    their sum. The answers come in the order of ``paths``; :class:`NoAnswer` when any has none."""
+    socks: list[Any] = []
+    try:
+        for path in paths:
+            socks.append(_send(socket_path, "GET", path, None, timeout))
+        return [_answer(sock) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def _send(socket_path: str | None, method: str, path: str, body: Any, timeout: float) -> Any:
+    """A connection to the engine's socket on which ``METHOD path`` has been sent (HTTP/1.0: the
+    engine answers with a plain body and closes the connection)."""
     import _socket  # the C module under ``socket``: what follows needs none of the wrapper's Python
 
     if not socket_path:
@@ -72,23 +96,61 @@ def api_request(socket_path: str | None, method: str, path: str, body: Any = Non
     try:
         sock.settimeout(timeout)
         sock.connect(socket_path)
-        # HTTP/1.0: the engine answers with a plain body and closes the connection.
         sock.sendall((request + "\r\n").encode() + payload)
+    except OSError as exc:
+        sock.close()
+        raise NoAnswer() from exc
+    return sock
+
+
+def _answer(sock: Any) -> tuple[int, Any]:
+    """The engine's answer on ``sock``: (HTTP status, decoded JSON body or ``None``)."""
+    status, _, body = _reply(sock)
+    try:
+        return status, (json.loads(body) if body.strip() else None)
+    except ValueError as exc:
+        raise NoAnswer() from exc
+
+
+def _reply(sock: Any) -> tuple[int, dict[str, str], bytes]:
+    """The engine's reply on ``sock``: (HTTP status, headers by lower-case name, body)."""
+    try:
         chunks = []
         while True:
             data = sock.recv(1 << 16)
             if not data:
                 break
             chunks.append(data)
-        head, sep, answer = b"".join(chunks).partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].split()
-        if not sep or len(status_line) < 2 or not status_line[0].startswith(b"HTTP/"):
+        head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status_line = lines[0].split()
+        if not sep or len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
             raise NoAnswer()
-        return int(status_line[1]), (json.loads(answer) if answer.strip() else None)
+        headers = {}
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if colon:
+                headers[name.strip().lower()] = value.strip()
+        return int(status_line[1]), headers, body
     except (OSError, ValueError) as exc:
         raise NoAnswer() from exc
+
+
+def ping_and_info(socket_path: str | None, timeout: float = 60) -> tuple[dict[str, str], tuple[int, Any]]:
+    """``/_ping``'s headers (by lower-case name; empty unless it answered 200) and ``/info``'s
+    (status, JSON body), asked at once: the headers say which engine this is and its API version
+    (``Api-Version``; Podman adds ``Libpod-Api-Version``), which Docker's ``/version`` answers
+    far more slowly (it asks containerd and runc for theirs). :class:`NoAnswer` on doubt."""
+    ping = _send(socket_path, "GET", "/_ping", None, timeout)
+    try:
+        info = _send(socket_path, "GET", "/info", None, timeout)
+        try:
+            status, headers, _ = _reply(ping)
+            return (headers if status == 200 else {}), _answer(info)
+        finally:
+            info.close()
     finally:
-        sock.close()
+        ping.close()
 
 
 _REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
@@ -103,7 +165,17 @@ def image_path(ref: str) -> str:
 
 def _object_id(socket_path: str | None, path: str) -> str | None:
     """The ``Id`` of the object at ``path`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
-    status, body = api_get(socket_path, path)
+    return _id_of(*api_get(socket_path, path))
+
+
+def object_ids(socket_path: str | None, images: Sequence[str] = (), networks: Sequence[str] = ()) -> list[str | None]:
+    """The ids of ``images`` then ``networks`` (``None`` for one the engine has none of), asked
+    at once (:func:`api_get_many`); :class:`NoAnswer` on doubt."""
+    paths = [image_path(ref) for ref in images] + [network_path(name) for name in networks]
+    return [_id_of(status, body) for status, body in api_get_many(socket_path, paths)]
+
+
+def _id_of(status: int, body: Any) -> str | None:
     if status == 404:
         return None
     if status != 200 or not isinstance(body, dict) or not isinstance(body.get("Id"), str):
@@ -114,9 +186,14 @@ def _object_id(socket_path: str | None, path: str) -> str | None:
 
 def network_id(socket_path: str | None, name: str) -> str | None:
     """The id of network ``name`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
+    return _object_id(socket_path, network_path(name))
+
+
+def network_path(name: str) -> str:
+    """The Engine API path of ``docker network inspect NAME`` (names need no escaping: checked)."""
     if not name or not set(name) <= _REF_CHARS - {"/", ":", "@"}:
         raise NoAnswer()
-    return _object_id(socket_path, f"/networks/{name}")
+    return f"/networks/{name}"
 
 
 def image_id(socket_path: str | None, ref: str) -> str | None:

@@ -45,8 +45,9 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Mapping, Sequence
 
 from envman import __version__
+from envman.digest import sha256_hex
 from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
-from envman.engine.socket import NoAnswer, image_id, local_socket, network_id
+from envman.engine.socket import NoAnswer, local_socket, object_ids
 from envman.paths import cache_dir, caches_enabled
 from envman.paths import matrices_dir, templates_dir
 
@@ -82,20 +83,6 @@ def cache_key(matrix: Sequence[str], args: Sequence[str], command: Sequence[str]
     text = json.dumps([CACHE_FORMAT, __version__, list(matrix), list(args), list(command), os.getcwd(),
                        os.getuid(), os.getgid(), ram, local_socket(env), sorted(picked.items())])
     return sha256_hex(text.encode("utf-8", "surrogateescape"))
-
-
-def sha256_hex(data: bytes) -> str:
-    """The SHA-256 of ``data`` in hex. The interpreter's own SHA-256 module when it has one (a
-    tenth of a millisecond to load, where ``hashlib`` loads OpenSSL: about 2 ms of every cached
-    run and build), else ``hashlib``'s: the same digest either way."""
-    for name in ("_sha256", "_sha2"):  # CPython 3.10-3.11, then 3.12 and later
-        try:
-            return str(__import__(name).sha256(data).hexdigest())
-        except ImportError:
-            continue
-    import hashlib  # pragma: no cover - another interpreter
-
-    return hashlib.sha256(data).hexdigest()  # pragma: no cover
 
 
 def signature(path: str) -> list[int] | None:
@@ -158,13 +145,11 @@ def lookup(key: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]
         for path, ident in entry.get("sources", ()):
             if source_identity(path) != ident:
                 return None
-        sock = local_socket(environ)
-        for ref, recorded_id in entry["images"]:
-            if image_id(sock, ref) != recorded_id:
-                return None
-        for name, recorded_id in entry.get("networks", ()):
-            if network_id(sock, name) != recorded_id:
-                return None
+        images = [(str(ref), recorded) for ref, recorded in entry["images"]]
+        networks = [(str(name), recorded) for name, recorded in entry.get("networks", ())]
+        found = object_ids(local_socket(environ), [ref for ref, _ in images], [name for name, _ in networks])
+        if found != [recorded for _, recorded in images + networks]:
+            return None
     except (NoAnswer, KeyError, TypeError, ValueError):
         return None
     return entry

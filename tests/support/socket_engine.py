@@ -20,6 +20,10 @@ class SocketEngine(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def answer(self, path: str) -> tuple[int, Any]:
         return 404, {"message": "no"}
 
+    def headers(self, path: str) -> dict[str, str]:
+        """Headers a reply to ``path`` carries besides its content type (default: none)."""
+        return {}
+
     def answer_request(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         """What a request of any method gets (default: ``answer(path)``); ``body`` is its JSON."""
         return self.answer(path)
@@ -39,4 +43,5 @@ class _Handler(socketserver.StreamRequestHandler):
         srv.requests.append(path)
         status, body = srv.answer_request(method, path, payload)
         data = json.dumps(body).encode()
-        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n\r\n".encode() + data)
+        extra = "".join(f"{k}: {v}\r\n" for k, v in srv.headers(path).items())
+        self.wfile.write(f"HTTP/1.0 {status} X\r\nContent-Type: application/json\r\n{extra}\r\n".encode() + data)

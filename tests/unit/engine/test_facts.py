@@ -53,10 +53,12 @@ def test_docker_cli_missing_image_and_unreachable_engine():
 # --------------------------------------------------------------------------- networks
 
 
-class NetworkSocket:
-    """An engine socket that answers the network requests with ``status`` and ``body``."""
+class EngineSocket:
+    """An engine socket on a thread: ``respond(method, path, payload)`` gives each reply's
+    (status, JSON body), ``headers[path]`` its extra headers; ``srv.requests`` keeps each path
+    asked and ``srv.seen`` the last request."""
 
-    def __init__(self, tmp_path, status, body):
+    def __init__(self, tmp_path, respond, headers=None):
         import threading
 
         from tests.support.socket_engine import SocketEngine
@@ -64,11 +66,19 @@ class NetworkSocket:
         class Srv(SocketEngine):
             def answer_request(self, method, path, payload):
                 self.seen = (method, path, payload)
-                return status, body
+                return respond(method, path, payload)
+
+            def headers(self, path):
+                return (headers or {}).get(path, {})
 
         self.path = str(tmp_path / "e.sock")
         self.srv = Srv(self.path)
         threading.Thread(target=self.srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    @classmethod
+    def answering(cls, tmp_path, answers, headers=None):
+        """One that answers ``answers[path]`` (404 for any other path)."""
+        return cls(tmp_path, lambda method, path, payload: answers.get(path, (404, {"message": "no"})), headers)
 
     def close(self):
         self.srv.shutdown()
@@ -85,7 +95,7 @@ LABELS = {"envman.managed": "true", "envman.role": "network"}
     (403, {"message": "operation not permitted"}, "error"),
 ])
 def test_create_network_on_the_socket(tmp_path, status, body, want):
-    sock = NetworkSocket(tmp_path, status, body)
+    sock = EngineSocket(tmp_path, lambda method, path, payload: (status, body))
     try:
         facts = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
         if want == "error":
@@ -124,3 +134,104 @@ def test_inspect_and_remove_network_through_the_cli():
     assert facts.remove_network("n") is True
     facts = DockerFacts(socket=None, runner=cli_runner({"network": (1, "", "Error: No such network: n")}))
     assert facts.inspect_network("n") is None and facts.remove_network("n") is False
+
+
+DOCKER_VERSION = {"Version": "20.10.24", "ApiVersion": "1.41", "Components": [{"Name": "Engine", "Version": "20.10.24"}]}
+DOCKER_INFO = {"ServerVersion": "20.10.24", "Runtimes": {"runc": {}, "nvidia": {}}, "SecurityOptions": ["name=seccomp"]}
+#: /_ping's headers as Docker 20.10 and Podman 4.3 send them (read from the real engines here).
+DOCKER_PING = {"Api-Version": "1.41", "Docker-Experimental": "false", "Ostype": "linux",
+               "Server": "Docker/20.10.24+dfsg1 (linux)"}
+PODMAN_PING = {"Api-Version": "1.41", "Libpod-Api-Version": "4.3.1", "Libpod-Buildah-Version": "1.28.2",
+               "Server": "Libpod/4.3.1 (linux)"}
+
+
+def test_kind_and_info_ask_ping_and_info_once_and_never_the_slow_version(tmp_path):
+    sock = EngineSocket.answering(tmp_path, {"/_ping": (200, "OK"), "/version": (200, DOCKER_VERSION), "/info": (200, DOCKER_INFO)},
+                        {"/_ping": DOCKER_PING})
+    try:
+        facts = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
+        info = facts.info()
+        kind = facts.kind()
+        assert (kind.kind, kind.version, kind.api_version, kind.rootless) == ("docker", "20.10.24", "1.41", False)
+        assert info.kind == "docker" and "nvidia" in info.runtimes
+        assert sorted(sock.srv.requests) == ["/_ping", "/info"]  # one of each, for both answers
+    finally:
+        sock.close()
+
+
+def test_a_ping_naming_libpod_is_podman_with_its_release(tmp_path):
+    libpod = {"host": {"security": {"rootless": True}}}
+    sock = EngineSocket.answering(tmp_path, {"/_ping": (200, "OK"), "/info": (200, DOCKER_INFO), "/v4.0.0/libpod/info": (200, libpod)},
+                        {"/_ping": PODMAN_PING})
+    try:
+        kind = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}")).kind()
+        assert (kind.kind, kind.version, kind.api_version, kind.rootless) == ("podman", "4.3.1", "1.41", True)
+        assert "/version" not in sock.srv.requests
+    finally:
+        sock.close()
+
+
+def test_a_ping_without_an_api_version_leaves_it_to_version(tmp_path):
+    """An engine whose /_ping names no API version: /version decides, as before."""
+    sock = EngineSocket.answering(tmp_path, {"/_ping": (200, "OK"), "/version": (200, DOCKER_VERSION), "/info": (200, DOCKER_INFO)})
+    try:
+        kind = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}")).kind()
+        assert (kind.kind, kind.api_version) == ("docker", "1.41")
+        assert sorted(sock.srv.requests) == ["/_ping", "/info", "/version"]
+    finally:
+        sock.close()
+
+
+def test_an_info_without_a_clean_answer_is_asked_again_then_the_cli_answers(tmp_path):
+    """/info answering 500 beside a clean ping: the kind still comes from the ping, and info()
+    asks the socket once more, then the CLI."""
+    sock = EngineSocket.answering(tmp_path, {"/_ping": (200, "OK"), "/info": (500, {"message": "busy"})}, {"/_ping": DOCKER_PING})
+    ran = []
+
+    def cli(args):
+        ran.append(args)
+        return subprocess.CompletedProcess(args, 0, json.dumps(DOCKER_INFO), "")
+
+    try:
+        facts = DockerFacts(socket=sock.path, runner=cli)
+        assert facts.info().server_version == "20.10.24"
+        assert facts.kind().kind == "docker"
+        assert sock.srv.requests.count("/info") == 2 and sock.srv.requests.count("/_ping") == 1
+        assert ran == [["info", "--format", "{{json .}}"]]
+    finally:
+        sock.close()
+
+
+def test_without_a_clean_ping_and_info_the_version_alone_decides(tmp_path):
+    """/_ping and /info asked together with no clean answer between them: /version is asked
+    alone and decides; no version at all is Docker (the default)."""
+    from envman.engine.socket import NoAnswer
+
+    def nothing():
+        raise NoAnswer()
+
+    facts = DockerFacts(socket=str(tmp_path / "e.sock"), runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
+    asked = []
+    facts._ping_and_info = nothing
+    facts._get = lambda path: asked.append(path) or (200, {"Version": "5.0.0", "ApiVersion": "1.41",
+                                                          "Components": [{"Name": "Podman Engine"}]}) \
+        if path == "/version" else (200, {"host": {"security": {"rootless": False}}})
+    assert facts.kind().kind == "podman" and asked == ["/version"]
+    silent = DockerFacts(socket=str(tmp_path / "e.sock"), runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
+    silent._ping_and_info = nothing
+    silent._get = lambda path: nothing()
+    assert silent.kind().kind == "docker"
+
+
+@pytest.mark.parametrize("headers, want", [
+    ({}, None),
+    ({"api-version": " "}, None),
+    ({"api-version": "1.41"}, {"ApiVersion": "1.41"}),
+    ({"api-version": "1.41", "libpod-api-version": "4.3.1"},
+     {"Version": "4.3.1", "ApiVersion": "1.41", "Components": [{"Name": "Podman Engine", "Version": "4.3.1"}]}),
+    ({"libpod-api-version": "4.3.1"}, None),  # no Docker API version: /version decides
+])
+def test_version_from_ping(headers, want):
+    from envman.engine.select import version_from_ping
+
+    assert version_from_ping(headers) == want

@@ -122,3 +122,94 @@ def test_ids_are_read_404_is_none_and_anything_else_is_doubt(engine):
         network_id(path, "a/b")  # a network name has no slash
     assert [r.split(b" ")[1] for r in requests] == [b"/images/x:1/json", b"/images/x:2/json", b"/images/x:3/json",
                                                      b"/images/x:3/json"]
+
+
+@pytest.fixture
+def gathering_engine():
+    """A Unix socket that answers nothing until ``want`` requests have arrived, each on its own
+    connection, then answers them last first: only a client that sends every request before it
+    reads any answer gets its answers (a client that waits for each in turn times out)."""
+    folder = tempfile.mkdtemp(prefix="envman-sock-", dir="/tmp")
+    path = os.path.join(folder, "e.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    state: dict = {"want": 0, "answers": {}}
+
+    def serve():
+        waiting = []
+        while len(waiting) < state["want"]:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            waiting.append((conn, data.split(b" ")[1].decode()))
+        for conn, asked in reversed(waiting):
+            status, body = state["answers"][asked]
+            conn.sendall(_http(status, body))
+            conn.close()
+
+    yield path, state, lambda: threading.Thread(target=serve, daemon=True).start()
+    server.close()
+    os.unlink(path)
+    os.rmdir(folder)
+
+
+#: An image, an image the engine does not have, a network.
+THREE_ANSWERS = {"/images/a:1/json": (200, {"Id": "sha256:a"}), "/images/b:1/json": (404, {"message": "no"}),
+                 "/networks/n1": (200, {"Id": "net1"})}
+
+
+def test_many_gets_are_all_sent_before_any_answer_is_read_and_come_back_in_order(gathering_engine):
+    path, state, start = gathering_engine
+    state["want"] = 3
+    state["answers"] = THREE_ANSWERS
+    start()
+    got = engine_socket.api_get_many(path, ["/images/a:1/json", "/images/b:1/json", "/networks/n1"], timeout=5)
+    assert got == [(200, {"Id": "sha256:a"}), (404, {"message": "no"}), (200, {"Id": "net1"})]
+
+
+def test_object_ids_ask_images_then_networks_at_once(gathering_engine):
+    path, state, start = gathering_engine
+    state["want"] = 3
+    state["answers"] = THREE_ANSWERS
+    start()
+    assert engine_socket.object_ids(path, ["a:1", "b:1"], ["n1"], ) == ["sha256:a", None, "net1"]
+
+
+def test_a_sequential_client_would_wait_on_the_gathering_engine(gathering_engine):
+    """The fixture's own check: asked one at a time, the first answer never comes."""
+    path, state, start = gathering_engine
+    state["want"] = 2
+    state["answers"] = {"/images/a:1/json": (200, {"Id": "sha256:a"})}
+    start()
+    with pytest.raises(NoAnswer):
+        api_get(path, "/images/a:1/json", timeout=0.5)
+
+
+def test_object_ids_with_nothing_to_ask_ask_nothing():
+    assert engine_socket.object_ids(None) == []
+    assert engine_socket.api_get_many(None, []) == []
+
+
+@pytest.mark.parametrize("images, networks", [(["bad ref"], []), ([], ["a/b"]), ([""], []), ([], [""])])
+def test_object_ids_refuse_names_that_would_need_escaping_before_sending_anything(images, networks):
+    with pytest.raises(NoAnswer):
+        engine_socket.object_ids("/nonexistent.sock", images, networks)
+
+
+def test_many_gets_without_a_socket_have_no_answer(tmp_path):
+    with pytest.raises(NoAnswer):
+        engine_socket.api_get_many(None, ["/images/a/json"])
+    with pytest.raises(NoAnswer):
+        engine_socket.api_get_many(str(tmp_path / "none.sock"), ["/images/a/json"])
+
+
+def test_one_bad_answer_among_many_is_no_answer(engine):
+    path, replies, requests = engine
+    replies.extend([_http(200, {"Id": "sha256:1"}), b"garbage"])
+    with pytest.raises(NoAnswer):
+        engine_socket.object_ids(path, ["a:1", "b:1"])
