@@ -180,7 +180,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
         check_name_free(prepared.plan)
     network = ensure_network(engine, prepared.plan)
     if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
-        remember_run(prepared, proj, engine=engine, key=cache_key(list(matrix.extra), args, command),
+        remember_run(prepared, proj, key=cache_key(list(matrix.extra), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix=matrix, network=network)
     exec_docker(argv, prepared.plan.environment)
 
@@ -310,21 +310,18 @@ def run_dependencies(project: ProjectConfig, *, found_from: Path | None, report:
     return [os.path.abspath(p) for p in deps]
 
 
-def remember_run(prepared: Prepared, project: ProjectConfig, *, engine: DockerFacts, key: str,
+def remember_run(prepared: Prepared, project: ProjectConfig, *, key: str,
                  found_from: Path | None, matrix: MatrixSource, network: str | None = None) -> None:
     """Record a CPU run that passed its preflight, for :func:`envman.run.fastpath.try_cached_run`
     (``network``: the id of the network it joins; a network removed or made anew is a miss)."""
     from envman.state import report_path, stable_ref
 
-    base_id = prepared.base_image_id
-    if base_id is None:
+    base_id, stable_id = prepared.base_image_id, prepared.stable_id
+    if base_id is None or stable_id is None:
         return
-    stable = engine.inspect_image(stable_ref(prepared.stack))
-    if stable is None:
-        return
-    # The stable tag as it is now (a move is a miss: the full path says a newer one exists), the
-    # pinned base and the project image by id (gone is a miss).
-    images = [(stable_ref(prepared.stack), stable.id), (base_id, base_id)]
+    # The stable tag as the preflight saw it (a move since is a miss: the full path says a newer
+    # one exists), the pinned base and the project image by id (gone is a miss).
+    images = [(stable_ref(prepared.stack), stable_id), (base_id, base_id)]
     if prepared.plan.image != base_id:
         images.append((prepared.plan.image, prepared.plan.image))
     plan = replace(prepared.plan, tty=False, interactive=False)

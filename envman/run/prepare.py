@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
+from envman.engine.kindcache import kind_for_run
 from envman.errors import EnvmanError, UserError
 from envman.paths import WORKSPACE
 from envman.engine.values import GpuRequest, Mount
@@ -39,6 +40,7 @@ class Prepared:
     problems: list[Problem] = field(default_factory=list)
     built: str | None = None  # the project image built for this run, if any
     base_image_id: str | None = None  # the stack's promoted image the run stands on
+    stable_id: str | None = None  # the id of the stack's stable tag when the preflight looked
 
 
 def image_state(engine: EngineFacts, ref: str) -> ImageState:
@@ -55,9 +57,11 @@ def image_state_of(ref: str, info: ImageInfo | None) -> ImageState:
     return ImageState(ref, info.id, v.status if v else None, v.reason if v else "")
 
 
-def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *, update: bool = False) -> tuple[ImageState, Any]:
+def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *,
+                update: bool = False) -> tuple[ImageState, Any, str | None]:
     """The stack image this run stands on: the project's pin or the current stable image (see
-    :mod:`envman.images.pins`); with the :class:`envman.images.pins.Choice` that says why."""
+    :mod:`envman.images.pins`); with the :class:`envman.images.pins.Choice` that says why, and
+    the stable tag's image id (``None`` when there is none)."""
     from envman.images.pins import choose, load_pin, project_key
     from envman.images.store import current_user, image_verdict, rootfs_digest
     from envman.state import stable_ref
@@ -71,7 +75,7 @@ def choose_base(engine: EngineFacts, project: ProjectConfig, stack: Stack, *, up
     choice = choose(stack.name, stable, pinned, pin, uid=current_user()[0], verdict=image_verdict,
                     rootfs=rootfs_digest, update=update)
     shown = ref if not choice.pinned or choice.info is None else f"{ref} (pinned: {choice.info.id[:19]})"
-    return image_state_of(shown, choice.info), choice
+    return image_state_of(shown, choice.info), choice, (stable.id if stable is not None else None)
 
 
 def prepare_run(
@@ -104,10 +108,10 @@ def prepare_run(
     gpus = settings.gpus
     host = detect_host() if gpus is not None else None
     info = engine.info() if gpus is not None else None
-    img, choice = choose_base(engine, project, stack, update=update)
+    img, choice, stable_id = choose_base(engine, project, stack, update=update)
     if img.image_id is None and fetch_image is not None:
         fetch_image(stack)
-        img, choice = choose_base(engine, project, stack, update=update)
+        img, choice, stable_id = choose_base(engine, project, stack, update=update)
     problems = preflight(stack, gpus, host=host, engine_info=info, image=img, suggest=suggest)
     if choice.note:
         problems.append(Problem(WARNING, "image", choice.note))
@@ -174,12 +178,13 @@ def prepare_run(
     )
     if detach and not plan.command:  # a named environment waits for `envman exec` until `envman stop`
         plan = replace(plan, command=KEEP_ALIVE)
-    return Prepared(plan, stack, problems, built, img.image_id)
+    return Prepared(plan, stack, problems, built, img.image_id, stable_id)
 
 
 def _engine_kind(engine: EngineFacts) -> tuple[Any, str | None]:
-    """(EngineKind, the URL the podman CLI must use) of the engine a run goes to."""
-    kind = engine.kind()
+    """(EngineKind, the URL the podman CLI must use) of the engine a run goes to (kept per socket:
+    :mod:`envman.engine.kindcache`)."""
+    kind = kind_for_run(engine)
     return kind, (engine.url if kind.kind == "podman" else None)
 
 

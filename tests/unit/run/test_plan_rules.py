@@ -451,12 +451,13 @@ def test_a_pinned_run_says_so_and_notes_the_newer_stable(state, mini):
     _passing("sha256:stable")
     _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
     save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", "sha256:old")
-    img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"))
+    img, choice, stable_id = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"))
     assert (img.ref, img.image_id, choice.pinned) == (f"{STABLE} (pinned: sha256:old)", "sha256:old", True)
+    assert stable_id == "sha256:new"  # the stable tag's own id, whatever the run stands on
     prep = _prepare(state, mini, engine)
-    assert prep.plan.image == "sha256:old" and prep.base_image_id == "sha256:old"
+    assert prep.plan.image == "sha256:old" and prep.base_image_id == "sha256:old" and prep.stable_id == "sha256:new"
     assert [(x.level, x.check, x.message) for x in prep.problems] == [(P.WARNING, "image", choice.note)] and choice.note
-    img, choice = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), update=True)
+    img, choice, _ = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), update=True)
     assert (img.ref, img.image_id, choice.pinned, choice.note) == (STABLE, "sha256:new", False, None)
     prep = _prepare(state, mini, engine, update=True, remember_pin=False)
     assert (prep.plan.image, prep.problems) == ("sha256:new", [])
@@ -563,11 +564,24 @@ def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
     return engine
 
 
+def load_project_p(state):
+    from envman.project.file import load_project
+
+    return load_project(state / "p")
+
+
+def resolve_mini(mini):
+    from envman.stack.resolve import resolve
+
+    return resolve(mini, "torch-2.4-cuda12.4")
+
+
 def _base(state, mini, engine, **kw):
     from envman.project.file import load_project
     from envman.stack.resolve import resolve
 
-    return Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), **kw)
+    img, choice, _ = Q.choose_base(engine, load_project(state / "p"), resolve(mini, "torch-2.4-cuda12.4"), **kw)
+    return img, choice
 
 
 def test_the_pinned_image_is_named_by_its_short_id(state, mini):
@@ -579,8 +593,9 @@ def test_the_pinned_image_is_named_by_its_short_id(state, mini):
 def test_a_pin_whose_stable_is_gone_runs_the_pin_and_asks_for_it_once(state, mini):
     engine = _pinned_setup(state, mini, stable_present=False)
     engine.inspected.clear()
-    img, choice = _base(state, mini, engine)
+    img, choice, stable_id = Q.choose_base(engine, load_project_p(state), resolve_mini(mini))
     assert (img.image_id, choice.pinned) == (LONG_OLD, True) and engine.inspected.count(LONG_OLD) == 1
+    assert stable_id is None  # no stable tag
 
 
 def test_a_stable_i_promoted_after_the_pin_moves_the_run(state, mini):
