@@ -6,8 +6,9 @@ What goes (each only where it exists):
   HOME, build logs, smoke reports, locks, caches, pins, run records — only the entries envman
   names there (:data:`STATE_ENTRIES`), never anything else a user keeps in that directory;
 * the run-plan cache, the render cache, the kept matrix parses, wheel facts, the buildx probe's
-  answer and the wheel store (``runs.json``, ``renders.json``, ``matrix/``, ``wheels.json``,
-  ``buildkit-cli.json`` and ``wheels/`` in ``envman.paths.cache_dir()``);
+  answer, the kept engine kinds and the wheel store (``runs.json``, ``renders.json``, ``matrix/``,
+  ``wheels.json``, ``buildkit-cli.json``, ``kinds.json`` and ``wheels/`` in
+  ``envman.paths.cache_dir()``);
 * with ``--config``: the project registry, the trust records and ``config.toml`` (the project files themselves,
   ``envman.toml`` in each project, are the user's and stay);
 * with ``--images``: the images the invoking user built (label ``envman.built-by.uid``: stack
@@ -65,6 +66,7 @@ def plan(*, config: bool = False, images: bool = False, engine: EngineFacts | No
     """What ``envman clean`` would remove for this user (``engine``: for ``images``)."""
     from envman.matrix.parsed import PARSED_FOLDER
     from envman.paths import config_dir, state_dir
+    from envman.engine.kindcache import KINDS_FILE
     from envman.render.rendercache import RENDER_CACHE
     from envman.engine.builder import PROBE_FILE
     from envman.images.wheelstore import STORE_FOLDER
@@ -76,7 +78,8 @@ def plan(*, config: bool = False, images: bool = False, engine: EngineFacts | No
     cache = Path(cache_file()).parent
     dirs = [state]
     if cache.exists() and cache.resolve() != (state / "cache").resolve():
-        paths += _entries(cache, ("runs.json", RENDER_CACHE, PARSED_FOLDER, FACTS_FILE, PROBE_FILE, STORE_FOLDER))
+        paths += _entries(cache, ("runs.json", RENDER_CACHE, PARSED_FOLDER, FACTS_FILE, PROBE_FILE, STORE_FOLDER,
+                                  KINDS_FILE))
         dirs.append(cache)
     if config:
         paths += _entries(config_dir(), CONFIG_ENTRIES)
