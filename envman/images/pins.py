@@ -17,13 +17,13 @@ Standard library only: this is on the run path.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envman.digest import sha256
 from envman.labels import SmokeVerdict
 from envman.paths import state_dir
 
@@ -58,7 +58,7 @@ def pins_file() -> Path:
 
 def project_key(name: str, root: str) -> str:
     """A project's pin key: its name and its root (two projects may share a name)."""
-    return hashlib.sha256(f"{name}\0{root}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return sha256(f"{name}\0{root}".encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def read_pins() -> dict[str, Any]:

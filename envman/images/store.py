@@ -15,13 +15,13 @@ does not inherit its verdict.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envman.digest import sha256
 from envman.images.events import BuildStream
 from envman import labels as L
 from envman.state import load_report, repository, save_report_json
@@ -57,14 +57,14 @@ def report_digest(report: Mapping[str, Any]) -> str:
     """``sha256:`` over the report (its smoke result, not its bookkeeping) as canonical JSON."""
     body = {k: v for k, v in report.items() if k not in _BOOKKEEPING}
     canon = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+    return "sha256:" + sha256(canon.encode()).hexdigest()
 
 
 def rootfs_digest(info: ImageInfo | None) -> str | None:
     """``sha256:`` over an inspected image's layer digests, or ``None`` when the engine gave none."""
     if info is None or not info.layers:
         return None
-    return "sha256:" + hashlib.sha256("\n".join(info.layers).encode()).hexdigest()
+    return "sha256:" + sha256("\n".join(info.layers).encode()).hexdigest()
 
 
 def checks_summary(probe: Mapping[str, Any] | None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 import stat as _stat
 
+from envman.digest import sha256
 from envman.engine.values import GpuRequest, Mount
 from envman.errors import UserError, counted
 from envman.project.requirements import check_requirements, read_requirements
@@ -232,10 +233,9 @@ def default_name(root: Path) -> str:
 
 
 def project_identity(name: str, root: str | os.PathLike[str]) -> str:
-    import hashlib  # not at module level: `envman run` imports this module on its hot path
 
     real = os.path.realpath(root)
-    return f"{name}-{hashlib.sha256(real.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+    return f"{name}-{sha256(real.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
 
 
 def project_file_path(path: str | os.PathLike[str]) -> Path:
@@ -258,7 +258,6 @@ def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
     """Parse and validate an ``envman.toml`` (``path`` is the file or its directory). The file is
     read once, as a regular file of at most 1 MiB (:mod:`envman.safefile`); its sha256 is kept
     with the result (:attr:`ProjectConfig.digest`), so trust is checked against what was parsed."""
-    import hashlib  # not at module level: `envman run` imports this module on its hot path
 
     from envman.safefile import load_toml
 
@@ -269,7 +268,7 @@ def load_project(path: str | os.PathLike[str]) -> ProjectConfig:
     except FileNotFoundError:
         raise UserError("no such project file", where=where,
                         fix="create one with `envman project init --env STACK` in the project's root") from None
-    return replace(parse_project(doc, file), digest=hashlib.sha256(data).hexdigest())
+    return replace(parse_project(doc, file), digest=sha256(data).hexdigest())
 
 
 def parse_project(doc: Mapping[str, Any], file: Path) -> ProjectConfig:

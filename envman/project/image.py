@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from envman.digest import sha256
 from envman import labels
 from envman.errors import BuildError, EnvmanError
 from envman.images.events import BuildStream
@@ -89,11 +90,10 @@ def project_context(project: ProjectConfig, stack_name: str, base_image_id: str,
 
 
 def project_image_hash(files: Mapping[str, bytes]) -> str:
-    import hashlib  # not at module level: `envman run` imports this module on its hot path
 
-    h = hashlib.sha256(f"envman-project-recipe:{PROJECT_RECIPE}\0".encode())
+    h = sha256(f"envman-project-recipe:{PROJECT_RECIPE}\0".encode())
     for name in sorted(files):
-        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).hexdigest().encode() + b"\0")
+        h.update(name.encode() + b"\0" + sha256(files[name]).hexdigest().encode() + b"\0")
     return h.hexdigest()
 
 

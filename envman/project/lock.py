@@ -15,13 +15,13 @@ step outside it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envman.digest import sha256
 from envman.errors import UserError
 from envman import project
 
@@ -67,7 +67,7 @@ def canonical_name(name: str) -> str:
 
 
 def requirements_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def _pin_of(line: Any) -> Pin | None:

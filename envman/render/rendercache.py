@@ -34,12 +34,12 @@ Standard library only: a hit must not import jinja2.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
 from contextlib import contextmanager
 
+from envman.digest import sha256
 from envman import __version__
 
 TYPE_CHECKING = False
@@ -129,10 +129,10 @@ def render_key(plan: DockerfilePlan, root: str) -> str | None:
         body = json.dumps(canonical(plan), sort_keys=True, ensure_ascii=True, allow_nan=False)
     except (OSError, TypeError, ValueError):
         return None
-    h = hashlib.sha256(f"envman-render:{CACHE_FORMAT}:{__version__}\0".encode())
+    h = sha256(f"envman-render:{CACHE_FORMAT}:{__version__}\0".encode())
     h.update(body.encode() + b"\0")
     for part in (*code, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))):
-        h.update(hashlib.sha256(part).digest())
+        h.update(sha256(part).digest())
     return h.hexdigest()
 
 
@@ -155,7 +155,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def _text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 #: The open batch (:func:`batched`): the entries read once, and whether the batch changed them.
