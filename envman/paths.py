@@ -54,9 +54,11 @@ def config_dir() -> Path:
     env = os.environ.get("ENVMAN_CONFIG_DIR")
     if env:
         return Path(env)
-    from platformdirs import user_config_dir
+    if not sys.platform.startswith("linux"):
+        from platformdirs import user_config_dir
 
-    return Path(user_config_dir("envman", appauthor=False))
+        return Path(user_config_dir("envman", appauthor=False))
+    return Path(xdg_home("XDG_CONFIG_HOME", ".config"), "envman")
 
 
 def state_dir() -> Path:
@@ -66,9 +68,27 @@ def state_dir() -> Path:
     env = os.environ.get("ENVMAN_STATE_DIR")
     if env:
         return Path(env)
-    from platformdirs import user_state_dir
+    if not sys.platform.startswith("linux"):
+        from platformdirs import user_state_dir
 
-    return Path(user_state_dir("envman", appauthor=False))
+        return Path(user_state_dir("envman", appauthor=False))
+    return Path(xdg_home("XDG_STATE_HOME", os.path.join(".local", "state")), "envman")
+
+
+def xdg_home(variable: str, default: str, environ: Mapping[str, str] | None = None) -> str:
+    """An XDG base directory on Linux, as platformdirs gives it (without its import, on every
+    run's path): ``$variable`` when it is an absolute path (the XDG spec ignores a relative one),
+    else ``default`` under the home: ``$HOME`` when absolute, else the password database's."""
+    env = os.environ if environ is None else environ
+    value = env.get(variable, "")
+    if os.path.isabs(value):
+        return value
+    home = env.get("HOME")
+    if home is None or not os.path.isabs(home):
+        import pwd
+
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    return os.path.join(home.rstrip("/") or "/", default)
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -82,7 +102,7 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> str:
         return os.path.join(env["ENVMAN_STATE_DIR"], "cache")
     if sys.platform == "darwin":
         return os.path.join(os.path.expanduser("~/Library/Caches"), "envman")
-    return os.path.join(env.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache"), "envman")
+    return os.path.join(xdg_home("XDG_CACHE_HOME", ".cache", env), "envman")
 
 
 def caches_enabled(environ: Mapping[str, str] | None = None, *, switch: str = "ENVMAN_RUN_CACHE") -> bool:

@@ -68,12 +68,10 @@ def stable_ref(stack: Stack | str) -> str:
 def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o600) -> None:
     """Write ``path`` so that a reader (or a crash) never sees it half-written. ``mode``: the
     file's permissions (0600, private, by default; project files others read are 0644)."""
-    import tempfile
-
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path)
     how = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _new_temp(path)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, how) as fh:
@@ -87,6 +85,21 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int = 0o600) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _new_temp(path: Path) -> tuple[int, str]:
+    """A new private file ``.<name>.<random>.tmp`` beside ``path``, opened for writing: made
+    with ``O_EXCL`` and ``O_NOFOLLOW`` (never one that exists, never through a link planted
+    under its name), mode 0600, as ``tempfile.mkstemp`` makes them, without importing
+    ``tempfile`` and ``random`` on every run's path."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(8).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 #: How long a temporary file of :func:`atomic_write` must have been left untouched to be taken

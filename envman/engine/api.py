@@ -20,9 +20,7 @@ Unix seconds); the parsers take either.
 
 from __future__ import annotations
 
-import calendar
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,7 +114,7 @@ class EngineInfo:
         )
 
 
-_ISO_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$")
+_ISO_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$", re.ASCII)
 
 
 def unix_seconds(value: Any) -> int:
@@ -128,12 +126,35 @@ def unix_seconds(value: Any) -> int:
     m = _ISO_RE.match(str(value or "").strip())
     if not m:
         return 0
-    seconds = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    text = m.group(1)
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if not (1 <= month <= 12 and 1 <= day <= _month_days(year, month) and hour <= 23 and minute <= 59 and second <= 61):
+        return 0  # no such time: as unreadable as text that is no time at all
+    seconds = _days_since_epoch(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
     zone = m.group(2) or "Z"
     if zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
     return seconds
+
+
+def _month_days(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_since_epoch(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to the proleptic Gregorian date (what ``calendar.timegm`` counts,
+    without importing ``calendar`` and ``time.strptime`` on the run path): March-based years, so
+    the leap day ends a year."""
+    y = year - (month <= 2)
+    era = y // 400
+    year_of_era = y - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
 
 
 def _labels(value: Any) -> dict[str, str]:

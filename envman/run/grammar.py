@@ -18,6 +18,9 @@ reads it before any other part of envman is loaded.
 
 from __future__ import annotations
 
+import os
+import sys
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (hot path)
 if TYPE_CHECKING:
     import argparse
@@ -171,8 +174,11 @@ def parser(grammar: Grammar) -> argparse.ArgumentParser:
             raise UserError(message, where=f"envman {grammar.name}",
                             fix=f"did you mean {close}? ({fix})" if close else fix)
 
+    def formatter(prog: str) -> argparse.HelpFormatter:  # the terminal's width, without importing shutil
+        return argparse.HelpFormatter(prog, width=terminal_columns() - 2)
+
     p = Parser(prog=f"envman {grammar.name}", usage=grammar.usage, description=grammar.description,
-               allow_abbrev=False)
+               allow_abbrev=False, formatter_class=formatter)
     p.add_argument(grammar.target_dest, metavar=grammar.target, nargs=None if grammar.target_required else "?",
                    help=grammar.target_help)
     for o in grammar.options:
@@ -183,6 +189,22 @@ def parser(grammar: Grammar) -> argparse.ArgumentParser:
         else:
             p.add_argument(*o.flags, dest=o.dest, metavar=o.metavar, help=o.help)
     return p
+
+
+def terminal_columns(fallback: int = 80) -> int:
+    """The columns ``shutil.get_terminal_size`` gives (``COLUMNS`` when a positive number, else the
+    terminal on standard output's, else ``fallback``), without importing ``shutil`` and the
+    compression modules it loads: argparse asks on every parse, not only for ``--help``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or fallback
 
 
 def closest_option(grammar: Grammar, message: str) -> str | None:

@@ -3,6 +3,7 @@ config and state under the variables that move them, the cache folder and its sw
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -40,12 +41,44 @@ def test_config_and_state_follow_their_variables(tmp_path, monkeypatch):
     ({"ENVMAN_CACHE_DIR": "/c", "ENVMAN_STATE_DIR": "/s", "XDG_CACHE_HOME": "/x"}, "/c"),
     ({"ENVMAN_STATE_DIR": "/s", "XDG_CACHE_HOME": "/x"}, "/s/cache"),
     ({"XDG_CACHE_HOME": "/x"}, "/x/envman"),
-    ({"XDG_CACHE_HOME": "  ", "ENVMAN_CACHE_DIR": ""}, None),  # blank: the home's .cache
+    ({"XDG_CACHE_HOME": "  ", "ENVMAN_CACHE_DIR": "", "HOME": "/h"}, "/h/.cache/envman"),  # blank: the home's .cache
+    ({"XDG_CACHE_HOME": "rel/cache", "HOME": "/h"}, "/h/.cache/envman"),  # relative: ignored, as the XDG spec says
 ])
 def test_the_cache_folder_is_the_first_variable_set(environ, expected):
-    import os
+    assert paths.cache_dir(environ) == expected
 
-    assert paths.cache_dir(environ) == (expected or os.path.join(os.path.expanduser("~/.cache"), "envman"))
+
+#: (XDG variable value, HOME value): unset (None), empty, blank, relative, absolute, with a slash at the end, "/".
+XDG_CASES = [None, "", "  ", "rel/dir", "/abs/dir", "/abs/dir/"]
+HOME_CASES = [None, "", "relative", "/home/u", "/home/u/", "/"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="envman reads the XDG variables itself on Linux only")
+@pytest.mark.parametrize("xdg", XDG_CASES)
+@pytest.mark.parametrize("home", HOME_CASES)
+def test_config_and_state_folders_are_platformdirs_own(xdg, home, monkeypatch):
+    """Read without platformdirs (every run's path), the folders are still the ones platformdirs
+    names, for every shape of the XDG variable and of HOME."""
+    import platformdirs
+
+    for name in ("ENVMAN_CONFIG_DIR", "ENVMAN_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (("XDG_CONFIG_HOME", xdg), ("XDG_STATE_HOME", xdg), ("HOME", home)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert str(paths.config_dir()) == str(Path(platformdirs.user_config_dir("envman", appauthor=False)))
+    assert str(paths.state_dir()) == str(Path(platformdirs.user_state_dir("envman", appauthor=False)))
+
+
+def test_a_home_that_is_not_absolute_is_the_password_databases(monkeypatch):
+    import pwd
+
+    own = pwd.getpwuid(os.getuid()).pw_dir
+    assert paths.xdg_home("XDG_CACHE_HOME", ".cache", {"HOME": "relative"}) == os.path.join(own, ".cache")
+    assert paths.xdg_home("XDG_CACHE_HOME", ".cache", {}) == os.path.join(own, ".cache")
+    assert paths.xdg_home("XDG_CACHE_HOME", ".cache", {"HOME": "/h", "XDG_CACHE_HOME": "/x"}) == "/x"
 
 
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("yes", True), ("", True), ("0", False),

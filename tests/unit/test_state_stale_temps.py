@@ -63,3 +63,36 @@ def test_only_this_user_s_old_regular_temp_files_of_that_file_are_removed(tmp_pa
     _age(other, STALE_TEMP_SECONDS + 1)
     assert sweep_stale_temps(target) == ([left] if removed else [])
     assert left.exists() != removed and other.exists() and victim.read_text() == "keep"
+
+
+def test_a_write_makes_its_temp_file_private_and_never_opens_one_that_exists(tmp_path, monkeypatch):
+    from envman import state
+
+    target = tmp_path / "runs.json"
+    taken = tmp_path / f".runs.json.{'00' * 8}.tmp"
+    taken.symlink_to(tmp_path / "elsewhere")  # a name planted where the first random name falls
+    draws = iter([b"\0" * 8, b"\1" * 8])
+    monkeypatch.setattr(state.os, "urandom", lambda n: next(draws))
+    fd, tmp = state._new_temp(target)
+    os.close(fd)
+    assert tmp == str(tmp_path / f".runs.json.{'01' * 8}.tmp")
+    assert oct(os.stat(tmp).st_mode & 0o777) == "0o600"
+    assert not (tmp_path / "elsewhere").exists()  # the link was not followed
+
+
+def test_a_write_leaves_only_its_file_with_the_mode_asked(tmp_path):
+    target = tmp_path / "sub" / "file.json"
+    atomic_write(target, b"{}", mode=0o644)
+    assert target.read_bytes() == b"{}" and oct(target.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in target.parent.iterdir()] == ["file.json"]
+
+
+def test_a_write_loads_neither_tempfile_nor_random():
+    code = ("import sys\nfrom pathlib import Path\nfrom envman.state import atomic_write\n"
+            "atomic_write(Path(sys.argv[1]), 'x')\nprint(sorted(m for m in ('tempfile', 'random') if m in sys.modules))")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run([sys.executable, "-c", code, os.path.join(d, "f")], capture_output=True, text=True,
+                             check=True).stdout
+    assert out.strip() == "[]"

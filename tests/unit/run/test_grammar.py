@@ -258,3 +258,38 @@ def test_twenty_thousand_env_options_are_refused_in_one_line_at_once():
     r = run_envman(["run", "--dry-run", *(w for i in range(20000) for w in ("-e", f"K{i}=v")), "p", "--", "true"])
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "40002 option words" in r.stderr
+
+
+@pytest.mark.parametrize("columns", [None, "", "0", "-5", "abc", "1", "57", "200", " 90 "])
+def test_the_help_width_is_shutils_own(columns, monkeypatch):
+    """argparse asks for the terminal's width on every parse: envman answers as
+    ``shutil.get_terminal_size`` does, without importing it."""
+    import shutil
+
+    from envman.run.grammar import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+def test_a_parse_imports_neither_shutil_nor_the_compression_modules():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom envman.run import grammar\ngrammar.parse(grammar.RUN, ['p', '--no-gpu'])\n"
+            "print(sorted(m for m in ('shutil', 'bz2', 'lzma') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_help_wraps_at_the_columns_given(monkeypatch, capsys):
+    from envman.run import grammar
+
+    monkeypatch.setenv("COLUMNS", "60")
+    with pytest.raises(SystemExit):
+        grammar.parse(grammar.RUN, ["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 58
