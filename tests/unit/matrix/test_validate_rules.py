@@ -441,3 +441,28 @@ def test_a_cpu_build_cannot_need_system_nvcc(clean):
     cpu = next(b for b in clean.builds if b.cuda is None)
     problems = [str(p) for p in validate(build(clean, cpu.name, system_nvcc=True))]
     assert any(p.endswith("a CPU build cannot need system CUDA/cuDNN") for p in problems), problems
+
+
+def _arm64_only_chain(m: Matrix, keep_amd64_parents: bool) -> tuple[Matrix, str]:
+    """The shipped matrix with one recipe chain moved to linux/arm64 (its leaf always; its parents
+    too, unless ``keep_amd64_parents``), and the leaf's nvidia/cuda image row on arm64 only."""
+    leaf = next(r for r in m.recipes if r.parent is not None and m.recipe_chain(r.tag, r.platform))
+    chain = m.recipe_chain(leaf.tag, leaf.platform)
+    assert chain is not None and len(chain) >= 2
+    moved = {leaf.tag} if keep_amd64_parents else {r.tag for r in chain}
+    recipes = tuple(r for r in m.recipes if r.tag not in moved) + tuple(
+        replace(r, platform="linux/arm64") for r in chain if r.tag in moved)
+    images = tuple(replace(i, platforms=("linux/arm64",)) if i.repository == "nvidia/cuda" and i.tag == leaf.tag else i
+                   for i in m.images)
+    return replace(m, recipes=recipes, images=images), f"recipe nvidia/cuda:{leaf.tag} (linux/arm64)"
+
+
+@pytest.mark.parametrize("keep_amd64_parents, broken", [(False, False), (True, True)])
+def test_a_recipes_chain_is_followed_on_the_recipes_own_platform(keep_amd64_parents, broken):
+    """An arm64 recipe's parents are arm64 recipes: a whole arm64 chain is not broken, and one whose
+    parents exist only for amd64 is."""
+    from envman.matrix.load import load_matrix
+
+    m, where = _arm64_only_chain(load_matrix(), keep_amd64_parents)
+    said = [p.what for p in validate(m) if p.where == where]
+    assert any("parent chain is broken" in w for w in said) is broken, said
