@@ -4,7 +4,7 @@ serves it (and runs on this host), with the evidence for it.
 :func:`detect` scans the repository once (:mod:`~envman.project.detect.repo`), lets each reader
 turn the files it knows into statements (:mod:`~.sources`: requirements, conda, setup.py,
 setup.cfg, pyproject, Pipfile, .python-version, runtime.txt; :mod:`~.images`: Dockerfiles;
-:mod:`~.prose`: README and install pages; :mod:`~.code`: imports), decides
+:mod:`~.prose`: README and install pages; :mod:`~.shell`: install scripts; :mod:`~.code`: imports), decides
 (:mod:`~.decide`) and works out the project layer (:mod:`~.layer`). Nothing in the repository is
 executed.
 """
@@ -12,6 +12,7 @@ executed.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,11 +36,16 @@ _PROSE = (r"(?:[^/]+/)?(?:(?:readme|install|installation|getting_started|get_sta
           r"|docs?/[^/]*(?:install|requirement|get_?started|getting_?started|setup|environment)[^/]*\.(?:md|rst|txt)")
 
 
+#: Paths of files for development, tests, docs, CI or examples: their pins are never the project's own.
+_DEV_RE = re.compile(r"dev|test|doc|lint|(^|[^a-z])ci([^a-z]|$)|example")
+
+
 def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     """Every statement the repository's files make about its stack."""
     from envman.project.detect.code import scan_code
     from envman.project.detect.images import read_dockerfile
     from envman.project.detect.prose import read_prose
+    from envman.project.detect.shell import SCRIPTS, read_script
     from envman.project.detect.sources import (
         read_conda,
         read_pipfile,
@@ -51,7 +57,7 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     out: list[Statement] = []
     seen: set[str] = set()
     for rel in repo.matching(_REQUIREMENTS):
-        demote = bool(__import__("re").search(r"dev|test|doc|lint|(^|[^a-z])ci([^a-z]|$)|example", rel))
+        demote = _DEV_RE.search(rel) is not None
         for s in read_requirements(repo, rel, seen=seen):
             out.append(_demoted(s) if demote else s)
     for rel in repo.matching(_CONDA):
@@ -64,6 +70,9 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         out += read_python_version(repo, rel)
     for rel in repo.matching(_DOCKER):
         out += read_dockerfile(repo, rel, matrix)
+    for rel in repo.matching(SCRIPTS):
+        demote = _DEV_RE.search(rel) is not None
+        out += [_demoted(s) if demote else s for s in read_script(repo, rel)]
     for rel in repo.matching(_PROSE, max_depth=1):
         out += read_prose(repo, rel, matrix)
     code, folders = scan_code(repo)

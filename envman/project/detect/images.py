@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from packaging.version import InvalidVersion, Version
 
@@ -26,20 +26,20 @@ if TYPE_CHECKING:
     from envman.matrix.model import Matrix, NgcRelease
 
 
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(first line number, instruction) of a Dockerfile, continuations joined, comments dropped."""
+def logical_lines(text: str, *, continuation: str = "\\",
+                  comment: Callable[[str], bool] = lambda line: line.lstrip().startswith("#")) -> Iterator[tuple[int, str]]:
+    """(first line number, instruction) of a Dockerfile or a shell script, continuations joined
+    (a line ending in ``continuation``), blank lines and ``comment`` lines dropped."""
     pending: list[str] = []
     start = 0
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip()
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        if pending and line.lstrip().startswith("#"):
+        if (not pending and not line.strip()) or comment(line):
             continue
         if not pending:
             start = no
-        if line.endswith("\\"):
-            pending.append(line[:-1])
+        if line.endswith(continuation):
+            pending.append(line[:-len(continuation)])
             continue
         pending.append(line)
         yield start, " ".join(p.strip() for p in pending)
@@ -48,7 +48,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(p.strip() for p in pending)
 
 
-def _substitute(text: str, args: dict[str, str]) -> str:
+def substitute(text: str, args: dict[str, str]) -> str:
     """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults seen so far."""
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)",
                   lambda m: args.get(m.group(1) or m.group(3), m.group(2) or ""), text)
@@ -267,7 +267,7 @@ def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list
     args: dict[str, str] = {}
     stages: set[str] = set()
     last_from: list[Statement] = []
-    for no, instr in _logical_lines(text):
+    for no, instr in logical_lines(text):
         word, _, rest = instr.partition(" ")
         kind = word.upper()
         if kind == "ARG":
@@ -279,7 +279,7 @@ def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list
             words = [w for w in rest.split() if not w.startswith("--")]
             if not words:
                 continue
-            ref = _substitute(words[0], args)
+            ref = substitute(words[0], args)
             if len(words) >= 3 and words[1].lower() == "as":
                 stages.add(words[2].lower())
             if ref.lower() in stages:
@@ -289,7 +289,7 @@ def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list
                                    notes=(what,) if what else ()) for f in facts]
             out += last_from
         elif kind == "RUN":
-            for w, f in command_facts(_substitute(rest, args)):
+            for w, f in command_facts(substitute(rest, args)):
                 out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND, f, notes=(w,)))
         elif kind == "ENV":
             m = re.search(r"PYTHON_VERSION[= ]+[\"']?([0-9]+)\.([0-9]+)", rest)
