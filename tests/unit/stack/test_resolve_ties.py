@@ -597,3 +597,33 @@ def test_an_exact_release_wins_over_a_longer_one_it_prefixes(mini):
     assert resolve(m, "torch-2.4.1-cuda12").framework_version == "2.4.1"
     assert resolve(m, "torch-2.4.1.1-cuda12").framework_version == "2.4.1.1"
     assert resolve(m, "torch-2.4-cuda12").framework_version == "2.4.1.1"  # a prefix takes the newest
+
+
+def test_the_line_for_bases_none_serves_or_rebuilds_names_three_and_how_to_fix(mini):
+    """The whole line: what, the first three bases that are gone (with "is" for one, "are" for
+    more), and the fix."""
+    gone = [img("12.4.1-base-ubuntu22.04", status="deleted", repository=f"nvidia/cud{c}") for c in "abcd"]
+    with pytest.raises(ResolveError) as one:
+        resolve(with_recipes(only_images(mini, gone[0])), "torch-2.4-cuda12")
+    assert one.value.what == (f"no CUDA 12.4 base base image in the matrix for torch-2.4.1-cuda12.4 is served or can be "
+                              f"rebuilt from NVIDIA's recipe ({gone[0].ref} is no longer served and no [[recipe]] "
+                              "rebuilds them)")
+    assert one.value.fix == ("add a [[recipe]] or an [[image]] row (a mirror, a custom base) with --matrix, or pick another "
+                             "CUDA variant")
+    with pytest.raises(ResolveError) as four:
+        resolve(with_recipes(only_images(mini, *gone)), "torch-2.4-cuda12")
+    listed = ", ".join(i.ref for i in gone[:3])
+    assert f"({listed} are no longer served and no [[recipe]] rebuilds them)" in four.value.what
+    assert gone[3].ref not in four.value.what
+    assert four.value.fix == one.value.fix
+
+
+def test_a_base_that_must_carry_cudnn_without_a_cudnn_release_named_is_said_without_one(mini):
+    """A build that loads cuDNN from the image but names no cuDNN release: the line names the
+    flavour and no cuDNN major (there is none to name)."""
+    m = only_images(set_build(mini, "torch-2.4.1-cuda12.4", system_cudnn=True, cudnn=None),
+                    img("12.4.1-base-ubuntu22.04"))
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-2.4-cuda12")
+    assert e.value.what.startswith("no CUDA 12.4 cudnn-runtime base image in the matrix for torch-2.4.1-cuda12.4")
+    assert "cuDNN" not in e.value.what
