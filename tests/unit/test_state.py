@@ -109,8 +109,10 @@ def test_a_state_file_is_written_private_by_default(tmp_path):
 
 
 def test_a_write_that_finds_no_free_temporary_name_says_beside_which_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(state.os, "urandom", lambda n: b"\0" * n)
-    (tmp_path / f".f.json.{'00' * 8}.tmp").write_text("taken")
+    def taken(*a, **kw):  # every name tried exists already
+        raise FileExistsError(17, "File exists")
+
+    monkeypatch.setattr(state.os, "open", taken)
     with pytest.raises(FileExistsError) as e:
         atomic_write(tmp_path / "f.json", "{}")
     assert str(e.value) == f"no free temporary name beside {tmp_path / 'f.json'}"
