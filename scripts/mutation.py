@@ -144,7 +144,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "modules": ["envman/images/provenance.py", "envman/state.py"],
         "tests": [
             "tests/unit/images/test_provenance_rules.py", "tests/unit/stack/test_resolve_stable_tags.py",
-            "tests/unit/test_state_stale_temps.py", "tests/unit/images/test_build_rules.py",
+            "tests/unit/test_state_stale_temps.py", "tests/unit/test_state.py", "tests/unit/images/test_build_rules.py",
             "tests/unit/images/test_store_shared_engine.py", "tests/unit/images/test_pins.py", "tests/unit/images/test_remote_rules.py",
             "tests/unit/render/test_dockerfile_content_hash.py", "tests/unit/rules/test_constants_once.py",
         ],

@@ -203,3 +203,137 @@ def test_the_shared_lock_directory_is_root_owned_world_writable_and_sticky(tmp_p
     with pytest.raises(EnvmanError) as e:
         P.machine_lock_dir()
     assert e.value.what == "no shared lock directory on this machine"
+
+
+_ASK = "ask whoever owns it (ls -l) or an administrator to remove it"
+
+
+def test_a_lock_file_linked_to_a_file_that_exists_is_refused_never_opened(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    path = P.machine_lock_dir() / "envman-base-l.lock"
+    path.symlink_to(victim)
+    with pytest.raises(EnvmanError) as e:
+        P._open_lock_file(path)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        "cannot open the machine-wide lock: it is a symbolic link", str(path), _ASK)
+    assert victim.read_text() == "keep"
+
+
+def test_a_lock_file_that_cannot_be_opened_says_why_in_the_system_s_words(monkeypatch):
+    import socket
+
+    path = P.machine_lock_dir() / "envman-base-s.lock"
+    monkeypatch.chdir(path.parent)  # a relative name: a socket's path has a length limit
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(path.name)  # a socket under the lock's name: open() answers ENXIO
+        with pytest.raises(EnvmanError) as e:
+            P._open_lock_file(path)
+    assert (e.value.what, e.value.where, e.value.fix) == (
+        f"cannot open the machine-wide lock: {os.strerror(__import__('errno').ENXIO)}", str(path), _ASK)
+
+
+def test_a_lock_file_that_is_a_directory_is_refused_in_one_line():
+    path = P.machine_lock_dir() / "envman-base-d.lock"
+    path.mkdir()
+    with pytest.raises(EnvmanError) as e:
+        P._open_lock_file(path)
+    assert (e.value.what, e.value.where, e.value.fix) == ("the machine-wide lock is not a regular file", str(path), _ASK)
+
+
+def test_a_lock_file_another_process_makes_first_is_opened_not_refused(monkeypatch):
+    path = P.machine_lock_dir() / "envman-base-r.lock"
+    real_open = os.open
+
+    def open_after_the_other(p, flags, *a):
+        if flags & os.O_CREAT and not path.exists():
+            real_open(p, os.O_WRONLY | os.O_CREAT, 0o644)  # the other process, just before us
+        return real_open(p, flags, *a)
+
+    monkeypatch.setattr(P.os, "open", open_after_the_other)
+    fd = P._open_lock_file(path)
+    try:
+        assert stat.S_ISREG(os.fstat(fd).st_mode) and os.path.samestat(os.fstat(fd), os.stat(path))
+    finally:
+        os.close(fd)
+
+
+def test_a_lock_file_that_keeps_vanishing_ends_in_one_line_not_a_loop(monkeypatch):
+    path = P.machine_lock_dir() / "envman-base-v.lock"
+
+    def racing(p, flags, *a):  # each time: gone when opened, there again when made
+        raise FileExistsError(17, "File exists") if flags & os.O_CREAT else FileNotFoundError(2, "No such file")
+
+    monkeypatch.setattr(P.os, "open", racing)
+    with pytest.raises(EnvmanError) as e:
+        P._open_lock_file(path)
+    assert (e.value.what, e.value.where, e.value.fix) == ("cannot make the machine-wide lock", str(path), "try again")
+
+
+def test_no_shared_lock_directory_names_each_one_tried_and_what_would_do(tmp_path, monkeypatch):
+    monkeypatch.undo()
+    tried = (str(tmp_path / "missing"), str(tmp_path))
+    monkeypatch.setattr(P, "MACHINE_LOCK_DIRS", tried)
+    with pytest.raises(EnvmanError) as e:
+        P.machine_lock_dir()
+    assert (e.value.where, e.value.fix) == (
+        f"{tried[0]}, {tried[1]}",
+        "a root-owned directory everyone may write, with the sticky bit (mode 1777), such as /tmp")
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def test_the_record_names_the_ref_the_base_and_when(monkeypatch):
+    before = int(time.time())
+    P.record_built("sha256:" + "1" * 64, "envman/base:x", base="sha256:" + "2" * 64)
+    rec = P.built_record("sha256:" + "1" * 64)
+    assert rec is not None and set(rec) == {"ref", "base", "at"}
+    assert (rec["ref"], rec["base"]) == ("envman/base:x", "sha256:" + "2" * 64)
+    assert before <= rec["at"] <= int(time.time())
+
+
+def test_an_image_built_again_counts_as_the_newest_when_the_record_is_trimmed(monkeypatch):
+    monkeypatch.setattr(P, "MAX_BUILT", 2)
+    a, b, c = ("sha256:" + ch * 64 for ch in "abc")
+    for image in (a, b, a, c):
+        P.record_built(image, "envman/base:x")
+    assert (P.built_here(a), P.built_here(b), P.built_here(c)) == (True, False, True)
+
+
+def test_two_records_at_once_take_turns_on_the_record_s_lock():
+    import threading
+
+    from filelock import FileLock
+
+    from envman.state import locks_dir
+
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    held = FileLock(str(locks_dir() / f"{P.BUILT_FILE}.lock"))
+    held.acquire()
+    writer = threading.Thread(target=P.record_built, args=("sha256:" + "e" * 64, "envman/base:x"))
+    try:
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive() and P.built_record("sha256:" + "e" * 64) is None  # waiting for its turn
+    finally:
+        held.release()
+    writer.join(10)
+    assert P.built_here("sha256:" + "e" * 64)
+
+
+def _write_record(images: dict) -> None:
+    from envman.state import atomic_write
+
+    atomic_write(P.built_path(), __import__("json").dumps({"images": images}))
+
+
+def test_a_record_without_a_base_is_one_of_an_image_built_on_no_base():
+    _write_record({"sha256:" + "1" * 64: {"ref": "envman/base:x"}})
+    assert P.built_here("sha256:" + "1" * 64) and not P.built_here("sha256:" + "1" * 64, base="sha256:" + "2" * 64)
+
+
+def test_an_empty_image_id_or_an_entry_that_is_not_an_object_vouches_for_nothing():
+    _write_record({"": {"ref": "envman/base:x", "base": ""}, "sha256:" + "3" * 64: "envman/base:x"})
+    assert P.built_record("") is None and not P.built_here("")
+    assert P.built_record("sha256:" + "3" * 64) is None and not P.built_here("sha256:" + "3" * 64)
