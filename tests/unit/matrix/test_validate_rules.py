@@ -12,7 +12,7 @@ from typing import Callable
 import pytest
 from packaging.version import Version
 
-from envman.matrix.model import Arch, BaseImage, DriverVersion, Gpu, Matrix
+from envman.matrix.model import Arch, BaseImage, Download, DriverVersion, Gpu, Matrix, NgcRelease
 from envman.matrix.validate import (
     Problem,
     allowed_cudnn_majors,
@@ -66,10 +66,29 @@ def cudnn_image(tag: str, cuda_patch: str, cudnn: str | None, flavour: str = "cu
                      flavour=flavour, cudnn=cudnn, os=os_name, status="published", source=("test",))
 
 
+def recipe(m, tag, **kw):
+    return replace(m, recipes=_swap(m.recipes, lambda r: r.tag == tag, lambda r: replace(r, **kw)))
+
+
+def gpu(m, gpu_id, **kw):
+    return replace(m, gpus=_swap(m.gpus, lambda g: g.id == gpu_id, lambda g: replace(g, **kw)))
+
+
+#: An NGC release as NVIDIA's contents list gives it, every figure present: the mini matrix has none.
+NGC = NgcRelease(repository="nvcr.io/nvidia/pytorch", release="24.05", tags=("24.05-py3",), framework="torch",
+                 framework_version="2.4.0a0+07cecf4", cuda=V("12.4.1"), cudnn="9.1.0.70", python=V("3.10"),
+                 os="ubuntu22.04", min_driver="545", source=("test",), status="confirmed")
+
+
+def ngc(m, *rows):
+    return replace(m, ngc=m.ngc + rows)
+
+
 B12 = "torch-2.4.1-cuda12.4"
 B10 = "torch-1.0.1-cuda10.0"
 CPU = "torch-2.4.1-cpu"
 IMG12 = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+ARM = ("linux/amd64", "linux/arm64")
 
 CASES = [
     # --- CUDA releases
@@ -171,6 +190,68 @@ CASES = [
     ("duplicate GPU id",
      lambda m: replace(m, gpus=m.gpus + (replace(m.gpus[0], name="another"),)),
      "gpu rtx3090", "duplicate id"),
+    ("GPU name of brand words only",
+     lambda m: gpu(m, "h100-sxm", aliases=("h100", "NVIDIA GPU")),
+     "gpu h100-sxm", "name 'NVIDIA GPU' has no word that identifies a GPU"),
+    ("GPU alias that reads as another GPU's name",
+     lambda m: gpu(m, "h100-sxm", aliases=("h100", "nvidia geforce rtx-3090")),
+     "gpu h100-sxm", "'nvidia geforce rtx-3090' reads the same as a name of gpu rtx3090: one of them can never be found"),
+    # --- builds: arm64 packages, URLs, CUDA libraries
+    ("arm64 packages on a row without arm64",
+     lambda m: build(m, B12, packages_arm64=("torch==2.4.1",)),
+     "torch 2.4.1 cu124", "packages_arm64 given but linux/arm64 is not in platforms"),
+    ("empty arm64 package list",
+     lambda m: build(image(m, IMG12, platforms=ARM, platform_source=("test",)), B12, platforms=ARM,
+                     platform_source=("test",), packages_arm64=()),
+     "torch 2.4.1 cu124", "packages_arm64 is empty: omit it to install packages on linux/arm64 too"),
+    ("plain-http index URL",
+     lambda m: build(m, B12, index_url="http://example.com/simple"),
+     "torch 2.4.1 cu124", "index_url 'http://example.com/simple' is plain http:// to a host that is not this machine: "
+                          "packages (and any credentials) would cross the network unencrypted"),
+    ("plain-http find-links URL, the last URL key",
+     lambda m: build(m, B12, find_links="http://example.com/wheels"),
+     "torch 2.4.1 cu124", "find_links 'http://example.com/wheels' is plain http:// to a host that is not this machine: "
+                          "packages (and any credentials) would cross the network unencrypted"),
+    ("CUDA libraries without their source",
+     lambda m: build(m, B12, cuda_libs=("nvidia-cudnn-cu12==9.1.0.70",)),
+     "torch 2.4.1 cu124", "cuda_libs needs a cuda_libs_source (the wheel whose metadata pins them)"),
+    ("CPU row with CUDA libraries",
+     lambda m: build(m, CPU, cuda_libs=("nvidia-cudnn-cu12==9.1.0.70",), cuda_libs_source=("test",)),
+     "torch 2.4.1 cpu", "a CPU row has cuda_libs"),
+    # --- X.Y.Z-era image rows that give no update
+    ("X.Y.Z-era image row without an update",
+     lambda m: image(m, IMG12, tag="12.4-base-ubuntu22.04", cuda_patch=V("12.4")),
+     "image nvidia/cuda:12.4-base-ubuntu22.04", "tag does not follow the naming rules of its era: expected '12.4.N-base-ubuntu22.04'"),
+    # --- base recipes
+    ("recipe installs cuDNN its tag does not name",
+     lambda m: recipe(m, "10.0-base-ubuntu18.04", packages=("cuda-cudart-10-0=10.0.130-1", "cuda-compat-10-0",
+                                                            "libcudnn7=7.6.5.32-1+cuda10.0")),
+     "recipe nvidia/cuda:10.0-base-ubuntu18.04 (linux/amd64)",
+     "installs libcudnn7=7.6.5.32-1+cuda10.0 but its tag names no cuDNN"),
+    ("recipe downloads a file no apt package pins",
+     lambda m: recipe(m, "10.0-base-ubuntu18.04", downloads=(Download(
+         "https://example.com/repo/libnccl2_2.4.8-1+cuda10.0_amd64.deb", "0" * 64),)),
+     "recipe nvidia/cuda:10.0-base-ubuntu18.04 (linux/amd64)",
+     "downloads libnccl2_2.4.8-1+cuda10.0_amd64.deb but installs no package of that name with apt (the pin it serves)"),
+    # --- NGC releases
+    ("two NGC releases share a tag",
+     lambda m: ngc(m, NGC, replace(NGC, release="24.06", tags=("24.06-py3", "24.05-py3"))),
+     "ngc nvcr.io/nvidia/pytorch:24.06", "tag 24.05-py3 is also release 24.05's"),
+    ("two rows of one NGC release share a tag",  # the loader keeps both: their tag lists differ
+     lambda m: ngc(m, NGC, replace(NGC, tags=("24.05-py3-igpu", "24.05-py3"))),
+     "ngc nvcr.io/nvidia/pytorch:24.05", "tag 24.05-py3 is also release 24.05's"),
+    ("NGC release of a CUDA the matrix lacks",
+     lambda m: ngc(m, replace(NGC, cuda=V("12.6.2"))),
+     "ngc nvcr.io/nvidia/pytorch:24.05", "CUDA 12.6.2 is not a release of the matrix's CUDA table"),
+    ("confirmed NGC release without any figure",
+     lambda m: ngc(m, replace(NGC, framework_version=None, cuda=None, cudnn=None, python=None, os=None)),
+     "ngc nvcr.io/nvidia/pytorch:24.05", "confirmed, but gives no framework_version, cuda, cudnn, python, os: "
+                                         "mark it partially confirmed or add the figures"),
+] + [
+    (f"confirmed NGC release without {field}",
+     lambda m, field=field: ngc(m, replace(NGC, **{field: None})),
+     "ngc nvcr.io/nvidia/pytorch:24.05", f"confirmed, but gives no {field}: mark it partially confirmed or add the figures")
+    for field in ("framework_version", "cuda", "cudnn", "python", "os")
 ]
 
 
@@ -466,3 +547,31 @@ def test_a_recipes_chain_is_followed_on_the_recipes_own_platform(keep_amd64_pare
     m, where = _arm64_only_chain(load_matrix(), keep_amd64_parents)
     said = [p.what for p in validate(m) if p.where == where]
     assert any("parent chain is broken" in w for w in said) is broken, said
+
+
+# --- NGC releases, GPU names and recipes: what stays quiet, and each row's own platform -----------
+
+
+def test_a_complete_confirmed_ngc_release_and_a_partial_one_are_fine(clean):
+    partial = replace(NGC, release="24.06", tags=("24.06-py3",), cudnn=None, python=None, status="partially confirmed")
+    assert validate(ngc(clean, NGC, partial)) == []
+
+
+def test_a_recipe_download_whose_package_apt_installs_is_fine(clean):
+    m = recipe(clean, "10.0-base-ubuntu18.04", downloads=(Download(
+        "https://example.com/repo/cuda-compat-10-0_410.129-1_amd64.deb", "0" * 64),))
+    assert validate(m) == []
+
+
+def test_a_base_neither_served_nor_rebuildable_is_named_on_the_platform_that_lacks_it(clean):
+    """The 10.0 bases are deleted and their recipes are amd64 ones: a row that also lists arm64
+    is reported for arm64 alone."""
+    m = clean
+    for tag in ("10.0-base-ubuntu16.04", "10.0-base-ubuntu18.04"):
+        m = image(m, f"nvidia/cuda:{tag}", platforms=ARM, platform_source=("test",))
+    m = build(m, "torch-1.0.1-cuda10.0", platforms=ARM, platform_source=("test",))
+    assert [(p.where, p.what) for p in validate(m)] == [(
+        "torch 1.0.1 cu100",
+        "on linux/arm64: no CUDA 10.0 base base image on linux/arm64 in the matrix for torch-1.0.1-cuda10.0 is "
+        "served or can be rebuilt from NVIDIA's recipe (nvidia/cuda:10.0-base-ubuntu18.04, "
+        "nvidia/cuda:10.0-base-ubuntu16.04 are no longer served and no [[recipe]] rebuilds them)")]
