@@ -410,7 +410,9 @@ def _check_ngc(matrix: Matrix, add: Add) -> None:
         where = f"ngc {r.repository}:{r.release}"
         for t in r.tags:
             if (r.repository, t) in seen:
-                add(where, f"tag {t} is also release {seen[(r.repository, t)]}'s")
+                other = seen[(r.repository, t)]
+                add(where, f"tag {t} is listed by another row of this release" if other == r.release
+                    else f"tag {t} is also release {other}'s")
             seen[(r.repository, t)] = r.release
         if r.cuda is not None and matrix.cuda_release(r.cuda) is None:
             add(where, f"CUDA {r.cuda} is not a release of the matrix's CUDA table")

@@ -239,7 +239,7 @@ CASES = [
      "ngc nvcr.io/nvidia/pytorch:24.06", "tag 24.05-py3 is also release 24.05's"),
     ("two rows of one NGC release share a tag",  # the loader keeps both: their tag lists differ
      lambda m: ngc(m, NGC, replace(NGC, tags=("24.05-py3-igpu", "24.05-py3"))),
-     "ngc nvcr.io/nvidia/pytorch:24.05", "tag 24.05-py3 is also release 24.05's"),
+     "ngc nvcr.io/nvidia/pytorch:24.05", "tag 24.05-py3 is listed by another row of this release"),
     ("NGC release of a CUDA the matrix lacks",
      lambda m: ngc(m, replace(NGC, cuda=V("12.6.2"))),
      "ngc nvcr.io/nvidia/pytorch:24.05", "CUDA 12.6.2 is not a release of the matrix's CUDA table"),
