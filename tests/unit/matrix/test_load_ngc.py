@@ -87,5 +87,5 @@ def test_two_rows_claiming_a_tag_and_an_unknown_cuda_are_problems(tmp_path):
         'tags = ["20.12-py3"]', 'tags = ["20.11-py3"]').replace('cuda = "11.1.1"', 'cuda = "7.5.18"'))
     both = twice.ngc + (twice.ngc[0],)
     problems = [str(p) for p in validate(replace(shipped, ngc=both))]
-    assert any("tag 20.12-py3 is also release 20.12's" in p for p in problems)
+    assert any("tag 20.12-py3 is listed by another row of this release" in p for p in problems)
     assert any("CUDA 7.5.18 is not a release" in p for p in problems)
