@@ -62,20 +62,27 @@ def api_request(socket_path: str | None, method: str, path: str, body: Any = Non
     status, decoded JSON body or ``None``)."""
     sock = _send(socket_path, method, path, body, timeout)
     try:
-        return _answer(sock)
+        status, _, answer = _reply(sock)
     finally:
         sock.close()
+    return status, _json(answer)
 
 
 def api_get_many(socket_path: str | None, paths: Sequence[str], timeout: float = 60) -> list[tuple[int, Any]]:
-    """``GET`` each of ``paths`` at once: every request is sent on its own connection before any
-    answer is read, so the engine works on them together and the wait is the slowest one's, not
-    their sum. The answers come in the order of ``paths``; :class:`NoAnswer` when any has none."""
+    """``GET`` each of ``paths`` at once (:func:`_replies`): (HTTP status, decoded JSON body or
+    ``None``) of each, in the order of ``paths``; :class:`NoAnswer` when any has none."""
+    return [(status, _json(body)) for status, _, body in _replies(socket_path, paths, timeout)]
+
+
+def _replies(socket_path: str | None, paths: Sequence[str], timeout: float) -> list[tuple[int, dict[str, str], bytes]]:
+    """``GET`` each of ``paths``, every request sent on its own connection before any answer is
+    read, so the engine works on them together and the wait is the slowest one's, not their sum:
+    each reply (:func:`_reply`), in the order of ``paths``."""
     socks: list[Any] = []
     try:
         for path in paths:
             socks.append(_send(socket_path, "GET", path, None, timeout))
-        return [_answer(sock) for sock in socks]
+        return [_reply(sock) for sock in socks]
     finally:
         for sock in socks:
             sock.close()
@@ -103,11 +110,10 @@ def _send(socket_path: str | None, method: str, path: str, body: Any, timeout: f
     return sock
 
 
-def _answer(sock: Any) -> tuple[int, Any]:
-    """The engine's answer on ``sock``: (HTTP status, decoded JSON body or ``None``)."""
-    status, _, body = _reply(sock)
+def _json(body: bytes) -> Any:
+    """A reply's body decoded as JSON (``None`` when empty); :class:`NoAnswer` when it is not JSON."""
     try:
-        return status, (json.loads(body) if body.strip() else None)
+        return json.loads(body) if body.strip() else None
     except ValueError as exc:
         raise NoAnswer() from exc
 
@@ -141,16 +147,8 @@ def ping_and_info(socket_path: str | None, timeout: float = 60) -> tuple[dict[st
     (status, JSON body), asked at once: the headers say which engine this is and its API version
     (``Api-Version``; Podman adds ``Libpod-Api-Version``), which Docker's ``/version`` answers
     far more slowly (it asks containerd and runc for theirs). :class:`NoAnswer` on doubt."""
-    ping = _send(socket_path, "GET", "/_ping", None, timeout)
-    try:
-        info = _send(socket_path, "GET", "/info", None, timeout)
-        try:
-            status, headers, _ = _reply(ping)
-            return (headers if status == 200 else {}), _answer(info)
-        finally:
-            info.close()
-    finally:
-        ping.close()
+    (ping_status, headers, _), (status, _, body) = _replies(socket_path, ["/_ping", "/info"], timeout)
+    return (headers if ping_status == 200 else {}), (status, _json(body))
 
 
 _REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
@@ -161,11 +159,6 @@ def image_path(ref: str) -> str:
     if not ref or not set(ref) <= _REF_CHARS:
         raise NoAnswer()
     return f"/images/{ref}/json"
-
-
-def _object_id(socket_path: str | None, path: str) -> str | None:
-    """The ``Id`` of the object at ``path`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
-    return _id_of(*api_get(socket_path, path))
 
 
 def object_ids(socket_path: str | None, images: Sequence[str] = (), networks: Sequence[str] = ()) -> list[str | None]:
@@ -184,18 +177,8 @@ def _id_of(status: int, body: Any) -> str | None:
     return found
 
 
-def network_id(socket_path: str | None, name: str) -> str | None:
-    """The id of network ``name`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
-    return _object_id(socket_path, network_path(name))
-
-
 def network_path(name: str) -> str:
     """The Engine API path of ``docker network inspect NAME`` (names need no escaping: checked)."""
     if not name or not set(name) <= _REF_CHARS - {"/", ":", "@"}:
         raise NoAnswer()
     return f"/networks/{name}"
-
-
-def image_id(socket_path: str | None, ref: str) -> str | None:
-    """The id of image ``ref`` (``None`` when the engine has none); :class:`NoAnswer` on doubt."""
-    return _object_id(socket_path, image_path(ref))

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import envman.engine.socket as engine_socket
-from envman.engine.socket import NoAnswer, api_get, api_request, image_id, image_path, network_id
+from envman.engine.socket import NoAnswer, api_get, api_request, image_path, object_ids
 
 
 def test_local_socket_follows_docker_host_and_contexts(tmp_path):
@@ -113,13 +113,13 @@ def test_ids_are_read_404_is_none_and_anything_else_is_doubt(engine):
     path, replies, requests = engine
     replies += [_http(200, {"Id": "sha256:a"}), _http(404, {"message": "no such image"}), _http(500, {}),
                 _http(200, {"Id": 5})]
-    assert image_id(path, "x:1") == "sha256:a"
-    assert image_id(path, "x:2") is None
+    assert object_ids(path, ["x:1"]) == ["sha256:a"]
+    assert object_ids(path, ["x:2"]) == [None]
     for _ in range(2):
         with pytest.raises(NoAnswer):
-            image_id(path, "x:3")
+            object_ids(path, ["x:3"])
     with pytest.raises(NoAnswer):
-        network_id(path, "a/b")  # a network name has no slash
+        object_ids(path, networks=["a/b"])  # a network name has no slash
     assert [r.split(b" ")[1] for r in requests] == [b"/images/x:1/json", b"/images/x:2/json", b"/images/x:3/json",
                                                      b"/images/x:3/json"]
 
