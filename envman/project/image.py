@@ -45,15 +45,32 @@ def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: s
     ``envman.lock`` that matches), the requirements layer installs exactly its pins with
     ``--require-hashes`` and checks that it names nothing the requirements do not need; without,
     it resolves and leaves pip's install report for the next lock. ``network``: the CA bundle,
-    indexes and apt mirror its steps go through."""
+    indexes and apt mirror its steps go through. Without ``network`` (how every command works
+    out the image's tag), the text comes from the user's render cache when these values and this
+    envman rendered it before, without building the plan (:func:`envman.render.rendercache.inputs_key`)."""
+    from envman.paths import templates_dir
     from envman.project.lock import REPORT_PATH
+    from envman.render import rendercache
+
+    requirements = bool(project.requirements.strip())
+    values = {"name": project.name, "stack_name": stack_name, "base_image_id": base_image_id, "apt": list(project.apt),
+              "requirements": requirements, "locked": lock is not None,
+              "report_path": REPORT_PATH, "where": str(project.file)}
+    key = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", values, str(templates_dir())) \
+        if network is None else None
+    text = rendercache.lookup(key) if key is not None else None
+    if text is not None:
+        return text
     from envman.render.layerplan import project_plan
     from envman.render.template import render_dockerfile
 
     plan = project_plan(project.name, stack_name, base_image_id, apt=project.apt,
-                        requirements=bool(project.requirements.strip()), locked=lock is not None,
+                        requirements=requirements, locked=lock is not None,
                         report_path=REPORT_PATH, where=str(project.file), network=network)
-    return render_dockerfile(plan)
+    text = render_dockerfile(plan)
+    if key is not None:
+        rendercache.store(key, text)
+    return text
 
 
 def project_lock(project: ProjectConfig, stack_name: str, base_image_id: str) -> Lock | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from packaging.version import Version
 
 from envman import labels as L
 from envman.probe.app.contract import IMAGE_DIR, PROBE_FILE
@@ -68,8 +67,9 @@ UV_TOOL = f"{TOOLS_CACHE}/uv-{UV_VERSION}"
 #: The build secret that carries index credentials: a netrc file, mounted where pip and uv read it.
 NETRC_SECRET = "envman-netrc"
 NETRC_TARGET = "/root/.netrc"
-#: uv installs packages into Pythons from this one up; older ones get pip.
-MIN_UV_PYTHON = Version("3.8")
+#: uv installs packages into Pythons from this one up; older ones get pip (a version string: the
+#: run path, which reads this module, does not import packaging).
+MIN_UV_PYTHON = "3.8"
 
 #: The files of a stack's build context that its Dockerfile copies into ``ENVMAN_DIR``.
 PROBE_CONTEXT_FILE = f"envman/{PROBE_FILE}"

@@ -354,7 +354,7 @@ def framework(stack: Stack, options: RenderOptions, wheels: list[Wheel], builder
     if builder != "buildkit":
         return Framework(_title(stack), (), pip_args, wheel_paths)
     mounts = _mounts(options, wheels=bool(wheels), secret=secret and not options.offline)
-    if Version(stack.python) < MIN_UV_PYTHON:
+    if Version(stack.python) < Version(MIN_UV_PYTHON):
         return Framework(_title(stack), mounts, pip_args, wheel_paths)
     uv = UvInstaller(
         version=UV_VERSION,

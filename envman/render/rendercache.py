@@ -17,6 +17,14 @@ key (:func:`render_key`) that is a sha256 over
   uses (``quote.py``);
 * the bytes of the installed ``jinja2/__init__.py`` (its version), and envman's version.
 
+A project image's text is also kept under a second key (:func:`inputs_key`) that a run can work
+out without building the plan at all: a sha256 over the values the plan is built from (the
+project's name, stack, base image id, apt packages, whether it has requirements and a lock), the
+bytes of every module that builds the plan from them (:data:`PLAN_MODULES`: ``layerplan.py`` and
+every envman module it imports) and all of the above but the plan. A hit then skips importing the
+plan's sections and steps too (about 30 dataclasses), the largest cost of a run that has a project
+image and misses the run-plan cache.
+
 Only plans of ``project.Dockerfile.j2`` without network settings are kept: they hold names, ids,
 package names and paths, never an index URL or a credential (a stack image's plan may carry
 index settings; it is rendered on build, off the run path, and never cached). Anything in doubt
@@ -56,6 +64,13 @@ CACHED_TEMPLATES = frozenset({"project.Dockerfile.j2"})
 #: The modules of this package whose code, beside the plan and the templates, decides a render's
 #: text (tests/unit/render/test_rendercache.py checks that it names every one the layout imports).
 LAYOUT_MODULES = ("template.py", "layout.py", "steps.py", "imagepaths.py", "sections.py", "quote.py", "mountpoints.py")
+#: The modules, relative to the envman package, whose code builds a project's plan from its values
+#: (:func:`envman.render.layerplan.project_plan` and every envman module it imports):
+#: :func:`inputs_key` covers them beside :data:`LAYOUT_MODULES` (tests/unit/render/test_rendercache.py
+#: checks that it names every module importing ``envman.render.layerplan`` loads).
+PLAN_MODULES = ("__init__.py", "errors.py", "labels.py", "paths.py", "state.py", "stack/__init__.py", "stack/names.py",
+                "probe/__init__.py", "probe/pyz.py", "probe/app/__init__.py", "probe/app/contract.py",
+                "render/__init__.py", "render/layerplan.py")
 #: A tag that loads another template; its argument must be a string literal for the file to be cached.
 _LOADS = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\b\s*(.)", re.S)
 _LITERAL = re.compile(r"\{%[-+]?\s*(?:import|include|extends|from)\s*(\"([^\"\\]+)\"|'([^'\\]+)')", re.S)
@@ -112,28 +127,60 @@ def _jinja_fingerprint() -> bytes | None:
         return None
 
 
+def _code(template: str, root: str, modules: tuple[str, ...]) -> list[bytes] | None:
+    """What decides a render beside its plan: the bytes of ``modules`` (relative to the envman
+    package) and of :data:`LAYOUT_MODULES`, of jinja2's version and of ``template`` with every
+    template it loads; ``None`` when one cannot be read (not cached)."""
+    templates = template_files(template, root)
+    jinja = _jinja_fingerprint()
+    if templates is None or jinja is None:
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(here)
+    parts = []
+    try:
+        for folder, names in ((here, LAYOUT_MODULES), (package, modules)):
+            for name in names:
+                with open(os.path.join(folder, name), "rb") as fh:
+                    parts.append(name.encode() + b"\0" + fh.read())
+    except OSError:
+        return None
+    return [*parts, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))]
+
+
+def _key(kind: str, body: str, parts: list[bytes]) -> str:
+    h = sha256(f"envman-{kind}:{CACHE_FORMAT}:{__version__}\0".encode())
+    h.update(body.encode() + b"\0")
+    for part in parts:
+        h.update(sha256(part).digest())
+    return h.hexdigest()
+
+
 def render_key(plan: DockerfilePlan, root: str) -> str | None:
     """The cache key of ``plan`` rendered from the templates in ``root``; ``None``: not cached."""
     if plan.template not in CACHED_TEMPLATES or plan.network is not None:
         return None
-    templates = template_files(plan.template, root)
-    jinja = _jinja_fingerprint()
-    if templates is None or jinja is None:
+    try:
+        body = json.dumps(canonical(plan), sort_keys=True, ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+    parts = _code(plan.template, root, ())
+    return _key("render", body, parts) if parts is not None else None
+
+
+def inputs_key(builder: str, template: str, values: dict[str, Any], root: str) -> str | None:
+    """The cache key of the text that ``builder`` (the name of a plan builder of
+    :data:`PLAN_MODULES`, such as ``project_plan``) makes of ``values`` (names, ids, flags: plain
+    JSON) through ``template`` in ``root``; ``None``: not cached. Only plans without network
+    settings are keyed this way (the caller passes none)."""
+    if template not in CACHED_TEMPLATES:
         return None
     try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        code = []
-        for name in LAYOUT_MODULES:
-            with open(os.path.join(here, name), "rb") as fh:
-                code.append(name.encode() + b"\0" + fh.read())
-        body = json.dumps(canonical(plan), sort_keys=True, ensure_ascii=True, allow_nan=False)
-    except (OSError, TypeError, ValueError):
+        body = json.dumps({"builder": builder, "values": values}, sort_keys=True, ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError):
         return None
-    h = sha256(f"envman-render:{CACHE_FORMAT}:{__version__}\0".encode())
-    h.update(body.encode() + b"\0")
-    for part in (*code, jinja, *(n.encode() + b"\0" + templates[n] for n in sorted(templates))):
-        h.update(sha256(part).digest())
-    return h.hexdigest()
+    parts = _code(template, root, PLAN_MODULES)
+    return _key("render-inputs", body, parts) if parts is not None else None
 
 
 def cache_path() -> str:
@@ -244,5 +291,5 @@ def _write(renders: dict[str, Any], keep: set[str] | frozenset[str] = frozenset(
         pass
 
 
-__all__ = ["CACHED_TEMPLATES", "LAYOUT_MODULES", "MAX_ENTRIES", "RENDER_CACHE", "batched", "canonical", "lookup", "render_key", "store",
-           "template_files"]
+__all__ = ["CACHED_TEMPLATES", "LAYOUT_MODULES", "MAX_ENTRIES", "PLAN_MODULES", "RENDER_CACHE", "batched", "canonical",
+           "inputs_key", "lookup", "render_key", "store", "template_files"]

@@ -383,6 +383,7 @@ from envman.project.image import project_image_ref
 p = load_project(Path(sys.argv[1]))
 print(project_image_ref(p, "torch-2.4.1-cuda12.4-py3.10", "sha256:" + "c" * 64))
 print("jinja2" in sys.modules)
+print("envman.render.sections" in sys.modules)
 """
 
 
@@ -400,7 +401,7 @@ def test_a_run_path_hit_does_not_import_jinja2(tmp_path):
         return out.stdout.split()
 
     miss, hit = run(), run()
-    assert miss[1] == "True" and hit[1] == "False"
+    assert miss[1:] == ["True", "True"] and hit[1:] == ["False", "False"]  # a hit builds no plan either
     assert miss[0] == hit[0]
     (tmp_path / "cache" / rendercache.RENDER_CACHE).unlink()
     assert run() == miss  # the same tag without the cache
@@ -418,3 +419,108 @@ def test_envman_clean_removes_the_render_cache(tmp_path, monkeypatch):
     assert path in p.paths
     apply(p)
     assert not path.exists() and (path.parent / "mine.txt").exists()
+
+
+# --- the inputs key: a project's text found from its values, without building its plan ---------
+
+def inputs(**kw) -> dict:
+    values = dict(name="demo", stack_name="torch-2.4.1-cuda12.4-py3.10", base_image_id=BASE, apt=["git"],
+                  requirements=True, locked=False, report_path="/opt/envman/project/report.json", where="envman.toml")
+    values.update(kw)
+    return values
+
+
+@pytest.mark.parametrize("change", [dict(name="demo2"), dict(stack_name="torch-2.5.1-cuda12.4-py3.10"),
+                                    dict(base_image_id="sha256:" + "d" * 64), dict(apt=[]), dict(apt=["git", "curl"]),
+                                    dict(apt=["curl", "git"]), dict(requirements=False), dict(locked=True),
+                                    dict(report_path="/r.json"), dict(where="other/envman.toml")], ids=str)
+def test_every_value_a_project_plan_is_built_from_is_in_its_inputs_key(change):
+    root = str(templates_dir())
+    before = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(), root)
+    after = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(**change), root)
+    assert before is not None and after is not None and before != after
+
+
+def test_the_inputs_key_is_not_a_plan_key_and_names_its_builder():
+    root = str(templates_dir())
+    a = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(), root)
+    assert a != rendercache.inputs_key("notebook_plan", "project.Dockerfile.j2", inputs(), root)
+    assert a != rendercache.render_key(plan(apt=("git",), locked=False), root)
+    assert rendercache.inputs_key("stack_plan", "Dockerfile.j2", inputs(), root) is None  # only cached templates
+    assert rendercache.inputs_key("project_plan", "project.Dockerfile.j2", {"x": object()}, root) is None
+
+
+def _package_copy(tmp_path: Path) -> Path:
+    """A copy of the modules the inputs key reads, laid out as in the package; rendercache's
+    ``__file__`` is pointed into it."""
+    package = Path(rendercache.__file__).parent.parent
+    copy = tmp_path / "envman"
+    for name in (*rendercache.PLAN_MODULES, *(f"render/{m}" for m in rendercache.LAYOUT_MODULES)):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(package / name, copy / name)
+    return copy
+
+
+@pytest.mark.parametrize("name", rendercache.PLAN_MODULES)
+def test_a_changed_byte_in_any_module_that_builds_the_plan_is_a_miss(tmp_path, monkeypatch, name):
+    """The inputs key stands for a plan nobody built: a changed line of the code that builds it
+    (a new step, a pattern that now refuses a name) must not serve the old text."""
+    copy = _package_copy(tmp_path)
+    monkeypatch.setattr(rendercache, "__file__", str(copy / "render" / "rendercache.py"))
+    before = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(), str(templates_dir()))
+    with open(copy / name, "ab") as fh:
+        fh.write(b"\n")
+    after = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(), str(templates_dir()))
+    assert before is not None and after is not None and before != after
+    (copy / name).unlink()
+    assert rendercache.inputs_key("project_plan", "project.Dockerfile.j2", inputs(), str(templates_dir())) is None
+
+
+def test_the_plan_modules_are_every_module_importing_the_plan_builder_loads():
+    """PLAN_MODULES, with LAYOUT_MODULES, names the file of every envman module that importing
+    envman.render.layerplan (the project plan's builder) loads, in a fresh interpreter."""
+    code = ("import sys, envman.render.layerplan\n"
+            "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.split('.')[0] == 'envman'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    package = Path(rendercache.__file__).parent.parent
+    loaded = {Path(f).relative_to(package).as_posix() for f in out}
+    named = set(rendercache.PLAN_MODULES) | {f"render/{m}" for m in rendercache.LAYOUT_MODULES}
+    assert loaded <= named, sorted(loaded - named)
+
+
+def test_an_inputs_hit_is_the_text_the_plan_renders_to(tmp_path):
+    """project_dockerfile's text from the inputs key is byte-identical to a render of the plan,
+    for a project with and without apt packages and requirements, locked or not."""
+    from envman.project.file import load_project
+    from envman.project.image import project_dockerfile
+    from envman.project.lock import REPORT_PATH
+
+    for i, (apt, reqs) in enumerate([("", ""), ('apt = ["git", "curl"]\n', 'requirements = ["six==1.17.0"]\n')]):
+        root = tmp_path / f"p{i}"
+        root.mkdir()
+        (root / "envman.toml").write_text(f'stack = "torch-2.4"\nname = "demo{i}"\n{apt}{reqs}')
+        project = load_project(root)
+        for lock in (None, object()):
+            if lock is not None and not reqs:
+                continue
+            first = project_dockerfile(project, "torch-2.4.1-cuda12.4-py3.10", BASE, lock)  # type: ignore[arg-type]
+            key = rendercache.inputs_key("project_plan", "project.Dockerfile.j2", {
+                "name": project.name, "stack_name": "torch-2.4.1-cuda12.4-py3.10", "base_image_id": BASE,
+                "apt": list(project.apt), "requirements": bool(reqs), "locked": lock is not None,
+                "report_path": REPORT_PATH, "where": str(project.file)}, str(templates_dir()))
+            assert key is not None and rendercache.lookup(key) == first
+            again = project_dockerfile(project, "torch-2.4.1-cuda12.4-py3.10", BASE, lock)  # type: ignore[arg-type]
+            assert again == first == fresh(project_plan(project.name, "torch-2.4.1-cuda12.4-py3.10", BASE, apt=project.apt,
+                                                        requirements=bool(reqs), locked=lock is not None,
+                                                        report_path=REPORT_PATH, where=str(project.file)))
+
+
+def test_a_project_with_network_settings_is_never_found_by_its_inputs(monkeypatch):
+    from envman.project.image import project_dockerfile
+
+    asked = []
+    monkeypatch.setattr(rendercache, "inputs_key", lambda *a, **k: asked.append(a))
+    project = type("P", (), {"name": "demo", "apt": (), "requirements": "", "file": Path("envman.toml")})()
+    project_dockerfile(project, "torch-2.4.1-cuda12.4-py3.10", BASE, None,  # type: ignore[arg-type]
+                       RenderOptions(pip_index="https://pypi.example.org/simple"))
+    assert asked == []
