@@ -75,6 +75,10 @@ def _sdk_client(base_url: str | None, url: str, timeout: int) -> APIClient:
     return api
 
 
+def _says_api_version(status: int, version: Any) -> bool:
+    return status == 200 and isinstance(version, dict) and bool(version.get("ApiVersion"))
+
+
 class Engine:
     """A connected Docker engine. Build with :meth:`connect`; ``Engine(api)`` wraps an SDK client."""
 
@@ -91,6 +95,7 @@ class Engine:
         self._base_url = base_url
         self._timeout = timeout
         self._kind: EngineKind | None = None
+        self._info: dict[str, Any] | None = None  # the socket's /info, as kind() read it
 
     @property
     def _api(self) -> APIClient:
@@ -131,13 +136,13 @@ class Engine:
         url = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_DOCKER_URL
         source = source or ("DOCKER_HOST" if os.environ.get("DOCKER_HOST") else "docker context")
         if url.startswith("unix://") and not os.environ.get("DOCKER_TLS_VERIFY"):
-            from envman.engine.socket import NoAnswer, api_get
+            from envman.engine.socket import NoAnswer, api_get, ping
 
+            path = url[len("unix://"):]
             try:  # the engine's own socket answers: the SDK waits until something needs it
-                status, version = api_get(url[len("unix://"):], "/version", timeout=timeout)
-                if status == 200 and isinstance(version, dict) and version.get("ApiVersion"):
-                    return cls(None, url=url, source=source, socket=url[len("unix://"):], base_url=base_url,
-                               timeout=timeout)
+                # every engine's /_ping names its API version; /version (slower) only when it does not
+                if ping(path, timeout=timeout).get("api-version") or _says_api_version(*api_get(path, "/version", timeout=timeout)):
+                    return cls(None, url=url, source=source, socket=path, base_url=base_url, timeout=timeout)
             except NoAnswer:
                 pass
         return cls(_sdk_client(base_url, url, timeout), url=url, source=source)
@@ -157,7 +162,8 @@ class Engine:
         from envman.engine.socket import NoAnswer
 
         try:
-            raw, api_version = self._socket_get("/info"), self.kind().api_version
+            kind = self.kind()  # asks /info too: its answer is used when clean
+            raw, api_version = self._info or self._socket_get("/info"), kind.api_version
             if not isinstance(raw, dict):
                 raise NoAnswer()
         except NoAnswer:
@@ -169,17 +175,14 @@ class Engine:
     def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind`: Docker or Podman, rootless or not."""
 
-        from envman.engine.socket import NoAnswer
+        from envman.engine.socket import engine_answers
 
         if self._kind is None:
-            try:
-                version = self._socket_get("/version")
-                podman = says_podman(version)
-                libpod = self._socket_get("/v4.0.0/libpod/info") if podman else None
-                info = None if podman else self._socket_get("/info")
-                if not isinstance(version, dict) or not isinstance(libpod if podman else info, dict):
-                    raise NoAnswer()
-            except NoAnswer:
+            version, info, libpod = engine_answers(self.socket, timeout=self._timeout) if self.socket else (None, None, None)
+            podman = says_podman(version)
+            self._info = info  # the socket's /info, which info() reuses
+            if version is None or (libpod if podman else info) is None:  # no clean answer: the SDK asks
+                self._info = None
                 with self._errors("docker version"):
                     version = self._api.version()
                 podman = says_podman(version)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote
 
 from envman.engine.api import ContainerInfo, EngineInfo, ImageInfo, LabelFilter, NetworkInfo, label_filters
-from envman.engine.select import EngineKind, says_podman, version_from_ping
+from envman.engine.select import EngineKind
 from envman.engine.handoff import which
-from envman.engine.socket import NoAnswer, api_get, api_request, image_path, local_socket, ping_and_info
+from envman.engine.socket import NoAnswer, api_get, api_request, engine_answers, image_path, local_socket
 from envman.errors import EngineError
 from envman.engine.select import PODMAN, kind_from
 from envman.engine.select import config_engine_host, select_engine, socket_path
@@ -53,10 +53,6 @@ class DockerFacts:
     def _get(self, path: str) -> tuple[int, Any]:
         """``GET path`` on the socket; :class:`NoAnswer` when there is none or it says nothing clean."""
         return api_get(self.socket, path)
-
-    def _ping_and_info(self) -> tuple[dict[str, str], tuple[int, Any]]:
-        """``/_ping``'s headers and ``/info``'s answer, asked at once (:func:`envman.engine.socket.ping_and_info`)."""
-        return ping_and_info(self.socket)
 
     def _subprocess(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         exe = which(self.docker)
@@ -101,31 +97,10 @@ class DockerFacts:
     def kind(self) -> EngineKind:
         """The engine's :class:`envman.engine.select.EngineKind` (Docker unless it says Podman)."""
         if self._kind is None:
-            version = info = libpod = None
-            status = 0
-            try:
-                # asked together, the engine works on both at once: /_ping's headers say which
-                # engine this is, in a fraction of the time Docker's /version takes
-                headers, (info_status, info) = self._ping_and_info()
-                if info_status == 200 and isinstance(info, dict) and info.get("ServerVersion"):
-                    self._info = info
-                version = version_from_ping(headers)
-                status = 200 if version is not None else 0
-            except NoAnswer:
-                pass
-            if version is None:  # no clean answer, or an engine whose ping names no API version
-                try:
-                    status, version = self._get("/version")
-                except NoAnswer:
-                    status = 0
-            try:
-                if status == 200 and says_podman(version):
-                    status, libpod = self._get("/v4.0.0/libpod/info")
-                    info = None
-            except NoAnswer:
-                pass
-            self._kind = kind_from(version if isinstance(version, dict) else None,
-                                   info if isinstance(info, dict) else None, libpod if isinstance(libpod, dict) else None)
+            version, info, libpod = engine_answers(self.socket)
+            if info is not None:
+                self._info = info
+            self._kind = kind_from(version, info, libpod)
             if self._kind.kind != PODMAN and not version:
                 self._kind = EngineKind("docker", "", False)
         return self._kind

@@ -11,8 +11,10 @@ Selection, first match wins:
 5. else the Docker socket (its error then says how to get access).
 
 The kind is the engine's own answer: Podman's Docker-compatible API names a ``Podman Engine``
-component in ``/version``; whether it runs rootless is in its libpod ``/info``. Docker says
-``name=rootless`` among its security options.
+component in ``/version`` (and its release in ``/_ping``'s ``Libpod-Api-Version`` header, which
+:func:`version_from_ping` reads); whether it runs rootless is in its libpod ``/info``. Docker says
+``name=rootless`` among its security options. :func:`envman.engine.socket.engine_answers` asks
+them on a socket.
 
 Standard library only (``os``, ``stat``, ``json`` at import): this is on the run path.
 """

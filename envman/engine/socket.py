@@ -151,6 +151,46 @@ def ping_and_info(socket_path: str | None, timeout: float = 60) -> tuple[dict[st
     return (headers if ping_status == 200 else {}), (status, _json(body))
 
 
+def ping(socket_path: str | None, timeout: float = 60) -> dict[str, str]:
+    """``/_ping``'s headers (by lower-case name) when it answered 200; :class:`NoAnswer` otherwise."""
+    ((status, headers, _),) = _replies(socket_path, ["/_ping"], timeout)
+    if status != 200:
+        raise NoAnswer()
+    return headers
+
+
+def engine_answers(socket_path: str | None, timeout: float = 60) -> tuple[Any, Any, Any]:
+    """What the engine on ``socket_path`` says of itself, asked the quick way: ``/_ping`` and
+    ``/info`` together (:func:`ping_and_info`), ``/version`` only when the ping names no API
+    version, and Podman's libpod ``/info`` when it is Podman. (its ``/version`` or what the ping
+    says of it, its ``/info``, its libpod ``/info``): each a JSON object, or ``None`` where there
+    was no clean answer; :func:`envman.engine.select.kind_from` reads them. The one way every
+    client of the socket (the run path's and the SDK's) asks an engine what it is."""
+    from envman.engine.select import says_podman, version_from_ping
+
+    def clean(status: int, body: Any) -> Any:
+        return body if status == 200 and isinstance(body, dict) else None
+
+    version = info = libpod = None
+    try:
+        headers, (status, body) = ping_and_info(socket_path, timeout)
+        info = body if clean(status, body) is not None and body.get("ServerVersion") else None
+        version = version_from_ping(headers)
+    except NoAnswer:
+        pass
+    if version is None:  # no clean answer, or an engine whose ping names no API version
+        try:
+            version = clean(*api_get(socket_path, "/version", timeout))
+        except NoAnswer:
+            pass
+    if version is not None and says_podman(version):
+        try:
+            libpod = clean(*api_get(socket_path, "/v4.0.0/libpod/info", timeout))
+        except NoAnswer:
+            pass
+    return version, info, libpod
+
+
 _REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
 
 

@@ -20,6 +20,9 @@ IMAGE = {"Id": "sha256:" + "a" * 64, "RepoTags": ["envman/s:latest"], "Config": 
 
 
 class _Engine(SocketEngine):
+    def headers(self, path):  # as Docker 20.10 sends them
+        return {"Api-Version": "1.41"} if path.endswith("/_ping") else {}
+
     def answer(self, path):
         if path.endswith("/_ping"):
             return 200, "OK"
@@ -57,6 +60,33 @@ def test_reads_go_over_the_socket_and_the_sdk_is_never_loaded(engine_socket):
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def test_the_socket_is_pinged_and_the_kind_asked_without_the_slow_version(engine_socket):
+    """connect pings; kind() and info() ask /_ping and /info once, together; /version (Docker
+    asks containerd and runc for theirs) is never asked of an engine whose ping names its API."""
+    path, srv = engine_socket
+    e = Engine.connect(base_url=f"unix://{path}", timeout=5)
+    info = e.info()
+    assert (e.kind().kind, e.kind().api_version, info.server_version) == ("docker", "1.41", "20.10.24")
+    assert sorted(srv.requests) == ["/_ping", "/_ping", "/info"] and e._client is None
+
+
+def test_an_engine_whose_ping_names_no_api_is_asked_its_version(tmp_path):
+    class Quiet(_Engine):
+        def headers(self, path):
+            return {}
+
+    path = str(tmp_path / "engine.sock")
+    srv = Quiet(path)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        e = Engine.connect(base_url=f"unix://{path}", timeout=5)
+        assert e._client is None and e.kind().api_version == "1.41"
+        assert srv.requests.count("/version") == 2 and not any(r.startswith("/v1.") for r in srv.requests)
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 def test_the_socket_is_asked_once_per_read(engine_socket):

@@ -11,6 +11,7 @@ import pytest
 from envman.errors import EngineError
 from envman.engine.api import ImageInfo
 from envman.engine.facts import DockerFacts
+from envman.engine.select import EngineKind
 
 from tests.unit.run.test_plan import dirs  # noqa: F401 (shared with that file)
 
@@ -205,22 +206,17 @@ def test_an_info_without_a_clean_answer_is_asked_again_then_the_cli_answers(tmp_
 def test_without_a_clean_ping_and_info_the_version_alone_decides(tmp_path):
     """/_ping and /info asked together with no clean answer between them: /version is asked
     alone and decides; no version at all is Docker (the default)."""
-    from envman.engine.socket import NoAnswer
-
-    def nothing():
-        raise NoAnswer()
-
-    facts = DockerFacts(socket=str(tmp_path / "e.sock"), runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
-    asked = []
-    facts._ping_and_info = nothing
-    facts._get = lambda path: asked.append(path) or (200, {"Version": "5.0.0", "ApiVersion": "1.41",
-                                                          "Components": [{"Name": "Podman Engine"}]}) \
-        if path == "/version" else (200, {"host": {"security": {"rootless": False}}})
-    assert facts.kind().kind == "podman" and asked == ["/version"]
-    silent = DockerFacts(socket=str(tmp_path / "e.sock"), runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
-    silent._ping_and_info = nothing
-    silent._get = lambda path: nothing()
-    assert silent.kind().kind == "docker"
+    podman = {"Version": "5.0.0", "ApiVersion": "1.41", "Components": [{"Name": "Podman Engine"}]}
+    sock = EngineSocket.answering(tmp_path, {"/_ping": (500, "down"), "/info": (500, {"message": "busy"}), "/version": (200, podman),
+                                             "/v4.0.0/libpod/info": (200, {"host": {"security": {"rootless": True}}})})
+    try:
+        kind = DockerFacts(socket=sock.path, runner=lambda a: pytest.fail(f"the CLI ran: {a}")).kind()
+        assert (kind.kind, kind.version, kind.rootless) == ("podman", "5.0.0", True)
+        assert sorted(sock.srv.requests) == ["/_ping", "/info", "/v4.0.0/libpod/info", "/version"]
+    finally:
+        sock.close()
+    silent = DockerFacts(socket=str(tmp_path / "none.sock"), runner=lambda a: pytest.fail(f"the CLI ran: {a}"))
+    assert silent.kind() == EngineKind("docker", "", False)
 
 
 @pytest.mark.parametrize("headers, want", [

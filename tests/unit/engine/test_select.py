@@ -94,16 +94,29 @@ def test_kind_from_the_engines_own_answers():
     assert docker == ES.EngineKind("docker", "27.3.1", True, "")
 
 
-def test_docker_facts_say_podman_from_the_socket(monkeypatch):
-    import envman.engine.facts as R
+def test_docker_facts_say_podman_from_the_socket(tmp_path):
+    import threading
+
+    from tests.support.socket_engine import SocketEngine
 
     answers = {"/version": PODMAN_VERSION, "/v4.0.0/libpod/info": {"host": {"security": {"rootless": True}}},
                "/info": {"ServerVersion": "4.3.1", "Runtimes": {"runc": {}, "nvidia": {}}}}
-    monkeypatch.setattr(R, "api_get", lambda sock, path, timeout=60: (200, answers[path]))
-    facts = DockerFacts(socket="/tmp/p.sock", source="rootless podman socket")
-    info = facts.info()
+
+    class Podman(SocketEngine):  # a ping without headers: /version names the engine
+        def answer(self, path):
+            return (200, answers[path]) if path in answers else (200, "OK") if path == "/_ping" else (404, {"message": "no"})
+
+    sock = str(tmp_path / "p.sock")
+    srv = Podman(sock)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        facts = DockerFacts(socket=sock, source="rootless podman socket")
+        info = facts.info()
+    finally:
+        srv.shutdown()
+        srv.server_close()
     assert (info.kind, info.rootless, info.url, info.source) == \
-        ("podman", True, "unix:///tmp/p.sock", "rootless podman socket")
+        ("podman", True, f"unix://{sock}", "rootless podman socket")
     assert "nvidia" in info.runtimes and info.nvidia_runtime is False  # Podman's Docker API ignores GPU requests
     assert info.cdi_spec_dirs == ES.PODMAN_CDI_DIRS and info.cdi_gpu_devices is not None
 
