@@ -192,3 +192,26 @@ def test_a_mount_point_with_an_escaped_newline_or_backslash_reads_as_its_charact
     text = "42 27 254:0 /a\\134b /mnt/x\\012y rw - ext4 /dev/vda rw\n"
     monkeypatch.setattr(envman.safefile, "read_file", lambda *a, **k: text.encode())
     assert mount_table() == [("/mnt/x\ny", "/a\\b", "254:0", "ext4")]
+
+
+def test_one_listing_of_the_root_and_of_each_folder_on_the_way_that_exists(tmp_path, monkeypatch):
+    """Each folder is listed once, however many names go through it: the walk ends (a listing
+    without end would hang every run that mounts something into a home)."""
+    (tmp_path / ".config" / "fish").mkdir(parents=True)
+    (tmp_path / ".local").mkdir()
+    (tmp_path / "notes").write_text("x")
+    names = ((".config/fish/conf.d", "s"), (".config/fish/x", "s"), (".config/gh", "c"), (".local/share/fish", "s"),
+             ("notes/a", "s"), (".cache/x", "c"))
+    listed = []
+    real = os.scandir
+
+    def counted(path):
+        listed.append(os.fspath(path))
+        if len(listed) > 20:
+            raise AssertionError(f"listed without end: {listed[-3:]}")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    assert leading_out(str(tmp_path), names) == set()
+    assert sorted(listed) == sorted(str(p) for p in (tmp_path, tmp_path / ".config", tmp_path / ".config" / "fish",
+                                                     tmp_path / ".local"))
