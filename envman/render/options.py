@@ -11,27 +11,23 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from envman.config import CREDENTIAL_KEYS, NETWORK_KEYS, load_network_config, redact, split_credentials, validate_network
+from envman.config import (
+    CREDENTIAL_KEYS, NETWORK_KEYS, NetworkConfig, load_network_config, redact, split_credentials, validate_network,
+)
 from envman.errors import UserError
 from envman.config import MAX_CA_BYTES
 
 
 @dataclass(frozen=True)
-class RenderOptions:
-    """Network options of a render (all optional). Validated on construction.
+class RenderOptions(NetworkConfig):
+    """The network options of a render: the keys of :class:`envman.config.NetworkConfig` (the
+    ``[network]`` table, one field per CLI option), merged from the CLI and the user config and
+    checked whole on construction (``offline`` is then a plain flag, and needs a wheelhouse).
 
     Build one from CLI values and the user config with ``RenderOptions.from_config``.
     """
 
-    registry_mirror: str | None = None
-    ca_bundle: Path | None = None
-    pip_index: str | None = None
-    pip_extra_index: str | None = None
-    framework_index: str | None = None
-    wheelhouse: Path | None = None
     offline: bool = False
-    apt_mirror: str | None = None
-    python_install_mirror: str | None = None
 
     def __post_init__(self) -> None:
         given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) not in (None, False)}
