@@ -365,17 +365,24 @@ def _poetry_spec(value: Any) -> str:
     return ",".join(parts)
 
 
-def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
+def _toml(repo: Repository, rel: str) -> tuple[dict[str, Any], Callable[..., int]] | None:
+    """``rel`` parsed as TOML, with its :func:`line_numbers`; ``None`` when it cannot be read or parsed."""
     from envman.safefile import toml_module
 
     text = repo.read(rel)
     if text is None:
-        return []
+        return None
     try:
-        doc = toml_module().loads(text)
+        return toml_module().loads(text), line_numbers(text)
     except (ValueError, RecursionError):
+        return None
+
+
+def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
+    parsed = _toml(repo, rel)
+    if parsed is None:
         return []
-    number = line_numbers(text)
+    doc, number = parsed
     out: list[Statement] = []
     project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
     for req in _strs(project.get("dependencies")):
@@ -432,16 +439,10 @@ def _strs(value: Any) -> list[str]:
 
 
 def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
-    from envman.safefile import toml_module
-
-    text = repo.read(rel)
-    if text is None:
+    parsed = _toml(repo, rel)
+    if parsed is None:
         return []
-    try:
-        doc = toml_module().loads(text)
-    except (ValueError, RecursionError):
-        return []
-    number = line_numbers(text)
+    doc, number = parsed
     out: list[Statement] = []
     for section in ("packages", "dev-packages"):
         table = doc.get(section)
