@@ -384,7 +384,7 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
         return []
     doc, number = parsed
     out: list[Statement] = []
-    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    project: dict[str, Any] = doc["project"] if isinstance(doc.get("project"), dict) else {}
     for req in _strs(project.get("dependencies")):
         out += statements(rel, number(req), req, "pyproject", requirement_facts(req))
     extras = project.get("optional-dependencies")
