@@ -3,8 +3,9 @@ serves it (and runs on this host), with the evidence for it.
 
 :func:`detect` scans the repository once (:mod:`~envman.project.detect.repo`), lets each reader
 turn the files it knows into statements (:mod:`~.sources`: requirements, conda, setup.py,
-setup.cfg, pyproject, Pipfile, .python-version, runtime.txt; :mod:`~.images`: Dockerfiles;
-:mod:`~.prose`: README and install pages; :mod:`~.shell`: install scripts; :mod:`~.code`: imports), decides
+setup.cfg, pyproject, Pipfile, .python-version, runtime.txt; :mod:`~.images`: Dockerfiles and
+compose files; :mod:`~.prose`: README and install pages; :mod:`~.shell`: install scripts and
+notebooks; :mod:`~.code`: imports), decides
 (:mod:`~.decide`) and works out the project layer (:mod:`~.layer`). Nothing in the repository is
 executed.
 """
@@ -43,9 +44,9 @@ _DEV_RE = re.compile(r"dev|test|doc|lint|(^|[^a-z])ci([^a-z]|$)|example")
 def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     """Every statement the repository's files make about its stack."""
     from envman.project.detect.code import scan_code
-    from envman.project.detect.images import read_dockerfile
+    from envman.project.detect.images import COMPOSE, read_compose, read_dockerfile
     from envman.project.detect.prose import read_prose
-    from envman.project.detect.shell import SCRIPTS, read_script
+    from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
         read_conda,
         read_pipfile,
@@ -70,9 +71,14 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         out += read_python_version(repo, rel)
     for rel in repo.matching(_DOCKER):
         out += read_dockerfile(repo, rel, matrix)
+    for rel in repo.matching(COMPOSE):
+        out += read_compose(repo, rel, matrix)
     for rel in repo.matching(SCRIPTS):
         demote = _DEV_RE.search(rel) is not None
         out += [_demoted(s) if demote else s for s in read_script(repo, rel)]
+    for rel in repo.matching(NOTEBOOKS)[:MAX_NOTEBOOKS]:
+        demote = _DEV_RE.search(rel) is not None
+        out += [_demoted(s) if demote else s for s in read_notebook(repo, rel)]
     for rel in repo.matching(_PROSE, max_depth=1):
         out += read_prose(repo, rel, matrix)
     code, folders = scan_code(repo)

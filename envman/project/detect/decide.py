@@ -107,6 +107,12 @@ def _named_versions(spec_text: str) -> list[Version]:
     return out
 
 
+
+def _installs(rows: Sequence["FrameworkBuild"], name: str) -> bool:
+    """Whether any of ``rows`` pins the package ``name`` (a companion such as torchvision)."""
+    want = canonicalize_name(name.split("[")[0])
+    return any("==" in p and canonicalize_name(p.split("==")[0].split("[")[0]) == want for b in rows for p in b.packages)
+
 def _is_exact(spec_text: str) -> bool:
     """An exact pin or a release prefix (``==1.7.1``, ``==1.7.*``): it names the release."""
     parts = [p.strip() for p in spec_text.split(",") if p.strip()]
@@ -331,12 +337,26 @@ class _Decider:
         known = sorted({b.version for b in rows})
         taken: list[tuple[Statement, Callable[[Version], bool], list[Version]]] = []
         universe = set(known)
+        absent: list[Version] = []  # releases advice named that the matrix lacks, strongest first
         for s in self.of(FRAMEWORK, framework):
             want = self._want(s, rows)
             if want is None:
-                self.mark(s, s.fact.spec == "" and s.fact.companion is None,
-                          "names the framework" if s.fact.spec == "" and s.fact.companion is None
-                          else f"the matrix has no {framework} release that {s.fact.companion or s.fact.spec} fits")
+                companion = (s.fact.companion or "").partition("==")[0]
+                if s.fact.spec == "" and s.fact.companion is None:
+                    self.mark(s, True, "names the framework")
+                elif companion and not _installs(rows, companion):
+                    # no row installs it (torchaudio beside torch and torchvision): its release says
+                    # nothing of the framework's here, and is no contradiction
+                    self.mark(s, True, f"names the framework (no {framework} row installs {companion})")
+                else:
+                    self.mark(s, False, f"the matrix has no {framework} release that {s.fact.companion or s.fact.spec} fits")
+                continue
+            if not s.hard and (s.fact.companion or _is_exact(s.fact.spec)) and not any(want[0](v) for v in known):
+                # advice (a README) naming a release the matrix lacks is set aside before it can
+                # outweigh advice that names one it has; the releases nearest it come first
+                absent.extend(want[1][:1])
+                self.mark(s, False, f"names a {framework} release the matrix does not have (a README is advice, not a pin); "
+                          "the releases nearest it come first")
                 continue
             universe |= set(want[1])
         accepts: dict[str, frozenset[Version]] = {}  # one statement's releases of the universe, by its spec
@@ -374,9 +394,13 @@ class _Decider:
             s = taken[0][0]
             if s.hard:
                 self._unmet_release(framework, s, taken[0][2], known, [t[0] for t in taken])
+        if absent:  # the nearest first, the newer of two as near
+            return sorted(allowed or known, key=lambda v: (abs(_num(v) - _num(absent[0])), -_num(v))), [t[0] for t in taken]
         return sorted(allowed or known, reverse=True), [t[0] for t in taken]
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
+        if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):
+            return None
         if s.fact.companion:
 
             name, _, version = s.fact.companion.partition("==")

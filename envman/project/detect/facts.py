@@ -113,10 +113,11 @@ class Statement:
     @property
     def hard(self) -> bool:
         """A pin: one that cannot be met ends detection. Install commands in a Dockerfile are
-        pins; what a README says (even as a command) is never more than advice."""
+        pins; what a README says (even as a command), or a notebook installs (made for the machine
+        it ran on, often Colab's), is never more than advice."""
         if self.fact.kind in (CUDA, PYTHON, CUDNN) and any(n.startswith("NGC ") for n in self.notes):
             return False  # an NGC image's CUDA and Python are NVIDIA's build's; the public wheels' may differ
-        return self.weight >= STRENGTH[COMMAND] and self.source != "readme"
+        return self.weight >= STRENGTH[COMMAND] and self.source not in ("readme", "notebook")
 
     @property
     def where(self) -> str:

@@ -297,3 +297,29 @@ def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list
                 out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND,
                                      Fact(PYTHON, spec=f"=={m.group(1)}.{m.group(2)}.*")))
     return out
+
+
+#: Compose files (``docker-compose.yml``, ``compose.yaml``, ``docker/docker-compose.gpu.yml``), at
+#: most two folders down.
+COMPOSE = r"(?:[^/]+/){0,2}(?:docker-)?compose[^/]*\.ya?ml"
+_COMPOSE_IMAGE_RE = re.compile(r"""^\s*(?:-\s+)?image\s*:\s*["']?([^"'\s#]+)["']?\s*(?:#.*)?$""")
+
+
+def read_compose(repo: Repository, rel: str, matrix: "Matrix | None") -> list[Statement]:
+    """The images a compose file's services run (``image: nvcr.io/nvidia/pytorch:21.08-py3``): they
+    speak as a Dockerfile's ``FROM`` does. ``${VAR:-default}`` takes its default; a reference made
+    of another variable gives nothing. A service built from a Dockerfile is read from that file."""
+    text = repo.read(rel)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        m = _COMPOSE_IMAGE_RE.match(raw)
+        if not m:
+            continue
+        ref = substitute(m.group(1), {})
+        if not ref or "$" in ref:
+            continue
+        facts, what = image_facts(ref, matrix)
+        out += [Statement(rel, no, clip_text(raw.strip()), "compose", IMAGE, f, notes=(what,) if what else ()) for f in facts]
+    return out

@@ -31,7 +31,7 @@ _VERSION = r"v?([0-9]{1,4}\.x|[0-9]{1,4}(?:\.[0-9]{1,6}){0,2})(?![0-9A-Za-z])"
 _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
     r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
-    r"(?: ?\(? ?(?:version|ver\.?|v) ?)?[ :,|(]{0,6}" + _OP + r" ?" + _VERSION
+    r"(?:[ :,(]{0,3}(?:version|ver\.?|v) ?)?[ :,|(]{0,6}" + _OP + r" ?" + _VERSION
     + r"( ?\(? ?(?:\+(?![A-Za-z0-9])|or (?:higher|later|newer|above|greater)|and (?:above|higher|later|newer)|or (?:lower|earlier|below|older)"
       r"|and (?:below|lower|earlier|older)|及?以上|及?以下))?",
     re.IGNORECASE,
@@ -44,7 +44,12 @@ _NOT_BEFORE = re.compile(r"(not|n't|never|no\s+longer|incompatible|fails?|breaks
 #: 2.0", "for TensorFlow 2.0 support, please use the tf2 branch".
 _ELSEWHERE_BEFORE = re.compile(r"\b(?:hope|plan|plans|planning|intend|going|aim)\s+to\s+(?:support|add|port|move)\b[^.;]{0,40}$"
                                r"|\b(?:will|soon)\s+(?:support|add)\b[^.;]{0,40}$", re.IGNORECASE)
-_ELSEWHERE_AFTER = re.compile(r"[^.;]{0,40}\b(?:branch|fork)\b", re.IGNORECASE)
+_ELSEWHERE_AFTER = re.compile(r"[^.;]{0,40}\b(?:branch|fork|(?:use|using|check\s*out|checkout|switch\s+to|go\s+back\s+to)\s+"
+                             r"(?:an?\s+|the\s+)?(?:older|earlier|previous|prior)\s+(?:commit|version|release|tag|revision)s?)\b",
+                             re.IGNORECASE)
+#: What introduces a release that an ``_ELSEWHERE_AFTER`` place serves: "for TensorFlow 1.x, use
+#: the tf1 branch", "to run on PyTorch 0.3, use an older commit".
+_ELSEWHERE_FOR = re.compile(r"\b(?:for|(?:run|use|running|using|work)\s+(?:on|with|it\s+(?:on|with)))\s*$", re.IGNORECASE)
 _NOT_AFTER = re.compile(r"[^.;]{0,30}\b(no\s+longer|not|n't|deprecated|dropped|unsupported|removed)\b", re.IGNORECASE)
 #: Names of frameworks no stack serves, in prose.
 _UNSUPPORTED_RE = re.compile(
@@ -118,7 +123,7 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
                     or (kind == "torch" and word.lower() == "torch"))
         before = line[max(0, m.start() - 80): m.start()]
         phrase = m.group(0).strip()
-        if _ELSEWHERE_BEFORE.search(before) or (_ELSEWHERE_AFTER.match(line, m.end()) and re.search(r"\bfor\s*$", before, re.I)):
+        if _ELSEWHERE_BEFORE.search(before) or (_ELSEWHERE_AFTER.match(line, m.end()) and _ELSEWHERE_FOR.search(before)):
             continue
         upto = _RANGE_RE.match(line[m.end():]) if not op and not suffix else None
         if upto and what in ("python", "torch", "tensorflow", "jax", "onnxruntime"):

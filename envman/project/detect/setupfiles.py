@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Mapping
 from envman.project.detect.facts import COMMAND, CUDA, FRAMEWORK, PYTHON, RANGE, Fact, Statement
 from envman.project.detect.pins import requirement_facts
 from envman.project.detect.repo import Repository
-from envman.project.detect.sources import line_numbers, python_spec, statements
+from envman.project.detect.sources import declared_python, line_numbers, python_spec, statements
 
 #: At most this many strings are read from one ``setup()`` argument (``(a + a) + (a + a)`` nested
 #: seven deep would otherwise yield its list 128 times).
@@ -91,7 +91,7 @@ def read_setup_py(repo: Repository, rel: str) -> list[Statement]:
                             out += statements(rel, c.lineno, shown(c), "setup.py", requirement_facts(str(c.value)), RANGE)
             elif kw.arg == "python_requires":
                 for c in literal_strings(kw.value, names):
-                    out += statements(rel, c.lineno, shown(c), "setup.py", [Fact(PYTHON, spec=python_spec(str(c.value)))])
+                    out += declared_python(rel, c.lineno, shown(c), "setup.py", python_spec(str(c.value)))
         inside.update(id(n) for n in ast.walk(call))
     if not any(st.fact.kind == FRAMEWORK and st.fact.spec for st in out):
         out += _table_pins(rel, tree, inside, shown)
@@ -144,7 +144,7 @@ def read_setup_cfg(repo: Repository, rel: str) -> list[Statement]:
                 out += statements(rel, number(line), line, "setup.cfg", requirement_facts(line.split("#")[0]))
         py = cfg.get("options", "python_requires", fallback="").strip()
         if py:
-            out += statements(rel, number("python_requires", key=True), f"python_requires = {py}", "setup.cfg", [Fact(PYTHON, spec=python_spec(py))])
+            out += declared_python(rel, number("python_requires", key=True), f"python_requires = {py}", "setup.cfg", python_spec(py))
     if cfg.has_section("options.extras_require"):
         for _, value in cfg.items("options.extras_require"):
             for line in value.splitlines():

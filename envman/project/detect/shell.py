@@ -1,6 +1,7 @@
 """Install scripts: the ``pip install`` and ``conda install`` lines of a repository's shell and
 batch files that set up its environment (``install.sh``, ``scripts/install.bat``,
-``setup_env.sh``, ...).
+``setup_env.sh``, ...), and the shell lines of its notebooks (``!pip install torch==1.13.1`` in a
+Colab demo).
 
 A script is what its authors run to install the project, so its install commands speak as a
 Dockerfile's ``RUN`` lines do: pins (:data:`~envman.project.detect.facts.COMMAND`), not advice.
@@ -11,6 +12,7 @@ command's output, an argument) gives nothing it cannot read. Nothing is executed
 
 from __future__ import annotations
 
+import json
 import re
 
 from envman.project.detect.facts import COMMAND, Statement, clip_text
@@ -67,3 +69,74 @@ def _batch_comment(line: str) -> bool:
     """A batch file's comment line: ``REM ...`` or ``:: ...`` (``@`` before it or not)."""
     bare = line.strip().lstrip("@")
     return bare.startswith("::") or re.match(r"rem(\s|$)", bare, re.IGNORECASE) is not None
+
+
+#: Notebooks (``.ipynb``) at most two folders down; at most this many, each read up to this size
+#: (outputs make them large; a notebook cut short is read as far as its lines go).
+NOTEBOOKS = r"(?:[^/]+/){0,2}[^/]+\.ipynb"
+MAX_NOTEBOOKS = 32
+NOTEBOOK_LIMIT = 8 * 1024 * 1024
+#: A code cell's line that IPython hands to a shell or to pip/conda: ``!cmd``, ``%pip``/``%conda``.
+_NB_SHELL_RE = re.compile(r"^\s*(?:!|%(?=(?:pip|conda|mamba)\b))(.*)$")
+_NB_CELL_MAGIC_RE = re.compile(r"^\s*%%(?:bash|sh|shell|script\s+(?:ba)?sh)\b")
+
+
+def read_notebook(repo: Repository, rel: str) -> list[Statement]:
+    """The statements of one notebook's install lines: in its code cells, lines IPython runs in a
+    shell (``!pip install ...``, ``%pip install ...``, every line of a ``%%bash`` cell). Python
+    values IPython would fill in (``{version}``, ``$var``) give nothing. Each statement names the
+    notebook's own line. What a notebook installs is what its authors ran it with, so it speaks as
+    a command; a notebook made for another machine (Colab) is advice, never a pin that ends
+    detection (:attr:`~envman.project.detect.facts.Statement.hard`)."""
+    text = repo.read(rel, limit=NOTEBOOK_LIMIT)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    for no, line in _notebook_shell_lines(text):
+        if "{" in line or "$" in line:
+            continue
+        for word, fact in command_facts(line):
+            out.append(Statement(rel, no, clip_text(line.strip()), "notebook", COMMAND, fact, notes=(word,)))
+    return out
+
+
+def _notebook_shell_lines(text: str) -> list[tuple[int, str]]:
+    """(line of the .ipynb file, shell command) of each code cell's shell line, in order."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return []  # cut short or not a notebook: nothing is guessed from a fragment
+    cells = doc.get("cells") if isinstance(doc, dict) else None
+    if not isinstance(cells, list):  # nbformat 3 kept its cells in worksheets
+        sheets = doc.get("worksheets") if isinstance(doc, dict) else None
+        cells = [c for w in sheets if isinstance(w, dict) for c in w.get("cells") or []] if isinstance(sheets, list) else []
+    where = _json_string_lines(text)
+    out: list[tuple[int, str]] = []
+    for cell in cells[:2000]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", cell.get("input"))
+        lines = source if isinstance(source, list) else str(source or "").splitlines(keepends=True)
+        lines = [x for x in lines if isinstance(x, str)]
+        shell_cell = bool(lines) and _NB_CELL_MAGIC_RE.match(lines[0]) is not None
+        for raw in lines[1:] if shell_cell else lines:
+            command = raw.strip() if shell_cell else (m.group(1).strip() if (m := _NB_SHELL_RE.match(raw)) else "")
+            if command and not command.startswith("#"):
+                out.append((where.get(raw.rstrip("\n"), 0), command))
+    return out
+
+
+def _json_string_lines(text: str) -> dict[str, int]:
+    """Each JSON string that stands alone on a line of ``text`` (a notebook's source lines, as
+    nbformat writes them) → the first line it stands on."""
+    out: dict[str, int] = {}
+    for no, raw in enumerate(text.splitlines(), 1):
+        item = raw.strip().rstrip(",")
+        if item.startswith('"') and item.endswith('"') and len(item) >= 2:
+            try:
+                value = json.loads(item)
+            except ValueError:
+                continue
+            if isinstance(value, str):
+                out.setdefault(value.rstrip("\n"), no)
+    return out

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envman.project.detect.facts import (
-    CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
+    COMMAND, CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import (
     cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts, spec_text,
@@ -35,6 +35,15 @@ def _strength(fact: Fact) -> str:
     if fact.kind == PYTHON:
         return PIN if exact_version(fact.spec) or re.fullmatch(r"==[0-9]+\.[0-9]+\.\*", fact.spec) else RANGE
     return PIN
+
+
+def declared_python(file: str, line: int, text: str, source: str, spec: str) -> list[Statement]:
+    """The Python a package declares it supports (``requires-python``, Poetry's ``python``,
+    ``python_requires``): pip refuses to install the package into any other, so even a range
+    weighs like an install command (an exact one is a pin), above a Python that a Dockerfile or
+    script of the repository merely creates."""
+    fact = Fact(PYTHON, spec=spec)
+    return statements(file, line, text, source, [fact], PIN if _strength(fact) == PIN else COMMAND)
 
 
 def statements(file: str, line: int, text: str, source: str, facts: Iterable[Fact], strength: str | None = None) -> list[Statement]:
@@ -394,7 +403,7 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
                 out += statements(rel, number(req), req, "pyproject", requirement_facts(req), RANGE)
     py = project.get("requires-python")
     if isinstance(py, str):
-        out += statements(rel, number("requires-python", key=True), f"requires-python = {py!r}", "pyproject", [Fact(PYTHON, spec=python_spec(py))])
+        out += declared_python(rel, number("requires-python", key=True), f"requires-python = {py!r}", "pyproject", python_spec(py))
     tool: dict[str, Any] = doc["tool"] if isinstance(doc.get("tool"), dict) else {}
     poetry: dict[str, Any] = tool["poetry"] if isinstance(tool.get("poetry"), dict) else {}
     tables = [poetry.get("dependencies")]
@@ -413,7 +422,7 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
                 shown = f"{name} = {entry!r}"
                 if name.lower() == "python":
                     if spec:
-                        out += statements(rel, number("python", key=True), shown, "pyproject", [Fact(PYTHON, spec=spec)])
+                        out += declared_python(rel, number("python", key=True), shown, "pyproject", spec)
                     continue
                 extras_ = set(entry.get("extras", [])) if isinstance(entry, dict) and isinstance(entry.get("extras"), list) else set()
                 out += statements(rel, number(name, key=True), shown, "pyproject", named_facts(name, spec, {str(e) for e in extras_}))

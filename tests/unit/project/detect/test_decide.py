@@ -612,3 +612,47 @@ def test_an_ngc_base_gives_its_release_and_python(found, tag, release, python, c
     s = d.decision.stack
     assert s.framework == "torch" and s.framework_version.startswith(release + ".") and s.python == python
     assert s.cuda.startswith(cuda)
+
+
+def test_a_companion_no_row_installs_is_no_contradiction_and_keeps_its_lines_cuda(found, matrix):
+    """``torchaudio==0.9.1`` beside ``torch==1.9.1+cu111``: no torch row installs torchaudio, so its
+    release says nothing of torch's here; the line stands, and its CUDA 11.1 with it."""
+    assert not any(p.startswith("torchaudio==") for b in matrix.builds if b.framework == "torch" for p in b.packages)
+    line = ("pip install torch==1.9.1+cu111 torchvision==0.10.1+cu111 torchaudio==0.9.1 "
+            "-f https://download.pytorch.org/whl/torch_stable.html")
+    d = found({"docs/install.md": f"```\n{line}\n```\n", "a.py": "import torch\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("1.9.1", "11.1")
+    assert "docs/install.md:2" not in aside(d)
+    # a companion the rows do install still decides: torchvision 0.10.1 is torch 1.9.1's, not 1.7.1's
+    d = found({"requirements.txt": "torch==1.7.1\ntorchvision==0.10.1\n", "a.py": "import torch\n"})
+    assert "contradicts" in aside(d)["requirements.txt:2"]
+
+
+def test_advice_naming_a_release_the_matrix_lacks_cannot_outweigh_advice_naming_one_it_has(found):
+    """A README's old install command for a release the matrix lacks (``pytorch=0.1.12``) is set
+    aside before it can knock out the README's own "PyTorch 0.4 is required"."""
+    d = found({"README.md": "Python 3 and PyTorch 0.4 are required.\n\nFor the old code:\n"
+                            "`conda install pytorch=0.1.12 -c soumith`\n", "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version.startswith("0.4.")
+    assert "does not have" in aside(d)["README.md:4"]
+
+
+def test_advice_naming_a_release_the_matrix_lacks_prefers_the_nearest_it_has(found, matrix):
+    """Not the newest release: code written for a release older than any in the matrix runs best
+    on the oldest ones (and one newer than any on the newest)."""
+    known = sorted({b.version for b in matrix.builds if b.framework == "torch"})
+    d = found({"README.md": "* PyTorch 0.2.0\n", "a.py": "import torch\n"})
+    assert Version(d.decision.stack.framework_version) == known[0]
+    d = found({"README.md": "* PyTorch 99.1.0\n", "a.py": "import torch\n"})
+    assert Version(d.decision.stack.framework_version) == known[-1]
+    d = found({"README.md": "* PyTorch 1.7.5\n", "a.py": "import torch\n"})  # between 1.7.1 and 1.8.0
+    assert d.decision.stack.framework_version in ("1.7.1", "1.8.0")
+
+
+def test_a_packages_declared_python_outweighs_a_python_a_subfolders_dockerfile_creates(found):
+    """pip refuses a package outside its requires-python: that range weighs like an install
+    command, and the root's pyproject beats remote/Dockerfile's conda create at equal weight."""
+    d = found({"pyproject.toml": '[project]\nname = "x"\nrequires-python = ">=3.8,<3.10"\ndependencies = ["torch==1.10.2"]\n',
+               "remote/Dockerfile": "FROM ubuntu:20.04\nRUN conda create --name rl python=3.7\n", "a.py": "import torch\n"})
+    assert d.decision.stack.python in ("3.8", "3.9")
+    assert "contradicts" in aside(d)["remote/Dockerfile:2"]

@@ -8,6 +8,7 @@ import pytest
 
 from envman.matrix.load import load_files
 from envman.project.detect.images import command_facts, image_facts, ngc_spec, read_dockerfile
+from envman.project.detect.facts import IMAGE
 from tests.unit.project.detect.conftest import means
 
 NGC = """\
@@ -202,3 +203,20 @@ def test_an_ngc_row_with_its_framework_version_alone_borrows_cuda_and_python_aro
     # the newest release has a neighbour on one side only: it borrows that one's
     facts, _ = image_facts("nvcr.io/nvidia/pytorch:40.10-py3", m)
     assert [f.means() for f in facts] == ["torch ==2.0.* (GPU build)", "CUDA 12", "Python ==3.10.*"]
+
+
+def test_a_compose_files_service_images_speak_as_from_lines(repo):
+    """``image:`` of each service (a default of ``${VAR:-default}`` taken; one made of another
+    variable, a comment or a build-only service gives nothing), at most two folders down."""
+    from envman.project.detect.images import COMPOSE, read_compose
+
+    text = ("services:\n  train:\n    image: ${IMAGE:-nvcr.io/nvidia/pytorch:21.08-py3}\n    runtime: nvidia\n"
+            "  tb:\n    image: \"tensorflow/tensorflow:2.4.1-gpu\"  # tensorboard\n"
+            "  other:\n    image: ${OTHER}\n  built:\n    build: .\n# image: pytorch/pytorch:1.0-cuda10.0-cudnn7-runtime\n")
+    r = repo({"docker/docker-compose.gpu.yml": text, "a/b/c/compose.yaml": text, "compose.yml": "x: 1\n"})
+    assert [p for p in r.matching(COMPOSE)] == ["compose.yml", "docker/docker-compose.gpu.yml"]
+    from envman.matrix.load import load_matrix
+
+    got = read_compose(r, "docker/docker-compose.gpu.yml", load_matrix())
+    assert {s.line for s in got} == {3, 6} and all(s.source == "compose" and s.strength == IMAGE for s in got)
+    assert {"tensorflow ==2.4.1 (GPU build)"} <= {s.fact.means() for s in got}

@@ -116,6 +116,13 @@ def test_items_of_a_nested_list_are_text_and_an_indented_block_is_code(repo):
     ("Deprecating Python 3.10 support", ["Python !=3.10.*"]),
     ("Support for PyTorch 1.4 was dropped", ["torch !=1.4.*"]),
     ("PyTorch 1.4 is not supported", ["torch !=1.4.*"]),
+    ("(or wish to run on PyTorch 0.3 or lower), we suggest using an older commit of this repository.", []),
+    ("To run with TensorFlow 1.15, check out the previous release.", []),
+    ("We run on PyTorch 1.7 with CUDA 11.0, older versions may work.", ["torch ==1.7.*", "CUDA 11.0"]),
+    ("- [PyTorch](https://PyTorch.org/), version 1.0.1", ["torch ==1.0.1"]),
+    ("TensorFlow: version 2.4.1", ["tensorflow ==2.4.1"]),
+    ("PyTorch, ver. 1.2", ["torch ==1.2.*"]),
+    ("PyTorch, vision models and more", []),
 ])
 def test_releases_spoken_of_as_elsewhere_or_to_come_and_other_spellings(line, want):
     assert [f.means() for _, f in sentence_facts(line)] == want

@@ -4,6 +4,7 @@ sets them plainly; comments, and values a reader cannot know, give nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -71,3 +72,53 @@ def test_a_script_that_installs_nothing_and_an_unreadable_one_say_nothing(repo):
 def test_a_batch_continuation_and_a_variable_never_set(repo):
     r = repo({"install.cmd": "set TF=2.4.1\r\npip install ^\r\n  tensorflow-gpu==%TF% ^\r\n  keras==%KERAS%\r\n"})
     assert [(line, m) for _, line, m in means(read_script(r, "install.cmd"))] == [(2, "tensorflow ==2.4.1 (GPU build)")]
+
+
+def _notebook(*cells: tuple[str, list[str]], nbformat: int = 4) -> str:
+    made = [{"cell_type": kind, "source": lines, "metadata": {}, **({"outputs": [{"text": ["!pip install jax==0.4.1\n"]}]}
+                                                                 if kind == "code" else {})} for kind, lines in cells]
+    if nbformat == 3:
+        return json.dumps({"worksheets": [{"cells": [{**c, "input": c.pop("source")} for c in made]}], "nbformat": 3}, indent=1)
+    return json.dumps({"cells": made, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+
+
+def test_a_notebooks_shell_lines_speak_as_advice_commands_with_their_lines(repo):
+    """``!pip``, ``%pip`` and a ``%%bash`` cell's lines of code cells; markdown cells, outputs,
+    comments and lines IPython fills from Python values give nothing. A notebook is advice: it
+    never ends detection."""
+    text = _notebook(("markdown", ["!pip install tensorflow==2.4.0\n"]),
+                     ("code", ["import torch\n", "!pip install torch==1.7.1+cu110 -f https://download.pytorch.org/whl/torch_stable.html\n",
+                               "# !pip install torch==1.6.0\n", "!pip install einops=={version}\n", "!pip install jax==$v\n"]),
+                     ("code", ["%pip install -q torchvision==0.8.2\n"]),
+                     ("code", ["%%bash\n", "pip install tensorflow-gpu==1.15.0\n", "# pip install mxnet\n"]))
+    r = repo({"demo.ipynb": text})
+    from envman.project.detect.shell import read_notebook
+
+    got = read_notebook(r, "demo.ipynb")
+
+    def line_of(source: str) -> int:  # where nbformat wrote that source line
+        return next(i for i, x in enumerate(text.splitlines(), 1) if x.strip().rstrip(",") == json.dumps(source))
+
+    torch_line = line_of("!pip install torch==1.7.1+cu110 -f https://download.pytorch.org/whl/torch_stable.html\n")
+    assert {(s.line, s.fact.means()) for s in got} == {
+        (torch_line, "torch ==1.7.1 (GPU build)"), (torch_line, "CUDA 11.0"),
+        (line_of("%pip install -q torchvision==0.8.2\n"), "torch as torchvision==0.8.2 needs it"),
+        (line_of("pip install tensorflow-gpu==1.15.0\n"), "tensorflow ==1.15.0 (GPU build)")}
+    assert all(s.source == "notebook" and s.strength == COMMAND and not s.hard for s in got)
+    assert means(read_notebook(repo({"old.ipynb": _notebook(("code", ["!pip install torch==1.4.0\n"]), nbformat=3)}),
+                               "old.ipynb")) == [("old.ipynb", 8, "torch ==1.4.0")]
+
+
+@pytest.mark.parametrize("text", ["", "{", "[]", '{"cells": 3}', '{"cells": [3, {"cell_type": "code", "source": 7}]}',
+                                  "[" * 100_000 + "]" * 100_000])
+def test_a_notebook_that_is_no_notebook_gives_nothing(repo, text):
+    from envman.project.detect.shell import read_notebook
+
+    assert read_notebook(repo({"x.ipynb": text}), "x.ipynb") == []
+
+
+def test_notebooks_of_examples_and_tests_are_ranges_at_most_and_a_notebook_is_a_pin_for_nothing(repo):
+    r = repo({"examples/colab.ipynb": _notebook(("code", ["!pip install torch==1.7.1\n"])),
+              "requirements.txt": "torch>=1.6\n", "a.py": "import torch\n"})
+    got = [s for s in gather(r) if s.source == "notebook"]
+    assert got and all(s.strength == RANGE for s in got)
