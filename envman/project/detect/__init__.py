@@ -48,7 +48,9 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.prose import read_prose
     from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
+        CONDA_LISTS,
         read_conda,
+        read_conda_list,
         read_pipfile,
         read_pyproject,
         read_python_version,
@@ -63,6 +65,9 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
             out.append(_demoted(s) if demote else s)
     for rel in repo.matching(_CONDA):
         out += read_conda(repo, rel)
+    for rel in dict.fromkeys(repo.matching(CONDA_LISTS) + repo.matching(_REQUIREMENTS)):
+        demote = _DEV_RE.search(rel) is not None
+        out += [_demoted(s) if demote else s for s in read_conda_list(repo, rel)]
     for name, reader in (("setup.py", read_setup_py), ("setup.cfg", read_setup_cfg), ("pyproject.toml", read_pyproject),
                          ("pipfile", read_pipfile)):
         for rel in repo.matching(name.replace(".", r"\."), max_depth=0):

@@ -295,6 +295,35 @@ def read_conda(repo: Repository, rel: str) -> list[Statement]:
     return out
 
 
+#: Package lists ``conda create --file FILE`` reads (``conda list --export`` and ``--explicit``
+#: write them: ``spec-file.txt``, ``conda_packagelist.txt``, ``package-list.txt``); a requirements
+#: file written by ``conda list --export`` is read for such lines too.
+CONDA_LISTS = r"(?:[^/]+/)?[^/]*(?:conda|package|spec|environment|env)[^/]*\.txt"
+#: ``--explicit``: a package file's URL, ``name-version-build.tar.bz2`` (or ``.conda``).
+_EXPLICIT_RE = re.compile(r"^(?:https?|file)://\S+/([A-Za-z0-9_.+-]+)-([^-/\s]+)-([^-/\s]+)\.(?:tar\.bz2|conda)(?:#[0-9a-f]+)?$")
+#: ``--export``: ``name=version=build``.
+_EXPORT_RE = re.compile(r"^([A-Za-z0-9_.-]+)=([^=\s]+)=([^=\s]+)$")
+
+
+def read_conda_list(repo: Repository, rel: str) -> list[Statement]:
+    """The statements of a conda package list: each ``name=version=build`` line, or each package
+    URL of an ``@EXPLICIT`` list, as conda installs it: exactly that build (so the build string's
+    CUDA counts: ``pytorch-0.4.0-py36_cuda8.0.61_cudnn7.1.2_1``). Other lines give nothing."""
+    text = repo.read(rel)
+    if text is None:
+        return []
+    out: list[Statement] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if len(line) > 1000:  # no package URL is this long; the patterns then stay quick
+            continue
+        m = _EXPLICIT_RE.match(line) or _EXPORT_RE.match(line)
+        if m:
+            name, version, build = m.groups()
+            out += statements(rel, no, line, "conda", conda_facts(f"{name}={version}={build}"))
+    return out
+
+
 def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
     """A conda file's ``dependencies`` as (line number, text) pairs, its ``pip`` list as
     ``{"pip": [(line number, text), ...]}``. The YAML is composed into nodes (safe: no tag is

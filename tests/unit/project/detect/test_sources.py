@@ -227,3 +227,40 @@ def test_clip_text_of_a_line_of_a_megabyte_is_quick():
     for _ in range(2000):
         clip_text(line)
     assert time.perf_counter() - start < 2.0  # a copy of the whole line each time took minutes
+
+
+def test_conda_package_lists_explicit_and_exported_are_read_as_conda_installs_them(repo):
+    """``conda create --file``'s lists: an ``@EXPLICIT`` list's package URLs and ``conda list
+    --export``'s ``name=version=build`` lines (also in a requirements file); the build string's
+    CUDA counts; comments, pip lines and other text give nothing."""
+    from envman.project.detect import gather
+    from envman.project.detect.sources import CONDA_LISTS, read_conda_list
+
+    explicit = ("# This file may be used to create an environment using:\n# $ conda create --name <env> --file <this file>\n"
+                "@EXPLICIT\nhttps://repo.continuum.io/pkgs/free/linux-64/cudatoolkit-8.0-3.tar.bz2\n"
+                "https://conda.anaconda.org/pytorch/linux-64/pytorch-0.4.0-py36_cuda8.0.61_cudnn7.1.2_1.tar.bz2\n"
+                "https://repo.anaconda.com/pkgs/main/linux-64/python-3.6.5-hc3d631a_2.conda#0123abcd\n"
+                "https://example.org/pkgs/not-a-package.txt\n")
+    exported = "# platform: linux-64\ntensorflow-gpu=1.12.0=h0d30ee6_0\ncudatoolkit=9.0=h13b8566_0\ntorch==1.7.1\nnumpy>=1.19\n"
+    r = repo({"conda_packagelist.txt": explicit, "requirements.txt": exported, "notes.txt": "pytorch=1.0.0=x\n",
+              "docs/spec-file.txt": "pytorch=1.2.0=py3.7_cuda10.0.130_cudnn7.6.2_0\n"})
+    assert r.matching(CONDA_LISTS) == ["conda_packagelist.txt", "docs/spec-file.txt"]
+    assert means(read_conda_list(r, "conda_packagelist.txt")) == [
+        ("conda_packagelist.txt", 4, "CUDA 8.0"), ("conda_packagelist.txt", 5, "torch ==0.4.0"),
+        ("conda_packagelist.txt", 5, "CUDA 8.0"), ("conda_packagelist.txt", 6, "Python ==3.6.5")]
+    assert means(read_conda_list(r, "requirements.txt")) == [
+        ("requirements.txt", 2, "tensorflow ==1.12.0 (GPU build)"), ("requirements.txt", 3, "CUDA 9.0")]
+    listed = [s for s in gather(r) if s.file == "docs/spec-file.txt"]
+    assert listed and all(s.strength == RANGE for s in listed)  # a docs folder's list: a range at most
+    assert not [s for s in gather(r) if s.file == "notes.txt"]
+
+
+def test_a_conda_list_of_hostile_lines_is_read_quickly(repo):
+    import time
+
+    from envman.project.detect.sources import read_conda_list
+
+    r = repo({"conda-list.txt": "http://a/" + "a-" * 400_000 + "\n" + ("https://x/" + "a-b" * 300 + ".tar.bz\n") * 3000})
+    start = time.perf_counter()
+    assert read_conda_list(r, "conda-list.txt") == []
+    assert time.perf_counter() - start < 2
