@@ -9,7 +9,7 @@ from collections import Counter
 from itertools import islice
 
 from envman.errors import counted
-from envman.project.detect.facts import FRAMEWORK, IMPORTS, RANGE, UNSUPPORTED, Fact, Statement
+from envman.project.detect.facts import FRAMEWORK, IMPORTS, PROSE, RANGE, UNSUPPORTED, Fact, Statement
 from envman.project.detect.repo import CODE_LIMIT, MAX_CODE_FILES, Repository
 
 #: Top-level modules → the framework (or unsupported framework) they belong to.
@@ -162,4 +162,7 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
     if py2 and py2 * 2 >= checked and py2 >= min(3, len(py_files)):
         out.append(Statement("*.py", 0, f"{py2} of {len(py_files)} Python files use Python 2 syntax (print statements, "
                              "'except E, e')", "imports", RANGE, Fact(UNSUPPORTED, framework="python 2")))
+    elif py2:  # too few to say it alone; with a README naming Python 2 (and nothing naming 3), it does
+        out.append(Statement("*.py", 0, f"{py2} of {len(py_files)} Python files use Python 2 syntax (print statements, "
+                             "'except E, e')", "imports", PROSE, Fact(UNSUPPORTED, framework="python 2")))
     return out, folder_frameworks(per_folder)

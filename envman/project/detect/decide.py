@@ -319,11 +319,15 @@ class _Decider:
     def _python2(self, py2: list[Statement], framework: str) -> None:
         if not py2:
             return
-        code = [s for s in py2 if s.source == "imports"]
-        hard = [s for s in py2 if s.hard and s.source != "imports"]
+        code = [s for s in py2 if s.source == "imports" and s.weight > STRENGTH[PROSE]]
+        some = [s for s in py2 if s.source == "imports" and s.weight <= STRENGTH[PROSE]]  # a few files
+        said = [s for s in py2 if s.source != "imports"]
+        hard = [s for s in said if s.hard]
         py3 = [s for s in self.of(PYTHON) if s.hard or s.source != "readme"]
-        if code or (hard and not py3):
-            s = (code or hard)[0]
+        if code or (hard and not py3) or (some and said and not py3 and not self.of(PYTHON)):
+            s = (code or hard or said)[0]
+            if not code and not hard:  # what the README says, borne out by the code
+                self.mark(some[0], True, "what the code needs")
             self.mark(s, True, "what the code needs")
             raise NoStack(f"{s.where}: the repository needs Python 2 ({s.text}), which envman does not build",
                           "port the code to Python 3 (2to3 is a start); envman's stacks run Python 3")

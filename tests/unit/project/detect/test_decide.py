@@ -656,3 +656,16 @@ def test_a_packages_declared_python_outweighs_a_python_a_subfolders_dockerfile_c
                "remote/Dockerfile": "FROM ubuntu:20.04\nRUN conda create --name rl python=3.7\n", "a.py": "import torch\n"})
     assert d.decision.stack.python in ("3.8", "3.9")
     assert "contradicts" in aside(d)["remote/Dockerfile:2"]
+
+
+def test_a_readme_naming_python_2_borne_out_by_a_few_files_of_its_code_is_refused(found):
+    """One file of six uses print statements: alone it says little, but with the README's
+    "Python 2.7" (and nothing naming Python 3) the repository needs Python 2."""
+    files = {f"m{i}.py": "import tensorflow as tf\n" for i in range(5)}
+    files["main.py"] = "import tensorflow as tf\nprint 'start'\n"
+    d = found({**files, "README.md": "* Python 2.7\n"})
+    assert d.decision is None and "Python 2" in d.problem.what and "README.md:1" in d.problem.what
+    assert found({**files}).decision.stack.framework == "tensorflow"  # the code alone: too little
+    d = found({**files, "README.md": "* Python 2.7\n", "requirements.txt": "tensorflow==1.15.0\n",
+               "setup.py": "setup(python_requires='>=3.6')\n"})
+    assert d.decision.stack.framework == "tensorflow"  # Python 3 is named too
