@@ -525,3 +525,29 @@ def test_the_homes_are_yours_and_people_s_absolute_ones(monkeypatch):
     assert policy._homes() == ["/home/first", "/home/last", "/root"]
     monkeypatch.setenv("HOME", "/home/me")
     assert policy._homes() == ["/home/first", "/home/last", "/home/me", "/root"]
+
+
+def test_homes_in_one_folder_cost_one_realpath_of_the_folder(tmp_path, monkeypatch):
+    """Counted: the folder holding the homes is resolved once; a name in it that is no link (or
+    does not exist) costs no ``realpath`` at all, a link one; what ``realpath`` refuses (a NUL
+    byte) is refused the same way. Paths that are not plain absolute names take ``realpath``."""
+    base = os.path.realpath(tmp_path)
+    (tmp_path / "home").mkdir()
+    for i in range(5):
+        (tmp_path / "home" / f"u{i}").mkdir()
+    (tmp_path / "home" / "link").symlink_to("u0")
+    resolved: list[str] = []
+    real_realpath = os.path.realpath
+    monkeypatch.setattr(os.path, "realpath", lambda p, *a, **k: resolved.append(os.fspath(p)) or real_realpath(p, *a, **k))
+    parents = policy._Parents()
+    names = [f"u{i}" for i in range(5)] + ["missing"]
+    assert [parents.real(f"{base}/home/{n}") for n in names] == [f"{base}/home/{n}" for n in names]
+    assert resolved == [f"{base}/home"]
+    resolved.clear()
+    assert parents.real(f"{base}/home/link") == f"{base}/home/u0" and resolved == [f"{base}/home/link"]
+    for odd in ("relative/u0", f"/{base}/home/u1", f"{base}/home/u1/", f"{base}/home/.", f"{base}/home/..",
+                f"{base}/home/./u1", f"{base}//home/u1"):
+        resolved.clear()
+        assert parents.real(odd) == real_realpath(odd) and resolved == [odd], odd
+    with pytest.raises(ValueError):
+        parents.real(f"{base}/home/a\0b")
