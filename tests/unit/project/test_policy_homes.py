@@ -551,3 +551,12 @@ def test_homes_in_one_folder_cost_one_realpath_of_the_folder(tmp_path, monkeypat
         assert parents.real(odd) == real_realpath(odd) and resolved == [odd], odd
     with pytest.raises(ValueError):
         parents.real(f"{base}/home/a\0b")
+
+
+@pytest.mark.parametrize("path, folder, want", [
+    ("/home/u", "/home/u", True), ("/home/u/.ssh", "/home/u", True), ("/home/user2", "/home/u", False),
+    ("/home/user2/.ssh", "/home/u", False), ("/home/u/", "/home/u/", True), ("/home/u/x", "/home/u/", True),
+    ("/x", "/", True), ("/", "/", True), ("/home", "/home/u", False),
+])
+def test_at_or_in_is_the_folder_or_below_it_never_a_name_that_starts_alike(path, folder, want):
+    assert policy._at_or_in(path, folder) is want
