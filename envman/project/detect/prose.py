@@ -202,6 +202,11 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
         if item and line.startswith(("    ", "\t")):
             stripped = stripped[item.end():]  # an item of a nested Markdown list is text, not an indented code block
         code = in_code or (not item and line.startswith(("    ", "\t"))) or stripped.startswith(("$ ", "> pip", ">>> "))
+        comment = re.match(r"#(?![!#])\s*(.+)", stripped) if code else None
+        if comment:  # a shell comment in a code block is a sentence ("# the wheel for CUDA 11"), never a command
+            for phrase, fact in sentence_facts(comment.group(1)):
+                out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(phrase,)))
+            continue
         inline = re.findall(r"`([^`]{3,300})`", line)
         commands = [stripped.lstrip("$> ")] if code else [c for c in inline if re.search(r"\b(pip|conda|mamba)\b", c)]
         found_command = False

@@ -126,3 +126,12 @@ def test_items_of_a_nested_list_are_text_and_an_indented_block_is_code(repo):
 ])
 def test_releases_spoken_of_as_elsewhere_or_to_come_and_other_spellings(line, want):
     assert [f.means() for _, f in sentence_facts(line)] == want
+
+
+def test_a_comment_in_a_code_block_is_a_sentence_never_a_command(repo):
+    """``# pip install torch==1.6.0`` is an install the authors commented out: at most a sentence;
+    ``# the wheel for CUDA 11`` speaks as one."""
+    r = repo({"README.md": "```bash\n# Installs the wheel compatible with Cuda 11 and cudnn 8.\n"
+                           "# pip install torch==1.6.0\n#!/bin/sh\n## CUDA 10.0\npip install torch==1.7.1\n```\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(2, "CUDA 11", PROSE), (2, "cuDNN 8", PROSE), (3, "torch ==1.6.0", PROSE), (6, "torch ==1.7.1", COMMAND)]
