@@ -17,10 +17,11 @@ from envman.digest import sha256
 from envman import labels
 from envman.errors import BuildError, EnvmanError
 from envman.images.events import BuildStream
-from envman.paths import state_dir
+from envman.paths import state_dir, templates_dir
 from envman.project.file import PROJECT_RECIPE, ProjectConfig, load_project
 from envman.project.registry import read_registry
 from envman.project.settings import CliOverrides, UserConfig, load_user_config, merge_settings
+from envman.render import rendercache
 from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
 if TYPE_CHECKING:
@@ -48,9 +49,7 @@ def project_dockerfile(project: ProjectConfig, stack_name: str, base_image_id: s
     indexes and apt mirror its steps go through. Without ``network`` (how every command works
     out the image's tag), the text comes from the user's render cache when these values and this
     envman rendered it before, without building the plan (:func:`envman.render.rendercache.inputs_key`)."""
-    from envman.paths import templates_dir
     from envman.project.lock import REPORT_PATH
-    from envman.render import rendercache
 
     requirements = bool(project.requirements.strip())
     values = {"name": project.name, "stack_name": stack_name, "base_image_id": base_image_id, "apt": list(project.apt),
