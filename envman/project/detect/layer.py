@@ -125,10 +125,15 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
             if mine is None:
                 return _kept(requirement, requirement_problem)
 
-            from envman.project.detect.pins import public_spec
+            from envman.project.detect.pins import public_spec, release_meets
 
             try:
-                ok = SpecifierSet(public_spec(req.specifier)[0]).contains(Version(mine), prereleases=True)
+                spec = SpecifierSet(public_spec(req.specifier)[0])
+                if framework_of == stack.framework and dist in FRAMEWORK_DISTS:
+                    # the framework's pin names the stack's release, or the post release it installs
+                    ok = release_meets(spec, Version(stack.framework_version), (Version(mine),))
+                else:
+                    ok = spec.contains(Version(mine), prereleases=True)
             except (InvalidVersion, ValueError):
                 ok = False
             local = next((s.version.split("+", 1)[1] for s in req.specifier if "+" in s.version), None)

@@ -612,3 +612,28 @@ def test_an_ngc_base_gives_its_release_and_python(found, tag, release, python, c
     s = d.decision.stack
     assert s.framework == "torch" and s.framework_version.startswith(release + ".") and s.python == python
     assert s.cuda.startswith(cuda)
+
+
+# --- torch 0.3.x: papers of late 2017 to mid 2018 -------------------------------------------------
+
+
+@pytest.mark.parametrize("files, name", [
+    ({"README.md": "## Requirements\n\n- PyTorch 0.3.0\n- Python 3.6\n", "train.py": "import torch\n"}, "torch-0.3.0-cuda9.0-py3.6"),
+    ({"requirements.txt": "torch==0.3.1\ntorchvision==0.2.0\n", "a.py": "import torch\n"}, "torch-0.3.1-cuda9.0-py3.5"),
+    ({"requirements.txt": "torch==0.3.0\n"}, "torch-0.3.0-cuda9.0-py3.5"),
+    # the version PyTorch's wheels carry, as pip freeze writes it
+    ({"requirements.txt": "torch==0.3.0.post4\n"}, "torch-0.3.0-cuda9.0-py3.5"),
+    ({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n"}, "torch-0.3.1-cuda9.0-py3.6"),
+    ({"install.sh": "pip install http://download.pytorch.org/whl/cu80/torch-0.3.0.post4-cp36-cp36m-linux_x86_64.whl\n"},
+     "torch-0.3.0-cuda8.0-py3.6"),
+])
+def test_torch_0_3_repositories_get_their_release(found, files, name):
+    d = found(files)
+    assert d.decision.stack.name == name
+    assert d.decision.stack.python in ("3.5", "3.6")
+
+
+def test_a_post_release_the_rows_do_not_install_is_unmet(found):
+    d = found({"requirements.txt": "torch==0.3.0.post3\n"})
+    assert d.decision is None and "a release the matrix does not have" in str(d.problem)
+    assert d.problem.fix.startswith("nearest: torch-0.3.0-cuda")

@@ -79,3 +79,12 @@ def test_the_package_own_dependencies_when_there_is_no_requirements_file(repo, t
     r = repo({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=1.7", "einops"]\n'})
     layer = requirements_layer(r, torch171)
     assert layer.source == "pyproject.toml" and layer.kept == ["einops"]
+
+
+@pytest.mark.parametrize("req, outcome", [
+    ("torch==0.3.0", PROVIDED), ("torch==0.3.0.post4", PROVIDED), ("pytorch==0.3.0", PROVIDED), ("torch>=0.3,<0.4", PROVIDED),
+    ("torch==0.3.0.post3", REFUSED), ("torch!=0.3.0", REFUSED), ("torch!=0.3.0.post4", REFUSED), ("torch==0.3.1", REFUSED),
+])
+def test_a_pin_of_the_release_is_met_by_the_post_release_the_stack_installs(req, outcome):
+    stack = resolve(load_matrix(), "torch-0.3.0")  # installs torch==0.3.0.post4, which pip's ==0.3.0 would refuse
+    assert judge(req, stack)[0] == outcome
