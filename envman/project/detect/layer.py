@@ -232,7 +232,7 @@ def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[st
 
 
 def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] | None:
-    from envman.project.detect.sources import conda_document, conda_spec
+    from envman.project.detect.sources import CONDA_TORCH_CUDA_SELECTOR, conda_document, conda_spec
 
     doc = conda_document(repo, rel)
     if doc is None:
@@ -254,7 +254,7 @@ def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] 
             out.append(LayerLine(rel, no, text, LEFT_OUT, why="not a conda package spec envman reads"))
             continue
         name, spec, _build = parsed
-        if name in CONDA_ONLY or name.startswith(CONDA_ONLY_PREFIXES):
+        if name in CONDA_ONLY or name.startswith(CONDA_ONLY_PREFIXES) or CONDA_TORCH_CUDA_SELECTOR.fullmatch(name):
             why = ("conda-only: the stack's Python" if name in ("python", "pip", "setuptools", "wheel")
                    else "conda-only: the stack's CUDA build brings its own" if re.match(r"cud|nccl|pytorch-cuda|magma", name)
                    else "conda-only (no PyPI wheel to install in its place): add it as an apt package if the code needs it")

@@ -633,6 +633,16 @@ def test_torch_0_3_repositories_get_their_release(found, files, name):
     assert d.decision.stack.python in ("3.5", "3.6")
 
 
+def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
+    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n  - cuda80\n"})
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+    d = found({"install.sh": "conda install pytorch=0.4.1 cuda92 -c pytorch\n"})
+    assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
+    # before CUDA 11 a minor is not interchangeable: no cu91 row, so the pin stays unmet, with what there is
+    d = found({"install.sh": "conda install pytorch=0.3.1 cuda91 -c pytorch\n"})
+    assert d.decision is None and "asks for CUDA 9.1" in d.problem.what and "CUDA 9.0" in d.problem.what
+
+
 def test_a_post_release_the_rows_do_not_install_is_unmet(found):
     d = found({"requirements.txt": "torch==0.3.0.post3\n"})
     assert d.decision is None and "a release the matrix does not have" in str(d.problem)
