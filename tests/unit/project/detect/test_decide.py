@@ -633,6 +633,12 @@ def test_torch_0_3_repositories_get_their_release(found, files, name):
     assert d.decision.stack.python in ("3.5", "3.6")
 
 
+def test_a_readme_of_2018_that_names_its_torch_and_cuda_in_one_link_gets_that_build(found):
+    d = found({"README.md": "# Prerequisites\n* Python (3.6)\n* [PyTorch (0.3.1)/CUDA 8.0](https://pytorch.org/previous-versions/)\n"
+                            "* torchvision (0.2.0)\n", "a.py": "import torch\n"})
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+
+
 def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
     d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n  - cuda80\n"})
     assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
