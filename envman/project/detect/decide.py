@@ -36,6 +36,7 @@ from envman.project.detect.facts import (
     BUILT, COMMAND, CUDA, CUDNN, FRAMEWORK, IMPORTS, PIN, PROSE, PYTHON, STRENGTH, UNSUPPORTED, UNSUPPORTED_NAMES,
     Statement,
 )
+from envman.project.detect.pins import FRAMEWORK_DISTS, release_meets
 
 if TYPE_CHECKING:
     from envman.host import HostFacts
@@ -94,6 +95,24 @@ def _spec(text: str) -> SpecifierSet | None:
 
 def _holds(spec: SpecifierSet, version: Version) -> bool:
     return spec.contains(version, prereleases=True)
+
+
+def _installed_versions(rows: Sequence["FrameworkBuild"]) -> dict[Version, tuple[Version, ...]]:
+    """Per release of ``rows``, the versions its rows install of the framework's own distribution
+    where they differ from the release (torch 0.3.0 rows install 0.3.0.post4)."""
+    out: dict[Version, set[Version]] = {}
+    for b in rows:
+        for p in b.packages:
+            name, eq, version = p.partition("==")
+            if not eq or FRAMEWORK_DISTS.get(canonicalize_name(name.split("[")[0]), ("", None))[0] != b.framework:
+                continue
+            try:
+                v = Version(version.split("+")[0])
+            except InvalidVersion:
+                continue
+            if v != b.version:
+                out.setdefault(b.version, set()).add(v)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def _named_versions(spec_text: str) -> list[Version]:
@@ -434,7 +453,8 @@ class _Decider:
         spec = _spec(s.fact.spec)
         if spec is None:
             return None
-        return (lambda v, sp=spec: _holds(sp, v)), _named_versions(s.fact.spec)
+        installed = _installed_versions(rows)
+        return (lambda v, sp=spec: release_meets(sp, v, installed.get(v, ()))), _named_versions(s.fact.spec)
 
     def _unmet_release(self, framework: str, s: Statement, named: list[Version], known: list[Version],
                        taken: list[Statement]) -> None:

@@ -125,10 +125,15 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
             if mine is None:
                 return _kept(requirement, requirement_problem)
 
-            from envman.project.detect.pins import public_spec
+            from envman.project.detect.pins import public_spec, release_meets
 
             try:
-                ok = SpecifierSet(public_spec(req.specifier)[0]).contains(Version(mine), prereleases=True)
+                spec = SpecifierSet(public_spec(req.specifier)[0])
+                if framework_of == stack.framework and dist in FRAMEWORK_DISTS:
+                    # the framework's pin names the stack's release, or the post release it installs
+                    ok = release_meets(spec, Version(stack.framework_version), (Version(mine),))
+                else:
+                    ok = spec.contains(Version(mine), prereleases=True)
             except (InvalidVersion, ValueError):
                 ok = False
             local = next((s.version.split("+", 1)[1] for s in req.specifier if "+" in s.version), None)
@@ -227,7 +232,7 @@ def _requirements_lines(repo: Repository, rel: str, stack: "Stack", seen: set[st
 
 
 def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] | None:
-    from envman.project.detect.sources import conda_document, conda_spec
+    from envman.project.detect.sources import CONDA_TORCH_CUDA_SELECTOR, conda_document, conda_spec
 
     doc = conda_document(repo, rel)
     if doc is None:
@@ -249,7 +254,7 @@ def _conda_lines(repo: Repository, rel: str, stack: "Stack") -> list[LayerLine] 
             out.append(LayerLine(rel, no, text, LEFT_OUT, why="not a conda package spec envman reads"))
             continue
         name, spec, _build = parsed
-        if name in CONDA_ONLY or name.startswith(CONDA_ONLY_PREFIXES):
+        if name in CONDA_ONLY or name.startswith(CONDA_ONLY_PREFIXES) or CONDA_TORCH_CUDA_SELECTOR.fullmatch(name):
             why = ("conda-only: the stack's Python" if name in ("python", "pip", "setuptools", "wheel")
                    else "conda-only: the stack's CUDA build brings its own" if re.match(r"cud|nccl|pytorch-cuda|magma", name)
                    else "conda-only (no PyPI wheel to install in its place): add it as an apt package if the code needs it")

@@ -10,7 +10,7 @@ part of a conda file, ``pip install`` in a Dockerfile or a README).
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from packaging.markers import Marker
@@ -122,6 +122,21 @@ def exact_version(spec: str) -> str | None:
         return str(Version(text).public)
     except InvalidVersion:
         return None
+
+
+def release_meets(spec: SpecifierSet, release: Version, installed: Iterable[Version] = ()) -> bool:
+    """Whether a framework pin ``spec`` accepts a matrix row of ``release`` whose wheel is versioned
+    ``installed`` (a post release that re-publishes the release: torch 0.3.0 ships as 0.3.0.post4).
+
+    ``==0.3.0`` and ``==0.3.0.post4`` both name that row; a ``!=`` clause must hold for the release
+    and for every installed version (``!=0.3.0`` and ``!=0.3.0.post4`` both refuse it). Installed
+    versions of another release (a companion's) are ignored.
+    """
+    versions = (release, *(v for v in installed if v.release == release.release))
+    if not all(s.contains(v, prereleases=True) for s in spec if s.operator == "!=" for v in versions):
+        return False
+    rest = SpecifierSet(",".join(str(s) for s in spec if s.operator != "!="))
+    return any(rest.contains(v, prereleases=True) for v in versions)
 
 
 def public_spec(spec: SpecifierSet) -> tuple[str, str | None]:

@@ -30,7 +30,9 @@ _NAMES = [
 _VERSION = r"v?([0-9]{1,4}\.x|[0-9]{1,4}(?:\.[0-9]{1,6}){0,2})(?![0-9A-Za-z])"
 _OP = r"(>=|=>|≥|<=|=<|≤|==|=|>|<|~=|\^)?"
 _PHRASE_RE = re.compile(
-    r"(?<![A-Za-z0-9_./-])(" + "|".join(n for n, _ in _NAMES) + r")"
+    # a name starts a word; after a slash only when a version or its bracket ends the word before
+    # ("PyTorch (0.3.1)/CUDA 8.0"), so a path (/usr/local/cuda 10) names nothing
+    r"(?:(?<![A-Za-z0-9_./-])|(?<=[0-9)]/))(" + "|".join(n for n, _ in _NAMES) + r")"
     r"(?:[ :,(]{0,3}(?:version|ver\.?|v) ?)?[ :,|(]{0,6}" + _OP + r" ?" + _VERSION
     + r"( ?\(? ?(?:\+(?![A-Za-z0-9])|or (?:higher|later|newer|above|greater)|and (?:above|higher|later|newer)|or (?:lower|earlier|below|older)"
       r"|and (?:below|lower|earlier|older)|及?以上|及?以下))?",

@@ -186,6 +186,11 @@ CONDA_CUDA = ("cudatoolkit", "cudatoolkit-dev", "pytorch-cuda", "cuda-version", 
               "cuda-cudart", "cuda-nvcc")
 
 
+#: The CUDA selectors of PyTorch's conda channel before 1.1: ``conda install pytorch=0.4.1 cuda92 -c
+#: pytorch`` (a bare package, no version, that picked the build of that CUDA).
+CONDA_TORCH_CUDA_SELECTOR = re.compile(r"cuda(75|80|90|91|92|100)")
+
+
 def conda_spec(text: str) -> tuple[str, str, str] | None:
     if len(text) > 1024 or re.search(r"[0-9]{13}", text):
         return None
@@ -243,6 +248,8 @@ def conda_facts(text: str) -> list[Fact]:
             # pytorch-cuda is PyTorch's own: the CUDA of torch, not of a JAX repository that has torch beside it
             facts.append(Fact(CUDA, version=".".join(version.split(".")[:2]), framework="torch" if name == "pytorch-cuda" else None))
         return facts
+    if CONDA_TORCH_CUDA_SELECTOR.fullmatch(name) and not spec:
+        return [Fact(CUDA, version=cuda_of_tag(name), framework="torch")]
     if name == "cudnn":
         version = exact_version(spec) or _prefix(spec)
         return [Fact(CUDNN, version=version)] if version else []

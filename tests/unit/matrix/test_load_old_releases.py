@@ -36,6 +36,12 @@ def shipped():
         ("torch-0.4.1", "torch-0.4.1-cuda9.0-py3.5", "torch==0.4.1", "nvidia/cuda:9.0-base-ubuntu16.04"),
         ("torch-0.4.1-cuda9.2", "torch-0.4.1-cuda9.2-py3.6", "torch==0.4.1", "nvidia/cuda:9.2-base-ubuntu18.04"),
         ("torch-0.4.0-cuda8.0", "torch-0.4.0-cuda8.0-py3.5", "torch==0.4.0", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
+        ("torch-0.3.1", "torch-0.3.1-cuda9.0-py3.5", "torch==0.3.1", "nvidia/cuda:9.0-base-ubuntu16.04"),
+        ("torch-0.3", "torch-0.3.1-cuda9.0-py3.5", "torch==0.3.1", "nvidia/cuda:9.0-base-ubuntu16.04"),
+        ("torch-0.3.1-cuda8.0-py3.6", "torch-0.3.1-cuda8.0-py3.6", "torch==0.3.1", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
+        ("torch-0.3.0-cuda8", "torch-0.3.0-cuda8.0-py3.5", "torch==0.3.0.post4", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
+        ("torch-0.3.0", "torch-0.3.0-cuda9.0-py3.5", "torch==0.3.0.post4", "nvidia/cuda:9.0-base-ubuntu16.04"),
+        ("torch-0.3.0-cpu", "torch-0.3.0-cpu-py3.6", "torch==0.3.0.post4", "ubuntu:18.04"),
     ],
 )
 def test_pinned_releases_name_a_stack(shipped, query, name, package, base):
@@ -174,3 +180,29 @@ def test_a_row_of_each_new_family_renders(shipped, query, pip, base_from):
         assert base is None
     else:
         assert base is not None and f"FROM {base_from}" in base.dockerfile
+
+
+# --- torch 0.3.x: PyTorch's wheel index, 0.3.0 published as 0.3.0.post4 --------------------------
+
+
+def test_torch_0_3_rows_follow_the_0_4_rows_and_the_wheels_of_their_release(shipped):
+    rows = {(str(b.version), b.variant): b for b in shipped.builds if b.framework == "torch" and b.version.release[:2] == (0, 3)}
+    assert sorted(rows) == [("0.3.0", "cpu"), ("0.3.0", "cu80"), ("0.3.0", "cu90"),
+                            ("0.3.1", "cpu"), ("0.3.1", "cu80"), ("0.3.1", "cu90")]  # no cu75/cu91: no find-links page
+    for (version, variant), b in rows.items():
+        assert [str(p) for p in b.python] == ["3.5", "3.6"]
+        assert b.packages[1] == "torchvision==0.2.0"
+        assert b.find_links == f"https://download.pytorch.org/whl/{variant}/torch_stable.html"
+        assert not (b.system_cuda or b.system_cudnn or b.default)
+        assert b.status == "partially confirmed"
+    assert rows[("0.3.0", "cu80")].packages[0] == "torch==0.3.0.post4"
+    # 0.3.1's binaries dropped sm_30 and sm_50 (pytorch/pytorch#4841); 5.2 carries the PTX in both
+    assert [str(a) for a in rows[("0.3.0", "cu90")].sass] == ["3.0", "3.5", "5.0", "5.2", "6.0", "6.1", "7.0"]
+    assert [str(a) for a in rows[("0.3.1", "cu80")].sass] == ["3.5", "5.2", "6.0", "6.1"]
+    assert [str(a) for a in rows[("0.3.1", "cu90")].ptx] == ["5.2"]
+
+
+def test_the_oldest_torch_release_is_0_3_0(shipped):
+    assert min(b.version for b in shipped.builds if b.framework == "torch") == Version("0.3.0")
+    with pytest.raises(ResolveError):
+        resolve(shipped, "torch-0.2.0")

@@ -669,3 +669,44 @@ def test_a_readme_naming_python_2_borne_out_by_a_few_files_of_its_code_is_refuse
     d = found({**files, "README.md": "* Python 2.7\n", "requirements.txt": "tensorflow==1.15.0\n",
                "setup.py": "setup(python_requires='>=3.6')\n"})
     assert d.decision.stack.framework == "tensorflow"  # Python 3 is named too
+
+
+# --- torch 0.3.x: papers of late 2017 to mid 2018 -------------------------------------------------
+
+
+@pytest.mark.parametrize("files, name", [
+    ({"README.md": "## Requirements\n\n- PyTorch 0.3.0\n- Python 3.6\n", "train.py": "import torch\n"}, "torch-0.3.0-cuda9.0-py3.6"),
+    ({"requirements.txt": "torch==0.3.1\ntorchvision==0.2.0\n", "a.py": "import torch\n"}, "torch-0.3.1-cuda9.0-py3.5"),
+    ({"requirements.txt": "torch==0.3.0\n"}, "torch-0.3.0-cuda9.0-py3.5"),
+    # the version PyTorch's wheels carry, as pip freeze writes it
+    ({"requirements.txt": "torch==0.3.0.post4\n"}, "torch-0.3.0-cuda9.0-py3.5"),
+    ({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n"}, "torch-0.3.1-cuda9.0-py3.6"),
+    ({"install.sh": "pip install http://download.pytorch.org/whl/cu80/torch-0.3.0.post4-cp36-cp36m-linux_x86_64.whl\n"},
+     "torch-0.3.0-cuda8.0-py3.6"),
+])
+def test_torch_0_3_repositories_get_their_release(found, files, name):
+    d = found(files)
+    assert d.decision.stack.name == name
+    assert d.decision.stack.python in ("3.5", "3.6")
+
+
+def test_a_readme_of_2018_that_names_its_torch_and_cuda_in_one_link_gets_that_build(found):
+    d = found({"README.md": "# Prerequisites\n* Python (3.6)\n* [PyTorch (0.3.1)/CUDA 8.0](https://pytorch.org/previous-versions/)\n"
+                            "* torchvision (0.2.0)\n", "a.py": "import torch\n"})
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+
+
+def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
+    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n  - cuda80\n"})
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+    d = found({"install.sh": "conda install pytorch=0.4.1 cuda92 -c pytorch\n"})
+    assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
+    # before CUDA 11 a minor is not interchangeable: no cu91 row, so the pin stays unmet, with what there is
+    d = found({"install.sh": "conda install pytorch=0.3.1 cuda91 -c pytorch\n"})
+    assert d.decision is None and "asks for CUDA 9.1" in d.problem.what and "CUDA 9.0" in d.problem.what
+
+
+def test_a_post_release_the_rows_do_not_install_is_unmet(found):
+    d = found({"requirements.txt": "torch==0.3.0.post3\n"})
+    assert d.decision is None and "a release the matrix does not have" in str(d.problem)
+    assert d.problem.fix.startswith("nearest: torch-0.3.0-cuda")

@@ -79,3 +79,22 @@ def test_the_package_own_dependencies_when_there_is_no_requirements_file(repo, t
     r = repo({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=1.7", "einops"]\n'})
     layer = requirements_layer(r, torch171)
     assert layer.source == "pyproject.toml" and layer.kept == ["einops"]
+
+
+@pytest.mark.parametrize("req, outcome", [
+    ("torch==0.3.0", PROVIDED), ("torch==0.3.0.post4", PROVIDED), ("pytorch==0.3.0", PROVIDED), ("torch>=0.3,<0.4", PROVIDED),
+    ("torch==0.3.0.post3", REFUSED), ("torch!=0.3.0", REFUSED), ("torch!=0.3.0.post4", REFUSED), ("torch==0.3.1", REFUSED),
+])
+def test_a_pin_of_the_release_is_met_by_the_post_release_the_stack_installs(req, outcome):
+    stack = resolve(load_matrix(), "torch-0.3.0")  # installs torch==0.3.0.post4, which pip's ==0.3.0 would refuse
+    assert judge(req, stack)[0] == outcome
+
+
+def test_a_2018_conda_file_on_its_torch_0_3_stack_installs_only_what_the_stack_lacks(repo):
+    stack = resolve(load_matrix(), "torch-0.3.0-cuda8.0-py3.6")
+    r = repo({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.0\n  - torchvision=0.2.0\n  - cuda80\n"
+                                 "  - scipy=1.0.0\n"})
+    got = {ln.text: ln.outcome for ln in requirements_layer(r, stack).lines}
+    assert got == {"python=3.6": LEFT_OUT, "pytorch=0.3.0": PROVIDED, "torchvision=0.2.0": PROVIDED, "cuda80": LEFT_OUT,
+                   "scipy=1.0.0": KEPT}
+    assert "CUDA build brings its own" in next(ln.why for ln in requirements_layer(r, stack).lines if ln.text == "cuda80")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from envman.project.detect.facts import CUDA, FRAMEWORK, PYTHON, UNSUPPORTED, Fact
-from envman.project.detect.pins import cuda_of_index, cuda_of_tag, exact_version, public_spec, requirement_facts
+from envman.project.detect.pins import (
+    cuda_of_index, cuda_of_tag, exact_version, public_spec, release_meets, requirement_facts,
+)
 
 
 @pytest.mark.parametrize("tag, cuda", [
@@ -88,6 +92,22 @@ def test_requirement_facts(text, want):
 ])
 def test_exact_version(spec, version):
     assert exact_version(spec) == version
+
+
+@pytest.mark.parametrize("spec, meets", [
+    ("==0.3.0", True), ("==0.3.0.post4", True), ("===0.3.0.post4", True), ("==0.3.*", True), (">=0.3,<0.4", True),
+    ("==0.3.0.post3", False), ("==0.3.0.post5", False), ("!=0.3.0", False), ("!=0.3.0.post4", False),
+    (">0.3.0", False), ("<0.3.0", False), ("<=0.3.0", True), (">=0.3.0.post4", True), (">=0.3.0.post5", False),
+    ("", True), ("!=0.3.1", True),
+])
+def test_a_pin_meets_a_release_or_the_post_release_its_row_installs(spec, meets):
+    assert release_meets(SpecifierSet(spec), Version("0.3.0"), (Version("0.3.0.post4"),)) is meets
+
+
+def test_an_installed_version_of_another_release_is_no_stand_in():
+    # a jax row of 0.2.17 installs jaxlib 0.1.68: a pin of jax 0.1.68 names no such row
+    assert not release_meets(SpecifierSet("==0.1.68"), Version("0.2.17"), (Version("0.1.68"),))
+    assert not release_meets(SpecifierSet("==0.3.0.post4"), Version("0.3.0"))
 
 
 def test_public_spec_drops_the_local_label_and_keeps_it_apart():

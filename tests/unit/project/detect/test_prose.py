@@ -27,6 +27,9 @@ from envman.project.detect.prose import read_prose, sentence_facts
     ("CUDA 10.2 or lower", []),
     ("Requires Python 3.6+, Cuda 11.3+ and PyTorch 1.10+", ["Python >=3.6", "CUDA >=11.3", "torch >=1.10"]),
     ("JAX 0.4.x", ["jax ==0.4.*"]),
+    ("[PyTorch (0.3.1)/CUDA 8.0](https://pytorch.org/previous-versions/)", ["torch ==0.3.1", "CUDA 8.0"]),
+    ("PyTorch 0.4/Python 3.6", ["torch ==0.4.*", "Python ==3.6.*"]),
+    ("export PATH=/usr/local/cuda 10.0", []), ("see lib/cuda 9.0", []),  # a path names nothing
     ("PyTorch 2 is twice as fast", []),
     ("Python 2.7", ["Python 2, which envman does not build"]),
     ("Python 2.7 is no longer supported", []),

@@ -82,6 +82,10 @@ def test_conda_spec(text, parsed):
     ("tensorflow-gpu=1.15", ["tensorflow ==1.15.* (GPU build)"]),
     ("torchvision=0.8.2", ["torch as torchvision==0.8.2 needs it"]),
     ("numpy=1.19", []), ("mkl", []),
+    # PyTorch's channel picked the CUDA of a build before 1.1 by a bare selector package
+    ("cuda80", ["CUDA 8.0 (of torch)"]), ("cuda90", ["CUDA 9.0 (of torch)"]), ("cuda92", ["CUDA 9.2 (of torch)"]),
+    ("cuda100", ["CUDA 10.0 (of torch)"]), ("pytorch::cuda91", ["CUDA 9.1 (of torch)"]),
+    ("cuda80=1.0", []), ("cuda9", []), ("cuda101", []), ("cuda", []),  # versioned, or no selector PyTorch published
 ])
 def test_conda_facts(text, want):
     assert [f.means() for f in conda_facts(text)] == want
