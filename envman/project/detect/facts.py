@@ -8,6 +8,8 @@ states. The decision (:mod:`envman.project.detect.decide`) weighs statements by 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -89,6 +91,10 @@ class Fact:
         return d
 
 
+#: A bare CUDA selector of PyTorch's conda channel before 1.1 on a line (``cuda91``, not ``cuda91=``).
+_SELECTOR_RE = re.compile(r"(?<![\w.=-])cuda(?:75|80|90|91|92|100)(?![\w.=-])")
+
+
 @dataclass(frozen=True)
 class Statement:
     """One line of the repository that states a :class:`Fact`."""
@@ -117,6 +123,10 @@ class Statement:
         it ran on, often Colab's), is never more than advice."""
         if self.fact.kind in (CUDA, PYTHON, CUDNN) and any(n.startswith("NGC ") for n in self.notes):
             return False  # an NGC image's CUDA and Python are NVIDIA's build's; the public wheels' may differ
+        if self.fact.kind == CUDA and self.fact.framework == "torch" and _SELECTOR_RE.search(self.text):
+            # PyTorch's old conda channel picked a build by a bare selector (cuda91) that its pip
+            # wheels, which envman installs, may not have: a preference, not a pin
+            return False
         return self.weight >= STRENGTH[COMMAND] and self.source not in ("readme", "notebook")
 
     @property

@@ -701,9 +701,14 @@ def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
     assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
     d = found({"install.sh": "conda install pytorch=0.4.1 cuda92 -c pytorch\n"})
     assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
-    # before CUDA 11 a minor is not interchangeable: no cu91 row, so the pin stays unmet, with what there is
+    # a selector picks a build of a conda channel envman does not install from: no cu91 row, so the
+    # preference is set aside and a wheel build of the release is taken (the framework pin stands)
     d = found({"install.sh": "conda install pytorch=0.3.1 cuda91 -c pytorch\n"})
-    assert d.decision is None and "asks for CUDA 9.1" in d.problem.what and "CUDA 9.0" in d.problem.what
+    assert d.decision.stack.framework_version == "0.3.1" and d.decision.stack.cuda in ("8.0", "9.0")
+    assert not [s for s in d.statements if s.fact.kind == "cuda" and s.hard]
+    # a cudatoolkit pin is still a pin
+    d = found({"environment.yml": "dependencies:\n  - pytorch=0.3.1\n  - cudatoolkit=9.1\n"})
+    assert d.decision is None and "CUDA 9.1" in d.problem.what
 
 
 def test_a_post_release_the_rows_do_not_install_is_unmet(found):
