@@ -78,17 +78,44 @@ _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_
                    "cs_", "jfrt", "akcp")
 
 
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: A known prefix where a token may start: at the start of the text or after any character that
+#: is not a letter or digit (``token=hf_...``, ``x:ghp_...``, ``key.glpat-...``), with the
+#: letters, digits, ``_`` and ``-`` that follow it (the alphabet of those tokens).
+_PREFIXED_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, _TOKEN_PREFIXES)) + r")[A-Za-z0-9_-]*",
+                          re.IGNORECASE)
+_UUID_RE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                      r"(?![0-9a-fA-F])")
 
 
-def looks_like_token(seg: str) -> bool:
-    """Whether one URL component (a path segment, a host label) looks like a secret: a known
-    token prefix, a UUID, or a long random-looking run of letters and digits. Runs are split at
-    ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is not one."""
+def _decoded_forms(seg: str) -> list[str]:
+    """``seg`` as written and as each round of percent-decoding reads it: a server (and pip)
+    reads ``%68f_`` as ``hf_``, and a proxy in front of it may decode once more."""
+    forms = [seg]
+    while "%" in forms[-1] and len(forms) < 4:
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def looks_like_token(seg: str, *, runs: bool = True) -> bool:
+    """Whether one URL component (a path segment, a host label) looks like a secret, as written
+    or percent-decoded: a known token prefix at the start of it or after any character that is
+    not a letter or digit (with at least 20 characters of the token's alphabet from there), a
+    UUID anywhere in it, or (``runs``) a long random-looking run of letters and digits. Runs are
+    split at ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is
+    not one."""
+    return any(_looks_like_token(form, runs) for form in _decoded_forms(seg))
+
+
+def _looks_like_token(seg: str, runs: bool) -> bool:
     if len(seg) < 20:
         return False
-    if seg.lower().startswith(_TOKEN_PREFIXES) or _UUID_RE.fullmatch(seg):
+    if any(len(m.group(0)) >= 20 for m in _PREFIXED_RE.finditer(seg)) or _UUID_RE.search(seg):
         return True
+    if not runs:
+        return False
     for run in re.split(r"[-_.~]", seg):
         if len(run) >= 20 and re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run):
             counts = {c: run.count(c) for c in set(run)}

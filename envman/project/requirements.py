@@ -93,9 +93,10 @@ def _url_problem(url: str) -> str | None:
         return "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
     path = re.sub(r"[?#][\s\S]*", "", rest[len(authority):])
     parts = [*re.split(r"[.:\[\]]", host), *re.split(r"[/@]", path)]
-    # archive names and hex digests (a commit, a content-addressed path) are not secrets
+    # archive names and hex digests (a commit, a content-addressed path) are no random-looking
+    # secret; a known token prefix or a UUID is one in any of them
     plain = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
-    if any(looks_like_token(p) for p in parts if not plain.fullmatch(p)):
+    if any(looks_like_token(p, runs=not plain.fullmatch(p)) for p in parts):
         return "a part of the URL looks like a token, which would be written into the image"
     if "?" in rest:
         return "a URL with a query string (often a token) would be written into the image"
