@@ -143,6 +143,30 @@ def token_in_path(url: str) -> str | None:
     return None
 
 
+#: Archive names and hex digests (a commit, a content-addressed path): parts of a URL that are no
+#: random-looking secret (a known token prefix or a UUID in one still is).
+_PLAIN_PART_RE = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
+
+
+def secret_in_url(url: str) -> str | None:
+    """What in ``url`` (``scheme://...``) would carry a secret wherever the URL is written, or
+    ``None``: ``"credentials"`` (``user[:token]@``), ``"query"`` (a query string, often a token) or
+    ``"token"`` (a host label, path segment or fragment field that looks like one, see
+    :func:`looks_like_token`; archive names and hex digests are not taken for random runs)."""
+    rest = url.partition("://")[2]
+    authority = re.sub(r"[/?#][\s\S]*", "", rest)  # up to the path, the query or the fragment
+    if "@" in authority:
+        return "credentials"
+    path, _, fragment = rest[len(authority):].partition("#")
+    parts = [*re.split(r"[.:\[\]]", authority), *re.split(r"[/@]", path.partition("?")[0]),
+             *re.split(r"[&=/]", fragment)]
+    if any(looks_like_token(p, runs=not _PLAIN_PART_RE.fullmatch(p)) for p in parts):
+        return "token"
+    if "?" in rest:
+        return "query"
+    return None
+
+
 def shown_url(value: object) -> str:
     """``value`` as a message may show it: ``user[:password]@`` as ``***@``, a query or fragment
     as ``?…``, any host label or path segment that looks like a token as ``***``, at most 200
@@ -314,5 +338,5 @@ def _as_path(value: Any, what: str) -> Path:
 
 
 __all__ = ["CA_MARKER", "MAX_CA_BYTES", "NO_CREDENTIALS", "Invalid", "check_bool", "check_ca_bundle", "check_registry_mirror",
-           "check_url", "check_wheelhouse", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "shown_url",
-           "split_credentials", "token_in_path"]
+           "check_url", "check_wheelhouse", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "secret_in_url",
+           "shown_url", "split_credentials", "token_in_path"]

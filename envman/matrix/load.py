@@ -114,7 +114,7 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
                 note=r.str("note", default=""),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
-                platform_source=r.strs("platform_source"),
+                platform_source=r.citations("platform_source"),
             )
         )
     return out
@@ -196,10 +196,10 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 base_image=r.str("base_image", default=None),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
-                platform_source=r.strs("platform_source"),
+                platform_source=r.citations("platform_source"),
                 platform_note=r.str("platform_note", default=""),
                 wheel_python=r.wheel_python(),
-                wheel_python_source=r.strs("wheel_python_source"),
+                wheel_python_source=r.citations("wheel_python_source"),
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
                 released=r.get("released", to_date, "a release date like '2026-10-28'", default=None),
@@ -208,7 +208,7 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 system_nvcc=r.bool("system_nvcc"),
                 packages_arm64=r.strs("packages_arm64", default=None),
                 cuda_libs=r.strs("cuda_libs"),
-                cuda_libs_source=r.strs("cuda_libs_source"),
+                cuda_libs_source=r.citations("cuda_libs_source"),
                 cuda_libs_sha256=r.get("cuda_libs_sha256", _sha256_table,
                                        "a table {name = [\"<64 hex digits>\", ...]} (non-empty lists)", default=()),
             )

@@ -74,7 +74,7 @@ def _url_problem(url: str) -> str | None:
     """Why a URL in a requirement may not go into the image build, or ``None``: the index URLs'
     rules (https, plain http only to this machine, no credentials and nothing that looks like a
     token anywhere in it: the requirements file is written into the image)."""
-    from envman.config import is_loopback_host, looks_like_token
+    from envman.config import is_loopback_host, secret_in_url
 
     scheme, _, rest = url.partition("://")
     vcs, plus, transport = scheme.lower().partition("+")
@@ -91,14 +91,10 @@ def _url_problem(url: str) -> str | None:
         return "the URL's host cannot be read"
     if transport == "http" and not is_loopback_host(host):
         return "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
-    path = re.sub(r"[?#][\s\S]*", "", rest[len(authority):])
-    parts = [*re.split(r"[.:\[\]]", host), *re.split(r"[/@]", path)]
-    # archive names and hex digests (a commit, a content-addressed path) are no random-looking
-    # secret; a known token prefix or a UUID is one in any of them
-    plain = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
-    if any(looks_like_token(p, runs=not plain.fullmatch(p)) for p in parts):
+    secret = secret_in_url(url)
+    if secret == "token":
         return "a part of the URL looks like a token, which would be written into the image"
-    if "?" in rest:
+    if secret == "query":
         return "a URL with a query string (often a token) would be written into the image"
     return None
 

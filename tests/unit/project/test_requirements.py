@@ -192,13 +192,14 @@ URL_VERDICTS = [
     ("https://ghp_abcdefghijklmnopqrstuvwxyz0123456789.files.example/p.whl", _TOKEN),
     ("https://files.example/a/aB3kF9xQ2mZ7pL4wR8tYqN/p.whl", _TOKEN),
     ("https://files.example/pkg@aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
-    ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", None),  # a fragment is neither authority nor path
+    ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", _TOKEN),  # a fragment goes into the image too
     ("https://[::1/p.whl", "the URL's host cannot be read"),
     ("https://files.example/p.whl?key=ghp_abcdefghijklmnopqrstuvwxyz0123456789", _QUERY),  # a query is not the path
     ("https://files.example?a?b#c#d", _QUERY),
     ("https://files.example/a?b/aB3kF9xQ2mZ7pL4wR8tYqN", _QUERY),
-    ("https://files.example/p.whl#a#aB3kF9xQ2mZ7pL4wR8tYqN", None),
-    ("https://files.example#ghp_abcdefghijklmnopqrstuvwxyz0123456789", None),
+    ("https://files.example/p.whl#a#aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
+    ("https://files.example#ghp_abcdefghijklmnopqrstuvwxyz0123456789", _TOKEN),
+    ("https://files.example/p.whl#egg=pkg&subdirectory=sub/dir", None),  # pip's own fragment fields
     ("https://tok@files.example?x", _CREDS),
     ("https://files.example?u@v", _QUERY),  # an @ after the authority is not a credential
     ("https://files.example/p@aB3kF9xQ2mZ7pL4wR8tYqN?x", _TOKEN),
