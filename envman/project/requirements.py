@@ -54,6 +54,35 @@ def requirement_lines(text: str) -> list[str]:
     return [s for s in (re.sub(_COMMENT_RE, "", line).strip() for line in logical) if s]
 
 
+#: The suffixes pip takes for an archive (pip's ``ARCHIVE_EXTENSIONS``): a requirement that ends
+#: in one is a local file to pip, whether or not it exists.
+ARCHIVE_SUFFIXES = (".zip", ".whl", ".tar.bz2", ".tbz", ".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tlz",
+                    ".tar.lz", ".tar.lzma")
+#: A word that starts like a URL: a scheme and ``:``. pip takes ``git+git:host/x`` or
+#: ``http:host/x`` for a link (its ``is_url`` needs no ``//``).
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _pip_reads_a_path(requirement: str) -> bool:
+    """Whether pip reads the requirement part of a line (before its options) as a local path, as
+    its ``parse_req_from_line`` does, whatever is on disk where the build runs: not a URL, and,
+    before any ``;`` marker and ``[extras]``, a path separator (``/`` or ``\\``) or a leading
+    ``.`` (a folder, if one is there), or an archive suffix (a file), where the part before an
+    ``@`` (if any) looks like a path too."""
+    if _SCHEME_RE.match(requirement.strip()):
+        return False  # a link to pip (its is_url): the URL rules decide
+    name = requirement.split(";", 1)[0].strip()
+    bare = re.sub(r"\[[^\]]*\]$", "", name).rstrip("/\\")
+    before_at = name.split("@", 1)[0]
+
+    def looks_like_path(text: str) -> bool:
+        return "/" in text or "\\" in text or text.startswith(".")
+
+    if "@" not in name:
+        return looks_like_path(name) or bare.lower().endswith(ARCHIVE_SUFFIXES)
+    return looks_like_path(before_at)
+
+
 def _local_target(word: str) -> bool:
     """Whether ``word`` names a local path or a ``file:`` URL, alone or after ``name@``."""
     low = word.lower()
@@ -134,6 +163,9 @@ def requirement_problem(line: str) -> str | None:
         why = _url_problem(found[1]) if found is not None else None
         if why:
             return why
+    if _pip_reads_a_path(" ".join(tokens[:first])):
+        return ("pip reads this as a local path (a / or \\, a leading . or an archive name), which is not "
+                "available inside the image build: name the package, or pkg @ https://...")
     try:
         words = iter(shlex.split(" ".join(tokens[first:])))
     except ValueError:

@@ -237,3 +237,61 @@ def test_a_requirement_is_shown_with_every_url_secret_hidden_and_nothing_else_ch
     from envman.project.requirements import shown_requirement
 
     assert shown_requirement(line) == shown
+
+
+# --------------------------------------------------------------------------- what pip reads as a path or a link
+
+
+def _pip_link(line: str, cwd) -> str | None:
+    """The link pip's own constructor makes of one requirement (``None``: a name from an index)."""
+    from pip._internal.req.constructors import install_req_from_line
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        link = install_req_from_line(line).link
+    except Exception:  # pip refuses it: nothing is fetched
+        return None
+    finally:
+        os.chdir(old)
+    return None if link is None else link.url
+
+
+def _pip_cwd(tmp_path):
+    """A build's working directory holding installable folders and archives of every name used."""
+    for d in ("src", "sub/dir", "vendor/pkg", "pkg", "a"):
+        os.makedirs(tmp_path / d, exist_ok=True)
+        (tmp_path / d / "setup.py").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize("line", ["src/", "sub/dir", "sub/pkg-1.0.tar.gz", "pkg-1.0.tar.gz", "pkg-1.0-py3-none-any.whl",
+                                  "rich==13.7.1\nvendor/pkg",
+                                  # variants: extras, markers, case, other archive kinds, a path before @
+                                  ".[dev]", "sub/dir ; python_version > '3'", "pkg-1.0.TAR.GZ", "x.tgz",
+                                  "x.tar", "x.tar.xz", "x.tbz", "x.zip", "pkg/", "a\\b", "sub/pkg @ https://h.example/x.whl",
+                                  "pkg-1.0.tar.gz; python_version > '3'", "x.whl[extra]"])
+def test_every_line_pip_reads_as_a_local_path_is_refused(tmp_path, line):
+    """Attack (pip reading a requirement differently from envman): the local-path rule (local
+    paths, ``file:`` URLs are refused) knew paths by their start (``./``, ``../``, ``/``, ``~``)
+    only. pip also takes a word with a ``/`` in it that names a folder, and any word that ends
+    like an archive (``.tar.gz``, ``.zip``, ``.whl``), as a local path (pip's
+    ``_get_url_from_path``: a ``file://`` link), whether or not it exists. So ``src/``,
+    ``sub/dir`` or ``pkg-1.0.tar.gz`` passed envman and made pip install from whatever that path
+    is in the build's working directory. Checked here with pip's own constructor."""
+    cwd = _pip_cwd(tmp_path)
+    (cwd / "x.whl").write_text("")
+    link = _pip_link(line.splitlines()[-1], cwd)
+    assert link is None or link.startswith("file:"), "pip reads it as a local path (or refuses it)"
+    with pytest.raises(UserError):
+        check_requirements(line + "\n", where="requirements.txt")
+
+
+@pytest.mark.parametrize("line", ["torch", "torch==2.4.1", "src[x]", "pkg[a,b]>=1.0; python_version < '3.9'", "tar", "whl",
+                                  "pkg @ https://h.example/pkg-1.0.tar.gz", "git+https://h.example/org/x.git@v1#egg=x",
+                                  "pkg @ git+https://h.example/x.git", "zope.interface>=5", "backports.zoneinfo",
+                                  "pkg; sys_platform == 'linux'", "numpy --hash=sha256:" + "a" * 64])
+def test_names_and_https_links_are_still_taken(tmp_path, line):
+    assert requirement_problem(line) is None
+    link = _pip_link(line, _pip_cwd(tmp_path))
+    assert link is None or link.startswith("https://") or link.startswith("git+https://")
