@@ -83,6 +83,15 @@ def _pip_reads_a_path(requirement: str) -> bool:
     return looks_like_path(before_at)
 
 
+def _scheme_without_slashes(word: str) -> str | None:
+    """The scheme of a word (alone or after ``name@``) that pip would take for a link although no
+    ``//`` follows it (``git+git:host/x``: git reads that as ``host:path`` over SSH), else ``None``."""
+    before, at, after = word.partition("@")
+    target = after if at and "://" not in before else word
+    m = _SCHEME_RE.match(target)
+    return m.group(0) if m and not target[m.end():].startswith("//") else None
+
+
 def _local_target(word: str) -> bool:
     """Whether ``word`` names a local path or a ``file:`` URL, alone or after ``name@``."""
     low = word.lower()
@@ -159,6 +168,9 @@ def requirement_problem(line: str) -> str | None:
             return "an option inside the requirement (after a tab) is not accepted: put options after a space"
         if _local_target(word):
             return "a local path or file: URL is not available inside the image build"
+        if (scheme := _scheme_without_slashes(word)) is not None:
+            return (f"pip reads {clip(scheme, 40)!r}... as a link although no // follows: "
+                    "write pkg @ https://HOST/PATH")
         found = requirement_url(word)
         why = _url_problem(found[1]) if found is not None else None
         if why:

@@ -287,6 +287,23 @@ def test_every_line_pip_reads_as_a_local_path_is_refused(tmp_path, line):
         check_requirements(line + "\n", where="requirements.txt")
 
 
+@pytest.mark.parametrize("line", ["git+git:evil.example/x.git#egg=pkg", "git+http:evil.example/x.git#egg=pkg",
+                                  "git+ssh:evil/x#egg=pkg", "bzr+lp:foo#egg=pkg",
+                                  # variants: plain schemes, upper case, one slash, after name@, hg and svn
+                                  "https:evil.example/x.tar.gz", "HTTP:evil.example/x.whl", "GIT+GIT:evil/x#egg=p",
+                                  "git+https:/evil.example/x.git#egg=p", "hg+ssh:evil/x#egg=p", "svn+svn:evil/x#egg=p",
+                                  "pkg@git+git:evil/x", "pkg @ https:evil.example/x.whl", "ftp:evil.example/x.whl"])
+def test_every_line_pip_reads_as_a_vcs_link_is_checked_as_a_url(line):
+    """Attack ("URLs with @ and #egg="): envman found a requirement's URL by ``://``, but pip's
+    ``is_url`` needs only ``<scheme>:`` with a VCS scheme, so ``git+git:evil.example/x.git#egg=pkg``
+    is a git link to pip, which runs ``git clone git:evil.example/x.git``: scp-like syntax, an SSH
+    connection to the host ``git`` (resolved through the build's DNS search domains), not the
+    https-only fetch the rule promises. No URL rule looked at it."""
+    assert requirement_problem(line) is not None
+    with pytest.raises(UserError):
+        check_requirements(line + "\n", where="requirements.txt")
+
+
 @pytest.mark.parametrize("line", ["torch", "torch==2.4.1", "src[x]", "pkg[a,b]>=1.0; python_version < '3.9'", "tar", "whl",
                                   "pkg @ https://h.example/pkg-1.0.tar.gz", "git+https://h.example/org/x.git@v1#egg=x",
                                   "pkg @ git+https://h.example/x.git", "zope.interface>=5", "backports.zoneinfo",
@@ -295,3 +312,22 @@ def test_names_and_https_links_are_still_taken(tmp_path, line):
     assert requirement_problem(line) is None
     link = _pip_link(line, _pip_cwd(tmp_path))
     assert link is None or link.startswith("https://") or link.startswith("git+https://")
+
+
+NAMEISH = st.text(alphabet=st.sampled_from("ab.-_/\\:@[]+;=<> gitzpwhl"), min_size=1, max_size=16)
+
+
+@given(NAMEISH)
+@settings(max_examples=400, deadline=None)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pip parses odd version strings
+@example("src/")
+@example("a.whl")
+@example("git+git:a")
+@example(".")
+def test_what_envman_takes_pip_never_reads_as_a_path_or_a_link_without_https(tmp_path_factory, line):
+    """pip's own constructor is the oracle: a line envman accepts is a name from the index, or a
+    link to an https URL; never a ``file:`` link, whatever the build's working directory holds."""
+    if requirement_problem(line) is not None:
+        return
+    link = _pip_link(line, _pip_cwd(tmp_path_factory.mktemp("cwd")))
+    assert link is None or link.split("+", 1)[-1].startswith("https://"), (line, link)
