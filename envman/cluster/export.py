@@ -179,9 +179,10 @@ def check_git_image(value: str) -> str:
 
 
 def _k8s_escape(arg: str) -> str:
-    """The kubelet expands ``$(NAME)`` in a container's ``command`` and ``args`` from the
-    container's environment (the project's variables, from the Secret) and reads ``$$`` as ``$``:
-    every ``$`` written ``$$`` makes each word reach the process exactly as ``envman run`` gives it."""
+    """The kubelet expands ``$(NAME)`` in a container's ``command``, ``args`` and literal ``env``
+    values from the container's environment (the project's variables, from the Secret) and reads
+    ``$$`` as ``$``: every ``$`` written ``$$`` makes each word reach the process exactly as
+    ``envman run`` gives it."""
     return arg.replace("$", "$$")
 
 
@@ -208,8 +209,8 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
     name = k8s_name(x.project, what="Job name")
     secret = f"{name}-env"
     meta_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "envman"}
-    env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": x.project},
-                                 {"name": "ENVMAN_STACK", "value": x.stack.name}]
+    env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": _k8s_escape(x.project)},
+                                 {"name": "ENVMAN_STACK", "value": _k8s_escape(x.stack.name)}]
     environment = run_environment(x, (x.gpus or GpuRequest("count", count=gpus)) if gpus else None)
     if not gpus:
         env.append({"name": CPU_GPU_ENV[0], "value": CPU_GPU_ENV[1]})

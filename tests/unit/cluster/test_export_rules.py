@@ -433,3 +433,18 @@ def test_the_clone_container_runs_its_script_url_and_ref_as_written():
     job, _ = X.k8s_job(_input("cpu"), gpus=0, git=("https://git.example/a/b.git", "v1.2"))
     init = job["spec"]["template"]["spec"]["initContainers"][0]
     assert _expanded(init, "command") == ("/bin/sh", "-c", X.CLONE_SCRIPT, "https://git.example/a/b.git", "v1.2")
+
+
+@given(st.text(alphabet="$()AB_x ", max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_the_kubernetes_escape_is_undone_exactly_by_the_kubelet(text):
+    """One escape for every field the kubelet expands (``command``, ``args``, literal ``env``
+    values): whatever the text, the kubelet's expansion of it gives the text back."""
+    assert _kubelet_expand(X._k8s_escape(text), {"A": "1", "AB": "2", "B_x": "3"}) == text
+
+
+def test_the_job_s_literal_environment_values_are_written_escaped():
+    x = _input("cpu", environment=(("WANDB_API_KEY", "s3cret"),))
+    container = X.k8s_job(x, gpus=0)[0]["spec"]["template"]["spec"]["containers"][0]
+    literal = {e["name"]: _kubelet_expand(e["value"], {"WANDB_API_KEY": "s3cret"}) for e in container["env"] if "value" in e}
+    assert literal["ENVMAN_PROJECT"] == x.project and literal["ENVMAN_STACK"] == x.stack.name
