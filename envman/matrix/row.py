@@ -44,12 +44,12 @@ _SECRET_WHAT = {"credentials": "a URL with credentials (user:token@)", "query": 
 
 def citation_problem(text: str) -> str | None:
     """Why a row's source (a URL or a precise reference) may not be kept, or ``None``. Sources
-    go into the image (``envman/stack.json``, the ``envman.stack`` label) and every registry it
+    (and notes) go into the image (``envman/stack.json``, the ``envman.stack`` label) and every registry it
     is pushed to, so every URL in one follows the index URLs' rules on secrets (no
     ``user:token@``, no query string, nothing token-like: :func:`envman.config.secret_in_url`),
     and no other word of it holds a known token prefix or a UUID."""
     for m in _URL_IN_TEXT_RE.finditer(text):
-        why = secret_in_url(m.group(0))
+        why = secret_in_url(m.group(0).rstrip(".:!"))  # a sentence's stop is not part of the URL
         if why is not None:
             return _SECRET_WHAT[why]
     if any(looks_like_token(word, runs=False) for word in text.split()):
@@ -168,7 +168,13 @@ class Row:
 
     def provenance(self) -> dict[builtins.str, Any]:
         """``source``, ``status`` and ``note``, which every kind of row carries (read in that order)."""
-        return {"source": self.sources(), "status": self.status(), "note": self.str("note", default="")}
+        return {"source": self.sources(), "status": self.status(), "note": self.note("note")}
+
+    def note(self, key: builtins.str) -> builtins.str:
+        """A row's note (prose, copied into the image with the stack like its sources), checked as
+        a source is."""
+        text: builtins.str = self.str(key, default="")
+        return self._cited(key, (text,))[0] if text else text
 
     def platforms(self) -> tuple[builtins.str, ...]:
         """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""

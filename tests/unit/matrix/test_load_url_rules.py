@@ -77,7 +77,8 @@ def _user_row(tmp_path: Path, source: str, key: str = "source") -> Path:
     start = next(i for i, ln in enumerate(lines)
                  if ln == "[[build]]" and lines[i + 1] == 'version = "2.4.1"' and lines[i + 2] == 'variant = "cpu"')
     end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("[[") or lines[i].startswith("[build."))
-    row = [ln for ln in lines[start:end] if not ln.startswith(f"{key} = ")] + [f"{key} = [{json.dumps(source)}]"]
+    value = json.dumps(source) if key.endswith("note") else f"[{json.dumps(source)}]"
+    row = [ln for ln in lines[start:end] if not ln.startswith(f"{key} = ")] + [f"{key} = {value}"]
     path = tmp_path / "mine.toml"
     path.write_text("\n".join([*lines[:3], "", *row]) + "\n")
     return path
@@ -104,7 +105,8 @@ HOSTILE_SOURCES = [
 ]
 
 
-@pytest.mark.parametrize("key", ["source", "platform_source", "wheel_python_source", "cuda_libs_source"])
+@pytest.mark.parametrize("key", ["source", "platform_source", "wheel_python_source", "cuda_libs_source", "note",
+                                 "platform_note"])
 @pytest.mark.parametrize("url", HOSTILE_SOURCES)
 def test_a_token_in_a_user_matrix_row_s_source_url_never_reaches_the_image(tmp_path, url, key):
     """Attack ("all URLs from any matrix follow the index-URL rules"): recipe URLs and a row's
@@ -113,7 +115,8 @@ def test_a_token_in_a_user_matrix_row_s_source_url_never_reaches_the_image(tmp_p
     with a token (``?private_token=glpat-...``, a ``glpat-`` path segment, ``user:ghp_...@``)
     loaded, validated and rendered, and the URL was written into ``envman/stack.json`` in the
     image and into the Dockerfile's ``envman.stack`` label, from where ``envman push`` sends it
-    to a registry. Now refused when the file is read, in one line that never shows the secret."""
+    to a registry (a row's notes go there too). Now refused when the file is read, in one line
+    that never shows the secret."""
     with pytest.raises(EnvmanError) as e:
         load_matrix([_user_row(tmp_path, url, key)])
     assert e.value.where == str(tmp_path / "mine.toml") and f".{key}:" in e.value.what
@@ -129,14 +132,24 @@ def test_a_token_in_a_user_matrix_row_s_source_url_never_reaches_the_image(tmp_p
     "NVIDIA's doc/unsupported-tags.md (mirror @ 181367a6) lists this tag",
     "commit 0123456789abcdef0123456789abcdef01234567 of the wheel's repository",
     "https://github.com/org/hf_transfer/releases (hf_transfer-0.1.8-cp38-abi3-manylinux_2_17_x86_64.whl)",
+    "see https://gist.github.com/someone/6c1017e087f45a330b25922a69e12eec.",  # a sentence's stop after a hex id
 ])
 def test_a_source_without_a_secret_is_taken_as_written(tmp_path, source):
     m = load_matrix([_user_row(tmp_path, source)])
     assert source in resolve(m, "torch-2.4-cpu").sources
 
 
-def test_every_shipped_source_is_taken():
+def test_every_shipped_source_and_note_is_taken():
     from envman.matrix.row import citation_problem
 
     m = load_matrix()
-    assert m.builds and all(citation_problem(s) is None for b in m.builds for s in (*b.source, *b.platform_source))
+    texts = [t for b in m.builds for t in (*b.source, *b.platform_source, b.note, b.platform_note)]
+    assert len(texts) > 100 and all(citation_problem(t) is None for t in texts)
+
+
+@pytest.mark.parametrize("key", ["note", "platform_note"])
+def test_a_note_without_a_secret_is_taken(tmp_path, key):
+    note = "built from https://docs.example/notes#section-2, as NVIDIA's table says (hf_transfer is not used)"
+    m = load_matrix([_user_row(tmp_path, note, key)])
+    build = next(b for b in m.builds if b.framework == "torch" and str(b.version) == "2.4.1" and b.variant == "cpu")
+    assert getattr(build, key) == note
