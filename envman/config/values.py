@@ -167,6 +167,13 @@ def secret_in_url(url: str) -> str | None:
     return None
 
 
+def citable_url(url: str) -> str:
+    """``url`` as a matrix row may cite it: without its ``user[:token]@`` and its query string (a
+    private index's credentials, a signed download's signature); the rest as it is."""
+    m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^/?#]*@)?([^?#]*)(?:\?[^#]*)?(#.*)?", url, re.DOTALL)
+    return url if m is None else m.group(1) + m.group(2) + (m.group(3) or "")
+
+
 def shown_url(value: object) -> str:
     """``value`` as a message may show it: ``user[:password]@`` as ``***@``, a query or fragment
     as ``?…``, any host label or path segment that looks like a token as ``***``, at most 200
@@ -338,5 +345,5 @@ def _as_path(value: Any, what: str) -> Path:
 
 
 __all__ = ["CA_MARKER", "MAX_CA_BYTES", "NO_CREDENTIALS", "Invalid", "check_bool", "check_ca_bundle", "check_registry_mirror",
-           "check_url", "check_wheelhouse", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "secret_in_url",
+           "check_url", "check_wheelhouse", "citable_url", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "secret_in_url",
            "shown_url", "split_credentials", "token_in_path"]

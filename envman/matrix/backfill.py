@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
+from envman.config import citable_url
 from envman.matrix.index import NotFound, normalize
 from envman.matrix.model import PLATFORMS
 from envman.matrix.wheels import exact_version, wheel_tags
@@ -171,7 +172,7 @@ def _sorted(pys: Iterable[str]) -> list[str]:
 def _with(existing: Iterable[str], urls: Iterable[str], how: str) -> list[str] | None:
     """``existing`` with a line for each URL none of its lines names yet; None when nothing is new."""
     out = list(existing)
-    new = [u for u in urls if not any(line.split(" ")[0] == u for line in out)]
+    new = [u for u in dict.fromkeys(map(citable_url, urls)) if not any(line.split(" ")[0] == u for line in out)]
     return [*out, *(f"{u} ({how})" for u in new)] if new else None
 
 

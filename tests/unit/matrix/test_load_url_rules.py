@@ -153,3 +153,31 @@ def test_a_note_without_a_secret_is_taken(tmp_path, key):
     m = load_matrix([_user_row(tmp_path, note, key)])
     build = next(b for b in m.builds if b.framework == "torch" and str(b.version) == "2.4.1" and b.variant == "cpu")
     assert getattr(build, key) == note
+
+
+@pytest.mark.parametrize("url, cited", [
+    ("https://user:ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8@idx.example/simple/torch/",
+     "https://idx.example/simple/torch/"),
+    ("https://idx.example/p/torch-2.4.1-cp311-none-linux_x86_64.whl?X-Amz-Signature=ab12&X-Amz-Date=1#sha256=" + "a" * 64,
+     "https://idx.example/p/torch-2.4.1-cp311-none-linux_x86_64.whl#sha256=" + "a" * 64),
+    ("https://tok@idx.example?x", "https://idx.example"),
+    ("https://idx.example/simple/torch/", "https://idx.example/simple/torch/"),
+    ("not a url ?x", "not a url ?x"),
+])
+def test_what_matrix_update_cites_carries_no_credentials_or_query(url, cited):
+    """``matrix update`` writes the index pages and wheel URLs it read into the rows it makes;
+    an index given with ``user:token@`` or a signed download URL must not put its secret there
+    (the row would then be refused when read, and before that rule, copied into images)."""
+    from envman.config import citable_url
+    from envman.matrix.backfill import _with
+    from envman.matrix.newrow import RowBuilder
+    from envman.matrix.row import citation_problem
+
+    assert citable_url(url) == cited
+    assert "://" not in url or citation_problem(citable_url(url)) is None
+    assert _with([], [url, cited], "how") == [f"{cited} (how)"]
+    from packaging.version import Version
+
+    row = RowBuilder("torch", Version("2.4.1"), "cpu")
+    row.fact("python", ["3.11"], url, "how")
+    assert row.sources == [cited] and cited in row.derived["python"]
