@@ -81,8 +81,12 @@ _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_
 #: A known prefix where a token may start: at the start of the text or after any character that
 #: is not a letter or digit (``token=hf_...``, ``x:ghp_...``, ``key.glpat-...``), with the
 #: letters, digits, ``_`` and ``-`` that follow it (the alphabet of those tokens).
-_PREFIXED_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, _TOKEN_PREFIXES)) + r")[A-Za-z0-9_-]*",
+_PREFIXED_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, _TOKEN_PREFIXES)) + r")(?P<body>[A-Za-z0-9_-]*)",
                           re.IGNORECASE)
+#: Inside a component, what follows a prefix is a token's body only when it holds a digit or a
+#: capital letter (as every token of those kinds does); a repository manager's name of words
+#: (``ml-pypi-virtual-repository``) holds neither.
+_TOKEN_BODY_RE = re.compile(r"[A-Z0-9]")
 _UUID_RE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
                       r"(?![0-9a-fA-F])")
 
@@ -102,7 +106,8 @@ def _decoded_forms(seg: str) -> list[str]:
 def looks_like_token(seg: str, *, runs: bool = True) -> bool:
     """Whether one URL component (a path segment, a host label) looks like a secret, as written
     or percent-decoded: a known token prefix at the start of it or after any character that is
-    not a letter or digit (with at least 20 characters of the token's alphabet from there), a
+    not a letter or digit (with at least 20 characters of the token's alphabet from there, and,
+    after a separator, a digit or a capital letter among them), a
     UUID anywhere in it, or (``runs``) a long random-looking run of letters and digits. Runs are
     split at ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is
     not one."""
@@ -112,7 +117,10 @@ def looks_like_token(seg: str, *, runs: bool = True) -> bool:
 def _looks_like_token(seg: str, runs: bool) -> bool:
     if len(seg) < 20:
         return False
-    if any(len(m.group(0)) >= 20 for m in _PREFIXED_RE.finditer(seg)) or _UUID_RE.search(seg):
+    if any(len(m.group(0)) >= 20 and (m.start() == 0 or _TOKEN_BODY_RE.search(m.group("body")))
+           for m in _PREFIXED_RE.finditer(seg)):
+        return True
+    if _UUID_RE.search(seg):
         return True
     if not runs:
         return False

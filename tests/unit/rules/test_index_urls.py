@@ -158,6 +158,9 @@ def test_a_known_token_prefix_inside_a_path_segment_is_refused(segment):
     "scikit_learn-1.5.2-cp311-cp311-manylinux_2_17_x86_64.whl",
     "simple%2Ftorch",                     # decoding alone is no token
     "123e4567-e89b-12d3-a456-42661417400",  # one hex digit short of a UUID
+    "ml-pypi-virtual-repository",         # a repository manager's name of words after a separator
+    "api/pypi/team-pypi-remote-repository",
+    "t=AKIA" + "ABCDEFGHIJKLMNO",          # 19 from the prefix: one short
 ])
 def test_names_that_only_resemble_a_token_are_taken(segment):
     from envman.config import check_url, looks_like_token
@@ -173,3 +176,7 @@ def test_a_token_is_twenty_characters_from_its_prefix():
 
     assert looks_like_token("x=hf_" + "Q" * 17) and not looks_like_token("x=hf_" + "Q" * 16)
     assert looks_like_token("%68f_" + "Q" * 17) and not looks_like_token("%68f_" + "Q" * 16)
+    # after a separator, a digit or a capital letter marks a token's body; at the start the prefix alone
+    assert looks_like_token("x-pypi-virtual-repositorY") and looks_like_token("x-pypi-virtual-repository1")
+    assert not looks_like_token("x-pypi-virtual-repository") and looks_like_token("pypi-virtual-repository")
+    assert looks_like_token("x=glpat-" + "a-b_" * 5) is False and looks_like_token("x=glpat-" + "a-B_" * 5)
