@@ -169,13 +169,13 @@ def test_what_matrix_update_cites_carries_no_credentials_or_query(url, cited):
     an index given with ``user:token@`` or a signed download URL must not put its secret there
     (the row would then be refused when read, and before that rule, copied into images)."""
     from envman.config import citable_url
-    from envman.matrix.backfill import _with
+    from envman.matrix.backfill import with_citations
     from envman.matrix.newrow import RowBuilder
     from envman.matrix.row import citation_problem
 
     assert citable_url(url) == cited
     assert "://" not in url or citation_problem(citable_url(url)) is None
-    assert _with([], [url, cited], "how") == [f"{cited} (how)"]
+    assert with_citations([], [url, cited], "how") == [f"{cited} (how)"]
     from packaging.version import Version
 
     row = RowBuilder("torch", Version("2.4.1"), "cpu")
