@@ -178,6 +178,14 @@ def check_git_image(value: str) -> str:
     return value
 
 
+def _k8s_escape(arg: str) -> str:
+    """The kubelet expands ``$(NAME)`` in a container's ``command``, ``args`` and literal ``env``
+    values from the container's environment (the project's variables, from the Secret) and reads
+    ``$$`` as ``$``: every ``$`` written ``$$`` makes each word reach the process exactly as
+    ``envman run`` gives it."""
+    return arg.replace("$", "$$")
+
+
 def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid: int = 1000,
             gid: int = 1000, git: tuple[str, str] | None = None,
             git_image: str | None = None) -> tuple[dict[str, Any], list[str]]:
@@ -201,8 +209,8 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
     name = k8s_name(x.project, what="Job name")
     secret = f"{name}-env"
     meta_labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "envman"}
-    env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": x.project},
-                                 {"name": "ENVMAN_STACK", "value": x.stack.name}]
+    env: list[dict[str, Any]] = [{"name": "ENVMAN_PROJECT", "value": _k8s_escape(x.project)},
+                                 {"name": "ENVMAN_STACK", "value": _k8s_escape(x.stack.name)}]
     environment = run_environment(x, (x.gpus or GpuRequest("count", count=gpus)) if gpus else None)
     if not gpus:
         env.append({"name": CPU_GPU_ENV[0], "value": CPU_GPU_ENV[1]})
@@ -223,7 +231,7 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}, {"name": "workspace", "mountPath": WORKSPACE}],
     }
     if x.command:
-        container["args"] = list(x.command)
+        container["args"] = [_k8s_escape(c) for c in x.command]
     if gpus:
         container["resources"] = {"limits": {GPU_RESOURCE: gpus}}
     pod: dict[str, Any] = {
@@ -245,7 +253,7 @@ def k8s_job(x: ExportInput, *, gpus: int, runtime_class: str | None = None, uid:
         pod["initContainers"] = [{
             "name": "clone",
             "image": GIT_IMAGE if git_image is None else check_git_image(git_image),
-            "command": ["/bin/sh", "-c", CLONE_SCRIPT, url, ref],
+            "command": [_k8s_escape(c) for c in ("/bin/sh", "-c", CLONE_SCRIPT, url, ref)],
             "env": [{"name": "HOME", "value": "/tmp"}],
             "securityContext": container["securityContext"],
             "volumeMounts": [{"name": "workspace", "mountPath": WORKSPACE}],

@@ -28,7 +28,8 @@ from envman.config.matrix_files import MATRIX_ENV, matrix_files, user_matrix_pat
 from envman.config.network import CREDENTIAL_KEYS, NETWORK_KEYS, PATH_KEYS, URL_KEYS, VALIDATORS, NetworkConfig, validate_network
 from envman.config.values import (
     CA_MARKER, MAX_CA_BYTES, NO_CREDENTIALS, Invalid, check_bool, check_ca_bundle, check_registry_mirror, check_url,
-    check_wheelhouse, ip_literal, is_loopback_host, looks_like_token, redact, shown_url, split_credentials, token_in_path,
+    check_wheelhouse, citable_url, ip_literal, is_loopback_host, looks_like_token, redact, secret_in_url, shown_url, split_credentials,
+    token_in_path,
 )
 
 __all__ = [
@@ -38,6 +39,6 @@ __all__ = [
     "MATRIX_KEYS", "MatrixConfig", "MATRIX_ENV", "matrix_files", "user_matrix_paths",
     "CREDENTIAL_KEYS", "NETWORK_KEYS", "PATH_KEYS", "URL_KEYS", "VALIDATORS", "NetworkConfig", "validate_network",
     "CA_MARKER", "MAX_CA_BYTES", "NO_CREDENTIALS", "Invalid", "check_bool", "check_ca_bundle", "check_registry_mirror",
-    "check_url", "check_wheelhouse", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "shown_url",
+    "check_url", "check_wheelhouse", "citable_url", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "secret_in_url", "shown_url",
     "split_credentials", "token_in_path",
 ]

@@ -78,17 +78,52 @@ _TOKEN_PREFIXES = ("ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "hf_", "npm_
                    "cs_", "jfrt", "akcp")
 
 
-_UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+#: A known prefix where a token may start: at the start of the text or after any character that
+#: is not a letter or digit (``token=hf_...``, ``x:ghp_...``, ``key.glpat-...``), with the
+#: letters, digits, ``_`` and ``-`` that follow it (the alphabet of those tokens).
+_PREFIXED_RE = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, _TOKEN_PREFIXES)) + r")(?P<body>[A-Za-z0-9_-]*)",
+                          re.IGNORECASE)
+#: Inside a component, what follows a prefix is a token's body only when it holds a digit or a
+#: capital letter (as every token of those kinds does); a repository manager's name of words
+#: (``ml-pypi-virtual-repository``) holds neither.
+_TOKEN_BODY_RE = re.compile(r"[A-Z0-9]")
+_UUID_RE = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                      r"(?![0-9a-fA-F])")
 
 
-def looks_like_token(seg: str) -> bool:
-    """Whether one URL component (a path segment, a host label) looks like a secret: a known
-    token prefix, a UUID, or a long random-looking run of letters and digits. Runs are split at
-    ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is not one."""
+def _decoded_forms(seg: str) -> list[str]:
+    """``seg`` as written and as each round of percent-decoding reads it: a server (and pip)
+    reads ``%68f_`` as ``hf_``, and a proxy in front of it may decode once more."""
+    forms = [seg]
+    while "%" in forms[-1] and len(forms) < 4:
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def looks_like_token(seg: str, *, runs: bool = True) -> bool:
+    """Whether one URL component (a path segment, a host label) looks like a secret, as written
+    or percent-decoded: a known token prefix at the start of it or after any character that is
+    not a letter or digit (with at least 20 characters of the token's alphabet from there, and,
+    after a separator, a digit or a capital letter among them), a
+    UUID anywhere in it, or (``runs``) a long random-looking run of letters and digits. Runs are
+    split at ``- _ . ~``, so a name made of words and a short id (``team-a-3f9a2b7c1d4e``) is
+    not one."""
+    return any(_looks_like_token(form, runs) for form in _decoded_forms(seg))
+
+
+def _looks_like_token(seg: str, runs: bool) -> bool:
     if len(seg) < 20:
         return False
-    if seg.lower().startswith(_TOKEN_PREFIXES) or _UUID_RE.fullmatch(seg):
+    if any(len(m.group(0)) >= 20 and (m.start() == 0 or _TOKEN_BODY_RE.search(m.group("body")))
+           for m in _PREFIXED_RE.finditer(seg)):
         return True
+    if _UUID_RE.search(seg):
+        return True
+    if not runs:
+        return False
     for run in re.split(r"[-_.~]", seg):
         if len(run) >= 20 and re.search(r"[0-9]", run) and re.search(r"[A-Za-z]", run):
             counts = {c: run.count(c) for c in set(run)}
@@ -114,6 +149,37 @@ def token_in_path(url: str) -> str | None:
         if looks_like_token(seg):
             return seg
     return None
+
+
+#: Archive names and hex digests (a commit, a content-addressed path): parts of a URL that are no
+#: random-looking secret (a known token prefix or a UUID in one still is).
+_PLAIN_PART_RE = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
+
+
+def secret_in_url(url: str) -> str | None:
+    """What in ``url`` (``scheme://...``) would carry a secret wherever the URL is written, or
+    ``None``: ``"credentials"`` (``user[:token]@``), ``"query"`` (a query string, often a token) or
+    ``"token"`` (a host label, path segment or fragment field that looks like one, see
+    :func:`looks_like_token`; archive names and hex digests are not taken for random runs)."""
+    rest = url.partition("://")[2]
+    authority = re.sub(r"[/?#][\s\S]*", "", rest)  # up to the path, the query or the fragment
+    if "@" in authority:
+        return "credentials"
+    path, _, fragment = rest[len(authority):].partition("#")
+    parts = [*re.split(r"[.:\[\]]", authority), *re.split(r"[/@]", path.partition("?")[0]),
+             *re.split(r"[&=/]", fragment)]
+    if any(looks_like_token(p, runs=not _PLAIN_PART_RE.fullmatch(p)) for p in parts):
+        return "token"
+    if "?" in rest:
+        return "query"
+    return None
+
+
+def citable_url(url: str) -> str:
+    """``url`` as a matrix row may cite it: without its ``user[:token]@`` and its query string (a
+    private index's credentials, a signed download's signature); the rest as it is."""
+    m = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*://)(?:[^/?#]*@)?([^?#]*)(?:\?[^#]*)?(#.*)?", url, re.DOTALL)
+    return url if m is None else m.group(1) + m.group(2) + (m.group(3) or "")
 
 
 def shown_url(value: object) -> str:
@@ -287,5 +353,5 @@ def _as_path(value: Any, what: str) -> Path:
 
 
 __all__ = ["CA_MARKER", "MAX_CA_BYTES", "NO_CREDENTIALS", "Invalid", "check_bool", "check_ca_bundle", "check_registry_mirror",
-           "check_url", "check_wheelhouse", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "shown_url",
-           "split_credentials", "token_in_path"]
+           "check_url", "check_wheelhouse", "citable_url", "ip_literal", "is_loopback_host", "looks_like_token", "redact", "secret_in_url",
+           "shown_url", "split_credentials", "token_in_path"]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
+from envman.config import citable_url
 from envman.matrix.index import NotFound, normalize
 from envman.matrix.model import PLATFORMS
 from envman.matrix.wheels import exact_version, wheel_tags
@@ -168,10 +169,11 @@ def _sorted(pys: Iterable[str]) -> list[str]:
     return sorted(set(pys), key=Version)
 
 
-def _with(existing: Iterable[str], urls: Iterable[str], how: str) -> list[str] | None:
-    """``existing`` with a line for each URL none of its lines names yet; None when nothing is new."""
+def with_citations(existing: Iterable[str], urls: Iterable[str], how: str) -> list[str] | None:
+    """``existing`` with a line for each URL none of its lines names yet, each as a row may cite it
+    (:func:`envman.config.citable_url`); None when nothing is new."""
     out = list(existing)
-    new = [u for u in urls if not any(line.split(" ")[0] == u for line in out)]
+    new = [u for u in dict.fromkeys(map(citable_url, urls)) if not any(line.split(" ")[0] == u for line in out)]
     return [*out, *(f"{u} ({how})" for u in new)] if new else None
 
 
@@ -244,15 +246,15 @@ def row_gap(b: "FrameworkBuild", files_of: Callable[[str], list[Any]], page_url:
         return None, unfilled
     how = f"envman matrix update: CPython tags of the Linux wheels of {b.framework} {b.version}'s packages"
     if "platforms" in changes:
-        src = _with(b.platform_source, urls, how)
+        src = with_citations(b.platform_source, urls, how)
         if src is not None:
             changes["platform_source"] = src
     if "wheel_python" in changes:
-        src = _with(b.wheel_python_source, urls, how)
+        src = with_citations(b.wheel_python_source, urls, how)
         if src is not None:
             changes["wheel_python_source"] = src
     elif "python" in changes:
-        src = _with(b.source, urls, how)
+        src = with_citations(b.source, urls, how)
         if src is not None:
             changes["source"] = src
     return Gap(b.framework, str(b.version), b.variant, changes, tuple(added), tuple(urls)), unfilled

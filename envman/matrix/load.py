@@ -111,10 +111,10 @@ def _parse_images(doc: dict[str, Any], file: str) -> list[BaseImage]:
                 status=r.str("status", choices=IMAGE_STATUSES),
                 source=r.sources(),
                 custom=r.bool("custom"),
-                note=r.str("note", default=""),
+                note=r.note("note"),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
-                platform_source=r.strs("platform_source"),
+                platform_source=r.citations("platform_source"),
             )
         )
     return out
@@ -196,10 +196,10 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 base_image=r.str("base_image", default=None),
                 platforms=r.platforms(),
                 platform_status=r.str("platform_status", default="confirmed", choices=STATUSES),
-                platform_source=r.strs("platform_source"),
-                platform_note=r.str("platform_note", default=""),
+                platform_source=r.citations("platform_source"),
+                platform_note=r.note("platform_note"),
                 wheel_python=r.wheel_python(),
-                wheel_python_source=r.strs("wheel_python_source"),
+                wheel_python_source=r.citations("wheel_python_source"),
                 sass_arm64=_sorted_or_none(r.list("sass_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
                 ptx_arm64=_sorted_or_none(r.list("ptx_arm64", to_arch, "compute capabilities like '8.6'", default=None)),
                 released=r.get("released", to_date, "a release date like '2026-10-28'", default=None),
@@ -208,7 +208,7 @@ def _parse_framework(doc: dict[str, Any], file: str) -> list[FrameworkBuild]:
                 system_nvcc=r.bool("system_nvcc"),
                 packages_arm64=r.strs("packages_arm64", default=None),
                 cuda_libs=r.strs("cuda_libs"),
-                cuda_libs_source=r.strs("cuda_libs_source"),
+                cuda_libs_source=r.citations("cuda_libs_source"),
                 cuda_libs_sha256=r.get("cuda_libs_sha256", _sha256_table,
                                        "a table {name = [\"<64 hex digits>\", ...]} (non-empty lists)", default=()),
             )
@@ -252,7 +252,7 @@ def _parse_tags(doc: dict[str, Any], file: str) -> list[PublishedTags | TagHisto
         if not tags:
             raise r.fail("tags", "a non-empty list of tags")
         out.append(PublishedTags(repository=r.str("name"), tags=frozenset(tags), source=r.sources(), status=r.status()))
-        r.str("note", default="")
+        r.note("note")
     for r in each_row(doc, "history", file):
         repository, source, status = r.str("repository"), r.sources(), r.status()
         entries = r.list("tags", _history_entry, "tables {tag = \"...\", published = \"YYYY-MM-DD\", served = true|false|\"unknown\"}",

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 from packaging.version import Version
 from packaging.requirements import Requirement
 
+from envman.config import citable_url
 from envman.matrix.index import IndexFile, IndexFileError, IndexUnreachable, WheelMetadata, normalize
 from envman.matrix.model import FrameworkBuild, Matrix
 from envman.matrix.wheels import KNOWN_PYTHONS, CudaPins, cuda_library_lines, wheel_tags
@@ -60,6 +61,7 @@ class RowBuilder:
         self._arm64: tuple[list[str], list[str]] | None = None
 
     def fact(self, key: str, value: Any, url: str, how: str) -> None:
+        url = citable_url(url)
         self.data[key] = value
         self.derived[key] = f"{how} ({url})"
         if url not in self.sources:
@@ -93,7 +95,7 @@ class RowBuilder:
         if not lines:
             return
         self.data["cuda_libs"] = list(lines)
-        self.data["cuda_libs_source"] = [md.url]
+        self.data["cuda_libs_source"] = [citable_url(md.url)]
         hashes = pin_hashes(lines, files_of) if files_of is not None else None
         if hashes:
             self.data["cuda_libs_sha256"] = hashes

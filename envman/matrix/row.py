@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import builtins
 import datetime
+import re
 from typing import Any, Callable, Iterable, Iterator, TypeVar, overload
 
 from packaging.version import InvalidVersion, Version
 
-from envman.config import shown_url
+from envman.config import looks_like_token, secret_in_url, shown_url
 from envman.errors import MatrixError
 from envman.matrix.model import DEFAULT_PLATFORMS, PLATFORMS, STATUSES, Arch, DriverVersion
 
@@ -32,6 +33,28 @@ def shown_value(got: Any) -> str:
             return {k: show(x) for k, x in v.items()}
         return v
     return repr(show(got))
+
+
+#: A URL inside a citation: a scheme, ``://`` and what follows up to a space, a quote or a bracket.
+_URL_IN_TEXT_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>()\[\]{},;]*")
+
+_SECRET_WHAT = {"credentials": "a URL with credentials (user:token@)", "query": "a URL with a query string",
+                "token": "a URL with a part that looks like a token"}
+
+
+def citation_problem(text: str) -> str | None:
+    """Why a row's source (a URL or a precise reference) may not be kept, or ``None``. Sources
+    (and notes) go into the image (``envman/stack.json``, the ``envman.stack`` label) and every registry it
+    is pushed to, so every URL in one follows the index URLs' rules on secrets (no
+    ``user:token@``, no query string, nothing token-like: :func:`envman.config.secret_in_url`),
+    and no other word of it holds a known token prefix or a UUID."""
+    for m in _URL_IN_TEXT_RE.finditer(text):
+        why = secret_in_url(m.group(0).rstrip(".:!"))  # a sentence's stop is not part of the URL
+        if why is not None:
+            return _SECRET_WHAT[why]
+    if any(looks_like_token(word, runs=False) for word in text.split()):
+        return "a word that looks like a token"
+    return None
 
 
 class Row:
@@ -122,6 +145,21 @@ class Row:
         )
         if not src:
             raise self.fail("source", "a non-empty list of sources")
+        return self._cited("source", src)
+
+    def citations(self, key: builtins.str) -> tuple[builtins.str, ...]:
+        """A list of sources other than ``source`` (``platform_source``, ...), checked as it is."""
+        return self._cited(key, self.strs(key))
+
+    def _cited(self, key: builtins.str, src: tuple[builtins.str, ...]) -> tuple[builtins.str, ...]:
+        for text in src:
+            why = citation_problem(text)
+            if why is not None:  # the value is never shown: it may be the secret
+                raise MatrixError(
+                    f"key {self.where}.{key}: {why}, which would be written into every image built from the row",
+                    where=self.file,
+                    fix="cite the page without credentials, query string or token (a public URL or a precise reference)",
+                )
         return src
 
     def status(self, key: builtins.str = "status") -> builtins.str:
@@ -130,7 +168,13 @@ class Row:
 
     def provenance(self) -> dict[builtins.str, Any]:
         """``source``, ``status`` and ``note``, which every kind of row carries (read in that order)."""
-        return {"source": self.sources(), "status": self.status(), "note": self.str("note", default="")}
+        return {"source": self.sources(), "status": self.status(), "note": self.note("note")}
+
+    def note(self, key: builtins.str) -> builtins.str:
+        """A row's note (prose, copied into the image with the stack like its sources), checked as
+        a source is."""
+        text: builtins.str = self.str(key, default="")
+        return self._cited(key, (text,))[0] if text else text
 
     def platforms(self) -> tuple[builtins.str, ...]:
         """``platforms``: a non-empty, duplicate-free list out of PLATFORMS, kept in PLATFORMS order."""

@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 import re
 
+from envman.config import citable_url
 from envman.errors import UserError
 from envman.matrix.backfill import Gap
 from envman.matrix.index import (
@@ -146,7 +147,7 @@ def released(ws: Iterable[Wheel]) -> str | None:
 
 def _pythons_fact(b: RowBuilder, pys: set[str], urls: list[str], how: str) -> None:
     b.fact("python", sorted(pys, key=Version), urls[0], how)
-    for u in urls[1:]:
+    for u in map(citable_url, urls[1:]):
         if u not in b.sources:
             b.sources.append(u)
 

@@ -54,6 +54,44 @@ def requirement_lines(text: str) -> list[str]:
     return [s for s in (re.sub(_COMMENT_RE, "", line).strip() for line in logical) if s]
 
 
+#: The suffixes pip takes for an archive (pip's ``ARCHIVE_EXTENSIONS``): a requirement that ends
+#: in one is a local file to pip, whether or not it exists.
+ARCHIVE_SUFFIXES = (".zip", ".whl", ".tar.bz2", ".tbz", ".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tlz",
+                    ".tar.lz", ".tar.lzma")
+#: A word that starts like a URL: a scheme and ``:``. pip takes ``git+git:host/x`` or
+#: ``http:host/x`` for a link (its ``is_url`` needs no ``//``).
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _pip_reads_a_path(requirement: str) -> bool:
+    """Whether pip reads the requirement part of a line (before its options) as a local path, as
+    its ``parse_req_from_line`` does, whatever is on disk where the build runs: not a URL, and,
+    before any ``;`` marker and ``[extras]``, a path separator (``/`` or ``\\``) or a leading
+    ``.`` (a folder, if one is there), or an archive suffix (a file), where the part before an
+    ``@`` (if any) looks like a path too."""
+    if _SCHEME_RE.match(requirement.strip()):
+        return False  # a link to pip (its is_url): the URL rules decide
+    name = requirement.split(";", 1)[0].strip()
+    bare = re.sub(r"\[[^\]]*\]$", "", name).rstrip("/\\")
+    before_at = name.split("@", 1)[0]
+
+    def looks_like_path(text: str) -> bool:
+        return "/" in text or "\\" in text or text.startswith(".")
+
+    if "@" not in name:
+        return looks_like_path(name) or bare.lower().endswith(ARCHIVE_SUFFIXES)
+    return looks_like_path(before_at)
+
+
+def _scheme_without_slashes(word: str) -> str | None:
+    """The scheme of a word (alone or after ``name@``) that pip would take for a link although no
+    ``//`` follows it (``git+git:host/x``: git reads that as ``host:path`` over SSH), else ``None``."""
+    before, at, after = word.partition("@")
+    target = after if at and "://" not in before else word
+    m = _SCHEME_RE.match(target)
+    return m.group(0) if m and not target[m.end():].startswith("//") else None
+
+
 def _local_target(word: str) -> bool:
     """Whether ``word`` names a local path or a ``file:`` URL, alone or after ``name@``."""
     low = word.lower()
@@ -74,7 +112,7 @@ def _url_problem(url: str) -> str | None:
     """Why a URL in a requirement may not go into the image build, or ``None``: the index URLs'
     rules (https, plain http only to this machine, no credentials and nothing that looks like a
     token anywhere in it: the requirements file is written into the image)."""
-    from envman.config import is_loopback_host, looks_like_token
+    from envman.config import is_loopback_host, secret_in_url
 
     scheme, _, rest = url.partition("://")
     vcs, plus, transport = scheme.lower().partition("+")
@@ -91,13 +129,10 @@ def _url_problem(url: str) -> str | None:
         return "the URL's host cannot be read"
     if transport == "http" and not is_loopback_host(host):
         return "a plain http:// URL would fetch code unencrypted (https only, or http to this machine)"
-    path = re.sub(r"[?#][\s\S]*", "", rest[len(authority):])
-    parts = [*re.split(r"[.:\[\]]", host), *re.split(r"[/@]", path)]
-    # archive names and hex digests (a commit, a content-addressed path) are not secrets
-    plain = re.compile(r".*\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar\.xz|egg|git)|[0-9a-f]{7,128}")
-    if any(looks_like_token(p) for p in parts if not plain.fullmatch(p)):
+    secret = secret_in_url(url)
+    if secret == "token":
         return "a part of the URL looks like a token, which would be written into the image"
-    if "?" in rest:
+    if secret == "query":
         return "a URL with a query string (often a token) would be written into the image"
     return None
 
@@ -133,10 +168,16 @@ def requirement_problem(line: str) -> str | None:
             return "an option inside the requirement (after a tab) is not accepted: put options after a space"
         if _local_target(word):
             return "a local path or file: URL is not available inside the image build"
+        if (scheme := _scheme_without_slashes(word)) is not None:
+            return (f"pip reads {clip(scheme, 40)!r}... as a link although no // follows: "
+                    "write pkg @ https://HOST/PATH")
         found = requirement_url(word)
         why = _url_problem(found[1]) if found is not None else None
         if why:
             return why
+    if _pip_reads_a_path(" ".join(tokens[:first])):
+        return ("pip reads this as a local path (a / or \\, a leading . or an archive name), which is not "
+                "available inside the image build: name the package, or pkg @ https://...")
     try:
         words = iter(shlex.split(" ".join(tokens[first:])))
     except ValueError:

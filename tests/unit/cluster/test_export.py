@@ -54,7 +54,8 @@ def test_job_validates_against_the_kubernetes_schema_and_has_the_run_settings():
     assert c["image"].endswith("@" + DIGEST)
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert pod["runtimeClassName"] == "nvidia"
-    assert c["args"] == ["python", "train.py", "--x", "$HOME"] and "command" not in c  # the entrypoint stays
+    # the entrypoint stays; every $ is doubled, which the kubelet reads back as one
+    assert c["args"] == ["python", "train.py", "--x", "$$HOME"] and "command" not in c
     assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
     assert pod["securityContext"]["runAsUser"] == 1234 and pod["securityContext"]["runAsNonRoot"]
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")

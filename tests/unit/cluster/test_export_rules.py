@@ -359,3 +359,92 @@ def test_an_exported_mount_of_an_ordinary_folder_passes_whatever_its_letters(tmp
     src.mkdir()
     (mount,) = X.checked_mounts([Mount(str(src), "/" + name, True)])
     assert (mount.source, mount.target) == (os.path.realpath(src), "/" + name)
+
+
+# --------------------------------------------------------------------------- Kubernetes' $(VAR) expansion
+
+
+def _kubelet_expand(arg: str, env: dict[str, str]) -> str:
+    """Kubernetes' own expansion of a container's ``command``/``args`` (its forked
+    ``expansion`` package): ``$(NAME)`` of a variable the container defines becomes its value,
+    ``$$`` becomes ``$``; anything else is kept."""
+    out, i = [], 0
+    while i < len(arg):
+        if arg[i] == "$" and i + 1 < len(arg):
+            nxt = arg[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(":
+                end = arg.find(")", i + 2)
+                if end != -1 and arg[i + 2:end] in env:
+                    out.append(env[arg[i + 2:end]])
+                    i = end + 1
+                    continue
+        out.append(arg[i])
+        i += 1
+    return "".join(out)
+
+
+def _k8s_cpu_input(command: tuple[str, ...]) -> ExportInput:
+    return _input("cpu", command=command, environment=(("WANDB_API_KEY", "s3cret"),))
+
+
+def _expanded(container: dict, key: str) -> tuple[str, ...]:
+    env = {e["name"]: e.get("value", "<secret:" + e["name"] + ">") for e in container.get("env", ())}
+    return tuple(_kubelet_expand(a, env) for a in container.get(key, ()))
+
+
+@pytest.mark.parametrize("command", [
+    ("python", "train.py", "--note", "$(WANDB_API_KEY)"),
+    ("sh", "-c", "echo $(ENVMAN_PROJECT) $$ $$(x)"),
+    ("python", "-c", "print('$(WANDB_API_KEY)')"),
+    # variants: an undefined name, $ at the end, $$ before a defined name, nested and unclosed
+    ("echo", "$(NOPE)", "$", "x$", "$$(WANDB_API_KEY)", "$$$(WANDB_API_KEY)", "$((ENVMAN_STACK))", "$(ENVMAN_STACK"),
+    ("echo", "$HOME", "${WANDB_API_KEY}", "$$$$", "plain"),
+])
+def test_a_command_exported_to_kubernetes_runs_the_same_argv_as_envman_run(command):
+    """Attack (the compose ``$`` leak, in the Kubernetes exporter): the kubelet expands
+    ``$(VAR)`` in a container's ``args`` from the container's own environment, which in the
+    exported Job holds every project variable from the Secret. A command such as ``python
+    train.py --note $(WANDB_API_KEY)`` (literal under ``envman run``) became, in the Job, the
+    token itself on the process's command line (``ps``, ``/proc/*/cmdline``, logs), and ``$$``
+    became ``$``: the exported command was not the one envman runs. Kubernetes' escape is
+    ``$$``, as compose's is."""
+    job, _ = X.k8s_job(_k8s_cpu_input(command), gpus=0)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert _expanded(container, "args") == command
+    assert "s3cret" not in X.to_yaml(job)
+
+
+@given(st.lists(st.text(alphabet="$()AB_x ", max_size=12), min_size=1, max_size=4))
+@settings(max_examples=200, deadline=None)
+def test_every_argument_the_kubelet_reads_is_the_one_envman_runs(command):
+    """Whatever mix of ``$``, parentheses and names an argument holds, the kubelet's expansion
+    of the exported ``args`` gives back the command exactly."""
+    job, _ = X.k8s_job(_input("cpu", command=tuple(command), environment=(("A", "1"), ("AB", "2"), ("B_x", "3"))), gpus=0)
+    assert _expanded(job["spec"]["template"]["spec"]["containers"][0], "args") == tuple(command)
+
+
+def test_the_clone_container_runs_its_script_url_and_ref_as_written():
+    """The init container's ``command`` is expanded by the kubelet as well: the script's own
+    ``$0``/``$1`` reach ``sh`` as written."""
+    job, _ = X.k8s_job(_input("cpu"), gpus=0, git=("https://git.example/a/b.git", "v1.2"))
+    init = job["spec"]["template"]["spec"]["initContainers"][0]
+    assert _expanded(init, "command") == ("/bin/sh", "-c", X.CLONE_SCRIPT, "https://git.example/a/b.git", "v1.2")
+
+
+@given(st.text(alphabet="$()AB_x ", max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_the_kubernetes_escape_is_undone_exactly_by_the_kubelet(text):
+    """One escape for every field the kubelet expands (``command``, ``args``, literal ``env``
+    values): whatever the text, the kubelet's expansion of it gives the text back."""
+    assert _kubelet_expand(X._k8s_escape(text), {"A": "1", "AB": "2", "B_x": "3"}) == text
+
+
+def test_the_job_s_literal_environment_values_are_written_escaped():
+    x = _input("cpu", environment=(("WANDB_API_KEY", "s3cret"),))
+    container = X.k8s_job(x, gpus=0)[0]["spec"]["template"]["spec"]["containers"][0]
+    literal = {e["name"]: _kubelet_expand(e["value"], {"WANDB_API_KEY": "s3cret"}) for e in container["env"] if "value" in e}
+    assert literal["ENVMAN_PROJECT"] == x.project and literal["ENVMAN_STACK"] == x.stack.name

@@ -192,13 +192,14 @@ URL_VERDICTS = [
     ("https://ghp_abcdefghijklmnopqrstuvwxyz0123456789.files.example/p.whl", _TOKEN),
     ("https://files.example/a/aB3kF9xQ2mZ7pL4wR8tYqN/p.whl", _TOKEN),
     ("https://files.example/pkg@aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
-    ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", None),  # a fragment is neither authority nor path
+    ("https://files.example#aB3kF9xQ2mZ7pL4wR8tYqN@x", _TOKEN),  # a fragment goes into the image too
     ("https://[::1/p.whl", "the URL's host cannot be read"),
     ("https://files.example/p.whl?key=ghp_abcdefghijklmnopqrstuvwxyz0123456789", _QUERY),  # a query is not the path
     ("https://files.example?a?b#c#d", _QUERY),
     ("https://files.example/a?b/aB3kF9xQ2mZ7pL4wR8tYqN", _QUERY),
-    ("https://files.example/p.whl#a#aB3kF9xQ2mZ7pL4wR8tYqN", None),
-    ("https://files.example#ghp_abcdefghijklmnopqrstuvwxyz0123456789", None),
+    ("https://files.example/p.whl#a#aB3kF9xQ2mZ7pL4wR8tYqN", _TOKEN),
+    ("https://files.example#ghp_abcdefghijklmnopqrstuvwxyz0123456789", _TOKEN),
+    ("https://files.example/p.whl#egg=pkg&subdirectory=sub/dir", None),  # pip's own fragment fields
     ("https://tok@files.example?x", _CREDS),
     ("https://files.example?u@v", _QUERY),  # an @ after the authority is not a credential
     ("https://files.example/p@aB3kF9xQ2mZ7pL4wR8tYqN?x", _TOKEN),
@@ -236,3 +237,97 @@ def test_a_requirement_is_shown_with_every_url_secret_hidden_and_nothing_else_ch
     from envman.project.requirements import shown_requirement
 
     assert shown_requirement(line) == shown
+
+
+# --------------------------------------------------------------------------- what pip reads as a path or a link
+
+
+def _pip_link(line: str, cwd) -> str | None:
+    """The link pip's own constructor makes of one requirement (``None``: a name from an index)."""
+    from pip._internal.req.constructors import install_req_from_line
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        link = install_req_from_line(line).link
+    except Exception:  # pip refuses it: nothing is fetched
+        return None
+    finally:
+        os.chdir(old)
+    return None if link is None else link.url
+
+
+def _pip_cwd(tmp_path):
+    """A build's working directory holding installable folders and archives of every name used."""
+    for d in ("src", "sub/dir", "vendor/pkg", "pkg", "a"):
+        os.makedirs(tmp_path / d, exist_ok=True)
+        (tmp_path / d / "setup.py").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize("line", ["src/", "sub/dir", "sub/pkg-1.0.tar.gz", "pkg-1.0.tar.gz", "pkg-1.0-py3-none-any.whl",
+                                  "rich==13.7.1\nvendor/pkg",
+                                  # variants: extras, markers, case, other archive kinds, a path before @
+                                  ".[dev]", "sub/dir ; python_version > '3'", "pkg-1.0.TAR.GZ", "x.tgz",
+                                  "x.tar", "x.tar.xz", "x.tbz", "x.zip", "pkg/", "a\\b", "sub/pkg @ https://h.example/x.whl",
+                                  "pkg-1.0.tar.gz; python_version > '3'", "x.whl[extra]"])
+def test_every_line_pip_reads_as_a_local_path_is_refused(tmp_path, line):
+    """Attack (pip reading a requirement differently from envman): the local-path rule (local
+    paths, ``file:`` URLs are refused) knew paths by their start (``./``, ``../``, ``/``, ``~``)
+    only. pip also takes a word with a ``/`` in it that names a folder, and any word that ends
+    like an archive (``.tar.gz``, ``.zip``, ``.whl``), as a local path (pip's
+    ``_get_url_from_path``: a ``file://`` link), whether or not it exists. So ``src/``,
+    ``sub/dir`` or ``pkg-1.0.tar.gz`` passed envman and made pip install from whatever that path
+    is in the build's working directory. Checked here with pip's own constructor."""
+    cwd = _pip_cwd(tmp_path)
+    (cwd / "x.whl").write_text("")
+    link = _pip_link(line.splitlines()[-1], cwd)
+    assert link is None or link.startswith("file:"), "pip reads it as a local path (or refuses it)"
+    with pytest.raises(UserError):
+        check_requirements(line + "\n", where="requirements.txt")
+
+
+@pytest.mark.parametrize("line", ["git+git:evil.example/x.git#egg=pkg", "git+http:evil.example/x.git#egg=pkg",
+                                  "git+ssh:evil/x#egg=pkg", "bzr+lp:foo#egg=pkg",
+                                  # variants: plain schemes, upper case, one slash, after name@, hg and svn
+                                  "https:evil.example/x.tar.gz", "HTTP:evil.example/x.whl", "GIT+GIT:evil/x#egg=p",
+                                  "git+https:/evil.example/x.git#egg=p", "hg+ssh:evil/x#egg=p", "svn+svn:evil/x#egg=p",
+                                  "pkg@git+git:evil/x", "pkg @ https:evil.example/x.whl", "ftp:evil.example/x.whl"])
+def test_every_line_pip_reads_as_a_vcs_link_is_checked_as_a_url(line):
+    """Attack ("URLs with @ and #egg="): envman found a requirement's URL by ``://``, but pip's
+    ``is_url`` needs only ``<scheme>:`` with a VCS scheme, so ``git+git:evil.example/x.git#egg=pkg``
+    is a git link to pip, which runs ``git clone git:evil.example/x.git``: scp-like syntax, an SSH
+    connection to the host ``git`` (resolved through the build's DNS search domains), not the
+    https-only fetch the rule promises. No URL rule looked at it."""
+    assert requirement_problem(line) is not None
+    with pytest.raises(UserError):
+        check_requirements(line + "\n", where="requirements.txt")
+
+
+@pytest.mark.parametrize("line", ["torch", "torch==2.4.1", "src[x]", "pkg[a,b]>=1.0; python_version < '3.9'", "tar", "whl",
+                                  "pkg @ https://h.example/pkg-1.0.tar.gz", "git+https://h.example/org/x.git@v1#egg=x",
+                                  "pkg @ git+https://h.example/x.git", "zope.interface>=5", "backports.zoneinfo",
+                                  "pkg; sys_platform == 'linux'", "numpy --hash=sha256:" + "a" * 64])
+def test_names_and_https_links_are_still_taken(tmp_path, line):
+    assert requirement_problem(line) is None
+    link = _pip_link(line, _pip_cwd(tmp_path))
+    assert link is None or link.startswith("https://") or link.startswith("git+https://")
+
+
+NAMEISH = st.text(alphabet=st.sampled_from("ab.-_/\\:@[]+;=<> gitzpwhl"), min_size=1, max_size=16)
+
+
+@given(NAMEISH)
+@settings(max_examples=400, deadline=None)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pip parses odd version strings
+@example("src/")
+@example("a.whl")
+@example("git+git:a")
+@example(".")
+def test_what_envman_takes_pip_never_reads_as_a_path_or_a_link_without_https(tmp_path_factory, line):
+    """pip's own constructor is the oracle: a line envman accepts is a name from the index, or a
+    link to an https URL; never a ``file:`` link, whatever the build's working directory holds."""
+    if requirement_problem(line) is not None:
+        return
+    link = _pip_link(line, _pip_cwd(tmp_path_factory.mktemp("cwd")))
+    assert link is None or link.split("+", 1)[-1].startswith("https://"), (line, link)

@@ -89,3 +89,94 @@ def test_a_name_is_loopback_only_when_every_address_it_resolves_to_is(monkeypatc
     assert not remote.is_loopback("mapped.example")
     with pytest.raises(UserError, match="plain HTTP"):
         remote.check_transport(remote.Registry("mixed.example:5000"), ("10.0.0.0/8",), (), allow_http=False)
+
+
+# --------------------------------------------------------------------------- tokens in disguise
+
+#: A Hugging Face token (``hf_`` and 34 letters: no digit, so only its prefix marks it).
+_HF_TOKEN = "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"
+
+
+def _refused_everywhere(segment: str) -> None:
+    """``segment`` in an index URL's path and in a ``pkg @ https://...`` requirement's path is
+    refused, and no message shows it."""
+    from envman.config import Invalid, check_url, shown_url
+    from envman.project.requirements import requirement_problem
+
+    url = f"https://idx.example/{segment}/simple"
+    with pytest.raises(Invalid) as e:
+        check_url(url, what="pip index")
+    assert segment not in str(e.value)
+    assert segment not in shown_url(url)
+    assert requirement_problem(f"pkg @ https://idx.example/{segment}/pkg-1.0.tar.gz") is not None
+
+
+@pytest.mark.parametrize("encoded", [
+    "%68f_" + _HF_TOKEN[3:],      # h as %68
+    "h%66_" + _HF_TOKEN[3:],      # f as %66
+    "%48F_" + _HF_TOKEN[3:],      # upper case too: tokens' prefixes are matched ignoring case
+    "hf%5F" + _HF_TOKEN[3:],      # the underscore
+    "%68%66%5f" + _HF_TOKEN[3:],  # every letter of the prefix
+    "hf_" + "".join(f"%{ord(c):02X}" for c in _HF_TOKEN[3:]),  # the whole token after its prefix
+    "%2568f_" + _HF_TOKEN[3:],    # encoded twice, for a proxy that decodes once more
+    "x%3D" + _HF_TOKEN,           # an encoded separator before the prefix
+    "a%2F" + _HF_TOKEN,           # an encoded slash: a segment boundary to the server
+])
+def test_a_percent_encoded_token_in_any_url_is_refused_as_the_token_itself(encoded):
+    """Attack: the token rule looked at a URL's path segments as written, but every HTTP server
+    (and pip's index client) reads them percent-decoded. ``https://host/%68f_<token>/simple`` is
+    ``/hf_<token>/`` to the index, yet it passed ``check_url`` (config index URLs, matrix rows'
+    ``index_url``/``find_links``, recipe URLs) and a project's ``pkg @ https://...`` requirement,
+    and was then written into the image (and shown unmasked in messages)."""
+    import urllib.parse
+
+    assert _HF_TOKEN.lower() in urllib.parse.unquote(urllib.parse.unquote(encoded)).lower()
+    _refused_everywhere(_HF_TOKEN)
+    _refused_everywhere(encoded)
+
+
+@pytest.mark.parametrize("segment", [f"token={_HF_TOKEN}", f"x:{_HF_TOKEN}", f"+{_HF_TOKEN}", f"key.{_HF_TOKEN}",
+                                     f"x-{_HF_TOKEN}", f"x_{_HF_TOKEN}", f"a,{_HF_TOKEN}", f"~{_HF_TOKEN}",
+                                     f"k={_HF_TOKEN}.tar.gz", f"{_HF_TOKEN}.whl", "id=glpat-" + "Ab3dEf6hIj9kLm2nOp5q",
+                                     "t=AKIA" + "ABCDEFGHIJKLMNOP", "key=123e4567-e89b-12d3-a456-426614174000"])
+def test_a_known_token_prefix_inside_a_path_segment_is_refused(segment):
+    """Attack: ``looks_like_token`` matched a known prefix (``hf_``, ``ghp_``, ...) only at the
+    start of a whole path segment, and a UUID only as the whole segment, and its random-run rule
+    needs a digit. A Hugging Face token (letters only) after ``token=``, ``x:``, ``+`` or ``key.``
+    in a segment (``https://idx.example/token=hf_.../simple``, a common form for proxies that take
+    the token in the path) passed every URL rule and was written into the image. An archive name
+    is no disguise either."""
+    _refused_everywhere(segment)
+
+
+@pytest.mark.parametrize("segment", [
+    "hf_" + "Q" * 16,                     # 19 characters from the prefix: one short of a token
+    "x=hf_" + "Q" * 16,
+    "shf_" + "Q" * 30,                    # the prefix inside a word is no prefix
+    "mask-rcnn-hf_q",                     # after a separator, but short
+    "hf_transfer-0.1.8-cp38-abi3-manylinux_2_17_x86_64.whl",  # a real wheel of a package named hf_...
+    "scikit_learn-1.5.2-cp311-cp311-manylinux_2_17_x86_64.whl",
+    "simple%2Ftorch",                     # decoding alone is no token
+    "123e4567-e89b-12d3-a456-42661417400",  # one hex digit short of a UUID
+    "ml-pypi-virtual-repository",         # a repository manager's name of words after a separator
+    "api/pypi/team-pypi-remote-repository",
+    "t=AKIA" + "ABCDEFGHIJKLMNO",          # 19 from the prefix: one short
+])
+def test_names_that_only_resemble_a_token_are_taken(segment):
+    from envman.config import check_url, looks_like_token
+    from envman.project.requirements import requirement_problem
+
+    assert not looks_like_token(segment)
+    assert check_url(f"https://idx.example/{segment}/simple") == f"https://idx.example/{segment}/simple"
+    assert requirement_problem(f"pkg @ https://idx.example/{segment}/pkg-1.0.tar.gz") is None
+
+
+def test_a_token_is_twenty_characters_from_its_prefix():
+    from envman.config import looks_like_token
+
+    assert looks_like_token("x=hf_" + "Q" * 17) and not looks_like_token("x=hf_" + "Q" * 16)
+    assert looks_like_token("%68f_" + "Q" * 17) and not looks_like_token("%68f_" + "Q" * 16)
+    # after a separator, a digit or a capital letter marks a token's body; at the start the prefix alone
+    assert looks_like_token("x-pypi-virtual-repositorY") and looks_like_token("x-pypi-virtual-repository1")
+    assert not looks_like_token("x-pypi-virtual-repository") and looks_like_token("pypi-virtual-repository")
+    assert looks_like_token("x=glpat-" + "a-b_" * 5) is False and looks_like_token("x=glpat-" + "a-B_" * 5)
