@@ -588,6 +588,9 @@ def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
 
             v = L.SmokeVerdict(**{**v.__dict__, "rootfs": rootfs_digest(ImageInfo("x", layers=layers))})
             engine._images[LONG_NEW] = ImageInfo(LONG_NEW, labels=v.to_labels(), layers=layers)
+            from tests.unit.images.test_pins import my_build
+
+            my_build(LONG_NEW, at=2 * 10**9)  # "mine" is what my state says, never the labels
         else:
             _passing(LONG_NEW)
     engine.add_image(None, LONG_OLD)
@@ -596,6 +599,17 @@ def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
     _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
     save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", LONG_OLD)
     return engine
+
+
+def test_a_stable_labelled_with_my_uid_but_not_in_my_state_does_not_move_the_run(state, mini):
+    """The labels of a neighbour's image can name my uid and any time: without my own record of
+    it, the run stays on its pin."""
+    engine = _pinned_setup(state, mini, stable_by_me=True)
+    from envman.images.provenance import built_path
+
+    built_path().unlink()
+    img, choice = _base(state, mini, engine)
+    assert (img.image_id, choice.pinned, choice.repin) == (LONG_OLD, True, False)
 
 
 def load_project_p(state):
