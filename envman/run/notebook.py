@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from envman.run.cidfile import with_cidfile
 from envman.errors import BuildError, UserError, shell_join, stderr_line
 from envman.images.events import BuildStream
 from envman.paths import WORKSPACE
@@ -301,7 +302,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
     stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
     sys.exit(serve_and_announce(
-        lambda: exec_docker(argv), host_port,
+        lambda: exec_docker(with_cidfile(argv)), host_port,
         lambda: (f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
                  "(on 127.0.0.1 only: from another machine, ssh -L "
                  f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")))
