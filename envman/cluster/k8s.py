@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from envman.errors import UserError
+from envman.errors import EngineError, UserError
 
 if TYPE_CHECKING:
     from envman.cluster.export import ExportInput
@@ -53,26 +53,31 @@ def local_run(project: ProjectConfig, stack: Stack, on_warning: Callable[[str], 
     ``on_warning`` hears what the build warns of). The ID is what an export that runs on this host
     should name: a tag is anyone's on a shared engine to move."""
     from envman.engine.docker import Engine
-    from envman.errors import EngineError
     from envman.images.provenance import built_image_id
     from envman.project.image import build_project_image
     from envman.run.prepare import choose_base
     from envman.state import stable_ref
+
+    def by_tag(why: str) -> tuple[str, str]:
+        """A project that runs on the stack image, exported by its tag when there is no image to
+        check yet: the file is still of use once it is built or pulled, and says nothing false."""
+        if on_warning is not None:
+            on_warning(f"warning: {why}: the export names the tag {stable_ref(stack)}, which anyone on the engine can move")
+        return "", stable_ref(stack)
 
     try:
         connected = Engine.connect()
     except EngineError:
         if project.needs_image:
             raise
-        if on_warning is not None:  # the file is still useful where the engine is (a remote DOCKER_HOST down now)
-            on_warning(f"warning: no engine to check the image on: the export names the tag {stable_ref(stack)}, "
-                       "which anyone on the engine can move")
-        return "", stable_ref(stack)
+        return by_tag("no engine to check the image on")
     with connected as engine:
         img, _, _ = choose_base(engine, project, stack)
         if img.image_id is None:
-            raise UserError(f"no promoted image {stable_ref(stack)} for {project.name}", where=str(project.file),
-                            fix=f"envman build {stack.name} (or envman pull {stack.name})")
+            if not project.needs_image:
+                return by_tag(f"no promoted image {stable_ref(stack)} yet")
+            raise UserError(f"no promoted image {stable_ref(stack)} for the project image of {project.name}",
+                            where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
         if not project.needs_image:
             return img.image_id, stable_ref(stack)
         ref = build_project_image(engine, project, stack.name, img.image_id, on_warning=on_warning)

@@ -513,3 +513,24 @@ def test_without_an_engine_a_local_export_names_the_tag_and_says_so_and_a_projec
     assert len(told) == 1 and "anyone on the engine can move" in told[0]
     with pytest.raises(EngineError):
         local_run(proj(tmp_path / "q", 'apt = ["ffmpeg"]\n'), stack)
+
+
+def test_with_no_promoted_image_yet_a_local_export_names_the_tag_and_says_so(tmp_path, monkeypatch):
+    """An engine with no image of the stack to check: a project on the stack image is exported by
+    tag with one warning; a project image cannot be built, and is refused in one line."""
+    from envman.cluster.k8s import local_run
+    from envman.errors import UserError
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine, patch_connect
+    from tests.unit.project.test_file import proj
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    patch_connect(monkeypatch, FakeEngine())
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    told: list[str] = []
+    assert local_run(proj(tmp_path / "p", ""), stack, told.append) == ("", stable_ref(stack))
+    assert len(told) == 1 and "no promoted image" in told[0]
+    with pytest.raises(UserError, match="no promoted image"):
+        local_run(proj(tmp_path / "q", 'apt = ["ffmpeg"]\n'), stack)
