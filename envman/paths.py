@@ -65,14 +65,19 @@ def state_dir() -> Path:
     """Build logs, smoke reports, locks. ``ENVMAN_STATE_DIR`` overrides."""
     from pathlib import Path
 
+    return Path(state_folder())
+
+
+def state_folder() -> str:
+    """:func:`state_dir` as a string, without pathlib (the run's fast path uses it)."""
     env = os.environ.get("ENVMAN_STATE_DIR")
     if env:
-        return Path(env)
+        return env
     if not sys.platform.startswith("linux"):
         from platformdirs import user_state_dir
 
-        return Path(user_state_dir("envman", appauthor=False))
-    return Path(xdg_home("XDG_STATE_HOME", os.path.join(".local", "state")), "envman")
+        return str(user_state_dir("envman", appauthor=False))
+    return os.path.join(xdg_home("XDG_STATE_HOME", os.path.join(".local", "state")), "envman")
 
 
 def xdg_home(variable: str, default: str, environ: Mapping[str, str] | None = None) -> str:

@@ -23,11 +23,9 @@ def ps(
     as_json: JsonOpt = False,
 ) -> None:
     """List your running envman environments and runs (name, project, stack, state, started, image)."""
-    import os
+    from envman.run.envs import list_containers, own_containers
 
-    from envman.run.envs import list_containers
-
-    rows = [c.to_json() for c in list_containers(uid=None if all_users else os.getuid())]
+    rows = [c.to_json() for c in (list_containers(uid=None) if all_users else own_containers()[0])]
     if as_json:
         emit_json(rows)
         return
@@ -61,11 +59,16 @@ def stop(
     timeout: Annotated[int, typer.Option("--time", "-t", min=0, help="Seconds to wait before killing.")] = 10,
 ) -> None:
     """Stop your environments called NAME, or all of PROJECT's (their containers are removed)."""
-    import os
+    from envman.errors import UserError
+    from envman.run.envs import not_started_here, own_containers, select, stop as stop_containers
 
-    from envman.run.envs import list_containers, select, stop as stop_containers
-
-    stopped = stop_containers(select(list_containers(uid=os.getuid()), target, action="stop"), timeout)
+    mine, foreign = own_containers()
+    try:
+        chosen = select(mine, target, action="stop")
+    except UserError:
+        not_started_here(foreign, target, action="stop")
+        raise
+    stopped = stop_containers(chosen, timeout)
     for c in stopped:
         console().print(f"stopped {c.env or c.name} ({c.project} on {c.stack})", markup=False, highlight=False)
 

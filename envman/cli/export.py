@@ -41,14 +41,15 @@ def _inputs(target: str, *, image: str | None = None, need_local_image: bool = T
     environment, dropped = sanitize_environment(settings.environment, settings.gpus)
     if dropped:
         _say(f"warning: not exported: {', '.join(dropped)} (envman sets the GPU variables from the project's gpus)")
+    image_id = ""
     if image is None and need_local_image:
-        from envman.cluster.k8s import local_run_image
+        from envman.cluster.k8s import local_run
 
-        image = local_run_image(project, stack, on_warning=_say)
+        image_id, image = local_run(project, stack, on_warning=_say)
     return project, ExportInput(
         project=project.name, root=project.root.resolve(), stack=stack, image=image or "", command=settings.command,
         environment=environment, mounts=settings.mounts, ports=settings.ports, gpus=settings.gpus,
-        shm_size=settings.shm_size, network=settings.network,
+        shm_size=settings.shm_size, network=settings.network, image_id=image_id,
     )
 
 

@@ -95,6 +95,8 @@ class ExportInput:
     gpus: GpuRequest | None
     shm_size: str
     network: str = NETWORK_PROJECT  # envman.project.file.NETWORK_MODES
+    #: The ID of the image ``image`` named when envman checked it (a local export's image), or "".
+    image_id: str = ""
 
 
 def run_environment(x: ExportInput, gpus: GpuRequest | None | bool = True) -> tuple[tuple[str, str], ...]:
@@ -374,7 +376,10 @@ def devcontainer(x: ExportInput, env_file: str | None = None, *, uid: int | None
     dockerfile = (
         f"# envman devcontainer image for {x.project}: the run image plus a named user that\n"
         "# updateRemoteUserUID maps to your uid (envman run uses --user for the same). Generated.\n"
-        f"FROM {x.image}\n"
+        + (f"# envman checked {x.image} as image {x.image_id}: BuildKit cannot build FROM a local image ID,\n"
+           "# so FROM names the tag; compare docker image inspect before a rebuild on a shared engine.\n"
+           if x.image_id else "")
+        + f"FROM {x.image}\n"
         "USER root\n"
         "RUN getent passwd envman >/dev/null || { uid=1000; while getent passwd \"$uid\" >/dev/null; do uid=$((uid + 1)); done; \\\n"
         "      getent group \"$uid\" >/dev/null || echo \"envman:x:$uid:\" >>/etc/group; \\\n"
@@ -409,7 +414,8 @@ def compose_service(x: ExportInput, *, uid: int, gid: int, home: str) -> dict[st
     volumes += [{"type": "bind", "source": _compose_escape(m.source), "target": _compose_escape(m.target),
                  "read_only": m.read_only} for m in checked_mounts(x.mounts)]
     svc: dict[str, Any] = {
-        "image": x.image,
+        # by ID when envman checked one (compose takes a bare 64-digit local ID): a tag is anyone's to move
+        "image": x.image_id.removeprefix("sha256:") if x.image_id else x.image,
         "user": f"{uid}:{gid}",
         "init": True,
         "cap_drop": ["ALL"],  # the hardening of envman run (see envman.run.plan.docker_argv)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from envman.errors import UserError
+from envman.errors import EngineError, UserError
 
 if TYPE_CHECKING:
     from envman.cluster.export import ExportInput
@@ -46,22 +46,51 @@ class K8sExport:
     notes: list[str] = field(default_factory=list)
 
 
-def local_run_image(project: ProjectConfig, stack: Stack, on_warning: Callable[[str], None] | None = None) -> str:
-    """What ``envman run`` runs: the promoted stack image, or the project image (built if missing;
-    ``on_warning`` hears what the build warns of)."""
+def local_run(project: ProjectConfig, stack: Stack, on_warning: Callable[[str], None] | None = None) -> tuple[str, str]:
+    """What ``envman run`` runs, as (its image ID, the tag it is known by): the stack image the
+    project is pinned to or the promoted one (:func:`envman.run.prepare.choose_base`, with its
+    verdict and pin rules), or the project image built on it (built if missing or not this user's;
+    ``on_warning`` hears what the build warns of). The ID is what an export that runs on this host
+    should name: a tag is anyone's on a shared engine to move."""
+    from envman.engine.docker import Engine
+    from envman.images.provenance import built_image_id
+    from envman.project.image import build_project_image
+    from envman.run.prepare import choose_base
     from envman.state import stable_ref
 
-    if not project.needs_image:
-        return stable_ref(stack)
-    from envman.engine.docker import Engine
-    from envman.project.image import build_project_image
+    def by_tag(why: str) -> tuple[str, str]:
+        """A project that runs on the stack image, exported by its tag when there is no image to
+        check yet: the file is still of use once it is built or pulled, and says nothing false."""
+        if on_warning is not None:
+            on_warning(f"warning: {why}: the export names the tag {stable_ref(stack)}, which anyone on the engine can move")
+        return "", stable_ref(stack)
 
-    with Engine.connect() as engine:
-        base = engine.inspect_image(stable_ref(stack))
-        if base is None:
+    try:
+        connected = Engine.connect()
+    except EngineError:
+        if project.needs_image:
+            raise
+        return by_tag("no engine to check the image on")
+    with connected as engine:
+        img, _, _ = choose_base(engine, project, stack)
+        if img.image_id is None:
+            if not project.needs_image:
+                return by_tag(f"no promoted image {stable_ref(stack)} yet")
             raise UserError(f"no promoted image {stable_ref(stack)} for the project image of {project.name}",
                             where=str(project.file), fix=f"envman build {stack.name} (or envman pull {stack.name})")
-        return build_project_image(engine, project, stack.name, base.id, on_warning=on_warning)
+        if not project.needs_image:
+            return img.image_id, stable_ref(stack)
+        ref = build_project_image(engine, project, stack.name, img.image_id, on_warning=on_warning)
+        made = built_image_id(ref, base=img.image_id)
+        if made is None:  # pragma: no cover - build_project_image records what it builds or reuses
+            raise UserError(f"the project image {ref} of {project.name} is not one this user built",
+                            where=str(project.file), fix="envman run --rebuild once, then export again")
+        return made, ref
+
+
+def local_run_image(project: ProjectConfig, stack: Stack, on_warning: Callable[[str], None] | None = None) -> str:
+    """The image ID ``envman run`` runs the project on (:func:`local_run`)."""
+    return local_run(project, stack, on_warning)[0]
 
 
 def export_env_file(project: ProjectConfig, environment: Sequence[tuple[str, str]], *, shell: bool = False) -> str | None:
@@ -113,12 +142,12 @@ def push_run_image(proj: ProjectConfig, stack: Stack, registry: str | None,
         with Engine.connect() as engine:
             pushed = push_stack(engine, stack, reg, allow_http=settings.allow_http)
         return pushed.ref
-    local = local_run_image(proj, stack, on_warning)
+    local_id, local = local_run(proj, stack, on_warning)
     repo = f"{reg}/envman/project-{k8s_name(proj.name)}"
     with Engine.connect() as engine:
         check_transport(reg, *engine.insecure_registries(), allow_http=settings.allow_http)
         tag = f"{repo}:{local.rsplit(':', 1)[1]}"
-        engine.tag(local, tag)
+        engine.tag(local_id, tag)  # by ID: the project's tag may have been moved meanwhile
         ref = f"{repo}@{engine.push(tag)}"
     return ref
 
@@ -208,5 +237,5 @@ def export_k8s(proj: ProjectConfig, x: ExportInput, request: K8sRequest,
     return out
 
 
-__all__ = ["K8sExport", "K8sRequest", "clone_source", "export_env_file", "export_k8s", "head_commit", "local_run_image",
+__all__ = ["K8sExport", "K8sRequest", "clone_source", "export_env_file", "export_k8s", "head_commit", "local_run", "local_run_image",
            "push_run_image", "pushed_image"]

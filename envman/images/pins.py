@@ -9,7 +9,9 @@ stable image when:
 * the pinned image is gone or its verdict no longer allows a run;
 * the stable image has the very layers of the pinned one (only its labels changed);
 * the invoking user promoted the stable image after the pin was taken (your own ``envman build``
-  moves your projects);
+  moves your projects): told by this user's own state (the image's ID in ``built.json``, recorded
+  by this user's build or promotion), never by the image's labels, which whoever builds an image
+  writes (a neighbour can label an image with your uid and any time);
 * ``envman run --update`` asks for it.
 
 Standard library only: this is on the run path.
@@ -92,12 +94,27 @@ def pinned_ids() -> frozenset[str]:
     return frozenset(str(v.get("image_id")) for v in read_pins().values() if isinstance(v, dict) and v.get("image_id"))
 
 
+def vouched_at(info: ImageInfo) -> int | None:
+    """When this user's own state says their build or promotion made the image ``info`` (its
+    record in ``built.json``, Unix seconds), else ``None``. Labels play no part; nor does a cached
+    smoke report (re-testing another user's image is not promoting it)."""
+    from envman.images.provenance import built_record
+
+    rec = built_record(info.id)
+    at = rec.get("at") if rec is not None else None
+    return at if isinstance(at, int) and not isinstance(at, bool) else None
+
+
 def choose(stack: str, stable: ImageInfo | None, pinned: ImageInfo | None, pin: Pin | None, *,
-           uid: int, verdict: Any, rootfs: Any, update: bool = False) -> Choice:
-    """Pure: which image a run of ``stack`` uses, given the inspected stable and pinned images.
+           uid: int, verdict: Any, rootfs: Any, update: bool = False, vouched: Any = None) -> Choice:
+    """Pure but for ``vouched``: which image a run of ``stack`` uses, given the inspected stable and
+    pinned images.
 
     ``verdict(info)`` gives an image's :class:`SmokeVerdict` (or ``None``), ``rootfs(info)`` the
-    digest of its layers.
+    digest of its layers, ``vouched(info)`` when the invoking user's own state vouches for it
+    (default :func:`vouched_at`): the stable image is "mine" only by that, and only with a runnable
+    verdict, whatever uid its labels name (``uid``, the invoking user, is what they would have to
+    name; they are never enough).
     """
     if pin is None or pin.stack != stack or update or pinned is None:
         note = None
@@ -114,7 +131,8 @@ def choose(stack: str, stable: ImageInfo | None, pinned: ImageInfo | None, pin: 
                       "using the current stable image", repin=True)
     same_layers = rootfs(stable) is not None and rootfs(stable) == rootfs(pinned)
     sv: SmokeVerdict | None = verdict(stable)
-    mine = sv is not None and sv.by_uid == uid and (sv.at or 0) >= pin.at
+    own = (vouched_at if vouched is None else vouched)(stable)
+    mine = sv is not None and sv.status in RUNNABLE and own is not None and own >= pin.at
     if same_layers or mine:
         return Choice(stable, False, repin=True)
     who = f", promoted by {sv.by_user}" if sv is not None and sv.by_user else ""

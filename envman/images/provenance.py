@@ -63,6 +63,15 @@ def built_here(image_id: str, *, base: str = "") -> bool:
     return rec is not None and rec.get("base", "") == base
 
 
+def built_image_id(ref: str, *, base: str = "") -> str | None:
+    """The image ID this user's newest build of ``ref`` on the base image ``base`` produced, or
+    ``None``: what to run after a build, instead of whatever the tag names by then."""
+    for image_id, rec in reversed(list(_records().items())):
+        if rec.get("ref") == ref and rec.get("base", "") == base:
+            return image_id
+    return None
+
+
 def record_built(image_id: str, ref: str, *, base: str = "") -> None:
     """Record that this user's build of ``ref`` produced ``image_id`` (on the base ``base``)."""
     from filelock import FileLock
@@ -144,5 +153,5 @@ def machine_lock(name: str, *, timeout: float, what: str) -> Iterator[Path]:
         os.close(fd)
 
 
-__all__ = ["BUILT_FILE", "MACHINE_LOCK_DIRS", "built_here", "built_path", "built_record", "machine_lock",
+__all__ = ["BUILT_FILE", "MACHINE_LOCK_DIRS", "built_here", "built_image_id", "built_path", "built_record", "machine_lock",
            "machine_lock_dir", "record_built"]

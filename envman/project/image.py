@@ -2,7 +2,9 @@
 
 A project with apt packages or Python requirements gets its own image, built ``FROM`` the stack's
 promoted image and tagged by content (:func:`project_image_ref`); a project without them runs the
-stack's image itself and adds no image at all. HOME is a per-project directory in the user's
+stack's image itself and adds no image at all. A project image found under its tag is reused only
+when this user built it on that very stack image (:mod:`envman.images.provenance`): every user of
+the engine sees, and can set, the tag. HOME is a per-project directory in the user's
 state, keyed by the project's name and a hash of its real root.
 """
 
@@ -25,7 +27,7 @@ from envman.render import rendercache
 from envman.render.imagepaths import CA_CONTEXT_FILE, LOCK_CONTEXT_FILE
 
 if TYPE_CHECKING:
-    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts
+    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
     from envman.engine.builder import Builder
     from envman.project.lock import Lock
     from envman.render.options import RenderOptions
@@ -185,12 +187,26 @@ def _keep(engine: EngineFacts, resolve_name: Callable[[str], Stack], user: UserC
         unsure.add(name)
 
 
+def vouched_image(engine: EngineFacts, ref: str, base_image_id: str) -> ImageInfo | None:
+    """The image under ``ref`` when this user's own build made it on ``base_image_id`` (its ID in
+    ``built.json``, :func:`envman.images.provenance.built_here`), else ``None``: a tag on a shared
+    engine is anyone's to set, so an image this user did not build there is built again (the
+    engine's cache makes an identical one cheap)."""
+    from envman.images.provenance import built_here
+
+    found = engine.inspect_image(ref)
+    return found if found is not None and built_here(found.id, base=base_image_id) else None
+
+
 def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, *,
                         on_event: Callable[[BuildEvent], None] | None = None, nocache: bool = False,
                         builder: Builder | None = None,
                         relock: bool = False, network: RenderOptions | None = None,
                         on_warning: Callable[[str], None] | None = None) -> str:
     """Build (or reuse) the project image on ``engine``; its ref.
+
+    An image under the ref is reused only when this user built it on ``base_image_id``
+    (:func:`vouched_image`); a build records the image it made as this user's.
 
     A build that resolved the requirements (no matching lock, or ``relock``) writes
     ``envman.lock`` from pip's report and tags the image under the locked ref as well, so the
@@ -202,6 +218,7 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
 
     from envman.engine.builder import ClassicBuilder, from_image_id
     from envman.engine.context import deterministic_tar
+    from envman.images.provenance import record_built
     from envman.state import locks_dir
 
     locks_dir().mkdir(parents=True, exist_ok=True)
@@ -209,14 +226,19 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
         files = project_context(project, stack_name, base_image_id, relock=relock, network=network)
         ref = project_image_ref(project, stack_name, base_image_id, relock=relock)
         resolved = bool(project.requirements.strip()) and LOCK_CONTEXT_FILE not in files
-        if not nocache and not relock and engine.inspect_image(ref) is not None:
+        found = None if nocache or relock else vouched_image(engine, ref, base_image_id)
+        if found is not None:
             # an image that resolved its requirements holds pip's report: a project whose lock
             # went missing (or no longer matched) gets it back without a build
-            return record_lock(engine, project, stack_name, base_image_id, ref, on_warning) if resolved else ref
+            if resolved:
+                ref = record_lock(engine, project, stack_name, base_image_id, ref, on_warning, image_id=found.id)
+                record_built(found.id, ref, base=base_image_id)  # the ref a run names it by now
+            return ref
         try:
             run = builder if builder is not None else ClassicBuilder(engine)
             with from_image_id(engine, run, files, base_image_id) as buildable:
-                BuildStream(on_event=on_event).read(run.build(
+                stream = BuildStream(on_event=on_event)
+                stream.read(run.build(
                     deterministic_tar(buildable), ref, labels=project_labels(project, stack_name, ref),
                     nocache=nocache or relock))
         except BuildError as exc:
@@ -227,8 +249,13 @@ def build_project_image(engine: ContainerEngine, project: ProjectConfig, stack_n
                 fix="envman lock --upgrade" if said and "envman.lock" in said else
                 "check the apt packages, requirements and envman.lock (the failing step and its error lines follow)",
             ) from None
+        image_id = stream.image_id
+        if image_id is None:  # an engine that did not say: the tag, a moment after the build
+            info = engine.inspect_image(ref)
+            image_id = info.id if info is not None else ref
         if resolved:
-            ref = record_lock(engine, project, stack_name, base_image_id, ref, on_warning)
+            ref = record_lock(engine, project, stack_name, base_image_id, ref, on_warning, image_id=image_id)
+        record_built(image_id, ref, base=base_image_id)
     return ref
 
 
@@ -245,13 +272,15 @@ def build_reason(log_tail: str) -> str | None:
 
 
 def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str, base_image_id: str, ref: str,
-                on_warning: Callable[[str], None] | None = None) -> str:
-    """Write ``envman.lock`` from the install report inside the freshly built ``ref`` and tag the
-    image under the ref the lock gives; that ref. A lock that cannot be written is told to
+                on_warning: Callable[[str], None] | None = None, *, image_id: str | None = None) -> str:
+    """Write ``envman.lock`` from the install report inside the freshly built ``ref`` (the image
+    ``image_id`` when given: read and tagged by ID, so a tag moved meanwhile changes nothing) and
+    tag the image under the ref the lock gives; that ref. A lock that cannot be written is told to
     ``on_warning`` and leaves ``ref`` as it is."""
     from envman.project.lock import REPORT_PATH, make_lock, pins_from_report, write_lock
 
-    res = engine.run(ref, ["cat", REPORT_PATH], network="none", timeout=120)
+    image = image_id or ref
+    res = engine.run(image, ["cat", REPORT_PATH], network="none", timeout=120)
     try:
         report = json.loads(res.stdout) if res.exit_code == 0 else None
     except ValueError:
@@ -268,7 +297,7 @@ def record_lock(engine: ContainerEngine, project: ProjectConfig, stack_name: str
                        " (the next build resolves the requirements again)")
         return ref
     locked = project_image_ref(project, stack_name, base_image_id)
-    engine.tag(ref, locked)
+    engine.tag(image, locked)
     return locked
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: What envman writes under its state directory (files and folders).
 STATE_ENTRIES = ("homes", "logs", "reports", "locks", "cache", "registry", "slurm", "charliecloud", "exports",
-                 "pins.json", "matrix-origins.json")
+                 "containers", "pins.json", "matrix-origins.json")
 #: What envman writes under its config directory (trust.json: the files you trusted).
 CONFIG_ENTRIES = ("projects.json", "projects.json.lock", "trust.json", "trust.json.lock", "config.toml")
 

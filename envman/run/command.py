@@ -25,6 +25,7 @@ import shlex
 from envman.errors import UserError, shell_join, stderr_line
 from envman.project.file import ProjectConfig
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags
+from envman.run.cidfile import with_cidfile
 from envman.run.fastpath import cache_key, record_run
 from envman.stack.names import Stack
 from envman.engine.facts import DockerFacts, docker_facts
@@ -182,7 +183,7 @@ def run_cli(args: Sequence[str], command: Sequence[str], matrix: MatrixSource, *
     if prepared.plan.gpus is None and not a.rebuild and cname is None and engine.socket is not None:
         remember_run(prepared, proj, key=cache_key(list(matrix.extra), args, command),
                      found_from=None if a.project is not None else Path.cwd(), matrix=matrix, network=network)
-    exec_docker(argv, prepared.plan.environment)
+    exec_docker(with_cidfile(argv), prepared.plan.environment)  # its ID recorded: envman exec enters only it
 
 
 def print_step(ev: Any) -> None:

@@ -4,7 +4,8 @@ A named environment is an ``envman run`` container labelled ``envman.env=<name>`
 ``envman.uid=<uid>`` (every run container carries ``envman.role=run``, ``envman.project`` and
 ``envman.name``, the stack) and called ``<name>`` (``--name``) or ``envman-<uid>-<project>``
 (``--detach`` alone, so two users' detached runs of a project do not collide). Lookups are by
-label among the caller's own containers. ``envman exec`` enters one with the rules of a run (the caller's uid and gid, HOME at
+label among the caller's own containers: the ones whose ID this user's envman recorded when it
+started them (:mod:`envman.run.cidfile`), as labels are anyone's to write. ``envman exec`` enters one with the rules of a run (the caller's uid and gid, HOME at
 /home/envman, the directory under /workspace that matches the caller's), through ``docker exec``
 exec-ed like ``docker run`` is. The facts come from the engine the ``docker`` CLI talks to: its
 Unix socket when that is the local engine, else the CLI itself.
@@ -27,6 +28,7 @@ from envman.engine.facts import DockerFacts
 from envman.engine.handoff import ENV_FILE_SLOT, exec_docker, terminal_flags, with_terminal
 from envman.engine.socket import local_socket
 from envman.run import grammar
+from envman.run.cidfile import started_here, started_ids
 
 RUN_ROLE = f"{L.ROLE}={L.ROLE_RUN}"
 #: What ``envman shell`` and a bare ``envman exec NAME`` start: bash when the image has it, else sh;
@@ -88,10 +90,30 @@ def _engine() -> DockerFacts:
 
 
 def list_containers(*, uid: int | None = None, include_stopped: bool = False) -> list[EnvContainer]:
-    """envman's run containers (``uid``: only that user's), oldest first."""
+    """envman's run containers (``uid``: only those labelled as that user's), oldest first."""
     labels = [RUN_ROLE] + ([f"{L.UID}={uid}"] if uid is not None else [])
     out = [env_container(c) for c in _engine().list_containers(labels, all=include_stopped)]
     return sorted(out, key=lambda c: (c.created, c.name))
+
+
+def own_containers(*, include_stopped: bool = False) -> tuple[list[EnvContainer], list[EnvContainer]]:
+    """(the caller's run containers: labelled with their uid *and* started by their envman, the
+    ones only labelled so): a label is anyone's to write, the recorded ID is not."""
+    labelled = list_containers(uid=os.getuid(), include_stopped=include_stopped)
+    started = started_ids(c.id for c in labelled)
+    mine = [c for c in labelled if started_here(c.id, started)]
+    return mine, [c for c in labelled if not started_here(c.id, started)]
+
+
+def not_started_here(foreign: Sequence[EnvContainer], target: str, *, action: str) -> None:
+    """Refuse, in one line, when ``target`` names only a container labelled as the caller's that
+    their envman did not start (another user of the engine can label one so)."""
+    named = [c for c in foreign if target in (c.env, c.project)]
+    if named:
+        raise UserError(f"container {named[0].name} is labelled as your {target!r} but your envman did not start it: "
+                        f"not {'entered' if action == 'exec' else 'touched'}", where=f"envman {action}",
+                        fix=f"check who did (docker inspect {named[0].id[:12]}); start your own: "
+                            f"envman run --detach --name NAME PROJECT")
 
 
 def find_container(name: str) -> EnvContainer | None:
@@ -152,7 +174,12 @@ def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     if bare and command:
         raise UserError("two commands given", where="envman exec", fix="give the command once, after NAME or after --")
     a = grammar.parse(grammar.EXEC, opts)
-    c = one(list_containers(uid=os.getuid()), a.target)
+    mine, foreign = own_containers()
+    try:
+        c = one(mine, a.target)
+    except UserError:
+        not_started_here(foreign, a.target, action="exec")
+        raise
     workdir = container_workdir(Path(c.root), Path.cwd()) if c.root else WORKSPACE
     tty, interactive = terminal_flags()
     environment = parse_cli_env(a.env_var)

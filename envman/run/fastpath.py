@@ -48,6 +48,7 @@ from envman import __version__
 from envman.digest import sha256_hex
 from envman.engine.handoff import exec_docker, terminal_flags, which, with_terminal
 from envman.engine.socket import NoAnswer, local_socket, object_ids
+from envman.run.cidfile import with_cidfile
 from envman.paths import cache_dir, caches_enabled
 from envman.paths import matrices_dir, templates_dir
 
@@ -187,7 +188,7 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
         from envman.errors import printable
 
         sys.stderr.write(f"envman: warning: {printable(line)}\n")
-    exec_docker(argv, environment)
+    exec_docker(with_cidfile(argv), environment)  # its ID recorded: envman exec enters only it
 
 
 def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], **payload: Any) -> None:

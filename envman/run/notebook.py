@@ -23,6 +23,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from envman.run.cidfile import with_cidfile
 from envman.errors import BuildError, UserError, shell_join, stderr_line
 from envman.images.events import BuildStream
 from envman.paths import WORKSPACE
@@ -210,28 +211,40 @@ def serve_and_announce(start, port: int, announce, *, timeout: float = READY_TIM
 
 def build_notebook_image(engine: ContainerEngine, project_name: str, base_image_id: str, *, rebuild: bool = False,
                          network: RenderOptions | None = None) -> str:
-    """Build (or reuse) the notebook layer on ``base_image_id``, through ``network``; its ref."""
+    """Build (or reuse) the notebook layer on ``base_image_id``, through ``network``; its image ID
+    (what the run names: its tag is anyone's to move). A layer found under its tag is reused only
+    when this user built it on that base (:func:`envman.project.image.vouched_image`); a build
+    records the image it made."""
     from filelock import FileLock
 
     from envman.engine.context import deterministic_tar
+    from envman.images.provenance import record_built
     from envman.labels import MANAGED, NAME, PROJECT, ROLE, ROLE_PROJECT, TRUE
+    from envman.project.image import vouched_image
     from envman.run.command import print_step
     from envman.state import locks_dir
 
     ref = notebook_image_ref(project_name, base_image_id)
     locks_dir().mkdir(parents=True, exist_ok=True)
     with FileLock(str(locks_dir() / f"notebook-{project_name}.lock"), timeout=3600):
-        if not rebuild and engine.inspect_image(ref) is not None:
-            return ref
+        found = None if rebuild else vouched_image(engine, ref, base_image_id)
+        if found is not None:
+            return found.id
         stderr_line(f"envman: installing JupyterLab in a layer of its own for {project_name} ({JUPYTERLAB})")
         files = notebook_context(base_image_id, network)
         labels = {MANAGED: TRUE, ROLE: ROLE_PROJECT, PROJECT: project_name, NAME: "notebook"}
+        stream = BuildStream(on_event=print_step)
         try:
-            BuildStream(on_event=print_step).read(engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild))
+            stream.read(engine.build(deterministic_tar(files), ref, labels=labels, nocache=rebuild))
         except BuildError as exc:
             raise BuildError(f"the notebook layer of {project_name} failed to build: {exc.what}", log_tail=exc.log_tail,
                              fix="check that pip reaches its index from containers (the failing step and its error lines follow)") from None
-    return ref
+        image_id = stream.image_id
+        if image_id is None:  # an engine that did not say: the tag, a moment after the build
+            info = engine.inspect_image(ref)
+            image_id = info.id if info is not None else ref
+        record_built(image_id, ref, base=base_image_id)
+    return image_id
 
 
 def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gpus: str | None, no_gpu: bool,
@@ -289,7 +302,7 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
     stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
     sys.exit(serve_and_announce(
-        lambda: exec_docker(argv), host_port,
+        lambda: exec_docker(with_cidfile(argv)), host_port,
         lambda: (f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
                  "(on 127.0.0.1 only: from another machine, ssh -L "
                  f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")))

@@ -126,10 +126,12 @@ def prepare_run(
         save_pin(project_key(project.name, str(project.root.resolve())), stack.name, img.image_id)
     image, built = img.image_id, None
     if project.needs_image:
-        from envman.project.image import project_image_ref
+        from envman.images.provenance import built_image_id
+        from envman.project.image import project_image_ref, vouched_image
 
         ref = project_image_ref(project, stack.name, img.image_id)
-        found = None if rebuild else engine.inspect_image(ref)
+        # only an image this user built on this stack image: anyone on the engine can set the tag
+        found = None if rebuild else vouched_image(engine, ref, img.image_id)
         if found is None:
             from envman.project.detect.layer import replacing_requirement
 
@@ -138,7 +140,10 @@ def prepare_run(
                 raise UserError(replacing, where=str(project.file), fix="drop or relax that requirement (the stack provides "
                                 "its framework and CUDA libraries), or bind the project to a stack that has it")
             built = build_image(project, stack, img.image_id)
-            found = engine.inspect_image(built)
+            # the ID this user's build recorded, never what the tag names a moment later (a dry
+            # run builds nothing and records nothing: it names the tag)
+            made = built_image_id(built, base=img.image_id)
+            found = engine.inspect_image(made) if made else None
         image = found.id if found else (built or ref)  # pinned by id: a tag moved meanwhile changes nothing
     mech = info.gpu_mechanism() if info is not None else None
     engine_kind, engine_url = _engine_kind(engine)

@@ -201,3 +201,60 @@ def test_secrets_reach_the_container_but_no_command_line_and_no_cache(users, sta
     text = cache.read_text()
     assert file_secret not in text and env_secret not in text
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+
+
+def _tar_of(files: dict[str, str]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_a_planted_image_with_my_uid_in_its_verdict_labels_does_not_move_my_pinned_run(docker_engine, standin, tmp_path,
+                                                                                        monkeypatch):
+    """Attack (a shared engine): another engine user builds ``FROM`` any image of theirs, adds
+    envman's verdict labels (pass, ``by-uid`` = the victim, ``at`` = the far future, ``rootfs`` =
+    the image's own layer digest: a ``LABEL`` adds no layer, so the verdict is bound to the planted
+    image's own layers) and tags it as the stack's stable tag. envman must not read that verdict as
+    the victim's own promotion: the victim's pinned run stays on its pin."""
+    import os
+    import uuid
+    from dataclasses import replace
+
+    from envman import labels as L
+    from envman.engine.api import ImageInfo
+    from envman.images import pins, store
+    from envman.images.events import BuildStream
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    base = standin.rootfs("bookworm")
+    tag = f"envman-h35-{uuid.uuid4().hex[:8]}/planted:latest"
+    first = docker_engine.inspect_image(base)
+    forged = L.SmokeVerdict(status="pass", by_uid=os.getuid(), by_user="me", at=10**10,
+                            rootfs=store.rootfs_digest(first))
+    labels = "\n".join(f'LABEL {k}="{v}"' for k, v in forged.to_labels().items())
+    try:
+        BuildStream().read(docker_engine.build(_tar_of({"Dockerfile": f"FROM {base}\n{labels}\n"}), tag, labels={}))
+        planted = docker_engine.inspect_image(tag)
+        assert planted is not None and planted.layers == first.layers  # LABEL adds no layer
+        assert store.image_verdict(planted).status == "pass"  # a verdict on its own layers
+
+        pinned = ImageInfo("sha256:" + "a" * 64, layers=("sha256:" + "1" * 64,),
+                           labels=replace(forged, at=100, rootfs=store.rootfs_digest(
+                               ImageInfo("x", layers=("sha256:" + "1" * 64,)))).to_labels())
+        pin = pins.Pin(stack="s", image_id=pinned.id, at=200)
+        choice = pins.choose("s", planted, pinned, pin, uid=os.getuid(), verdict=store.image_verdict,
+                             rootfs=store.rootfs_digest)
+        assert choice.info is not None and choice.info.id == pinned.id, "the planted image took over the pinned run"
+    finally:
+        try:
+            docker_engine.remove_image(tag)
+        except Exception:
+            pass

@@ -36,8 +36,7 @@ class Row:
 
 def test_ps_prints_user_data_as_text_and_json_as_given(cli, monkeypatch):
     row = {"name": "[bold]x\x1b[31m", "project": "p[red]", "stack": "s", "state": "running", "created": "now", "uid": 1}
-    monkeypatch.setattr(run_envs, "list_containers",
-                        lambda uid: [Row(**row)])
+    monkeypatch.setattr(run_envs, "own_containers", lambda **kw: ([Row(**row)], []))
     code, out, _ = cli("ps")
     assert code == 0 and "[bold]x" in out and "p[red]" in out and "\x1b" not in out
     code, out, _ = cli("ps", "--json")
@@ -45,7 +44,7 @@ def test_ps_prints_user_data_as_text_and_json_as_given(cli, monkeypatch):
 
 
 def test_ps_with_nothing_running_says_how_to_start_one(cli, monkeypatch):
-    monkeypatch.setattr(run_envs, "list_containers", lambda uid: [])
+    monkeypatch.setattr(run_envs, "own_containers", lambda **kw: ([], []))
     code, out, _ = cli("ps")
     assert code == 0 and "no running envman environments" in out
 

@@ -323,7 +323,7 @@ def test_k8s_push_pushes_the_project_image_and_uses_its_digest(tmp_path, monkeyp
     from tests.support.fake_engine import patch_connect
 
     patch_connect(monkeypatch, eng)
-    monkeypatch.setattr(X, "local_run_image", lambda proj, stack, on_warning=None: "envman/project-demo:abcd")
+    monkeypatch.setattr(X, "local_run", lambda proj, stack, on_warning=None: ("sha256:" + "9" * 64, "envman/project-demo:abcd"))
     proj = type("P", (), {"needs_image": True, "name": "demo"})()
     ref = X.push_run_image(proj, None, "127.0.0.1:5000/lab")
     assert ref.startswith("127.0.0.1:5000/lab/envman/project-demo@sha256:")
@@ -426,3 +426,112 @@ def test_any_document_reads_back_as_itself(value):
     if not isinstance(value, (dict, list)):
         value = {"v": value}
     assert yaml.safe_load(to_yaml(value)) == value
+
+
+def test_a_local_export_names_the_image_envman_run_would_run_by_id_not_a_movable_tag(tmp_path, monkeypatch):
+    """Attack (issue 35 items 2/3 carried into exports): ``envman run`` stands on the image ID the
+    project is pinned to ("runs stay on the image id"), checked with its verdict, but the compose
+    service and the Dev Container's ``FROM`` get ``local_run_image``: the tag
+    ``envman/<stack>:latest`` (or the project image's tag). At ``docker compose up`` /
+    ``devcontainer up`` time the engine runs whatever that tag names then: a neighbour's re-tag
+    (a planted ``:latest``) or simply a newer promotion the project was never moved to. The
+    exported image must be the ID (or digest) envman run would use."""
+    from envman.cluster.k8s import local_run_image
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine, patch_connect
+    from tests.unit.project.test_file import proj
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    eng = FakeEngine.with_images({stable_ref(stack): "sha256:" + "5" * 64})
+    patch_connect(monkeypatch, eng)
+    _smoke_passed("sha256:" + "5" * 64)
+    p = proj(tmp_path / "p", "")  # no apt, no requirements: it runs on the stack's image itself
+    image = local_run_image(p, stack)
+    assert image.startswith("sha256:") or "@sha256:" in image, f"exported as the movable tag {image}"
+
+
+def _smoke_passed(image_id):
+    from envman.images.build import SmokeReport, save_report
+
+    save_report(SmokeReport(stack="s", image="i", image_id=image_id, overall="pass", reason="", gpus_requested=False,
+                            probe=None, exit_code=0, stderr_tail=""))
+
+
+def test_a_local_export_follows_the_pin_and_the_project_image_this_user_built(tmp_path, monkeypatch):
+    """Boundaries: a pinned project exports its pin's ID, not the stable tag's newer image (what
+    ``envman run`` runs); a project image is exported as the ID this user's build recorded, a
+    neighbour's image under the project's tag being built over; compose names the bare ID, the
+    Dev Container's FROM the tag (BuildKit builds no FROM of a local ID) with the ID it was checked as."""
+    from envman.cluster.export import compose_service, devcontainer
+    from envman.cluster.k8s import local_run
+    from envman.images.pins import project_key, save_pin
+    from envman.matrix.load import load_matrix
+    from envman.project.image import project_image_ref
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine, patch_connect
+    from tests.unit.project.test_file import proj
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    old, new = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    eng = FakeEngine.with_images({stable_ref(stack): new})
+    eng.add_image(None, old)
+    _smoke_passed(old)
+    _smoke_passed(new)
+    patch_connect(monkeypatch, eng)
+    p = proj(tmp_path / "p", "")
+    save_pin(project_key(p.name, str(p.root.resolve())), stack.name, old)
+    assert local_run(p, stack) == (old, stable_ref(stack))
+    q = proj(tmp_path / "q", 'apt = ["ffmpeg"]\n')
+    ref = project_image_ref(q, stack.name, new)
+    planted = eng.add_image(ref, "sha256:" + "e" * 64)
+    image_id, tag = local_run(q, stack)
+    assert tag == ref and image_id.startswith("sha256:") and image_id != planted
+    x = _input(image=tag, image_id=image_id, environment=())
+    assert compose_service(x, uid=1, gid=1, home="/h")["image"] == image_id.removeprefix("sha256:")
+    _, dockerfile = devcontainer(x, None)
+    assert f"FROM {tag}\n" in dockerfile and image_id in dockerfile
+    assert compose_service(_input(image="envman/x:1"), uid=1, gid=1, home="/h")["image"] == "envman/x:1"
+
+
+def test_without_an_engine_a_local_export_names_the_tag_and_says_so_and_a_project_image_is_refused(tmp_path, monkeypatch):
+    from envman.cluster.k8s import local_run
+    from envman.errors import EngineError
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+    from tests.unit.project.test_file import proj
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    told: list[str] = []
+    assert local_run(proj(tmp_path / "p", ""), stack, told.append) == ("", stable_ref(stack))
+    assert len(told) == 1 and "anyone on the engine can move" in told[0]
+    with pytest.raises(EngineError):
+        local_run(proj(tmp_path / "q", 'apt = ["ffmpeg"]\n'), stack)
+
+
+def test_with_no_promoted_image_yet_a_local_export_names_the_tag_and_says_so(tmp_path, monkeypatch):
+    """An engine with no image of the stack to check: a project on the stack image is exported by
+    tag with one warning; a project image cannot be built, and is refused in one line."""
+    from envman.cluster.k8s import local_run
+    from envman.errors import UserError
+    from envman.matrix.load import load_matrix
+    from envman.stack.resolve import resolve
+    from envman.state import stable_ref
+    from tests.support.fake_engine import FakeEngine, patch_connect
+    from tests.unit.project.test_file import proj
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    patch_connect(monkeypatch, FakeEngine())
+    stack = resolve(load_matrix(), "torch-2.4-cpu")
+    told: list[str] = []
+    assert local_run(proj(tmp_path / "p", ""), stack, told.append) == ("", stable_ref(stack))
+    assert len(told) == 1 and "no promoted image" in told[0]
+    with pytest.raises(UserError, match="no promoted image"):
+        local_run(proj(tmp_path / "q", 'apt = ["ffmpeg"]\n'), stack)

@@ -56,9 +56,92 @@ def test_the_run_follows_when_asked_when_only_labels_changed_or_when_i_promoted(
     relabelled = info("sha256:new", ("l1",), PASS_BY_OTHER)  # same layers as the pin
     assert choose(relabelled, old, pin).info.id == "sha256:new"
     mine = L.SmokeVerdict(status="pass", by_uid=ME, at=300)
+    my_build("sha256:new", at=300)  # my own build's promotion, after the pin
     assert choose(info("sha256:new", ("l2",), mine), old, pin).info.id == "sha256:new"
+    my_build("sha256:before", at=50)
     mine_before_pin = L.SmokeVerdict(status="pass", by_uid=ME, at=50)
-    assert choose(info("sha256:new", ("l2",), mine_before_pin), old, pin).pinned
+    assert choose(info("sha256:before", ("l2",), mine_before_pin), old, pin).pinned
+
+
+def my_build(image_id, *, at):
+    """``image_id`` recorded in this user's ``built.json`` as made by their build at ``at``."""
+    import json
+
+    from envman.images.provenance import built_path, record_built
+    from envman.state import atomic_write
+
+    record_built(image_id, "envman/s:latest")
+    data = json.loads(built_path().read_text())
+    data["images"][image_id]["at"] = at
+    atomic_write(built_path(), json.dumps(data))
+
+
+def _my_report(image_id, *, at, overall="pass"):
+    """A smoke report of this user's for ``image_id``, taken at ``at``, in this user's state."""
+    from envman.state import save_report_json
+
+    save_report_json(image_id, {"overall": overall, "image_id": image_id, "created": at, "reason": ""})
+
+
+def test_a_neighbour_s_image_labelled_with_my_uid_does_not_move_my_pinned_run(tmp_path, monkeypatch):
+    """Attack (issue 35 item 2/3, a shared engine): "other users of the same engine cannot move
+    your pinned runs" (docs/security.md). A pinned run moves to the current stable image when that
+    image's *labels* say the smoke test was mine (``envman.smoke.by-uid`` = my uid, ``envman.smoke.at``
+    after the pin). Labels are written by whoever builds: a neighbour builds an image of their own,
+    adds (with ``LABEL`` only, no new layer) a verdict whose ``envman.smoke.rootfs`` is that image's
+    own layer digest, ``by-uid`` = the victim's uid and ``at`` = now, and tags it
+    ``envman/<stack>:latest``. The victim's next ``envman run`` leaves its pin for the planted image
+    (and repins to it). Who ran a smoke test must come from the victim's own state (``built.json``,
+    the cached reports), never from the image's labels."""
+    import os
+
+    from dataclasses import replace
+
+    from envman.images import store
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    me = os.getuid()
+    pinned_layers, planted_layers = ("sha256:" + "1" * 64,), ("sha256:" + "e" * 64,)
+    mine = L.SmokeVerdict(status="pass", by_uid=me, by_user="me", at=100)
+    pinned = ImageInfo("sha256:" + "a" * 64, layers=pinned_layers,
+                       labels=replace(mine, rootfs=store.rootfs_digest(ImageInfo("x", layers=pinned_layers))).to_labels())
+    forged = L.SmokeVerdict(status="pass", by_uid=me, by_user="me", at=10**10,
+                            rootfs=store.rootfs_digest(ImageInfo("x", layers=planted_layers)))
+    planted = ImageInfo("sha256:" + "b" * 64, layers=planted_layers, labels=forged.to_labels())
+    pin = pins.Pin(stack="torch-2.4-cpu", image_id=pinned.id, at=200)
+
+    choice = pins.choose("torch-2.4-cpu", planted, pinned, pin, uid=me, verdict=store.image_verdict,
+                         rootfs=store.rootfs_digest)
+    assert choice.info is not None and choice.info.id == pinned.id, "the planted image took over the pinned run"
+    assert not choice.repin
+
+
+def test_my_own_build_moves_the_run_only_from_the_pin_s_time_and_only_to_a_runnable_image():
+    """Boundaries of "mine": this user's ``built.json`` record of the stable image moves the run
+    when it is at or after the pin's time (equal included), not one second before; labels naming
+    another uid do not stop it; a record of mine does not move the run to an image whose verdict is
+    not runnable (a candidate of mine that failed, re-tagged as stable by someone else)."""
+    old = info("sha256:old", verdict=PASS_BY_OTHER)
+    stable = info("sha256:new", ("l2",), PASS_BY_OTHER)  # labels say bob: my state says mine
+    my_build("sha256:new", at=1000)
+    assert choose(stable, old, pins.Pin("s", "sha256:old", at=1000)).info.id == "sha256:new"
+    assert choose(stable, old, pins.Pin("s", "sha256:old", at=1001)).pinned
+    failed = info("sha256:new", ("l2",), L.SmokeVerdict(status="fail", by_uid=ME, at=1000))
+    assert choose(failed, old, pins.Pin("s", "sha256:old", at=900)).pinned
+
+
+def test_only_built_json_vouches_not_a_cached_report_nor_another_user_s_state(tmp_path, monkeypatch):
+    """A smoke report of mine (``envman test`` of another user's promoted image) is no promotion of
+    mine; a record in another state folder is another user's; a malformed record's time is none."""
+    _my_report("sha256:new", at=10**10)
+    assert pins.vouched_at(ImageInfo("sha256:new")) is None
+    my_build("sha256:new", at=1234)
+    assert pins.vouched_at(ImageInfo("sha256:new")) == 1234
+    my_build("sha256:new", at=True)
+    assert pins.vouched_at(ImageInfo("sha256:new")) is None
+    my_build("sha256:new", at=1234)
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "bob"))
+    assert pins.vouched_at(ImageInfo("sha256:new")) is None
 
 
 def test_a_gone_or_failed_pin_falls_back_to_stable_with_a_note():

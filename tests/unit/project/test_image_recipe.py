@@ -45,7 +45,10 @@ def test_project_tag_is_content_addressed(tmp_path):
     assert {v for k, v in labels.items() if k.startswith("envman.smoke.")} == {""}  # the base's verdict is not inherited
 
 
-def test_build_project_image_reuses_an_existing_tag(tmp_path):
+def test_build_project_image_reuses_an_existing_tag_this_user_built(tmp_path, monkeypatch):
+    from envman.images.provenance import record_built
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
     from envman.project.image import build_project_image
 
     p = proj(tmp_path, 'apt = ["ffmpeg"]\n')
@@ -54,8 +57,62 @@ def test_build_project_image_reuses_an_existing_tag(tmp_path):
 
     ref = project_image_ref(p, "stack", "sha256:base")
     e = FakeEngine.with_images({ref: "sha256:p"})
+    record_built("sha256:p", ref, base="sha256:base")  # this user's earlier build
     assert build_project_image(e, p, "stack", "sha256:base") == ref and e.builds == []
     e = FakeEngine()
     assert build_project_image(e, p, "stack", "sha256:base") == ref
     assert [(c["tag"], c["labels"]["envman.project"], c["nocache"]) for c in e.build_calls] == [(ref, "demo", False)]
     assert e.image_exists(ref)
+
+
+def test_a_project_image_planted_under_my_project_s_tag_is_not_run_as_mine(tmp_path, monkeypatch):
+    """Attack (issue 35 item 2, for project images): bases and stack candidates are reused only when
+    ``built.json`` says this user built them, but ``build_project_image`` reuses whatever image the
+    engine has under ``envman/project-<name>-<hash of the root>:<content hash>``. Every user of a
+    rootful engine sees that tag (``docker images``: it is the victim's own earlier build), or
+    computes it (``envman run --dry-run`` on a copy of a public repository at the victim's path
+    prints it). A neighbour runs ``docker tag evil envman/project-demo-…:…``; the victim's next
+    ``envman run`` runs the planted image with the project at ``/workspace`` (and, for a trusted
+    project, the config's tokens in its environment)."""
+    from envman.project.image import build_project_image
+    from tests.support.fake_engine import FakeEngine
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    p = proj(tmp_path / "p", 'apt = ["ffmpeg"]\n')
+    ref = project_image_ref(p, "stack", "sha256:base")
+    e = FakeEngine.with_images({ref: "sha256:" + "e" * 64})  # a neighbour's image, never built here
+    build_project_image(e, p, "stack", "sha256:base")
+    assert e.build_calls, "the planted project image was reused without a build of this user's"
+
+
+def test_a_project_image_is_reused_only_when_i_built_it_on_this_very_stack_image(tmp_path, monkeypatch):
+    """The rule's boundaries: the image this user's build recorded, on this base, is reused (no
+    build); the same image re-tagged for another base, an image of this user's from another base
+    put under the tag, or a record in another user's state (another ``ENVMAN_STATE_DIR``) is not."""
+    from envman.images.provenance import built_image_id, built_here, record_built
+    from envman.project.image import build_project_image
+    from tests.support.fake_engine import FakeEngine
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    p = proj(tmp_path / "p", 'apt = ["ffmpeg"]\n')
+    base, other_base = "sha256:" + "b" * 64, "sha256:" + "c" * 64
+    e = FakeEngine()
+    ref = build_project_image(e, p, "stack", base)
+    mine = e.inspect_image(ref).id
+    assert built_here(mine, base=base) and built_image_id(ref, base=base) == mine
+    assert len(e.build_calls) == 1
+    assert build_project_image(e, p, "stack", base) == ref and len(e.build_calls) == 1  # reused: built here
+    # my image of another base, put under this base's tag: built again
+    other_ref = project_image_ref(p, "stack", other_base)
+    record_built("sha256:" + "d" * 64, other_ref, base=other_base)
+    e.add_image(None, "sha256:" + "d" * 64)
+    e.tag("sha256:" + "d" * 64, ref)
+    build_project_image(e, p, "stack", base)
+    assert len(e.build_calls) == 2 and e.inspect_image(ref).id != "sha256:" + "d" * 64
+    # another user's state vouches for nothing here
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state-of-bob"))
+    build_project_image(e, p, "stack", base)
+    assert len(e.build_calls) == 3
+    # record_built ignores what is not an image ID
+    record_built("envman/x:1", "envman/x:1")
+    assert built_image_id("envman/x:1") is None

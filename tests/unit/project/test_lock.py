@@ -236,17 +236,21 @@ def _report_engine(report):
 
 
 @pytest.mark.parametrize("installed", [[], [("rich", "13.7.1", H2)]])
-def test_a_reused_resolved_image_gives_its_lock_back(tmp_path, installed):
-    """A project whose unlocked image exists but whose lock is missing (deleted, or refused before
-    the fix) gets envman.lock from that image's pip report, without a build."""
+def test_a_reused_resolved_image_gives_its_lock_back(tmp_path, monkeypatch, installed):
+    """A project whose unlocked image (built by this user) exists but whose lock is missing
+    (deleted, or refused before the fix) gets envman.lock from that image's pip report, without a
+    build."""
+    from envman.images.provenance import built_image_id, record_built
     from envman.project.image import build_project_image
 
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
     p = project(tmp_path, "numpy>=2\n" if not installed else REQ)
     report = {"install": [{"metadata": {"name": n, "version": v},
                            "download_info": {"archive_info": {"hashes": {"sha256": h}}}} for n, v, h in installed]}
     engine = _report_engine(report)
     unlocked = project_image_ref(p, "torch-2.3-cuda12.1", BASE)
     engine.add_image(unlocked, "sha256:" + "e" * 64)
+    record_built("sha256:" + "e" * 64, unlocked, base=BASE)
     assert read_lock(p.root) is None
     ref = build_project_image(engine, p, "torch-2.3-cuda12.1", BASE)
     assert engine.builds == []
@@ -254,6 +258,22 @@ def test_a_reused_resolved_image_gives_its_lock_back(tmp_path, installed):
     assert lock is not None and [x.name for x in lock.packages] == [n for n, _, _ in installed]
     assert ref == project_image_ref(p, "torch-2.3-cuda12.1", BASE) != unlocked  # the locked ref, tagged
     assert engine.image_exists(ref)
+    assert built_image_id(ref, base=BASE) == "sha256:" + "e" * 64  # a run names it by this ID
+
+
+def test_an_unlocked_image_this_user_did_not_build_gives_no_lock_and_is_built_again(tmp_path, monkeypatch):
+    """The lock comes only from an image this user built: a neighbour's image under the unlocked
+    tag (its pip report is theirs to write) is not read; the project is built."""
+    from envman.project.image import build_project_image
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    p = project(tmp_path, REQ)
+    report = {"install": [{"metadata": {"name": "rich", "version": "13.7.1"},
+                           "download_info": {"archive_info": {"hashes": {"sha256": H2}}}}]}
+    engine = _report_engine(report)
+    planted = engine.add_image(project_image_ref(p, "torch-2.3-cuda12.1", BASE), "sha256:" + "e" * 64)
+    build_project_image(engine, p, "torch-2.3-cuda12.1", BASE)
+    assert engine.builds and all(image != planted for image, *_ in engine.runs)
 
 
 @pytest.mark.parametrize("installed", [[], [("rich", "13.7.1", H2)]])

@@ -100,3 +100,138 @@ def test_the_shell_envman_opens_keeps_the_stack_venv_first_on_path(tmp_path, she
     out = r.stdout.splitlines()
     assert r.returncode == 0 and out[0] == str(venv / "python"), (r.stdout, r.stderr)
     assert (out[1] != "bash=") == (shell == "bash")  # bash where the image has it, else sh
+
+
+class _LabelledEngine:
+    """The two engine calls ``envman exec``/``stop``/``ps`` make, over a fixed list of containers."""
+
+    def __init__(self, containers):
+        self.containers, self.stopped = list(containers), []
+
+    def list_containers(self, labels, *, all=True):  # noqa: A002  (the engine's name)
+        want = [tuple(x.split("=", 1)) for x in labels]
+        return [c for c in self.containers if not [k for k, v in want if c.labels.get(k) != v]]
+
+    def inspect_container(self, ref):
+        return next((c for c in self.containers if ref in (c.id, c.name)), None)
+
+    def stop_containers(self, ids, timeout):
+        self.stopped += list(ids)
+
+
+def run_container(cid_char, env, project="myproj", uid=None):
+    from envman import labels as L
+    from envman.engine.api import ContainerInfo
+
+    return ContainerInfo(cid_char * 64, f"c-{env}", "img", "running",
+                         L.run_labels(project, "torch-2.4.1-cpu-py3.12", os.getuid() if uid is None else uid, env))
+
+
+def record_started(container, *, age=0.0):
+    """Record ``container`` as one this user's envman started (what ``docker run --cidfile`` writes)."""
+    import time
+
+    from envman.run.cidfile import with_cidfile
+
+    argv = with_cidfile(["docker", "run", "--rm", "img"])
+    path = argv[argv.index("--cidfile") + 1]
+    with open(path, "w") as f:
+        f.write(container.id)
+    os.utime(path, (time.time() - age, time.time() - age))
+    return path
+
+
+@pytest.fixture
+def engine_of(monkeypatch, tmp_path):
+    from envman.run import envs
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    entered: list[list[str]] = []
+    monkeypatch.setattr(envs, "exec_docker", lambda argv, env: entered.append(argv))
+    monkeypatch.setattr(envs, "terminal_flags", lambda: (False, False))
+
+    def make(*containers):
+        e = _LabelledEngine(containers)
+        monkeypatch.setattr(envs, "_engine", lambda: e)
+        e.entered = entered
+        return e
+
+    return make
+
+
+def test_exec_never_enters_a_container_another_user_labelled_as_mine(monkeypatch, tmp_path):
+    """Attack (issue 35, another user of the same engine): ``envman exec NAME|PROJECT`` picks the
+    container among ``list_containers(uid=me)``, which filters on the label ``envman.uid``, and
+    labels are written by whoever creates the container. A neighbour starts a container of any
+    image with ``--label envman.role=run --label envman.uid=<victim> --label envman.env=dev
+    --label envman.project=myproj``; when the victim's own environment is not running (ended,
+    crashed), ``envman exec dev`` (or ``envman exec myproj``) silently enters the neighbour's
+    container as the victim, with the victim's ``-e NAME=VALUE`` secrets and whatever is typed into
+    the shell. A container is the user's only if this user's envman started it (record its ID in
+    the user's state, as ``built.json`` does for images)."""
+    from envman import labels as L
+    from envman.engine.api import ContainerInfo
+    from envman.run import envs
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    planted = ContainerInfo("c0ffee" * 10 + "abcd", "not-yours", "neighbour/evil:1", "running",
+                            L.run_labels("myproj", "torch-2.4.1-cpu-py3.12", os.getuid(), "dev"))
+
+    class Engine:
+        def list_containers(self, labels, *, all=True):  # noqa: A002  (the engine's name)
+            want = [tuple(x.split("=", 1)) for x in labels]
+            return [planted] if not [k for k, v in want if planted.labels.get(k) != v] else []
+
+        def inspect_container(self, ref):
+            return planted if ref in (planted.id, planted.name) else None
+
+    entered = []
+    monkeypatch.setattr(envs, "_engine", lambda: Engine())
+    monkeypatch.setattr(envs, "exec_docker", lambda argv, env: entered.append(argv))
+    monkeypatch.setattr(envs, "terminal_flags", lambda: (False, False))
+    try:
+        envs.exec_cli(["dev", "-e", "HF_TOKEN=hf_secret"], ["python"])
+    except UserError:
+        return  # refused: the rule holds
+    assert not entered, f"entered the neighbour's container: {entered[0]}"
+
+
+@pytest.mark.parametrize("target", ["dev", "myproj"])
+def test_exec_enters_my_recorded_container_and_refuses_a_labelled_one_in_one_line(engine_of, target):
+    """Boundaries: the container whose ID my envman recorded is entered, by name or project, even
+    with a neighbour's look-alike beside it (no "two environments" ambiguity); alone, the
+    look-alike is refused in one line that says why, and nothing is entered."""
+    from envman.run import envs
+
+    mine, theirs = run_container("a", "dev"), run_container("b", "dev")
+    e = engine_of(mine, theirs)
+    record_started(mine)
+    envs.exec_cli([target], ["python"])
+    assert len(e.entered) == 1 and mine.id in e.entered[0] and theirs.id not in e.entered[0]
+    e = engine_of(theirs)
+    with pytest.raises(UserError) as err:
+        envs.exec_cli([target], ["python"])
+    assert "your envman did not start it" in err.value.what and "\n" not in err.value.line()
+    assert len(e.entered) == 1  # the first exec only
+
+
+def test_stop_and_ps_act_only_on_my_recorded_containers(engine_of, capsys):
+    """``envman stop`` refuses a look-alike and stops only mine; ``envman ps`` lists only mine
+    (``--all-users`` lists what the labels say, every user's)."""
+    import json
+
+    from envman.cli import envs as cli
+
+    mine, theirs = run_container("a", "dev"), run_container("b", "other")
+    e = engine_of(mine, theirs)
+    record_started(mine)
+    cli.stop("dev", 10)
+    assert e.stopped == [mine.id]
+    with pytest.raises(UserError, match="did not start it"):
+        cli.stop("other", 10)
+    assert e.stopped == [mine.id]
+    capsys.readouterr()
+    cli.ps(all_users=False, as_json=True)
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [mine.id[:12]]
+    cli.ps(all_users=True, as_json=True)
+    assert {r["id"] for r in json.loads(capsys.readouterr().out)} == {mine.id[:12], theirs.id[:12]}

@@ -123,13 +123,20 @@ def envman_run(*words):
     raise AssertionError("envman run returned without exec or exit")
 
 
+def _without_cidfile(argv):
+    """``argv`` without ``--cidfile FILE`` (a new file per run: envman/run/cidfile.py)."""
+    at = argv.index("--cidfile")
+    return argv[:at] + argv[at + 2:]
+
+
 def test_second_identical_run_is_served_from_the_cache_with_the_same_argv(world, engine):
     first = envman_run("--no-gpu", "--", "python", "train.py")
     assert first[0] == "full"
     assert Path(runcache.cache_file()).is_file()
     engine.requests.clear()
     second = envman_run("--no-gpu", "--", "python", "train.py")
-    assert second == ("cached", first[1])
+    assert second[0] == "cached" and _without_cidfile(second[1]) == _without_cidfile(first[1])
+    assert second[1][2] == "--cidfile" != second[1][3] != first[1][3]  # each run's ID recorded anew
     # the cached run still asks the engine whether the promoted image and the project's network
     # are the ones recorded (all at once: the engine may take them in any order)
     net = next(iter(engine.networks))
@@ -502,7 +509,7 @@ def test_a_dry_run_builds_and_pulls_nothing(world, engine, monkeypatch, capsys, 
 #: the error boundary, the fast path and the stdlib-only helpers it reads state and the engine with.
 FAST_PATH_MODULES = {"envman", "envman.main", "envman.boundary", "envman.run", "envman.run.fastpath",
                      "envman.run.grammar", "envman.engine", "envman.engine.handoff", "envman.engine.socket",
-                     "envman.paths", "envman.safefile", "envman.errors", "envman.digest"}
+                     "envman.paths", "envman.safefile", "envman.errors", "envman.digest", "envman.run.cidfile"}
 #: Standard-library modules a hit has no use for (each costs milliseconds to load): the TOML
 #: parser, typing, pathlib, OpenSSL's hashlib, the socket module's Python wrapper.
 HEAVY_STDLIB = {"tomllib", "typing", "pathlib", "hashlib", "_hashlib", "socket", "subprocess"}

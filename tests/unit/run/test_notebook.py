@@ -161,3 +161,43 @@ def test_the_notebook_shows_jupyters_log_but_not_its_unreachable_urls():
     assert "Serving notebooks from local directory: /workspace" in shown
     assert "302 GET /lab" in shown and "http://pypi.example:8080/simple" in shown
     assert "Use Control-C to stop this server" in shown
+
+
+def test_a_notebook_layer_planted_under_its_tag_is_not_run_as_mine(tmp_path, monkeypatch):
+    """Attack (F4, the notebook layer): ``build_notebook_image`` reuses any image under
+    ``envman/notebook-<project name>:<hash of the base image id>``. The name is what any file
+    claims (no root hash) and the base image id is the shared stack image's, so a neighbour
+    computes the tag without knowing anything of the victim's and plants an image there;
+    ``envman notebook`` then serves the victim's project (and its Jupyter token) from it."""
+    from envman.run.notebook import build_notebook_image, notebook_image_ref
+    from tests.support.fake_engine import FakeEngine
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    base = "sha256:" + "b" * 64
+    e = FakeEngine.with_images({notebook_image_ref("demo", base): "sha256:" + "e" * 64})
+    from envman.errors import EnvmanError
+
+    try:
+        build_notebook_image(e, "demo", base)
+    except EnvmanError:  # a refusal is an answer too; a silent reuse is not
+        return
+    assert e.build_calls, "the planted notebook layer was reused without a build of this user's"
+
+
+def test_the_notebook_layer_is_reused_only_when_mine_and_run_by_its_id(tmp_path, monkeypatch):
+    """Boundaries: the layer this user built on this base is reused (no second build) and named by
+    its image ID, so a tag moved after the build changes nothing; the same tag moved to another
+    image, or a base other than the one recorded, makes a build."""
+    from envman.run.notebook import build_notebook_image, notebook_image_ref
+    from tests.support.fake_engine import FakeEngine
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    base = "sha256:" + "b" * 64
+    e = FakeEngine()
+    first = build_notebook_image(e, "demo", base)
+    assert first.startswith("sha256:") and first == e.inspect_image(notebook_image_ref("demo", base)).id
+    assert build_notebook_image(e, "demo", base) == first and len(e.build_calls) == 1
+    planted = e.add_image(None, "sha256:" + "e" * 64)
+    e.tag(planted, notebook_image_ref("demo", base))
+    again = build_notebook_image(e, "demo", base)
+    assert len(e.build_calls) == 2 and again != planted

@@ -334,7 +334,7 @@ def _passing(image_id):
 
 
 def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), built=None, mounts=(), ports=(), withheld=(),
-             **kw):
+             record=True, **kw):
     from dataclasses import replace
 
     from envman.project.file import load_project
@@ -352,11 +352,13 @@ def _prepare(tmp_path, mini, engine, *, text="", environment=(), command=(), bui
     built = [] if built is None else built
 
     def build_image(proj, s, base_id):
+        from envman.images.provenance import record_built
         from envman.project.image import project_image_ref
 
         built.append(base_id)
         ref = project_image_ref(proj, s.name, base_id)
-        engine.add_image(ref)
+        if record:  # as build_project_image records its build (a dry run builds and records nothing)
+            record_built(engine.add_image(ref), ref, base=base_id)
         return ref
 
     return Q.prepare_run(p, settings, stack, engine=engine, detect_host=lambda: pytest.fail("no GPU asked"),
@@ -535,6 +537,38 @@ def test_a_project_image_is_built_when_missing_or_asked_and_run_by_its_id(state,
     assert prep.plan.image.startswith("sha256:") and prep.plan.image != first if rebuild else prep.plan.image == first
 
 
+def test_a_project_image_planted_under_its_tag_is_built_again_and_the_run_names_the_id_built(state, mini):
+    """Attack (a shared engine): a neighbour tags an image of theirs as this project's image
+    (the tag is ``envman run --dry-run``'s to print); the run builds its own instead and runs it by
+    the ID its build recorded, even when the tag is moved again right after the build."""
+    from envman.project.file import load_project
+    from envman.project.image import project_image_ref
+
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    _prepare(state, mini, engine, text='requirements = ["einops"]\n', remember_pin=False)  # writes the project
+    ref = project_image_ref(load_project(state / "p"), "torch-2.4.1-cuda12.4-py3.10", "sha256:stable")
+    planted = engine.add_image(None, "sha256:" + "e" * 64)
+    engine.tag(planted, ref)
+    built: list[str] = []
+    prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built)
+    assert built == ["sha256:stable"] and prep.plan.image not in (planted, ref) and prep.plan.image.startswith("sha256:")
+    mine = prep.plan.image
+    engine.tag(planted, ref)  # moved again after the build
+    built.clear()
+    prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built)
+    assert built == ["sha256:stable"] and prep.plan.image != planted
+
+
+def test_a_dry_run_names_the_project_image_s_tag_when_nothing_was_built(state, mini):
+    """A build that records nothing (``--dry-run``'s stand-in) leaves the plan naming the tag."""
+    engine = FakeEngine.with_images({STABLE: "sha256:stable"})
+    _passing("sha256:stable")
+    built: list[str] = []
+    prep = _prepare(state, mini, engine, text='requirements = ["einops"]\n', built=built, record=False)
+    assert built == ["sha256:stable"] and prep.plan.image.startswith("envman/project-p-")
+
+
 LONG_OLD, LONG_NEW = "sha256:" + "0123456789" * 6 + "abcd", "sha256:" + "9876543210" * 6 + "dcba"
 
 
@@ -554,6 +588,9 @@ def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
 
             v = L.SmokeVerdict(**{**v.__dict__, "rootfs": rootfs_digest(ImageInfo("x", layers=layers))})
             engine._images[LONG_NEW] = ImageInfo(LONG_NEW, labels=v.to_labels(), layers=layers)
+            from tests.unit.images.test_pins import my_build
+
+            my_build(LONG_NEW, at=2 * 10**9)  # "mine" is what my state says, never the labels
         else:
             _passing(LONG_NEW)
     engine.add_image(None, LONG_OLD)
@@ -562,6 +599,17 @@ def _pinned_setup(state, mini, *, stable_by_me=False, stable_present=True):
     _prepare(state, mini, FakeEngine.with_images({STABLE: "sha256:stable"}), remember_pin=False)  # writes the project
     save_pin(project_key("p", str((state / "p").resolve())), "torch-2.4.1-cuda12.4-py3.10", LONG_OLD)
     return engine
+
+
+def test_a_stable_labelled_with_my_uid_but_not_in_my_state_does_not_move_the_run(state, mini):
+    """The labels of a neighbour's image can name my uid and any time: without my own record of
+    it, the run stays on its pin."""
+    engine = _pinned_setup(state, mini, stable_by_me=True)
+    from envman.images.provenance import built_path
+
+    built_path().unlink()
+    img, choice = _base(state, mini, engine)
+    assert (img.image_id, choice.pinned, choice.repin) == (LONG_OLD, True, False)
 
 
 def load_project_p(state):

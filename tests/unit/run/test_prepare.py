@@ -55,6 +55,9 @@ def test_prepare_builds_the_project_image_once(tmp_path, mini):
     prep = prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable"}), built=built)
     assert built == ["sha256:stable"] and prep.plan.image == "envman/project-x:built"
     ref = project_image_ref(load_project(tmp_path / "p"), "torch-2.4.1-cuda12.4-py3.10", "sha256:stable")
+    from envman.images.provenance import record_built
+
+    record_built("sha256:proj", ref, base="sha256:stable")  # this user's own earlier build
     built = []
     prep = prepared(tmp_path, mini, text, FakeEngine.with_images({stable: "sha256:stable", ref: "sha256:proj"}), built=built)
     assert built == [] and prep.plan.image == "sha256:proj"
