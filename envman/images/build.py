@@ -245,7 +245,15 @@ def smoke_image(
     """Run the probe inside ``image``; the report goes into this user's cache and, for an image not
     yet promoted, the verdict onto the engine (a verdict image that the image's stack tags move
     to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
-    the id its projects were built and locked on."""
+    the id its projects were built and locked on.
+
+    The probe's container starts from the image ID the verdict is written for (``image_id``, else
+    the one ``image`` names now), never from the tag: anyone on the engine can move a tag between
+    the build and the probe, and a verdict is believed only for the layers it was taken on.
+    ``image`` is kept for messages and the report."""
+    if image_id is None:
+        info = engine.inspect_image(image)
+        image_id = info.id if info else image
     gpus = gpu_mode(engine, require_gpu)
     owner = str(os.getuid())
     remove_smoke_leftovers(engine, owner)
@@ -255,7 +263,7 @@ def smoke_image(
     if bench:
         cmd.append("--bench")
     res = engine.run(
-        image,
+        image_id,
         cmd,
         gpus=GpuRequest("all") if gpus else None,
         labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
@@ -264,9 +272,6 @@ def smoke_image(
     )
     overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
                                          timed_out=res.timed_out, timeout=timeout)
-    if image_id is None:
-        info = engine.inspect_image(image)
-        image_id = info.id if info else image
     report = SmokeReport(
         stack=stack.name,
         image=image,
