@@ -112,7 +112,7 @@ def build_stack(
             fix="wait for it to finish, or remove the lock file if no envman process is running",
         )
     try:
-        from envman.images.provenance import built_here, record_built
+        from envman.images.provenance import built_here, pinned_context, record_built
 
         base_result = None
         if base is not None:  # first: the base's image ID is part of the stack's cache key
@@ -141,9 +141,12 @@ def build_stack(
             for line in [*(f"wheel store: fetched {f}" for f in store.fetched), *store.notes]:
                 log.write(f"envman: {line}\n")
             stream = BuildStream(log=log, on_event=on_event)  # its step: the one running when a build fails
+            # FROM the base's ID: its tag is anyone's to move between ensure_base and the FROM step
+            pins = {base_result.ref: base_result.image_id} if base_result is not None else {}
             try:
-                stream.read(run_with_store.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull,
-                                                 secrets=ctx.secrets, **_platform_kw(stack)))
+                with pinned_context(engine, run, {n: (d, ctx.modes[n]) for n, d in ctx.files.items()}, pins) as tar:
+                    stream.read(run_with_store.build(tar, ref, labels=labels, nocache=nocache, pull=pull,
+                                                     secrets=ctx.secrets, **_platform_kw(stack)))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 failed = BuildError(

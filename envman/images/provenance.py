@@ -12,6 +12,10 @@ stack's cache key). An image not in the record is built again: the engine's buil
 that cheap when the image there is what the recipe gives (the same layers, the same ID, which is
 then recorded), and gives an image of this user's own when it is not.
 
+A build starts ``FROM`` the image envman checked, by its ID (:func:`pinned_context`): a tag
+named in the Dockerfile is resolved by the engine when the step runs, and anyone can move it
+between envman's check and that moment.
+
 Bases are built under a machine-wide lock (:func:`machine_lock`), a file in the system's shared
 lock directory that every user can open and lock, so that two users never build one base at once.
 """
@@ -21,14 +25,19 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from envman.errors import EnvmanError
 from envman.state import atomic_write, locks_dir, read_json_object, safe_name, state_dir
+
+if TYPE_CHECKING:
+    from envman.engine.api import ContainerEngine
+    from envman.engine.builder import Builder
 
 #: The record's file in the state directory.
 BUILT_FILE = "built.json"
@@ -76,6 +85,45 @@ def record_built(image_id: str, ref: str, *, base: str = "") -> None:
         images[image_id] = {"ref": ref, "base": base, "at": int(time.time())}
         kept = dict(list(images.items())[-MAX_BUILT:])  # insertion order: the newest last
         atomic_write(built_path(), json.dumps({"images": kept}, indent=1))
+
+
+def pin_from(dockerfile: str, pins: Mapping[str, str]) -> str:
+    """``dockerfile`` with every ``FROM`` that names a key of ``pins`` (``FROM [--platform=P] REF
+    [AS STAGE]``) naming its value instead; other lines, and ``FROM`` lines naming anything else,
+    unchanged."""
+    for ref, image in pins.items():
+        dockerfile = re.sub(rf"(?im)^(FROM(?:[ \t]+--\S+)*[ \t]+){re.escape(ref)}(?=[ \t]*$|[ \t]+AS[ \t])",
+                            lambda m: m.group(1) + image, dockerfile)
+    return dockerfile
+
+
+@contextmanager
+def pinned_context(engine: ContainerEngine, builder: Builder, files: Mapping[str, tuple[bytes, int]],
+                   pins: Mapping[str, str]) -> Iterator[bytes]:
+    """The build context ``files`` (name: ``(bytes, mode)``) as a tar whose Dockerfile starts
+    ``FROM`` the image IDs ``pins`` gives for the refs it names. The classic builder reads an ID
+    there; BuildKit reads ``sha256:...`` as a registry name, so for BuildKit each ID gets a tag
+    named after itself (``envman/by-id:<64 hex>``) for the build, removed afterwards."""
+    from envman.engine.builder import ID_TAG_REPOSITORY
+    from envman.engine.context import deterministic_tar
+
+    ids = {ref: image for ref, image in pins.items() if image.startswith("sha256:")}
+    tags = {image: f"{ID_TAG_REPOSITORY}:{image.split(':', 1)[1]}" for image in ids.values()} \
+        if builder.kind == "buildkit" else {}
+    made: list[str] = []
+    try:
+        for image, tag in tags.items():
+            engine.tag(image, tag)
+            made.append(tag)
+        out = dict(files)
+        if "Dockerfile" in out and ids:
+            data, mode = out["Dockerfile"]
+            text = pin_from(data.decode(), {ref: tags.get(image, image) for ref, image in ids.items()})
+            out["Dockerfile"] = (text.encode(), mode)
+        yield deterministic_tar(out)
+    finally:
+        for tag in made:
+            engine.remove_image(tag)
 
 
 def machine_lock_dir() -> Path:
@@ -145,4 +193,4 @@ def machine_lock(name: str, *, timeout: float, what: str) -> Iterator[Path]:
 
 
 __all__ = ["BUILT_FILE", "MACHINE_LOCK_DIRS", "built_here", "built_path", "built_record", "machine_lock",
-           "machine_lock_dir", "record_built"]
+           "machine_lock_dir", "pin_from", "pinned_context", "record_built"]

@@ -661,3 +661,4 @@ def test_a_stable_tag_is_latest_or_latest_and_a_content_key(ref, stable):
     from envman.state import is_stable_tag
 
     assert is_stable_tag(ref) is stable
+
