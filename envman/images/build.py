@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,7 +37,7 @@ from envman.stack.names import Stack
 from envman.stack.names import DEFAULT_PLATFORM
 
 if TYPE_CHECKING:
-    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
+    from envman.engine.api import BuildEvent, ContainerEngine, ContainerInfo, EngineFacts, ImageInfo
     from envman.engine.builder import Builder
     from envman.images.base import BaseResult
     from envman.render.base import BaseBuild
@@ -220,13 +222,58 @@ def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
+#: A smoke container that names no run lock (one made before envman held one) is a leftover once
+#: stopped this long (its build reads its logs within seconds of its end) ...
+STOPPED_LEFTOVER_S = 600
+#: ... or once running this long: far past the smoke test's time limit, by default 900 s.
+RUNNING_LEFTOVER_S = 24 * 3600
+_RUN_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def _run_lock_path(token: str) -> Path:
+    """The lock a smoke test holds while its probe's container exists (in this user's own locks)."""
+    return locks_dir() / f"smoke-{token}.lock"
+
+
+def _run_over(path: Path) -> bool:
+    """Whether no process holds the smoke run's lock ``path`` (its build ended, however it ended:
+    ``flock`` is dropped by the kernel with the process); a free one is removed."""
+    from filelock import FileLock, Timeout
+
+    if not path.exists():
+        return True
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    try:
+        path.unlink(missing_ok=True)
+    finally:
+        lock.release()
+    return True
+
+
+def _leftover(c: ContainerInfo, now: float) -> bool:
+    """Whether the smoke container ``c`` is one whose build is over: its run lock is free, or (no
+    lock named) it has been stopped or running longer than any build of it can still need it."""
+    token = c.labels.get(L.SMOKE_RUN, "")
+    if _RUN_TOKEN.fullmatch(token):
+        return _run_over(_run_lock_path(token))
+    age = now - c.created
+    return age > (RUNNING_LEFTOVER_S if c.state == "running" else STOPPED_LEFTOVER_S)
+
+
 def remove_smoke_leftovers(engine: ContainerEngine, owner: str) -> list[str]:
-    """Remove the smoke-test containers a build of this user (uid ``owner``) killed mid-probe left
-    behind (``kill -9``: the probe's container is removed after it ends, by the process that was
-    killed). Only stopped ones: a running one may be another build's of this user, still going."""
+    """Remove the smoke-test containers of this user (uid ``owner``) whose build is over: a build
+    killed mid-probe (``kill -9``) leaves its container behind, stopped or, when the probe hangs,
+    running (the time limit is kept by the killed process). A container whose build still runs
+    (another build of this user's, about to read its probe's logs) is left alone, as are other
+    users' containers."""
     gone = []
+    now = time.time()
     for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE, L.BUILT_BY_UID: owner}, all=True):
-        if c.state != "running" and c.labels.get(L.BUILT_BY_UID) == owner:
+        if c.labels.get(L.BUILT_BY_UID) == owner and _leftover(c, now):
             try:
                 engine.remove_container(c.id, force=True)
                 gone.append(c.id)
@@ -259,20 +306,30 @@ def smoke_image(
         image_id = info.id if info else image
     gpus = gpu_mode(engine, require_gpu)
     owner = str(os.getuid())
-    remove_smoke_leftovers(engine, owner)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")
     if bench:
         cmd.append("--bench")
-    res = engine.run(
-        image_id,
-        cmd,
-        gpus=GpuRequest("all") if gpus else None,
-        labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
-        timeout=timeout,
-        network="none",
-    )
+    from filelock import FileLock
+
+    token = secrets.token_hex(16)
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    run_lock = FileLock(str(_run_lock_path(token)))
+    run_lock.acquire()  # held while the probe's container exists: the sweep of another build leaves it
+    try:
+        remove_smoke_leftovers(engine, owner)
+        res = engine.run(
+            image_id,
+            cmd,
+            gpus=GpuRequest("all") if gpus else None,
+            labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner, L.SMOKE_RUN: token},
+            timeout=timeout,
+            network="none",
+        )
+    finally:
+        _run_lock_path(token).unlink(missing_ok=True)
+        run_lock.release()
     overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
                                          timed_out=res.timed_out, timeout=timeout)
     report = SmokeReport(

@@ -628,27 +628,171 @@ def test_a_cached_report_whose_outcome_is_not_the_labels_is_not_kept(stack):
     assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("fail", "r", None, "", 1)
 
 
-def test_a_smoke_test_first_removes_the_stopped_smoke_containers_this_user_s_killed_builds_left(stack):
+def test_a_smoke_test_first_removes_the_smoke_containers_this_user_s_finished_builds_left(stack):
     """kill -9 during a smoke test leaves its container (the killed process removes it after the
-    probe): the next smoke test of this user removes the stopped ones of this user only."""
+    probe): the next smoke test of this user removes those of this user whose build is over, and
+    none whose build still runs."""
     import os
+
+    from filelock import FileLock
 
     me, other = str(os.getuid()), str(os.getuid() + 4242)
     engine = FakeEngine(on_run=_probe())
     engine.add_image("envman/x:cand")
+    live = "a" * 32
+    B.locks_dir().mkdir(parents=True, exist_ok=True)
+    held = FileLock(str(B._run_lock_path(live)))
+    held.acquire()
 
-    def leftover(cid, state, uid, role=L.ROLE_SMOKE):
-        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, {L.MANAGED: L.TRUE, L.ROLE: role,
-                                                                              L.NAME: stack.name, L.BUILT_BY_UID: uid}))
+    def leftover(cid, state, uid, role=L.ROLE_SMOKE, token=None):
+        labels = {L.MANAGED: L.TRUE, L.ROLE: role, L.NAME: stack.name, L.BUILT_BY_UID: uid,
+                  **({L.SMOKE_RUN: token} if token else {})}
+        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, labels))
     leftover("mine-exited", "exited", me)
     leftover("mine-created", "created", me)
-    leftover("mine-running", "running", me)  # another build of mine, still probing
+    leftover("mine-running", "running", me)  # untokened and of 1970: far past any time limit
+    leftover("mine-live", "running", me, token=live)  # another build of mine, still probing
+    leftover("mine-live-exited", "exited", me, token=live)  # ... whose logs it has still to read
+    leftover("mine-killed", "running", me, token="b" * 32)  # its build is gone: no lock held
     leftover("theirs-exited", "exited", other)
     leftover("mine-run", "exited", me, role="run")  # not a smoke container
-    B.smoke_image(engine, stack, "envman/x:cand")
+    try:
+        B.smoke_image(engine, stack, "envman/x:cand")
+    finally:
+        held.release()
     left = {c.id for c in engine.list_containers({}, all=True)}
-    assert left == {"mine-running", "theirs-exited", "mine-run"}
-    assert engine.runs[0][2]["labels"][L.BUILT_BY_UID] == me  # its own container says whose it is
+    assert left == {"mine-live", "mine-live-exited", "theirs-exited", "mine-run"}
+    labels = engine.runs[0][2]["labels"]
+    assert labels[L.BUILT_BY_UID] == me  # its own container says whose it is
+    assert B._RUN_TOKEN.fullmatch(labels[L.SMOKE_RUN]) and not B._run_lock_path(labels[L.SMOKE_RUN]).exists()
+
+
+class _Containers:
+    """Just the two engine calls ``remove_smoke_leftovers`` makes."""
+
+    def __init__(self, containers):
+        self.containers, self.removed = list(containers), []
+
+    def list_containers(self, labels, *, all=True):  # noqa: A002  (the engine's name)
+        want = dict(labels)
+        return [c for c in self.containers if not [k for k, v in want.items() if c.labels.get(k) != v]]
+
+    def remove_container(self, cid, force=False):
+        self.removed.append(cid)
+
+
+def _smoke_container(cid: str, state: str, age: float, token: str | None = None):
+    import os
+    import time
+
+    labels = {**L.smoke_labels("torch-2.4.1-cpu-py3.12"), L.BUILT_BY_UID: str(os.getuid()),
+              **({L.SMOKE_RUN: token} if token is not None else {})}
+    return ContainerInfo(cid, f"c-{cid}", "envman/x:1", state, labels, created=int(time.time() - age))
+
+
+def test_a_concurrent_build_s_just_finished_probe_container_is_not_swept_before_it_is_read():
+    """Fault (issue 35 item 5, "stale smoke containers … removed by the next run"): the engine's
+    ``run`` reads a probe's logs *after* ``wait`` returns, then removes the container. Another build
+    of the same user (``envman build --jobs 2``, a second terminal) that starts its smoke test in
+    that window calls ``remove_smoke_leftovers``, which removes every *stopped* smoke container of
+    this uid, however young: the first build's ``logs`` call then fails and a good stack is reported
+    as failed. A leftover must be one whose build is over (older than the longest smoke timeout, or
+    its build's lock free), not any stopped one."""
+    import os
+
+    engine = _Containers([_smoke_container("fresh", "exited", age=0.5)])
+    B.remove_smoke_leftovers(engine, str(os.getuid()))
+    assert engine.removed == [], "a live build's just-exited probe container was removed"
+
+
+def test_a_probe_container_left_running_by_a_killed_build_is_removed_once_past_any_timeout():
+    """Fault (issue 35 item 5): the smoke timeout is enforced by envman's own process (``wait`` with
+    a client-side timeout, then ``kill``). After ``kill -9`` of that process a probe that hangs
+    (a stuck GPU call) runs forever, holding the GPU, and ``remove_smoke_leftovers`` never removes
+    it: it skips every running container. One running for days, far past any smoke timeout, is a
+    leftover too."""
+    import os
+
+    engine = _Containers([_smoke_container("stuck", "running", age=3 * 24 * 3600)])
+    B.remove_smoke_leftovers(engine, str(os.getuid()))
+    assert engine.removed == ["stuck"]
+
+
+@pytest.mark.parametrize("state, age, removed", [
+    ("exited", B.STOPPED_LEFTOVER_S - 5, False), ("exited", B.STOPPED_LEFTOVER_S + 5, True),
+    ("created", B.STOPPED_LEFTOVER_S - 5, False), ("created", B.STOPPED_LEFTOVER_S + 5, True),
+    ("running", B.STOPPED_LEFTOVER_S + 5, False), ("running", B.RUNNING_LEFTOVER_S - 5, False),
+    ("running", B.RUNNING_LEFTOVER_S + 5, True), ("paused", B.STOPPED_LEFTOVER_S + 5, True),
+])
+def test_a_smoke_container_naming_no_run_lock_is_a_leftover_only_past_its_age(state, age, removed):
+    """Boundaries of a container that names no run lock (made before envman held one, or with a
+    label that is no token): stopped, a leftover after :data:`STOPPED_LEFTOVER_S`; running, after
+    :data:`RUNNING_LEFTOVER_S`, not before."""
+    import os
+
+    for token in (None, "", "A" * 32, "a" * 31, "a" * 33, "../" + "a" * 29):
+        engine = _Containers([_smoke_container("c", state, age=age, token=token)])
+        B.remove_smoke_leftovers(engine, str(os.getuid()))
+        assert engine.removed == (["c"] if removed else []), token
+
+
+@pytest.mark.parametrize("state", ["running", "exited"])
+def test_a_smoke_container_whose_build_holds_its_run_lock_stays_and_one_whose_build_died_goes(state):
+    """Whatever its state and age: kept while a process holds its run's lock (its build still
+    needs it), removed once none does, the build killed with ``kill -9`` included (the kernel drops
+    the lock with the process)."""
+    import multiprocessing
+    import os
+    import signal
+
+    from filelock import FileLock
+
+    token = "c" * 32
+    B.locks_dir().mkdir(parents=True, exist_ok=True)
+    path = B._run_lock_path(token)
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+
+    def hold():
+        lock = FileLock(str(path))
+        lock.acquire()
+        ready.set()
+        signal.pause()
+        lock.release()  # never reached: the build is killed
+
+    build = ctx.Process(target=hold)
+    build.start()
+    try:
+        assert ready.wait(10)
+        for age in (0.5, 3 * 24 * 3600):
+            engine = _Containers([_smoke_container("c", state, age=age, token=token)])
+            B.remove_smoke_leftovers(engine, str(os.getuid()))
+            assert engine.removed == [], age
+    finally:
+        os.kill(build.pid, signal.SIGKILL)
+        build.join(10)
+    engine = _Containers([_smoke_container("c", state, age=0.5, token=token)])
+    B.remove_smoke_leftovers(engine, str(os.getuid()))
+    assert engine.removed == ["c"] and not path.exists()
+
+
+def test_a_build_s_sweep_inside_another_build_s_probe_window_leaves_that_probe_s_container(stack):
+    """End to end: a second build of this user starts its smoke test while the first build's probe
+    container has exited but its logs are not yet read; the first container stays."""
+    import os
+
+    engine = FakeEngine()
+    engine.add_image("envman/x:cand")
+    probe, seen = _probe(), []
+
+    def run(image, cmd, kw):
+        B.remove_smoke_leftovers(engine, str(os.getuid()))  # the other build's sweep, in the window
+        seen.append({c.id for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE}, all=True)})
+        return probe(image, cmd, kw)
+
+    engine.on_run = run
+    rep = B.smoke_image(engine, stack, "envman/x:cand")
+    assert rep.overall == "pass" and len(seen[0]) == 1
 
 
 @pytest.mark.parametrize("ref, stable", [
