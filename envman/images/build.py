@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import dataclasses
 
 from envman.images.events import BuildStream
+from envman.images.smokerun import held_run, remove_smoke_leftovers
 # the listing and pruning of envman's images (envman.images.prune) stay importable from here
 from envman.images.prune import ImageRow, PruneScope, images_in_use, list_envman_images, prune, prune_selection  # noqa: F401
 from envman import labels as L
@@ -37,7 +36,7 @@ from envman.stack.names import Stack
 from envman.stack.names import DEFAULT_PLATFORM
 
 if TYPE_CHECKING:
-    from envman.engine.api import BuildEvent, ContainerEngine, ContainerInfo, EngineFacts, ImageInfo
+    from envman.engine.api import BuildEvent, ContainerEngine, EngineFacts, ImageInfo
     from envman.engine.builder import Builder
     from envman.images.base import BaseResult
     from envman.render.base import BaseBuild
@@ -114,7 +113,7 @@ def build_stack(
             fix="wait for it to finish, or remove the lock file if no envman process is running",
         )
     try:
-        from envman.images.provenance import built_here, pinned_context, record_built
+        from envman.images.provenance import built_here, pinned_context, record_built, upstream_pins
 
         base_result = None
         if base is not None:  # first: the base's image ID is part of the stack's cache key
@@ -122,10 +121,14 @@ def build_stack(
 
             base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
             pull = False  # the stack starts FROM the local envman/base image: nothing to pull
-        base_id = base_result.image_id if base_result is not None else ""
+        # the images the stack starts FROM that envman did not build here: each used by its digest or
+        # ID when vouched for, else pulled (a local tag of that name is anyone's)
+        skip = (base_result.ref,) if base_result is not None else ()
+        upstream = upstream_pins(engine, ctx.dockerfile, skip=skip)
+        base_id = " ".join([base_result.image_id] if base_result is not None else upstream.ids)
         existing = engine.inspect_image(ref)
         # reused only when this user built it on this base: anyone on the engine can tag an image
-        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash \
+        if existing and not nocache and not upstream.planted and L.parse(existing.labels).render_hash == ctx.render_hash \
                 and built_here(existing.id, base=base_id):
             return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0,
                                base=base_result)
@@ -144,10 +147,10 @@ def build_stack(
                 log.write(f"envman: {line}\n")
             stream = BuildStream(log=log, on_event=on_event)  # its step: the one running when a build fails
             # FROM the base's ID: its tag is anyone's to move between ensure_base and the FROM step
-            pins = {base_result.ref: base_result.image_id} if base_result is not None else {}
+            pins = {**upstream.pins, **({base_result.ref: base_result.image_id} if base_result is not None else {})}
             try:
                 with pinned_context(engine, run, {n: (d, ctx.modes[n]) for n, d in ctx.files.items()}, pins) as tar:
-                    stream.read(run_with_store.build(tar, ref, labels=labels, nocache=nocache, pull=pull,
+                    stream.read(run_with_store.build(tar, ref, labels=labels, nocache=nocache, pull=pull or upstream.pull,
                                                      secrets=ctx.secrets, **_platform_kw(stack)))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
@@ -156,7 +159,7 @@ def build_stack(
                     log_tail=exc.log_tail,
                     where=str(log_path),
                     fix="the failing step and its error lines follow (the full log is this file); fix the matrix "
-                        "row or network options and rerun",
+                        "row or network options and rerun" + (UNVOUCHED_FIX if upstream.planted and not pull else ""),
                 )
                 failed.step = stream.step
                 raise failed from None
@@ -166,11 +169,19 @@ def build_stack(
             image_id = info.id if info else ref
         if base_result is not None:
             _check_built_on(engine, image_id, base_result.image_id, base_result.ref)
+        elif upstream.pull:  # pulled by the build: its ID is known now
+            base_id = " ".join(upstream_pins(engine, ctx.dockerfile).ids)
         record_built(image_id, ref, base=base_id)
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path),
                            base=base_result)
     finally:
         lock.release()
+
+
+#: What a failed build adds to its fix when it had to pull the image it starts from.
+UNVOUCHED_FIX = ("; the image it starts FROM was pulled, as the one of that name on this engine was neither "
+                 "pulled from its registry nor built or imported by you (envman base make); an image you "
+                 "made yourself is used when its ID is in ENVMAN_TRUSTED_IMAGES")
 
 
 def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_ref: str) -> None:
@@ -222,66 +233,6 @@ def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
-#: A smoke container that names no run lock (one made before envman held one) is a leftover once
-#: stopped this long (its build reads its logs within seconds of its end) ...
-STOPPED_LEFTOVER_S = 600
-#: ... or once running this long: far past the smoke test's time limit, by default 900 s.
-RUNNING_LEFTOVER_S = 24 * 3600
-_RUN_TOKEN = re.compile(r"[0-9a-f]{32}")
-
-
-def _run_lock_path(token: str) -> Path:
-    """The lock a smoke test holds while its probe's container exists (in this user's own locks)."""
-    return locks_dir() / f"smoke-{token}.lock"
-
-
-def _run_over(path: Path) -> bool:
-    """Whether no process holds the smoke run's lock ``path`` (its build ended, however it ended:
-    ``flock`` is dropped by the kernel with the process); a free one is removed."""
-    from filelock import FileLock, Timeout
-
-    if not path.exists():
-        return True
-    lock = FileLock(str(path))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return False
-    try:
-        path.unlink(missing_ok=True)
-    finally:
-        lock.release()
-    return True
-
-
-def _leftover(c: ContainerInfo, now: float) -> bool:
-    """Whether the smoke container ``c`` is one whose build is over: its run lock is free, or (no
-    lock named) it has been stopped or running longer than any build of it can still need it."""
-    token = c.labels.get(L.SMOKE_RUN, "")
-    if _RUN_TOKEN.fullmatch(token):
-        return _run_over(_run_lock_path(token))
-    age = now - c.created
-    return age > (RUNNING_LEFTOVER_S if c.state == "running" else STOPPED_LEFTOVER_S)
-
-
-def remove_smoke_leftovers(engine: ContainerEngine, owner: str) -> list[str]:
-    """Remove the smoke-test containers of this user (uid ``owner``) whose build is over: a build
-    killed mid-probe (``kill -9``) leaves its container behind, stopped or, when the probe hangs,
-    running (the time limit is kept by the killed process). A container whose build still runs
-    (another build of this user's, about to read its probe's logs) is left alone, as are other
-    users' containers."""
-    gone = []
-    now = time.time()
-    for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE, L.BUILT_BY_UID: owner}, all=True):
-        if c.labels.get(L.BUILT_BY_UID) == owner and _leftover(c, now):
-            try:
-                engine.remove_container(c.id, force=True)
-                gone.append(c.id)
-            except EnvmanError:
-                continue  # removed meanwhile
-    return gone
-
-
 def smoke_image(
     engine: ContainerEngine,
     stack: Stack,
@@ -311,13 +262,7 @@ def smoke_image(
         cmd.append("--require-gpu")
     if bench:
         cmd.append("--bench")
-    from filelock import FileLock
-
-    token = secrets.token_hex(16)
-    locks_dir().mkdir(parents=True, exist_ok=True)
-    run_lock = FileLock(str(_run_lock_path(token)))
-    run_lock.acquire()  # held while the probe's container exists: the sweep of another build leaves it
-    try:
+    with held_run() as token:  # held while the probe's container exists: another build's sweep leaves it
         remove_smoke_leftovers(engine, owner)
         res = engine.run(
             image_id,
@@ -327,9 +272,6 @@ def smoke_image(
             timeout=timeout,
             network="none",
         )
-    finally:
-        _run_lock_path(token).unlink(missing_ok=True)
-        run_lock.release()
     overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
                                          timed_out=res.timed_out, timeout=timeout)
     report = SmokeReport(

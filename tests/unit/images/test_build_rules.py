@@ -13,7 +13,8 @@ from envman import labels as L
 from envman.engine.api import BuildEvent, ContainerInfo, EngineInfo, RunResult
 from envman.errors import BuildError
 from envman.images import build as B
-from envman.state import load_report, stable_ref
+from envman.images import smokerun as S
+from envman.state import load_report, locks_dir, stable_ref
 from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 from tests.support.refusal import refusal
@@ -108,7 +109,7 @@ def test_a_build_that_reports_no_id_is_read_from_its_tag(stack):
 def test_a_lock_held_too_long_is_one_line(stack):
     from filelock import FileLock
 
-    path = B.locks_dir()
+    path = locks_dir()
     path.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path / f"{stack.name}.lock")):
         got = refusal(lambda: B.build_stack(FakeEngine(), stack, lock_timeout=0.01))
@@ -640,8 +641,8 @@ def test_a_smoke_test_first_removes_the_smoke_containers_this_user_s_finished_bu
     engine = FakeEngine(on_run=_probe())
     engine.add_image("envman/x:cand")
     live = "a" * 32
-    B.locks_dir().mkdir(parents=True, exist_ok=True)
-    held = FileLock(str(B._run_lock_path(live)))
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    held = FileLock(str(S.run_lock_path(live)))
     held.acquire()
 
     def leftover(cid, state, uid, role=L.ROLE_SMOKE, token=None):
@@ -664,116 +665,7 @@ def test_a_smoke_test_first_removes_the_smoke_containers_this_user_s_finished_bu
     assert left == {"mine-live", "mine-live-exited", "theirs-exited", "mine-run"}
     labels = engine.runs[0][2]["labels"]
     assert labels[L.BUILT_BY_UID] == me  # its own container says whose it is
-    assert B._RUN_TOKEN.fullmatch(labels[L.SMOKE_RUN]) and not B._run_lock_path(labels[L.SMOKE_RUN]).exists()
-
-
-class _Containers:
-    """Just the two engine calls ``remove_smoke_leftovers`` makes."""
-
-    def __init__(self, containers):
-        self.containers, self.removed = list(containers), []
-
-    def list_containers(self, labels, *, all=True):  # noqa: A002  (the engine's name)
-        want = dict(labels)
-        return [c for c in self.containers if not [k for k, v in want.items() if c.labels.get(k) != v]]
-
-    def remove_container(self, cid, force=False):
-        self.removed.append(cid)
-
-
-def _smoke_container(cid: str, state: str, age: float, token: str | None = None):
-    import os
-    import time
-
-    labels = {**L.smoke_labels("torch-2.4.1-cpu-py3.12"), L.BUILT_BY_UID: str(os.getuid()),
-              **({L.SMOKE_RUN: token} if token is not None else {})}
-    return ContainerInfo(cid, f"c-{cid}", "envman/x:1", state, labels, created=int(time.time() - age))
-
-
-def test_a_concurrent_build_s_just_finished_probe_container_is_not_swept_before_it_is_read():
-    """Fault (issue 35 item 5, "stale smoke containers … removed by the next run"): the engine's
-    ``run`` reads a probe's logs *after* ``wait`` returns, then removes the container. Another build
-    of the same user (``envman build --jobs 2``, a second terminal) that starts its smoke test in
-    that window calls ``remove_smoke_leftovers``, which removes every *stopped* smoke container of
-    this uid, however young: the first build's ``logs`` call then fails and a good stack is reported
-    as failed. A leftover must be one whose build is over (older than the longest smoke timeout, or
-    its build's lock free), not any stopped one."""
-    import os
-
-    engine = _Containers([_smoke_container("fresh", "exited", age=0.5)])
-    B.remove_smoke_leftovers(engine, str(os.getuid()))
-    assert engine.removed == [], "a live build's just-exited probe container was removed"
-
-
-def test_a_probe_container_left_running_by_a_killed_build_is_removed_once_past_any_timeout():
-    """Fault (issue 35 item 5): the smoke timeout is enforced by envman's own process (``wait`` with
-    a client-side timeout, then ``kill``). After ``kill -9`` of that process a probe that hangs
-    (a stuck GPU call) runs forever, holding the GPU, and ``remove_smoke_leftovers`` never removes
-    it: it skips every running container. One running for days, far past any smoke timeout, is a
-    leftover too."""
-    import os
-
-    engine = _Containers([_smoke_container("stuck", "running", age=3 * 24 * 3600)])
-    B.remove_smoke_leftovers(engine, str(os.getuid()))
-    assert engine.removed == ["stuck"]
-
-
-@pytest.mark.parametrize("state, age, removed", [
-    ("exited", B.STOPPED_LEFTOVER_S - 5, False), ("exited", B.STOPPED_LEFTOVER_S + 5, True),
-    ("created", B.STOPPED_LEFTOVER_S - 5, False), ("created", B.STOPPED_LEFTOVER_S + 5, True),
-    ("running", B.STOPPED_LEFTOVER_S + 5, False), ("running", B.RUNNING_LEFTOVER_S - 5, False),
-    ("running", B.RUNNING_LEFTOVER_S + 5, True), ("paused", B.STOPPED_LEFTOVER_S + 5, True),
-])
-def test_a_smoke_container_naming_no_run_lock_is_a_leftover_only_past_its_age(state, age, removed):
-    """Boundaries of a container that names no run lock (made before envman held one, or with a
-    label that is no token): stopped, a leftover after :data:`STOPPED_LEFTOVER_S`; running, after
-    :data:`RUNNING_LEFTOVER_S`, not before."""
-    import os
-
-    for token in (None, "", "A" * 32, "a" * 31, "a" * 33, "../" + "a" * 29):
-        engine = _Containers([_smoke_container("c", state, age=age, token=token)])
-        B.remove_smoke_leftovers(engine, str(os.getuid()))
-        assert engine.removed == (["c"] if removed else []), token
-
-
-@pytest.mark.parametrize("state", ["running", "exited"])
-def test_a_smoke_container_whose_build_holds_its_run_lock_stays_and_one_whose_build_died_goes(state):
-    """Whatever its state and age: kept while a process holds its run's lock (its build still
-    needs it), removed once none does, the build killed with ``kill -9`` included (the kernel drops
-    the lock with the process)."""
-    import multiprocessing
-    import os
-    import signal
-
-    from filelock import FileLock
-
-    token = "c" * 32
-    B.locks_dir().mkdir(parents=True, exist_ok=True)
-    path = B._run_lock_path(token)
-    ctx = multiprocessing.get_context("fork")
-    ready = ctx.Event()
-
-    def hold():
-        lock = FileLock(str(path))
-        lock.acquire()
-        ready.set()
-        signal.pause()
-        lock.release()  # never reached: the build is killed
-
-    build = ctx.Process(target=hold)
-    build.start()
-    try:
-        assert ready.wait(10)
-        for age in (0.5, 3 * 24 * 3600):
-            engine = _Containers([_smoke_container("c", state, age=age, token=token)])
-            B.remove_smoke_leftovers(engine, str(os.getuid()))
-            assert engine.removed == [], age
-    finally:
-        os.kill(build.pid, signal.SIGKILL)
-        build.join(10)
-    engine = _Containers([_smoke_container("c", state, age=0.5, token=token)])
-    B.remove_smoke_leftovers(engine, str(os.getuid()))
-    assert engine.removed == ["c"] and not path.exists()
+    assert S.RUN_TOKEN.fullmatch(labels[L.SMOKE_RUN]) and not S.run_lock_path(labels[L.SMOKE_RUN]).exists()
 
 
 def test_a_build_s_sweep_inside_another_build_s_probe_window_leaves_that_probe_s_container(stack):
@@ -786,7 +678,7 @@ def test_a_build_s_sweep_inside_another_build_s_probe_window_leaves_that_probe_s
     probe, seen = _probe(), []
 
     def run(image, cmd, kw):
-        B.remove_smoke_leftovers(engine, str(os.getuid()))  # the other build's sweep, in the window
+        S.remove_smoke_leftovers(engine, str(os.getuid()))  # the other build's sweep, in the window
         seen.append({c.id for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE}, all=True)})
         return probe(image, cmd, kw)
 
