@@ -156,14 +156,14 @@ def ensure_rootfs_image(suite: str = DEFAULT_SUITE, *, engine: Engine | None = N
     ref = rootfs_ref(suite)
     digest = _rootfs_digest(suite)
     if _is_fixture(engine, ref, "envman.test-rootfs-digest", digest):
-        return ref
+        return _vouched_for(engine, ref)
 
     from filelock import FileLock
 
     cache = cache_dir()
     with FileLock(str(cache / f"rootfs-{suite}.lock")):
         if _is_fixture(engine, ref, "envman.test-rootfs-digest", digest):
-            return ref
+            return _vouched_for(engine, ref)
         previous = engine.inspect_image(ref)
         tarball = cache / f"rootfs-{suite}-{digest}.tar"
         if not tarball.exists():
@@ -183,7 +183,7 @@ def ensure_rootfs_image(suite: str = DEFAULT_SUITE, *, engine: Engine | None = N
             ],
         )
         _drop_replaced(engine, previous)
-    return ref
+    return _vouched_for(engine, ref)
 
 
 def _debootstrap_tarball(suite: str, tarball: Path) -> None:
