@@ -56,6 +56,7 @@ SMOKE_REASON_MAX = 300
 SMOKE_CHECKS_MAX = 2000
 UID = "envman.uid"  # the uid an `envman run` container runs as (whose it is)
 ENV = "envman.env"  # a named environment's name (envman run --name/--detach)
+SMOKE_RUN = "envman.smoke-run"  # a smoke container's run: the lock its build holds while the probe runs
 
 # --- values ------------------------------------------------------------------------------------
 

@@ -53,8 +53,7 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
                 lock_timeout: float = 3600) -> BaseResult:
     """``base`` (a :class:`~envman.render.base.BaseBuild`) as an image on ``engine``: the one there
     when its recipe hash matches, else built now with ``builder``."""
-    from envman.engine.context import deterministic_tar
-    from envman.images.provenance import built_here, machine_lock, record_built
+    from envman.images.provenance import built_here, machine_lock, pinned_context, record_built, upstream_pins
     from envman.images.store import current_user
 
     t0 = time.perf_counter()
@@ -65,12 +64,15 @@ def ensure_base(engine: ContainerEngine, builder: Builder, base: BaseBuild, *, n
             return BaseResult(base.ref, existing.id, True, time.perf_counter() - t0)
         logs_dir().mkdir(parents=True, exist_ok=True)
         log_path = logs_dir() / f"base-{safe_name(base.tag)}-{base.recipe_hash[:16]}.log"
-        context = deterministic_tar({name: (data, 0o644) for name, data in base.context().items()})
+        files = base.context()
+        # its plain OS image by digest or ID when vouched for, else pulled: a local tag is anyone's
+        upstream = upstream_pins(engine, files.get("Dockerfile", b"").decode("utf-8", "replace"))
         with open(log_path, "w") as log:
             stream = BuildStream(log=log, on_event=on_event)
             try:
-                stream.read(builder.build(context, base.ref, labels=base_labels(base, *current_user()), nocache=nocache,
-                                          pull=pull))
+                with pinned_context(engine, builder, {n: (d, 0o644) for n, d in files.items()}, upstream.pins) as context:
+                    stream.read(builder.build(context, base.ref, labels=base_labels(base, *current_user()),
+                                              nocache=nocache, pull=pull or upstream.pull))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 raise BuildError(

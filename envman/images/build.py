@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import dataclasses
 
 from envman.images.events import BuildStream
+from envman.images.smokerun import held_run, remove_smoke_leftovers
 # the listing and pruning of envman's images (envman.images.prune) stay importable from here
 from envman.images.prune import ImageRow, PruneScope, images_in_use, list_envman_images, prune, prune_selection  # noqa: F401
 from envman import labels as L
@@ -112,7 +113,7 @@ def build_stack(
             fix="wait for it to finish, or remove the lock file if no envman process is running",
         )
     try:
-        from envman.images.provenance import built_here, record_built
+        from envman.images.provenance import built_here, pinned_context, record_built, upstream_pins
 
         base_result = None
         if base is not None:  # first: the base's image ID is part of the stack's cache key
@@ -120,10 +121,14 @@ def build_stack(
 
             base_result = ensure_base(engine, run, base, nocache=nocache, pull=pull, on_event=on_event)
             pull = False  # the stack starts FROM the local envman/base image: nothing to pull
-        base_id = base_result.image_id if base_result is not None else ""
+        # the images the stack starts FROM that envman did not build here: each used by its digest or
+        # ID when vouched for, else pulled (a local tag of that name is anyone's)
+        skip = (base_result.ref,) if base_result is not None else ()
+        upstream = upstream_pins(engine, ctx.dockerfile, skip=skip)
+        base_id = " ".join([base_result.image_id] if base_result is not None else upstream.ids)
         existing = engine.inspect_image(ref)
         # reused only when this user built it on this base: anyone on the engine can tag an image
-        if existing and not nocache and L.parse(existing.labels).render_hash == ctx.render_hash \
+        if existing and not nocache and not upstream.planted and L.parse(existing.labels).render_hash == ctx.render_hash \
                 and built_here(existing.id, base=base_id):
             return BuildResult(stack, ref, existing.id, ctx.render_hash, True, time.perf_counter() - t0,
                                base=base_result)
@@ -141,9 +146,12 @@ def build_stack(
             for line in [*(f"wheel store: fetched {f}" for f in store.fetched), *store.notes]:
                 log.write(f"envman: {line}\n")
             stream = BuildStream(log=log, on_event=on_event)  # its step: the one running when a build fails
+            # FROM the base's ID: its tag is anyone's to move between ensure_base and the FROM step
+            pins = {**upstream.pins, **({base_result.ref: base_result.image_id} if base_result is not None else {})}
             try:
-                stream.read(run_with_store.build(ctx.tar(), ref, labels=labels, nocache=nocache, pull=pull,
-                                                 secrets=ctx.secrets, **_platform_kw(stack)))
+                with pinned_context(engine, run, {n: (d, ctx.modes[n]) for n, d in ctx.files.items()}, pins) as tar:
+                    stream.read(run_with_store.build(tar, ref, labels=labels, nocache=nocache, pull=pull or upstream.pull,
+                                                     secrets=ctx.secrets, **_platform_kw(stack)))
             except BuildError as exc:
                 log.write(f"\nenvman: build failed: {exc.what}\n")
                 failed = BuildError(
@@ -151,7 +159,7 @@ def build_stack(
                     log_tail=exc.log_tail,
                     where=str(log_path),
                     fix="the failing step and its error lines follow (the full log is this file); fix the matrix "
-                        "row or network options and rerun",
+                        "row or network options and rerun" + (UNVOUCHED_FIX if upstream.planted and not pull else ""),
                 )
                 failed.step = stream.step
                 raise failed from None
@@ -161,11 +169,19 @@ def build_stack(
             image_id = info.id if info else ref
         if base_result is not None:
             _check_built_on(engine, image_id, base_result.image_id, base_result.ref)
+        elif upstream.pull:  # pulled by the build: its ID is known now
+            base_id = " ".join(upstream_pins(engine, ctx.dockerfile).ids)
         record_built(image_id, ref, base=base_id)
         return BuildResult(stack, ref, image_id, ctx.render_hash, False, time.perf_counter() - t0, str(log_path),
                            base=base_result)
     finally:
         lock.release()
+
+
+#: What a failed build adds to its fix when it had to pull the image it starts from.
+UNVOUCHED_FIX = ("; the image it starts FROM was pulled, as the one of that name on this engine was neither "
+                 "pulled from its registry nor built or imported by you (envman base make); an image you "
+                 "made yourself is used when its ID is in ENVMAN_TRUSTED_IMAGES")
 
 
 def _check_built_on(engine: ContainerEngine, image_id: str, base_id: str, base_ref: str) -> None:
@@ -217,21 +233,6 @@ def gpu_mode(engine: EngineFacts, require_gpu: bool) -> bool:
     return require_gpu or engine.info().gpu_mechanism() is not None
 
 
-def remove_smoke_leftovers(engine: ContainerEngine, owner: str) -> list[str]:
-    """Remove the smoke-test containers a build of this user (uid ``owner``) killed mid-probe left
-    behind (``kill -9``: the probe's container is removed after it ends, by the process that was
-    killed). Only stopped ones: a running one may be another build's of this user, still going."""
-    gone = []
-    for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE, L.BUILT_BY_UID: owner}, all=True):
-        if c.state != "running" and c.labels.get(L.BUILT_BY_UID) == owner:
-            try:
-                engine.remove_container(c.id, force=True)
-                gone.append(c.id)
-            except EnvmanError:
-                continue  # removed meanwhile
-    return gone
-
-
 def smoke_image(
     engine: ContainerEngine,
     stack: Stack,
@@ -245,28 +246,34 @@ def smoke_image(
     """Run the probe inside ``image``; the report goes into this user's cache and, for an image not
     yet promoted, the verdict onto the engine (a verdict image that the image's stack tags move
     to, see :mod:`envman.images.store`). A promoted image is never re-labelled: that would change
-    the id its projects were built and locked on."""
+    the id its projects were built and locked on.
+
+    The probe's container starts from the image ID the verdict is written for (``image_id``, else
+    the one ``image`` names now), never from the tag: anyone on the engine can move a tag between
+    the build and the probe, and a verdict is believed only for the layers it was taken on.
+    ``image`` is kept for messages and the report."""
+    if image_id is None:
+        info = engine.inspect_image(image)
+        image_id = info.id if info else image
     gpus = gpu_mode(engine, require_gpu)
     owner = str(os.getuid())
-    remove_smoke_leftovers(engine, owner)
     cmd = ["python", IN_IMAGE_PROBE, "--expect", IN_IMAGE_STACK]
     if require_gpu:
         cmd.append("--require-gpu")
     if bench:
         cmd.append("--bench")
-    res = engine.run(
-        image,
-        cmd,
-        gpus=GpuRequest("all") if gpus else None,
-        labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner},
-        timeout=timeout,
-        network="none",
-    )
+    with held_run() as token:  # held while the probe's container exists: another build's sweep leaves it
+        remove_smoke_leftovers(engine, owner)
+        res = engine.run(
+            image_id,
+            cmd,
+            gpus=GpuRequest("all") if gpus else None,
+            labels={**L.smoke_labels(stack.name), L.BUILT_BY_UID: owner, L.SMOKE_RUN: token},
+            timeout=timeout,
+            network="none",
+        )
     overall, reason, probe = judge_probe(stack, res.stdout, res.stderr, res.exit_code,
                                          timed_out=res.timed_out, timeout=timeout)
-    if image_id is None:
-        info = engine.inspect_image(image)
-        image_id = info.id if info else image
     report = SmokeReport(
         stack=stack.name,
         image=image,

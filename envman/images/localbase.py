@@ -439,8 +439,15 @@ def make(rel: Release, *, mirror: str, engine: Any, config: Path, matrix_files: 
         on_step(f"import as {ref}")
         previous = engine.inspect_image(ref)
         image_id = engine.import_image(tarball, ref, changes=import_changes(rel))
+        from filelock import FileLock
+
+        from envman.images.provenance import record_built
+
+        with FileLock(str(Path(tmp) / "loaded.lock")):
+            pass  # the lock's modules load now: as the user (sudo) the interpreter's own files may be unreadable
     _drop_replaced(engine, previous, image_id)
     with as_owner():
+        record_built(image_id, ref)  # the rows name it by tag: only this ID of it is theirs to build on
         files = {config.parent / name: text for name, text in texts.items()}
         if new_config is not None:
             files[config.resolve()] = new_config  # a config.toml that is a symlink stays one

@@ -12,6 +12,18 @@ stack's cache key). An image not in the record is built again: the engine's buil
 that cheap when the image there is what the recipe gives (the same layers, the same ID, which is
 then recorded), and gives an image of this user's own when it is not.
 
+A build starts ``FROM`` the image envman checked, by its ID (:func:`pinned_context`): a tag
+named in the Dockerfile is resolved by the engine when the step runs, and anyone can move it
+between envman's check and that moment. The same holds for the images a stack or a rebuilt base
+starts from that envman did not build (``nvidia/cuda:*``, ``ubuntu:*``, a base of ``envman base
+make``): anyone can ``docker tag`` an image of theirs with those names. Such an image is used
+as it is only when it is vouched for (:func:`upstream_pins`): its ID is one this user recorded
+(``built.json``: built or imported by envman for them) or named in :data:`TRUSTED_IMAGES_ENV`, or
+the engine pulled it from the repository its name gives (a ``RepoDigests`` entry of that
+repository, which tagging or building never writes; the very digest when the name pins one), and
+then by that digest or ID. Anything else is pulled by the build (``--pull``), which takes the
+registry's image whatever the local tag names.
+
 Bases are built under a machine-wide lock (:func:`machine_lock`), a file in the system's shared
 lock directory that every user can open and lock, so that two users never build one base at once.
 """
@@ -21,14 +33,19 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping, NamedTuple
 
 from envman.errors import EnvmanError
 from envman.state import atomic_write, locks_dir, read_json_object, safe_name, state_dir
+
+if TYPE_CHECKING:
+    from envman.engine.api import ContainerEngine, EngineFacts, ImageInfo
+    from envman.engine.builder import Builder
 
 #: The record's file in the state directory.
 BUILT_FILE = "built.json"
@@ -85,6 +102,138 @@ def record_built(image_id: str, ref: str, *, base: str = "") -> None:
         images[image_id] = {"ref": ref, "base": base, "at": int(time.time())}
         kept = dict(list(images.items())[-MAX_BUILT:])  # insertion order: the newest last
         atomic_write(built_path(), json.dumps({"images": kept}, indent=1))
+
+
+#: Image IDs (separated by blanks or commas) that the user vouches for as images to build on: one
+#: they made outside envman (a test stand-in of an upstream image, say). The user's own
+#: environment, as trusted as the command line.
+TRUSTED_IMAGES_ENV = "ENVMAN_TRUSTED_IMAGES"
+_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_FROM = re.compile(r"(?im)^FROM(?:[ \t]+--\S+)*[ \t]+(\S+)(?:[ \t]+AS[ \t]+(\S+))?[ \t]*$")
+
+
+def from_images(dockerfile: str) -> list[str]:
+    """The images ``dockerfile``'s ``FROM`` lines name, in order, once each: not an earlier
+    stage, ``scratch``, an image ID or a name built from a build argument."""
+    images: list[str] = []
+    stages: set[str] = set()
+    for m in _FROM.finditer(dockerfile):
+        image, stage = m.group(1), m.group(2)
+        if image.lower() not in stages and image != "scratch" and not _ID.fullmatch(image) and "$" not in image \
+                and image not in images:
+            images.append(image)
+        if stage:
+            stages.add(stage.lower())
+    return images
+
+
+def repository(ref: str) -> str:
+    """The repository ``ref`` names, as one spelling: no digest, no tag, Docker Hub's implicit
+    ``docker.io/`` and ``library/`` spelled out (``ubuntu:24.04`` → ``docker.io/library/ubuntu``)."""
+    name = ref.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    first = name.split("/", 1)[0]
+    if "/" not in name or not ("." in first or ":" in first or first == "localhost"):
+        name = f"docker.io/{name}"
+    if name.startswith("index.docker.io/"):
+        name = "docker.io/" + name[len("index.docker.io/"):]
+    if name.startswith("docker.io/") and name.count("/") == 1:
+        name = "docker.io/library/" + name[len("docker.io/"):]
+    return name
+
+
+def _trusted_ids() -> frozenset[str]:
+    return frozenset(w for w in re.split(r"[\s,]+", os.environ.get(TRUSTED_IMAGES_ENV, "")) if _ID.fullmatch(w))
+
+
+def vouched_pin(info: ImageInfo | None, ref: str) -> str | None:
+    """What a ``FROM`` may name instead of ``ref`` to build on the image ``info`` (the one ``ref``
+    names on the engine now): its ID when this user recorded it or trusts it by ID, else its
+    digest in the repository ``ref`` names, when the engine pulled it from there (and the very
+    digest ``ref`` pins, if it pins one); ``None`` when nothing vouches for it."""
+    if info is None or not _ID.fullmatch(info.id):
+        return None
+    if built_record(info.id) is not None or info.id in _trusted_ids():
+        return info.id
+    want, _, pinned = ref.partition("@")
+    for entry in sorted(info.repo_digests):
+        repo, _, digest = entry.partition("@")
+        if repository(repo) == repository(want) and re.fullmatch(r"sha256:[0-9a-f]{64}", digest) \
+                and (not pinned or digest == pinned):
+            return entry
+    return None
+
+
+class Upstream(NamedTuple):
+    """What :func:`upstream_pins` found of the images a Dockerfile starts FROM."""
+
+    pins: dict[str, str]  # name: what FROM names instead (:func:`vouched_pin`)
+    ids: list[str]  # the vouched images' IDs, in order: part of what is built's cache key
+    planted: bool  # one is on the engine with nothing to vouch for it (anyone's tag)
+    missing: bool  # one is not on the engine
+
+    @property
+    def pull(self) -> bool:
+        """The build must pull: a name that is not vouched for is resolved by the registry only."""
+        return self.planted or self.missing
+
+
+def upstream_pins(engine: EngineFacts, dockerfile: str, *, skip: tuple[str, ...] = ()) -> Upstream:
+    """The images ``dockerfile`` starts ``FROM`` (but ``skip``), each vouched for or not."""
+    found = Upstream({}, [], False, False)
+    for ref in from_images(dockerfile):
+        if ref in skip:
+            continue
+        info = engine.inspect_image(ref)
+        pin = vouched_pin(info, ref)
+        if info is None or pin is None:
+            found = found._replace(planted=found.planted or info is not None, missing=found.missing or info is None)
+            continue
+        found.pins[ref] = pin
+        found.ids.append(info.id)
+    return found
+
+
+def pin_from(dockerfile: str, pins: Mapping[str, str]) -> str:
+    """``dockerfile`` with every ``FROM`` that names a key of ``pins`` (``FROM [--platform=P] REF
+    [AS STAGE]``) naming its value instead; other lines, and ``FROM`` lines naming anything else,
+    unchanged."""
+    for ref, image in pins.items():
+        dockerfile = re.sub(rf"(?im)^(FROM(?:[ \t]+--\S+)*[ \t]+){re.escape(ref)}(?=[ \t]*$|[ \t]+AS[ \t])",
+                            lambda m: m.group(1) + image, dockerfile)
+    return dockerfile
+
+
+@contextmanager
+def pinned_context(engine: ContainerEngine, builder: Builder, files: Mapping[str, tuple[bytes, int]],
+                   pins: Mapping[str, str]) -> Iterator[bytes]:
+    """The build context ``files`` (name: ``(bytes, mode)``) as a tar whose Dockerfile starts
+    ``FROM`` the images ``pins`` gives for the refs it names: an image ID, or a ``REPO@sha256:...``
+    digest reference. The classic builder reads an ID there; BuildKit reads ``sha256:...`` as a
+    registry name, so for BuildKit each ID gets a tag named after itself (``envman/by-id:<64
+    hex>``) for the build, removed afterwards."""
+    from envman.engine.builder import ID_TAG_REPOSITORY
+    from envman.engine.context import deterministic_tar
+
+    ids = {ref: image for ref, image in pins.items() if image}
+    tags = {image: f"{ID_TAG_REPOSITORY}:{image.split(':', 1)[1]}" for image in ids.values()
+            if builder.kind == "buildkit" and _ID.fullmatch(image)}
+    made: list[str] = []
+    try:
+        for image, tag in tags.items():
+            engine.tag(image, tag)
+            made.append(tag)
+        out = dict(files)
+        if "Dockerfile" in out and ids:
+            data, mode = out["Dockerfile"]
+            text = pin_from(data.decode(), {ref: tags.get(image, image) for ref, image in ids.items()})
+            out["Dockerfile"] = (text.encode(), mode)
+        yield deterministic_tar(out)
+    finally:
+        for tag in made:
+            engine.remove_image(tag)
 
 
 def machine_lock_dir() -> Path:
@@ -154,4 +303,5 @@ def machine_lock(name: str, *, timeout: float, what: str) -> Iterator[Path]:
 
 
 __all__ = ["BUILT_FILE", "MACHINE_LOCK_DIRS", "built_here", "built_image_id", "built_path", "built_record", "machine_lock",
-           "machine_lock_dir", "record_built"]
+           "machine_lock_dir", "TRUSTED_IMAGES_ENV", "from_images", "pin_from", "pinned_context", "record_built",
+           "repository", "Upstream", "upstream_pins", "vouched_pin"]

@@ -312,6 +312,14 @@ class FakeContext:
     dockerfile: str = ""
     secrets: dict[str, bytes] = field(default_factory=dict)
 
+    @property
+    def files(self) -> dict[str, bytes]:
+        return {"Dockerfile": self.dockerfile.encode()}
+
+    @property
+    def modes(self) -> dict[str, int]:
+        return {"Dockerfile": 0o644}
+
     def tar(self) -> bytes:
         return deterministic_tar({"Dockerfile": self.dockerfile.encode()})
 

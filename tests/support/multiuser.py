@@ -92,8 +92,10 @@ class TestUser:
     __test__ = False  # not a test class
 
     def env(self, **extra: str) -> dict[str, str]:
+        # the test's stand-in bases, which every user builds on (tests/support/standin.py vouches for them)
+        trusted = {"ENVMAN_TRUSTED_IMAGES": os.environ["ENVMAN_TRUSTED_IMAGES"]} if os.environ.get("ENVMAN_TRUSTED_IMAGES") else {}
         return {"HOME": str(self.home), "USER": self.name, "LOGNAME": self.name, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
-                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", **extra}
+                "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", **trusted, **extra}
 
     def run(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float = 600, input: str | None = None) -> subprocess.CompletedProcess:
@@ -188,10 +190,12 @@ PROBE = "#!/bin/sh\ncat <<'EOF'\n%s\nEOF\n" % json.dumps(DOC)
 class Ctx:
     render_hash = hashlib.sha256(f"stand-in {query} {variant} {base}".encode()).hexdigest()
     secrets = {}
+    dockerfile = "FROM %s\nCOPY python /usr/local/bin/python\n" % base
+    files = {"Dockerfile": dockerfile.encode(), "python": PROBE.encode()}
+    modes = {"Dockerfile": 0o644, "python": 0o755}
 
     def tar(self):
-        dockerfile = "FROM %s\nCOPY python /usr/local/bin/python\n" % base
-        return deterministic_tar({"Dockerfile": dockerfile.encode(), "python": (PROBE.encode(), 0o755)})
+        return deterministic_tar({name: (data, self.modes[name]) for name, data in self.files.items()})
 
 
 B._render = lambda *args, **kw: Ctx()

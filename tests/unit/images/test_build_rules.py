@@ -13,7 +13,8 @@ from envman import labels as L
 from envman.engine.api import BuildEvent, ContainerInfo, EngineInfo, RunResult
 from envman.errors import BuildError
 from envman.images import build as B
-from envman.state import load_report, stable_ref
+from envman.images import smokerun as S
+from envman.state import load_report, locks_dir, stable_ref
 from tests.support.fake_engine import FakeContext, FakeEngine
 from tests.support.probe_doc import probe_doc
 from tests.support.refusal import refusal
@@ -108,7 +109,7 @@ def test_a_build_that_reports_no_id_is_read_from_its_tag(stack):
 def test_a_lock_held_too_long_is_one_line(stack):
     from filelock import FileLock
 
-    path = B.locks_dir()
+    path = locks_dir()
     path.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path / f"{stack.name}.lock")):
         got = refusal(lambda: B.build_stack(FakeEngine(), stack, lock_timeout=0.01))
@@ -149,13 +150,88 @@ def test_the_probe_runs_without_network_with_gpus_only_when_there_are_any(stack,
     image = engine.add_image("envman/x:cand")
     rep = B.smoke_image(engine, stack, "envman/x:cand", require_gpu=require_gpu, bench=bench, timeout=33)
     img, cmd, kw = engine.runs[0]
-    assert img == "envman/x:cand"
+    assert img == image  # by its ID: the tag is anyone's to move
     assert cmd == ["python", B.IN_IMAGE_PROBE, "--expect", B.IN_IMAGE_STACK, *(["--require-gpu"] if require_gpu else []),
                    *(["--bench"] if bench else [])]
     gpus = gpu_engine or require_gpu
     assert (kw["gpus"], kw["network"], kw["timeout"]) == (GpuRequest("all") if gpus else None, "none", 33)
     assert kw["labels"]["envman.role"] == "smoke" and kw["labels"]["envman.name"] == stack.name
     assert (rep.image_id, rep.gpus_requested, rep.overall, rep.exit_code, rep.stderr_tail) == (image, gpus, "pass", 0, "e1\ne2")
+
+
+def test_the_smoke_test_runs_the_image_it_judges_not_whatever_its_tag_names_now(stack):
+    """Attack (issue 35 item 2, verdicts on a shared engine): ``run_pipeline`` smoke-tests
+    ``smoke_image(engine, stack, b.ref, b.image_id)`` and the probe container is started from
+    ``b.ref``, the candidate *tag*, while the report (and the verdict label with its
+    ``envman.smoke.rootfs``) is written for ``b.image_id``. A neighbour who re-tags the candidate
+    ``envman/<stack>:<render hash>`` between the build and the probe has the probe run in their
+    image, and the verdict of that run is bound to the victim's layers: a broken (or tampered)
+    build is promoted on a test it never took, or a good one fails. The probe must start from the
+    image ID it judges."""
+    engine = FakeEngine(on_run=_probe())
+    ref = f"envman/{stack.name}:{'ab' * 8}"
+    mine = engine.add_image(ref, labels={})
+    theirs = engine.add_image("neighbour/other:1", labels={})
+    engine.tag(theirs, ref)  # re-tagged after the build, before the probe
+    rep = B.smoke_image(engine, stack, ref, mine)
+    ran_on = engine.inspect_image(engine.runs[-1][0])
+    assert ran_on is not None and ran_on.id == mine, "the probe ran in the neighbour's image; the verdict is for mine"
+    assert (rep.image, rep.image_id) == (ref, mine)  # the tag stays in the report, for messages
+    verdict = engine.inspect_image(rep.verdict_image_id)
+    assert verdict.layers == engine.inspect_image(mine).layers  # the verdict image is on my layers
+
+
+def test_a_tag_moved_while_the_probe_runs_changes_neither_the_image_judged_nor_the_verdict_s_layers(stack):
+    """The same race one step later: the candidate's tag moves during the probe. The verdict is
+    for the image the probe ran in, and it goes on that image's layers, not the tag's new one."""
+    engine = FakeEngine()
+    ref = f"envman/{stack.name}:{'ab' * 8}"
+    mine = engine.add_image(ref, labels={})
+    theirs = engine.add_image("neighbour/other:1", labels={})
+    probe = _probe()
+
+    def run(image, cmd, kw):
+        engine.tag(theirs, ref)
+        return probe(image, cmd, kw)
+
+    engine.on_run = run
+    rep = B.smoke_image(engine, stack, ref, mine)
+    assert engine.runs[0][0] == mine and rep.image_id == mine
+    assert engine.inspect_image(rep.verdict_image_id).layers == engine.inspect_image(mine).layers
+
+
+def test_a_smoke_test_named_by_tag_alone_runs_and_judges_the_one_image_the_tag_names_when_it_starts(stack):
+    """``envman smoke <stack>`` gives the tag only: envman reads its ID once and both runs the
+    probe from that ID and writes the verdict for it (one image, whatever the tag does next)."""
+    engine = FakeEngine()
+    ref = f"envman/{stack.name}:cand"
+    first = engine.add_image(ref, labels={})
+    theirs = engine.add_image("neighbour/other:1", labels={})
+    probe = _probe()
+    engine.on_run = lambda image, cmd, kw: (engine.tag(theirs, ref), probe(image, cmd, kw))[1]
+    rep = B.smoke_image(engine, stack, ref)
+    assert engine.runs[0][0] == first and rep.image_id == first
+
+
+def test_a_pipeline_whose_candidate_tag_is_moved_after_the_build_smoke_tests_and_promotes_its_own_build(stack,
+                                                                                                        monkeypatch):
+    """End to end: the neighbour re-tags the candidate between ``build_stack`` and the probe; the
+    probe runs in this user's build and the stable tag moves to (a verdict image on) its layers."""
+    engine = FakeEngine(on_run=_probe())
+    theirs = engine.add_image("neighbour/other:1", labels={})
+    real_build = B.build_stack
+
+    def build_then_retag(*a, **kw):
+        got = real_build(*a, **kw)
+        engine.tag(theirs, got.ref)
+        return got
+
+    monkeypatch.setattr(B, "build_stack", build_then_retag)
+    run = B.run_pipeline(engine, stack)
+    assert run.error is None and run.promoted
+    assert engine.runs[0][0] == run.build.image_id != theirs
+    stable = engine.inspect_image(stable_ref(stack))
+    assert stable.layers == engine.inspect_image(run.build.image_id).layers
 
 
 def test_the_stderr_kept_is_its_last_20_lines(stack):
@@ -553,27 +629,62 @@ def test_a_cached_report_whose_outcome_is_not_the_labels_is_not_kept(stack):
     assert (rep.overall, rep.reason, rep.probe, rep.stderr_tail, rep.exit_code) == ("fail", "r", None, "", 1)
 
 
-def test_a_smoke_test_first_removes_the_stopped_smoke_containers_this_user_s_killed_builds_left(stack):
+def test_a_smoke_test_first_removes_the_smoke_containers_this_user_s_finished_builds_left(stack):
     """kill -9 during a smoke test leaves its container (the killed process removes it after the
-    probe): the next smoke test of this user removes the stopped ones of this user only."""
+    probe): the next smoke test of this user removes those of this user whose build is over, and
+    none whose build still runs."""
     import os
+
+    from filelock import FileLock
 
     me, other = str(os.getuid()), str(os.getuid() + 4242)
     engine = FakeEngine(on_run=_probe())
     engine.add_image("envman/x:cand")
+    live = "a" * 32
+    locks_dir().mkdir(parents=True, exist_ok=True)
+    held = FileLock(str(S.run_lock_path(live)))
+    held.acquire()
 
-    def leftover(cid, state, uid, role=L.ROLE_SMOKE):
-        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, {L.MANAGED: L.TRUE, L.ROLE: role,
-                                                                              L.NAME: stack.name, L.BUILT_BY_UID: uid}))
+    def leftover(cid, state, uid, role=L.ROLE_SMOKE, token=None):
+        labels = {L.MANAGED: L.TRUE, L.ROLE: role, L.NAME: stack.name, L.BUILT_BY_UID: uid,
+                  **({L.SMOKE_RUN: token} if token else {})}
+        engine.add_container(ContainerInfo(cid, cid, "envman/x:cand", state, labels))
     leftover("mine-exited", "exited", me)
     leftover("mine-created", "created", me)
-    leftover("mine-running", "running", me)  # another build of mine, still probing
+    leftover("mine-running", "running", me)  # untokened and of 1970: far past any time limit
+    leftover("mine-live", "running", me, token=live)  # another build of mine, still probing
+    leftover("mine-live-exited", "exited", me, token=live)  # ... whose logs it has still to read
+    leftover("mine-killed", "running", me, token="b" * 32)  # its build is gone: no lock held
     leftover("theirs-exited", "exited", other)
     leftover("mine-run", "exited", me, role="run")  # not a smoke container
-    B.smoke_image(engine, stack, "envman/x:cand")
+    try:
+        B.smoke_image(engine, stack, "envman/x:cand")
+    finally:
+        held.release()
     left = {c.id for c in engine.list_containers({}, all=True)}
-    assert left == {"mine-running", "theirs-exited", "mine-run"}
-    assert engine.runs[0][2]["labels"][L.BUILT_BY_UID] == me  # its own container says whose it is
+    assert left == {"mine-live", "mine-live-exited", "theirs-exited", "mine-run"}
+    labels = engine.runs[0][2]["labels"]
+    assert labels[L.BUILT_BY_UID] == me  # its own container says whose it is
+    assert S.RUN_TOKEN.fullmatch(labels[L.SMOKE_RUN]) and not S.run_lock_path(labels[L.SMOKE_RUN]).exists()
+
+
+def test_a_build_s_sweep_inside_another_build_s_probe_window_leaves_that_probe_s_container(stack):
+    """End to end: a second build of this user starts its smoke test while the first build's probe
+    container has exited but its logs are not yet read; the first container stays."""
+    import os
+
+    engine = FakeEngine()
+    engine.add_image("envman/x:cand")
+    probe, seen = _probe(), []
+
+    def run(image, cmd, kw):
+        S.remove_smoke_leftovers(engine, str(os.getuid()))  # the other build's sweep, in the window
+        seen.append({c.id for c in engine.list_containers({L.ROLE: L.ROLE_SMOKE}, all=True)})
+        return probe(image, cmd, kw)
+
+    engine.on_run = run
+    rep = B.smoke_image(engine, stack, "envman/x:cand")
+    assert rep.overall == "pass" and len(seen[0]) == 1
 
 
 @pytest.mark.parametrize("ref, stable", [
@@ -586,3 +697,4 @@ def test_a_stable_tag_is_latest_or_latest_and_a_content_key(ref, stable):
     from envman.state import is_stable_tag
 
     assert is_stable_tag(ref) is stable
+

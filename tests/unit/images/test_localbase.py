@@ -310,6 +310,12 @@ def _fake_debootstrap(rel, mirror, tarball, **kw):
     tarball.write_bytes(b"rootfs")
 
 
+@pytest.fixture(autouse=True)
+def _own_state(tmp_path, monkeypatch):
+    """base make records the base it imports in the user's state: this test's, never the machine's."""
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+
+
 def test_make_writes_and_registers_after_the_import_and_drops_the_replaced_base(tmp_path, monkeypatch):
     monkeypatch.setattr(lb, "debootstrap_tarball", _fake_debootstrap)
     cfg = tmp_path / "config.toml"
@@ -317,6 +323,9 @@ def test_make_writes_and_registers_after_the_import_and_drops_the_replaced_base(
     made = lb.make(BOOKWORM, mirror="http://arch.example/debian", engine=engine, config=cfg, matrix_files=SHIPPED,
                    shipped_oses=[])
     assert made.image_id == "sha256:new" and engine.removed == ["sha256:old"]
+    from envman.images.provenance import built_here
+
+    assert built_here("sha256:new") and not built_here("sha256:old")  # the rows' tag is theirs by this ID only
     from envman.config import load_matrix_config
 
     assert set(load_matrix_config(cfg).files) == set(made.files) and all(f.exists() for f in made.files)
@@ -450,7 +459,7 @@ def test_base_make_through_sudo_writes_the_rows_for_the_user_not_root(monkeypatc
     root_home = tmp_path / "root-home"
     root_home.mkdir()
     monkeypatch.setenv("HOME", str(root_home))
-    for var in ("ENVMAN_CONFIG_DIR", "XDG_CONFIG_HOME", "ENVMAN_MATRIX"):
+    for var in ("ENVMAN_CONFIG_DIR", "XDG_CONFIG_HOME", "ENVMAN_MATRIX", "ENVMAN_STATE_DIR", "XDG_STATE_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SUDO_UID", str(nobody_home.uid))
     import pwd
@@ -464,8 +473,11 @@ def test_base_make_through_sudo_writes_the_rows_for_the_user_not_root(monkeypatc
     assert made.owner == "nobody" and cfg.exists() and not any(root_home.rglob("*"))
     for path in (cfg, *made.files):
         assert path.stat().st_uid == nobody_home.uid and path.is_relative_to(nobody_home.home)
+    from envman.images.provenance import built_here, built_path
+
     with lb.acting_as(nobody_home):
         assert set(load_matrix_config(cfg).files) == set(made.files)
+        assert built_here(made.image_id) and built_path().stat().st_uid == nobody_home.uid  # the record is theirs too
     lines = lb.report(made)
     assert lines[1].startswith("wrote ~nobody/.config/envman/local-base-debian12-")
     assert lines[2].startswith("the rows are nobody's, who ran sudo")

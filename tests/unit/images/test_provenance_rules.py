@@ -117,20 +117,42 @@ def test_a_stack_candidate_another_user_planted_is_rebuilt(stack):
     assert not got.cached and P.built_here(got.image_id)
 
 
-def test_a_base_moved_during_the_stack_build_fails_it_and_records_nothing(stack, monkeypatch):
+def test_a_base_moved_during_the_stack_build_is_not_built_on(stack, monkeypatch):
+    """The stack starts FROM the checked base's ID: a base tag moved before the stack's FROM step
+    changes nothing the stack is built on, and the record names the base it was built on."""
     engine = FakeEngine()
     real_ensure = basemod.ensure_base
+    ensured = []
 
     def ensure_then_move(*a, **kw):
         got = real_ensure(*a, **kw)
+        ensured.append(got.image_id)
         _plant(engine, Base().ref, {L.BASE_RECIPE: RECIPE})  # someone re-tags it before the stack's FROM
         return got
     monkeypatch.setattr(basemod, "ensure_base", ensure_then_move)
+    got = B.build_stack(engine, stack, base=Base())
+    base = engine.inspect_image(ensured[0])
+    assert engine.inspect_image(got.image_id).layers[:len(base.layers)] == base.layers
+    assert P.built_here(got.image_id, base=base.id) and engine.inspect_image(Base().ref).id != base.id
+
+
+def test_a_stack_whose_layers_do_not_begin_with_the_checked_base_s_fails_and_records_nothing(stack, monkeypatch):
+    """The check after the build stays (BuildKit reaches the ID through a tag): a stack whose
+    layers do not begin with the checked base's is one error line, and no record."""
+    engine = FakeEngine()
+    other = _plant(engine, "neighbour/evil:1", {})
+    real_build = engine.build
+
+    def build_elsewhere(tar, tag, **kw):  # the engine built the stack on another image
+        from envman.engine.context import deterministic_tar
+        return real_build(deterministic_tar({"Dockerfile": f"FROM {other}\nRUN x\n".encode()}), tag, **kw) \
+            if tag.startswith(f"envman/{stack.name}:") else real_build(tar, tag, **kw)
+    monkeypatch.setattr(engine, "build", build_elsewhere)
     with pytest.raises(BuildError) as e:
         B.build_stack(engine, stack, base=Base())
     assert "was moved during the build" in e.value.what and e.value.where == Base().ref
     built = engine.inspect_image(f"envman/{stack.name}:{HASH[:16]}")
-    assert built is not None and not P.built_here(built.id, base=built.id) and P.built_record(built.id) is None
+    assert built is not None and P.built_record(built.id) is None
 
 
 # --------------------------------------------------------------------------- the machine-wide lock
@@ -337,3 +359,102 @@ def test_an_empty_image_id_or_an_entry_that_is_not_an_object_vouches_for_nothing
     _write_record({"": {"ref": "envman/base:x", "base": ""}, "sha256:" + "3" * 64: "envman/base:x"})
     assert P.built_record("") is None and not P.built_here("")
     assert P.built_record("sha256:" + "3" * 64) is None and not P.built_here("sha256:" + "3" * 64)
+
+
+# --------------------------------------------------------------------------- a base moved during the build
+
+
+def _swapping_base(monkeypatch, tmp_path, engine, dockerfile, *, swap=True):
+    """``ensure_base`` as it is, then a neighbour's image built FROM that very base plus a layer of
+    theirs takes the base's tag (their re-tagging loop wins the window before the stack's FROM)."""
+    from envman.engine.context import deterministic_tar
+    from envman.images.events import BuildStream
+
+    monkeypatch.setattr(B, "_render", lambda *a, **kw: FakeContext("ab" * 32, dockerfile=dockerfile))
+    real_ensure = basemod.ensure_base
+
+    def ensure_then_swap(*a, **kw):
+        got = real_ensure(*a, **kw)
+        if not swap:
+            return got
+        evil = deterministic_tar({"Dockerfile": f"FROM {got.image_id}\nRUN plant\n".encode()})
+        BuildStream().read(engine.build(evil, "neighbour/evil:1", labels={}))
+        engine.tag("neighbour/evil:1", Base().ref)  # the neighbour's loop wins the window
+        return got
+
+    monkeypatch.setattr(basemod, "ensure_base", ensure_then_swap)
+
+
+def test_a_base_re_tagged_to_an_image_built_on_it_during_the_stack_build_is_caught(tmp_path, monkeypatch, stack):
+    """Attack (issue 35 item 2, the race ``_check_built_on`` guards): the stack's ``FROM`` names the
+    base by tag (``envman/base:<tag>``), and the check after the build only asks that the stack's
+    layers *begin with* the ensured base's layers. A neighbour who re-tags the base, between
+    ``ensure_base`` and the stack's ``FROM``, to an image built ``FROM`` that very base plus one
+    layer of their own (``RUN plant``) passes it: the stack carries the planted layer between the
+    base and its own, and is recorded in ``built.json`` as this user's, on that base. (Re-tagging
+    in a loop wins the window.) The stack must be built ``FROM`` the base's image ID, or its layers
+    must be exactly the base's followed by layers of its own build."""
+    engine = FakeEngine()
+    _swapping_base(monkeypatch, tmp_path, engine, f"FROM {Base().ref}\nRUN x\n")
+    try:
+        got = B.build_stack(engine, stack, base=Base())
+    except BuildError:
+        return  # caught: the rule holds
+    evil_layers = engine.inspect_image("neighbour/evil:1").layers
+    built = engine.inspect_image(got.image_id)
+    assert P.built_record(got.image_id) is not None  # kept as this user's own
+    assert built.layers[:len(evil_layers)] != evil_layers, "the stack was built on the neighbour's layer and kept"
+
+
+@pytest.mark.parametrize("line", ["FROM {ref}", "FROM --platform=linux/arm64 {ref}", "from {ref} AS stack",
+                                  "FROM {ref}\t", "FROM  --platform=linux/arm64   {ref}  as  s"])
+def test_every_from_spelling_of_the_base_starts_from_the_base_s_id(tmp_path, monkeypatch, stack, line):
+    """Variants: a platform flag, a stage name, lower case, extra blanks: whatever the dialect
+    writes, the stack's build starts from the ID of the base envman ensured, and is recorded on it."""
+    from envman.images import provenance as P
+    from tests.support.fake_engine import from_line
+
+    engine = FakeEngine()
+    contexts = []
+    real = engine.build
+    monkeypatch.setattr(engine, "build", lambda tar, tag, **kw: (contexts.append(tar), real(tar, tag, **kw))[1])
+    _swapping_base(monkeypatch, tmp_path, engine, line.format(ref=Base().ref) + "\nRUN x\n")
+    got = B.build_stack(engine, stack, base=Base())
+    base_id = got.base.image_id
+    assert from_line(contexts[-1]) == base_id and engine.inspect_image(got.image_id).layers[:-1] == \
+        engine.inspect_image(base_id).layers
+    assert P.built_record(got.image_id)["base"] == base_id
+
+
+@pytest.mark.parametrize("other", ["envman/base:12.4.1-base-ubuntu22.04-x", "envman/base:12.4.1-base-ubuntu22.04x",
+                                   "xenvman/base:12.4.1-base-ubuntu22.04", "envman/base:12.4.1-base-ubuntu22"])
+def test_only_the_base_s_own_ref_is_pinned(other):
+    """Boundary: a FROM naming another image (a longer tag, another repository) is left as it is."""
+    from envman.images.provenance import pin_from
+
+    text = f"FROM {other}\nRUN echo FROM {Base().ref}\n"
+    assert pin_from(text, {Base().ref: "sha256:" + "1" * 64}) == text
+    assert pin_from(f"FROM {Base().ref} AS b\n", {Base().ref: "sha256:" + "1" * 64}) == f"FROM sha256:{'1' * 64} AS b\n"
+
+
+def test_on_buildkit_the_base_s_id_goes_through_a_tag_named_after_it_removed_afterwards(tmp_path, monkeypatch, stack):
+    """BuildKit reads ``sha256:...`` in FROM as a registry name: the ID gets the tag
+    ``envman/by-id:<hex>`` (a tag that can name no other image of envman's) for the build only."""
+    from envman.engine.builder import ID_TAG_REPOSITORY
+    from tests.support.fake_engine import from_line
+
+    engine = FakeEngine()
+    contexts = []
+
+    class Kit:
+        kind = "buildkit"
+
+        def build(self, tar, tag, **kw):
+            contexts.append(tar)
+            return engine.build(tar, tag, **{k: v for k, v in kw.items() if k != "secrets"})
+
+    _swapping_base(monkeypatch, tmp_path, engine, f"FROM {Base().ref}\nRUN x\n", swap=False)
+    got = B.build_stack(engine, stack, base=Base(), builder=Kit())
+    by_id = f"{ID_TAG_REPOSITORY}:{got.base.image_id.split(':', 1)[1]}"
+    assert from_line(contexts[-1]) == by_id and not engine.image_exists(by_id)
+    assert engine.inspect_image(got.image_id).layers[:-1] == engine.inspect_image(got.base.image_id).layers

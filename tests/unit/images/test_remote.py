@@ -131,12 +131,13 @@ def test_config(tmp_path):
             load_registry_settings(f)
 
 
-def test_push_stack_reports_progress(stack, monkeypatch):
+def test_push_stack_reports_progress(stack, monkeypatch, tmp_path):
     from envman.images.remote import parse_registry, push_stack
     from tests.unit.images.test_build import pipeline_engine
     from envman.images import build as B
 
     eng = pipeline_engine()
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))  # its records and reports: never the machine's
     monkeypatch.setattr(B, "_render", lambda s, *a, **k: __import__("tests.support.fake_engine", fromlist=["x"]).FakeContext("ab" * 32))
     B.build_smoke_promote(eng, stack)
     got = []
