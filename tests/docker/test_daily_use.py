@@ -184,7 +184,11 @@ def test_notebook_serves_jupyterlab_on_localhost_with_a_token(docker_engine, mat
         probe = subprocess.run(["docker", "run", "--rm", "--entrypoint", "/opt/venv/bin/python", stack_image, "-c",
                                 "import jupyterlab"], capture_output=True, text=True)
         assert probe.returncode != 0  # JupyterLab is in the notebook layer, never in the stack image
-        assert inspect["Config"]["Image"].startswith("envman/notebook-envman-test-daily:")
+        # the notebook layer, run by the ID this user's build recorded (its tag is anyone's to move)
+        assert inspect["Config"]["Image"] == inspect["Image"] and inspect["Image"].startswith("sha256:")
+        layer = json.loads(subprocess.run(["docker", "image", "inspect", inspect["Image"]], capture_output=True, text=True,
+                                          check=True).stdout)[0]
+        assert any(t.startswith("envman/notebook-envman-test-daily:") for t in layer["RepoTags"])
 
         proc.send_signal(signal.SIGINT)  # Ctrl-C stops it, and the container is removed
         proc.communicate(timeout=60)
