@@ -106,6 +106,14 @@ def project_ref(env: dict[str, str], root: Path, image_id: str, python: str = sy
                           capture_output=True, text=True).stdout.strip()
 
 
+def record_built(env: dict[str, str], image_id: str, ref: str) -> None:
+    """Record ``ref`` (the stack image ``image_id`` under a project image's tag) in ``built.json`` as
+    this user's build of it on ``image_id``."""
+    code = ("import sys\nfrom envman.images.provenance import record_built\n"
+            "record_built(sys.argv[1], sys.argv[2], base=sys.argv[1])\n")
+    subprocess.run([sys.executable, "-c", code, image_id, ref], env=env, check=True, capture_output=True, text=True)
+
+
 def stable_tag(matrix_files: list[str], env: dict[str, str]) -> str:
     """The stable tag envman gives the throw-away stack of ``matrix_files`` (a user's row)."""
     code = ("import sys\nfrom envman.matrix.load import load_matrix\nfrom envman.stack.resolve import resolve\n"
@@ -178,6 +186,10 @@ def main() -> int:
                         if ref not in tags:
                             subprocess.run(["docker", "tag", stable, ref], check=True)
                             tags.append(ref)
+                        # a project image is reused only when this user's build made it on that stack
+                        # image: the tag is recorded as such a build, in each envman's own state
+                        for state_env in ({}, other_state):
+                            record_built(env | state_env, image_id, ref)
                 projects[name] = name
             cwd = str(tmp)
         for label, project in projects.items():
