@@ -74,6 +74,9 @@ def test_bare_command_and_the_matching_working_directory(matrix_files, project):
 def test_named_environment_exec_ps_stop(matrix_files, project):  # noqa: F811
     root, _config, _state = project
     me = os.getuid()
+    deadline = time.monotonic() + 30  # an earlier test's --rm containers are removed by the engine after they exit
+    while _containers(me) and time.monotonic() < deadline:
+        time.sleep(0.3)
     try:
         r = _envman(matrix_files, project, "run", "--detach", "--name", "daily-bg", "envman-test-daily")
         assert r.returncode == 0, r.stderr
