@@ -3,7 +3,8 @@
     python benchmarks/bench_run.py [--json PATH]   # throw-away projects on a throw-away stack
     python benchmarks/bench_run.py --project NAME  # one of your registered projects (CPU run)
     python benchmarks/bench_run.py --base IMAGE    # the local image the throw-away stack uses
-    python benchmarks/bench_run.py --profile DIR   # also: the full path once under -X importtime and cProfile
+    python benchmarks/bench_run.py --profile DIR   # also: each path once under -X importtime and cProfile
+    python benchmarks/bench_run.py --keep          # leave the throw-away stack's tags and folder in place
 
 Two throw-away projects: one without requirements (it runs the stack image) and one with
 (``six``), whose project image is a tag of the stack image under the ref envman works out for it,
@@ -25,7 +26,10 @@ can be compared under the same load. ``docker run`` with the very argv envman ex
 ``--dry-run --json``) is timed in the same rounds too, so the ratio splits into what the
 container options cost (``--init``, mounts, user, shm size) and what envman's own process costs;
 the CPU time of the envman process (and the docker CLI it execs) beyond ``docker run``'s is
-reported too: what an idle machine's wall time would add.
+reported too: what an idle machine's wall time would add. So is the CPU time of envman's process
+alone, its exec of ``docker`` stubbed out (what envman itself costs, without the docker CLI's
+share of the options), beside the floor of the full path: the interpreter importing the standard
+library modules that path cannot do without (:data:`FLOOR_MODULES`).
 Goals: against a bare ``docker run``, at most 1.05x cached and 1.1x on the full path; against
 ``docker run`` with the same options (the argv envman execs), at most 1.05x cached and 1.15x on the
 full path; with and without a project image; ratios are per interleaved round (median, min, max).
@@ -51,6 +55,19 @@ GOAL_CACHED, GOAL_FULL = 1.05, 1.10
 #: Against ``docker run`` with the same options (the argv envman execs): a cached run within 5 %,
 #: the full path within 15 %.
 GOAL_SAME_CACHED, GOAL_SAME_FULL = 1.05, 1.15
+#: The standard library modules the full path needs whatever envman does: the project file and the
+#: config are TOML, the engine's answers and envman's state JSON, the run plan a frozen dataclass.
+FLOOR_MODULES = ("re", "json", "pathlib", "dataclasses", "tomllib", "socket")
+#: ``python -c`` program: envman's console script with its exec of the container's command stubbed out.
+_ALONE = """
+import os, sys
+def stop(*args, **kwargs):
+    os._exit(0)
+os.execv = os.execve = os.execvp = os.execvpe = stop
+sys.argv = ["envman", *sys.argv[1:]]
+from envman.main import main
+main()
+"""
 BASE_CANDIDATES = ("envman-test/rootfs:bookworm", "debian:bookworm-slim", "debian:bookworm", "ubuntu:24.04",
                    "ubuntu:22.04", "busybox:latest", "alpine:latest")
 
@@ -133,8 +150,10 @@ def main() -> int:
                     help="also time the envman installed beside this interpreter (e.g. another checkout's venv), "
                          "in the same rounds, with its own run-plan cache")
     ap.add_argument("--profile", metavar="DIR",
-                    help="before timing, run each project's full path once with python -X importtime (DIR/NAME.importtime) "
-                         "and once under cProfile (DIR/NAME.prof)")
+                    help="before timing, run each project's full and cached paths once with python -X importtime "
+                         "(DIR/NAME[-cached].importtime) and once under cProfile (DIR/NAME[-cached].prof)")
+    ap.add_argument("--keep", action="store_true",
+                    help="leave the throw-away stack's tags and its folder (config, state, cache, projects) in place")
     args = ap.parse_args(argv)
 
     env = dict(os.environ)
@@ -142,6 +161,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="envman-bench-"))
     stable = f"envman/{STACK}:latest"
     tags: list[str] = []
+    extra: list[str] = []
     report = Report("run")
     try:
         other_state: dict[str, str] = {}
@@ -202,11 +222,17 @@ def main() -> int:
             run = [*envman_cmd(), *extra, "run", project, "--no-gpu", "--", "true"]
             docker = ["docker", "run", "--rm", image, "true"]
             full_env = {**env, "ENVMAN_RUN_CACHE": "0"}
-            cpu: dict[str, list[float]] = {"docker": [], "cached": [], "full": []}
+            cpu: dict[str, list[float]] = {"docker": [], "cached": [], "full": [], "alone cached": [],
+                                           "alone full": [], "floor": []}
+            alone = [sys.executable, "-c", _ALONE, *run[len(envman_cmd()):]]
             samples = {
                 "docker": lambda: run_once(docker, env, cwd, cpu=cpu["docker"]),
                 "cached": lambda: run_once(run, env, cwd, cpu=cpu["cached"]),
                 "full": lambda: run_once(run, full_env, cwd, cpu=cpu["full"]),
+                "alone cached": lambda: run_once(alone, env, cwd, cpu=cpu["alone cached"]),
+                "alone full": lambda: run_once(alone, full_env, cwd, cpu=cpu["alone full"]),
+                "floor": lambda: run_once([sys.executable, "-c", f"import {', '.join(FLOOR_MODULES)}"], env, cwd,
+                                          cpu=cpu["floor"]),
             }
             argv = [str(w) for w in planned.get("argv") or []]
             if argv[:2] == ["docker", "run"] and not any("{" in w for w in argv):  # no env-file slot to fill
@@ -220,7 +246,8 @@ def main() -> int:
                 samples["other cached"] = lambda: run_once(other, other_env, cwd)
                 samples["other full"] = lambda: run_once(other, {**other_env, "ENVMAN_RUN_CACHE": "0"}, cwd)
             if args.profile:
-                profile_full_path(Path(args.profile), label, run, full_env, cwd)
+                profile_path(Path(args.profile), label, run, full_env, cwd)
+                profile_path(Path(args.profile), f"{label}-cached", run, env, cwd)
             times = interleaved(samples, args.n)
             what = "project image" if label != "bench" and not args.project else "stack image"
             report.ratio(f"envman run ({what}) / docker run, cached", times["cached"], times["docker"], GOAL_CACHED)
@@ -242,24 +269,31 @@ def main() -> int:
             for path in ("cached", "full"):
                 own = [a - b for a, b in zip(cpu[path][-args.n:], cpu["docker"][-args.n:])]
                 report.seconds(f"  envman's own CPU time per run ({what}, {path})", own, None)
+                report.seconds(f"  envman's process alone, its exec stubbed: CPU per run ({what}, {path})",
+                               cpu[f"alone {path}"][-args.n:], None)
+            report.seconds("  the floor: the interpreter importing " + ", ".join(FLOOR_MODULES) + ": CPU per run",
+                           cpu["floor"][-args.n:], None)
             if args.compare:
                 report.ratio(f"  --compare's envman run ({what}) / docker run, cached", times["other cached"],
                              times["docker"], None)
                 report.ratio(f"  --compare's envman run ({what}) / docker run, full path", times["other full"],
                              times["docker"], None)
     finally:
-        for ref in reversed(tags):
-            subprocess.run(["docker", "rmi", ref], capture_output=True)  # removes the tags only
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {tmp} ({' '.join(tags)}); its matrix options: {' '.join(extra)}", file=sys.stderr)
+        else:
+            for ref in reversed(tags):
+                subprocess.run(["docker", "rmi", ref], capture_output=True)  # removes the tags only
+            shutil.rmtree(tmp, ignore_errors=True)
     return report.save(out)
 
 
-def profile_full_path(folder: Path, label: str, run: list[str], env: dict[str, str], cwd: str) -> None:
+def profile_path(folder: Path, label: str, run: list[str], env: dict[str, str], cwd: str) -> None:
     """``run`` (envman's argv) once with ``-X importtime`` and once under cProfile, as ``python -m envman``,
-    after one run that is not profiled."""
+    after one run that is not profiled (``env`` picks the path: ``ENVMAN_RUN_CACHE=0`` the full one)."""
     folder.mkdir(parents=True, exist_ok=True)
     args = run[len(envman_cmd()):]
-    run_once(run, env, cwd)  # the first full-path run writes what later ones read: not profiled
+    run_once(run, env, cwd)  # the first run writes what later ones read: not profiled
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "envman", *args], env=env, cwd=cwd,
                        capture_output=True, text=True)
     (folder / f"{label}.importtime").write_text(p.stderr)

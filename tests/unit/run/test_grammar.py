@@ -293,3 +293,68 @@ def test_the_help_wraps_at_the_columns_given(monkeypatch, capsys):
         grammar.parse(grammar.RUN, ["--help"])
     lines = capsys.readouterr().out.splitlines()
     assert lines and max(len(line) for line in lines) <= 58
+
+
+# --------------------------------------------------------------------------- plain words, no argparse
+
+_WORD = st.sampled_from(["P", "proj", "", "a b", "-", "--", "-1", "-x y", "=v", "v=1", "K=V", "8888",
+                         "--stack", "--stak", "-p", "-p80", "-dp80", "-e", "-eK=V", "-p=80", "--no-gpu=",
+                         "--no-gpu=1", "--stack=", "--stack=torch-2.5", "--env-var", "--env-var=A=B", "-d",
+                         "--help", "-h", "--json", "--name", "--dry-run", "--gpus", "all", "-v", "/a:/b"])
+
+
+def _argparse(g: grammar.Grammar, words: list[str]) -> dict[str, object] | str:
+    try:
+        return vars(grammar.parser(g).parse_args(words))
+    except UserError as exc:
+        return f"error: {exc.what}"
+    except SystemExit:
+        return "help"
+
+
+@pytest.mark.parametrize("name", GRAMMARS)
+@settings(max_examples=400, deadline=None)
+@given(words=st.lists(_WORD, max_size=6))
+def test_plain_words_are_read_as_argparse_reads_them(name: str, words: list[str]) -> None:
+    g = grammar.GRAMMARS[name]
+    plain = grammar.parse_plain(g, words)
+    if plain is not None:
+        assert vars(plain) == _argparse(g, words), words
+
+
+@pytest.mark.parametrize("words, expected", [
+    ([], {"project": None}),
+    (["P"], {"project": "P"}),
+    (["--no-gpu", "P"], {"project": "P", "no_gpu": True}),
+    (["P", "--stack", "torch-2.5", "-e", "A=1", "--env-var=B", "-p", "80", "--port=81"],
+     {"project": "P", "stack": "torch-2.5", "env_var": ["A=1", "B"], "port": ["80", "81"]}),
+    (["--stack=", "--json", "--dry-run"], {"stack": "", "as_json": True, "dry_run": True}),
+    (["--shm-size", "1g", "--shm-size", "2g"], {"shm_size": "2g"}),
+])
+def test_everyday_run_lines_are_read_without_argparse(words: list[str], expected: dict[str, object]) -> None:
+    plain = grammar.parse_plain(grammar.RUN, words)
+    assert plain is not None
+    got = vars(plain)
+    assert {k: got[k] for k in expected} == expected
+    assert got == _argparse(grammar.RUN, words)
+
+
+@pytest.mark.parametrize("words", [
+    ["--stak", "x"], ["-dp80"], ["-p80"], ["-p=80"], ["--no-gpu=1"], ["--stack"], ["--stack", "-x"], ["P", "Q"],
+    ["-"], ["-1"], ["--help"], ["-h"], ["-x y"],
+])
+def test_other_lines_go_to_argparse(words: list[str]) -> None:
+    assert grammar.parse_plain(grammar.RUN, words) is None
+
+
+def test_exec_without_its_target_goes_to_argparse() -> None:
+    assert grammar.parse_plain(grammar.EXEC, ["--dry-run"]) is None
+    assert vars(grammar.parse_plain(grammar.EXEC, ["env1", "--dry-run"]) or {}) == {
+        "target": "env1", "dry_run": True, "env_var": []}
+
+
+def test_an_everyday_run_line_loads_no_argparse() -> None:
+    code = ("import sys; from envman.run import grammar; "
+            "grammar.parse(grammar.RUN, ['--no-gpu', 'P', '-e', 'A=1']); print('argparse' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
