@@ -109,7 +109,8 @@ def _notebook_shell_lines(text: str) -> list[tuple[int, str]]:
     cells = doc.get("cells") if isinstance(doc, dict) else None
     if not isinstance(cells, list):  # nbformat 3 kept its cells in worksheets
         sheets = doc.get("worksheets") if isinstance(doc, dict) else None
-        cells = [c for w in sheets if isinstance(w, dict) for c in w.get("cells") or []] if isinstance(sheets, list) else []
+        cells = [c for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list) for c in w["cells"]] \
+            if isinstance(sheets, list) else []
     where = _json_string_lines(text)
     out: list[tuple[int, str]] = []
     for cell in cells[:2000]:
