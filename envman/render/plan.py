@@ -44,7 +44,7 @@ from envman.render.sections import (
 )
 from envman.render.steps import BindMount, CacheMount, BuildMount, SecretMount
 from envman.paths import CONTAINER_HOME
-from envman.stack.names import DEFAULT_PLATFORM, Stack
+from envman.stack.names import DEFAULT_PLATFORM, MIN_STANDALONE_PYTHON as STANDALONE_FROM, Stack
 
 if TYPE_CHECKING:  # the run path builds project plans: it must not import what render_stack needs
     from envman.render.options import RenderOptions
@@ -86,7 +86,7 @@ OS_QUIRKS: dict[str, OsQuirks] = {
 #: newest). Old ensurepip pips (8.x on 16.04) do not read Requires-Python, hence explicit caps.
 _PIP_CAPS = ((Version("3.5"), "pip<21"), (Version("3.6"), "pip<22"), (Version("3.7"), "pip<24.1"))
 MIN_PYTHON = Version("3.5")
-MIN_STANDALONE_PYTHON = Version("3.8")
+MIN_STANDALONE_PYTHON = Version(STANDALONE_FROM)
 
 
 def pip_requirement(python: str) -> str:

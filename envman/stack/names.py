@@ -48,6 +48,9 @@ PLATFORM_WORDS = {
     "aarch64": "linux/arm64",
 }
 DEFAULT_PLATFORM = "linux/amd64"
+#: The oldest Python that python-build-standalone provides: a stack's Python its OS does not
+#: package must be at least this (resolve picks no other; render refuses one).
+MIN_STANDALONE_PYTHON = "3.8"
 PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
 
 # Framework releases have up to four parts (JAX 0.9.0.1 is a re-release of 0.9.0).

@@ -26,8 +26,11 @@ import json
 from envman.errors import EnvmanError, ResolveError
 from envman.matrix.model import FLAVOURS_HOLDING, BaseImage, CudaRelease, FrameworkBuild, Matrix, OsInfo, cudnn_fits
 from envman.stack.names import (
-    DEFAULT_PLATFORM, FLAVOURS, PLATFORM_SUFFIX, Stack, StackQuery, nvidia_tag, parse_name, spelling_fixes,
+    DEFAULT_PLATFORM, FLAVOURS, MIN_STANDALONE_PYTHON, PLATFORM_SUFFIX, Stack, StackQuery, nvidia_tag, parse_name,
+    spelling_fixes,
 )
+
+_STANDALONE_FROM = Version(MIN_STANDALONE_PYTHON)
 
 #: What each flavour contains; a stack may use any flavour that contains what it needs.
 def version_matches(partial: str, version: Version) -> bool:
@@ -69,6 +72,7 @@ class _Index:
         self.oses: dict[str, OsInfo] = {}
         for o in matrix.oses:
             self.oses.setdefault(o.name, o)  # the first row of a name, as Matrix.os_info
+        self.pythons: dict[tuple[str, str], tuple[Version, ...]] = {}  # stack_pythons, by row and platform
         self.cuda: dict[tuple[int, int], CudaRelease] = {}
         for r in matrix.cuda:
             self.cuda.setdefault((r.version.major, r.version.minor), r)  # as Matrix.cuda_release
@@ -102,18 +106,23 @@ def _flavours_for(needed: str) -> list[str]:
 
 
 def _python_choice(build: FrameworkBuild, os_info: OsInfo | None, want: Version | None) -> tuple[Version, str] | None:
-    """(python, strategy) for a build on an OS, or None if the build can't have ``want``."""
+    """(python, strategy) for a build on an OS, or None if the build can't have ``want`` there: a
+    Python the OS does not package comes from python-build-standalone, which starts at
+    :data:`~envman.stack.names.MIN_STANDALONE_PYTHON` (Python 3.6 on ubuntu16.04 is no stack)."""
     apt = set(os_info.python_apt) if os_info else set()
     if want is not None:
         if want not in build.python:
             return None
-        return want, ("apt" if want in apt else "standalone")
+        if want in apt:
+            return want, "apt"
+        return (want, "standalone") if want >= _STANDALONE_FROM else None
     if os_info and os_info.python_default in build.python:
         return os_info.python_default, "apt"
     on_apt = sorted(apt & set(build.python))
     if on_apt:
         return on_apt[-1], "apt"
-    return max(build.python), "standalone"
+    standalone = [p for p in build.python if p >= _STANDALONE_FROM]
+    return (max(standalone), "standalone") if standalone else None
 
 
 def _availability(matrix: Matrix, img: BaseImage, platform: str, *, pinned: bool) -> int | None:
@@ -178,6 +187,7 @@ def _pick_image(
             candidates.append(img)
     best: tuple[tuple[int, bool, tuple[Version], Version, str], BaseImage, Version, str] | None = None
     unavailable: list[BaseImage] = []
+    no_python: list[BaseImage] = []  # usable bases whose OS cannot give the Python
     for img in candidates:
         rank = _availability(matrix, img, platform, pinned=bool(build.base_image))
         if rank is None:
@@ -185,6 +195,7 @@ def _pick_image(
             continue
         choice = _python_choice(build, index.oses.get(img.os), python)
         if choice is None:
+            no_python.append(img)
             continue
         py, strategy = choice
         key = (
@@ -201,6 +212,18 @@ def _pick_image(
             raise ResolveError(
                 f"{build.name} does not support Python {python}",
                 fix="choose one of " + ", ".join(str(p) for p in build.python),
+            )
+        if no_python:
+            oses = sorted({i.os for i in no_python})
+            packaged = sorted({p for o in oses if index.oses.get(o) for p in index.oses[o].python_apt})
+            usable = [p for p in build.python if p in packaged or p >= _STANDALONE_FROM]
+            asked = f"Python {python}" if python is not None else "a Python of its"
+            raise ResolveError(
+                f"no base image of {build.name} can give {asked}: {', '.join(oses)} "
+                f"package{'s' if len(oses) == 1 else ''} {', '.join(str(p) for p in packaged) or 'none'} and "
+                f"python-build-standalone starts at {MIN_STANDALONE_PYTHON}",
+                fix=(f"choose Python {', '.join(str(p) for p in usable)}" if usable else "choose another release")
+                + " or another CUDA variant",
             )
         what = f"CUDA {cuda_patch or build.cuda} {wanted[0]}" if build.cuda else "CPU"
         if build.cuda and build.system_cudnn and build.cudnn and wanted[0].startswith("cudnn"):
@@ -339,9 +362,11 @@ def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch:
     rows = _on_platform(rows, plat, q)
     newest = max(b.version for b in rows)
     rows = [b for b in rows if b.version == newest]
+    others: list[FrameworkBuild] = []  # the release's other GPU builds, newest CUDA first
     if q.cuda is None and not q.cpu:
         defaults = [b for b in rows if b.default]
         gpu_rows = [b for b in rows if b.cuda is not None]
+        others = sorted((b for b in gpu_rows if b not in defaults), key=lambda b: (b.cuda, b.variant), reverse=True)
         rows = defaults or gpu_rows or rows
     rows.sort(key=lambda b: (b.cuda or Version("0"), b.variant))
     build = rows[-1]
@@ -356,9 +381,32 @@ def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch:
     if cuda_patch is not None and (build.cuda is None or (build.cuda.major, build.cuda.minor) != (cuda_patch.major, cuda_patch.minor)):
         raise ResolveError(f"{build.name} is {'a CPU build' if build.cuda is None else f'CUDA {build.cuda}'}, not CUDA {cuda_patch}",
                            fix=f"name a stack of CUDA {cuda_patch.major}.{cuda_patch.minor} (e.g. -cuda{cuda_patch.major}.{cuda_patch.minor}) or drop --cuda")
-    img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat, cuda_patch)
+    try:
+        img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat, cuda_patch)
+    except ResolveError:
+        # a Python named without a CUDA: another CUDA build of the release whose base gives it
+        # (torch-0.4.1-py3.6: CUDA 9.0's base is ubuntu16.04, which has no Python 3.6)
+        other = _python_elsewhere(matrix, others, q.flavour, py, plat) if py is not None and cuda_patch is None else None
+        if other is None:
+            raise
+        stack = make_stack(matrix, *other, plat)
+        note = (f"Python {py}: the CUDA {stack.cuda} build, as the default {build.name} has no base image "
+                f"with Python {py}")
+        stack = replace(stack, notes=stack.notes + (note,))
+        return _freethreaded(stack) if freethreaded else stack
     stack = make_stack(matrix, build, img, python, strategy, plat)
     return _freethreaded(stack) if freethreaded else stack
+
+
+def _python_elsewhere(matrix: Matrix, builds: list[FrameworkBuild], flavour: str | None, py: Version,
+                      platform: str) -> tuple[FrameworkBuild, BaseImage, Version, str] | None:
+    """The first of ``builds`` with a base image that gives Python ``py``, with that image."""
+    for b in builds:
+        try:
+            return (b, *_pick_image(matrix, b, flavour, py, platform, None))
+        except ResolveError:
+            continue
+    return None
 
 
 def _freethreaded(stack: Stack) -> Stack:
@@ -453,6 +501,24 @@ def stack_cuda_libs(build: FrameworkBuild, python: str, platform: str) -> tuple[
     if not hashes:
         return pins
     return tuple(pin + "".join(f" --hash=sha256:{h}" for h in hashes[pin.split("==")[0]]) for pin in pins)
+
+
+def stack_pythons(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> tuple[Version, ...]:
+    """The Pythons of ``build`` (its wheels' ``python``) that one of its base images can give
+    on ``platform``: the OS packages it, or python-build-standalone has it. The stacks of this row
+    are exactly these; its other wheels' Pythons resolve to nothing."""
+    index = _index(matrix)
+    key = (build.name, platform)
+    if key not in index.pythons:
+        have = []
+        for p in build.python:
+            try:
+                _pick_image(matrix, build, None, p, platform)
+            except ResolveError:
+                continue
+            have.append(p)
+        index.pythons[key] = tuple(have)
+    return index.pythons[key]
 
 
 def resolve_row(matrix: Matrix, build: FrameworkBuild, platform: str = DEFAULT_PLATFORM) -> Stack:

@@ -37,6 +37,7 @@ from envman.project.detect.facts import (
     Statement,
 )
 from envman.project.detect.pins import FRAMEWORK_DISTS, release_meets
+from envman.stack.names import MIN_STANDALONE_PYTHON
 
 if TYPE_CHECKING:
     from envman.host import HostFacts
@@ -709,7 +710,7 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
     for vi, version in enumerate(versions):
         fit = sorted(cuda_fit(rows_of(version), cuda_stmts), key=lambda b: (b.default, b.cuda or Version("0")), reverse=True)
         for b in sorted(fit, key=lambda b: _fit_score(cuda_stmts, b), reverse=True):
-            pys = sorted(p for p in b.python if all(_holds(sp, p) for _, sp in specs))
+            pys = sorted(p for p in _pythons(matrix, b, d.platform) if all(_holds(sp, p) for _, sp in specs))
             if specs and not pys:
                 continue
             if exact_py:
@@ -728,7 +729,8 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         soft = [s for s, _ in specs if not s.hard]
         if soft:
             for s in soft:
-                d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has wheels for {s.fact.means()}")
+                d.done[d.position(s)] = s.decided(False, f"no {framework} build the pins allow has wheels for {s.fact.means()} "
+                                                                 "on a base image that gives it")
             return _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu, [s for s, _ in specs if s.hard])
         weaker = [s for s, _ in specs if d.gives_way(s, version_stmts)]
         if weaker:  # a base image's Python gives way to the release a requirements file pins
@@ -736,7 +738,7 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
                                                  f"wheels for {weaker[-1].fact.means()}")
         s = specs[0][0]
         first = next((b for v in versions for b in cuda_fit(rows_of(v), cuda_stmts)), None)
-        have_text = f"{first.name} has wheels for Python {', '.join(str(p) for p in first.python)} only" if first else "no build fits"
+        have_text = _have_pythons(matrix, first, d.platform) if first else "no build fits"
         raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {have_text}",
                       "relax the Python pin, or give another stack with --stack")
     return out
@@ -773,6 +775,25 @@ def _grain(s: Statement, b: "FrameworkBuild") -> str | None:
     if v and "nvidia/cuda" in s.notes and not b.system_cuda:
         return v.split(".")[0]
     return v
+
+
+def _pythons(matrix: "Matrix", b: "FrameworkBuild", platform: str | None) -> tuple[Version, ...]:
+    """The Pythons a stack of build ``b`` can have: its wheels' Pythons that one of its base
+    images gives (:func:`envman.stack.resolve.stack_pythons`)."""
+    from envman.stack.resolve import stack_pythons
+
+    return stack_pythons(matrix, b, platform or b.platforms[0])
+
+
+def _have_pythons(matrix: "Matrix", b: "FrameworkBuild", platform: str | None) -> str:
+    """What ``b`` offers for a Python it cannot have, as the line of a refusal says it."""
+    have = _pythons(matrix, b, platform)
+    line = f"{b.name} has wheels for Python {', '.join(str(p) for p in b.python)} only"
+    if have != b.python:
+        line = (f"{b.name} has wheels for Python {', '.join(str(p) for p in b.python)}, and its base images give "
+                + (", ".join(str(p) for p in have) if have else "none of them")
+                + f" (python-build-standalone starts at Python {MIN_STANDALONE_PYTHON})")
+    return line
 
 
 def _py_pick(matrix: "Matrix", b: "FrameworkBuild", pys: list[Version]) -> Version | None:

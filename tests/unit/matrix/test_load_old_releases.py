@@ -38,7 +38,7 @@ def shipped():
         ("torch-0.4.0-cuda8.0", "torch-0.4.0-cuda8.0-py3.5", "torch==0.4.0", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
         ("torch-0.3.1", "torch-0.3.1-cuda9.0-py3.5", "torch==0.3.1", "nvidia/cuda:9.0-base-ubuntu16.04"),
         ("torch-0.3", "torch-0.3.1-cuda9.0-py3.5", "torch==0.3.1", "nvidia/cuda:9.0-base-ubuntu16.04"),
-        ("torch-0.3.1-cuda8.0-py3.6", "torch-0.3.1-cuda8.0-py3.6", "torch==0.3.1", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
+        ("torch-0.3.1-cuda8.0-py3.5", "torch-0.3.1-cuda8.0-py3.5", "torch==0.3.1", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
         ("torch-0.3.0-cuda8", "torch-0.3.0-cuda8.0-py3.5", "torch==0.3.0.post4", "nvidia/cuda:8.0-runtime-ubuntu16.04"),
         ("torch-0.3.0", "torch-0.3.0-cuda9.0-py3.5", "torch==0.3.0.post4", "nvidia/cuda:9.0-base-ubuntu16.04"),
         ("torch-0.3.0-cpu", "torch-0.3.0-cpu-py3.6", "torch==0.3.0.post4", "ubuntu:18.04"),

@@ -627,3 +627,65 @@ def test_a_base_that_must_carry_cudnn_without_a_cudnn_release_named_is_said_with
         resolve(m, "torch-2.4-cuda12")
     assert e.value.what.startswith("no CUDA 12.4 cudnn-runtime base image in the matrix for torch-2.4.1-cuda12.4")
     assert "cuDNN" not in e.value.what
+
+
+# --- a Python the base's OS cannot give ----------------------------------------------------------
+# A Python the OS does not package comes from python-build-standalone, which starts at 3.8: on a
+# base whose OS packages neither, the stack would resolve and then never render.
+
+def test_a_standalone_python_starts_exactly_at_3_8(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.7"), V("3.8")))
+    s = resolve(m, "torch-2.4-cuda12-py3.8")
+    assert (s.python, s.python_strategy) == ("3.8", "standalone")
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-2.4-cuda12-py3.7")
+    line = e.value.line()
+    assert "can give Python 3.7" in line and "python-build-standalone starts at 3.8" in line
+    assert "ubuntu22.04 packages 3.10" in line and "choose Python 3.8 or another CUDA variant" in line
+
+
+def test_without_a_python_asked_the_newest_standalone_one_from_3_8(mini):
+    m = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.6"), V("3.7"), V("3.8")))
+    assert resolve(m, "torch-2.4-cuda12").python == "3.8"
+    m = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.6"), V("3.7")))
+    with pytest.raises(ResolveError, match="can give a Python of its") as e:
+        resolve(m, "torch-2.4-cuda12")
+    assert "choose another release or another CUDA variant" in e.value.line()
+
+
+def test_a_python_no_base_gives_names_the_os_and_what_it_packages(mini):
+    m = only_images(mini, img("10.0-base-ubuntu16.04", cuda="10.0", os_name="ubuntu16.04"))
+    assert resolve(m, "torch-1.0-cuda10-py3.5").python_strategy == "apt"
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-1.0-cuda10-py3.6")
+    line = e.value.line()
+    assert "no base image of torch-1.0.1-cuda10.0 can give Python 3.6: ubuntu16.04 packages 3.5 and" in line
+    assert "choose Python 3.5 or another CUDA variant" in line
+
+
+def _old_bases(mini: Matrix, cu118_os: str) -> Matrix:
+    """torch 2.4.1 as an old release: Pythons 3.5-3.7, its default CUDA 12.4 build on ubuntu16.04
+    (3.5 only), its CUDA 11.8 build on ``cu118_os``."""
+    m = only_images(mini, img("12.4.1-base-ubuntu16.04", os_name="ubuntu16.04"),
+                    img("11.8.0-base-x", cuda="11.8.0", os_name=cu118_os), img("22.04", cuda=None, repository="ubuntu"))
+    return with_builds(m, lambda b: replace(b, python=(V("3.5"), V("3.6"), V("3.7"))) if b.version == V("2.4.1") else b)
+
+
+def test_a_python_named_without_cuda_takes_another_build_whose_base_gives_it(mini):
+    m = _old_bases(mini, "ubuntu18.04")
+    s = resolve(m, "torch-2.4-py3.6")
+    assert (s.row, s.python, s.python_strategy, s.os) == ("torch-2.4.1-cuda11.8", "3.6", "apt", "ubuntu18.04")
+    assert any("Python 3.6: the CUDA 11.8 build, as the default torch-2.4.1-cuda12.4 has no base image" in n
+               for n in s.notes)
+    assert resolve(m, "torch-2.4-py3.5").row == "torch-2.4.1-cuda12.4"  # the default gives it
+    assert not any("the default" in n for n in resolve(m, "torch-2.4-py3.5").notes)
+    with pytest.raises(ResolveError, match="no base image of torch-2.4.1-cuda12.4 can give Python 3.6"):
+        resolve(m, "torch-2.4-cuda12-py3.6")  # a CUDA named: that build or nothing
+    with pytest.raises(ResolveError, match="no base image of torch-2.4.1-cuda12.4 can give Python 3.6"):
+        resolve(m, "torch-2.4-py3.6", cuda_patch=V("12.4.1"))  # likewise one update of CUDA 12.4
+
+
+def test_when_no_build_gives_the_python_the_default_build_says_why(mini):
+    m = _old_bases(mini, "ubuntu16.04")
+    with pytest.raises(ResolveError, match="no base image of torch-2.4.1-cuda12.4 can give Python 3.6"):
+        resolve(m, "torch-2.4-py3.6")

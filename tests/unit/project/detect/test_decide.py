@@ -474,7 +474,7 @@ def test_a_readme_release_that_gives_way_leaves_each_other_statement_decided_onc
     assert aside(d) == {
         "README.md:1": "names a release whose builds lack the CUDA or Python the pins ask for (a README is advice)",
         "README.md:2": "contradicts requirements.txt:1 (torch >=1.7), which weighs more",
-        "README.md:3": "no torch build the pins allow has wheels for Python ==3.6.*",
+        "README.md:3": "no torch build the pins allow has wheels for Python ==3.6.* on a base image that gives it",
         "docs/setup.md:1": "contradicts Dockerfile:1 (CUDA 12.1), which weighs more",
     }
 
@@ -675,14 +675,14 @@ def test_a_readme_naming_python_2_borne_out_by_a_few_files_of_its_code_is_refuse
 
 
 @pytest.mark.parametrize("files, name", [
-    ({"README.md": "## Requirements\n\n- PyTorch 0.3.0\n- Python 3.6\n", "train.py": "import torch\n"}, "torch-0.3.0-cuda9.0-py3.6"),
+    # a README's Python 3.6 is advice: the 0.3 builds' base (ubuntu16.04) gives only 3.5
+    ({"README.md": "## Requirements\n\n- PyTorch 0.3.0\n- Python 3.6\n", "train.py": "import torch\n"}, "torch-0.3.0-cuda9.0-py3.5"),
     ({"requirements.txt": "torch==0.3.1\ntorchvision==0.2.0\n", "a.py": "import torch\n"}, "torch-0.3.1-cuda9.0-py3.5"),
     ({"requirements.txt": "torch==0.3.0\n"}, "torch-0.3.0-cuda9.0-py3.5"),
     # the version PyTorch's wheels carry, as pip freeze writes it
     ({"requirements.txt": "torch==0.3.0.post4\n"}, "torch-0.3.0-cuda9.0-py3.5"),
-    ({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n"}, "torch-0.3.1-cuda9.0-py3.6"),
-    ({"install.sh": "pip install http://download.pytorch.org/whl/cu80/torch-0.3.0.post4-cp36-cp36m-linux_x86_64.whl\n"},
-     "torch-0.3.0-cuda8.0-py3.6"),
+    ({"install.sh": "pip install http://download.pytorch.org/whl/cu80/torch-0.3.0.post4-cp35-cp35m-linux_x86_64.whl\n"},
+     "torch-0.3.0-cuda8.0-py3.5"),
 ])
 def test_torch_0_3_repositories_get_their_release(found, files, name):
     d = found(files)
@@ -693,12 +693,12 @@ def test_torch_0_3_repositories_get_their_release(found, files, name):
 def test_a_readme_of_2018_that_names_its_torch_and_cuda_in_one_link_gets_that_build(found):
     d = found({"README.md": "# Prerequisites\n* Python (3.6)\n* [PyTorch (0.3.1)/CUDA 8.0](https://pytorch.org/previous-versions/)\n"
                             "* torchvision (0.2.0)\n", "a.py": "import torch\n"})
-    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.5"  # README advice: its base has no 3.6
 
 
 def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
-    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n  - cuda80\n"})
-    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.6"
+    d = found({"environment.yml": "dependencies:\n  - python=3.5\n  - pytorch=0.3.1\n  - cuda80\n"})
+    assert d.decision.stack.name == "torch-0.3.1-cuda8.0-py3.5"
     d = found({"install.sh": "conda install pytorch=0.4.1 cuda92 -c pytorch\n"})
     assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
     # a selector picks a build of a conda channel envman does not install from: no cu91 row, so the
@@ -709,6 +709,35 @@ def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
     # a cudatoolkit pin is still a pin
     d = found({"environment.yml": "dependencies:\n  - pytorch=0.3.1\n  - cudatoolkit=9.1\n"})
     assert d.decision is None and "CUDA 9.1" in d.problem.what
+
+
+def test_a_pinned_python_that_no_base_of_the_release_gives_is_refused_with_why(found):
+    """The 0.3 wheels exist for Python 3.6, but every 0.3 build's base is ubuntu16.04 (3.5) and
+    python-build-standalone starts at 3.8: a stack with 3.6 would never render, so a pin of it
+    (not advice) ends detection, naming what the bases give."""
+    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n"})
+    assert d.decision is None
+    assert "environment.yml:2 asks for Python ==3.6.*" in d.problem.what
+    assert "has wheels for Python 3.5, 3.6, and its base images give 3.5" in d.problem.what
+    assert "python-build-standalone starts at Python 3.8" in d.problem.what
+    # the same pin with a release whose CUDA 9.2 build is on ubuntu18.04 (3.6 packaged): that build
+    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.4.1\n"})
+    assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
+
+
+def test_every_answer_of_an_old_release_renders(found, matrix):
+    """What detection answers is a stack that renders: the Pythons it offers are those a base
+    image of the build gives."""
+    from envman.render.plan import MIN_STANDALONE_PYTHON
+    from envman.stack.resolve import stack_pythons
+
+    for b in matrix.builds:
+        if b.framework == "torch" and b.version < Version("1.0"):
+            for p in stack_pythons(matrix, b):
+                st = found({"requirements.txt": f"torch=={b.version}\n", "setup.py": f"python_requires='=={p}'\n"})
+                if st.decision is not None:
+                    s = st.decision.stack
+                    assert s.python_strategy == "apt" or Version(s.python) >= MIN_STANDALONE_PYTHON, s.name
 
 
 def test_a_post_release_the_rows_do_not_install_is_unmet(found):

@@ -91,10 +91,10 @@ def test_a_pin_of_the_release_is_met_by_the_post_release_the_stack_installs(req,
 
 
 def test_a_2018_conda_file_on_its_torch_0_3_stack_installs_only_what_the_stack_lacks(repo):
-    stack = resolve(load_matrix(), "torch-0.3.0-cuda8.0-py3.6")
-    r = repo({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.0\n  - torchvision=0.2.0\n  - cuda80\n"
+    stack = resolve(load_matrix(), "torch-0.3.0-cuda8.0-py3.5")
+    r = repo({"environment.yml": "dependencies:\n  - python=3.5\n  - pytorch=0.3.0\n  - torchvision=0.2.0\n  - cuda80\n"
                                  "  - scipy=1.0.0\n"})
     got = {ln.text: ln.outcome for ln in requirements_layer(r, stack).lines}
-    assert got == {"python=3.6": LEFT_OUT, "pytorch=0.3.0": PROVIDED, "torchvision=0.2.0": PROVIDED, "cuda80": LEFT_OUT,
+    assert got == {"python=3.5": LEFT_OUT, "pytorch=0.3.0": PROVIDED, "torchvision=0.2.0": PROVIDED, "cuda80": LEFT_OUT,
                    "scipy=1.0.0": KEPT}
     assert "CUDA build brings its own" in next(ln.why for ln in requirements_layer(r, stack).lines if ln.text == "cuda80")
