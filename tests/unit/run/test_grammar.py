@@ -359,3 +359,39 @@ def test_an_everyday_run_line_loads_no_argparse() -> None:
             "grammar.parse(grammar.RUN, ['--no-gpu', 'P', '-e', 'A=1']); print('argparse' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_a_plain_line_never_reaches_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_parser(g: grammar.Grammar) -> None:
+        raise AssertionError("argparse asked for a plain line")
+
+    monkeypatch.setattr(grammar, "parser", no_parser)
+    assert vars(grammar.parse(grammar.RUN, ["P", "--no-gpu"]))["project"] == "P"
+    with pytest.raises(AssertionError):
+        grammar.parse(grammar.RUN, ["-dp80"])
+
+
+def test_too_many_option_words_is_one_line_naming_the_command_and_the_fix() -> None:
+    words = ["-e", "A=1"] * (grammar.MAX_OPTION_WORDS // 2) + ["P"]
+    with pytest.raises(UserError) as e:
+        grammar.parse(grammar.EXEC, words)
+    assert e.value.where == "envman exec"
+    assert e.value.fix == "put the values in the project's envman.toml ([environment], mounts, ports)"
+    assert grammar.parse(grammar.RUN, words[:grammar.MAX_OPTION_WORDS]).env_var == ["A=1"] * (grammar.MAX_OPTION_WORDS // 2)
+
+
+@pytest.mark.parametrize("words, expected", [
+    (["P", "--", "python", "-V"], (["P"], ["python", "-V"])),
+    (["--", "a", "--", "b"], ([], ["a", "--", "b"])),  # the first -- ends the options
+    (["P", "x", "--"], (["P", "x"], [])),
+    (["P"], (["P"], [])),
+])
+def test_split_dashdash_takes_the_words_after_the_first_dashdash(words: list[str], expected: tuple) -> None:
+    assert grammar.split_dashdash(words) == expected
+
+
+def test_a_bare_dash_is_a_positional_word_and_an_attached_value_no_option_word() -> None:
+    assert grammar.split(grammar.RUN, ["-", "cmd", "x"]) == (["-"], ["cmd", "x"])
+    assert grammar.split(grammar.RUN, ["--stack=torch", "P", "cmd"]) == (["--stack=torch", "P"], ["cmd"])
+    assert grammar.asks_help(grammar.RUN, ["--help=x"]) is True  # the option word is --help
+    assert grammar.asks_help(grammar.RUN, ["--help"]) is True
