@@ -715,3 +715,62 @@ def test_a_post_release_the_rows_do_not_install_is_unmet(found):
     d = found({"requirements.txt": "torch==0.3.0.post3\n"})
     assert d.decision is None and "a release the matrix does not have" in str(d.problem)
     assert d.problem.fix.startswith("nearest: torch-0.3.0-cuda")
+
+
+# --- jaxlib pins: the jax release whose rows install that jaxlib, on the pin's CUDA --------------
+
+
+def _newest_pairing(matrix, jaxlib, cuda):
+    return max(b.version for b in matrix.builds if b.framework == "jax" and str(b.cuda) == cuda
+               and any(p.startswith(f"jaxlib=={jaxlib}+") for p in b.packages))
+
+
+@pytest.mark.parametrize("text, release, cuda", [
+    ("jaxlib==0.1.55+cuda110\n", "0.2.3", "11.0"),  # 0.1.77-0.2.3 install jaxlib 0.1.55: the newest of them
+    ("jaxlib==0.1.52+cuda101\n", "0.1.76", "10.1"),  # the oldest jaxlib the rows install
+    ("jaxlib==0.1.56+cuda100\n", "0.2.5", "10.0"),
+    ("jaxlib==0.1.57+cuda101\n", "0.2.8", "10.1"),  # 0.2.6-0.2.8 install jaxlib 0.1.57
+    ("jax==0.2.1\njaxlib==0.1.55+cuda101\n", "0.2.1", "10.1"),
+    ("jax==0.2.5\njaxlib==0.1.56+cuda110\n", "0.2.5", "11.0"),
+    ("jaxlib==0.1.53+cuda100\n", "0.1.76", "10.0"),  # a jaxlib between two the rows install goes with the earlier
+])
+def test_a_jaxlib_pin_names_the_newest_jax_release_pairing_with_it_on_its_cuda(found, matrix, text, release, cuda):
+    d = found({"requirements.txt": text, "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework, st.framework_version, st.cuda) == ("jax", release, cuda)
+    if "jax==" not in text:
+        jaxlib = text.split("==")[1].split("+")[0]
+        assert Version(release) == _newest_pairing(matrix, jaxlib if jaxlib != "0.1.53" else "0.1.52", cuda)
+    refused = [line.text for line in d.layer.lines if line.outcome == "refused"]
+    # the stack installs the jaxlib pinned (the jax pin too); 0.1.53, which no row installs, it would replace
+    assert refused == (["jaxlib==0.1.53+cuda100"] if "0.1.53" in text else [])
+
+
+def test_a_readme_installing_jaxlib_from_googles_page_names_its_jax_row(found):
+    d = found({"README.md": "```\npip install --upgrade jax jaxlib==0.1.55+cuda110 -f "
+                            "https://storage.googleapis.com/jax-releases/jax_releases.html\n```\n",
+               "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda, st.packages[1]) == ("0.2.3", "11.0", "jaxlib==0.1.55+cuda110")
+
+
+def test_a_readme_installing_jaxlib_by_its_wheel_address_takes_the_folders_cuda(found):
+    d = found({"README.md": "```\npip install --upgrade https://storage.googleapis.com/jax-releases/cuda101/"
+                            "jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl jax\n```\n", "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda, st.python) == ("0.1.76", "10.1", "3.7")
+
+
+def test_a_pin_of_a_jaxlib_no_row_installs_is_a_release_the_matrix_lacks(found):
+    d = found({"requirements.txt": "jaxlib==0.1.51+cuda101\n", "a.py": "import jax\n"})
+    assert d.decision is None
+    assert d.problem.what.startswith("requirements.txt:1 pins jax jaxlib==0.1.51 (jaxlib==0.1.51+cuda101), a release the "
+                                     "matrix does not have (the jaxlib releases its jax rows install: 0.1.52 to ")
+    assert d.problem.fix.startswith("nearest: jax-0.1.76-cuda")
+
+
+def test_a_readme_naming_a_jaxlib_no_row_installs_is_advice_set_aside(found):
+    d = found({"README.md": "pip install --upgrade jax jaxlib==0.1.51+cuda101 -f "
+                            "https://storage.googleapis.com/jax-releases/jax_releases.html\n", "a.py": "import jax\n"})
+    assert d.decision is not None and d.decision.stack.framework == "jax"
+    assert [s.used for s in d.decision.evidence if s.fact.companion == "jaxlib==0.1.51"] == [False]
