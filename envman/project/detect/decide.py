@@ -268,10 +268,13 @@ class _Decider:
     def siblings_set_aside(self, s: Statement) -> bool:
         """Whether the same line's framework statement was set aside: its CUDA goes with it (a
         decoy's ``torch==1.10.0+cu113`` in a TensorFlow repository; the CUDA of a base image whose
-        release lost to a pin)."""
+        release lost to a pin). A jaxlib release that gives way to a jax pin keeps its CUDA:
+        ``jax==0.2.0`` with ``jaxlib==0.1.56+cuda100`` ran on CUDA 10.0, whichever jaxlib the rows pair."""
         return any(d.used is False and d.file == s.file and d.line == s.line and d.source == s.source
                    and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and (
-                       d.fact.spec or d.fact.companion or d.fact.framework != self.chosen))) for d in self.done.values())
+                       d.fact.spec or d.fact.companion or d.fact.framework != self.chosen)
+                       and not (d.fact.framework == self.chosen and (d.fact.companion or "").partition("==")[0] in OWN_RELEASES)))
+                   for d in self.done.values())
 
     def evidence(self) -> tuple[Statement, ...]:
         out = []

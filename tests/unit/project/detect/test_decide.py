@@ -725,25 +725,32 @@ def _newest_pairing(matrix, jaxlib, cuda):
                and any(p.startswith(f"jaxlib=={jaxlib}+") for p in b.packages))
 
 
-@pytest.mark.parametrize("text, release, cuda", [
-    ("jaxlib==0.1.55+cuda110\n", "0.2.3", "11.0"),  # 0.1.77-0.2.3 install jaxlib 0.1.55: the newest of them
-    ("jaxlib==0.1.52+cuda101\n", "0.1.76", "10.1"),  # the oldest jaxlib the rows install
-    ("jaxlib==0.1.56+cuda100\n", "0.2.5", "10.0"),
-    ("jaxlib==0.1.57+cuda101\n", "0.2.8", "10.1"),  # 0.2.6-0.2.8 install jaxlib 0.1.57
-    ("jax==0.2.1\njaxlib==0.1.55+cuda101\n", "0.2.1", "10.1"),
-    ("jax==0.2.5\njaxlib==0.1.56+cuda110\n", "0.2.5", "11.0"),
-    ("jaxlib==0.1.53+cuda100\n", "0.1.76", "10.0"),  # a jaxlib between two the rows install goes with the earlier
+@pytest.mark.parametrize("text, release, cuda, refused", [
+    ("jaxlib==0.1.55+cuda110\n", "0.2.3", "11.0", []),  # 0.1.77-0.2.3 install jaxlib 0.1.55: the newest of them
+    ("jaxlib==0.1.52+cuda101\n", "0.1.76", "10.1", []),  # the oldest jaxlib the rows install
+    ("jaxlib==0.1.56+cuda100\n", "0.2.5", "10.0", []),
+    ("jaxlib==0.1.57+cuda101\n", "0.2.8", "10.1", []),  # 0.2.6-0.2.8 install jaxlib 0.1.57
+    ("jax==0.2.1\njaxlib==0.1.55+cuda101\n", "0.2.1", "10.1", []),
+    ("jax==0.2.5\njaxlib==0.1.56+cuda110\n", "0.2.5", "11.0", []),
+    # a jaxlib no row of the jax pin installs gives way to the pin, and its CUDA still counts
+    ("jax==0.2.0\njaxlib==0.1.56+cuda100\n", "0.2.0", "10.0", ["jaxlib==0.1.56+cuda100"]),
+    ("jax==0.2.5\njaxlib==0.1.55+cuda101\n", "0.2.5", "10.1", ["jaxlib==0.1.55+cuda101"]),
+    # a jaxlib between two the rows install goes with the earlier, which the stack then installs instead
+    ("jaxlib==0.1.53+cuda100\n", "0.1.76", "10.0", ["jaxlib==0.1.53+cuda100"]),
 ])
-def test_a_jaxlib_pin_names_the_newest_jax_release_pairing_with_it_on_its_cuda(found, matrix, text, release, cuda):
+def test_a_jaxlib_pin_names_the_newest_jax_release_pairing_with_it_on_its_cuda(found, matrix, text, release, cuda, refused):
     d = found({"requirements.txt": text, "a.py": "import jax\n"})
     st = d.decision.stack
     assert (st.framework, st.framework_version, st.cuda) == ("jax", release, cuda)
     if "jax==" not in text:
         jaxlib = text.split("==")[1].split("+")[0]
         assert Version(release) == _newest_pairing(matrix, jaxlib if jaxlib != "0.1.53" else "0.1.52", cuda)
-    refused = [line.text for line in d.layer.lines if line.outcome == "refused"]
-    # the stack installs the jaxlib pinned (the jax pin too); 0.1.53, which no row installs, it would replace
-    assert refused == (["jaxlib==0.1.53+cuda100"] if "0.1.53" in text else [])
+    assert [line.text for line in d.layer.lines if line.outcome == "refused"] == refused
+
+
+def test_a_jaxlib_line_in_another_frameworks_repository_lends_it_no_cuda(found, matrix):
+    d = found({"requirements.txt": "torch==1.7.1\njaxlib==0.1.56+cuda100\n", "a.py": "import torch\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name
 
 
 def test_a_readme_installing_jaxlib_from_googles_page_names_its_jax_row(found):
