@@ -135,16 +135,22 @@ def _installs(rows: Sequence["FrameworkBuild"], name: str) -> bool:
 def _companion_pairs(rows: Sequence["FrameworkBuild"], name: str) -> dict[Version, set[Version]]:
     """The releases of the companion ``name`` the rows pin (``jaxlib==0.1.55+cuda110`` → 0.1.55), each
     with the framework releases of the rows that pin it."""
-    want = canonicalize_name(name.split("[")[0])
+    want = canonicalize_name(name)
     pairs: dict[Version, set[Version]] = {}
     for b in rows:
         for p in b.packages:
-            if "==" in p and canonicalize_name(p.split("==")[0].split("[")[0]) == want:
-                try:
-                    pairs.setdefault(Version(p.split("==", 1)[1].split("+")[0]), set()).add(b.version)
-                except InvalidVersion:
-                    continue
+            dist, pinned, version = p.partition("==")
+            if pinned and canonicalize_name(dist.partition("[")[0]) == want and (release := _release(version)):
+                pairs.setdefault(release, set()).add(b.version)
     return pairs
+
+
+def _release(version: str) -> Version | None:
+    """The release of a pinned version, its local label dropped (``0.1.55+cuda110`` → 0.1.55)."""
+    try:
+        return Version(version.partition("+")[0])
+    except InvalidVersion:
+        return None
 
 
 def _is_exact(spec_text: str) -> bool:

@@ -193,12 +193,13 @@ def wheel_facts(text: str) -> Iterator[Fact]:
     if not facts:
         return
     yield from facts
-    folder = path.rsplit("/", 1)[0] if "/" in path else ""
+    folder = path.rpartition("/")[0]
+    leaf = folder.rpartition("/")[2].lower()
     if version.local is None and (found := cuda_of_index(folder)) is not None:
         yield Fact(CUDA, version=found[0] if found[1] else None)
-    elif version.local is None and re.fullmatch(r"cu(?:da)?[0-9]{2,3}", folder.rsplit("/", 1)[-1].lower()):
+    elif version.local is None and re.fullmatch(r"cu(?:da)?[0-9]{2,3}", leaf):
         # a wheel in a folder named for its CUDA (Google's jax releases: .../cuda101/jaxlib-0.1.52-cp37-...whl)
-        yield Fact(CUDA, version=cuda_of_tag(folder.rsplit("/", 1)[-1]))
+        yield Fact(CUDA, version=cuda_of_tag(leaf))
     pythons = {t.interpreter for t in tags if re.fullmatch(r"cp3[0-9]{1,2}", t.interpreter)}
     if len(pythons) == 1:
         minor = pythons.pop()[3:]

@@ -748,8 +748,10 @@ def test_a_jaxlib_pin_names_the_newest_jax_release_pairing_with_it_on_its_cuda(f
     assert [line.text for line in d.layer.lines if line.outcome == "refused"] == refused
 
 
-def test_a_jaxlib_line_in_another_frameworks_repository_lends_it_no_cuda(found, matrix):
-    d = found({"requirements.txt": "torch==1.7.1\njaxlib==0.1.56+cuda100\n", "a.py": "import torch\n"})
+@pytest.mark.parametrize("line", ["jaxlib==0.1.56+cuda100", "jax[cuda11_pip]",
+                                  "torchvision==0.9.0+cu101"])  # a companion that contradicts the pin: its CUDA goes too
+def test_a_line_set_aside_lends_the_stack_no_cuda_unless_it_is_a_jaxlib_of_the_chosen_framework(found, matrix, line):
+    d = found({"requirements.txt": f"torch==1.7.1\n{line}\n", "a.py": "import torch\n"})
     assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name
 
 
@@ -781,3 +783,14 @@ def test_a_readme_naming_a_jaxlib_no_row_installs_is_advice_set_aside(found):
                             "https://storage.googleapis.com/jax-releases/jax_releases.html\n", "a.py": "import jax\n"})
     assert d.decision is not None and d.decision.stack.framework == "jax"
     assert [s.used for s in d.decision.evidence if s.fact.companion == "jaxlib==0.1.51"] == [False]
+
+
+def test_companion_pairs_read_exact_pins_by_distribution_name_extras_and_local_labels_aside():
+    from types import SimpleNamespace
+
+    from envman.project.detect.decide import _companion_pairs
+
+    rows = [SimpleNamespace(version=Version("0.2.5"), packages=("jax==0.2.5", "JAXlib[cuda]==0.1.56+cuda110")),
+            SimpleNamespace(version=Version("0.2.4"), packages=("jaxlib==not-a-version", "jaxlib==0.1.56")),
+            SimpleNamespace(version=Version("0.2.3"), packages=("jaxlib>=0.1.55", "jaxlibx==0.1.55", "jax==0.1.55"))]
+    assert _companion_pairs(rows, "jaxlib") == {Version("0.1.56"): {Version("0.2.5"), Version("0.2.4")}}
