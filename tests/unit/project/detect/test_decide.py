@@ -778,6 +778,18 @@ def test_a_pin_of_a_jaxlib_no_row_installs_is_a_release_the_matrix_lacks(found):
     assert d.problem.fix.startswith("nearest: jax-0.1.76-cuda")
 
 
+@pytest.mark.parametrize("jaxlib, nearest", [
+    # no jaxlib 0.2.x exists: the nearest release the rows install names its newest jax rows
+    ("0.2.0", "jax-0.2.28-cuda11.1"),  # 0.1.76 (jax 0.2.21-0.2.28) is nearer than 0.3.0
+    ("0.2.37", "jax-0.2.28-cuda11.1"),  # one short of half way
+    ("0.2.38", "jax-0.3.1-cuda11.1"),  # half way between 0.1.76 and 0.3.0: the newer
+    ("0.2.39", "jax-0.3.1-cuda11.1"),
+])
+def test_an_unmet_jaxlib_pin_names_the_rows_of_the_nearest_jaxlib_the_rows_install(found, jaxlib, nearest):
+    d = found({"requirements.txt": f"jaxlib=={jaxlib}+cuda110\n", "a.py": "import jax\n"})
+    assert d.decision is None and d.problem.fix.startswith(f"nearest: {nearest}, ")
+
+
 def test_a_readme_naming_a_jaxlib_no_row_installs_is_advice_set_aside(found):
     d = found({"README.md": "pip install --upgrade jax jaxlib==0.1.51+cuda101 -f "
                             "https://storage.googleapis.com/jax-releases/jax_releases.html\n", "a.py": "import jax\n"})
