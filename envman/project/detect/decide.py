@@ -36,7 +36,7 @@ from envman.project.detect.facts import (
     BUILT, COMMAND, CUDA, CUDNN, FRAMEWORK, IMPORTS, PIN, PROSE, PYTHON, STRENGTH, UNSUPPORTED, UNSUPPORTED_NAMES,
     Statement,
 )
-from envman.project.detect.pins import FRAMEWORK_DISTS, release_meets
+from envman.project.detect.pins import FRAMEWORK_DISTS, OWN_RELEASES, release_meets
 from envman.stack.names import MIN_STANDALONE_PYTHON
 
 if TYPE_CHECKING:
@@ -132,6 +132,27 @@ def _installs(rows: Sequence["FrameworkBuild"], name: str) -> bool:
     """Whether any of ``rows`` pins the package ``name`` (a companion such as torchvision)."""
     want = canonicalize_name(name.split("[")[0])
     return any("==" in p and canonicalize_name(p.split("==")[0].split("[")[0]) == want for b in rows for p in b.packages)
+
+def _companion_pairs(rows: Sequence["FrameworkBuild"], name: str) -> dict[Version, set[Version]]:
+    """The releases of the companion ``name`` the rows pin (``jaxlib==0.1.55+cuda110`` → 0.1.55), each
+    with the framework releases of the rows that pin it."""
+    want = canonicalize_name(name)
+    pairs: dict[Version, set[Version]] = {}
+    for b in rows:
+        for p in b.packages:
+            dist, pinned, version = p.partition("==")
+            if pinned and canonicalize_name(dist.partition("[")[0]) == want and (release := _release(version)):
+                pairs.setdefault(release, set()).add(b.version)
+    return pairs
+
+
+def _release(version: str) -> Version | None:
+    """The release of a pinned version, its local label dropped (``0.1.55+cuda110`` → 0.1.55)."""
+    try:
+        return Version(version.partition("+")[0])
+    except InvalidVersion:
+        return None
+
 
 def _is_exact(spec_text: str) -> bool:
     """An exact pin or a release prefix (``==1.7.1``, ``==1.7.*``): it names the release."""
@@ -254,10 +275,13 @@ class _Decider:
     def siblings_set_aside(self, s: Statement) -> bool:
         """Whether the same line's framework statement was set aside: its CUDA goes with it (a
         decoy's ``torch==1.10.0+cu113`` in a TensorFlow repository; the CUDA of a base image whose
-        release lost to a pin)."""
+        release lost to a pin). A jaxlib release that gives way to a jax pin keeps its CUDA:
+        ``jax==0.2.0`` with ``jaxlib==0.1.56+cuda100`` ran on CUDA 10.0, whichever jaxlib the rows pair."""
         return any(d.used is False and d.file == s.file and d.line == s.line and d.source == s.source
                    and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and (
-                       d.fact.spec or d.fact.companion or d.fact.framework != self.chosen))) for d in self.done.values())
+                       d.fact.spec or d.fact.companion or d.fact.framework != self.chosen)
+                       and not (d.fact.framework == self.chosen and (d.fact.companion or "").partition("==")[0] in OWN_RELEASES)))
+                   for d in self.done.values())
 
     def evidence(self) -> tuple[Statement, ...]:
         out = []
@@ -365,13 +389,22 @@ class _Decider:
         for s in self.of(FRAMEWORK, framework):
             want = self._want(s, rows)
             if want is None:
-                companion = (s.fact.companion or "").partition("==")[0]
+                companion, _, companion_version = (s.fact.companion or "").partition("==")
                 if s.fact.spec == "" and s.fact.companion is None:
                     self.mark(s, True, "names the framework")
                 elif companion and not _installs(rows, companion):
                     # no row installs it (torchaudio beside torch and torchvision): its release says
                     # nothing of the framework's here, and is no contradiction
                     self.mark(s, True, f"names the framework (no {framework} row installs {companion})")
+                elif s.hard and companion in OWN_RELEASES and (pinned := _named_versions("==" + companion_version)) \
+                        and (pairs := _companion_pairs(rows, companion)):
+                    # a pin of a jaxlib no row installs (jaxlib==0.1.51) names the framework's native
+                    # library itself, which any row would replace: it is a release the matrix lacks, as a
+                    # pin of the framework's own release is (an old torchvision, released apart from
+                    # torch, is set aside instead); the rows of the jaxlib release nearest it are named
+                    near = min(pairs, key=lambda c: (abs(_num(c) - _num(pinned[0])), -_num(c)))
+                    self._unmet_release(framework, s, [max(pairs[near])], known, [],
+                                        f"the {companion} releases its {framework} rows install: {min(pairs)} to {max(pairs)}")
                 else:
                     self.mark(s, False, f"the matrix has no {framework} release that {s.fact.companion or s.fact.spec} fits")
                 continue
@@ -428,14 +461,7 @@ class _Decider:
         if s.fact.companion:
 
             name, _, version = s.fact.companion.partition("==")
-            pairs: dict[Version, set[Version]] = {}  # the companion's releases in the rows → the framework's
-            for b in rows:
-                for p in b.packages:
-                    if "==" in p and canonicalize_name(p.split("==")[0].split("[")[0]) == canonicalize_name(name):
-                        try:
-                            pairs.setdefault(Version(p.split("==", 1)[1].split("+")[0]), set()).add(b.version)
-                        except InvalidVersion:
-                            continue
+            pairs = _companion_pairs(rows, name)
             try:
                 want = Version(version.split("+")[0])
             except InvalidVersion:
@@ -458,7 +484,7 @@ class _Decider:
         return (lambda v, sp=spec: release_meets(sp, v, installed.get(v, ()))), _named_versions(s.fact.spec)
 
     def _unmet_release(self, framework: str, s: Statement, named: list[Version], known: list[Version],
-                       taken: list[Statement]) -> None:
+                       taken: list[Statement], span: str | None = None) -> None:
         target = named[0] if named else None
         near = sorted(known, key=lambda v: (abs(_num(v) - _num(target)) if target else 0, -_num(v)))[:3] if known else []
         rows = []
@@ -466,9 +492,9 @@ class _Decider:
             name = self._row_name(framework, v)
             if name:
                 rows.append(name)
-        span = f"{known[0]} to {known[-1]}" if known else "none"
+        span = span or f"its {framework} releases: " + (f"{known[0]} to {known[-1]}" if known else "none")
         raise NoStack(f"{s.where} pins {framework} {s.fact.companion or s.fact.spec} ({s.text}), a release the matrix "
-                      f"does not have (its {framework} releases: {span})",
+                      f"does not have ({span})",
                       f"nearest: {', '.join(rows) or 'none'}; give another with --stack, or add the release with a "
                       "matrix row (envman matrix update, or --matrix FILE)")
 

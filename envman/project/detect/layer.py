@@ -27,7 +27,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from envman.project.detect.pins import COMPANIONS, FRAMEWORK_DISTS, cuda_of_tag
+from envman.project.detect.pins import COMPANIONS, FRAMEWORK_DISTS, OWN_RELEASES, cuda_of_tag
 from envman.project.detect.repo import Repository
 from envman.project.detect.setupfiles import literal_strings, read_setup_py
 
@@ -129,7 +129,7 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
 
             try:
                 spec = SpecifierSet(public_spec(req.specifier)[0])
-                if framework_of == stack.framework and dist in FRAMEWORK_DISTS:
+                if framework_of == stack.framework and dist in FRAMEWORK_DISTS and dist not in OWN_RELEASES:
                     # the framework's pin names the stack's release, or the post release it installs
                     ok = release_meets(spec, Version(stack.framework_version), (Version(mine),))
                 else:
@@ -137,8 +137,9 @@ def judge(requirement: str, stack: "Stack") -> tuple[str, str]:
             except (InvalidVersion, ValueError):
                 ok = False
             local = next((s.version.split("+", 1)[1] for s in req.specifier if "+" in s.version), None)
-            if ok and local and stack.cuda and cuda_of_tag(local) not in (stack.cuda, None):
-                ok = False
+            wants = cuda_of_tag(local) if local else None
+            if ok and wants and stack.cuda and not (stack.cuda == wants or stack.cuda.startswith(wants + ".")):
+                ok = False  # another CUDA (``+cu101`` on an 11.0 stack); a major alone (``+cuda11.cudnn86``) names any of its minors
             if ok:
                 return PROVIDED, f"the stack has {dist} {mine}: not reinstalled"
             return REFUSED, f"would replace the stack's {dist} {mine} ({stack.name})"

@@ -42,6 +42,10 @@ FRAMEWORK_DISTS: dict[str, tuple[str, bool | None]] = {
 #: Packages whose release fixes the framework's (read against the matrix rows' own pins).
 COMPANIONS = {"torchvision": "torch", "torchaudio": "torch", "torchtext": "torch"}
 
+#: Framework distributions released apart from the framework (jax 0.2.5 installs jaxlib 0.1.56): a pin
+#: of one names the framework releases of the rows that install that release of it.
+OWN_RELEASES = {"jaxlib"}
+
 #: Distributions of frameworks no stack serves (the prefix of ``mxnet-cu101`` included).
 UNSUPPORTED_DISTS = {
     "theano": "theano",
@@ -189,8 +193,13 @@ def wheel_facts(text: str) -> Iterator[Fact]:
     if not facts:
         return
     yield from facts
-    if version.local is None and (found := cuda_of_index(path.rsplit("/", 1)[0])) is not None:
+    folder = path.rpartition("/")[0]
+    leaf = folder.rpartition("/")[2].lower()
+    if version.local is None and (found := cuda_of_index(folder)) is not None:
         yield Fact(CUDA, version=found[0] if found[1] else None)
+    elif version.local is None and re.fullmatch(r"cu(?:da)?[0-9]{2,3}", leaf):
+        # a wheel in a folder named for its CUDA (Google's jax releases: .../cuda101/jaxlib-0.1.52-cp37-...whl)
+        yield Fact(CUDA, version=cuda_of_tag(leaf))
     pythons = {t.interpreter for t in tags if re.fullmatch(r"cp3[0-9]{1,2}", t.interpreter)}
     if len(pythons) == 1:
         minor = pythons.pop()[3:]
@@ -278,7 +287,7 @@ def _facts(name: str, specifier: SpecifierSet, url: str | None, extras: set[str]
                     gpu = True
                 elif extra == "cpu":  # ``tpu`` says nothing of a CPU or GPU build: the code runs on an accelerator
                     gpu = False if gpu is None else gpu
-            if dist == "jaxlib":  # jaxlib's releases are not jax's: the rows that pin it say which jax
+            if dist in OWN_RELEASES:  # jaxlib's releases are not jax's: the rows that pin it say which jax
                 version = exact_version(spec)
                 yield Fact(FRAMEWORK, framework="jax", gpu=gpu, companion=f"jaxlib=={version}" if version else None)
                 return

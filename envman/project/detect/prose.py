@@ -13,7 +13,7 @@ import re
 
 from envman.project.detect.facts import COMMAND, CUDA, CUDNN, FRAMEWORK, PROSE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text
 from envman.project.detect.images import command_facts, image_facts
-from envman.project.detect.pins import cuda_of_tag
+from envman.project.detect.pins import OWN_RELEASES, cuda_of_tag
 from envman.project.detect.repo import PROSE_LIMIT, Repository
 
 #: Names in prose → what they name.
@@ -155,8 +155,17 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
             if "." not in version and not version.endswith("x"):
                 continue  # "PyTorch 2" alone is too loose to be a version ("pytorch 2 times faster")
             gpu = True if word.lower().endswith("-gpu") else None
-            local = re.match(r"\+(cu[0-9]{2,3}|cpu)\b", line[m.end():])
+            local = re.match(r"\+(cu(?:da)?[0-9]{2,3}|cpu)\b", line[m.end():])
             spec = _spec(op, version, suffix, before)
+            if word.lower() in OWN_RELEASES:
+                # jaxlib's releases are its own (jax 0.2.5 with jaxlib 0.1.56): an exact one names the jax
+                # releases of the rows that install it, anything else only the framework; ``+cuda110`` its CUDA
+                exact = _is_pin(spec) and not spec.endswith("*") and re.fullmatch(r"[0-9.]+", version)
+                out.append((phrase, Fact(FRAMEWORK, framework=what, spec="",
+                                         companion=f"{word.lower()}=={version}" if exact else None)))
+                if local and local.group(1).lower() != "cpu":
+                    out.append((phrase + local.group(0), Fact(CUDA, version=cuda_of_tag(local.group(1)))))
+                continue
             denied = _NOT_AFTER.match(line, m.end(), m.end() + 60)
             if not op and not suffix and spec.startswith("==") and denied \
                     and not re.search(r"[0-9]", denied.group(0) + re.split(r"[.;]", line[denied.end():], maxsplit=1)[0]):
@@ -165,7 +174,8 @@ def sentence_facts(line: str) -> list[tuple[str, Fact]]:
             if local and what == "torch":
                 out.append((phrase + local.group(0), Fact(CUDA, version=cuda_of_tag(local.group(1)))))
     tested = _TESTED_RE.search(line)
-    if tested and out and out[-1][1].kind == FRAMEWORK and not _is_pin(out[-1][1].spec):
+    if tested and out and out[-1][1].kind == FRAMEWORK and not _is_pin(out[-1][1].spec) \
+            and not out[-1][0].lower().startswith(tuple(OWN_RELEASES)):  # a jaxlib release is no jax release
         # "PyTorch >= 1.7.0 (tested on 1.8.1)": the release the authors ran, inside their range
         last = out[-1][1]
         out.append((tested.group(0), Fact(FRAMEWORK, framework=last.framework, spec=_spec(None, tested.group(1), None, ""),

@@ -73,6 +73,18 @@ def test_detect_exits_2_with_one_line_when_no_stack_fits(tmp_path, env):
     assert r.returncode == 2 and "Caffe" in r.stderr and "does not build" in r.stderr
 
 
+def test_detect_reads_a_2020_jax_paper_by_its_jaxlib_pin_and_refuses_one_no_row_installs(tmp_path, env):
+    repo = paper(tmp_path / "jax2020", {"requirements.txt": "jaxlib==0.1.52+cuda101\n", "train.py": "import jax\n"})
+    r = run_envman(["project", "detect", str(repo)], env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "jax-0.1.76-cuda10.1-py3.6  (jax 0.1.76, CUDA 10.1, Python 3.6)"
+    assert r.stdout.splitlines()[-1] == "  requirements from requirements.txt: 1 provided"
+    (repo / "requirements.txt").write_text("jaxlib==0.1.51+cuda101\n")
+    r = run_envman(["project", "detect", str(repo)], env=env)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "pins jax jaxlib==0.1.51" in r.stderr
+
+
 def test_detect_judges_against_a_gpu_and_driver_given(tmp_path, env):
     repo = paper(tmp_path / "paper", {"requirements.txt": "torch==1.7.1\n"})
     r = run_envman(["project", "detect", str(repo), "--gpu", "H100", "--driver", "580.95.05"], env=env)

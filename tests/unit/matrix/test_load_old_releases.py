@@ -124,6 +124,49 @@ def test_old_jax_takes_its_jaxlib_cuda_wheel_and_a_devel_base(shipped, query, na
     assert s.find_links and s.find_links.startswith("https://storage.googleapis.com/jax-releases/")
 
 
+#: jax 0.1.74-0.2.7: the jaxlib the README installs at the jax tag, and the CUDA variants of that jaxlib
+#: (build/build_jaxlib_wheels.sh at the jaxlib tag, less cuda102; jaxlib 0.1.57 dropped CUDA 10.0).
+OLD_JAX = {
+    **{v: ("0.1.52", ["cuda100", "cuda101", "cuda110"]) for v in ("0.1.74", "0.1.75", "0.1.76")},
+    **{v: ("0.1.55", ["cuda100", "cuda101", "cuda110"]) for v in ("0.1.77", "0.2.0", "0.2.1", "0.2.2", "0.2.3")},
+    **{v: ("0.1.56", ["cuda100", "cuda101", "cuda110"]) for v in ("0.2.4", "0.2.5")},
+    **{v: ("0.1.57", ["cuda101", "cuda110"]) for v in ("0.2.6", "0.2.7")},
+}
+
+
+def test_jax_before_0_2_8_pairs_each_release_with_the_jaxlib_of_its_readme(shipped):
+    rows = [b for b in shipped.builds if b.framework == "jax" and b.version < Version("0.2.8")]
+    got: dict[str, list[str]] = {}
+    for b in rows:
+        got.setdefault(str(b.version), []).append(b.variant)
+        jaxlib = OLD_JAX[str(b.version)][0]
+        assert b.packages == (f"jax=={b.version}", f"jaxlib=={jaxlib}+{b.variant}")
+        assert b.find_links == "https://storage.googleapis.com/jax-releases/jax_releases.html"
+        assert b.system_cuda and b.system_cudnn and b.system_nvcc and not b.default
+        assert b.cudnn == ("8" if b.variant == "cuda110" else "7")
+        assert [str(p) for p in b.python] == ["3.6", "3.7", "3.8"]
+        assert b.status == "partially confirmed" and b.wheel_python_source
+        assert (str(b.sass[0]), str(b.sass[-1])) == ("3.5", "8.0" if b.variant == "cuda110" else "7.5")
+    assert {v: sorted(vs) for v, vs in got.items()} == {v: variants for v, (_, variants) in OLD_JAX.items()}
+
+
+@pytest.mark.parametrize("query, name, jaxlib, base", [
+    ("jax-0.2.5", "jax-0.2.5-cuda11.0-py3.8", "jaxlib==0.1.56+cuda110", "nvidia/cuda:11.0.3-cudnn8-devel-ubuntu20.04"),
+    ("jax-0.2.7-cuda10.1", "jax-0.2.7-cuda10.1-py3.6", "jaxlib==0.1.57+cuda101", "nvidia/cuda:10.1-cudnn7-devel-ubuntu18.04"),
+    ("jax-0.1.76-cuda10.0", "jax-0.1.76-cuda10.0-py3.6", "jaxlib==0.1.52+cuda100", "nvidia/cuda:10.0-cudnn7-devel-ubuntu18.04"),
+    ("jax-0.1.74", "jax-0.1.74-cuda11.0-py3.8", "jaxlib==0.1.52+cuda110", "nvidia/cuda:11.0.3-cudnn8-devel-ubuntu20.04"),
+])
+def test_old_jax_rows_resolve_on_a_base_the_matrix_serves_or_rebuilds(shipped, query, name, jaxlib, base):
+    s = resolve(shipped, query)
+    assert (s.name, s.packages[1], s.base_image, s.flavour) == (name, jaxlib, base, "cudnn-devel")
+
+
+@pytest.mark.parametrize("query", ["jax-0.2.7-cuda10.0", "jax-0.2.5-cuda10.2", "jax-0.1.73", "jax-0.2.5-cuda11.1"])
+def test_old_jax_variants_jaxlib_did_not_ship_or_the_matrix_leaves_out_do_not_resolve(shipped, query):
+    with pytest.raises(ResolveError):
+        resolve(shipped, query)
+
+
 def test_jax_cuda102_wheels_are_left_out_for_want_of_a_rebuildable_base(shipped):
     assert not [b for b in shipped.builds if b.framework == "jax" and b.variant == "cuda102"]
     with pytest.raises(ResolveError):
@@ -165,6 +208,7 @@ def test_packages_arm64_rules(shipped, change, problem):
     ("tf-0.12.0-cpu", "tensorflow==0.12.0", None),  # Python 3.5 on ubuntu:16.04
     ("torch-0.4.1-cuda8.0", "torch==0.4.1", "ubuntu:16.04"),  # 8.0's runtime image, rebuilt
     ("jax-0.2.17", "jaxlib==0.1.68+cuda111", None),  # a served cudnn-devel base
+    ("jax-0.1.76-cuda10.0", "jaxlib==0.1.52+cuda100", "ubuntu:18.04"),  # 10.0-cudnn7-devel, rebuilt
     ("tf-2.16.2-cpu-arm64", "tensorflow==2.16.2", None),
 ])
 def test_a_row_of_each_new_family_renders(shipped, query, pip, base_from):

@@ -744,3 +744,94 @@ def test_a_post_release_the_rows_do_not_install_is_unmet(found):
     d = found({"requirements.txt": "torch==0.3.0.post3\n"})
     assert d.decision is None and "a release the matrix does not have" in str(d.problem)
     assert d.problem.fix.startswith("nearest: torch-0.3.0-cuda")
+
+
+# --- jaxlib pins: the jax release whose rows install that jaxlib, on the pin's CUDA --------------
+
+
+def _newest_pairing(matrix, jaxlib, cuda):
+    return max(b.version for b in matrix.builds if b.framework == "jax" and str(b.cuda) == cuda
+               and any(p.startswith(f"jaxlib=={jaxlib}+") for p in b.packages))
+
+
+@pytest.mark.parametrize("text, release, cuda, refused", [
+    ("jaxlib==0.1.55+cuda110\n", "0.2.3", "11.0", []),  # 0.1.77-0.2.3 install jaxlib 0.1.55: the newest of them
+    ("jaxlib==0.1.52+cuda101\n", "0.1.76", "10.1", []),  # the oldest jaxlib the rows install
+    ("jaxlib==0.1.56+cuda100\n", "0.2.5", "10.0", []),
+    ("jaxlib==0.1.57+cuda101\n", "0.2.8", "10.1", []),  # 0.2.6-0.2.8 install jaxlib 0.1.57
+    ("jax==0.2.1\njaxlib==0.1.55+cuda101\n", "0.2.1", "10.1", []),
+    ("jax==0.2.5\njaxlib==0.1.56+cuda110\n", "0.2.5", "11.0", []),
+    # a jaxlib no row of the jax pin installs gives way to the pin, and its CUDA still counts
+    ("jax==0.2.0\njaxlib==0.1.56+cuda100\n", "0.2.0", "10.0", ["jaxlib==0.1.56+cuda100"]),
+    ("jax==0.2.5\njaxlib==0.1.55+cuda101\n", "0.2.5", "10.1", ["jaxlib==0.1.55+cuda101"]),
+    # a jaxlib between two the rows install goes with the earlier, which the stack then installs instead
+    ("jaxlib==0.1.53+cuda100\n", "0.1.76", "10.0", ["jaxlib==0.1.53+cuda100"]),
+])
+def test_a_jaxlib_pin_names_the_newest_jax_release_pairing_with_it_on_its_cuda(found, matrix, text, release, cuda, refused):
+    d = found({"requirements.txt": text, "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework, st.framework_version, st.cuda) == ("jax", release, cuda)
+    if "jax==" not in text:
+        jaxlib = text.split("==")[1].split("+")[0]
+        assert Version(release) == _newest_pairing(matrix, jaxlib if jaxlib != "0.1.53" else "0.1.52", cuda)
+    assert [line.text for line in d.layer.lines if line.outcome == "refused"] == refused
+
+
+@pytest.mark.parametrize("line", ["jaxlib==0.1.56+cuda100", "jax[cuda11_pip]",
+                                  "torchvision==0.9.0+cu101"])  # a companion that contradicts the pin: its CUDA goes too
+def test_a_line_set_aside_lends_the_stack_no_cuda_unless_it_is_a_jaxlib_of_the_chosen_framework(found, matrix, line):
+    d = found({"requirements.txt": f"torch==1.7.1\n{line}\n", "a.py": "import torch\n"})
+    assert d.decision.stack.name == resolve(matrix, "torch-1.7.1").name
+
+
+def test_a_readme_installing_jaxlib_from_googles_page_names_its_jax_row(found):
+    d = found({"README.md": "```\npip install --upgrade jax jaxlib==0.1.55+cuda110 -f "
+                            "https://storage.googleapis.com/jax-releases/jax_releases.html\n```\n",
+               "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda, st.packages[1]) == ("0.2.3", "11.0", "jaxlib==0.1.55+cuda110")
+
+
+def test_a_readme_installing_jaxlib_by_its_wheel_address_takes_the_folders_cuda(found):
+    d = found({"README.md": "```\npip install --upgrade https://storage.googleapis.com/jax-releases/cuda101/"
+                            "jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl jax\n```\n", "a.py": "import jax\n"})
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda, st.python) == ("0.1.76", "10.1", "3.7")
+
+
+def test_a_pin_of_a_jaxlib_no_row_installs_is_a_release_the_matrix_lacks(found):
+    d = found({"requirements.txt": "jaxlib==0.1.51+cuda101\n", "a.py": "import jax\n"})
+    assert d.decision is None
+    assert d.problem.what.startswith("requirements.txt:1 pins jax jaxlib==0.1.51 (jaxlib==0.1.51+cuda101), a release the "
+                                     "matrix does not have (the jaxlib releases its jax rows install: 0.1.52 to ")
+    assert d.problem.fix.startswith("nearest: jax-0.1.76-cuda")
+
+
+@pytest.mark.parametrize("jaxlib, nearest", [
+    # no jaxlib 0.2.x exists: the nearest release the rows install names its newest jax rows
+    ("0.2.0", "jax-0.2.28-cuda11.1"),  # 0.1.76 (jax 0.2.21-0.2.28) is nearer than 0.3.0
+    ("0.2.37", "jax-0.2.28-cuda11.1"),  # one short of half way
+    ("0.2.38", "jax-0.3.1-cuda11.1"),  # half way between 0.1.76 and 0.3.0: the newer
+    ("0.2.39", "jax-0.3.1-cuda11.1"),
+])
+def test_an_unmet_jaxlib_pin_names_the_rows_of_the_nearest_jaxlib_the_rows_install(found, jaxlib, nearest):
+    d = found({"requirements.txt": f"jaxlib=={jaxlib}+cuda110\n", "a.py": "import jax\n"})
+    assert d.decision is None and d.problem.fix.startswith(f"nearest: {nearest}, ")
+
+
+def test_a_readme_naming_a_jaxlib_no_row_installs_is_advice_set_aside(found):
+    d = found({"README.md": "pip install --upgrade jax jaxlib==0.1.51+cuda101 -f "
+                            "https://storage.googleapis.com/jax-releases/jax_releases.html\n", "a.py": "import jax\n"})
+    assert d.decision is not None and d.decision.stack.framework == "jax"
+    assert [s.used for s in d.decision.evidence if s.fact.companion == "jaxlib==0.1.51"] == [False]
+
+
+def test_companion_pairs_read_exact_pins_by_distribution_name_extras_and_local_labels_aside():
+    from types import SimpleNamespace
+
+    from envman.project.detect.decide import _companion_pairs
+
+    rows = [SimpleNamespace(version=Version("0.2.5"), packages=("jax==0.2.5", "JAXlib[cuda]==0.1.56+cuda110")),
+            SimpleNamespace(version=Version("0.2.4"), packages=("jaxlib==not-a-version", "jaxlib==0.1.56")),
+            SimpleNamespace(version=Version("0.2.3"), packages=("jaxlib>=0.1.55", "jaxlibx==0.1.55", "jax==0.1.55"))]
+    assert _companion_pairs(rows, "jaxlib") == {Version("0.1.56"): {Version("0.2.5"), Version("0.2.4")}}

@@ -98,3 +98,17 @@ def test_a_2018_conda_file_on_its_torch_0_3_stack_installs_only_what_the_stack_l
     assert got == {"python=3.5": LEFT_OUT, "pytorch=0.3.0": PROVIDED, "torchvision=0.2.0": PROVIDED, "cuda80": LEFT_OUT,
                    "scipy=1.0.0": KEPT}
     assert "CUDA build brings its own" in next(ln.why for ln in requirements_layer(r, stack).lines if ln.text == "cuda80")
+
+
+@pytest.mark.parametrize("query, req, outcome", [
+    # jaxlib's releases are its own: a pin names the jaxlib the stack installs, not the jax release
+    ("jax-0.2.5-cuda11.0", "jaxlib==0.1.56+cuda110", PROVIDED), ("jax-0.2.5-cuda11.0", "jaxlib==0.1.56", PROVIDED),
+    ("jax-0.2.5-cuda11.0", "jaxlib>=0.1.55", PROVIDED), ("jax-0.2.5-cuda11.0", "jaxlib", PROVIDED),
+    ("jax-0.2.5-cuda11.0", "jax==0.2.5", PROVIDED),
+    ("jax-0.2.5-cuda11.0", "jaxlib==0.1.55+cuda110", REFUSED), ("jax-0.2.5-cuda11.0", "jaxlib==0.1.56+cuda101", REFUSED),
+    ("jax-0.2.5-cuda11.0", "jaxlib==0.2.5", REFUSED), ("jax-0.2.5-cuda11.0", "jax==0.1.56", REFUSED),
+    ("jax-0.4.1", "jaxlib==0.4.1+cuda11.cudnn86", PROVIDED), ("jax-0.4.1", "jaxlib==0.4.2", REFUSED),
+    ("jax-0.4.1", "jaxlib==0.4.1+cuda12.cudnn88", REFUSED),  # the major names the stack's CUDA 11.4 or not at all
+])
+def test_a_jaxlib_pin_is_judged_against_the_jaxlib_the_stack_installs(query, req, outcome):
+    assert judge(req, resolve(load_matrix(), query))[0] == outcome

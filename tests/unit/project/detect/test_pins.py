@@ -167,6 +167,17 @@ def test_markers_are_evaluated_for_a_linux_stack(text, facts_):
     ("torch-1.7.1+cu110-cp38-cp38-linux_x86_64.whl", ["CUDA 11.0", "torch ==1.7.1 (GPU build)", "Python ==3.8.*"]),
     ("https://download.pytorch.org/whl/cpu/torch-1.4.0-cp36-cp36m-linux_x86_64.whl", ["torch ==1.4.0", "no CUDA (a CPU build)", "Python ==3.6.*"]),
     ("https://example.com/einops-0.3.0-py3-none-any.whl", []),
+    # Google's jax releases keep each CUDA's wheels in a folder of its name, the version bare before 0.1.55
+    ("https://storage.googleapis.com/jax-releases/cuda101/jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl",
+     ["jax as jaxlib==0.1.52 needs it", "CUDA 10.1", "Python ==3.7.*"]),
+    ("https://storage.googleapis.com/jax-releases/cuda110/jaxlib-0.1.55+cuda110-cp38-none-manylinux2010_x86_64.whl",
+     ["CUDA 11.0", "jax as jaxlib==0.1.55 needs it", "Python ==3.8.*"]),
+    ("https://example.com/mycuda101/jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl",
+     ["jax as jaxlib==0.1.52 needs it", "Python ==3.7.*"]),  # a folder that only contains the word
+    ("https://example.com/cuda1010/jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl",
+     ["jax as jaxlib==0.1.52 needs it", "Python ==3.7.*"]),  # four digits name no CUDA
+    ("https://example.com/cu92/jaxlib-0.1.52-cp37-none-manylinux2010_x86_64.whl",
+     ["jax as jaxlib==0.1.52 needs it", "CUDA 9.2", "Python ==3.7.*"]),
     ("./torch-1.0-bad.whl", []),
     ("torch.whl", []),
 ])

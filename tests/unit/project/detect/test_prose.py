@@ -27,6 +27,11 @@ from envman.project.detect.prose import read_prose, sentence_facts
     ("CUDA 10.2 or lower", []),
     ("Requires Python 3.6+, Cuda 11.3+ and PyTorch 1.10+", ["Python >=3.6", "CUDA >=11.3", "torch >=1.10"]),
     ("JAX 0.4.x", ["jax ==0.4.*"]),
+    # jaxlib's releases are not jax's: an exact one names the rows that install it, with its CUDA
+    ("jax==0.1.77 jaxlib==0.1.55+cuda101", ["jax ==0.1.77", "jax as jaxlib==0.1.55 needs it", "CUDA 10.1"]),
+    ("JAX 0.2.5 and jaxlib 0.1.56", ["jax ==0.2.5", "jax as jaxlib==0.1.56 needs it"]),
+    ("jaxlib>=0.1.55 (tested on 0.1.57)", ["jax"]), ("jaxlib 0.1.x", ["jax"]),
+    ("jaxlib==0.1.55+cpu", ["jax as jaxlib==0.1.55 needs it"]),
     ("[PyTorch (0.3.1)/CUDA 8.0](https://pytorch.org/previous-versions/)", ["torch ==0.3.1", "CUDA 8.0"]),
     ("PyTorch 0.4/Python 3.6", ["torch ==0.4.*", "Python ==3.6.*"]),
     ("export PATH=/usr/local/cuda 10.0", []), ("see lib/cuda 9.0", []),  # a path names nothing
