@@ -4,7 +4,9 @@ Two kinds of statement: install commands in code (``pip install torch==1.7.1``, 
 pytorch=1.7.1 cudatoolkit=11.0 -c pytorch``, ``conda create -n env python=3.7``), read as the
 commands they are; and sentences (``tested with PyTorch 1.0 and CUDA 10.0``, ``Python 3.6+``,
 ``TensorFlow >= 1.14``, ``will not work with PyTorch 1.0``), read with a small grammar: a name,
-a version, and the words around them that make it a floor, a ceiling or an exclusion.
+a version, and the words around them that make it a floor, a ceiling or an exclusion. A code
+block's line that is one bare pin of a framework (``torch==0.2.0.post3`` under "Requirements")
+is read as such a sentence.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 
 from envman.project.detect.facts import COMMAND, CUDA, CUDNN, FRAMEWORK, PROSE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text
 from envman.project.detect.images import command_facts, image_facts
-from envman.project.detect.pins import cuda_of_tag
+from envman.project.detect.pins import cuda_of_tag, requirement_facts
 from envman.project.detect.repo import PROSE_LIMIT, Repository
 
 #: Names in prose → what they name.
@@ -184,6 +186,13 @@ _IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?
                        r"tensorflow/tensorflow)):[A-Za-z0-9][A-Za-z0-9._-]{0,80})")
 
 
+#: A line that is one pip requirement with a version (``torch==0.2.0.post3``, ``tensorflow-gpu>=1.4,<1.5``),
+#: as a README lists pins in a code block; a bare name or a sentence is not one.
+_REQUIREMENT_LINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}(?:\[[A-Za-z0-9_,. -]{0,80}\])? ?"
+                                  r"(?:===|==|>=|<=|~=|!=|<|>) ?[0-9][0-9A-Za-z.*+!_-]{0,40}"
+                                  r"(?: ?, ?(?:===|==|>=|<=|~=|!=|<|>) ?[0-9][0-9A-Za-z.*+!_-]{0,40}){0,4}")
+
+
 #: A Markdown or reStructuredText list item's marker: ``- ``, ``* ``, ``+ ``, ``1. ``, ``2) ``.
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
@@ -221,6 +230,12 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
                 out += [Statement(rel, no, clip_text(line), "readme", COMMAND, f, notes=(what,)) for f in facts]
                 found_command = found_command or bool(facts)
         if code:
+            if not found_command and _REQUIREMENT_LINE_RE.fullmatch(stripped):
+                # a README's list of pins in a code block ("torch==0.2.0.post3" under
+                # "Requirements"): a README statement, as the sentence "PyTorch 0.2.0" is
+                for fact in requirement_facts(stripped):
+                    if fact.kind == FRAMEWORK:
+                        out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(stripped,)))
             continue
         # around an install command, the words outside it still speak ("PyTorch 0.4: `conda install pytorch`")
         for phrase, fact in sentence_facts(re.sub(r"`[^`]*`", " ", line) if found_command else line):

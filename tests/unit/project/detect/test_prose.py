@@ -138,3 +138,33 @@ def test_a_comment_in_a_code_block_is_a_sentence_never_a_command(repo):
                            "# pip install torch==1.6.0\n#!/bin/sh\n## CUDA 10.0\npip install torch==1.7.1\n```\n"})
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(2, "CUDA 11", PROSE), (2, "cuDNN 8", PROSE), (3, "torch ==1.6.0", PROSE), (6, "torch ==1.7.1", COMMAND)]
+
+
+def test_pins_listed_in_a_code_block_are_readme_statements(repo):
+    """A 2017 README's "Requirements" block (arunmallya/piggyback): each pin of a framework or its
+    companion speaks as a README sentence would; other lines of the block, and other packages, do not."""
+    r = repo({"README.md": "## Requirements:\n```\nPython 2.7 or 3.xx\ntorch==0.2.0.post3\ntorchvision==0.1.9\n"
+                           "torchnet (pip install git+https://github.com/pytorch/tnt.git@master)\ntqdm==4.19.5\n"
+                           "tensorflow-gpu>=1.4,<1.5\nimport torch\ntorch\nx = torch==1\n```\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(4, "torch ==0.2.0.post3", PROSE), (5, "torch as torchvision==0.1.9 needs it", PROSE),
+                   (8, "tensorflow >=1.4,<1.5 (GPU build)", PROSE)]
+
+
+@pytest.mark.parametrize("line", [
+    "torch==1" + ".1" * 20 + "1",               # a version of 42 characters: one past the 41 read
+    "torch==1.0" + ",<2" * 5,                   # five more clauses: one past the four
+    "a" * 82 + "==1.0",                         # a name one past 81 characters
+    "torch==1.0 # the tested one",              # a comment: not a bare pin
+    "torch ==1.0 and python 2",
+    "torch==1.0\u202e",
+    "=" * 5000,
+])
+def test_a_code_line_that_is_not_one_bare_pin_says_nothing(repo, line):
+    r = repo({"README.md": f"```\n{line}\n```\n"})
+    assert [s.fact.means() for s in read_prose(r, "README.md")] == []
+
+
+def test_a_code_block_pin_at_the_limits_is_read(repo):
+    r = repo({"README.md": "```\n" + "torch==1" + ".1" * 20 + "\n" + "torch>=1.0" + ",<2" * 4 + "\n```\n"})
+    assert [s.line for s in read_prose(r, "README.md")] == [2, 3]
