@@ -634,12 +634,33 @@ def test_a_companion_no_row_installs_is_no_contradiction_and_keeps_its_lines_cud
 
 
 def test_advice_naming_a_release_the_matrix_lacks_cannot_outweigh_advice_naming_one_it_has(found):
-    """A README's old install command for a release the matrix lacks (``pytorch=0.1.10``) is set
+    """A README's install command for a release the matrix lacks (``pytorch=0.1.10``) is set
     aside before it can knock out the README's own "PyTorch 0.4 is required"."""
-    d = found({"README.md": "Python 3 and PyTorch 0.4 are required.\n\nFor the old code:\n"
+    d = found({"README.md": "Python 3 and PyTorch 0.4 are required.\n\nIt was first run with:\n"
                             "`conda install pytorch=0.1.10 -c soumith`\n", "a.py": "import torch\n"})
     assert d.decision.stack.framework_version.startswith("0.4.")
     assert "does not have" in aside(d)["README.md:4"]
+
+
+@pytest.mark.parametrize("readme, version", [
+    # salesforce/awd-lstm-lm of 2017-12 and of today: an earlier version of the codebase needs 0.1.12,
+    # a release the matrix has, and its install command still says nothing of this code
+    ("## Software Requirements\n\nPython 3 and PyTorch 0.2 are required for the current codebase.\n\n"
+     "If you need to use an earlier version of the codebase, the original code and hyper parameters accessible at the "
+     "[PyTorch==0.1.12](https://github.com/salesforce/awd-lstm-lm/tree/PyTorch%3D%3D0.1.12) release, with Python 3 and "
+     "PyTorch 0.1.12 are required.\nIf you are using Anaconda, installation of PyTorch 0.1.12 can be achieved via:\n"
+     "`conda install pytorch=0.1.12 -c soumith`.\n\n## Experiments\n", "0.2.0"),
+    ("Python 3 and PyTorch 0.4 are required.\n\nFor the old code:\n\n```\nconda install pytorch=0.1.12 -c soumith\n```\n", "0.4.1"),
+    # the sentence before the mention on its line, and the paragraph after, still speak
+    ("PyTorch 0.2 is required. For the old code use PyTorch 0.1.12 instead.\n", "0.2.0"),
+    ("For the old code use PyTorch 0.4.\n\nPyTorch 0.1.12 is required.\n", "0.1.12"),
+    # "the older version of PyTorch" is the framework's, not another version of the code
+    ("This codebase requires Python 3 and PyTorch 0.1.12_2.\n`conda install pytorch=0.1.12 -c soumith`.\n"
+     "Note the older version of PyTorch - upgrading to later versions would require minor updates.\n", "0.1.12"),
+])
+def test_what_a_readme_says_of_another_version_of_the_code_is_not_read(found, readme, version):
+    d = found({"README.md": readme, "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == version
 
 
 def test_advice_naming_a_release_the_matrix_lacks_prefers_the_nearest_it_has(found, matrix):

@@ -168,3 +168,26 @@ def test_a_code_line_that_is_not_one_bare_pin_says_nothing(repo, line):
 def test_a_code_block_pin_at_the_limits_is_read(repo):
     r = repo({"README.md": "```\n" + "torch==1" + ".1" * 20 + "\n" + "torch>=1.0" + ",<2" * 4 + "\n```\n"})
     assert [s.line for s in read_prose(r, "README.md")] == [2, 3]
+
+
+def test_another_version_of_the_code_is_silent_to_its_paragraph_end(repo):
+    """From "an earlier version of the codebase" (or "the old code") to the end of its paragraph,
+    list item or section nothing is read; a line ending in ":" carries that over a blank line into
+    the block it introduces, and no further."""
+    r = repo({"README.md": "PyTorch 1.0 here. An earlier version of the codebase needs PyTorch 0.4.\n"  # 1
+                           "`pip install torch==0.4.1`\n"                                   # 2: same paragraph
+                           "\n"
+                           "Python 3.6\n"                                                   # 4: a new paragraph
+                           "- For the old code, CUDA 9.0\n"                                 # 5
+                           "- CUDA 10.0\n"                                                  # 6: an item of its own
+                           "For the old code:\n"                                            # 7
+                           "\n"
+                           "```\npip install torch==0.3.1\n```\n"                           # 10: introduced by 7
+                           "\n"
+                           "TensorFlow 1.15\n"                                              # 13: after the block
+                           "Our previous release of this repository ran on CUDA 8.0\n"      # 14
+                           "## Setup\n"
+                           "cuDNN 7\n"})                                                    # 16: a new section
+    got = [(s.line, s.fact.means()) for s in read_prose(r, "README.md")]
+    assert got == [(1, "torch ==1.0.*"), (4, "Python ==3.6.*"), (6, "CUDA 10.0"), (13, "tensorflow ==1.15.*"),
+                   (16, "cuDNN 7")]
