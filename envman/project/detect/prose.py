@@ -4,7 +4,10 @@ Two kinds of statement: install commands in code (``pip install torch==1.7.1``, 
 pytorch=1.7.1 cudatoolkit=11.0 -c pytorch``, ``conda create -n env python=3.7``), read as the
 commands they are; and sentences (``tested with PyTorch 1.0 and CUDA 10.0``, ``Python 3.6+``,
 ``TensorFlow >= 1.14``, ``will not work with PyTorch 1.0``), read with a small grammar: a name,
-a version, and the words around them that make it a floor, a ceiling or an exclusion.
+a version, and the words around them that make it a floor, a ceiling or an exclusion. A code
+block's line that is one bare pin of a framework (``torch==0.2.0.post3`` under "Requirements")
+is read as such a sentence. What is said of another version of the code ("an earlier version of
+the codebase", "the old code") is not read, to the end of its paragraph.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import re
 
 from envman.project.detect.facts import COMMAND, CUDA, CUDNN, FRAMEWORK, PROSE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text
 from envman.project.detect.images import command_facts, image_facts
-from envman.project.detect.pins import OWN_RELEASES, cuda_of_tag
+from envman.project.detect.pins import OWN_RELEASES, cuda_of_tag, requirement_facts
 from envman.project.detect.repo import PROSE_LIMIT, Repository
 
 #: Names in prose → what they name.
@@ -194,6 +197,25 @@ _IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?
                        r"tensorflow/tensorflow)):[A-Za-z0-9][A-Za-z0-9._-]{0,80})")
 
 
+#: Words that turn what follows, to the end of the paragraph, to another version of the code:
+#: "If you need to use an earlier version of the codebase, ... PyTorch 0.1.12 ... `conda install
+#: pytorch=0.1.12`", "For the old code:". Not "the older version of PyTorch" (a framework's).
+_OTHER_CODE_RE = re.compile(
+    r"\b(?:earlier|older|previous|prior|original|old|legacy)\s+(?:version|release|revision|commit|branch|tag)s?\s+"
+    r"of\s+(?:the|this|our)\s+(?:code(?:base)?|repo(?:sitory)?|project|implementation)\b"
+    r"|\b(?:the|our)\s+(?:old|older|original|previous|earlier|legacy)\s+code(?:base)?\b",
+    re.IGNORECASE,
+)
+_HEADING_RE = re.compile(r"#{1,6}\s|=+\s*$|-+\s*$")
+
+
+#: A line that is one pip requirement with a version (``torch==0.2.0.post3``, ``tensorflow-gpu>=1.4,<1.5``),
+#: as a README lists pins in a code block; a bare name or a sentence is not one.
+_REQUIREMENT_LINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}(?:\[[A-Za-z0-9_,. -]{0,80}\])? ?"
+                                  r"(?:===|==|>=|<=|~=|!=|<|>) ?[0-9][0-9A-Za-z.*+!_-]{0,40}"
+                                  r"(?: ?, ?(?:===|==|>=|<=|~=|!=|<|>) ?[0-9][0-9A-Za-z.*+!_-]{0,40}){0,4}")
+
+
 #: A Markdown or reStructuredText list item's marker: ``- ``, ``* ``, ``+ ``, ``1. ``, ``2) ``.
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
@@ -205,11 +227,30 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
         return []
     out: list[Statement] = []
     in_code = False
+    other_code = False  # from a mention of another version of the code to the paragraph's end
+    introduces = False  # the last line of text ended with ":", so what follows belongs to it
     for no, line in enumerate(text.splitlines()[:5000], 1):
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             in_code = not in_code
+            introduces = introduces and in_code  # a closed block was what the line before introduced
             continue
+        if not in_code and not introduces and (not stripped or _HEADING_RE.match(stripped) or _LIST_ITEM_RE.match(stripped)):
+            other_code = False  # a paragraph, a heading or a list item of its own
+        if not stripped:
+            continue
+        if not in_code:
+            introduces = stripped.endswith(":")
+        if other_code:
+            continue
+        if not in_code and (mark := _OTHER_CODE_RE.search(stripped[:2000])):
+            other_code = True
+            # the sentence that names the other version and the rest of the paragraph say nothing
+            # of this code; what comes before that sentence on the line still does
+            start = max(stripped.rfind(c, 0, mark.start()) for c in ".;!?")
+            if start < 0:
+                continue
+            line = stripped = stripped[:start + 1]
         item = _LIST_ITEM_RE.match(stripped)
         if item and line.startswith(("    ", "\t")):
             stripped = stripped[item.end():]  # an item of a nested Markdown list is text, not an indented code block
@@ -231,6 +272,12 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
                 out += [Statement(rel, no, clip_text(line), "readme", COMMAND, f, notes=(what,)) for f in facts]
                 found_command = found_command or bool(facts)
         if code:
+            if not found_command and _REQUIREMENT_LINE_RE.fullmatch(stripped):
+                # a README's list of pins in a code block ("torch==0.2.0.post3" under
+                # "Requirements"): a README statement, as the sentence "PyTorch 0.2.0" is
+                for fact in requirement_facts(stripped):
+                    if fact.kind == FRAMEWORK:
+                        out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(stripped,)))
             continue
         # around an install command, the words outside it still speak ("PyTorch 0.4: `conda install pytorch`")
         for phrase, fact in sentence_facts(re.sub(r"`[^`]*`", " ", line) if found_command else line):

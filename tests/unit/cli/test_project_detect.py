@@ -62,10 +62,10 @@ def test_detect_json_carries_every_statement_with_its_reason(tmp_path, env):
 
 
 def test_detect_exits_2_with_one_line_when_no_stack_fits(tmp_path, env):
-    repo = paper(tmp_path / "old", {"requirements.txt": "torch==0.1.12\n"})
+    repo = paper(tmp_path / "old", {"requirements.txt": "torch==0.1.10\n"})
     r = run_envman(["project", "detect", str(repo)], env=env)
     assert r.returncode == 2 and r.stdout == ""
-    assert len(r.stderr.strip().splitlines()) == 1 and "torch ==0.1.12" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "torch ==0.1.10" in r.stderr and "Traceback" not in r.stderr
     r = run_envman(["project", "detect", str(repo), "--json"], env=env)
     assert r.returncode == 2 and json.loads(r.stdout)["error"]["what"].startswith("requirements.txt:1 pins torch")
     caffe = paper(tmp_path / "caffe", {"net.py": "import caffe\n"})
@@ -155,7 +155,7 @@ def test_hostile_repositories_cost_nothing_and_leak_nothing(tmp_path, env, make)
         for i in range(60):
             deep = deep / "d"
         deep.mkdir(parents=True)
-        (deep / "requirements.txt").write_text("torch==0.1.12\n")
+        (deep / "requirements.txt").write_text("torch==0.1.10\n")
     r = run_envman(["project", "detect", str(repo), "--json"], env=env, timeout=60)
     doc = json.loads(r.stdout)
     assert r.returncode == 0 and doc["framework"] == "torch"

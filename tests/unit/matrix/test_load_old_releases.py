@@ -262,7 +262,59 @@ def test_torch_0_4_arch_lists_are_those_of_the_wheel_build_script_of_their_relea
     assert f"https://github.com/pytorch/builder/blob/{commit}/manywheel/build.sh" in b.source
 
 
-def test_the_oldest_torch_release_is_0_3_0(shipped):
-    assert min(b.version for b in shipped.builds if b.framework == "torch") == Version("0.3.0")
+# --- torch 0.2.0 and 0.1.12: 2017's wheels, published as 0.2.0.post3 and 0.1.12.post2 -------------
+
+
+def test_torch_0_2_and_0_1_12_rows_are_the_cu80_wheels_of_their_last_build(shipped):
+    rows = {(str(b.version), b.variant): b for b in shipped.builds
+            if b.framework == "torch" and b.version < Version("0.3")}
+    # cu75 wheels exist but the matrix has no CUDA 7.5 base; PyTorch built no CPU-only Linux wheel
+    assert sorted(rows) == [("0.1.12", "cu80"), ("0.2.0", "cu80")]
+    assert Version("7.5") not in {c.version for c in shipped.cuda}
+    r020, r0112 = rows[("0.2.0", "cu80")], rows[("0.1.12", "cu80")]
+    assert r020.packages == ("torch==0.2.0.post3", "torchvision==0.1.9")
+    assert r0112.packages == ("torch==0.1.12.post2", "torchvision==0.1.8")
+    for b in (r020, r0112):
+        assert str(b.cuda) == "8.0" and [str(p) for p in b.python] == ["3.5", "3.6"]
+        assert b.find_links == "https://download.pytorch.org/whl/cu80/torch_stable.html"
+        assert not (b.system_cuda or b.system_cudnn or b.default)
+        assert b.status == b.arch_status == "partially confirmed"
+        # TORCH_CUDA_ARCH_LIST 3.0;3.5;5.0;5.2+PTX plus 6.0;6.1 on CUDA 8.0
+        assert [str(a) for a in b.sass] == ["3.0", "3.5", "5.0", "5.2", "6.0", "6.1"]
+        assert [str(a) for a in b.ptx] == ["5.2"]
+        assert {k: [str(v) for v in vs] for k, vs in b.wheel_python} == {
+            "torch": ["2.7", "3.5", "3.6"], "torchvision": []}  # [] is "any": a pure py2.py3 wheel
+
+
+@pytest.mark.parametrize("query, name", [
+    ("torch-0.2", "torch-0.2.0-cuda8.0-py3.5"),
+    ("torch-0.2.0", "torch-0.2.0-cuda8.0-py3.5"),
+    ("torch-0.2.0-cuda8", "torch-0.2.0-cuda8.0-py3.5"),
+    ("torch-0.2.0-cu80-py3.5", "torch-0.2.0-cuda8.0-py3.5"),
+    ("torch-0.1.12", "torch-0.1.12-cuda8.0-py3.5"),
+    ("torch-0.1", "torch-0.1.12-cuda8.0-py3.5"),
+])
+def test_torch_0_2_and_0_1_12_queries_name_the_cuda_8_0_stack(shipped, query, name):
+    s = resolve(shipped, query)
+    assert (s.name, s.base_image, s.flavour) == (name, "nvidia/cuda:8.0-runtime-ubuntu16.04", "runtime")
+    assert s.find_links == "https://download.pytorch.org/whl/cu80/torch_stable.html"
+    assert resolve(shipped, s.name) == s
+
+
+@pytest.mark.parametrize("query, match", [
+    ("torch-0.2.0-cpu", "no CPU build"),    # no CPU-only wheel of 0.2.0
+    ("torch-0.2.0-cuda7.5", "7.5"),        # a cu75 wheel exists, but no CUDA 7.5 base
+    ("torch-0.2.0-py2.7", "2.7"),          # a cp27 wheel exists; the row serves Python 3.5/3.6
+    ("torch-0.2.0-py3.7", "3.7"),          # no cp37 wheel: 3.7 came in 2018
+    ("torch-0.2.0-cu80-py3.6", "ubuntu16.04 packages 3.5"),  # a cp36 wheel, but its base has no 3.6
+    ("torch-0.1.11", "0.1.11"),
+])
+def test_torch_0_2_queries_outside_the_rows_are_refused(shipped, query, match):
+    with pytest.raises(ResolveError, match=match):
+        resolve(shipped, query)
+
+
+def test_the_oldest_torch_release_is_0_1_12(shipped):
+    assert min(b.version for b in shipped.builds if b.framework == "torch") == Version("0.1.12")
     with pytest.raises(ResolveError):
-        resolve(shipped, "torch-0.2.0")
+        resolve(shipped, "torch-0.1.10")

@@ -80,9 +80,10 @@ def test_a_contradiction_is_a_conflict_the_stronger_statement_wins(found):
 
 
 def test_a_release_the_matrix_lacks_is_unmet_never_replaced(found):
-    d = found({"requirements.txt": "torch==0.1.12\n"})
+    # PyTorch published 0.1.10 (0.1.10.post2 wheels); the matrix starts at 0.1.12
+    d = found({"requirements.txt": "torch==0.1.10\n"})
     assert d.decision is None
-    assert "requirements.txt:1 pins torch ==0.1.12" in d.problem.what and "does not have" in d.problem.what
+    assert "requirements.txt:1 pins torch ==0.1.10" in d.problem.what and "does not have" in d.problem.what
     assert d.problem.fix.startswith("nearest: torch-")
 
 
@@ -376,8 +377,12 @@ def test_a_companion_patch_the_rows_do_not_install_goes_with_its_nearest_earlier
 
 
 def test_a_companion_minor_no_row_installs_is_set_aside_with_the_reason(found):
+    # torchvision 0.1.7 (January 2017) came with torch 0.1.6-0.1.10: no row installs it
+    d = found({"requirements.txt": "torchvision==0.1.7\n", "a.py": "import torch\n"})
+    assert aside(d)["requirements.txt:1"] == "the matrix has no torch release that torchvision==0.1.7 fits"
+    # 0.1.9 is the one the torch 0.2.0 row installs: that row is taken
     d = found({"requirements.txt": "torchvision==0.1.9\n", "a.py": "import torch\n"})
-    assert aside(d)["requirements.txt:1"] == "the matrix has no torch release that torchvision==0.1.9 fits"
+    assert d.decision.stack.name == "torch-0.2.0-cuda8.0-py3.5" and "requirements.txt:1" not in aside(d)
 
 
 # --- the unmet pin's line, whole, on a hand-written matrix -----------------------------------------
@@ -629,19 +634,41 @@ def test_a_companion_no_row_installs_is_no_contradiction_and_keeps_its_lines_cud
 
 
 def test_advice_naming_a_release_the_matrix_lacks_cannot_outweigh_advice_naming_one_it_has(found):
-    """A README's old install command for a release the matrix lacks (``pytorch=0.1.12``) is set
+    """A README's install command for a release the matrix lacks (``pytorch=0.1.10``) is set
     aside before it can knock out the README's own "PyTorch 0.4 is required"."""
-    d = found({"README.md": "Python 3 and PyTorch 0.4 are required.\n\nFor the old code:\n"
-                            "`conda install pytorch=0.1.12 -c soumith`\n", "a.py": "import torch\n"})
+    d = found({"README.md": "Python 3 and PyTorch 0.4 are required.\n\nIt was first run with:\n"
+                            "`conda install pytorch=0.1.10 -c soumith`\n", "a.py": "import torch\n"})
     assert d.decision.stack.framework_version.startswith("0.4.")
     assert "does not have" in aside(d)["README.md:4"]
+
+
+@pytest.mark.parametrize("readme, version", [
+    # salesforce/awd-lstm-lm of 2017-12 and of today: an earlier version of the codebase needs 0.1.12,
+    # a release the matrix has, and its install command still says nothing of this code
+    ("## Software Requirements\n\nPython 3 and PyTorch 0.2 are required for the current codebase.\n\n"
+     "If you need to use an earlier version of the codebase, the original code and hyper parameters accessible at the "
+     "[PyTorch==0.1.12](https://github.com/salesforce/awd-lstm-lm/tree/PyTorch%3D%3D0.1.12) release, with Python 3 and "
+     "PyTorch 0.1.12 are required.\nIf you are using Anaconda, installation of PyTorch 0.1.12 can be achieved via:\n"
+     "`conda install pytorch=0.1.12 -c soumith`.\n\n## Experiments\n", "0.2.0"),
+    ("Python 3 and PyTorch 0.4 are required.\n\nFor the old code:\n\n```\nconda install pytorch=0.1.12 -c soumith\n```\n", "0.4.1"),
+    # the sentence before the mention on its line, and the paragraph after, still speak
+    ("PyTorch 0.2 is required. For the old code use PyTorch 0.1.12 instead.\n", "0.2.0"),
+    ("For the old code use PyTorch 0.4.\n\nPyTorch 0.1.12 is required.\n", "0.1.12"),
+    # "the older version of PyTorch" is the framework's, not another version of the code
+    ("This codebase requires Python 3 and PyTorch 0.1.12_2.\n`conda install pytorch=0.1.12 -c soumith`.\n"
+     "Note the older version of PyTorch - upgrading to later versions would require minor updates.\n", "0.1.12"),
+])
+def test_what_a_readme_says_of_another_version_of_the_code_is_not_read(found, readme, version):
+    d = found({"README.md": readme, "a.py": "import torch\n"})
+    assert d.decision.stack.framework_version == version
 
 
 def test_advice_naming_a_release_the_matrix_lacks_prefers_the_nearest_it_has(found, matrix):
     """Not the newest release: code written for a release older than any in the matrix runs best
     on the oldest ones (and one newer than any on the newest)."""
     known = sorted({b.version for b in matrix.builds if b.framework == "torch"})
-    d = found({"README.md": "* PyTorch 0.2.0\n", "a.py": "import torch\n"})
+    assert Version("0.1.6") < known[0]  # older than any release of the matrix
+    d = found({"README.md": "* PyTorch 0.1.6\n", "a.py": "import torch\n"})
     assert Version(d.decision.stack.framework_version) == known[0]
     d = found({"README.md": "* PyTorch 99.1.0\n", "a.py": "import torch\n"})
     assert Version(d.decision.stack.framework_version) == known[-1]
@@ -720,6 +747,8 @@ def test_a_pinned_python_that_no_base_of_the_release_gives_is_refused_with_why(f
     assert "environment.yml:2 asks for Python ==3.6.*" in d.problem.what
     assert "has wheels for Python 3.5, 3.6, and its base images give 3.5" in d.problem.what
     assert "python-build-standalone starts at Python 3.8" in d.problem.what
+    d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.2.0\n  - cuda80\n"})
+    assert d.decision is None and "its base images give 3.5" in d.problem.what
     # the same pin with a release whose CUDA 9.2 build is on ubuntu18.04 (3.6 packaged): that build
     d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.4.1\n"})
     assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
@@ -738,6 +767,45 @@ def test_every_answer_of_an_old_release_renders(found, matrix):
                 if st.decision is not None:
                     s = st.decision.stack
                     assert s.python_strategy == "apt" or Version(s.python) >= MIN_STANDALONE_PYTHON, s.name
+
+
+# --- torch 0.2.0 and 0.1.12: papers of 2017 ------------------------------------------------------
+
+
+@pytest.mark.parametrize("files, name", [
+    ({"README.md": "## Requirements\n\n- PyTorch 0.2.0\n", "train.py": "import torch\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    # a README's Python 3.6 is advice: the CUDA 8.0 base (ubuntu16.04) gives only 3.5
+    ({"README.md": "* Python 3.6\n* PyTorch 0.2\n", "train.py": "import torch\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    ({"requirements.txt": "torch==0.2.0\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    # the version PyTorch's wheels carry, as pip freeze writes it
+    ({"requirements.txt": "torch==0.2.0.post3\ntorchvision==0.1.9\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    ({"install.sh": "conda install pytorch=0.2.0 cuda80 -c soumith\n", "a.py": "import torch\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    ({"environment.yml": "dependencies:\n  - python=3.5\n  - pytorch=0.2.0\n  - cuda80\n"}, "torch-0.2.0-cuda8.0-py3.5"),
+    ({"install.sh": "pip install http://download.pytorch.org/whl/cu80/torch-0.2.0.post3-cp35-cp35m-manylinux1_x86_64.whl\n"},
+     "torch-0.2.0-cuda8.0-py3.5"),
+    ({"requirements.txt": "torch==0.1.12.post2\ntorchvision==0.1.8\n"}, "torch-0.1.12-cuda8.0-py3.5"),
+    ({"README.md": "Requires PyTorch 0.1.12 and Python 3.5.\n", "a.py": "import torch\n"}, "torch-0.1.12-cuda8.0-py3.5"),
+])
+def test_torch_0_2_and_0_1_12_repositories_get_their_release_on_cuda_8_0(found, files, name):
+    d = found(files)
+    assert d.decision.stack.name == name
+    assert (d.decision.stack.cuda, d.decision.stack.python in ("3.5", "3.6")) == ("8.0", True)
+
+
+def test_a_torch_0_2_pin_of_a_build_the_row_does_not_install_is_unmet(found):
+    # 0.2.0.post1/.post2 were earlier builds of 0.2.0: the row installs .post3, which ==0.2.0.post2 refuses
+    d = found({"requirements.txt": "torch==0.2.0.post2\n"})
+    assert d.decision is None and "a release the matrix does not have" in str(d.problem)
+    assert d.problem.fix.startswith("nearest: torch-0.2.0-cuda8.0")
+    # one past the row's build, and the same with !=: refused too
+    assert found({"requirements.txt": "torch==0.2.0.post4\n"}).decision is None
+    assert found({"requirements.txt": "torch!=0.2.0.post3\n"}).decision.stack.framework_version != "0.2.0"
+
+
+def test_a_cu75_wheel_of_torch_0_2_is_unmet_for_want_of_a_cuda_7_5_base(found):
+    d = found({"install.sh": "pip install http://download.pytorch.org/whl/cu75/torch-0.2.0.post3-cp35-cp35m-manylinux1_x86_64.whl\n"})
+    assert d.decision is None
+    assert "asks for CUDA 7.5" in d.problem.what and "it has CUDA 8.0" in d.problem.what
 
 
 def test_a_post_release_the_rows_do_not_install_is_unmet(found):

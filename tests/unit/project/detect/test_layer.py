@@ -90,6 +90,16 @@ def test_a_pin_of_the_release_is_met_by_the_post_release_the_stack_installs(req,
     assert judge(req, stack)[0] == outcome
 
 
+@pytest.mark.parametrize("req, outcome", [
+    ("torch==0.2.0", PROVIDED), ("torch==0.2.0.post3", PROVIDED), ("torch>=0.2,<0.3", PROVIDED), ("torchvision==0.1.9", PROVIDED),
+    ("torch==0.2.0.post2", REFUSED), ("torch==0.2.0.post4", REFUSED), ("torch!=0.2.0.post3", REFUSED),
+    ("torchvision==0.2.0", REFUSED),
+])
+def test_a_torch_0_2_pin_is_met_by_the_0_2_0_post3_the_stack_installs(req, outcome):
+    stack = resolve(load_matrix(), "torch-0.2.0")
+    assert judge(req, stack)[0] == outcome
+
+
 def test_a_2018_conda_file_on_its_torch_0_3_stack_installs_only_what_the_stack_lacks(repo):
     stack = resolve(load_matrix(), "torch-0.3.0-cuda8.0-py3.5")
     r = repo({"environment.yml": "dependencies:\n  - python=3.5\n  - pytorch=0.3.0\n  - torchvision=0.2.0\n  - cuda80\n"

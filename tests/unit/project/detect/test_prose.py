@@ -143,3 +143,56 @@ def test_a_comment_in_a_code_block_is_a_sentence_never_a_command(repo):
                            "# pip install torch==1.6.0\n#!/bin/sh\n## CUDA 10.0\npip install torch==1.7.1\n```\n"})
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(2, "CUDA 11", PROSE), (2, "cuDNN 8", PROSE), (3, "torch ==1.6.0", PROSE), (6, "torch ==1.7.1", COMMAND)]
+
+
+def test_pins_listed_in_a_code_block_are_readme_statements(repo):
+    """A 2017 README's "Requirements" block (arunmallya/piggyback): each pin of a framework or its
+    companion speaks as a README sentence would; other lines of the block, and other packages, do not."""
+    r = repo({"README.md": "## Requirements:\n```\nPython 2.7 or 3.xx\ntorch==0.2.0.post3\ntorchvision==0.1.9\n"
+                           "torchnet (pip install git+https://github.com/pytorch/tnt.git@master)\ntqdm==4.19.5\n"
+                           "tensorflow-gpu>=1.4,<1.5\nimport torch\ntorch\nx = torch==1\n```\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(4, "torch ==0.2.0.post3", PROSE), (5, "torch as torchvision==0.1.9 needs it", PROSE),
+                   (8, "tensorflow >=1.4,<1.5 (GPU build)", PROSE)]
+
+
+@pytest.mark.parametrize("line", [
+    "torch==1" + ".1" * 20 + "1",               # a version of 42 characters: one past the 41 read
+    "torch==1.0" + ",<2" * 5,                   # five more clauses: one past the four
+    "a" * 82 + "==1.0",                         # a name one past 81 characters
+    "torch==1.0 # the tested one",              # a comment: not a bare pin
+    "torch ==1.0 and python 2",
+    "torch==1.0\u202e",
+    "=" * 5000,
+])
+def test_a_code_line_that_is_not_one_bare_pin_says_nothing(repo, line):
+    r = repo({"README.md": f"```\n{line}\n```\n"})
+    assert [s.fact.means() for s in read_prose(r, "README.md")] == []
+
+
+def test_a_code_block_pin_at_the_limits_is_read(repo):
+    r = repo({"README.md": "```\n" + "torch==1" + ".1" * 20 + "\n" + "torch>=1.0" + ",<2" * 4 + "\n```\n"})
+    assert [s.line for s in read_prose(r, "README.md")] == [2, 3]
+
+
+def test_another_version_of_the_code_is_silent_to_its_paragraph_end(repo):
+    """From "an earlier version of the codebase" (or "the old code") to the end of its paragraph,
+    list item or section nothing is read; a line ending in ":" carries that over a blank line into
+    the block it introduces, and no further."""
+    r = repo({"README.md": "PyTorch 1.0 here. An earlier version of the codebase needs PyTorch 0.4.\n"  # 1
+                           "`pip install torch==0.4.1`\n"                                   # 2: same paragraph
+                           "\n"
+                           "Python 3.6\n"                                                   # 4: a new paragraph
+                           "- For the old code, CUDA 9.0\n"                                 # 5
+                           "- CUDA 10.0\n"                                                  # 6: an item of its own
+                           "For the old code:\n"                                            # 7
+                           "\n"
+                           "```\npip install torch==0.3.1\n```\n"                           # 10: introduced by 7
+                           "\n"
+                           "TensorFlow 1.15\n"                                              # 13: after the block
+                           "Our previous release of this repository ran on CUDA 8.0\n"      # 14
+                           "## Setup\n"
+                           "cuDNN 7\n"})                                                    # 16: a new section
+    got = [(s.line, s.fact.means()) for s in read_prose(r, "README.md")]
+    assert got == [(1, "torch ==1.0.*"), (4, "Python ==3.6.*"), (6, "CUDA 10.0"), (13, "tensorflow ==1.15.*"),
+                   (16, "cuDNN 7")]
