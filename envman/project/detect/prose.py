@@ -188,6 +188,11 @@ _IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
 
+#: A name and its version joined by a comparison (``PyTorch == 0.3.1``, ``python>=3.6``): in a code
+#: block that installs nothing, a statement of what the code needs.
+_STATED_RE = re.compile(r"[A-Za-z] ?(?:==|>=|<=|~=|≥|≤) ?v?[0-9]")
+
+
 def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statement]:
     """The statements of a README-like file (Markdown or reStructuredText or plain text)."""
     text = repo.read(rel, limit=PROSE_LIMIT)
@@ -221,6 +226,12 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
                 out += [Statement(rel, no, clip_text(line), "readme", COMMAND, f, notes=(what,)) for f in facts]
                 found_command = found_command or bool(facts)
         if code:
+            if not found_command and _STATED_RE.search(stripped):
+                # a block that lists what the code needs ("Python >= 3.5.5, PyTorch == 0.3.1") is no
+                # command: its statements that carry their own comparison speak as a sentence
+                for phrase, fact in sentence_facts(stripped):
+                    if _STATED_RE.search(phrase):
+                        out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(phrase,)))
             continue
         # around an install command, the words outside it still speak ("PyTorch 0.4: `conda install pytorch`")
         for phrase, fact in sentence_facts(re.sub(r"`[^`]*`", " ", line) if found_command else line):

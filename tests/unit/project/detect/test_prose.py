@@ -138,3 +138,14 @@ def test_a_comment_in_a_code_block_is_a_sentence_never_a_command(repo):
                            "# pip install torch==1.6.0\n#!/bin/sh\n## CUDA 10.0\npip install torch==1.7.1\n```\n"})
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(2, "CUDA 11", PROSE), (2, "cuDNN 8", PROSE), (3, "torch ==1.6.0", PROSE), (6, "torch ==1.7.1", COMMAND)]
+
+
+def test_a_code_block_that_lists_requirements_with_comparisons_speaks_as_a_sentence(repo):
+    """``Python >= 3.5.5, PyTorch == 0.3.1`` in a code block installs nothing: the statements with
+    a comparison speak as a sentence; a bare name and version there (output, a path) says nothing."""
+    r = repo({"README.md": "## Requirements\n```\nPython >= 3.5.5, PyTorch == 0.3.1, torchvision == 0.2.0\n```\n"
+                           "```\ntorch>=1.7\nUsing PyTorch 1.4.0 on CUDA 10.1\npip install tensorflow==2.4.1\n"
+                           "if torch.__version__ >= '1.7':\n# python==3.8\n```\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(3, "Python >=3.5.5", PROSE), (3, "torch ==0.3.1", PROSE), (6, "torch >=1.7", PROSE),
+                   (8, "tensorflow ==2.4.1", COMMAND), (10, "Python ==3.8.*", PROSE)]
