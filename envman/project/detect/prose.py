@@ -103,8 +103,9 @@ def _next(version: str) -> str:
 
 def _plain(line: str) -> str:
     """A line of Markdown or reStructuredText as a sentence: links and images as their text,
-    emphasis and code marks dropped (``[PyTorch](https://pytorch.org/) 1.10.1`` → ``PyTorch 1.10.1``)."""
-    line = re.sub(r"!?\[([^\]]{0,200})\]\([^)]{0,500}\)", r"\1", line)
+    emphasis and code marks dropped (``[PyTorch](https://pytorch.org/) 1.10.1`` → ``PyTorch 1.10.1``; an
+    address may hold one pair of brackets: ``[PyTorch]((http://pytorch.org/)) v1.0``)."""
+    line = re.sub(r"!?\[([^\]]{0,200})\]\([^()]{0,500}(?:\([^()]{0,500}\)[^()]{0,500})?\)", r"\1", line)
     line = re.sub(r"`([^`]{0,300})`_?", r"\1", line)
     return line.replace("**", "").replace("*", "")
 

@@ -149,3 +149,14 @@ def test_a_code_block_that_lists_requirements_with_comparisons_speaks_as_a_sente
     got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
     assert got == [(3, "Python >=3.5.5", PROSE), (3, "torch ==0.3.1", PROSE), (6, "torch >=1.7", PROSE),
                    (8, "tensorflow ==2.4.1", COMMAND), (10, "Python ==3.8.*", PROSE)]
+
+
+@pytest.mark.parametrize("line, want", [
+    ("with Python 3.6, CUDA 10.0, and [PyTorch]((http://pytorch.org/)) v1.0.", ["Python ==3.6.*", "CUDA 10.0", "torch ==1.0.*"]),
+    ("[PyTorch](https://en.wikipedia.org/wiki/Torch_(machine_learning)) 1.4", ["torch ==1.4.*"]),
+    ("[PyTorch](https://pytorch.org/) 1.4", ["torch ==1.4.*"]),
+    # two pairs of brackets in one address is past what a link is read as: the words stay as written
+    ("[PyTorch](a(b)(c)) 1.4", []),
+])
+def test_a_links_address_may_hold_one_pair_of_brackets(line, want):
+    assert [f.means() for _, f in sentence_facts(line)] == want
