@@ -680,7 +680,9 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         hard = [c for c in cuda_stmts if c.hard]
         if not hard:
             break
-        s = hard[0]
+        # the first pin that no build meets on its own: one already read as its major fits, and a
+        # second line of the same minor (``cudatoolkit=11.3``, ``cuda-nvcc=11.3``) then takes its turn
+        s = next((c for c in hard if not any(cuda_fit(rows_of(v), [c]) for v in versions)), hard[0])
         major = _same_major(s, [b for v in versions for b in rows_of(v)])
         if major is not None:
             # CUDA 11 on: a build of the same major runs what the pin's minor would (minor-version compatibility)

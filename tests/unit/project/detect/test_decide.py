@@ -324,6 +324,18 @@ def test_a_cuda_11_minor_no_build_has_takes_a_build_of_its_major(found):
     assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
 
 
+def test_each_cuda_11_pin_of_the_same_minor_takes_its_major_in_turn(found):
+    """``cudatoolkit=11.1`` and ``cuda-nvcc=11.1`` on two lines: each, unmet, is read as CUDA 11 in
+    turn (not the first twice, which ended detection asking for the 'CUDA 11' it had become)."""
+    d = found({"environment.yml": "dependencies:\n  - python=3.8\n  - pytorch=1.11.0\n  - cudatoolkit=11.1\n  - cuda-nvcc=11.1\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda.split(".")[0]) == ("1.11.0", "11")
+    why = {s.where: s.why for s in d.decision.evidence if s.used}
+    assert all("minor-version compatibility" in why[w] for w in ("environment.yml:4", "environment.yml:5"))
+    # before CUDA 11 both stay unmet, and the line named is a pin as written
+    d = found({"environment.yml": "dependencies:\n  - pytorch=1.0.0\n  - cudatoolkit=10.1\n  - cuda-nvcc=10.1\n"})
+    assert d.decision is None and "asks for CUDA 10.1 (- cudatoolkit=10.1)" in d.problem.what
+
+
 def test_a_base_images_python_gives_way_to_the_release_a_requirements_file_pins(found):
     d = found({"requirements.txt": "tensorflow==2.12.1\n", "Dockerfile": "FROM python:3.7\nRUN pip install -r requirements.txt\n"})
     assert d.decision.stack.framework_version == "2.12.1" and d.decision.stack.python != "3.7"
