@@ -224,14 +224,22 @@ class _Decider:
     def gives_way(self, s: Statement, version_stmts: Sequence[Statement]) -> bool:
         """Whether a CUDA or Python pin that no build of the pinned release meets gives way to that
         release: the release's statement weighs more (a requirements pin over a base image's
-        Python), or ``s`` comes from a Dockerfile that installs no framework while another
+        Python), ``s``'s file is another install route (:meth:`other_route`), or ``s`` comes from a Dockerfile that installs no framework while another
         Dockerfile names the release (an image that builds a native tool beside the training one)."""
         if not version_stmts:
             return False
-        if s.weight < max(v.weight for v in version_stmts):
+        if s.weight < max(v.weight for v in version_stmts) or self.other_route(s):
             return True
         return (s.source == "dockerfile" and any(v.source == "dockerfile" and v.file != s.file for v in version_stmts)
                 and not any(x.fact.kind == FRAMEWORK and x.file == s.file for x in self.pending))
+
+    def other_route(self, s: Statement) -> bool:
+        """Whether ``s``'s file pins the framework only at releases set aside as contradicting the
+        one taken: a second way to install the project (``conda-gpu.yml`` beside a
+        ``requirements-gpu.txt`` of another release), whose CUDA and Python go with its release."""
+        mine = [d for d in self.done.values() if d.file == s.file and d.fact.kind == FRAMEWORK
+                and d.fact.framework == self.chosen and (d.fact.spec or d.fact.companion)]
+        return bool(mine) and all(d.used is False and d.why.startswith("contradicts") for d in mine)
 
     def set_aside_for_release(self, s: Statement, version_stmts: Sequence[Statement], about: str, why: str) -> None:
         """``s`` contradicts the release the stronger statements pin: set aside, listed as a conflict."""

@@ -346,6 +346,33 @@ def test_a_base_images_python_gives_way_to_the_release_a_requirements_file_pins(
     assert d.decision is None
 
 
+def _routes(conda_tf: str) -> dict[str, str]:
+    return {"requirements-gpu.txt": "tensorflow-gpu==2.12.0\n", "train.py": "import tensorflow as tf\n",
+            "conda-gpu.yml": "dependencies:\n  - python==3.7\n  - cudatoolkit==10.1.243\n  - pip\n"
+                             + (f"  - pip:\n    - tensorflow-gpu=={conda_tf}\n" if conda_tf else "")}
+
+
+def test_the_cuda_and_python_of_another_install_route_go_with_its_release(found):
+    """``conda-gpu.yml`` (TF 2.1, CUDA 10.1, Python 3.7) beside ``requirements-gpu.txt`` (TF 2.12): the
+    conda file's release (a pre-release, read as ``==2.1.*``, weighs less than the exact pin) is set
+    aside, and its CUDA and Python go with it instead of ending detection."""
+    d = found(_routes("2.1.0rc1"))
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda) == ("2.12.0", "11.8") and st.python != "3.7"
+    assert aside(d)["conda-gpu.yml:3"].startswith("gives way to the release pin")
+    assert {c["about"] for c in d.decision.conflicts} >= {"CUDA", "Python", "tensorflow release"}
+    # where the conda file's release is the one taken, its CUDA and Python are taken with it
+    st = found(_routes("2.1.0")).decision.stack
+    assert (st.framework_version, st.cuda, st.python) == ("2.1.0", "10.1", "3.7")
+
+
+@pytest.mark.parametrize("conda_tf", ["2.12.0", ""])
+def test_a_cuda_pin_beside_the_release_taken_or_beside_no_release_still_ends_detection(found, conda_tf):
+    # the same route (its release is the one taken), or a file that pins no release: its CUDA binds
+    d = found(_routes(conda_tf))
+    assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
+
+
 def test_a_dockerfile_that_installs_no_framework_gives_way_to_the_one_that_names_it(found):
     d = found({"Dockerfile.train": "FROM tensorflow/tensorflow:1.15.4-gpu-py3\n",
                "Dockerfile.build": "FROM nvidia/cuda:10.1-cudnn7-devel-ubuntu18.04\nRUN apt-get update\n",
