@@ -162,9 +162,10 @@ def _cuda_agree(a: Statement, b: Statement) -> bool:
     return _cuda_fits(fa.version, fb.version) or _cuda_fits(fb.version, fa.version)
 
 
-def _key(s: Statement) -> tuple[int, int, str, int]:
-    """Strongest first; at equal weight the shallower file, then file order."""
-    return (-s.weight, s.file.count("/"), s.file, s.line)
+def _key(s: Statement) -> tuple[int, bool, int, str, int]:
+    """Strongest first; at equal weight a file a README's install command names, then the
+    shallower file, then file order."""
+    return (-s.weight, not s.named, s.file.count("/"), s.file, s.line)
 
 
 # --------------------------------------------------------------------------- the decision
@@ -491,7 +492,7 @@ class _Decider:
         taken: list[Statement] = []
         # at equal weight a GPU build's CUDA before a CPU build (a Dockerfile.cpu beside a Dockerfile.gpu)
         for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, not self.anchored(s),
-                                                      s.file.count("/"), s.file, s.line)):
+                                                      *_key(s)[1:])):
             if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue

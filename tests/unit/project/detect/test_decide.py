@@ -373,6 +373,29 @@ def test_a_cuda_pin_beside_the_release_taken_or_beside_no_release_still_ends_det
     assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
 
 
+def _envs(readme: str) -> dict[str, str]:
+    env = "dependencies:\n  - python=3.11\n  - pytorch={}\n  - pytorch-cuda={}\n"
+    return {"environment_pt220cu121.yaml": env.format("2.2.0", "12.1"), "environment_pt240cu124.yaml": env.format("2.4.0", "12.4"),
+            "README.md": readme, "a.py": "import torch\n"}
+
+
+@pytest.mark.parametrize("readme, want", [
+    ("```\nconda env create -n x -f environment_pt240cu124.yaml\n```\n", ("2.4.0", "12.4")),
+    ("```\nconda env create -n x -f environment_pt220cu121.yaml\n```\n", ("2.2.0", "12.1")),
+    ("Install one of the environment files.\n", ("2.2.0", "12.1")),  # none named: file order, as before
+    ("```\nconda env create -f environment_pt999.yaml\n```\n", ("2.2.0", "12.1")),  # a file that is not there
+])
+def test_among_install_files_of_equal_weight_the_one_the_readme_installs_wins(found, readme, want):
+    st = found(_envs(readme)).decision.stack
+    assert (st.framework_version, st.cuda) == want
+
+
+def test_a_file_the_readme_names_does_not_outweigh_a_stronger_pin(found):
+    files = {"requirements.txt": "torch>=2.0\n", "environment.yml": "dependencies:\n  - pytorch=2.2.0\n",
+             "README.md": "```\npip install -r requirements.txt\n```\n", "a.py": "import torch\n"}
+    assert found(files).decision.stack.framework_version == "2.2.0"
+
+
 def test_a_dockerfile_that_installs_no_framework_gives_way_to_the_one_that_names_it(found):
     d = found({"Dockerfile.train": "FROM tensorflow/tensorflow:1.15.4-gpu-py3\n",
                "Dockerfile.build": "FROM nvidia/cuda:10.1-cudnn7-devel-ubuntu18.04\nRUN apt-get update\n",

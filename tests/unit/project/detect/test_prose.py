@@ -160,3 +160,24 @@ def test_a_code_block_that_lists_requirements_with_comparisons_speaks_as_a_sente
 ])
 def test_a_links_address_may_hold_one_pair_of_brackets(line, want):
     assert [f.means() for _, f in sentence_facts(line)] == want
+
+
+def test_the_files_a_readmes_install_commands_name(repo):
+    from envman.project.detect.prose import named_files
+
+    r = repo({"docs/README.md": "```\nconda env create -n x -f ../envs/b.yml\npip install -r requirements.txt\n```\n"
+                                "Or: `pip install --upgrade -r=reqs/gpu.txt`; `mamba env update --file envs/c.yml`\n"
+                                "pip install -r missing.txt; see envs/a.yml; cat -f envs/a.yml\n",
+              "envs/a.yml": "", "envs/b.yml": "", "envs/c.yml": "", "requirements.txt": "", "reqs/gpu.txt": ""})
+    # from the README's folder first (../envs/b.yml), else from the root (requirements.txt, envs/c.yml);
+    # a file that is not there, or one named by no install command, is not named
+    assert named_files(r, "docs/README.md") == {"envs/b.yml", "requirements.txt", "reqs/gpu.txt", "envs/c.yml"}
+
+
+@pytest.mark.parametrize("before, named", [(499, True), (500, False)])
+def test_options_looked_at_per_readme_are_bounded(repo, before, named):
+    """A README of one option repeated costs no more than a real one: the first 500 are read."""
+    from envman.project.detect.prose import named_files
+
+    r = repo({"README.md": "pip install -r missing.txt\n" * before + "pip install -r requirements.txt\n", "requirements.txt": ""})
+    assert named_files(r, "README.md") == ({"requirements.txt"} if named else set())
