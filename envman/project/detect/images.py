@@ -48,10 +48,24 @@ def logical_lines(text: str, *, continuation: str = "\\",
         yield start, " ".join(p.strip() for p in pending)
 
 
+#: What substitution may add to a line: values that refer to each other (``ENV B=$A$A``, then
+#: ``ENV C=$B$B``...) cannot grow a line past it; a reference past it is left empty.
+SUBSTITUTION_LIMIT = 4096
+
+
 def substitute(text: str, args: dict[str, str]) -> str:
-    """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults seen so far."""
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-                  lambda m: args.get(m.group(1) or m.group(3), m.group(2) or ""), text)
+    """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults and ``ENV``
+    values seen so far, adding at most :data:`SUBSTITUTION_LIMIT` characters."""
+    room = [SUBSTITUTION_LIMIT]
+
+    def fill(m: re.Match[str]) -> str:
+        value = args.get(m.group(1) or m.group(3), m.group(2) or "")
+        if len(value) > room[0]:
+            return ""
+        room[0] -= len(value)
+        return value
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)", fill, text)
 
 
 def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
