@@ -87,6 +87,13 @@ GROUPS: dict[str, dict[str, list[str]]] = {
         "modules": ["envman/run/plan.py", "envman/run/prepare.py"],
         "tests": ["tests/unit/run/test_plan_rules.py", "tests/unit/run/test_plan.py", "tests/unit/cli/test_project.py", "tests/unit/engine/test_facts.py", "tests/unit/engine/test_handoff.py", "tests/unit/matrix/test_source_resolve.py", "tests/unit/run/test_command.py", "tests/unit/run/test_doctor.py", "tests/unit/run/test_preflight.py", "tests/unit/run/test_prepare.py", "tests/unit/rules/test_security_adversarial.py"],
     },
+    # The words of envman run, exec and shell: where the command starts, and the options read
+    # with and without argparse.
+    "grammar": {
+        "modules": ["envman/run/grammar.py"],
+        "tests": ["tests/unit/run/test_grammar.py", "tests/unit/run/test_grammar_words.py"],
+        "pytest_args": ["-k", "not (loads_nothing_at_import or loads_no_argparse or imports_neither)"],
+    },
     # envman.lock: the package-line grammar, the file, when a build uses it, pip's report.
     "lock": {
         "modules": ["envman/project/lock.py"],

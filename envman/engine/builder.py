@@ -31,7 +31,7 @@ import tempfile
 import threading
 from collections import deque
 from contextlib import contextmanager
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypedDict, cast
@@ -489,28 +489,45 @@ ID_TAG_REPOSITORY = "envman/by-id"
 
 
 @contextmanager
-def from_image_id(engine: ContainerEngine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
-    """The context ``files`` as ``builder`` can build them when the Dockerfile says ``FROM <image id>``.
+def buildable_ids(engine: ContainerEngine, builder: Builder, image_ids: Iterable[str]) -> Iterator[dict[str, str]]:
+    """What a Dockerfile's ``FROM`` names for ``builder`` to build on each of ``image_ids``: the
+    ID itself for the classic builder, which reads an image ID there; for BuildKit, which reads
+    ``sha256:...`` as a registry name, a tag named after the ID (``envman/by-id:<64 hex>``), made
+    here and removed afterwards, even when the build fails. (On a shared engine anyone can move
+    that tag while the build runs, as any tag.)"""
+    names: dict[str, str] = {}
+    made: list[str] = []
+    try:
+        for image_id in image_ids:
+            if builder.kind != "buildkit":
+                names[image_id] = image_id
+                continue
+            hex_id = image_id.split(":", 1)[-1]
+            if not re.fullmatch(r"[0-9a-f]{64}", hex_id):
+                raise UserError(f"{image_id!r} is not an image id", where="FROM")
+            if image_id not in names:
+                ref = f"{ID_TAG_REPOSITORY}:{hex_id}"
+                engine.tag(image_id, ref)
+                made.append(ref)
+                names[image_id] = ref
+        yield names
+    finally:
+        for ref in made:
+            engine.remove_image(ref)
 
-    The classic builder reads an image id there; BuildKit reads ``sha256:...`` as a registry name.
-    For BuildKit the id gets a tag named after itself (``envman/by-id:<64 hex>``, so it can name
-    no other image), the ``FROM`` line names that tag, and the tag is removed afterwards.
-    """
+
+@contextmanager
+def from_image_id(engine: ContainerEngine, builder: Builder, files: Mapping[str, bytes], image_id: str) -> Iterator[dict[str, bytes]]:
+    """The context ``files`` as ``builder`` can build them when the Dockerfile says ``FROM <image
+    id>``: for BuildKit the ``FROM`` line names the ID's tag of :func:`buildable_ids` instead."""
     line = f"FROM {image_id}\n".encode()
     if builder.kind != "buildkit" or line not in files.get("Dockerfile", b""):
         yield dict(files)
         return
-    hex_id = image_id.split(":", 1)[-1]
-    if not re.fullmatch(r"[0-9a-f]{64}", hex_id):
-        raise UserError(f"{image_id!r} is not an image id", where="FROM")
-    ref = f"{ID_TAG_REPOSITORY}:{hex_id}"
-    engine.tag(image_id, ref)
-    try:
+    with buildable_ids(engine, builder, [image_id]) as names:
         out = dict(files)
-        out["Dockerfile"] = files["Dockerfile"].replace(line, f"FROM {ref}\n".encode(), 1)
+        out["Dockerfile"] = files["Dockerfile"].replace(line, f"FROM {names[image_id]}\n".encode(), 1)
         yield out
-    finally:
-        engine.remove_image(ref)
 
 
 def builder_for_render(preference: str) -> BuilderKind:

@@ -191,6 +191,17 @@ def engine_answers(socket_path: str | None, timeout: float = 60) -> tuple[Any, A
     return version, info, libpod
 
 
+def running_ids(socket_path: str | None, labels: Sequence[str], timeout: float = 60) -> list[str]:
+    """The IDs of the running containers that carry every one of ``labels`` (``key=value``), in
+    one request (``docker ps -q --no-trunc --filter label=...``); :class:`NoAnswer` on doubt."""
+    from urllib.parse import quote
+
+    status, body = api_get(socket_path, f"/containers/json?filters={quote(json.dumps({'label': list(labels)}))}", timeout)
+    if status != 200 or not isinstance(body, list):
+        raise NoAnswer()
+    return [c["Id"] for c in body if isinstance(c, dict) and isinstance(c.get("Id"), str)]
+
+
 _REF_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@")
 
 

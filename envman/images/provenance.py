@@ -210,30 +210,20 @@ def pin_from(dockerfile: str, pins: Mapping[str, str]) -> str:
 def pinned_context(engine: ContainerEngine, builder: Builder, files: Mapping[str, tuple[bytes, int]],
                    pins: Mapping[str, str]) -> Iterator[bytes]:
     """The build context ``files`` (name: ``(bytes, mode)``) as a tar whose Dockerfile starts
-    ``FROM`` the images ``pins`` gives for the refs it names: an image ID, or a ``REPO@sha256:...``
-    digest reference. The classic builder reads an ID there; BuildKit reads ``sha256:...`` as a
-    registry name, so for BuildKit each ID gets a tag named after itself (``envman/by-id:<64
-    hex>``) for the build, removed afterwards."""
-    from envman.engine.builder import ID_TAG_REPOSITORY
+    ``FROM`` the images ``pins`` gives for the refs it names: an image ID (as ``builder`` can
+    build on it: :func:`envman.engine.builder.buildable_ids`), or a ``REPO@sha256:...`` digest
+    reference."""
+    from envman.engine.builder import buildable_ids
     from envman.engine.context import deterministic_tar
 
     ids = {ref: image for ref, image in pins.items() if image}
-    tags = {image: f"{ID_TAG_REPOSITORY}:{image.split(':', 1)[1]}" for image in ids.values()
-            if builder.kind == "buildkit" and _ID.fullmatch(image)}
-    made: list[str] = []
-    try:
-        for image, tag in tags.items():
-            engine.tag(image, tag)
-            made.append(tag)
+    with buildable_ids(engine, builder, [i for i in dict.fromkeys(ids.values()) if _ID.fullmatch(i)]) as names:
         out = dict(files)
         if "Dockerfile" in out and ids:
             data, mode = out["Dockerfile"]
-            text = pin_from(data.decode(), {ref: tags.get(image, image) for ref, image in ids.items()})
+            text = pin_from(data.decode(), {ref: names.get(image, image) for ref, image in ids.items()})
             out["Dockerfile"] = (text.encode(), mode)
         yield deterministic_tar(out)
-    finally:
-        for tag in made:
-            engine.remove_image(tag)
 
 
 def machine_lock_dir() -> Path:

@@ -7,7 +7,9 @@ hands over to gets ``--cidfile`` with a new file in ``<state dir>/containers`` (
 engine's CLI, running as you, writes the container's ID there when it creates it. ``envman exec``,
 ``stop`` and ``ps`` act only on containers whose ID is in one of those files. A file whose
 container is not listed is removed once older than :data:`GRACE_S` (a container being created is
-not listed yet).
+not listed yet). ``envman ps``, ``exec`` and ``stop`` sweep the folder each time; a run's hand-off
+sweeps it too once it holds more than :data:`SWEEP_AT` files (at most every :data:`SWEEP_EVERY_S`),
+so a user who only ever runs does not keep a file of every run forever.
 
 Standard library only, and neither pathlib nor typing: a cached run loads this.
 """
@@ -27,6 +29,14 @@ if TYPE_CHECKING:
 
 #: How old a file of a container no longer listed must be before it is removed (seconds).
 GRACE_S = 3600
+#: How many files the folder may hold before a run's hand-off sweeps it (asking the local engine
+#: which of this user's run containers still run, as ``envman ps`` does).
+SWEEP_AT = 256
+#: The least time between two sweeps of a run's hand-off (seconds): a file is removed only once
+#: older than :data:`GRACE_S`, so sweeping more often frees little and costs every run of a burst.
+SWEEP_EVERY_S = 600
+#: The file whose modification time says when a run's hand-off last swept the folder.
+_SWEPT = ".swept"
 #: The most bytes read from one file (an ID and a line break).
 _MAX_BYTES = 256
 _HEX = frozenset("0123456789abcdef")
@@ -59,9 +69,39 @@ def with_cidfile(argv: Sequence[str]) -> list[str]:
     at = next((i for i in range(1, len(out)) if out[i] == "run" and out[i - 1] != "--url"), None)
     if at is None:
         return out
-    path = os.path.join(_own_folder(containers_dir()), f"{os.urandom(16).hex()}.cid")
+    folder = _own_folder(containers_dir())
+    _sweep_when_full(folder)
+    path = os.path.join(folder, f"{os.urandom(16).hex()}.cid")
     out[at + 1:at + 1] = ["--cidfile", path]
     return out
+
+
+def _sweep_when_full(folder: str) -> None:
+    """:func:`started_ids` over ``folder`` when it holds more than :data:`SWEEP_AT` files and was
+    not swept in the last :data:`SWEEP_EVERY_S`, the engine's running run containers of this user
+    listed as ``envman ps`` lists them. Nothing when no local engine answers (``envman ps`` sweeps
+    then); never an error: a sweep does not stop a run."""
+    try:
+        if len(os.listdir(folder)) <= SWEEP_AT:
+            return
+        stamp = os.path.join(folder, _SWEPT)
+        try:
+            if time.time() - os.lstat(stamp).st_mtime < SWEEP_EVERY_S:
+                return
+        except FileNotFoundError:
+            pass
+        from envman import labels as L
+        from envman.engine.socket import local_socket, running_ids
+
+        sock = local_socket()
+        if sock is None:
+            return
+        listed = running_ids(sock, [f"{L.ROLE}={L.ROLE_RUN}", f"{L.UID}={os.getuid()}"], timeout=10)
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.utime(stamp)
+        started_ids(listed)
+    except Exception:  # noqa: BLE001 - the engine's CLI, run next, says what is wrong with it
+        return
 
 
 def _read_id(path: str) -> tuple[str | None, float]:
@@ -116,4 +156,4 @@ def started_here(container_id: str, started: Iterable[str]) -> bool:
     return len(container_id) >= 12 and any(s.startswith(container_id) for s in started)
 
 
-__all__ = ["GRACE_S", "containers_dir", "started_here", "started_ids", "with_cidfile"]
+__all__ = ["GRACE_S", "SWEEP_AT", "SWEEP_EVERY_S", "containers_dir", "started_here", "started_ids", "with_cidfile"]

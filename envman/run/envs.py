@@ -105,9 +105,13 @@ def own_containers(*, include_stopped: bool = False) -> tuple[list[EnvContainer]
     return mine, [c for c in labelled if not started_here(c.id, started)]
 
 
-def not_started_here(foreign: Sequence[EnvContainer], target: str, *, action: str) -> None:
+def not_started_here(foreign: Sequence[EnvContainer], target: str, *, action: str,
+                     mine: Sequence[EnvContainer] = ()) -> None:
     """Refuse, in one line, when ``target`` names only a container labelled as the caller's that
-    their envman did not start (another user of the engine can label one so)."""
+    their envman did not start (another user of the engine can label one so); when it names one
+    of ``mine`` too, the caller's own error about those stands."""
+    if any(target in (c.env, c.project) for c in mine):
+        return
     named = [c for c in foreign if target in (c.env, c.project)]
     if named:
         raise UserError(f"container {named[0].name} is labelled as your {target!r} but your envman did not start it: "
@@ -178,7 +182,7 @@ def exec_cli(args: Sequence[str], command: Sequence[str]) -> None:
     try:
         c = one(mine, a.target)
     except UserError:
-        not_started_here(foreign, a.target, action="exec")
+        not_started_here(foreign, a.target, action="exec", mine=mine)
         raise
     workdir = container_workdir(Path(c.root), Path.cwd()) if c.root else WORKSPACE
     tty, interactive = terminal_flags()

@@ -182,13 +182,14 @@ def try_cached_run(matrix: Sequence[str], args: Sequence[str], command: Sequence
         warnings = entry.get("warnings", [])
         if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
             return
+        argv = with_cidfile(argv)  # its ID recorded: envman exec enters only it (a folder it cannot use: a miss)
     except Exception:  # a cache never breaks a run: the full path decides
         return
     for line in warnings:
         from envman.errors import printable
 
         sys.stderr.write(f"envman: warning: {printable(line)}\n")
-    exec_docker(with_cidfile(argv), environment)  # its ID recorded: envman exec enters only it
+    exec_docker(argv, environment)
 
 
 def record(key: str, *, deps: Sequence[str], images: Sequence[tuple[str, str]], **payload: Any) -> None:

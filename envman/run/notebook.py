@@ -298,11 +298,12 @@ def notebook_cli(project: str | None, *, port: int | None, stack: str | None, gp
         return
     from envman.run.network import ensure_network
 
+    started = with_cidfile(argv)  # here, not in the server's child: a folder it cannot use is one line
     ensure_network(engine, plan)
     os.environ[TOKEN_ENV] = token  # read by the docker CLI (--env JUPYTER_TOKEN), never on an argv
     stderr_line(f"envman: starting JupyterLab for {proj.name}; the URL follows once it answers")
     sys.exit(serve_and_announce(
-        lambda: exec_docker(with_cidfile(argv)), host_port,
+        lambda: exec_docker(started), host_port,
         lambda: (f"JupyterLab for {proj.name} on {resolved.name}: {notebook_url(host_port, token)}\n"
                  "(on 127.0.0.1 only: from another machine, ssh -L "
                  f"{host_port}:127.0.0.1:{host_port} this-host; Ctrl-C stops it)\n")))

@@ -110,7 +110,8 @@ def _code_cells(text: str) -> list[list[str]]:
     cells = doc.get("cells") if isinstance(doc, dict) else None
     if not isinstance(cells, list):  # nbformat 3 kept its cells in worksheets
         sheets = doc.get("worksheets") if isinstance(doc, dict) else None
-        cells = [c for w in sheets if isinstance(w, dict) for c in w.get("cells") or []] if isinstance(sheets, list) else []
+        cells = [c for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list) for c in w["cells"]] \
+            if isinstance(sheets, list) else []
     out: list[list[str]] = []
     for cell in cells[:2000]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":

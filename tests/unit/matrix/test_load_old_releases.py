@@ -202,6 +202,22 @@ def test_torch_0_3_rows_follow_the_0_4_rows_and_the_wheels_of_their_release(ship
     assert [str(a) for a in rows[("0.3.1", "cu90")].ptx] == ["5.2"]
 
 
+@pytest.mark.parametrize(("version", "variant", "sass", "commit"), [
+    # pytorch/builder manywheel/build.sh of each release: "3.5;5.0+PTX" and, per CUDA version,
+    # 8.0: 6.0;6.1; 0.4.0's 9.0 (and 9.1): 6.0;6.1;7.0; 0.4.1's 9.0: 6.0;7.0 (6.1 dropped), 9.2: 6.0;6.1;7.0
+    ("0.4.0", "cu80", ["3.5", "5.0", "6.0", "6.1"], "d5e62b676b5d3b6c5dba35a4b5ac227bd6d3563b"),
+    ("0.4.0", "cu90", ["3.5", "5.0", "6.0", "6.1", "7.0"], "d5e62b676b5d3b6c5dba35a4b5ac227bd6d3563b"),
+    ("0.4.1", "cu80", ["3.5", "5.0", "6.0", "6.1"], "027edf5baba37fc7961c05bf6f712926f8863cf9"),
+    ("0.4.1", "cu90", ["3.5", "5.0", "6.0", "7.0"], "027edf5baba37fc7961c05bf6f712926f8863cf9"),
+    ("0.4.1", "cu92", ["3.5", "5.0", "6.0", "6.1", "7.0"], "027edf5baba37fc7961c05bf6f712926f8863cf9"),
+])
+def test_torch_0_4_arch_lists_are_those_of_the_wheel_build_script_of_their_release(shipped, version, variant, sass, commit):
+    (b,) = [b for b in shipped.builds if b.framework == "torch" and str(b.version) == version and b.variant == variant]
+    assert [str(a) for a in b.sass] == sass and [str(a) for a in b.ptx] == ["5.0"]
+    assert b.arch_status == "partially confirmed"  # the script, not the wheels, was read
+    assert f"https://github.com/pytorch/builder/blob/{commit}/manywheel/build.sh" in b.source
+
+
 def test_the_oldest_torch_release_is_0_3_0(shipped):
     assert min(b.version for b in shipped.builds if b.framework == "torch") == Version("0.3.0")
     with pytest.raises(ResolveError):

@@ -76,3 +76,93 @@ def test_a_planted_records_folder_is_refused_in_one_line(tmp_path):
     os.symlink(tmp_path, tmp_path / "state" / "containers")
     with pytest.raises(UserError, match="not a directory of yours"):
         with_cidfile(["docker", "run", "img"])
+
+
+class _Engine:
+    """The local engine's answer to a listing of this user's running run containers."""
+
+    def __init__(self, monkeypatch, listed=(), *, socket="/engine.sock", fail=False):
+        import envman.engine.socket as sock
+
+        self.asked: list[str] = []
+        self.listed = list(listed)
+        self.fail = fail
+        monkeypatch.setattr(sock, "local_socket", lambda environ=None: socket)
+        monkeypatch.setattr(sock, "api_get", self.get)
+
+    def get(self, socket_path, path, timeout=60):
+        from envman.engine.socket import NoAnswer
+
+        self.asked.append(path)
+        if self.fail:
+            raise NoAnswer()
+        return 200, [{"Id": c} for c in self.listed]
+
+
+def _fill(count, *, age):
+    """``count`` records of containers that are gone, ``age`` seconds old."""
+    from envman.engine.api import ContainerInfo
+
+    return [record_started(ContainerInfo(f"{i:064x}", "c", "img", "running", {}), age=age) for i in range(count)]
+
+
+def _records():
+    return sorted(n for n in os.listdir(containers_dir()) if n.endswith(".cid"))
+
+
+def test_a_run_sweeps_the_records_once_they_pass_the_limit_so_a_user_who_only_runs_keeps_none_forever(monkeypatch):
+    """Boundary: at SWEEP_AT files a run's hand-off asks nothing; one past it, it asks the local
+    engine for this user's running run containers and removes the old records of the others."""
+    from envman import labels as L
+    from envman.run.cidfile import SWEEP_AT
+
+    engine = _Engine(monkeypatch)
+    _fill(SWEEP_AT - 1, age=2 * GRACE_S)
+    with_cidfile(["docker", "run", "--rm", "img"])  # a path only: the folder still holds SWEEP_AT - 1
+    live = run_container("a", "x")
+    record_started(live, age=3 * GRACE_S)
+    assert len(os.listdir(containers_dir())) == SWEEP_AT
+    with_cidfile(["docker", "run", "--rm", "img"])
+    assert engine.asked == [] and len(_records()) == SWEEP_AT
+    young = record_started(run_container("b", "y"), age=GRACE_S - 60)
+    engine.listed = [live.id]
+    with_cidfile(["docker", "run", "--rm", "img"])
+    assert len(engine.asked) == 1
+    asked = engine.asked[0]
+    from urllib.parse import unquote
+
+    assert asked.startswith("/containers/json?") and f"{L.ROLE}={L.ROLE_RUN}" in unquote(asked) \
+        and f"{L.UID}={os.getuid()}" in unquote(asked)
+    assert sorted(Path(containers_dir(), n).read_text() for n in _records()) == [live.id, "b" * 64]
+    assert os.path.exists(young) and started_ids([live.id]) == {live.id, "b" * 64}
+
+
+def test_a_runs_sweep_waits_its_interval_and_never_stops_the_run(monkeypatch):
+    import time
+
+    from envman.run.cidfile import SWEEP_AT, SWEEP_EVERY_S
+
+    engine = _Engine(monkeypatch)
+    _fill(SWEEP_AT + 1, age=2 * GRACE_S)
+    with_cidfile(["docker", "run", "img"])
+    assert len(engine.asked) == 1 and _records() == []
+    _fill(SWEEP_AT + 1, age=2 * GRACE_S)
+    with_cidfile(["docker", "run", "img"])  # swept a moment ago: not again
+    assert len(engine.asked) == 1 and len(_records()) == SWEEP_AT + 1
+    stamp = Path(containers_dir(), ".swept")
+    at = time.time() - SWEEP_EVERY_S + 30
+    os.utime(stamp, (at, at))
+    with_cidfile(["docker", "run", "img"])
+    assert len(engine.asked) == 1
+    at = time.time() - SWEEP_EVERY_S - 1
+    os.utime(stamp, (at, at))
+    with_cidfile(["docker", "run", "img"])
+    assert len(engine.asked) == 2 and _records() == []
+    # no local engine to ask, or one that does not answer: the records stay, the run goes on
+    _fill(SWEEP_AT + 1, age=2 * GRACE_S)
+    os.utime(stamp, (0, 0))
+    _Engine(monkeypatch, socket=None)
+    assert "--cidfile" in with_cidfile(["docker", "run", "img"])
+    failing = _Engine(monkeypatch, fail=True)
+    assert "--cidfile" in with_cidfile(["docker", "run", "img"])
+    assert len(failing.asked) == 1 and len(_records()) == SWEEP_AT + 1

@@ -215,6 +215,22 @@ def test_exec_enters_my_recorded_container_and_refuses_a_labelled_one_in_one_lin
     assert len(e.entered) == 1  # the first exec only
 
 
+def test_exec_of_a_project_with_two_of_my_environments_says_so_whatever_a_look_alike_claims(engine_of):
+    """The error is about my containers when the target names some of them (two running
+    environments of the project: name one), never a neighbour's look-alike beside them; the
+    look-alike is what the error names only when nothing of mine answers to the target."""
+    from envman.run import envs
+
+    one, two, theirs = run_container("a", "one"), run_container("b", "two"), run_container("c", "one")
+    e = engine_of(one, two, theirs)
+    record_started(one)
+    record_started(two)
+    with pytest.raises(UserError) as err:
+        envs.exec_cli(["myproj"], ["python"])
+    assert "2 running environments" in err.value.what and "did not start" not in err.value.what
+    assert not e.entered
+
+
 def test_stop_and_ps_act_only_on_my_recorded_containers(engine_of, capsys):
     """``envman stop`` refuses a look-alike and stops only mine; ``envman ps`` lists only mine
     (``--all-users`` lists what the labels say, every user's)."""

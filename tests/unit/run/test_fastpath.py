@@ -569,3 +569,23 @@ def test_the_fast_paths_sha256_is_hashlibs(data):
     import hashlib
 
     assert runcache.sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize("spoil", ["file", "symlink"])
+def test_a_cached_run_whose_containers_folder_is_unusable_fails_in_one_line(world, engine, capsys, spoil):
+    # the folder of this user's container IDs is made when a run starts: when it cannot be (a
+    # file, or a symlink, in its place) the cache does not decide: the full path says so in one line
+    assert envman_run("--no-gpu", "--", "python", "train.py")[0] == "full"
+    folder = world["tmp"] / "state" / "containers"
+    for f in folder.iterdir():
+        f.unlink()
+    folder.rmdir()
+    if spoil == "file":
+        folder.write_text("")
+    else:
+        (world["tmp"] / "elsewhere").mkdir()
+        folder.symlink_to(world["tmp"] / "elsewhere")
+    capsys.readouterr()
+    assert envman_run("--no-gpu", "--", "python", "train.py") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a directory of yours" in err and str(folder) in err

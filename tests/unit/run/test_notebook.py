@@ -201,3 +201,89 @@ def test_the_notebook_layer_is_reused_only_when_mine_and_run_by_its_id(tmp_path,
     e.tag(planted, notebook_image_ref("demo", base))
     again = build_notebook_image(e, "demo", base)
     assert len(e.build_calls) == 2 and again != planted
+
+
+def _notebook_world(tmp_path, monkeypatch):
+    """``envman notebook`` up to its hand-over, with everything before it stood in for: what
+    ``serve_and_announce`` was given, and the argv its ``start`` execs."""
+    from contextlib import nullcontext
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    import envman.engine.docker as docker_mod
+    import envman.engine.facts as facts
+    import envman.engine.handoff as handoff
+    import envman.project.registry as registry
+    import envman.project.settings as settings_mod
+    import envman.project.trust as trust
+    import envman.run.command as command
+    import envman.run.network as network
+    import envman.run.plan as plan_mod
+    import envman.run.prepare as prepare
+    from envman.run import notebook
+
+    @dataclass(frozen=True)
+    class Settings:
+        stack: str = "torch-2.4-cpu"
+        ports: tuple = ()
+
+    @dataclass(frozen=True)
+    class Plan:
+        image: str = "sha256:" + "b" * 64
+        tty: bool = True
+        interactive: bool = True
+        inherit_env: tuple = ()
+
+    monkeypatch.setenv("ENVMAN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv(notebook.TOKEN_ENV, "")
+    monkeypatch.setattr(registry, "locate", lambda project: SimpleNamespace(name="demo"))
+    monkeypatch.setattr(settings_mod, "load_user_config", lambda: None)
+    monkeypatch.setattr(settings_mod, "merge_settings", lambda *a, **k: Settings())
+    monkeypatch.setattr(trust, "project_trusted", lambda proj: True)
+    monkeypatch.setattr(command, "project_image_builder", lambda *a, **k: None)
+    monkeypatch.setattr(command, "build_network", lambda *a, **k: None)
+    monkeypatch.setattr(facts, "docker_facts", lambda: SimpleNamespace(inspect_image=lambda ref: SimpleNamespace(id=ref)))
+    monkeypatch.setattr(prepare, "prepare_run", lambda *a, **k: SimpleNamespace(problems=[], plan=Plan()))
+    monkeypatch.setattr(docker_mod.Engine, "connect", classmethod(lambda cls, *a, **k: nullcontext(None)))
+    monkeypatch.setattr(notebook, "build_notebook_image", lambda *a, **k: "sha256:" + "c" * 64)
+    monkeypatch.setattr(plan_mod, "docker_argv", lambda plan: ["docker", "run", "--rm", plan.image])
+    monkeypatch.setattr(network, "ensure_network", lambda engine, plan: None)
+    seen: dict = {}
+
+    def serve(start, port, announce, **kw):
+        seen["served"] = True
+        try:
+            start()
+        except SystemExit:
+            pass
+        return 0
+
+    monkeypatch.setattr(notebook, "serve_and_announce", serve)
+    monkeypatch.setattr(handoff, "exec_docker", lambda argv, env=(): seen.setdefault("argv", list(argv)) and None)
+    matrix = SimpleNamespace(resolve=lambda name: SimpleNamespace(name=name, is_cpu=True))
+
+    def run():
+        notebook.notebook_cli(None, port=8899, stack=None, gpus=None, no_gpu=True, rebuild=False, dry_run=False,
+                              matrix=matrix)
+    return run, seen
+
+
+def test_the_notebook_server_container_is_recorded_as_this_users(tmp_path, monkeypatch):
+    run, seen = _notebook_world(tmp_path, monkeypatch)
+    with pytest.raises(SystemExit) as out:
+        run()
+    assert out.value.code == 0
+    argv = seen["argv"]
+    assert argv[:2] == ["docker", "run"] and argv[2] == "--cidfile"
+    assert os.path.dirname(argv[3]) == str(tmp_path / "state" / "containers") and argv[-1] == "sha256:" + "c" * 64
+
+
+def test_a_notebook_whose_containers_folder_is_unusable_is_refused_before_its_server_starts(tmp_path, monkeypatch):
+    # the server starts in a forked child: a refusal there would be that child's traceback, so
+    # the folder of this user's container IDs is settled first, in one line, and nothing is started
+    run, seen = _notebook_world(tmp_path, monkeypatch)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "containers").write_text("")
+    with pytest.raises(UserError, match="is not a directory of yours"):
+        run()
+    assert "served" not in seen and "argv" not in seen

@@ -110,7 +110,8 @@ def test_a_notebooks_shell_lines_speak_as_advice_commands_with_their_lines(repo)
 
 
 @pytest.mark.parametrize("text", ["", "{", "[]", '{"cells": 3}', '{"cells": [3, {"cell_type": "code", "source": 7}]}',
-                                  "[" * 100_000 + "]" * 100_000])
+                                  "[" * 100_000 + "]" * 100_000, '{"worksheets": [{"cells": 5}]}',
+                                  '{"worksheets": [{"cells": true}, {"cells": {"cell_type": "code"}}, 3]}'])
 def test_a_notebook_that_is_no_notebook_gives_nothing(repo, text):
     from envman.project.detect.shell import read_notebook
 
