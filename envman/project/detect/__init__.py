@@ -45,7 +45,7 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     """Every statement the repository's files make about its stack."""
     from envman.project.detect.code import scan_code
     from envman.project.detect.images import COMPOSE, read_compose, read_dockerfile
-    from envman.project.detect.prose import read_prose
+    from envman.project.detect.prose import named_files, read_prose
     from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
         CONDA_LISTS,
@@ -84,8 +84,11 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     for rel in repo.matching(NOTEBOOKS)[:MAX_NOTEBOOKS]:
         demote = _DEV_RE.search(rel) is not None
         out += [_demoted(s) if demote else s for s in read_notebook(repo, rel)]
+    named: set[str] = set()
     for rel in repo.matching(_PROSE, max_depth=1):
         out += read_prose(repo, rel, matrix)
+        named |= named_files(repo, rel)
+    out = [replace(s, named=True) if s.file in named else s for s in out]
     code, folders = scan_code(repo)
     out = [_scoped(s, folders) for s in out] + code
     return out

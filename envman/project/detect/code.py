@@ -1,5 +1,5 @@
 """Which framework the code really uses: imports counted in ``*.py`` files (by pattern, nothing
-imported or run), Lua Torch's ``require 'torch'`` in ``*.lua`` files, Caffe's ``*.prototxt``, and
+imported or run; in notebooks' code cells when no ``*.py`` file imports one), Lua Torch's ``require 'torch'`` in ``*.lua`` files, Caffe's ``*.prototxt``, and
 code that only Python 2 parses."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from itertools import islice
 from envman.errors import counted
 from envman.project.detect.facts import FRAMEWORK, IMPORTS, PROSE, RANGE, UNSUPPORTED, Fact, Statement
 from envman.project.detect.repo import CODE_LIMIT, MAX_CODE_FILES, Repository
+from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOK_LIMIT, NOTEBOOKS, notebook_code
 
 #: Top-level modules → the framework (or unsupported framework) they belong to.
 MODULES = {
@@ -136,6 +137,14 @@ def scan_code(repo: Repository) -> tuple[list[Statement], dict[str, str]]:
         if "tensorflow" in found and tensorflow_1_only(text):
             tf1 += 1
             examples.setdefault("tf1", rel)
+    if not counts:
+        # no Python file imports a framework: a repository of notebooks says it in their code cells
+        for rel in repo.matching(NOTEBOOKS)[:MAX_NOTEBOOKS]:
+            nb = repo.read(rel, limit=NOTEBOOK_LIMIT)
+            for fw in imported(notebook_code(nb)) if nb else ():
+                counts[fw] += 1
+                examples.setdefault(fw, rel)
+                tally(rel, fw)
     lua = 0
     for rel in [f for f in repo.files if f.endswith(".lua")][:MAX_CODE_FILES]:
         text = repo.head(rel, CODE_LIMIT)

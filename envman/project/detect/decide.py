@@ -184,9 +184,10 @@ def _cuda_agree(a: Statement, b: Statement) -> bool:
     return _cuda_fits(fa.version, fb.version) or _cuda_fits(fb.version, fa.version)
 
 
-def _key(s: Statement) -> tuple[int, int, str, int]:
-    """Strongest first; at equal weight the shallower file, then file order."""
-    return (-s.weight, s.file.count("/"), s.file, s.line)
+def _key(s: Statement) -> tuple[int, bool, int, str, int]:
+    """Strongest first; at equal weight a file a README's install command names, then the
+    shallower file, then file order."""
+    return (-s.weight, not s.named, s.file.count("/"), s.file, s.line)
 
 
 # --------------------------------------------------------------------------- the decision
@@ -246,14 +247,22 @@ class _Decider:
     def gives_way(self, s: Statement, version_stmts: Sequence[Statement]) -> bool:
         """Whether a CUDA or Python pin that no build of the pinned release meets gives way to that
         release: the release's statement weighs more (a requirements pin over a base image's
-        Python), or ``s`` comes from a Dockerfile that installs no framework while another
+        Python), ``s``'s file is another install route (:meth:`other_route`), or ``s`` comes from a Dockerfile that installs no framework while another
         Dockerfile names the release (an image that builds a native tool beside the training one)."""
         if not version_stmts:
             return False
-        if s.weight < max(v.weight for v in version_stmts):
+        if s.weight < max(v.weight for v in version_stmts) or self.other_route(s):
             return True
         return (s.source == "dockerfile" and any(v.source == "dockerfile" and v.file != s.file for v in version_stmts)
                 and not any(x.fact.kind == FRAMEWORK and x.file == s.file for x in self.pending))
+
+    def other_route(self, s: Statement) -> bool:
+        """Whether ``s``'s file pins the framework only at releases set aside as contradicting the
+        one taken: a second way to install the project (``conda-gpu.yml`` beside a
+        ``requirements-gpu.txt`` of another release), whose CUDA and Python go with its release."""
+        mine = [d for d in self.done.values() if d.file == s.file and d.fact.kind == FRAMEWORK
+                and d.fact.framework == self.chosen and (d.fact.spec or d.fact.companion)]
+        return bool(mine) and all(d.used is False and d.why.startswith("contradicts") for d in mine)
 
     def set_aside_for_release(self, s: Statement, version_stmts: Sequence[Statement], about: str, why: str) -> None:
         """``s`` contradicts the release the stronger statements pin: set aside, listed as a conflict."""
@@ -510,7 +519,7 @@ class _Decider:
         taken: list[Statement] = []
         # at equal weight a GPU build's CUDA before a CPU build (a Dockerfile.cpu beside a Dockerfile.gpu)
         for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, not self.anchored(s),
-                                                      s.file.count("/"), s.file, s.line)):
+                                                      *_key(s)[1:])):
             if self.siblings_set_aside(s):
                 self.mark(s, False, "on a line set aside")
                 continue
@@ -707,7 +716,9 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         hard = [c for c in cuda_stmts if c.hard]
         if not hard:
             break
-        s = hard[0]
+        # the first pin that no build meets on its own: one already read as its major fits, and a
+        # second line of the same minor (``cudatoolkit=11.3``, ``cuda-nvcc=11.3``) then takes its turn
+        s = next((c for c in hard if not any(cuda_fit(rows_of(v), [c]) for v in versions)), hard[0])
         major = _same_major(s, [b for v in versions for b in rows_of(v)])
         if major is not None:
             # CUDA 11 on: a build of the same major runs what the pin's minor would (minor-version compatibility)

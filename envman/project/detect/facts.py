@@ -111,6 +111,9 @@ class Statement:
     #: (folder, framework) when the file sits in a top-level folder whose code imports that
     #: framework only: the statement speaks for that implementation, not for the repository
     scope: tuple[str, str] | None = None
+    #: the file is one a README's install command names (``conda env create -f environment_b.yml``):
+    #: among files of equal weight, the one the authors tell users to install
+    named: bool = False
 
     @property
     def weight(self) -> int:

@@ -4,7 +4,7 @@ Base images carry their stack in the name (``nvidia/cuda:10.0-cudnn7-devel-ubunt
 ``pytorch/pytorch:1.7.1-cuda11.0-cudnn8-runtime``, ``tensorflow/tensorflow:1.14.0-gpu-py3``,
 ``python:3.7-slim``); NVIDIA's NGC images (``nvcr.io/nvidia/pytorch:20.12-py3``) name only a
 release, read against the matrix's NGC table. The file is read as Docker's parser reads it: line
-continuations joined, ``ARG`` defaults declared before ``FROM`` substituted, a ``FROM`` of an
+continuations joined, ``ARG`` defaults and ``ENV`` values substituted in the lines after them, a ``FROM`` of an
 earlier stage's name followed to nothing new.
 """
 
@@ -48,10 +48,24 @@ def logical_lines(text: str, *, continuation: str = "\\",
         yield start, " ".join(p.strip() for p in pending)
 
 
+#: What substitution may add to a line: values that refer to each other (``ENV B=$A$A``, then
+#: ``ENV C=$B$B``...) cannot grow a line past it; a reference past it is left empty.
+SUBSTITUTION_LIMIT = 4096
+
+
 def substitute(text: str, args: dict[str, str]) -> str:
-    """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults seen so far."""
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)",
-                  lambda m: args.get(m.group(1) or m.group(3), m.group(2) or ""), text)
+    """``${NAME}``, ``${NAME:-default}`` and ``$NAME`` filled from the ``ARG`` defaults and ``ENV``
+    values seen so far, adding at most :data:`SUBSTITUTION_LIMIT` characters."""
+    room = [SUBSTITUTION_LIMIT]
+
+    def fill(m: re.Match[str]) -> str:
+        value = args.get(m.group(1) or m.group(3), m.group(2) or "")
+        if len(value) > room[0]:
+            return ""
+        room[0] -= len(value)
+        return value
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)", fill, text)
 
 
 def image_facts(ref: str, matrix: "Matrix | None") -> tuple[list[Fact], str]:
@@ -259,6 +273,23 @@ def _words(text: str) -> list[str]:
         return text.split()
 
 
+def _env_values(rest: str) -> dict[str, str]:
+    """The variables one ``ENV`` instruction sets: ``NAME=value ...``, or the older ``NAME value``
+    (one variable, the rest of the line its value)."""
+    words = _words(rest)
+    if not words:
+        return {}
+    if "=" not in words[0]:
+        name, value = words[0], " ".join(words[1:])
+        return {name: value} if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else {}
+    out = {}
+    for w in words:
+        name, eq, value = w.partition("=")
+        if eq and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            out[name] = value
+    return out
+
+
 def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list[Statement]:
     text = repo.read(rel)
     if text is None:
@@ -292,6 +323,8 @@ def read_dockerfile(repo: Repository, rel: str, matrix: "Matrix | None") -> list
             for w, f in command_facts(substitute(rest, args)):
                 out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND, f, notes=(w,)))
         elif kind == "ENV":
+            rest = substitute(rest, args)
+            args.update(_env_values(rest))  # a later RUN line's shell sees them: ``torch==${PYTORCH_VERSION}``
             m = re.search(r"PYTHON_VERSION[= ]+[\"']?([0-9]+)\.([0-9]+)", rest)
             if m and m.group(1) == "3":
                 out.append(Statement(rel, no, clip_text(instr), "dockerfile", COMMAND,

@@ -12,7 +12,9 @@ the codebase", "the old code") is not read, to the end of its paragraph.
 
 from __future__ import annotations
 
+import posixpath
 import re
+from itertools import islice
 
 from envman.project.detect.facts import COMMAND, CUDA, CUDNN, FRAMEWORK, PROSE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text
 from envman.project.detect.images import command_facts, image_facts
@@ -106,8 +108,9 @@ def _next(version: str) -> str:
 
 def _plain(line: str) -> str:
     """A line of Markdown or reStructuredText as a sentence: links and images as their text,
-    emphasis and code marks dropped (``[PyTorch](https://pytorch.org/) 1.10.1`` → ``PyTorch 1.10.1``)."""
-    line = re.sub(r"!?\[([^\]]{0,200})\]\([^)]{0,500}\)", r"\1", line)
+    emphasis and code marks dropped (``[PyTorch](https://pytorch.org/) 1.10.1`` → ``PyTorch 1.10.1``; an
+    address may hold one pair of brackets: ``[PyTorch]((http://pytorch.org/)) v1.0``)."""
+    line = re.sub(r"!?\[([^\]]{0,200})\]\([^()]{0,500}(?:\([^()]{0,500}\)[^()]{0,500})?\)", r"\1", line)
     line = re.sub(r"`([^`]{0,300})`_?", r"\1", line)
     return line.replace("**", "").replace("*", "")
 
@@ -220,6 +223,42 @@ _REQUIREMENT_LINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}(?:\[[A-Za-z0
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
 
+#: A name and its version joined by a comparison (``PyTorch == 0.3.1``, ``python>=3.6``): in a code
+#: block that installs nothing, a statement of what the code needs.
+_STATED_RE = re.compile(r"[A-Za-z] ?(?:==|>=|<=|~=|≥|≤) ?v?[0-9]")
+
+
+#: An option that names a file to install from (``-f environment.yml``, ``-r requirements/gpu.txt``,
+#: ``--file spec.txt``), and the install commands that take one: ``conda env create``, ``pip install``.
+_FILE_OPTION_RE = re.compile(r"\s(?:-f|--file|-r|--requirement)[ =]['\"]?([A-Za-z0-9_./-]{1,200})")
+_INSTALLS_FROM_RE = re.compile(r"\b(?:(?:conda|mamba|micromamba)\s+(?:env\s+)?(?:create|update|install)|pip[0-9.]*\s+install)\b")
+#: Options looked at per file: a file of one option repeated costs no more than a real one.
+_MAX_FILE_OPTIONS = 500
+
+
+def named_files(repo: Repository, rel: str) -> set[str]:
+    """The repository's files that a README's install commands name (``-f`` of ``conda env
+    create``, ``-r`` of ``pip install``), as paths from the root: from the README's folder, else
+    from the root."""
+    text = repo.read(rel, limit=PROSE_LIMIT)
+    if text is None:
+        return set()
+    here = posixpath.dirname(rel)
+    files = set(repo.files)
+    out: set[str] = set()
+    for m in islice(_FILE_OPTION_RE.finditer(text), _MAX_FILE_OPTIONS):
+        # the command the option belongs to: the words before it, back to the last separator
+        command = re.split(r"[;&|\n]", text[max(0, m.start() - 300): m.start()])[-1]
+        if not _INSTALLS_FROM_RE.search(command):
+            continue
+        for base in (here, ""):
+            path = posixpath.normpath(posixpath.join(base, m.group(1)))
+            if path in files:
+                out.add(path)
+                break
+    return out
+
+
 def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statement]:
     """The statements of a README-like file (Markdown or reStructuredText or plain text)."""
     text = repo.read(rel, limit=PROSE_LIMIT)
@@ -278,6 +317,12 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
                 for fact in requirement_facts(stripped):
                     if fact.kind == FRAMEWORK:
                         out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(stripped,)))
+            elif not found_command and _STATED_RE.search(stripped):
+                # a block that lists what the code needs ("Python >= 3.5.5, PyTorch == 0.3.1") is no
+                # command: its statements that carry their own comparison speak as a sentence
+                for phrase, fact in sentence_facts(stripped):
+                    if _STATED_RE.search(phrase):
+                        out.append(Statement(rel, no, clip_text(line), "readme", PROSE, fact, notes=(phrase,)))
             continue
         # around an install command, the words outside it still speak ("PyTorch 0.4: `conda install pytorch`")
         for phrase, fact in sentence_facts(re.sub(r"`[^`]*`", " ", line) if found_command else line):

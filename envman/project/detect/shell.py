@@ -100,25 +100,45 @@ def read_notebook(repo: Repository, rel: str) -> list[Statement]:
     return out
 
 
-def _notebook_shell_lines(text: str) -> list[tuple[int, str]]:
-    """(line of the .ipynb file, shell command) of each code cell's shell line, in order."""
+def _code_cells(text: str) -> list[list[str]]:
+    """The source lines of each code cell of a notebook, in order ([] for a notebook cut short or
+    no notebook at all: nothing is guessed from a fragment)."""
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):
-        return []  # cut short or not a notebook: nothing is guessed from a fragment
+        return []
     cells = doc.get("cells") if isinstance(doc, dict) else None
     if not isinstance(cells, list):  # nbformat 3 kept its cells in worksheets
         sheets = doc.get("worksheets") if isinstance(doc, dict) else None
         cells = [c for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list) for c in w["cells"]] \
             if isinstance(sheets, list) else []
-    where = _json_string_lines(text)
-    out: list[tuple[int, str]] = []
+    out: list[list[str]] = []
     for cell in cells[:2000]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", cell.get("input"))
         lines = source if isinstance(source, list) else str(source or "").splitlines(keepends=True)
-        lines = [x for x in lines if isinstance(x, str)]
+        out.append([x for x in lines if isinstance(x, str)])
+    return out
+
+
+def notebook_code(text: str) -> str:
+    """A notebook's Python: its code cells' lines, less those IPython hands to a shell and the cells
+    of another language (``%%bash``), one line each, for :func:`~.code.imported` to read."""
+    kept: list[str] = []
+    for lines in _code_cells(text):
+        if lines and lines[0].lstrip().startswith("%%"):
+            continue
+        kept += [raw.rstrip("\n") for raw in lines if not _NB_SHELL_RE.match(raw) and not raw.lstrip().startswith("%")]
+    return "\n".join(kept)
+
+
+def _notebook_shell_lines(text: str) -> list[tuple[int, str]]:
+    """(line of the .ipynb file, shell command) of each code cell's shell line, in order."""
+    cells = _code_cells(text)
+    where = _json_string_lines(text) if cells else {}
+    out: list[tuple[int, str]] = []
+    for lines in cells:
         shell_cell = bool(lines) and _NB_CELL_MAGIC_RE.match(lines[0]) is not None
         for raw in lines[1:] if shell_cell else lines:
             command = raw.strip() if shell_cell else (m.group(1).strip() if (m := _NB_SHELL_RE.match(raw)) else "")

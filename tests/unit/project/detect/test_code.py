@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from envman.project.detect.code import read_code, tensorflow_1_only
@@ -69,3 +71,33 @@ def test_code_that_mostly_calls_tensorflow_1_apis_caps_the_release_below_2(repo)
     assert [s.fact.means() for s in read_code(r) if s.fact.kind == "framework"] == ["tensorflow <2"]
     r = repo({"a.py": tf1, "b.py": tf2, "c.py": tf2, "d.py": tf2})  # one in four: a leftover, no cap
     assert [s for s in read_code(r) if s.fact.kind == "framework"] == []
+
+
+def _notebook(*cells: list[str]) -> str:
+    return json.dumps({"nbformat": 4, "cells": [{"cell_type": "markdown", "source": ["import torch in prose\n"]}]
+                       + [{"cell_type": "code", "source": c} for c in cells]})
+
+
+def test_notebooks_count_only_when_no_python_file_imports_a_framework(repo):
+    nb = _notebook(["!pip install neural_tangents==0.2.2\n", "import jax.numpy as np\n"], ["from jax import random"])
+    r = repo({"Demo.ipynb": nb, "exp/a.ipynb": nb, "exp/plot.ipynb": _notebook(["import matplotlib\n"]),
+              "util.py": "import numpy\n"})
+    assert [(s.file, s.fact.means()) for s in read_code(r)] == [("Demo.ipynb", "imports jax in 2 files")]
+    # one Python file that imports a framework: the notebooks are examples beside the code
+    r = repo({"Demo.ipynb": nb, "exp/a.ipynb": nb, "model.py": "import torch\n"})
+    assert [s.fact.means() for s in read_code(r)] == ["imports torch in 1 file"]
+
+
+@pytest.mark.parametrize("cells", [
+    [["%%bash\n", "import torch\n"]],            # a cell of another language
+    [["!import torch\n", "%pip install torch\n"]],  # lines IPython hands to a shell
+    [["x = 1  # import torch\n"]],                # not at a line's start
+])
+def test_a_notebooks_shell_lines_and_other_languages_import_nothing(repo, cells):
+    r = repo({"Demo.ipynb": _notebook(*cells)})
+    assert read_code(r) == []
+
+
+def test_a_notebook_cut_short_or_not_json_imports_nothing(repo):
+    r = repo({"a.ipynb": _notebook(["import torch\n"])[:-10], "b.ipynb": "import torch\n"})
+    assert read_code(r) == []

@@ -325,6 +325,18 @@ def test_a_cuda_11_minor_no_build_has_takes_a_build_of_its_major(found):
     assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
 
 
+def test_each_cuda_11_pin_of_the_same_minor_takes_its_major_in_turn(found):
+    """``cudatoolkit=11.1`` and ``cuda-nvcc=11.1`` on two lines: each, unmet, is read as CUDA 11 in
+    turn (not the first twice, which ended detection asking for the 'CUDA 11' it had become)."""
+    d = found({"environment.yml": "dependencies:\n  - python=3.8\n  - pytorch=1.11.0\n  - cudatoolkit=11.1\n  - cuda-nvcc=11.1\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda.split(".")[0]) == ("1.11.0", "11")
+    why = {s.where: s.why for s in d.decision.evidence if s.used}
+    assert all("minor-version compatibility" in why[w] for w in ("environment.yml:4", "environment.yml:5"))
+    # before CUDA 11 both stay unmet, and the line named is a pin as written
+    d = found({"environment.yml": "dependencies:\n  - pytorch=1.0.0\n  - cudatoolkit=10.1\n  - cuda-nvcc=10.1\n"})
+    assert d.decision is None and "asks for CUDA 10.1 (- cudatoolkit=10.1)" in d.problem.what
+
+
 def test_a_base_images_python_gives_way_to_the_release_a_requirements_file_pins(found):
     d = found({"requirements.txt": "tensorflow==2.12.1\n", "Dockerfile": "FROM python:3.7\nRUN pip install -r requirements.txt\n"})
     assert d.decision.stack.framework_version == "2.12.1" and d.decision.stack.python != "3.7"
@@ -333,6 +345,56 @@ def test_a_base_images_python_gives_way_to_the_release_a_requirements_file_pins(
     # at equal weight (one conda file pins both) the contradiction is the repository's: no stack
     d = found({"environment.yml": "dependencies:\n  - python=3.7\n  - pip:\n    - tensorflow==2.12.1\n"})
     assert d.decision is None
+
+
+def _routes(conda_tf: str) -> dict[str, str]:
+    return {"requirements-gpu.txt": "tensorflow-gpu==2.12.0\n", "train.py": "import tensorflow as tf\n",
+            "conda-gpu.yml": "dependencies:\n  - python==3.7\n  - cudatoolkit==10.1.243\n  - pip\n"
+                             + (f"  - pip:\n    - tensorflow-gpu=={conda_tf}\n" if conda_tf else "")}
+
+
+def test_the_cuda_and_python_of_another_install_route_go_with_its_release(found):
+    """``conda-gpu.yml`` (TF 2.1, CUDA 10.1, Python 3.7) beside ``requirements-gpu.txt`` (TF 2.12): the
+    conda file's release (a pre-release, read as ``==2.1.*``, weighs less than the exact pin) is set
+    aside, and its CUDA and Python go with it instead of ending detection."""
+    d = found(_routes("2.1.0rc1"))
+    st = d.decision.stack
+    assert (st.framework_version, st.cuda) == ("2.12.0", "11.8") and st.python != "3.7"
+    assert aside(d)["conda-gpu.yml:3"].startswith("gives way to the release pin")
+    assert {c["about"] for c in d.decision.conflicts} >= {"CUDA", "Python", "tensorflow release"}
+    # where the conda file's release is the one taken, its CUDA and Python are taken with it
+    st = found(_routes("2.1.0")).decision.stack
+    assert (st.framework_version, st.cuda, st.python) == ("2.1.0", "10.1", "3.7")
+
+
+@pytest.mark.parametrize("conda_tf", ["2.12.0", ""])
+def test_a_cuda_pin_beside_the_release_taken_or_beside_no_release_still_ends_detection(found, conda_tf):
+    # the same route (its release is the one taken), or a file that pins no release: its CUDA binds
+    d = found(_routes(conda_tf))
+    assert d.decision is None and "asks for CUDA 10.1" in d.problem.what
+
+
+def _envs(readme: str) -> dict[str, str]:
+    env = "dependencies:\n  - python=3.11\n  - pytorch={}\n  - pytorch-cuda={}\n"
+    return {"environment_pt220cu121.yaml": env.format("2.2.0", "12.1"), "environment_pt240cu124.yaml": env.format("2.4.0", "12.4"),
+            "README.md": readme, "a.py": "import torch\n"}
+
+
+@pytest.mark.parametrize("readme, want", [
+    ("```\nconda env create -n x -f environment_pt240cu124.yaml\n```\n", ("2.4.0", "12.4")),
+    ("```\nconda env create -n x -f environment_pt220cu121.yaml\n```\n", ("2.2.0", "12.1")),
+    ("Install one of the environment files.\n", ("2.2.0", "12.1")),  # none named: file order, as before
+    ("```\nconda env create -f environment_pt999.yaml\n```\n", ("2.2.0", "12.1")),  # a file that is not there
+])
+def test_among_install_files_of_equal_weight_the_one_the_readme_installs_wins(found, readme, want):
+    st = found(_envs(readme)).decision.stack
+    assert (st.framework_version, st.cuda) == want
+
+
+def test_a_file_the_readme_names_does_not_outweigh_a_stronger_pin(found):
+    files = {"requirements.txt": "torch>=2.0\n", "environment.yml": "dependencies:\n  - pytorch=2.2.0\n",
+             "README.md": "```\npip install -r requirements.txt\n```\n", "a.py": "import torch\n"}
+    assert found(files).decision.stack.framework_version == "2.2.0"
 
 
 def test_a_dockerfile_that_installs_no_framework_gives_way_to_the_one_that_names_it(found):

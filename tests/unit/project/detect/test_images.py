@@ -220,3 +220,34 @@ def test_a_compose_files_service_images_speak_as_from_lines(repo):
     got = read_compose(r, "docker/docker-compose.gpu.yml", load_matrix())
     assert {s.line for s in got} == {3, 6} and all(s.source == "compose" and s.strength == IMAGE for s in got)
     assert {"tensorflow ==2.4.1 (GPU build)"} <= {s.fact.means() for s in got}
+
+
+def test_env_values_fill_the_run_lines_after_them(repo):
+    r = repo({"Dockerfile": """\
+        FROM nvidia/cuda:10.2-devel-ubuntu18.04
+        RUN pip install torch==${PYTORCH_VERSION}
+        ENV PROJECT=demo
+        ENV PYTORCH_VERSION=1.8.1 TORCHVISION_VERSION="0.9.1"
+        ARG python=3.6
+        ENV PYTHON_VERSION=${python}
+        ENV TF_VERSION 2.4.1
+        RUN pip install torch==${PYTORCH_VERSION} torchvision==$TORCHVISION_VERSION tensorflow==${TF_VERSION}
+        ENV PYTORCH_VERSION=1.9.0
+        RUN pip install torch==${PYTORCH_VERSION}
+        """})
+    got = [(line, m) for _, line, m in means(read_dockerfile(r, "Dockerfile", None))]
+    # before its ENV line the variable is unset (``torch==`` says nothing); each ENV holds until the next sets it
+    assert got == [(1, "CUDA 10.2"), (6, "Python ==3.6.*"), (8, "torch ==1.8.1"),
+                   (8, "torch as torchvision==0.9.1 needs it"), (8, "tensorflow ==2.4.1"), (10, "torch ==1.9.0")]
+
+
+def test_substitution_adds_at_most_its_limit_to_a_line(repo):
+    from envman.project.detect.images import SUBSTITUTION_LIMIT, substitute
+
+    full = "a" * SUBSTITUTION_LIMIT
+    assert substitute("$A $A", {"A": full}) == full + " "  # exactly the limit, then nothing more
+    assert substitute("${A}", {"A": full + "a"}) == ""  # one past it
+    # values that double each other (ENV A1=$A0$A0 ...) cost a bounded time and space
+    chain = ["ENV A0=torch"] + [f"ENV A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 60)]
+    r = repo({"Dockerfile": "FROM ubuntu\n" + "\n".join(chain) + "\nENV V=1.8.1\nRUN pip install $A59 torch==$V\n"})
+    assert [m for _, _, m in means(read_dockerfile(r, "Dockerfile", None))] == ["torch ==1.8.1"]

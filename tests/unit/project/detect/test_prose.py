@@ -165,9 +165,10 @@ def test_pins_listed_in_a_code_block_are_readme_statements(repo):
     "torch==1.0\u202e",
     "=" * 5000,
 ])
-def test_a_code_line_that_is_not_one_bare_pin_says_nothing(repo, line):
+def test_a_code_line_that_is_not_one_bare_pin_is_not_read_as_one(repo, line):
+    # (a line with comparisons may still speak as a sentence: test_a_code_block_that_lists_...)
     r = repo({"README.md": f"```\n{line}\n```\n"})
-    assert [s.fact.means() for s in read_prose(r, "README.md")] == []
+    assert [s.notes for s in read_prose(r, "README.md") if s.notes == (line.strip(),)] == []
 
 
 def test_a_code_block_pin_at_the_limits_is_read(repo):
@@ -196,3 +197,46 @@ def test_another_version_of_the_code_is_silent_to_its_paragraph_end(repo):
     got = [(s.line, s.fact.means()) for s in read_prose(r, "README.md")]
     assert got == [(1, "torch ==1.0.*"), (4, "Python ==3.6.*"), (6, "CUDA 10.0"), (13, "tensorflow ==1.15.*"),
                    (16, "cuDNN 7")]
+
+
+def test_a_code_block_that_lists_requirements_with_comparisons_speaks_as_a_sentence(repo):
+    """``Python >= 3.5.5, PyTorch == 0.3.1`` in a code block installs nothing: the statements with
+    a comparison speak as a sentence; a bare name and version there (output, a path) says nothing."""
+    r = repo({"README.md": "## Requirements\n```\nPython >= 3.5.5, PyTorch == 0.3.1, torchvision == 0.2.0\n```\n"
+                           "```\ntorch>=1.7\nUsing PyTorch 1.4.0 on CUDA 10.1\npip install tensorflow==2.4.1\n"
+                           "if torch.__version__ >= '1.7':\n# python==3.8\n```\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(3, "Python >=3.5.5", PROSE), (3, "torch ==0.3.1", PROSE), (6, "torch >=1.7", PROSE),
+                   (8, "tensorflow ==2.4.1", COMMAND), (10, "Python ==3.8.*", PROSE)]
+
+
+@pytest.mark.parametrize("line, want", [
+    ("with Python 3.6, CUDA 10.0, and [PyTorch]((http://pytorch.org/)) v1.0.", ["Python ==3.6.*", "CUDA 10.0", "torch ==1.0.*"]),
+    ("[PyTorch](https://en.wikipedia.org/wiki/Torch_(machine_learning)) 1.4", ["torch ==1.4.*"]),
+    ("[PyTorch](https://pytorch.org/) 1.4", ["torch ==1.4.*"]),
+    # two pairs of brackets in one address is past what a link is read as: the words stay as written
+    ("[PyTorch](a(b)(c)) 1.4", []),
+])
+def test_a_links_address_may_hold_one_pair_of_brackets(line, want):
+    assert [f.means() for _, f in sentence_facts(line)] == want
+
+
+def test_the_files_a_readmes_install_commands_name(repo):
+    from envman.project.detect.prose import named_files
+
+    r = repo({"docs/README.md": "```\nconda env create -n x -f ../envs/b.yml\npip install -r requirements.txt\n```\n"
+                                "Or: `pip install --upgrade -r=reqs/gpu.txt`; `mamba env update --file envs/c.yml`\n"
+                                "pip install -r missing.txt; see envs/a.yml; cat -f envs/a.yml\n",
+              "envs/a.yml": "", "envs/b.yml": "", "envs/c.yml": "", "requirements.txt": "", "reqs/gpu.txt": ""})
+    # from the README's folder first (../envs/b.yml), else from the root (requirements.txt, envs/c.yml);
+    # a file that is not there, or one named by no install command, is not named
+    assert named_files(r, "docs/README.md") == {"envs/b.yml", "requirements.txt", "reqs/gpu.txt", "envs/c.yml"}
+
+
+@pytest.mark.parametrize("before, named", [(499, True), (500, False)])
+def test_options_looked_at_per_readme_are_bounded(repo, before, named):
+    """A README of one option repeated costs no more than a real one: the first 500 are read."""
+    from envman.project.detect.prose import named_files
+
+    r = repo({"README.md": "pip install -r missing.txt\n" * before + "pip install -r requirements.txt\n", "requirements.txt": ""})
+    assert named_files(r, "README.md") == ({"requirements.txt"} if named else set())
