@@ -32,6 +32,8 @@ __all__ = ["Detection", "NoStack", "detect", "gather"]
 #: File names each reader takes (lower-cased paths, at most two folders down unless said).
 _REQUIREMENTS = r"(?:[^/]+/){0,2}(?:[^/]*requirements[^/]*|reqs?)\.(?:txt|in)|(?:[^/]+/)?requirements/[^/]+\.txt"
 _CONDA = r"(?:[^/]+/)?[^/]*(?:environment|env|conda)[^/]*\.ya?ml|(?:envs?|conda|environments?)/[^/]+\.ya?ml"
+#: Any YAML file at most one folder down: a conda environment when its content says so.
+_YAML = r"(?:[^/]+/)?[^/]+\.ya?ml"
 _DOCKER = r"(?:[^/]+/){0,2}(?:dockerfile[^/]*|[^/]+\.dockerfile)|\.devcontainer/dockerfile[^/]*"
 _PROSE = (r"(?:[^/]+/)?(?:(?:readme|install|installation|getting_started|get_started)[^/]*\.(?:md|rst|txt|markdown)|readme|install)"
           r"|docs?/[^/]*(?:install|requirement|get_?started|getting_?started|setup|environment)[^/]*\.(?:md|rst|txt)")
@@ -49,6 +51,8 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
         CONDA_LISTS,
+        MAX_YAML,
+        conda_environment,
         read_conda,
         read_conda_list,
         read_pipfile,
@@ -63,7 +67,9 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         demote = _DEV_RE.search(rel) is not None
         for s in read_requirements(repo, rel, seen=seen):
             out.append(_demoted(s) if demote else s)
-    for rel in repo.matching(_CONDA):
+    conda = repo.matching(_CONDA)
+    conda += [rel for rel in repo.matching(_YAML, max_depth=1)[:MAX_YAML] if rel not in conda and conda_environment(repo, rel)]
+    for rel in conda:
         out += read_conda(repo, rel)
     for rel in dict.fromkeys(repo.matching(CONDA_LISTS) + repo.matching(_REQUIREMENTS)):
         demote = _DEV_RE.search(rel) is not None

@@ -331,6 +331,21 @@ def read_conda_list(repo: Repository, rel: str) -> list[Statement]:
     return out
 
 
+#: YAML files near the root (shallowest first) looked at for a conda environment by content, when
+#: their name does not say so (``Project_GPU.yml``).
+MAX_YAML = 64
+#: A conda environment's top level: a ``dependencies`` list beside its ``name`` or ``channels``.
+_CONDA_DEPENDENCIES_RE = re.compile(r"^dependencies[ \t]*:", re.M)
+_CONDA_NAME_RE = re.compile(r"^(?:name|channels)[ \t]*:", re.M)
+
+
+def conda_environment(repo: Repository, rel: str) -> bool:
+    """Whether the YAML file ``rel`` is a conda environment by its content: top-level
+    ``dependencies`` and ``name`` or ``channels`` keys (what ``conda env create -f`` reads)."""
+    text = repo.read(rel)
+    return text is not None and bool(_CONDA_DEPENDENCIES_RE.search(text)) and bool(_CONDA_NAME_RE.search(text))
+
+
 def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
     """A conda file's ``dependencies`` as (line number, text) pairs, its ``pip`` list as
     ``{"pip": [(line number, text), ...]}``. The YAML is composed into nodes (safe: no tag is

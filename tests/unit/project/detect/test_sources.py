@@ -268,3 +268,19 @@ def test_a_conda_list_of_hostile_lines_is_read_quickly(repo):
     start = time.perf_counter()
     assert read_conda_list(r, "conda-list.txt") == []
     assert time.perf_counter() - start < 2
+
+
+def test_a_conda_environment_file_of_any_name_is_read_by_its_content(repo):
+    """A YAML file near the root whose top level is a conda environment (a ``dependencies`` list
+    beside ``name`` or ``channels``) is read whatever its name (``Project_GPU.yml``); other YAML
+    files (a config with a ``dependencies`` key, a deeper file, a list of mappings) give nothing."""
+    from envman.project.detect import gather
+
+    env = "name: proj\nchannels:\n  - defaults\ndependencies:\n  - python=3.6.10=h0371630_0\n  - pip:\n    - tensorflow-gpu==2.2.0\n"
+    r = repo({"Proj_GPU.yml": env, "conf/proj.yaml": env.replace("name: proj\n", ""),
+              "a/b/deep.yml": env, "config.yml": "model:\n  dependencies:\n    - torch==1.7.1\n",
+              "chart.yaml": "dependencies:\n  - torch==1.7.1\n",  # no name nor channels: not an environment
+              "ansible.yml": "name: x\ndependencies:\n  - {role: torch}\n"})
+    got = {(s.file, s.line, s.fact.means()) for s in gather(r) if s.source == "conda"}
+    assert got == {("Proj_GPU.yml", 5, "Python ==3.6.10"), ("Proj_GPU.yml", 7, "tensorflow ==2.2.0 (GPU build)"),
+                   ("conf/proj.yaml", 4, "Python ==3.6.10"), ("conf/proj.yaml", 6, "tensorflow ==2.2.0 (GPU build)")}
