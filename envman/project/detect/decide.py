@@ -361,7 +361,7 @@ class _Decider:
         taken: list[tuple[Statement, Callable[[Version], bool], list[Version]]] = []
         universe = set(known)
         absent: list[Version] = []  # releases advice named that the matrix lacks, strongest first
-        for s in self.of(FRAMEWORK, framework):
+        for s in self.release_statements(framework):
             want = self._want(s, rows)
             if want is None:
                 companion = (s.fact.companion or "").partition("==")[0]
@@ -383,7 +383,7 @@ class _Decider:
                 continue
             universe |= set(want[1])
         accepts: dict[str, frozenset[Version]] = {}  # one statement's releases of the universe, by its spec
-        for s in self.of(FRAMEWORK, framework):
+        for s in self.release_statements(framework):
             want = self._want(s, rows)
             assert want is not None  # the others were marked above
             test, named = want
@@ -420,6 +420,11 @@ class _Decider:
         if absent:  # the nearest first, the newer of two as near
             return sorted(allowed or known, key=lambda v: (abs(_num(v) - _num(absent[0])), -_num(v))), [t[0] for t in taken]
         return sorted(allowed or known, reverse=True), [t[0] for t in taken]
+
+    def release_statements(self, framework: str) -> list[Statement]:
+        """The framework's undecided statements, strongest first; at equal weight a GPU build's
+        before a CPU or unsaid build's (a training environment file beside an evaluation one)."""
+        return sorted(self.of(FRAMEWORK, framework), key=lambda s: (-s.weight, s.fact.gpu is not True, *_key(s)[1:]))
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):

@@ -715,3 +715,23 @@ def test_a_post_release_the_rows_do_not_install_is_unmet(found):
     d = found({"requirements.txt": "torch==0.3.0.post3\n"})
     assert d.decision is None and "a release the matrix does not have" in str(d.problem)
     assert d.problem.fix.startswith("nearest: torch-0.3.0-cuda")
+
+
+def test_at_equal_weight_a_gpu_builds_release_comes_before_a_cpu_or_unsaid_builds(found):
+    """Two environment files of equal weight pinning different releases (a training GPU one and
+    an evaluation CPU one): the GPU build's release is taken whatever the file order, and the
+    other one is the conflict; a weaker GPU statement (prose) does not outweigh a pin."""
+    cpu = "name: p\ndependencies:\n  - python=3.6\n  - pip:\n    - tensorflow==2.0.0\n"
+    gpu = "name: p\ndependencies:\n  - python=3.6\n  - cudatoolkit=10.1\n  - pip:\n    - tensorflow-gpu==2.2.0\n"
+    d = found({"a_CPU.yml": cpu, "b_GPU.yml": gpu, "x.py": "import tensorflow\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("2.2.0", "10.1")
+    assert "contradicts b_GPU.yml:6" in aside(d)["a_CPU.yml:5"]
+    # the same two pins, neither saying its build: the file order decides, as before
+    d = found({"a.yml": cpu, "b.yml": gpu.replace("tensorflow-gpu", "tensorflow").replace("  - cudatoolkit=10.1\n", ""),
+               "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
+    # a GPU build named only in prose does not outweigh the pin
+    d = found({"requirements.txt": "tensorflow==2.0.0\n", "README.md": "pip install tensorflow-gpu==2.2.0\n",
+               "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
+
