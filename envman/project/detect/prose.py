@@ -184,6 +184,11 @@ _IMAGE_RE = re.compile(r"(?<![A-Za-z0-9./_-])((?:nvcr\.io/nvidia/[a-z0-9._-]+|(?
                        r"tensorflow/tensorflow)):[A-Za-z0-9][A-Za-z0-9._-]{0,80})")
 
 
+#: A Markdown code fence: a run of backticks whose info string holds no backtick (a line
+#: ```` ```conda create -n x python=3.8``` ```` is a code span, read as inline code), or of tildes.
+_FENCE_RE = re.compile(r"`{3,}[^`]*$|~~~")
+
+
 #: A Markdown or reStructuredText list item's marker: ``- ``, ``* ``, ``+ ``, ``1. ``, ``2) ``.
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
@@ -197,7 +202,7 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
     in_code = False
     for no, line in enumerate(text.splitlines()[:5000], 1):
         stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
+        if _FENCE_RE.match(stripped):
             in_code = not in_code
             continue
         item = _LIST_ITEM_RE.match(stripped)
