@@ -274,7 +274,15 @@ class _Decider:
         for s in self.of(FRAMEWORK):
             pins.setdefault(s.fact.framework or "", []).append(s)
         built = {fw: n for fw, n in counts.items() if fw in BUILT}
-        top_built = max(built.items(), key=lambda kv: (kv[1], -BUILT.index(kv[0])), default=None)
+
+        def pinned(fw: str) -> tuple[int, int]:
+            """How strongly the repository pins ``fw``: its strongest statement, then the shallowest."""
+            stmts = pins.get(fw, [])
+            top = max((s.weight for s in stmts), default=0)
+            return (top, -min((s.file.count("/") for s in stmts if s.weight == top), default=0))
+
+        # at equal import counts (a bundled baseline in another framework) the strongest pin decides
+        top_built = max(built.items(), key=lambda kv: (kv[1], pinned(kv[0]), -BUILT.index(kv[0])), default=None)
         top_other = max(((fw, n) for fw, n in counts.items() if fw not in BUILT), key=lambda kv: kv[1], default=None)
         if top_other and (top_built is None or top_other[1] >= top_built[1]):
             stmt = imports[top_other[0]]
@@ -286,7 +294,9 @@ class _Decider:
         if top_built:
             chosen = top_built[0]
             why = (f"the framework the code imports most ({top_built[1]} file{'s' if top_built[1] != 1 else ''}"
-                   + "".join(f"; {fw} {n}" for fw, n in sorted(counts.items(), key=lambda kv: -kv[1]) if fw != chosen) + ")")
+                   + "".join(f"; {fw} {n}" for fw, n in sorted(counts.items(), key=lambda kv: -kv[1]) if fw != chosen) + ")"
+                   + (", and its pin is the strongest" if any(n == top_built[1] for fw, n in built.items() if fw != chosen)
+                      and pins.get(chosen) else ""))
             self.mark(imports[chosen], True, why)
         else:
             from_pins = self._framework_from_pins(pins)
@@ -305,7 +315,8 @@ class _Decider:
             chosen = from_pins
         for s in imports.values():
             if s.fact.framework != chosen:
-                self.mark(s, False, f"the code imports {chosen} in more files")
+                self.mark(s, False, f"the code imports {chosen} in more files" if counts.get(chosen, 0) > s.fact.count
+                          else f"the code imports {chosen} in as many files, and pins it more strongly")
         for i, s in enumerate(self.pending):
             if s.scope is not None and s.scope[1] != chosen and i not in self.done:
                 folder, other = s.scope

@@ -735,3 +735,19 @@ def test_at_equal_weight_a_gpu_builds_release_comes_before_a_cpu_or_unsaid_build
                "x.py": "import tensorflow\n"})
     assert d.decision.stack.framework_version == "2.0.0"
 
+
+
+def test_at_equal_import_counts_the_framework_of_the_strongest_pin_wins(found):
+    """The code imports two frameworks in as many files (a bundled baseline in another framework):
+    the one the strongest pin names is the framework; one file more decides by the count, and
+    without pins the order of before holds."""
+    jax_files = {f"j{i}.py": "import jax\n" for i in range(3)}
+    torch_files = {f"baseline/t{i}.py": "import torch\n" for i in range(3)}
+    pins = {"requirements.txt": "jax==0.2.16\n", "baseline/requirements.txt": "torch>=1.7.1\n"}
+    d = found({**jax_files, **torch_files, **pins})
+    assert d.decision.stack.framework == "jax" and d.decision.stack.framework_version == "0.2.16"
+    assert "a tool" in aside(d)["baseline/requirements.txt:1"] or "speaks for baseline/" in aside(d)["baseline/requirements.txt:1"]
+    d = found({**jax_files, **torch_files, **pins, "baseline/t9.py": "import torch\n"})
+    assert d.decision.stack.framework == "torch"  # one file more: the count decides
+    d = found({**jax_files, **torch_files})
+    assert d.decision.stack.framework == "torch"  # a tie and no pin: as before
