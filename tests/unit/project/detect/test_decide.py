@@ -751,3 +751,25 @@ def test_at_equal_import_counts_the_framework_of_the_strongest_pin_wins(found):
     assert d.decision.stack.framework == "torch"  # one file more: the count decides
     d = found({**jax_files, **torch_files})
     assert d.decision.stack.framework == "torch"  # a tie and no pin: as before
+
+
+def test_a_bundled_projects_dockerfile_weighs_as_an_install_command(found):
+    """A Dockerfile inside a bundled project (a folder with its own setup.py or pyproject.toml and
+    README, such as a vendored detection toolbox) builds that project's image: the repository's
+    own install page outweighs it. A folder without a README (a helper package) or a Dockerfile
+    of the repository itself keeps a base image's weight."""
+    own = {"docs/install.md": "```\npip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html\n```\n",
+           "tools/train.py": "import torch\n"}
+    docker = "FROM pytorch/pytorch:1.6.0-cuda10.1-cudnn7-devel\n"
+    d = found({**own, "lib3d/setup.py": "setup(name='lib3d')\n", "lib3d/README.md": "# lib3d\n",
+               "lib3d/docker/Dockerfile": docker})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("1.9.1", "11.1")
+    assert any(c["set_aside"].startswith("lib3d/docker/Dockerfile:1") and c["taken"].startswith("docs/install.md:2")
+               for c in d.decision.conflicts)
+    d = found({**own, "lib3d/pyproject.toml": "[project]\nname = 'lib3d'\n", "lib3d/README.rst": "lib3d\n",
+               "lib3d/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.9.1"
+    d = found({**own, "lib3d/setup.py": "setup(name='lib3d')\n", "lib3d/docker/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.6.0"  # no README: not a project of its own
+    d = found({**own, "setup.py": "setup(name='x')\n", "README.md": "# x\n", "docker/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.6.0"  # the repository's own image
