@@ -220,3 +220,21 @@ def test_a_compose_files_service_images_speak_as_from_lines(repo):
     got = read_compose(r, "docker/docker-compose.gpu.yml", load_matrix())
     assert {s.line for s in got} == {3, 6} and all(s.source == "compose" and s.strength == IMAGE for s in got)
     assert {"tensorflow ==2.4.1 (GPU build)"} <= {s.fact.means() for s in got}
+
+
+@pytest.mark.parametrize("command, want", [
+    # OpenMMLab's wheel index per CUDA and torch: its wheels are built against that torch minor and CUDA
+    ("pip install mmcv-full==1.4.0 -f https://download.openmmlab.com/mmcv/dist/cu111/torch1.9.0/index.html",
+     ["torch ==1.9.*", "CUDA 11.1"]),
+    ("pip install mmcv==2.0.1 -f https://download.openmmlab.com/mmcv/dist/cu117/torch2.0/index.html", ["torch ==2.0.*", "CUDA 11.7"]),
+    ("pip install mmcv-full --find-links https://download.openmmlab.com/mmcv/dist/cpu/torch1.8.0/index.html",
+     ["torch ==1.8.*", "no CUDA (a CPU build)"]),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/cu102/torch1.6.0", ["torch ==1.6.*", "CUDA 10.2"]),
+    # a template, another index layout or a torch word that is no version: nothing
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/{cu_version}/{torch_version}/index.html", []),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/index.html", []),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/cu111/torch1.9.0x/index.html", []),
+    ("pip install mmcv-full -f https://example.org/wheels/cu111/torch1.9.0/index.html", []),
+])
+def test_an_openmmlab_wheel_index_names_the_torch_and_cuda_its_wheels_are_built_for(command, want):
+    assert [f.means() for _, f in command_facts(command)] == want
