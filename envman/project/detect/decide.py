@@ -433,9 +433,11 @@ class _Decider:
         return sorted(allowed or known, reverse=True), [t[0] for t in taken]
 
     def release_statements(self, framework: str) -> list[Statement]:
-        """The framework's undecided statements, strongest first; at equal weight a GPU build's
-        before a CPU or unsaid build's (a training environment file beside an evaluation one)."""
-        return sorted(self.of(FRAMEWORK, framework), key=lambda s: (-s.weight, s.fact.gpu is not True, *_key(s)[1:]))
+        """The framework's undecided statements, strongest first; at equal weight the shallower
+        file's, and at equal depth a GPU build's before a CPU or unsaid build's (a training
+        environment file beside an evaluation one)."""
+        return sorted(self.of(FRAMEWORK, framework),
+                      key=lambda s: (-s.weight, s.file.count("/"), s.fact.gpu is not True, s.file, s.line))
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):

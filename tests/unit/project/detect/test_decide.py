@@ -730,6 +730,10 @@ def test_at_equal_weight_a_gpu_builds_release_comes_before_a_cpu_or_unsaid_build
     d = found({"a.yml": cpu, "b.yml": gpu.replace("tensorflow-gpu", "tensorflow").replace("  - cudatoolkit=10.1\n", ""),
                "x.py": "import tensorflow\n"})
     assert d.decision.stack.framework_version == "2.0.0"
+    # a GPU build in a deeper file (an optional extra's requirements) does not come before the root's pin
+    d = found({"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['torch==2.4.1']\n",
+               "requirements/extra.txt": "torch==2.7.1+cu118\n", "x.py": "import torch\n"})
+    assert d.decision.stack.framework_version == "2.4.1"
     # a GPU build named only in prose does not outweigh the pin
     d = found({"requirements.txt": "tensorflow==2.0.0\n", "README.md": "pip install tensorflow-gpu==2.2.0\n",
                "x.py": "import tensorflow\n"})
