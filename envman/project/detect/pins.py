@@ -123,6 +123,15 @@ def openmmlab_index(url: str) -> list[Fact]:
     return [Fact(FRAMEWORK, framework="torch", spec=f"=={m.group(2)}.*"), Fact(CUDA, version=cuda)]
 
 
+def index_cuda(url: str) -> Fact | None:
+    """The CUDA statement of PyTorch's wheel index URL (see :func:`cuda_of_index`): the CUDA of
+    the torch wheels it serves, never of another framework installed beside them."""
+    found = cuda_of_index(url)
+    if found is None:
+        return None
+    return Fact(CUDA, version=found[0] if found[1] else None, framework="torch")
+
+
 def spec_text(spec: SpecifierSet) -> str:
     """A specifier set written in a stable order (``>=1.7,<2``)."""
     return ",".join(sorted((str(s) for s in spec), key=lambda s: (s.lstrip("<>=!~"), s)))

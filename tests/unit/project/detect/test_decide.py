@@ -777,3 +777,15 @@ def test_a_bundled_projects_dockerfile_weighs_as_an_install_command(found):
     assert d.decision.stack.framework_version == "1.6.0"  # no README: not a project of its own
     d = found({**own, "setup.py": "setup(name='x')\n", "README.md": "# x\n", "docker/Dockerfile": docker})
     assert d.decision.stack.framework_version == "1.6.0"  # the repository's own image
+
+
+def test_the_cuda_of_pytorchs_wheel_index_is_torchs_alone(found):
+    """``--extra-index-url .../whl/cu121`` serves PyTorch's wheels: in a TensorFlow repository (torch
+    a tool beside it) that CUDA is torch's and says nothing of TensorFlow's build; in a PyTorch
+    repository it chooses the CUDA as before."""
+    req = "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch\ntensorflow-cpu\n"
+    d = found({"requirements.txt": req, **{f"m{i}.py": "import tensorflow as tf\n" for i in range(3)}, "t.py": "import torch\n"})
+    assert (d.decision.stack.framework, d.decision.stack.cuda) == ("tensorflow", None)
+    assert "the CUDA of torch, a tool here" in aside(d)["requirements.txt:1"]
+    d = found({"requirements.txt": req, "t.py": "import torch\n"})
+    assert (d.decision.stack.framework, d.decision.stack.cuda) == ("torch", "12.1")

@@ -111,7 +111,7 @@ def test_dockerfile_args_stages_and_runs(repo, ngc):
         ENV PYTHON_VERSION=3.7
         """})
     assert [m for _, _, m in means(read_dockerfile(r, "docker/Dockerfile", ngc))] == [
-        "CUDA 10.1", "cuDNN 7", "torch ==1.4.0", "torch as torchvision==0.5.0 needs it", "CUDA 10.1", "CUDA 10.1",
+        "CUDA 10.1", "cuDNN 7", "torch ==1.4.0", "torch as torchvision==0.5.0 needs it", "CUDA 10.1 (of torch)", "CUDA 10.1",
         "torch >=1.7,<1.9 (GPU build)", "CUDA 11", "Python ==3.8.*", "cuDNN 8.0.5", "Python ==3.7.*"]
 
 
@@ -119,7 +119,7 @@ def test_dockerfile_args_stages_and_runs(repo, ngc):
     ("pip install torch==1.4.0 -f https://download.pytorch.org/whl/torch_stable.html", ["torch ==1.4.0"]),
     ("python -m pip install 'jax[cuda12_pip]==0.4.23' -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
      ["CUDA 12", "jax ==0.4.23 (GPU build)"]),
-    ("pip3 install torch --index-url https://download.pytorch.org/whl/cu121", ["torch", "CUDA 12.1"]),
+    ("pip3 install torch --index-url https://download.pytorch.org/whl/cu121", ["torch", "CUDA 12.1 (of torch)"]),
     ("conda install pytorch==1.7.1 torchvision cudatoolkit=11.0 -c pytorch", ["torch ==1.7.1", "CUDA 11.0"]),
     ("conda create -n env python=3.7 -y && conda activate env", ["Python ==3.7.*"]),
     ("pip install -r requirements.txt -e .", []),

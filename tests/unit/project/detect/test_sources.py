@@ -31,7 +31,7 @@ def test_requirements_index_options_state_the_cuda_of_the_framework_index(repo):
                                   "-i https://download.pytorch.org/whl/cpu\n"})
     got = read_requirements(r, "requirements.txt")
     assert [(s.line, s.fact.means(), s.strength) for s in got] == [
-        (1, "CUDA 11.8", PIN), (2, "torch ==2.1.0", PIN), (3, "no CUDA (a CPU build)", PIN)]
+        (1, "CUDA 11.8 (of torch)", PIN), (2, "torch ==2.1.0", PIN), (3, "no CUDA (a CPU build)", PIN)]
 
 
 @pytest.mark.parametrize("line, option", [
@@ -109,7 +109,7 @@ def test_conda_file_with_pip_list_and_aliases(repo):
         """})
     assert means(read_conda(r, "environment.yml")) == [
         ("environment.yml", 6, "Python ==3.8.5"), ("environment.yml", 7, "torch ==1.11.0"), ("environment.yml", 8, "CUDA 11.3"),
-        ("environment.yml", 11, "CUDA 11.3"), ("environment.yml", 13, "CUDA 11"),
+        ("environment.yml", 11, "CUDA 11.3 (of torch)"), ("environment.yml", 13, "CUDA 11"),
         ("environment.yml", 13, "jax ==0.3.25 (GPU build)")]
 
 
@@ -145,7 +145,7 @@ def test_pyproject_pep621_poetry_and_uv_indexes(repo):
         """})
     assert [m for _, _, m in means(read_pyproject(r, "pyproject.toml"))] == [
         "torch ==2.0.1", "onnxruntime >=1.15 (CPU build)", "Python <3.12,>=3.9", "Python >=3.10,<4.0", "CUDA 12",
-        "jax >=0.4.20,<0.5 (GPU build)", "tensorflow >=2.12,<2.13", "CUDA 11.8"]
+        "jax >=0.4.20,<0.5 (GPU build)", "tensorflow >=2.12,<2.13", "CUDA 11.8 (of torch)"]
 
 
 def test_pipfile(repo):
