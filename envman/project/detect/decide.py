@@ -434,10 +434,11 @@ class _Decider:
 
     def release_statements(self, framework: str) -> list[Statement]:
         """The framework's undecided statements, strongest first; at equal weight the shallower
-        file's, and at equal depth a GPU build's before a CPU or unsaid build's (a training
-        environment file beside an evaluation one)."""
-        return sorted(self.of(FRAMEWORK, framework),
-                      key=lambda s: (-s.weight, s.file.count("/"), s.fact.gpu is not True, s.file, s.line))
+        file's, and at equal depth those of a file that names a GPU build before another file's
+        (a training environment file beside an evaluation one); in one file, its line order."""
+        stmts = self.of(FRAMEWORK, framework)
+        gpu_files = {s.file for s in stmts if s.fact.gpu is True}
+        return sorted(stmts, key=lambda s: (-s.weight, s.file.count("/"), s.file not in gpu_files, s.file, s.line))
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):

@@ -734,6 +734,9 @@ def test_at_equal_weight_a_gpu_builds_release_comes_before_a_cpu_or_unsaid_build
     d = found({"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['torch==2.4.1']\n",
                "requirements/extra.txt": "torch==2.7.1+cu118\n", "x.py": "import torch\n"})
     assert d.decision.stack.framework_version == "2.4.1"
+    # in one file the line order holds (the GPU build's line does not jump ahead of the pin above it)
+    d = found({"requirements.txt": "tensorflow==2.0.0\ntensorflow-gpu==2.2.0\n", "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
     # a GPU build named only in prose does not outweigh the pin
     d = found({"requirements.txt": "tensorflow==2.0.0\n", "README.md": "pip install tensorflow-gpu==2.2.0\n",
                "x.py": "import tensorflow\n"})
