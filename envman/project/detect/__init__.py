@@ -68,9 +68,13 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         for s in read_requirements(repo, rel, seen=seen):
             out.append(_demoted(s) if demote else s)
     conda = repo.matching(_CONDA)
-    conda += [rel for rel in repo.matching(_YAML, max_depth=1)[:MAX_YAML] if rel not in conda and conda_environment(repo, rel)]
     for rel in conda:
         out += read_conda(repo, rel)
+    for rel in repo.matching(_YAML, max_depth=1)[:MAX_YAML]:
+        if rel not in conda and conda_environment(repo, rel):
+            # found by its content: one for docs, tests or CI (``docs/rtd.yml``) is a range at most
+            demote = _DEV_RE.search(rel) is not None
+            out += [_demoted(s) if demote else s for s in read_conda(repo, rel)]
     for rel in dict.fromkeys(repo.matching(CONDA_LISTS) + repo.matching(_REQUIREMENTS)):
         demote = _DEV_RE.search(rel) is not None
         out += [_demoted(s) if demote else s for s in read_conda_list(repo, rel)]

@@ -284,3 +284,7 @@ def test_a_conda_environment_file_of_any_name_is_read_by_its_content(repo):
     got = {(s.file, s.line, s.fact.means()) for s in gather(r) if s.source == "conda"}
     assert got == {("Proj_GPU.yml", 5, "Python ==3.6.10"), ("Proj_GPU.yml", 7, "tensorflow ==2.2.0 (GPU build)"),
                    ("conf/proj.yaml", 4, "Python ==3.6.10"), ("conf/proj.yaml", 6, "tensorflow ==2.2.0 (GPU build)")}
+    assert {s.strength for s in gather(r) if s.file == "Proj_GPU.yml"} == {PIN}
+    # one for the docs' build: a range at most
+    r = repo({"docs/rtd.yml": env})
+    assert {(s.file, s.strength) for s in gather(r) if s.source == "conda"} == {("docs/rtd.yml", RANGE)}
