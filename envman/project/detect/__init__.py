@@ -32,6 +32,8 @@ __all__ = ["Detection", "NoStack", "detect", "gather"]
 #: File names each reader takes (lower-cased paths, at most two folders down unless said).
 _REQUIREMENTS = r"(?:[^/]+/){0,2}(?:[^/]*requirements[^/]*|reqs?)\.(?:txt|in)|(?:[^/]+/)?requirements/[^/]+\.txt"
 _CONDA = r"(?:[^/]+/)?[^/]*(?:environment|env|conda)[^/]*\.ya?ml|(?:envs?|conda|environments?)/[^/]+\.ya?ml"
+#: Any YAML file at most one folder down: a conda environment when its content says so.
+_YAML = r"(?:[^/]+/)?[^/]+\.ya?ml"
 _DOCKER = r"(?:[^/]+/){0,2}(?:dockerfile[^/]*|[^/]+\.dockerfile)|\.devcontainer/dockerfile[^/]*"
 _PROSE = (r"(?:[^/]+/)?(?:(?:readme|install|installation|getting_started|get_started)[^/]*\.(?:md|rst|txt|markdown)|readme|install)"
           r"|docs?/[^/]*(?:install|requirement|get_?started|getting_?started|setup|environment)[^/]*\.(?:md|rst|txt)")
@@ -49,6 +51,8 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
         CONDA_LISTS,
+        MAX_YAML,
+        conda_environment,
         read_conda,
         read_conda_list,
         read_pipfile,
@@ -63,8 +67,14 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         demote = _DEV_RE.search(rel) is not None
         for s in read_requirements(repo, rel, seen=seen):
             out.append(_demoted(s) if demote else s)
-    for rel in repo.matching(_CONDA):
+    conda = repo.matching(_CONDA)
+    for rel in conda:
         out += read_conda(repo, rel)
+    for rel in repo.matching(_YAML, max_depth=1)[:MAX_YAML]:
+        if rel not in conda and conda_environment(repo, rel):
+            # found by its content: one for docs, tests or CI (``docs/rtd.yml``) is a range at most
+            demote = _DEV_RE.search(rel) is not None
+            out += [_demoted(s) if demote else s for s in read_conda(repo, rel)]
     for rel in dict.fromkeys(repo.matching(CONDA_LISTS) + repo.matching(_REQUIREMENTS)):
         demote = _DEV_RE.search(rel) is not None
         out += [_demoted(s) if demote else s for s in read_conda_list(repo, rel)]
@@ -74,10 +84,11 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
             out += reader(repo, rel)
     for rel in repo.matching(r"\.python-version|runtime\.txt", max_depth=0):
         out += read_python_version(repo, rel)
+    bundled = _bundled_projects(repo)
     for rel in repo.matching(_DOCKER):
-        out += read_dockerfile(repo, rel, matrix)
+        out += [_as_command(s) if _inside(rel, bundled) else s for s in read_dockerfile(repo, rel, matrix)]
     for rel in repo.matching(COMPOSE):
-        out += read_compose(repo, rel, matrix)
+        out += [_as_command(s) if _inside(rel, bundled) else s for s in read_compose(repo, rel, matrix)]
     for rel in repo.matching(SCRIPTS):
         demote = _DEV_RE.search(rel) is not None
         out += [_demoted(s) if demote else s for s in read_script(repo, rel)]
@@ -101,6 +112,37 @@ def _scoped(s: Statement, folders: dict[str, str]) -> Statement:
 
     head, sep, _ = s.file.partition("/")
     return replace(s, scope=(head, folders[head])) if sep and head in folders else s
+
+
+#: A project's own manifest and README: a folder below the root holding both is a bundled project.
+_MANIFEST_RE = re.compile(r"(.+)/(?:setup\.py|pyproject\.toml)")
+_README_RE = re.compile(r"(.+)/readme(?:\.[a-z]{1,8})?")
+
+
+def _bundled_projects(repo: Repository) -> tuple[str, ...]:
+    """Folders below the root that are projects of their own (a setup.py or pyproject.toml and a
+    README beside it: a vendored toolbox such as a detection library), as ``folder/`` prefixes."""
+    manifests, readmes = set(), set()
+    for f in repo.files:
+        low = f.lower()
+        if m := _MANIFEST_RE.fullmatch(low):
+            manifests.add(m.group(1))
+        elif m := _README_RE.fullmatch(low):
+            readmes.add(m.group(1))
+    return tuple(sorted(folder + "/" for folder in manifests & readmes))
+
+
+def _inside(rel: str, folders: tuple[str, ...]) -> bool:
+    return rel.lower().startswith(folders)
+
+
+def _as_command(s: Statement) -> Statement:
+    """A bundled project's Dockerfile statement: it builds that project's image, not the
+    repository's, so it weighs as an install command at most."""
+
+    from envman.project.detect.facts import COMMAND, STRENGTH
+
+    return replace(s, strength=COMMAND) if STRENGTH[s.strength] > STRENGTH[COMMAND] else s
 
 
 def _demoted(s: Statement) -> Statement:

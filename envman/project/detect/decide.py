@@ -308,7 +308,15 @@ class _Decider:
         for s in self.of(FRAMEWORK):
             pins.setdefault(s.fact.framework or "", []).append(s)
         built = {fw: n for fw, n in counts.items() if fw in BUILT}
-        top_built = max(built.items(), key=lambda kv: (kv[1], -BUILT.index(kv[0])), default=None)
+
+        def pinned(fw: str) -> tuple[int, int]:
+            """How strongly the repository pins ``fw``: its strongest statement, then the shallowest."""
+            stmts = pins.get(fw, [])
+            top = max((s.weight for s in stmts), default=0)
+            return (top, -min((s.file.count("/") for s in stmts if s.weight == top), default=0))
+
+        # at equal import counts (a bundled baseline in another framework) the strongest pin decides
+        top_built = max(built.items(), key=lambda kv: (kv[1], pinned(kv[0]), -BUILT.index(kv[0])), default=None)
         top_other = max(((fw, n) for fw, n in counts.items() if fw not in BUILT), key=lambda kv: kv[1], default=None)
         if top_other and (top_built is None or top_other[1] >= top_built[1]):
             stmt = imports[top_other[0]]
@@ -320,7 +328,9 @@ class _Decider:
         if top_built:
             chosen = top_built[0]
             why = (f"the framework the code imports most ({top_built[1]} file{'s' if top_built[1] != 1 else ''}"
-                   + "".join(f"; {fw} {n}" for fw, n in sorted(counts.items(), key=lambda kv: -kv[1]) if fw != chosen) + ")")
+                   + "".join(f"; {fw} {n}" for fw, n in sorted(counts.items(), key=lambda kv: -kv[1]) if fw != chosen) + ")"
+                   + (", and its pin is the strongest" if any(n == top_built[1] for fw, n in built.items() if fw != chosen)
+                      and pins.get(chosen) else ""))
             self.mark(imports[chosen], True, why)
         else:
             from_pins = self._framework_from_pins(pins)
@@ -339,7 +349,8 @@ class _Decider:
             chosen = from_pins
         for s in imports.values():
             if s.fact.framework != chosen:
-                self.mark(s, False, f"the code imports {chosen} in more files")
+                self.mark(s, False, f"the code imports {chosen} in more files" if counts.get(chosen, 0) > s.fact.count
+                          else f"the code imports {chosen} in as many files, and pins it more strongly")
         for i, s in enumerate(self.pending):
             if s.scope is not None and s.scope[1] != chosen and i not in self.done:
                 folder, other = s.scope
@@ -395,7 +406,7 @@ class _Decider:
         taken: list[tuple[Statement, Callable[[Version], bool], list[Version]]] = []
         universe = set(known)
         absent: list[Version] = []  # releases advice named that the matrix lacks, strongest first
-        for s in self.of(FRAMEWORK, framework):
+        for s in self.release_statements(framework):
             want = self._want(s, rows)
             if want is None:
                 companion, _, companion_version = (s.fact.companion or "").partition("==")
@@ -426,7 +437,7 @@ class _Decider:
                 continue
             universe |= set(want[1])
         accepts: dict[str, frozenset[Version]] = {}  # one statement's releases of the universe, by its spec
-        for s in self.of(FRAMEWORK, framework):
+        for s in self.release_statements(framework):
             want = self._want(s, rows)
             assert want is not None  # the others were marked above
             test, named = want
@@ -463,6 +474,16 @@ class _Decider:
         if absent:  # the nearest first, the newer of two as near
             return sorted(allowed or known, key=lambda v: (abs(_num(v) - _num(absent[0])), -_num(v))), [t[0] for t in taken]
         return sorted(allowed or known, reverse=True), [t[0] for t in taken]
+
+    def release_statements(self, framework: str) -> list[Statement]:
+        """The framework's undecided statements, strongest first; at equal weight those of a file a
+        README's install command names, then the shallower file's, and at equal depth those of a
+        file that names a GPU build before another file's (a training environment file beside an
+        evaluation one); in one file, its line order."""
+        stmts = self.of(FRAMEWORK, framework)
+        gpu_files = {s.file for s in stmts if s.fact.gpu is True}
+        return sorted(stmts, key=lambda s: (-s.weight, not s.named, s.file.count("/"), s.file not in gpu_files, s.file,
+                                            s.line))
 
     def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):

@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from envman.project.detect.facts import (
     COMMAND, CUDA, CUDNN, FRAMEWORK, IMAGE, PYTHON, UNSUPPORTED, Fact, Statement, clip_text,
 )
-from envman.project.detect.pins import cuda_of_index, requirement_facts
+from envman.project.detect.pins import index_cuda, openmmlab_index, requirement_facts
 from envman.project.detect.repo import Repository
 
 if TYPE_CHECKING:
@@ -240,8 +240,10 @@ def command_facts(command: str) -> list[tuple[str, Fact]]:
                     skip = False
                     continue
                 if w in ("-f", "--find-links", "-i", "--index-url", "--extra-index-url"):
-                    if i + 1 < len(words) and (found := cuda_of_index(words[i + 1])) is not None:
-                        out.append((f"{w} {words[i + 1]}", Fact(CUDA, version=found[0] if found[1] else None)))
+                    if i + 1 < len(words) and (fact := index_cuda(words[i + 1])) is not None:
+                        out.append((f"{w} {words[i + 1]}", fact))
+                    elif i + 1 < len(words):
+                        out += [(f"{w} {words[i + 1]}", f) for f in openmmlab_index(words[i + 1])]
                     skip = True
                     continue
                 if w.startswith("-"):

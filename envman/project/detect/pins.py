@@ -110,6 +110,32 @@ def cuda_of_index(url: str) -> tuple[str | None, bool] | None:
     return cuda_of_tag(part), True
 
 
+#: OpenMMLab's wheel index of one CUDA and torch (``.../mmcv/dist/cu111/torch1.9.0/index.html``):
+#: its wheels are compiled against that torch minor (a ``1.x.0`` build serves ``1.x.*``) and CUDA.
+_OPENMMLAB_INDEX_RE = re.compile(r"/mmcv/dist/(cu[0-9]{2,3}|cpu)/torch([0-9]{1,2}\.[0-9]{1,3})(?:\.[0-9]{1,3})?(?:/|$)")
+
+
+def openmmlab_index(url: str) -> list[Fact]:
+    """The torch minor and CUDA an OpenMMLab wheel index URL names (its compiled packages need
+    both); nothing for another URL or a template (``{cu_version}/{torch_version}``)."""
+    m = _OPENMMLAB_INDEX_RE.search(url.lower())
+    if not m:
+        return []
+    cuda = None if m.group(1) == "cpu" else cuda_of_tag(m.group(1))
+    if m.group(1) != "cpu" and cuda is None:
+        return []
+    return [Fact(FRAMEWORK, framework="torch", spec=f"=={m.group(2)}.*"), Fact(CUDA, version=cuda)]
+
+
+def index_cuda(url: str) -> Fact | None:
+    """The CUDA statement of PyTorch's wheel index URL (see :func:`cuda_of_index`): the CUDA of
+    the torch wheels it serves, never of another framework installed beside them."""
+    found = cuda_of_index(url)
+    if found is None:
+        return None
+    return Fact(CUDA, version=found[0] if found[1] else None, framework="torch")
+
+
 def spec_text(spec: SpecifierSet) -> str:
     """A specifier set written in a stable order (``>=1.7,<2``)."""
     return ",".join(sorted((str(s) for s in spec), key=lambda s: (s.lstrip("<>=!~"), s)))

@@ -219,6 +219,11 @@ _REQUIREMENT_LINE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}(?:\[[A-Za-z0
                                   r"(?: ?, ?(?:===|==|>=|<=|~=|!=|<|>) ?[0-9][0-9A-Za-z.*+!_-]{0,40}){0,4}")
 
 
+#: A Markdown code fence: a run of backticks whose info string holds no backtick (a line
+#: ```` ```conda create -n x python=3.8``` ```` is a code span, read as inline code), or of tildes.
+_FENCE_RE = re.compile(r"`{3,}[^`]*$|~~~")
+
+
 #: A Markdown or reStructuredText list item's marker: ``- ``, ``* ``, ``+ ``, ``1. ``, ``2) ``.
 _LIST_ITEM_RE = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s+")
 
@@ -270,7 +275,7 @@ def read_prose(repo: Repository, rel: str, matrix: object = None) -> list[Statem
     introduces = False  # the last line of text ended with ":", so what follows belongs to it
     for no, line in enumerate(text.splitlines()[:5000], 1):
         stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
+        if _FENCE_RE.match(stripped):
             in_code = not in_code
             introduces = introduces and in_code  # a closed block was what the line before introduced
             continue

@@ -21,7 +21,7 @@ from envman.project.detect.facts import (
     COMMAND, CUDA, CUDNN, FRAMEWORK, PIN, PYTHON, RANGE, UNSUPPORTED, Fact, Statement, clip_text,
 )
 from envman.project.detect.pins import (
-    cuda_of_index, cuda_of_tag, exact_version, named_facts, requirement_facts, spec_text,
+    cuda_of_tag, exact_version, index_cuda, named_facts, requirement_facts, spec_text,
 )
 from envman.project.detect.repo import Repository
 
@@ -102,9 +102,8 @@ def read_requirements(repo: Repository, rel: str, *, source: str = "requirements
                 target = relative_path(rel, value)
                 if target is not None:
                     out += read_requirements(repo, target, source=source, depth=depth + 1, seen=seen)
-            elif (found := cuda_of_index(value)) is not None:
-                cuda, gpu = found
-                out += statements(rel, line_no, logical, source, [Fact(CUDA, version=cuda if gpu else None)], PIN)
+            elif (fact := index_cuda(value)) is not None:
+                out += statements(rel, line_no, logical, source, [fact], PIN)
             continue
         if logical.startswith("-"):
             continue
@@ -295,8 +294,8 @@ def read_conda(repo: Repository, rel: str) -> list[Statement]:
         for no, value in item["pip"]:
             word = value.strip()
             found = split_option(word)
-            if found and found[0] in _INDEX and (cu := cuda_of_index(found[1])) is not None:
-                out += statements(rel, no, shown(no, value), "conda", [Fact(CUDA, version=cu[0] if cu[1] else None)], PIN)
+            if found and found[0] in _INDEX and (fact := index_cuda(found[1])) is not None:
+                out += statements(rel, no, shown(no, value), "conda", [fact], PIN)
             elif not word.startswith("-"):
                 out += statements(rel, no, shown(no, value), "conda", requirement_facts(requirement_text(word)))
     return out
@@ -329,6 +328,21 @@ def read_conda_list(repo: Repository, rel: str) -> list[Statement]:
             name, version, build = m.groups()
             out += statements(rel, no, line, "conda", conda_facts(f"{name}={version}={build}"))
     return out
+
+
+#: YAML files near the root (shallowest first) looked at for a conda environment by content, when
+#: their name does not say so (``Project_GPU.yml``).
+MAX_YAML = 64
+#: A conda environment's top level: a ``dependencies`` list beside its ``name`` or ``channels``.
+_CONDA_DEPENDENCIES_RE = re.compile(r"^dependencies[ \t]*:", re.M)
+_CONDA_NAME_RE = re.compile(r"^(?:name|channels)[ \t]*:", re.M)
+
+
+def conda_environment(repo: Repository, rel: str) -> bool:
+    """Whether the YAML file ``rel`` is a conda environment by its content: top-level
+    ``dependencies`` and ``name`` or ``channels`` keys (what ``conda env create -f`` reads)."""
+    text = repo.read(rel)
+    return text is not None and bool(_CONDA_DEPENDENCIES_RE.search(text)) and bool(_CONDA_NAME_RE.search(text))
 
 
 def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
@@ -463,9 +477,8 @@ def read_pyproject(repo: Repository, rel: str) -> list[Statement]:
                 extras_ = set(entry.get("extras", [])) if isinstance(entry, dict) and isinstance(entry.get("extras"), list) else set()
                 out += statements(rel, number(name, key=True), shown, "pyproject", named_facts(name, spec, {str(e) for e in extras_}))
     for src in _sources(tool):
-        found = cuda_of_index(src)
-        if found is not None:
-            out += statements(rel, number(src), src, "pyproject", [Fact(CUDA, version=found[0] if found[1] else None)], PIN)
+        if (fact := index_cuda(src)) is not None:
+            out += statements(rel, number(src), src, "pyproject", [fact], PIN)
     return out
 
 
@@ -505,8 +518,8 @@ def read_pipfile(repo: Repository, rel: str) -> list[Statement]:
                 out += statements(rel, number(key, key=True), f"{key} = {requires[key]!r}", "Pipfile",
                                   [Fact(PYTHON, spec=python_spec(requires[key]))])
     for src in doc.get("source", []) if isinstance(doc.get("source"), list) else []:
-        if isinstance(src, dict) and isinstance(src.get("url"), str) and (found := cuda_of_index(src["url"])) is not None:
-            out += statements(rel, number(src["url"]), src["url"], "Pipfile", [Fact(CUDA, version=found[0] if found[1] else None)], PIN)
+        if isinstance(src, dict) and isinstance(src.get("url"), str) and (fact := index_cuda(src["url"])) is not None:
+            out += statements(rel, number(src["url"]), src["url"], "Pipfile", [fact], PIN)
     return out
 
 

@@ -965,3 +965,80 @@ def test_companion_pairs_read_exact_pins_by_distribution_name_extras_and_local_l
             SimpleNamespace(version=Version("0.2.4"), packages=("jaxlib==not-a-version", "jaxlib==0.1.56")),
             SimpleNamespace(version=Version("0.2.3"), packages=("jaxlib>=0.1.55", "jaxlibx==0.1.55", "jax==0.1.55"))]
     assert _companion_pairs(rows, "jaxlib") == {Version("0.1.56"): {Version("0.2.5"), Version("0.2.4")}}
+
+
+def test_at_equal_weight_a_gpu_builds_release_comes_before_a_cpu_or_unsaid_builds(found):
+    """Two environment files of equal weight pinning different releases (a training GPU one and
+    an evaluation CPU one): the GPU build's release is taken whatever the file order, and the
+    other one is the conflict; a weaker GPU statement (prose) does not outweigh a pin."""
+    cpu = "name: p\ndependencies:\n  - python=3.6\n  - pip:\n    - tensorflow==2.0.0\n"
+    gpu = "name: p\ndependencies:\n  - python=3.6\n  - cudatoolkit=10.1\n  - pip:\n    - tensorflow-gpu==2.2.0\n"
+    d = found({"a_CPU.yml": cpu, "b_GPU.yml": gpu, "x.py": "import tensorflow\n"})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("2.2.0", "10.1")
+    assert "contradicts b_GPU.yml:6" in aside(d)["a_CPU.yml:5"]
+    # the same two pins, neither saying its build: the file order decides, as before
+    d = found({"a.yml": cpu, "b.yml": gpu.replace("tensorflow-gpu", "tensorflow").replace("  - cudatoolkit=10.1\n", ""),
+               "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
+    # a GPU build in a deeper file (an optional extra's requirements) does not come before the root's pin
+    d = found({"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['torch==2.4.1']\n",
+               "requirements/extra.txt": "torch==2.7.1+cu118\n", "x.py": "import torch\n"})
+    assert d.decision.stack.framework_version == "2.4.1"
+    # in one file the line order holds (the GPU build's line does not jump ahead of the pin above it)
+    d = found({"requirements.txt": "tensorflow==2.0.0\ntensorflow-gpu==2.2.0\n", "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
+    # a GPU build named only in prose does not outweigh the pin
+    d = found({"requirements.txt": "tensorflow==2.0.0\n", "README.md": "pip install tensorflow-gpu==2.2.0\n",
+               "x.py": "import tensorflow\n"})
+    assert d.decision.stack.framework_version == "2.0.0"
+
+
+
+def test_at_equal_import_counts_the_framework_of_the_strongest_pin_wins(found):
+    """The code imports two frameworks in as many files (a bundled baseline in another framework):
+    the one the strongest pin names is the framework; one file more decides by the count, and
+    without pins the order of before holds."""
+    jax_files = {f"j{i}.py": "import jax\n" for i in range(3)}
+    torch_files = {f"baseline/t{i}.py": "import torch\n" for i in range(3)}
+    pins = {"requirements.txt": "jax==0.2.16\n", "baseline/requirements.txt": "torch>=1.7.1\n"}
+    d = found({**jax_files, **torch_files, **pins})
+    assert d.decision.stack.framework == "jax" and d.decision.stack.framework_version == "0.2.16"
+    assert "a tool" in aside(d)["baseline/requirements.txt:1"] or "speaks for baseline/" in aside(d)["baseline/requirements.txt:1"]
+    d = found({**jax_files, **torch_files, **pins, "baseline/t9.py": "import torch\n"})
+    assert d.decision.stack.framework == "torch"  # one file more: the count decides
+    d = found({**jax_files, **torch_files})
+    assert d.decision.stack.framework == "torch"  # a tie and no pin: as before
+
+
+def test_a_bundled_projects_dockerfile_weighs_as_an_install_command(found):
+    """A Dockerfile inside a bundled project (a folder with its own setup.py or pyproject.toml and
+    README, such as a vendored detection toolbox) builds that project's image: the repository's
+    own install page outweighs it. A folder without a README (a helper package) or a Dockerfile
+    of the repository itself keeps a base image's weight."""
+    own = {"docs/install.md": "```\npip install torch==1.9.1+cu111 -f https://download.pytorch.org/whl/torch_stable.html\n```\n",
+           "tools/train.py": "import torch\n"}
+    docker = "FROM pytorch/pytorch:1.6.0-cuda10.1-cudnn7-devel\n"
+    d = found({**own, "lib3d/setup.py": "setup(name='lib3d')\n", "lib3d/README.md": "# lib3d\n",
+               "lib3d/docker/Dockerfile": docker})
+    assert (d.decision.stack.framework_version, d.decision.stack.cuda) == ("1.9.1", "11.1")
+    assert any(c["set_aside"].startswith("lib3d/docker/Dockerfile:1") and c["taken"].startswith("docs/install.md:2")
+               for c in d.decision.conflicts)
+    d = found({**own, "lib3d/pyproject.toml": "[project]\nname = 'lib3d'\n", "lib3d/README.rst": "lib3d\n",
+               "lib3d/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.9.1"
+    d = found({**own, "lib3d/setup.py": "setup(name='lib3d')\n", "lib3d/docker/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.6.0"  # no README: not a project of its own
+    d = found({**own, "setup.py": "setup(name='x')\n", "README.md": "# x\n", "docker/Dockerfile": docker})
+    assert d.decision.stack.framework_version == "1.6.0"  # the repository's own image
+
+
+def test_the_cuda_of_pytorchs_wheel_index_is_torchs_alone(found):
+    """``--extra-index-url .../whl/cu121`` serves PyTorch's wheels: in a TensorFlow repository (torch
+    a tool beside it) that CUDA is torch's and says nothing of TensorFlow's build; in a PyTorch
+    repository it chooses the CUDA as before."""
+    req = "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch\ntensorflow-cpu\n"
+    d = found({"requirements.txt": req, **{f"m{i}.py": "import tensorflow as tf\n" for i in range(3)}, "t.py": "import torch\n"})
+    assert (d.decision.stack.framework, d.decision.stack.cuda) == ("tensorflow", None)
+    assert "the CUDA of torch, a tool here" in aside(d)["requirements.txt:1"]
+    d = found({"requirements.txt": req, "t.py": "import torch\n"})
+    assert (d.decision.stack.framework, d.decision.stack.cuda) == ("torch", "12.1")

@@ -111,7 +111,7 @@ def test_dockerfile_args_stages_and_runs(repo, ngc):
         ENV PYTHON_VERSION=3.7
         """})
     assert [m for _, _, m in means(read_dockerfile(r, "docker/Dockerfile", ngc))] == [
-        "CUDA 10.1", "cuDNN 7", "torch ==1.4.0", "torch as torchvision==0.5.0 needs it", "CUDA 10.1", "CUDA 10.1",
+        "CUDA 10.1", "cuDNN 7", "torch ==1.4.0", "torch as torchvision==0.5.0 needs it", "CUDA 10.1 (of torch)", "CUDA 10.1",
         "torch >=1.7,<1.9 (GPU build)", "CUDA 11", "Python ==3.8.*", "cuDNN 8.0.5", "Python ==3.7.*"]
 
 
@@ -119,7 +119,7 @@ def test_dockerfile_args_stages_and_runs(repo, ngc):
     ("pip install torch==1.4.0 -f https://download.pytorch.org/whl/torch_stable.html", ["torch ==1.4.0"]),
     ("python -m pip install 'jax[cuda12_pip]==0.4.23' -f https://storage.googleapis.com/jax-releases/jax_cuda_releases.html",
      ["CUDA 12", "jax ==0.4.23 (GPU build)"]),
-    ("pip3 install torch --index-url https://download.pytorch.org/whl/cu121", ["torch", "CUDA 12.1"]),
+    ("pip3 install torch --index-url https://download.pytorch.org/whl/cu121", ["torch", "CUDA 12.1 (of torch)"]),
     ("conda install pytorch==1.7.1 torchvision cudatoolkit=11.0 -c pytorch", ["torch ==1.7.1", "CUDA 11.0"]),
     ("conda create -n env python=3.7 -y && conda activate env", ["Python ==3.7.*"]),
     ("pip install -r requirements.txt -e .", []),
@@ -251,3 +251,21 @@ def test_substitution_adds_at_most_its_limit_to_a_line(repo):
     chain = ["ENV A0=torch"] + [f"ENV A{i}=${{A{i - 1}}}${{A{i - 1}}}" for i in range(1, 60)]
     r = repo({"Dockerfile": "FROM ubuntu\n" + "\n".join(chain) + "\nENV V=1.8.1\nRUN pip install $A59 torch==$V\n"})
     assert [m for _, _, m in means(read_dockerfile(r, "Dockerfile", None))] == ["torch ==1.8.1"]
+
+
+@pytest.mark.parametrize("command, want", [
+    # OpenMMLab's wheel index per CUDA and torch: its wheels are built against that torch minor and CUDA
+    ("pip install mmcv-full==1.4.0 -f https://download.openmmlab.com/mmcv/dist/cu111/torch1.9.0/index.html",
+     ["torch ==1.9.*", "CUDA 11.1"]),
+    ("pip install mmcv==2.0.1 -f https://download.openmmlab.com/mmcv/dist/cu117/torch2.0/index.html", ["torch ==2.0.*", "CUDA 11.7"]),
+    ("pip install mmcv-full --find-links https://download.openmmlab.com/mmcv/dist/cpu/torch1.8.0/index.html",
+     ["torch ==1.8.*", "no CUDA (a CPU build)"]),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/cu102/torch1.6.0", ["torch ==1.6.*", "CUDA 10.2"]),
+    # a template, another index layout or a torch word that is no version: nothing
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/{cu_version}/{torch_version}/index.html", []),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/index.html", []),
+    ("pip install mmcv-full -f https://download.openmmlab.com/mmcv/dist/cu111/torch1.9.0x/index.html", []),
+    ("pip install mmcv-full -f https://example.org/wheels/cu111/torch1.9.0/index.html", []),
+])
+def test_an_openmmlab_wheel_index_names_the_torch_and_cuda_its_wheels_are_built_for(command, want):
+    assert [f.means() for _, f in command_facts(command)] == want

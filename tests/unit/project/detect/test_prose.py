@@ -240,3 +240,16 @@ def test_options_looked_at_per_readme_are_bounded(repo, before, named):
 
     r = repo({"README.md": "pip install -r missing.txt\n" * before + "pip install -r requirements.txt\n", "requirements.txt": ""})
     assert named_files(r, "README.md") == ({"requirements.txt"} if named else set())
+
+
+def test_a_line_wrapped_in_triple_backticks_is_inline_code_not_a_fence(repo):
+    """```` ```conda create -n x python=3.6.15``` ```` on one line is a code span (a fence's info
+    string holds no backtick): its command is read and no fence opens; ```` ```bash ```` still
+    opens one, and the text after its closing fence is prose again."""
+    r = repo({"README.md": "First:\n\n```conda create -n x python=3.6.15```\n\nThen PyTorch 1.8:\n\n"
+                           "```bash\npip install torch==1.7.1\n```\nTested with CUDA 11.0.\n"
+                           "``` pip install tensorflow==2.4.0 ``\n````python\npip install jax==0.4.1\n````\n"})
+    got = [(s.line, s.fact.means(), s.strength) for s in read_prose(r, "README.md")]
+    assert got == [(3, "Python ==3.6.15", COMMAND), (5, "torch ==1.8.*", PROSE), (8, "torch ==1.7.1", COMMAND),
+                   (10, "CUDA 11.0", PROSE), (11, "tensorflow ==2.4.0", COMMAND),
+                   (13, "jax ==0.4.1", COMMAND)]

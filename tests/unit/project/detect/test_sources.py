@@ -31,7 +31,7 @@ def test_requirements_index_options_state_the_cuda_of_the_framework_index(repo):
                                   "-i https://download.pytorch.org/whl/cpu\n"})
     got = read_requirements(r, "requirements.txt")
     assert [(s.line, s.fact.means(), s.strength) for s in got] == [
-        (1, "CUDA 11.8", PIN), (2, "torch ==2.1.0", PIN), (3, "no CUDA (a CPU build)", PIN)]
+        (1, "CUDA 11.8 (of torch)", PIN), (2, "torch ==2.1.0", PIN), (3, "no CUDA (a CPU build)", PIN)]
 
 
 @pytest.mark.parametrize("line, option", [
@@ -109,7 +109,7 @@ def test_conda_file_with_pip_list_and_aliases(repo):
         """})
     assert means(read_conda(r, "environment.yml")) == [
         ("environment.yml", 6, "Python ==3.8.5"), ("environment.yml", 7, "torch ==1.11.0"), ("environment.yml", 8, "CUDA 11.3"),
-        ("environment.yml", 11, "CUDA 11.3"), ("environment.yml", 13, "CUDA 11"),
+        ("environment.yml", 11, "CUDA 11.3 (of torch)"), ("environment.yml", 13, "CUDA 11"),
         ("environment.yml", 13, "jax ==0.3.25 (GPU build)")]
 
 
@@ -145,7 +145,7 @@ def test_pyproject_pep621_poetry_and_uv_indexes(repo):
         """})
     assert [m for _, _, m in means(read_pyproject(r, "pyproject.toml"))] == [
         "torch ==2.0.1", "onnxruntime >=1.15 (CPU build)", "Python <3.12,>=3.9", "Python >=3.10,<4.0", "CUDA 12",
-        "jax >=0.4.20,<0.5 (GPU build)", "tensorflow >=2.12,<2.13", "CUDA 11.8"]
+        "jax >=0.4.20,<0.5 (GPU build)", "tensorflow >=2.12,<2.13", "CUDA 11.8 (of torch)"]
 
 
 def test_pipfile(repo):
@@ -268,3 +268,23 @@ def test_a_conda_list_of_hostile_lines_is_read_quickly(repo):
     start = time.perf_counter()
     assert read_conda_list(r, "conda-list.txt") == []
     assert time.perf_counter() - start < 2
+
+
+def test_a_conda_environment_file_of_any_name_is_read_by_its_content(repo):
+    """A YAML file near the root whose top level is a conda environment (a ``dependencies`` list
+    beside ``name`` or ``channels``) is read whatever its name (``Project_GPU.yml``); other YAML
+    files (a config with a ``dependencies`` key, a deeper file, a list of mappings) give nothing."""
+    from envman.project.detect import gather
+
+    env = "name: proj\nchannels:\n  - defaults\ndependencies:\n  - python=3.6.10=h0371630_0\n  - pip:\n    - tensorflow-gpu==2.2.0\n"
+    r = repo({"Proj_GPU.yml": env, "conf/proj.yaml": env.replace("name: proj\n", ""),
+              "a/b/deep.yml": env, "config.yml": "model:\n  dependencies:\n    - torch==1.7.1\n",
+              "chart.yaml": "dependencies:\n  - torch==1.7.1\n",  # no name nor channels: not an environment
+              "ansible.yml": "name: x\ndependencies:\n  - {role: torch}\n"})
+    got = {(s.file, s.line, s.fact.means()) for s in gather(r) if s.source == "conda"}
+    assert got == {("Proj_GPU.yml", 5, "Python ==3.6.10"), ("Proj_GPU.yml", 7, "tensorflow ==2.2.0 (GPU build)"),
+                   ("conf/proj.yaml", 4, "Python ==3.6.10"), ("conf/proj.yaml", 6, "tensorflow ==2.2.0 (GPU build)")}
+    assert {s.strength for s in gather(r) if s.file == "Proj_GPU.yml"} == {PIN}
+    # one for the docs' build: a range at most
+    r = repo({"docs/rtd.yml": env})
+    assert {(s.file, s.strength) for s in gather(r) if s.source == "conda"} == {("docs/rtd.yml", RANGE)}
