@@ -239,12 +239,19 @@ _FILE_OPTION_RE = re.compile(r"\s(?:-f|--file|-r|--requirement)[ =]['\"]?([A-Za-
 _INSTALLS_FROM_RE = re.compile(r"\b(?:(?:conda|mamba|micromamba)\s+(?:env\s+)?(?:create|update|install)|pip[0-9.]*\s+install)\b")
 #: Options looked at per file: a file of one option repeated costs no more than a real one.
 _MAX_FILE_OPTIONS = 500
+#: An install of the project itself (``pip install -e .``, ``uv pip install ".[cuda]"``, ``uv
+#: sync``, ``poetry install``): it names the project's own manifests.
+_INSTALLS_ITSELF_RE = re.compile(
+    r"\b(?:(?:uv\s+)?pip[0-9.]*\s+install(?:\s+(?:-e|--editable|-U|--upgrade|--user|--no-deps))*\s+['\"]?\.(?:\[[A-Za-z0-9_,.-]{0,200}\])?['\"]?(?=\s|$)"
+    r"|uv\s+sync\b|poetry\s+install\b)")
+_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
 def named_files(repo: Repository, rel: str) -> set[str]:
     """The repository's files that a README's install commands name (``-f`` of ``conda env
-    create``, ``-r`` of ``pip install``), as paths from the root: from the README's folder, else
-    from the root."""
+    create``, ``-r`` of ``pip install``; the project's own ``pyproject.toml``, ``setup.py`` and
+    ``setup.cfg`` for ``pip install .``, ``uv sync`` or ``poetry install``), as paths from the
+    root: from the README's folder, else from the root."""
     text = repo.read(rel, limit=PROSE_LIMIT)
     if text is None:
         return set()
@@ -260,6 +267,12 @@ def named_files(repo: Repository, rel: str) -> set[str]:
             path = posixpath.normpath(posixpath.join(base, m.group(1)))
             if path in files:
                 out.add(path)
+                break
+    if any(True for _ in islice(_INSTALLS_ITSELF_RE.finditer(text), 1)):
+        for base in dict.fromkeys((here, "")):
+            own = {posixpath.normpath(posixpath.join(base, name)) for name in _MANIFESTS} & files
+            if own:
+                out |= own
                 break
     return out
 

@@ -1042,3 +1042,17 @@ def test_the_cuda_of_pytorchs_wheel_index_is_torchs_alone(found):
     assert "the CUDA of torch, a tool here" in aside(d)["requirements.txt:1"]
     d = found({"requirements.txt": req, "t.py": "import torch\n"})
     assert (d.decision.stack.framework, d.decision.stack.cuda) == ("torch", "12.1")
+
+
+def test_the_project_the_readme_installs_itself_comes_before_its_optional_extras(found):
+    """``uv pip install .`` names the root's pyproject.toml; the requirements files of optional
+    extras the README also installs, one of them a GPU build of another release, come after it."""
+    files = {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch==2.4.1"]\n',
+             "requirements/requirements-a.txt": "torch==2.4.1\n",
+             "requirements/requirements-gpu.txt": "torch==2.7.1+cu118\n",
+             "README.md": "```\nuv pip install .\npip install -r requirements/requirements-a.txt\n"
+                          "pip install -r requirements/requirements-gpu.txt\n```\n", "a.py": "import torch\n"}
+    assert found(files).decision.stack.framework_version == "2.4.1"
+    # without the install of the project itself, the named files decide among themselves: the GPU build's first
+    files["README.md"] = files["README.md"].replace("uv pip install .\n", "")
+    assert found(files).decision.stack.framework_version == "2.7.1"

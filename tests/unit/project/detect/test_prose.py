@@ -233,6 +233,28 @@ def test_the_files_a_readmes_install_commands_name(repo):
     assert named_files(r, "docs/README.md") == {"envs/b.yml", "requirements.txt", "reqs/gpu.txt", "envs/c.yml"}
 
 
+@pytest.mark.parametrize("command, named", [
+    ("pip install -e .", True), ("uv pip install .", True), ('pip install ".[cuda]"', True), ("pip install .[dev] tqdm", True),
+    ("pip install --upgrade --editable .", True), ("uv sync", True), ("poetry install", True), ("pip3 install .", True),
+    ("pip install ./other", False), ("pip install .. ", False), ("pip install torch", False), ("cd . && ls", False),
+])
+def test_an_install_of_the_project_itself_names_its_manifests(repo, command, named):
+    from envman.project.detect.prose import named_files
+
+    r = repo({"README.md": f"```\n{command}\n```\n", "pyproject.toml": "", "setup.py": "", "requirements.txt": "",
+              "sub/setup.py": ""})
+    assert named_files(r, "README.md") == ({"pyproject.toml", "setup.py"} if named else set())
+
+
+def test_an_install_of_the_project_names_the_manifests_of_the_readmes_folder_first(repo):
+    from envman.project.detect.prose import named_files
+
+    r = repo({"sub/README.md": "pip install -e .\n", "sub/setup.py": "", "pyproject.toml": ""})
+    assert named_files(r, "sub/README.md") == {"sub/setup.py"}
+    r = repo({"sub/README.md": "pip install -e .\n", "pyproject.toml": ""})
+    assert named_files(r, "sub/README.md") == {"pyproject.toml"}
+
+
 @pytest.mark.parametrize("before, named", [(499, True), (500, False)])
 def test_options_looked_at_per_readme_are_bounded(repo, before, named):
     """A README of one option repeated costs no more than a real one: the first 500 are read."""
