@@ -794,8 +794,20 @@ def _candidates(d: _Decider, framework: str, versions: list[Version], version_st
         if weaker:  # a base image's Python gives way to the release a requirements file pins
             raise _GiveWay(weaker[-1], "Python", f"gives way to the release pin: no {framework} build it allows has "
                                                  f"wheels for {weaker[-1].fact.means()}")
+        fits = [b for v in versions for b in cuda_fit(rows_of(v), cuda_stmts)]
+        limited = [s for s, sp in specs if any(_holds(sp, p) for b in fits for p in b.python)]
+        if limited:
+            # the wheels exist for that Python but no base image of the build gives it: envman's
+            # limit, not the repository's; the stack takes the Python it can have, and says so
+            for s in limited:
+                d.done[d.position(s)] = s.decided(False, "the wheels have it, but no base image the matrix has gives it "
+                                                         "(see the notes)")
+                d.notes.append(f"{s.where} asks for {s.fact.means()}: {_have_pythons(matrix, fits[0], d.platform)}; "
+                               "the stack has the Python its base gives (or give one with --stack)")
+            return _candidates(d, framework, versions, version_stmts, cuda_stmts, gpu,
+                               [s for s, _ in specs if s not in limited])
         s = specs[0][0]
-        first = next((b for v in versions for b in cuda_fit(rows_of(v), cuda_stmts)), None)
+        first = fits[0] if fits else None
         have_text = _have_pythons(matrix, first, d.platform) if first else "no build fits"
         raise NoStack(f"{s.where} asks for {s.fact.means()} ({s.text}), but {have_text}",
                       "relax the Python pin, or give another stack with --stack")

@@ -800,20 +800,26 @@ def test_the_conda_cuda_selector_of_pytorch_s_channel_picks_the_variant(found):
     assert d.decision is None and "CUDA 9.1" in d.problem.what
 
 
-def test_a_pinned_python_that_no_base_of_the_release_gives_is_refused_with_why(found):
+def test_a_pinned_python_that_the_wheels_have_but_no_base_gives_is_said_not_refused(found):
     """The 0.3 wheels exist for Python 3.6, but every 0.3 build's base is ubuntu16.04 (3.5) and
-    python-build-standalone starts at 3.8: a stack with 3.6 would never render, so a pin of it
-    (not advice) ends detection, naming what the bases give."""
+    python-build-standalone starts at 3.8: a stack with 3.6 would never render. That is envman's
+    limit, not the repository's, so the pin is set aside with a note naming what the bases give,
+    and the stack has the Python its base gives."""
     d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.3.1\n"})
-    assert d.decision is None
-    assert "environment.yml:2 asks for Python ==3.6.*" in d.problem.what
-    assert "has wheels for Python 3.5, 3.6, and its base images give 3.5" in d.problem.what
-    assert "python-build-standalone starts at Python 3.8" in d.problem.what
+    assert d.decision.stack.name == "torch-0.3.1-cuda9.0-py3.5"
+    assert aside(d)["environment.yml:2"] == "the wheels have it, but no base image the matrix has gives it (see the notes)"
+    (note,) = [n for n in d.decision.notes if "asks for Python" in n]
+    assert note.startswith("environment.yml:2 asks for Python ==3.6.*: torch-0.3.1-cuda")
+    assert "has wheels for Python 3.5, 3.6, and its base images give 3.5 (python-build-standalone starts at Python 3.8)" in note
     d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.2.0\n  - cuda80\n"})
-    assert d.decision is None and "its base images give 3.5" in d.problem.what
-    # the same pin with a release whose CUDA 9.2 build is on ubuntu18.04 (3.6 packaged): that build
+    assert d.decision.stack.name == "torch-0.2.0-cuda8.0-py3.5"
+    # the same pin with a release whose CUDA 9.2 build is on ubuntu18.04 (3.6 packaged): that build, no note
     d = found({"environment.yml": "dependencies:\n  - python=3.6\n  - pytorch=0.4.1\n"})
     assert d.decision.stack.name == "torch-0.4.1-cuda9.2-py3.6"
+    assert not [n for n in d.decision.notes if "asks for Python" in n]
+    # a Python the wheels do not have at all is still the repository's own contradiction: refused
+    d = found({"environment.yml": "dependencies:\n  - python=3.8\n  - pytorch=0.3.1\n"})
+    assert d.decision is None and "asks for Python ==3.8.*" in d.problem.what
 
 
 def test_every_answer_of_an_old_release_renders(found, matrix):
