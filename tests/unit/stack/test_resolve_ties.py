@@ -689,3 +689,91 @@ def test_when_no_build_gives_the_python_the_default_build_says_why(mini):
     m = _old_bases(mini, "ubuntu16.04")
     with pytest.raises(ResolveError, match="no base image of torch-2.4.1-cuda12.4 can give Python 3.6"):
         resolve(m, "torch-2.4-py3.6")
+
+
+def _with_os(m: Matrix, *oses: OsInfo) -> Matrix:
+    return replace(m, oses=tuple(m.oses) + oses)
+
+
+def _os(name: str, *apt: str) -> OsInfo:
+    return OsInfo(name=name, python_default=V(apt[0]) if apt else V("3.5"), python_apt=tuple(V(p) for p in apt),
+                  source=("test",), status="confirmed")
+
+
+def test_the_line_names_every_os_of_the_bases_and_what_they_package(mini):
+    m = _with_os(only_images(mini, img("10.0-base-a", cuda="10.0", os_name="osa"),
+                             img("10.0-base-b", cuda="10.0", os_name="osb")), _os("osa", "3.5", "3.7"), _os("osb"))
+    with pytest.raises(ResolveError) as e:
+        resolve(m, "torch-1.0-cuda10-py3.6")
+    assert "can give Python 3.6: osa, osb package 3.5, 3.7 and python-build-standalone starts at 3.8" in e.value.line()
+    assert "choose Python 3.5, 3.7 or another CUDA variant" in e.value.line()
+    m = _with_os(only_images(mini, img("10.0-base-b", cuda="10.0", os_name="osb")), _os("osb"))
+    with pytest.raises(ResolveError, match="can give Python 3.6: osb packages none and python-build-standalone"):
+        resolve(m, "torch-1.0-cuda10-py3.6")
+
+
+def test_an_os_that_packages_the_python_wins_over_one_that_would_need_standalone(mini):
+    # both give 3.9; the apt one is older (its OS ranks lower), so only the apt key can pick it
+    m = _with_os(only_images(mini, img("12.4.1-base-old", os_name="old1"), img("12.4.1-base-new", os_name="new9")),
+                 _os("old1", "3.9"), _os("new9", "3.12"))
+    s = resolve(m, "torch-2.4-cuda12-py3.9")
+    assert (s.os, s.python_strategy) == ("old1", "apt")
+
+
+def _three_cudas(mini: Matrix, cu118_os: str) -> Matrix:
+    """torch 2.4.1 with a third GPU build: the default CUDA 12.4 build's base on ubuntu16.04 (3.5
+    only), CUDA 12.1's on ubuntu18.04, CUDA 11.8's on ``cu118_os``; Pythons 3.5-3.7."""
+    extra = replace(next(b for b in mini.builds if b.name == "torch-2.4.1-cuda11.8"), variant="cu121", cuda=V("12.1"),
+                    default=False)
+    m = replace(mini, builds=tuple(mini.builds) + (extra,))
+    m = only_images(m, img("12.4.1-base-ubuntu16.04", os_name="ubuntu16.04"),
+                    img("12.1.1-base-x", cuda="12.1.1", os_name="ubuntu18.04"),
+                    img("11.8.0-base-x", cuda="11.8.0", os_name=cu118_os), img("22.04", cuda=None, repository="ubuntu"))
+    return with_builds(m, lambda b: replace(b, python=(V("3.5"), V("3.6"), V("3.7"))) if b.version == V("2.4.1") else b)
+
+
+def test_the_other_builds_are_tried_newest_cuda_first(mini):
+    assert resolve(_three_cudas(mini, "ubuntu18.04"), "torch-2.4-py3.6").row == "torch-2.4.1-cuda12.1"
+
+
+def test_an_other_build_that_cannot_give_the_python_is_passed_over(mini):
+    m = _three_cudas(mini, "ubuntu18.04")
+    m = only_images(m, *[i for i in m.images if i.cuda != V("12.1")])  # CUDA 12.1 has no base at all now
+    assert resolve(m, "torch-2.4-py3.6").row == "torch-2.4.1-cuda11.8"
+
+
+def test_the_flavour_asked_holds_for_the_other_build_too(mini):
+    m = _old_bases(mini, "ubuntu18.04")  # base flavour images only
+    with pytest.raises(ResolveError):
+        resolve(m, "torch-2.4-py3.6-devel")
+
+
+def test_the_other_build_keeps_the_platform_asked(mini):
+    arm = ("linux/amd64", "linux/arm64")
+    m = _old_bases(mini, "ubuntu18.04")
+    m = replace(m, images=tuple(replace(i, platforms=arm) for i in m.images))
+    m = with_builds(m, lambda b: replace(b, platforms=arm) if b.version == V("2.4.1") else b)
+    s = resolve(m, "torch-2.4-py3.6", platform="linux/arm64")
+    assert (s.row, s.platform) == ("torch-2.4.1-cuda11.8", "linux/arm64") and s.name.endswith("-arm64")
+
+
+def test_a_free_threaded_python_named_without_cuda_on_another_build_stays_free_threaded(mini):
+    m = with_builds(mini, lambda b: replace(b, python_freethreaded=(V("3.13"),), python=b.python + (V("3.13"),))
+                    if b.version == V("2.4.1") else b)
+    m = only_images(m, *[i for i in m.images if i.cuda != V("12.4")])  # the default CUDA 12.4 build has no base
+    s = resolve(m, "torch-2.4-py3.13t")
+    assert (s.row, s.python, s.freethreaded) == ("torch-2.4.1-cuda11.8", "3.13", True)
+
+
+def test_stack_pythons_are_the_wheels_pythons_a_base_gives(mini):
+    from envman.stack.resolve import stack_pythons
+
+    m = _old_bases(mini, "ubuntu18.04")
+    default = next(b for b in m.builds if b.name == "torch-2.4.1-cuda12.4")
+    cu118 = next(b for b in m.builds if b.name == "torch-2.4.1-cuda11.8")
+    assert stack_pythons(m, default) == (V("3.5"),)  # ubuntu16.04: 3.5; 3.6 and 3.7 are under 3.8
+    assert stack_pythons(m, cu118) == (V("3.6"), V("3.7"))  # ubuntu18.04's apt: 3.6, 3.7, 3.8
+    assert stack_pythons(m, cu118) is stack_pythons(m, cu118)  # kept per row and platform
+    assert stack_pythons(m, cu118, "linux/arm64") == ()  # no arm64 base
+    m2 = set_build(mini, "torch-2.4.1-cuda12.4", python=(V("3.8"), V("3.12")))
+    assert stack_pythons(m2, next(b for b in m2.builds if b.name == "torch-2.4.1-cuda12.4")) == (V("3.8"), V("3.12"))
