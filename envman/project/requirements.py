@@ -32,6 +32,10 @@ LOCAL_PREFIXES = ("./", "../", "/", "~", ".\\")
 LOCAL_NAMES = (".", "..")
 #: pip's comment rule (``#`` at the start of a line or after whitespace).
 _COMMENT_RE = r"(^|\s+)#.*$"
+#: The same rule as a search from the ``#`` itself (a look-behind, not ``\s+``): pip's pattern
+#: tried at each blank of a long run of blanks costs time quadratic in the line; the blanks it
+#: would also drop are stripped after.
+_COMMENT_AT_RE = re.compile(r"(?:^|(?<=\s))#.*$")
 
 
 def requirement_lines(text: str) -> list[str]:
@@ -51,7 +55,7 @@ def requirement_lines(text: str) -> list[str]:
         pending = []
     if pending:
         logical.append("".join(pending))
-    return [s for s in (re.sub(_COMMENT_RE, "", line).strip() for line in logical) if s]
+    return [s for s in (_COMMENT_AT_RE.sub("", line, count=1).strip() for line in logical) if s]
 
 
 #: The suffixes pip takes for an archive (pip's ``ARCHIVE_EXTENSIONS``): a requirement that ends

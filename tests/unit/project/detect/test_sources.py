@@ -288,3 +288,17 @@ def test_a_conda_environment_file_of_any_name_is_read_by_its_content(repo):
     # one for the docs' build: a range at most
     r = repo({"docs/rtd.yml": env})
     assert {(s.file, s.strength) for s in gather(r) if s.source == "conda"} == {("docs/rtd.yml", RANGE)}
+
+
+@pytest.mark.parametrize("pad", [" ", "\t", " \t"])
+def test_a_requirements_line_of_a_long_whitespace_run_is_read_in_linear_time(repo, pad):
+    """pip's comment rule (a ``#`` at the start or after whitespace) is looked for once per
+    character: a requirements line of 500,000 blanks and no ``#`` (a hostile clone) took minutes;
+    a comment after such a run is still dropped and the pin before it read."""
+    import time
+
+    r = repo({"requirements.txt": "torch==1.9.0" + pad * 250_000 + "\n" + "numpy" + pad * 250_000 + "# c\n"})
+    start = time.perf_counter()
+    found = read_requirements(r, "requirements.txt")
+    assert time.perf_counter() - start < 2
+    assert ("requirements.txt", 1, "torch ==1.9.0") in means(found)
