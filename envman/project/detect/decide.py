@@ -403,11 +403,12 @@ class _Decider:
         """The releases the statements allow (preferred first) and the statements taken."""
         rows = [b for b in self.matrix.builds if b.framework == framework]
         known = sorted({b.version for b in rows})
+        installed = _installed_versions(rows)  # once: a README of thousands of pins asks per line
         taken: list[tuple[Statement, Callable[[Version], bool], list[Version]]] = []
         universe = set(known)
         absent: list[Version] = []  # releases advice named that the matrix lacks, strongest first
         for s in self.release_statements(framework):
-            want = self._want(s, rows)
+            want = self._want(s, rows, installed)
             if want is None:
                 companion, _, companion_version = (s.fact.companion or "").partition("==")
                 if s.fact.spec == "" and s.fact.companion is None:
@@ -437,24 +438,31 @@ class _Decider:
                 continue
             universe |= set(want[1])
         accepts: dict[str, frozenset[Version]] = {}  # one statement's releases of the universe, by its spec
+        # the first statement taken of each set of releases: a clash depends only on the set, so
+        # thousands of equal pins are one comparison, not one per pin taken before
+        first_taken: dict[frozenset[Version], tuple[Statement, Callable[[Version], bool], list[Version]]] = {}
+        taken_releases: dict[int, frozenset[Version]] = {}  # a taken statement's releases (known is in universe)
         for s in self.release_statements(framework):
-            want = self._want(s, rows)
+            want = self._want(s, rows, installed)
             assert want is not None  # the others were marked above
             test, named = want
             key = s.fact.companion or s.fact.spec
             if key not in accepts:
                 accepts[key] = frozenset(v for v in universe if test(v))
             mine = accepts[key]
-            clash = next((t for t in taken if not mine & accepts[t[0].fact.companion or t[0].fact.spec]), None)
+            clash = next((t for releases, t in first_taken.items() if not mine & releases), None)
             if clash is not None:
                 self.mark(s, False, f"contradicts {clash[0].where} ({clash[0].fact.means()}), which weighs more")
                 self.conflicts.append({"about": f"{framework} release", "taken": clash[0].where + " " + clash[0].fact.means(),
                                        "set_aside": s.where + " " + s.fact.means(), "set_aside_text": s.text})
                 continue
             taken.append((s, test, named))
+            first_taken.setdefault(mine, taken[-1])
+            taken_releases[id(s)] = mine
             self.mark(s, True, "taken")
         while True:
-            allowed = [v for v in known if all(t[1](v) for t in taken)]
+            sets = {taken_releases[id(t[0])] for t in taken}  # each distinct set once, not each statement
+            allowed = [v for v in known if all(v in r for r in sets)]
             exact = next((t for t in taken if t[0].fact.companion or _is_exact(t[0].fact.spec)), None)
             if exact is None:
                 break
@@ -485,7 +493,8 @@ class _Decider:
         return sorted(stmts, key=lambda s: (-s.weight, not s.named, s.file.count("/"), s.file not in gpu_files, s.file,
                                             s.line))
 
-    def _want(self, s: Statement, rows: Sequence["FrameworkBuild"]) -> tuple[Callable[[Version], bool], list[Version]] | None:
+    def _want(self, s: Statement, rows: Sequence["FrameworkBuild"], installed: dict[Version, tuple[Version, ...]]
+              ) -> tuple[Callable[[Version], bool], list[Version]] | None:
         if s.fact.companion and not _installs(rows, s.fact.companion.partition("==")[0]):
             return None
         if s.fact.companion:
@@ -510,7 +519,6 @@ class _Decider:
         spec = _spec(s.fact.spec)
         if spec is None:
             return None
-        installed = _installed_versions(rows)
         return (lambda v, sp=spec: release_meets(sp, v, installed.get(v, ()))), _named_versions(s.fact.spec)
 
     def _unmet_release(self, framework: str, s: Statement, named: list[Version], known: list[Version],

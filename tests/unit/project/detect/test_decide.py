@@ -224,6 +224,10 @@ def test_versions_of_thousands_of_digits_are_no_facts(found):
     {"setup.py": "a = [" + ", ".join('"x"' for _ in range(10000)) + "]\n"
                  "setup(install_requires=" + "(" * 7 + "a" + "+a)" * 7 + ")\n"},
     {"one.py": "x=1;" + "print " * 12000 + "\n", "two.py": "import " * 12000 + "\n"},
+    # thousands of statements of one release: each was weighed against every one taken before it
+    {"README.md": "pip install torch==1.9.0\n" * 20000},
+    {"README.md": "```\n" + "torch==1.9.0\n" * 20000 + "```\n"},
+    {"requirements.txt": "torch>=1.0\n" * 10000 + "torch<3\n" * 10000},
 ])
 def test_files_built_to_be_slow_cost_linear_time(found, files):
     import time
