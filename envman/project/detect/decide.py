@@ -227,6 +227,19 @@ class _Decider:
             self._positions = {id(x): i for i, x in enumerate(self.pending)}
         return self._positions[id(s)]
 
+    def decided_on_line(self, s: Statement) -> list[Statement]:
+        """What was decided of the statements on ``s``'s line (its file and line), found through an
+        index of the lines: a repository of thousands of lines asks this of each statement."""
+        return [self.done[i] for i in dict.fromkeys(self._line_index().get((s.file, s.line), ())) if i in self.done]
+
+    def _line_index(self) -> dict[tuple[str, int], list[int]]:
+        """The positions of the statements by line (a stand-in's line added where it stands)."""
+        if not hasattr(self, "_lines"):
+            self._lines: dict[tuple[str, int], list[int]] = {}
+            for i, x in enumerate(self.pending):
+                self._lines.setdefault((x.file, x.line), []).append(i)
+        return self._lines
+
     def retake(self, *kinds: str) -> None:
         """Forget what was decided of these kinds of fact, to decide them again: what was taken
         and what was set aside against it; a statement set aside for its own sake (a tool's
@@ -242,6 +255,7 @@ class _Decider:
         i = self.position(s)
         self.done[i] = s.decided(used, why)
         self._positions[id(stand_in)] = i
+        self._line_index().setdefault((stand_in.file, stand_in.line), []).append(i)
         return stand_in
 
     def gives_way(self, s: Statement, version_stmts: Sequence[Statement]) -> bool:
@@ -275,7 +289,7 @@ class _Decider:
         """Whether ``s``'s line also names the release taken (``FROM tensorflow/tensorflow:1.15.4-gpu``):
         its CUDA and Python are that release's, not a second opinion."""
         return any(d.used and d.fact.kind == FRAMEWORK and d.fact.framework == self.chosen and (d.fact.spec or d.fact.version)
-                   and d.file == s.file and d.line == s.line for d in self.done.values())
+                   and d.file == s.file and d.line == s.line for d in self.decided_on_line(s))
 
     def of(self, kind: str, framework: str | None = None) -> list[Statement]:
         return sorted((s for i, s in enumerate(self.pending) if i not in self.done and s.fact.kind == kind
@@ -290,7 +304,7 @@ class _Decider:
                    and (d.fact.kind == UNSUPPORTED or (d.fact.kind == FRAMEWORK and (
                        d.fact.spec or d.fact.companion or d.fact.framework != self.chosen)
                        and not (d.fact.framework == self.chosen and (d.fact.companion or "").partition("==")[0] in OWN_RELEASES)))
-                   for d in self.done.values())
+                   for d in self.decided_on_line(s))
 
     def evidence(self) -> tuple[Statement, ...]:
         out = []
@@ -546,6 +560,9 @@ class _Decider:
     def cuda(self, framework: str) -> tuple[list[Statement], bool | None]:
         """The CUDA statements taken (strongest first) and whether a CPU or GPU build was asked for."""
         taken: list[Statement] = []
+        # the first taken of each CUDA (and floor or not), all that _cuda_agree looks at: thousands
+        # of equal statements are one comparison, not one per statement taken before
+        first_taken: dict[tuple[bool, str | None], Statement] = {}
         # at equal weight a GPU build's CUDA before a CPU build (a Dockerfile.cpu beside a Dockerfile.gpu)
         for s in sorted(self.of(CUDA), key=lambda s: (-s.weight, s.fact.version is None, not self.anchored(s),
                                                       *_key(s)[1:])):
@@ -555,13 +572,14 @@ class _Decider:
             if s.fact.framework is not None and s.fact.framework != framework:
                 self.mark(s, False, f"the CUDA of {s.fact.framework}, a tool here: the framework is {framework}")
                 continue
-            clash = next((t for t in taken if not _cuda_agree(s, t)), None)
+            clash = next((t for t in first_taken.values() if not _cuda_agree(s, t)), None)
             if clash is not None:
                 self.mark(s, False, f"contradicts {clash.where} ({clash.fact.means()}), which weighs more")
                 self.conflicts.append({"about": "CUDA", "taken": clash.where + " " + clash.fact.means(),
                                        "set_aside": s.where + " " + s.fact.means(), "set_aside_text": s.text})
                 continue
             taken.append(s)
+            first_taken.setdefault((s.fact.spec == ">=", s.fact.version), s)
             self.mark(s, True, "taken")
         gpu = None
         if taken:

@@ -228,6 +228,9 @@ def test_versions_of_thousands_of_digits_are_no_facts(found):
     {"README.md": "pip install torch==1.9.0\n" * 20000},
     {"README.md": "```\n" + "torch==1.9.0\n" * 20000 + "```\n"},
     {"requirements.txt": "torch>=1.0\n" * 10000 + "torch<3\n" * 10000},
+    # thousands of CUDA statements, each on a line of its own framework pin: each was looked up
+    # among every statement decided and weighed against every CUDA taken before
+    {"README.md": "pip install torch==1.10.0+cu113\n" * 10000 + "CUDA 11.3\n" * 10000},
 ])
 def test_files_built_to_be_slow_cost_linear_time(found, files):
     import time
