@@ -273,7 +273,7 @@ def _package_lines(repo: Repository, stack: "Stack") -> tuple[str, list[LayerLin
     from envman.project.detect.sources import read_pyproject
 
     for rel, reader in (("pyproject.toml", read_pyproject), ("setup.py", read_setup_py)):
-        if rel not in repo.files:
+        if rel not in repo.file_set:
             continue
         reqs = _dependency_strings(repo, rel)
         if reqs:

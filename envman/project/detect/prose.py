@@ -256,7 +256,7 @@ def named_files(repo: Repository, rel: str) -> set[str]:
     if text is None:
         return set()
     here = posixpath.dirname(rel)
-    files = set(repo.files)
+    files = repo.file_set
     out: set[str] = set()
     for m in islice(_FILE_OPTION_RE.finditer(text), _MAX_FILE_OPTIONS):
         # the command the option belongs to: the words before it, back to the last separator

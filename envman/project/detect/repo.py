@@ -15,6 +15,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 #: Folders that hold no code of the project's own.
@@ -90,6 +91,11 @@ class Repository:
                 except OSError:
                     continue
             stack.extend(reversed(dirs))
+
+    @cached_property
+    def file_set(self) -> frozenset[str]:
+        """:attr:`files` as a set, made once: each of thousands of READMEs asks whether a file is there."""
+        return frozenset(self.files)
 
     def read(self, rel: str, limit: int = MANIFEST_LIMIT) -> str | None:
         """The text of ``rel``, or ``None`` when it cannot be read as text within ``limit`` bytes

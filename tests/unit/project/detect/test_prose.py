@@ -275,3 +275,23 @@ def test_a_line_wrapped_in_triple_backticks_is_inline_code_not_a_fence(repo):
     assert got == [(3, "Python ==3.6.15", COMMAND), (5, "torch ==1.8.*", PROSE), (8, "torch ==1.7.1", COMMAND),
                    (10, "CUDA 11.0", PROSE), (11, "tensorflow ==2.4.0", COMMAND),
                    (13, "jax ==0.4.1", COMMAND)]
+
+
+def test_thousands_of_readmes_naming_install_files_cost_linear_time(repo):
+    """Each README one folder down is read for the files its install commands name; the files seen
+    are made a set once, not once per README (a set of 20,000 files made for each of 10,000
+    READMEs took seconds, and grows with the square of the repository)."""
+    import time
+
+    from envman.project.detect.prose import named_files
+
+    files: dict[str, str] = {"requirements.txt": "torch==1.9.0\n"}
+    for i in range(10000):
+        files[f"d{i}/README.md"] = "pip install -r requirements.txt\n"
+        files[f"d{i}/x.txt"] = ""
+    r = repo(files)
+    readmes = [f for f in r.files if f.endswith("README.md")]
+    start = time.process_time()
+    named = [named_files(r, rel) for rel in readmes]
+    assert time.process_time() - start < 2
+    assert named == [{"requirements.txt"}] * 10000
