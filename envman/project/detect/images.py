@@ -268,7 +268,15 @@ def command_facts(command: str) -> list[tuple[str, Fact]]:
     return out
 
 
+#: The longest word read of a command: a requirement, URL or option is far shorter, and shlex
+#: builds a word a character at a time, in time quadratic in its length.
+MAX_WORD = 4096
+#: A run of more than MAX_WORD non-blank characters, matched from its start only (linear time).
+_LONG_WORD_RE = re.compile(r"(?<!\S)\S{%d,}" % (MAX_WORD + 1))
+
+
 def _words(text: str) -> list[str]:
+    text = _LONG_WORD_RE.sub("", text)
     try:
         return shlex.split(text, comments=True)
     except ValueError:

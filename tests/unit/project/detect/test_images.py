@@ -269,3 +269,23 @@ def test_substitution_adds_at_most_its_limit_to_a_line(repo):
 ])
 def test_an_openmmlab_wheel_index_names_the_torch_and_cuda_its_wheels_are_built_for(command, want):
     assert [f.means() for _, f in command_facts(command)] == want
+
+
+@pytest.mark.parametrize("word", ["${", "$", "a", "'a"])
+def test_an_install_command_of_one_huge_word_is_read_in_linear_time(word):
+    """shlex builds a word a character at a time, in time quadratic in its length: a word of a
+    million characters is no requirement, URL or option, and is dropped before the split; the
+    words around it are still read."""
+    import time
+
+    start = time.process_time()
+    got = command_facts("pip install torch==1.9.0 " + word * (1_000_000 // len(word)) + " torchvision==0.10.0")
+    assert time.process_time() - start < 1
+    assert [w for w, _ in got] == ["torch==1.9.0", "torchvision==0.10.0"]
+
+
+def test_a_word_at_the_length_limit_is_kept_and_one_past_it_dropped():
+    from envman.project.detect.images import MAX_WORD, _words
+
+    assert _words("a " + "b" * MAX_WORD + " c") == ["a", "b" * MAX_WORD, "c"]
+    assert _words("a " + "b" * (MAX_WORD + 1) + " c") == ["a", "c"]
