@@ -51,6 +51,7 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
     from envman.project.detect.shell import MAX_NOTEBOOKS, NOTEBOOKS, SCRIPTS, read_notebook, read_script
     from envman.project.detect.sources import (
         CONDA_LISTS,
+        MAX_CONDA,
         MAX_YAML,
         conda_environment,
         read_conda,
@@ -67,7 +68,7 @@ def gather(repo: Repository, matrix: "Matrix | None" = None) -> list[Statement]:
         demote = _DEV_RE.search(rel) is not None
         for s in read_requirements(repo, rel, seen=seen):
             out.append(_demoted(s) if demote else s)
-    conda = repo.matching(_CONDA)
+    conda = repo.matching(_CONDA)[:MAX_CONDA]
     for rel in conda:
         out += read_conda(repo, rel)
     for rel in repo.matching(_YAML, max_depth=1)[:MAX_YAML]:

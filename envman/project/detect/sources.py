@@ -330,9 +330,15 @@ def read_conda_list(repo: Repository, rel: str) -> list[Statement]:
     return out
 
 
+#: Bytes of a conda environment file composed as YAML (a few KiB in practice; ``conda env export``
+#: of hundreds of packages stays far below): YAML is read at a few MB a second, and a repository
+#: may hold many such files of the manifest limit.
+CONDA_LIMIT = 128 * 1024
 #: YAML files near the root (shallowest first) looked at for a conda environment by content, when
 #: their name does not say so (``Project_GPU.yml``).
 MAX_YAML = 64
+#: Conda environment files read by their name (environment.yml, at most two folders down).
+MAX_CONDA = 64
 #: A conda environment's top level: a ``dependencies`` list beside its ``name`` or ``channels``.
 _CONDA_DEPENDENCIES_RE = re.compile(r"^dependencies[ \t]*:", re.M)
 _CONDA_NAME_RE = re.compile(r"^(?:name|channels)[ \t]*:", re.M)
@@ -352,7 +358,7 @@ def conda_document(repo: Repository, rel: str) -> dict[str, Any] | None:
     cost nothing."""
     import yaml
 
-    text = repo.read(rel)
+    text = repo.read(rel, limit=CONDA_LIMIT)
     if text is None:
         return None
     try:

@@ -302,3 +302,33 @@ def test_a_requirements_line_of_a_long_whitespace_run_is_read_in_linear_time(rep
     found = read_requirements(r, "requirements.txt")
     assert time.perf_counter() - start < 2
     assert ("requirements.txt", 1, "torch ==1.9.0") in means(found)
+
+
+def test_conda_environment_files_are_composed_up_to_their_limit_and_a_bounded_number_of_them(repo):
+    """YAML is composed at a few MB a second: an environment file is read up to CONDA_LIMIT bytes
+    (one at the limit is read, one a byte past it is not), and at most MAX_CONDA files by name and
+    MAX_YAML by content, so 130 files of a megabyte each (11 s) cost about a second."""
+    import time
+
+    from envman.project.detect import gather
+    from envman.project.detect.sources import CONDA_LIMIT
+
+    head = "name: x\nchannels: [defaults]\ndependencies:\n  - pytorch=1.9.0\n"
+    pad = "  - numpy=1.0\n"
+
+    def sized(n: int) -> str:
+        body = head + pad * ((n - len(head) - 2) // len(pad))
+        return body + "#" * (n - len(body) - 1) + "\n"
+
+    at, past = sized(CONDA_LIMIT), sized(CONDA_LIMIT + 1)
+    assert (len(at), len(past)) == (CONDA_LIMIT, CONDA_LIMIT + 1)
+    r = repo({"environment.yml": at, "conda/environment.yml": past})
+    assert [s.file for s in read_conda(r, "environment.yml")] == ["environment.yml"]
+    assert read_conda(r, "conda/environment.yml") == []
+
+    big = head + pad * 70_000
+    files = {f"e{i}.yml": big for i in range(65)} | {f"d{i}/environment.yml": big for i in range(65)}
+    r = repo(files)
+    start = time.process_time()
+    gather(r)
+    assert time.process_time() - start < 4
