@@ -32,10 +32,6 @@ MAX_DEPTH = 10
 MANIFEST_LIMIT = 1024 * 1024
 PROSE_LIMIT = 512 * 1024
 CODE_LIMIT = 64 * 1024
-#: Bytes read in all of manifests and READMEs: each file has its limit, but a repository of a
-#: hundred files at their limit would take minutes to read; past this the rest is not read and
-#: the detection says the repository was read in part.
-READ_BUDGET = 2 * 1024 * 1024
 #: Python (and Lua) files whose imports are counted.
 MAX_CODE_FILES = 4000
 
@@ -46,8 +42,7 @@ class Repository:
 
     root: Path
     files: list[str] = field(default_factory=list)  # every regular file seen, relative, "/"-separated
-    truncated: bool = False  # the walk stopped at a limit, or the reads at READ_BUDGET
-    budget: int = READ_BUDGET  # bytes :meth:`read` may still read
+    truncated: bool = False  # the walk stopped at a limit
 
     @classmethod
     def scan(cls, root: str | os.PathLike[str]) -> "Repository":
@@ -108,14 +103,10 @@ class Repository:
         from envman.errors import UserError
         from envman.safefile import read_file
 
-        if self.budget <= 0:
-            self.truncated = True
-            return None
         try:
             data = read_file(self.root / rel, what="repository file", limit=limit, inside=self.root)
         except (UserError, OSError):
             return None
-        self.budget -= len(data)
         return _text(data)
 
     def head(self, rel: str, size: int = CODE_LIMIT) -> str | None:

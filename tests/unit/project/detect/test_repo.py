@@ -75,33 +75,3 @@ def test_scanning_what_is_no_folder_is_one_user_error(tmp_path, make):
     with pytest.raises(UserError) as exc:
         Repository.scan(path)
     assert "repository" in str(exc.value) and "\n" not in str(exc.value)
-
-
-def test_reads_stop_at_the_repository_budget_and_say_the_repository_was_read_in_part(repo):
-    """Each file has its limit, and all reads together READ_BUDGET: a read that leaves the budget
-    at one byte is followed by one more, a read that spends it exactly by none (the walk is then
-    marked truncated); a repository of many files at their limit is read in bounded time."""
-    import time
-
-    from envman.project.detect.repo import READ_BUDGET
-
-    r = repo({"a.txt": "a" * 10, "b.txt": "b" * 10, "c.txt": "c"})
-    r.budget = 11
-    assert r.read("a.txt") == "a" * 10 and r.budget == 1
-    assert r.read("b.txt") == "b" * 10 and not r.truncated
-    assert r.read("c.txt") is None and r.truncated
-
-    r = repo({"a.txt": "a" * 10, "b.txt": "b"})
-    r.budget = 10
-    assert r.read("a.txt") == "a" * 10
-    assert r.read("b.txt") is None and r.truncated
-
-    big = "numpy==1.0\n" * 90_000
-    files = {f"d{i}/requirements.txt": big for i in range(3 * READ_BUDGET // len(big) + 3)}
-    r = repo({**files, "a.py": "import torch\n"})
-    from envman.project.detect import gather
-
-    start = time.process_time()
-    gather(r)
-    assert time.process_time() - start < 10  # every file read: about 2 s a megabyte
-    assert r.truncated
