@@ -274,8 +274,8 @@ def parse_plain(grammar: Grammar, words: Sequence[str]) -> SimpleNamespace | Non
             i += 1
             continue
         name, eq, attached = w.partition("=") if w.startswith("--") else (w, "", "")
-        o = grammar.option(name)
-        if o is None or (len(name) != 2 and not name.startswith("--")):
+        o = grammar.option(name)  # the table's exact spellings only: -x or --long
+        if o is None:
             return None
         if not o.takes_value:
             if eq:

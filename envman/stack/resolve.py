@@ -381,6 +381,7 @@ def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch:
     if cuda_patch is not None and (build.cuda is None or (build.cuda.major, build.cuda.minor) != (cuda_patch.major, cuda_patch.minor)):
         raise ResolveError(f"{build.name} is {'a CPU build' if build.cuda is None else f'CUDA {build.cuda}'}, not CUDA {cuda_patch}",
                            fix=f"name a stack of CUDA {cuda_patch.major}.{cuda_patch.minor} (e.g. -cuda{cuda_patch.major}.{cuda_patch.minor}) or drop --cuda")
+    default: FrameworkBuild | None = None  # the build asked for, when another one gives the Python
     try:
         img, python, strategy = _pick_image(matrix, build, q.flavour, py, plat, cuda_patch)
     except ResolveError:
@@ -389,12 +390,11 @@ def _resolve(matrix: Matrix, name: str, platform: str | None = None, cuda_patch:
         other = _python_elsewhere(matrix, others, q.flavour, py, plat) if py is not None and cuda_patch is None else None
         if other is None:
             raise
-        stack = make_stack(matrix, *other, plat)
-        note = (f"Python {py}: the CUDA {stack.cuda} build, as the default {build.name} has no base image "
-                f"with Python {py}")
-        stack = replace(stack, notes=stack.notes + (note,))
-        return _freethreaded(stack) if freethreaded else stack
+        default, (build, img, python, strategy) = build, other
     stack = make_stack(matrix, build, img, python, strategy, plat)
+    if default is not None:
+        stack = replace(stack, notes=stack.notes + (f"Python {py}: the CUDA {stack.cuda} build, as the default "
+                                                    f"{default.name} has no base image with Python {py}",))
     return _freethreaded(stack) if freethreaded else stack
 
 
